@@ -1,0 +1,118 @@
+// Peak RSS and CPU seconds of each service, read from /proc while the run goes on. A service is a
+// root PID plus its descendants (an NGINX master and its workers), found again at every sample.
+import { readdirSync, readFileSync } from 'node:fs';
+
+export interface ServiceUsage {
+  readonly name: string;
+  /** Sum over the service's processes of each one's peak resident set (VmHWM), in bytes. */
+  readonly peakRssBytes: number;
+  /** User + system CPU time of the service's processes, in seconds. */
+  readonly cpuSeconds: number;
+}
+
+const CLOCK_TICKS = 100; // sysconf(_SC_CLK_TCK) on Linux x86-64 and arm64
+
+interface ProcessSample {
+  hwmBytes: number;
+  cpuTicks: number;
+}
+
+/** Parses `/proc/PID/stat`: ppid and utime + stime, skipping the parenthesised command name. */
+export function parseStat(text: string): { ppid: number; cpuTicks: number } | undefined {
+  const close = text.lastIndexOf(')');
+  if (close < 0) return undefined;
+  const fields = text.slice(close + 2).split(' ');
+  // After ")": state(0) ppid(1) … utime(11) stime(12)
+  const ppid = Number(fields[1]);
+  const cpuTicks = Number(fields[11]) + Number(fields[12]);
+  return Number.isFinite(ppid) && Number.isFinite(cpuTicks) ? { ppid, cpuTicks } : undefined;
+}
+
+/** Reads `VmHWM` from `/proc/PID/status` in bytes (0 for kernel threads or when absent). */
+export function parseHwm(status: string): number {
+  const match = /^VmHWM:\s+(\d+) kB$/m.exec(status);
+  return match ? Number(match[1]) * 1024 : 0;
+}
+
+function readText(path: string): string | undefined {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return undefined;
+  }
+}
+
+function processTree(roots: readonly number[]): number[] {
+  const parents = new Map<number, number>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = readText(`/proc/${entry}/stat`);
+    const parsed = stat ? parseStat(stat) : undefined;
+    if (parsed) parents.set(Number(entry), parsed.ppid);
+  }
+  const tree = new Set(roots.filter((pid) => parents.has(pid)));
+  let grew = true;
+  while (grew) {
+    grew = false;
+    for (const [pid, ppid] of parents) {
+      if (!tree.has(pid) && tree.has(ppid)) {
+        tree.add(pid);
+        grew = true;
+      }
+    }
+  }
+  return [...tree];
+}
+
+export interface UsageSampler {
+  /** Takes one sample now (also done every `intervalMs` until `stop`). */
+  sample(): void;
+  /** Stops sampling after a last sample and returns the usage per service. */
+  stop(): ServiceUsage[];
+}
+
+/** Samples the given services (name → root PIDs) every `intervalMs`. */
+export function createUsageSampler(
+  services: ReadonlyMap<string, readonly number[]>,
+  intervalMs = 1000,
+): UsageSampler {
+  const seen = new Map<string, Map<number, ProcessSample>>();
+  for (const name of services.keys()) seen.set(name, new Map());
+
+  function sample(): void {
+    for (const [name, roots] of services) {
+      const perPid = seen.get(name)!;
+      for (const pid of processTree(roots)) {
+        const stat = readText(`/proc/${pid}/stat`);
+        const status = readText(`/proc/${pid}/status`);
+        const parsed = stat ? parseStat(stat) : undefined;
+        if (!parsed || !status) continue;
+        const previous = perPid.get(pid);
+        perPid.set(pid, {
+          hwmBytes: Math.max(previous?.hwmBytes ?? 0, parseHwm(status)),
+          cpuTicks: parsed.cpuTicks,
+        });
+      }
+    }
+  }
+
+  sample();
+  const timer = setInterval(sample, intervalMs);
+  timer.unref();
+  return {
+    sample,
+    stop() {
+      sample();
+      clearInterval(timer);
+      return [...seen].map(([name, perPid]) => {
+        let peakRssBytes = 0;
+        let ticks = 0;
+        for (const { hwmBytes, cpuTicks } of perPid.values()) {
+          peakRssBytes += hwmBytes;
+          ticks += cpuTicks;
+        }
+        return { name, peakRssBytes, cpuSeconds: ticks / CLOCK_TICKS };
+      });
+    },
+  };
+}
