@@ -1,0 +1,195 @@
+// OpenID Connect sign-in for a public browser client: authorization code + PKCE (RFC 7636) with
+// oauth4webapi, discovery from the configured issuer. The resulting session lives in memory only.
+import * as oauth from 'oauth4webapi';
+import type { AppConfig } from './config.js';
+import { savePendingSignIn, takePendingSignIn } from './pending-sign-in.js';
+
+/** What the app keeps after sign-in, only in this page's memory. */
+export interface Session {
+  readonly accessToken: string;
+  /** From `expires_in`; absent when the IdP did not say. */
+  readonly expiresAt?: Date;
+  readonly subject: string;
+  readonly name?: string;
+  readonly idToken?: string;
+}
+
+export type SignInErrorCode =
+  'idp-unreachable' | 'no-pending-sign-in' | 'refused' | 'exchange-failed';
+
+/** A sign-in that could not finish; `message` is safe to show (never a code or token). */
+export class SignInError extends Error {
+  readonly code: SignInErrorCode;
+  constructor(code: SignInErrorCode, message: string) {
+    super(message);
+    this.name = 'SignInError';
+    this.code = code;
+  }
+}
+
+export interface AuthEnvironment {
+  readonly origin: string;
+  readonly storage: Storage;
+  readonly now: () => number;
+}
+
+/** True when the URL is an authorization response (the IdP sent the browser back to us). */
+export function isAuthorizationResponse(url: URL): boolean {
+  return url.searchParams.has('code') || url.searchParams.has('error');
+}
+
+/**
+ * Prepares the client once: client metadata, redirect URI (the app's origin + "/"), and a
+ * memoised discovery that is retried after a failure. Plain http is allowed only for the loopback
+ * issuers that config parsing lets through.
+ */
+export function createAuth(config: AppConfig, env: AuthEnvironment) {
+  const client: oauth.Client = { client_id: config.clientId };
+  const clientAuth = oauth.None();
+  const redirectUri = new URL('/', env.origin).href;
+  const http = config.issuer.protocol === 'http:' ? { [oauth.allowInsecureRequests]: true } : {};
+  let discovery: Promise<oauth.AuthorizationServer> | undefined;
+
+  function discover(): Promise<oauth.AuthorizationServer> {
+    discovery ??= oauth
+      .discoveryRequest(config.issuer, { algorithm: 'oidc', ...http })
+      .then((response) => oauth.processDiscoveryResponse(config.issuer, response))
+      .catch(() => {
+        discovery = undefined;
+        throw new SignInError(
+          'idp-unreachable',
+          'The sign-in service could not be reached. Try again in a moment.',
+        );
+      });
+    return discovery;
+  }
+
+  /** Builds the authorization request and remembers its one-time values for the way back. */
+  async function authorizationUrl(): Promise<URL> {
+    const as = await discover();
+    if (!as.authorization_endpoint) {
+      throw new SignInError(
+        'idp-unreachable',
+        'The sign-in service has no authorization endpoint.',
+      );
+    }
+    const codeVerifier = oauth.generateRandomCodeVerifier();
+    const state = oauth.generateRandomState();
+    const nonce = oauth.generateRandomNonce();
+    const url = new URL(as.authorization_endpoint);
+    url.search = new URLSearchParams({
+      client_id: config.clientId,
+      redirect_uri: redirectUri,
+      response_type: 'code',
+      scope: config.scope,
+      // Names the API the access token is for; IdPs that do not know the parameter ignore it.
+      audience: config.audience,
+      code_challenge: await oauth.calculatePKCECodeChallenge(codeVerifier),
+      code_challenge_method: 'S256',
+      state,
+      nonce,
+    }).toString();
+    savePendingSignIn(env.storage, { state, nonce, codeVerifier, startedAt: env.now() });
+    return url;
+  }
+
+  /** Validates the authorization response, redeems the code and returns the in-memory session. */
+  async function completeSignIn(callbackUrl: URL): Promise<Session> {
+    const pending = takePendingSignIn(env.storage, env.now());
+    if (!pending) {
+      throw new SignInError(
+        'no-pending-sign-in',
+        'This sign-in was not started from this tab or took too long. Sign in again.',
+      );
+    }
+    const as = await discover();
+    let params: URLSearchParams;
+    try {
+      params = oauth.validateAuthResponse(as, client, callbackUrl, pending.state);
+    } catch (error) {
+      if (error instanceof oauth.AuthorizationResponseError) {
+        throw new SignInError(
+          'refused',
+          `The sign-in service refused the sign-in (${error.error}).`,
+        );
+      }
+      throw new SignInError(
+        'refused',
+        'The answer from the sign-in service did not match this sign-in.',
+      );
+    }
+    let result: oauth.TokenEndpointResponse;
+    try {
+      const response = await oauth.authorizationCodeGrantRequest(
+        as,
+        client,
+        clientAuth,
+        params,
+        redirectUri,
+        pending.codeVerifier,
+        http,
+      );
+      result = await oauth.processAuthorizationCodeResponse(as, client, response, {
+        expectedNonce: pending.nonce,
+        requireIdToken: true,
+      });
+    } catch {
+      throw new SignInError('exchange-failed', 'Sign-in could not be completed. Sign in again.');
+    }
+    const claims = oauth.getValidatedIdTokenClaims(result);
+    if (!claims?.sub) {
+      throw new SignInError('exchange-failed', 'The sign-in service did not name the user.');
+    }
+    const name = await displayName(as, claims, result.access_token);
+    return {
+      accessToken: result.access_token,
+      ...(typeof result.expires_in === 'number'
+        ? { expiresAt: new Date(env.now() + result.expires_in * 1000) }
+        : {}),
+      subject: claims.sub,
+      ...(name ? { name } : {}),
+      ...(result.id_token ? { idToken: result.id_token } : {}),
+    };
+  }
+
+  /**
+   * The `name` claim from the ID token, else from UserInfo (some IdPs put profile claims only
+   * there). Best effort: a failing UserInfo call leaves the name out, it does not fail sign-in.
+   */
+  async function displayName(
+    as: oauth.AuthorizationServer,
+    claims: oauth.IDToken,
+    accessToken: string,
+  ): Promise<string | undefined> {
+    const fromIdToken = claims.name ?? claims.preferred_username;
+    if (typeof fromIdToken === 'string' && fromIdToken) return fromIdToken;
+    if (!as.userinfo_endpoint) return undefined;
+    try {
+      const response = await oauth.userInfoRequest(as, client, accessToken, http);
+      const info = await oauth.processUserInfoResponse(as, client, claims.sub, response);
+      const fromUserInfo = info.name ?? info.preferred_username;
+      return typeof fromUserInfo === 'string' && fromUserInfo ? fromUserInfo : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
+   * Where to send the browser to end the IdP session too (RP-initiated logout), or undefined when
+   * the IdP offers no end_session_endpoint. Uses metadata already fetched; never fetches.
+   */
+  async function endSessionUrl(session: Session): Promise<URL | undefined> {
+    if (!discovery) return undefined;
+    const as = await discovery.catch(() => undefined);
+    if (!as?.end_session_endpoint) return undefined;
+    const url = new URL(as.end_session_endpoint);
+    url.searchParams.set('client_id', config.clientId);
+    url.searchParams.set('post_logout_redirect_uri', redirectUri);
+    if (session.idToken) url.searchParams.set('id_token_hint', session.idToken);
+    return url;
+  }
+
+  return { authorizationUrl, completeSignIn, endSessionUrl, redirectUri };
+}
+
+export type Auth = ReturnType<typeof createAuth>;

@@ -1,0 +1,261 @@
+// The only module that touches the DOM. Elements are looked up once; every value is written with
+// textContent (never innerHTML), so nothing from the IdP or the gate can become markup.
+import type { NoticeAction } from './gate-answer.js';
+import { displayValue, type SecretEntry } from './secret-set.js';
+
+/** What the notice area shows; gate answers and sign-in failures both fit. */
+export interface NoticeContent {
+  readonly title: string;
+  readonly detail: string;
+  readonly action: NoticeAction;
+}
+
+export interface SecretHandlers {
+  readonly copy: (entry: SecretEntry) => Promise<boolean>;
+}
+
+function element<T extends HTMLElement>(doc: Document, id: string, type: new () => T): T {
+  const found = doc.getElementById(id);
+  if (!(found instanceof type)) throw new TypeError(`index.html lacks #${id}`);
+  return found;
+}
+
+/** Binds to the elements of index.html once; throws TypeError if the page and code disagree. */
+export function createView(doc: Document) {
+  const $ = {
+    main: element(doc, 'main', HTMLElement),
+    loading: element(doc, 'loading', HTMLElement),
+    account: element(doc, 'account', HTMLElement),
+    accountName: element(doc, 'account-name', HTMLElement),
+    signOut: element(doc, 'sign-out', HTMLButtonElement),
+    notice: element(doc, 'notice', HTMLElement),
+    noticeTitle: element(doc, 'notice-title', HTMLElement),
+    noticeDetail: element(doc, 'notice-detail', HTMLElement),
+    noticeSignIn: element(doc, 'notice-sign-in', HTMLButtonElement),
+    noticeRetry: element(doc, 'notice-retry', HTMLButtonElement),
+    signedOut: element(doc, 'signed-out', HTMLElement),
+    signedOutTitle: element(doc, 'signed-out-title', HTMLElement),
+    signIn: element(doc, 'sign-in', HTMLButtonElement),
+    signedIn: element(doc, 'signed-in', HTMLElement),
+    userTitle: element(doc, 'user-title', HTMLElement),
+    userSub: element(doc, 'user-sub', HTMLElement),
+    userName: element(doc, 'user-name', HTMLElement),
+    tokenExpiry: element(doc, 'token-expiry', HTMLElement),
+    refetch: element(doc, 'refetch', HTMLButtonElement),
+    secretsStatus: element(doc, 'secrets-status', HTMLElement),
+    secrets: element(doc, 'secrets', HTMLElement),
+    cloudfront: element(doc, 'cloudfront', HTMLElement),
+    cloudfrontImage: element(doc, 'cloudfront-image', HTMLImageElement),
+    cloudfrontStatus: element(doc, 'cloudfront-status', HTMLElement),
+  };
+  // Headings receive focus after a view change so keyboard and screen-reader users land on it.
+  for (const heading of [$.signedOutTitle, $.userTitle, $.noticeTitle]) heading.tabIndex = -1;
+
+  let retryTimer: ReturnType<typeof setTimeout> | undefined;
+  let retryBlocked = false;
+
+  function setRetryBlocked(seconds: number | undefined): void {
+    clearTimeout(retryTimer);
+    retryBlocked = seconds !== undefined && seconds > 0;
+    const blocked = retryBlocked;
+    $.noticeRetry.disabled = blocked;
+    $.refetch.disabled = blocked;
+    // Long waits are left to the person; the buttons only stay off for a short, honest pause.
+    if (seconds !== undefined && blocked) {
+      retryTimer = setTimeout(() => setRetryBlocked(undefined), Math.min(seconds, 120) * 1000);
+    }
+  }
+
+  function showNotice(content: NoticeContent, retryAfterSeconds?: number): void {
+    $.noticeTitle.textContent = content.title;
+    $.noticeDetail.textContent = content.detail;
+    $.noticeSignIn.hidden = content.action !== 'sign-in';
+    $.noticeRetry.hidden = content.action !== 'retry';
+    $.notice.hidden = false;
+    setRetryBlocked(retryAfterSeconds);
+    $.noticeTitle.focus();
+  }
+
+  function clearNotice(): void {
+    $.notice.hidden = true;
+    setRetryBlocked(undefined);
+  }
+
+  function showSignedOut(options: { focus: boolean }): void {
+    $.loading.hidden = true;
+    $.account.hidden = true;
+    $.accountName.textContent = '';
+    $.signedIn.hidden = true;
+    $.signedOut.hidden = false;
+    clearSecrets();
+    hideCloudfront();
+    if (options.focus) $.signedOutTitle.focus();
+  }
+
+  /** A sign-in prompt in the notice replaces the signed-out panel, so there is one clear action. */
+  function showSignInRequired(content: NoticeContent): void {
+    showSignedOut({ focus: false });
+    $.signedOut.hidden = true;
+    showNotice(content);
+  }
+
+  function showSignedIn(user: { subject: string; name?: string | undefined }): void {
+    $.loading.hidden = true;
+    $.signedOut.hidden = true;
+    $.userSub.textContent = user.subject;
+    $.userName.textContent = user.name ?? '(not provided)';
+    $.accountName.textContent = `Signed in as ${user.name ?? user.subject}`;
+    $.account.hidden = false;
+    $.signedIn.hidden = false;
+    $.userTitle.focus();
+  }
+
+  function setExpiry(text: string): void {
+    $.tokenExpiry.textContent = text;
+  }
+
+  function setBusy(busy: boolean): void {
+    $.main.setAttribute('aria-busy', String(busy));
+    if (busy) $.refetch.disabled = true;
+    else $.refetch.disabled = retryBlocked;
+  }
+
+  function setSecretsStatus(text: string): void {
+    $.secretsStatus.textContent = text;
+  }
+
+  function clearSecrets(): void {
+    $.secrets.replaceChildren();
+    $.secretsStatus.textContent = '';
+  }
+
+  function renderSecrets(entries: readonly SecretEntry[], handlers: SecretHandlers): void {
+    $.secrets.replaceChildren(...entries.map((entry, index) => secretRow(entry, index, handlers)));
+  }
+
+  function secretRow(entry: SecretEntry, index: number, handlers: SecretHandlers): HTMLElement {
+    const row = doc.createElement('div');
+    row.className = 'secret';
+    const dt = doc.createElement('dt');
+    dt.textContent = entry.name;
+    dt.id = `secret-name-${index}`;
+    const dd = doc.createElement('dd');
+    const value = doc.createElement('code');
+    value.className = 'secret-value';
+    value.id = `secret-value-${index}`;
+    value.textContent = displayValue(entry, false);
+    const actions = doc.createElement('span');
+    actions.className = 'secret-actions';
+    if (entry.sensitive) {
+      value.setAttribute('aria-label', `${entry.name}, hidden`);
+      const reveal = doc.createElement('button');
+      reveal.type = 'button';
+      reveal.className = 'button button-secondary button-small';
+      reveal.setAttribute('aria-controls', value.id);
+      reveal.setAttribute('aria-pressed', 'false');
+      reveal.setAttribute('aria-label', `Reveal ${entry.name}`);
+      reveal.textContent = 'Reveal';
+      reveal.addEventListener('click', () => {
+        const revealed = reveal.getAttribute('aria-pressed') !== 'true';
+        reveal.setAttribute('aria-pressed', String(revealed));
+        reveal.textContent = revealed ? 'Hide' : 'Reveal';
+        reveal.setAttribute('aria-label', `${revealed ? 'Hide' : 'Reveal'} ${entry.name}`);
+        value.textContent = displayValue(entry, revealed);
+        if (revealed) value.removeAttribute('aria-label');
+        else value.setAttribute('aria-label', `${entry.name}, hidden`);
+      });
+      actions.append(reveal);
+    }
+    const copy = doc.createElement('button');
+    copy.type = 'button';
+    copy.className = 'button button-secondary button-small';
+    copy.setAttribute('aria-label', `Copy ${entry.name}`);
+    copy.textContent = 'Copy';
+    copy.addEventListener('click', () => {
+      void handlers.copy(entry).then((copied) => {
+        setSecretsStatus(
+          copied
+            ? `Copied ${entry.name} to the clipboard.`
+            : `Copying is not available here; reveal ${entry.name} and select it instead.`,
+        );
+      });
+    });
+    actions.append(copy);
+    dd.append(value, actions);
+    row.append(dt, dd);
+    return row;
+  }
+
+  function showCloudfront(imageUrl: URL): void {
+    $.cloudfront.hidden = false;
+    $.cloudfrontStatus.textContent = 'Loading the private image…';
+    $.cloudfrontImage.hidden = true;
+    // Setting src again after new cookies were set makes the browser ask once more.
+    $.cloudfrontImage.removeAttribute('src');
+    $.cloudfrontImage.src = imageUrl.href;
+  }
+
+  function hideCloudfront(): void {
+    $.cloudfront.hidden = true;
+    $.cloudfrontImage.removeAttribute('src');
+    $.cloudfrontImage.hidden = true;
+    $.cloudfrontStatus.textContent = '';
+  }
+
+  $.cloudfrontImage.addEventListener('load', () => {
+    $.cloudfrontImage.hidden = false;
+    $.cloudfrontStatus.textContent = 'Loaded with your signed CloudFront cookies.';
+  });
+  $.cloudfrontImage.addEventListener('error', () => {
+    if (!$.cloudfrontImage.getAttribute('src')) return;
+    $.cloudfrontImage.hidden = true;
+    $.cloudfrontStatus.textContent =
+      'The private image could not be loaded: the signed cookies are missing, expired or not valid for this path.';
+  });
+
+  function onSignIn(handler: () => void): void {
+    $.signIn.addEventListener('click', handler);
+    $.noticeSignIn.addEventListener('click', handler);
+  }
+
+  function onSignOut(handler: () => void): void {
+    $.signOut.addEventListener('click', handler);
+  }
+
+  function onRefetch(handler: () => void): void {
+    $.refetch.addEventListener('click', handler);
+    $.noticeRetry.addEventListener('click', handler);
+  }
+
+  function setSigningIn(busy: boolean): void {
+    $.signIn.disabled = busy;
+    $.noticeSignIn.disabled = busy;
+  }
+
+  function showFatal(content: NoticeContent): void {
+    $.loading.hidden = true;
+    showNotice(content);
+  }
+
+  return {
+    showNotice,
+    clearNotice,
+    showSignedOut,
+    showSignInRequired,
+    showSignedIn,
+    setExpiry,
+    setBusy,
+    setSecretsStatus,
+    clearSecrets,
+    renderSecrets,
+    showCloudfront,
+    hideCloudfront,
+    onSignIn,
+    onSignOut,
+    onRefetch,
+    setSigningIn,
+    showFatal,
+  };
+}
+
+export type View = ReturnType<typeof createView>;
