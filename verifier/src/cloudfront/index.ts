@@ -1,0 +1,27 @@
+// CloudFront signed URLs and cookies: the signer, and the pieces the verifier wires into a policy.
+
+export { createCloudFrontSigner } from './signer.js';
+export type {
+  CloudFrontCookies,
+  CloudFrontSigner,
+  CloudFrontSignerOptions,
+  SignCookiesInput,
+  SignedCookies,
+  SignedUrl,
+  SignUrlInput,
+} from './signer.js';
+export {
+  cloudFrontAlgorithms,
+  type CloudFrontAlgorithm,
+  type PrivateKeyInput,
+} from './signing-key.js';
+export {
+  parseCloudFrontConfig,
+  type CloudFrontGateConfig,
+  type ParsedCloudFrontConfig,
+} from './gate-config.js';
+export {
+  createCloudFrontDecorator,
+  type CloudFrontDecorator,
+  type CloudFrontHeaders,
+} from './gate-decorator.js';
