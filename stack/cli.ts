@@ -1,0 +1,98 @@
+// `npm start`: the whole stack on loopback without Docker. Prints the URLs and a ready-to-paste
+// curl with a fresh token; Ctrl-C (or SIGTERM) stops every child process before exiting.
+import { parseArgs } from 'node:util';
+import { join } from 'node:path';
+import { REPO_ROOT, startStack, type Stack } from './start-stack.js';
+import { DEFAULT_PORTS } from './service-env.js';
+
+const HELP = `usage: npm start -- [options]
+
+  --port N            NGINX port (env PORT, default ${DEFAULT_PORTS.nginx}; 0 = any free port)
+  --idp-port N        dev IdP port (env IDP_PORT, default ${DEFAULT_PORTS.idp})
+  --verifier-port N   verifier port (env VERIFIER_PORT, default ${DEFAULT_PORTS.verifier})
+  --runtime-dir DIR   rendered config, runtime files and logs (env RUNTIME_DIR, default run/)
+  --secrets-file F    secrets file { default, clients } (env SECRETS_FILE, default stack/demo/secrets.json)
+  --no-build          do not build missing verifier/dist or spa/dist, say which command to run
+  SECRETS='{"k":"v"}' the original study's flat secrets JSON, passed to NGINX as is
+`;
+
+function parsePort(raw: string | undefined, fallback: number, name: string): number {
+  if (raw === undefined || raw === '') return fallback;
+  const port = Number(raw);
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    throw new TypeError(`${name}: "${raw}" is not a port`);
+  return port;
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      port: { type: 'string' },
+      'idp-port': { type: 'string' },
+      'verifier-port': { type: 'string' },
+      'runtime-dir': { type: 'string' },
+      'secrets-file': { type: 'string' },
+      'no-build': { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(HELP);
+    return;
+  }
+  const env = process.env;
+  const ports = {
+    nginx: parsePort(values.port ?? env.PORT, DEFAULT_PORTS.nginx, '--port'),
+    idp: parsePort(values['idp-port'] ?? env.IDP_PORT, DEFAULT_PORTS.idp, '--idp-port'),
+    verifier: parsePort(
+      values['verifier-port'] ?? env.VERIFIER_PORT,
+      DEFAULT_PORTS.verifier,
+      '--verifier-port',
+    ),
+  };
+  const log = (line: string) => console.log(`· ${line}`);
+  let stack: Stack;
+  try {
+    stack = await startStack({
+      ports,
+      runtimeDir: values['runtime-dir'] ?? env.RUNTIME_DIR ?? join(REPO_ROOT, 'run'),
+      secretsFile: values['secrets-file'] ?? env.SECRETS_FILE,
+      secrets: env.SECRETS || undefined,
+      build: !values['no-build'],
+      log,
+    });
+  } catch (error) {
+    console.error(`\nsecret-gate could not start: ${(error as Error).message}`);
+    process.exitCode = 1;
+    return;
+  }
+
+  const token = await stack.mintToken();
+  const { urls } = stack;
+  console.log(`
+secret-gate is running (Ctrl-C stops everything)
+
+  app        ${urls.gate}/
+  liveness   ${urls.hello}
+  secrets    ${urls.secret}
+  dev IdP    ${urls.issuer}  (issuer; demo clients spa-demo, partner-app)
+  verifier   ${urls.verifier}
+  logs       ${join(stack.runtimeDir, 'logs')}
+
+Your secrets, with a fresh token for spa-demo:
+
+  curl -i ${urls.secret} -H 'Authorization: Bearer ${token}'
+
+A new token any time:
+
+  curl -s -d grant_type=client_credentials -d client_id=spa-demo -d scope=secrets:read ${urls.tokenEndpoint}
+`);
+
+  // Signals also reach the children through the teardown handlers; here we only say goodbye.
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.prependOnceListener(signal, () => console.log(`\n${signal}: stopping secret-gate…`));
+  }
+  await new Promise<never>(() => {});
+}
+
+void main();

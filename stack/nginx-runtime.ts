@@ -1,0 +1,70 @@
+// NGINX for a local prefix run: the SG_ values (nginx/variables.ts), the templates rendered with
+// nginx/render.ts exactly as the official image would, and the command line that runs it in the
+// foreground so the runner supervises the master process directly.
+import { dirname, join } from 'node:path';
+import { localNginxEnv, nginxPaths, renderNginxConfig, type NginxEnv } from '../nginx/render.js';
+import type { Nginx } from './prerequisites.js';
+
+export interface NginxRuntimeOptions {
+  readonly prefix: string;
+  readonly nginx: Nginx;
+  readonly listen: string;
+  readonly verifierAddr: string;
+  readonly issuer: string;
+  readonly audience: string;
+  readonly secretsFile: string;
+  /** SG_* overrides (e.g. a higher SG_SECRET_RATE for load tests). */
+  readonly overrides: Readonly<Record<string, string>>;
+}
+
+export interface NginxRuntime {
+  readonly prefix: string;
+  readonly confFile: string;
+  readonly env: NginxEnv & Record<string, string>;
+  readonly args: readonly string[];
+}
+
+/** Computes the SG_ environment and renders the templates into the prefix directory. */
+export async function prepareNginx(options: NginxRuntimeOptions): Promise<NginxRuntime> {
+  const env = {
+    ...localNginxEnv({
+      prefix: options.prefix,
+      listen: options.listen,
+      verifierAddr: options.verifierAddr,
+      secretsFile: options.secretsFile,
+      oidcIssuer: options.issuer,
+      oidcAudience: options.audience,
+      modulesDir: dirname(options.nginx.njsModule),
+      // One worker is plenty on loopback and keeps the process count low when suites run in parallel.
+      workerProcesses: 1,
+    }),
+    ...options.overrides,
+  };
+  const { confPath } = await renderNginxConfig({
+    templatesDir: nginxPaths.templatesDir,
+    outDir: options.prefix,
+    env,
+  });
+  return {
+    prefix: options.prefix,
+    confFile: confPath,
+    env,
+    // `daemon off`: the templates leave it out because the official image passes it the same way.
+    // `-e stderr`: errors before the config's own error_log is open reach the runner's log file.
+    args: ['-p', options.prefix, '-c', confPath, '-e', 'stderr', '-g', 'daemon off;'],
+  };
+}
+
+/** `nginx -t` on the rendered config, for a clear message when a template is broken. */
+export function testArgs(runtime: NginxRuntime): string[] {
+  return [
+    '-t',
+    '-q',
+    '-p',
+    runtime.prefix,
+    '-c',
+    runtime.confFile,
+    '-e',
+    join(runtime.prefix, 'logs', 'error.log'),
+  ];
+}

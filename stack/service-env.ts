@@ -1,0 +1,61 @@
+// The environment each part of the stack is started with, built in one place so the local runner
+// and docker-compose.yaml stay parallel (test/integration/compose-file.test.ts compares them).
+import { IDP_DEFAULTS } from '../idp/config.js';
+
+export type ServiceName = 'idp' | 'verifier' | 'nginx';
+export const SERVICE_NAMES: readonly ServiceName[] = ['idp', 'verifier', 'nginx'];
+
+/** Default ports from docs/architecture.md. */
+export const DEFAULT_PORTS: Readonly<Record<ServiceName, number>> = Object.freeze({
+  nginx: 8080,
+  idp: IDP_DEFAULTS.port,
+  verifier: 8090,
+});
+
+/** The policy NGINX asks for on /secret and the scope it requires. */
+export const SECRET_POLICY = 'secret';
+export const SECRET_SCOPE = 'secrets:read';
+export const SPA_CLIENT_ID = 'spa-demo';
+
+export interface Addresses {
+  /** Issuer URL as tokens carry it (what browsers and the verifier agree on). */
+  readonly issuer: string;
+  /** JWKS URL as the verifier reaches it. */
+  readonly jwksUri: string;
+  readonly audience: string;
+}
+
+/** The verifier's JSON config (VERIFIER_CONFIG): one issuer, the `secret` policy. */
+export function verifierConfig(addresses: Addresses): object {
+  return {
+    issuers: [
+      {
+        type: 'jwt',
+        issuer: addresses.issuer,
+        audience: addresses.audience,
+        jwksUri: addresses.jwksUri,
+        algorithms: ['RS256', 'ES256'],
+      },
+    ],
+    policies: { [SECRET_POLICY]: { issuers: [addresses.issuer], scopes: [SECRET_SCOPE] } },
+  };
+}
+
+export function idpEnv(options: { host: string; port: number; issuer: string; audience: string }) {
+  return {
+    IDP_HOST: options.host,
+    IDP_PORT: String(options.port),
+    IDP_ISSUER: options.issuer,
+    IDP_AUDIENCE: options.audience,
+    IDP_CLIENTS: IDP_DEFAULTS.clients.join(','),
+    IDP_DEV_CONTROL: 'on',
+  };
+}
+
+export function verifierEnv(options: { listen: string; configFile: string }) {
+  return {
+    VERIFIER_LISTEN: options.listen,
+    VERIFIER_CONFIG: options.configFile,
+    VERIFIER_LOG_LEVEL: 'info',
+  };
+}
