@@ -1,0 +1,95 @@
+// A stand-in verifier for the NGINX tests: a plain node:http server that answers GET /verify
+// exactly as docs/architecture.md specifies, decided by fixed bearer tokens instead of JWTs, and
+// remembers the headers it received so tests can prove what NGINX forwards.
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+
+/** The fixed tokens and what the stand-in answers for each. */
+export const contractTokens = Object.freeze({
+  /** 204 as client `spa-demo`. */
+  spaDemo: 'allow-spa-demo',
+  /** 204 as client `partner-app`. */
+  partnerApp: 'allow-partner-app',
+  /** 204 as a client the secrets file does not list. */
+  unknownClient: 'allow-unknown-client',
+  /** 204 as `spa-demo` with a CloudFront grant (X-Auth-CF-*). */
+  cloudFront: 'allow-cloudfront',
+  /** 403 with an insufficient_scope challenge. */
+  missingScope: 'forbid-missing-scope',
+});
+
+export const contractCloudFrontGrant = Object.freeze({
+  'x-auth-cf-policy': 'eyJTdGF0ZW1lbnQiOltdfQ__',
+  'x-auth-cf-signature': 'c2lnbmF0dXJl~abc-_',
+  'x-auth-cf-key-pair-id': 'K2JCJMDEHXQW5F',
+  'x-auth-cf-expires': '1893456000',
+  'x-auth-cf-hash-algorithm': 'SHA256',
+  'x-auth-cf-domain': 'example.test',
+});
+
+export interface ReceivedRequest {
+  readonly url: string;
+  readonly headers: IncomingHttpHeaders;
+}
+
+export interface ContractVerifier {
+  readonly server: Server;
+  /** Every request seen, oldest first. */
+  readonly received: ReceivedRequest[];
+  close(): Promise<void>;
+}
+
+const REALM = 'Bearer realm="secret-gate"';
+
+/** Starts the stand-in on 127.0.0.1:`port`. */
+export function startContractVerifier(port: number): Promise<ContractVerifier> {
+  const received: ReceivedRequest[] = [];
+  const server = createServer((req, res) => {
+    received.push({ url: req.url ?? '', headers: { ...req.headers } });
+    const auth = req.headers.authorization;
+    const token = auth?.startsWith('Bearer ') ? auth.slice('Bearer '.length) : undefined;
+    const allow = (client: string, extra: Record<string, string> = {}) => {
+      res.writeHead(204, {
+        'X-Auth-Sub': `user-of-${client}`,
+        'X-Auth-Client': client,
+        'X-Auth-Scope': 'openid secrets:read',
+        'X-Auth-Issuer': 'http://127.0.0.1:8081',
+        ...extra,
+      });
+      res.end();
+    };
+    if (!req.url?.startsWith('/verify?policy=')) {
+      res.writeHead(404).end();
+    } else if (auth === undefined) {
+      res.writeHead(401, { 'WWW-Authenticate': REALM }).end();
+    } else if (token === contractTokens.spaDemo) {
+      allow('spa-demo');
+    } else if (token === contractTokens.partnerApp) {
+      allow('partner-app');
+    } else if (token === contractTokens.unknownClient) {
+      allow('someone-else');
+    } else if (token === contractTokens.cloudFront) {
+      allow('spa-demo', contractCloudFrontGrant);
+    } else if (token === contractTokens.missingScope) {
+      res.writeHead(403, {
+        'X-Auth-Challenge': `${REALM}, error="insufficient_scope", scope="secrets:read"`,
+      });
+      res.end();
+    } else {
+      res.writeHead(401, { 'WWW-Authenticate': `${REALM}, error="invalid_token"` }).end();
+    }
+  });
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', () =>
+      resolve({
+        server,
+        received,
+        close: () =>
+          new Promise<void>((done) => {
+            server.closeAllConnections();
+            server.close(() => done());
+          }),
+      }),
+    );
+  });
+}

@@ -1,0 +1,58 @@
+// @ts-check
+// The content-phase handler of /secret. It runs only after auth_request allowed the call, picks the
+// caller's secret set by the verifier's X-Auth-Client and adds CloudFront cookies when granted.
+import secretStore from './secret-store.js';
+import cloudFront from './cloudfront-cookies.js';
+
+/**
+ * The object `js_preload_object sg_secrets from …` put in the global scope, if any.
+ * @returns {unknown}
+ */
+function preloadedSecrets() {
+  // @ts-ignore -- a global defined by NGINX, not by any module
+  return typeof sg_secrets === 'undefined' ? undefined : sg_secrets;
+}
+
+/**
+ * Sends the caller's secret set as JSON. `Cache-Control: no-store` and the security headers come
+ * from the location, so they are on every answer, denials included.
+ * A broken secrets source answers 503 (never 500, never a partial set) and logs why, without values.
+ * @param {NginxHTTPRequest} r
+ * @param {unknown} file the preloaded secrets file
+ * @param {string | undefined} envText the `SECRETS` environment variable
+ */
+function sendSecrets(r, file, envText) {
+  var result = secretStore.resolveStore(file, envText);
+  if ('problem' in result) {
+    r.error('secret-gate: secrets unavailable: ' + result.problem);
+    r.headersOut['Content-Type'] = 'application/json';
+    r.headersOut['Retry-After'] = '30';
+    r.return(503, '{"error":"secrets_unavailable"}\n');
+    return;
+  }
+  var v = r.variables;
+  var set = secretStore.selectSecretSet(result.store, v.sg_auth_client);
+  var cookies = cloudFront.cloudFrontCookies({
+    policy: v.sg_cf_policy,
+    signature: v.sg_cf_signature,
+    keyPairId: v.sg_cf_key_pair_id,
+    hashAlgorithm: v.sg_cf_hash_algorithm,
+    expires: v.sg_cf_expires,
+    domain: v.sg_cf_domain,
+  });
+  if (cookies.length > 0) {
+    r.headersOut['Set-Cookie'] = cookies;
+  }
+  r.headersOut['Content-Type'] = 'application/json';
+  r.return(200, JSON.stringify(set) + '\n');
+}
+
+/**
+ * `js_content secrets.respond;`
+ * @param {NginxHTTPRequest} r
+ */
+function respond(r) {
+  sendSecrets(r, preloadedSecrets(), process.env.SECRETS);
+}
+
+export default { respond, sendSecrets };

@@ -1,0 +1,195 @@
+// The SG_ variables the NGINX templates use: one table for the local runner, docker compose and
+// the README, so the three homes of the config cannot drift apart.
+import { fileURLToPath } from 'node:url';
+import path from 'node:path';
+
+export type NginxVariableName =
+  | 'SG_LISTEN'
+  | 'SG_VERIFIER_ADDR'
+  | 'SG_SPA_ROOT'
+  | 'SG_SECRETS_FILE'
+  | 'SG_NJS_DIR'
+  | 'SG_MODULES_DIR'
+  | 'SG_RUN_DIR'
+  | 'SG_TEMP_DIR'
+  | 'SG_LOG_DIR'
+  | 'SG_USER_DIRECTIVE'
+  | 'SG_WORKER_PROCESSES'
+  | 'SG_WORKER_CONNECTIONS'
+  | 'SG_OIDC_ISSUER'
+  | 'SG_OIDC_CLIENT_ID'
+  | 'SG_OIDC_SCOPE'
+  | 'SG_OIDC_AUDIENCE'
+  | 'SG_CSP_CONNECT_SRC'
+  | 'SG_CSP_IMG_SRC'
+  | 'SG_SECRET_RATE'
+  | 'SG_SECRET_BURST';
+
+export type NginxEnv = Record<NginxVariableName, string>;
+
+export interface NginxVariable {
+  readonly name: NginxVariableName;
+  /** What it sets, for the README table. */
+  readonly description: string;
+  /** Its value in the official nginx image (docker compose, Kubernetes). */
+  readonly docker: string;
+}
+
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+
+/** Where the templates, njs modules and dev secrets of this repository live. */
+export const nginxPaths = Object.freeze({
+  templatesDir: path.join(repoRoot, 'nginx', 'templates'),
+  njsDir: path.join(repoRoot, 'nginx', 'njs'),
+  devSecretsFile: path.join(repoRoot, 'nginx', 'secrets.dev.json'),
+  spaRoot: path.join(repoRoot, 'spa', 'dist'),
+});
+
+/** Every SG_ variable, in the order of the README table. */
+export const nginxVariables: readonly NginxVariable[] = Object.freeze([
+  {
+    name: 'SG_LISTEN',
+    docker: '8080',
+    description: '`listen` address of the site: `host:port` or a port.',
+  },
+  {
+    name: 'SG_VERIFIER_ADDR',
+    docker: 'verifier:8090',
+    description: 'The verifier: `host:port` or `unix:/path.sock` (an upstream `server`).',
+  },
+  {
+    name: 'SG_SPA_ROOT',
+    docker: '/usr/share/nginx/html',
+    description: 'Directory of the built SPA (`spa/dist`).',
+  },
+  {
+    name: 'SG_SECRETS_FILE',
+    docker: '/etc/secret-gate/secrets.json',
+    description:
+      'Secrets file (`default` + `clients`), preloaded at start and on reload. Must exist; `SECRETS` replaces its content when set.',
+  },
+  {
+    name: 'SG_NJS_DIR',
+    docker: '/etc/nginx/njs',
+    description: 'Directory of the njs modules (`nginx/njs`).',
+  },
+  {
+    name: 'SG_MODULES_DIR',
+    docker: 'modules',
+    description: 'Directory holding `ngx_http_js_module.so` (Debian: `/usr/lib/nginx/modules`).',
+  },
+  { name: 'SG_RUN_DIR', docker: '/var/run', description: 'Directory of `nginx.pid`.' },
+  {
+    name: 'SG_TEMP_DIR',
+    docker: '/var/cache/nginx',
+    description: 'Parent of the client body / proxy temp directories.',
+  },
+  {
+    name: 'SG_LOG_DIR',
+    docker: '/var/log/nginx',
+    description: '`access.log` (JSON lines) and `error.log`.',
+  },
+  {
+    name: 'SG_USER_DIRECTIVE',
+    docker: 'user nginx;',
+    description: 'A whole `user …;` directive, or empty to run as whoever starts NGINX.',
+  },
+  { name: 'SG_WORKER_PROCESSES', docker: 'auto', description: '`worker_processes`.' },
+  { name: 'SG_WORKER_CONNECTIONS', docker: '4096', description: '`worker_connections`.' },
+  {
+    name: 'SG_OIDC_ISSUER',
+    docker: 'http://localhost:8081',
+    description: '`issuer` in `/config.json`.',
+  },
+  { name: 'SG_OIDC_CLIENT_ID', docker: 'spa-demo', description: '`clientId` in `/config.json`.' },
+  {
+    name: 'SG_OIDC_SCOPE',
+    docker: 'openid secrets:read',
+    description: '`scope` in `/config.json`.',
+  },
+  {
+    name: 'SG_OIDC_AUDIENCE',
+    docker: 'secret-gate-api',
+    description: '`audience` in `/config.json`.',
+  },
+  {
+    name: 'SG_CSP_CONNECT_SRC',
+    docker: 'http://localhost:8081',
+    description:
+      "Origins added to CSP `connect-src` after `'self'`: at least the issuer's origin (token endpoint).",
+  },
+  {
+    name: 'SG_CSP_IMG_SRC',
+    docker: '',
+    description: "Origins added to CSP `img-src` after `'self' data:` (an asset CDN).",
+  },
+  {
+    name: 'SG_SECRET_RATE',
+    docker: '10r/s',
+    description: 'Per-client-IP `limit_req` rate on `/secret` (`Nr/s` or `Nr/m`).',
+  },
+  {
+    name: 'SG_SECRET_BURST',
+    docker: '20',
+    description: '`burst` of that limit (served at once, `nodelay`).',
+  },
+] satisfies NginxVariable[]);
+
+export interface LocalNginxOptions {
+  /** The prefix directory (`nginx -p`): nginx.conf, pid, temp and logs all live inside it. */
+  readonly prefix: string;
+  readonly listen?: string;
+  readonly verifierAddr?: string;
+  readonly spaRoot?: string;
+  readonly secretsFile?: string;
+  readonly oidcIssuer?: string;
+  readonly oidcClientId?: string;
+  readonly oidcScope?: string;
+  readonly oidcAudience?: string;
+  /** Defaults to the issuer's origin. */
+  readonly cspConnectSrc?: string;
+  readonly cspImgSrc?: string;
+  readonly secretRate?: string;
+  readonly secretBurst?: number;
+  readonly workerProcesses?: number | 'auto';
+  readonly modulesDir?: string;
+  /** A whole `user …;` directive; omitted by default so the run needs no privileges. */
+  readonly userDirective?: string;
+}
+
+/**
+ * The SG_ values for a local prefix run (`nginx -p PREFIX -c PREFIX/nginx.conf`) with Debian's
+ * packages, defaults matching docs/architecture.md (NGINX on 127.0.0.1:8080, verifier on :8090,
+ * dev IdP on :8081).
+ */
+export function localNginxEnv(options: LocalNginxOptions): NginxEnv {
+  const prefix = path.resolve(options.prefix);
+  const issuer = options.oidcIssuer ?? 'http://127.0.0.1:8081';
+  return {
+    SG_LISTEN: options.listen ?? '127.0.0.1:8080',
+    SG_VERIFIER_ADDR: options.verifierAddr ?? '127.0.0.1:8090',
+    SG_SPA_ROOT: options.spaRoot ?? nginxPaths.spaRoot,
+    SG_SECRETS_FILE: options.secretsFile ?? nginxPaths.devSecretsFile,
+    SG_NJS_DIR: nginxPaths.njsDir,
+    SG_MODULES_DIR: options.modulesDir ?? '/usr/lib/nginx/modules',
+    SG_RUN_DIR: path.join(prefix, 'run'),
+    SG_TEMP_DIR: path.join(prefix, 'temp'),
+    SG_LOG_DIR: path.join(prefix, 'logs'),
+    SG_USER_DIRECTIVE: options.userDirective ?? '',
+    SG_WORKER_PROCESSES: String(options.workerProcesses ?? 'auto'),
+    SG_WORKER_CONNECTIONS: '4096',
+    SG_OIDC_ISSUER: issuer,
+    SG_OIDC_CLIENT_ID: options.oidcClientId ?? 'spa-demo',
+    SG_OIDC_SCOPE: options.oidcScope ?? 'openid secrets:read',
+    SG_OIDC_AUDIENCE: options.oidcAudience ?? 'secret-gate-api',
+    SG_CSP_CONNECT_SRC: options.cspConnectSrc ?? new URL(issuer).origin,
+    SG_CSP_IMG_SRC: options.cspImgSrc ?? '',
+    SG_SECRET_RATE: options.secretRate ?? '10r/s',
+    SG_SECRET_BURST: String(options.secretBurst ?? 20),
+  };
+}
+
+/** The SG_ values for the official nginx image, as docker compose and Kubernetes set them. */
+export function dockerNginxEnv(): NginxEnv {
+  return Object.fromEntries(nginxVariables.map((v) => [v.name, v.docker])) as NginxEnv;
+}
