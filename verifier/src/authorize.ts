@@ -1,0 +1,179 @@
+// The auth endpoint as a function: request headers in, Decision out. No sockets here, so tests call
+// it directly and both transports share it. A cache hit answers synchronously (no promise), which
+// keeps the hot path of a busy gate free of microtask hops.
+import { decodeJwt, decodeProtectedHeader } from 'jose';
+import type { PolicyConfig, VerifierConfig } from './config-types.js';
+import type { DecisionCache } from './decision-cache.js';
+import { allow, deny, type Decision, type DecisionDecorator } from './decision.js';
+import { VerifyError } from './errors.js';
+import type { JwtVerifier } from './jwt-verifier.js';
+import { fingerprint, tokenHash, type Logger } from './log.js';
+import type { Metrics } from './metrics.js';
+import type { OpaqueVerifier } from './opaque-verifier.js';
+import { looksLikeJwt, readBearer } from './token-shape.js';
+import type { VerifiedToken } from './verified-token.js';
+
+export interface VerifyRequest {
+  readonly authorization?: string | undefined;
+  /** `?policy=NAME`; `default` when absent. */
+  readonly policy?: string | undefined;
+  readonly originalUri?: string | undefined;
+  readonly originalMethod?: string | undefined;
+}
+
+export type Authorize = (request: VerifyRequest) => Decision | Promise<Decision>;
+
+export interface AuthorizerParts {
+  readonly config: Pick<VerifierConfig, 'issuers' | 'policies'>;
+  readonly jwtVerifiers: ReadonlyMap<string, JwtVerifier>;
+  readonly opaqueVerifiers: ReadonlyMap<string, OpaqueVerifier>;
+  readonly cache: DecisionCache;
+  readonly logger: Logger;
+  readonly metrics?: Metrics | undefined;
+  /** Per-policy hook for extra allow headers (the CloudFront signer plugs in here). */
+  readonly decorators?: ReadonlyMap<string, DecisionDecorator> | undefined;
+}
+
+interface PreparedPolicy {
+  readonly config: PolicyConfig;
+  readonly jwtIssuers: ReadonlySet<string>;
+  readonly opaque: OpaqueVerifier | undefined;
+  readonly decorate: DecisionDecorator | undefined;
+  readonly keyPrefix: string;
+}
+
+interface Outcome {
+  readonly decision: Decision;
+  readonly detail: string | undefined;
+}
+
+const DEFAULT_POLICY = 'default';
+const MISSING = deny('token_missing');
+const UNKNOWN_POLICY = deny('policy_unknown');
+
+/**
+ * Checks, in order: policy known (else 403); a Bearer token present (else 401 without error
+ * code); size and shape; the cache; then for a JWT `iss` allowed by the policy and `alg` allowed
+ * for that issuer — both before any key fetch — and full verification; for an opaque token the
+ * policy's introspection/user-info issuer. Finally the policy's scopes (403 when missing).
+ */
+export function createAuthorizer(parts: AuthorizerParts): Authorize {
+  const { cache, logger, metrics } = parts;
+  const policies = new Map<string, PreparedPolicy>();
+  for (const policy of parts.config.policies.values()) {
+    const opaqueIssuer = policy.issuers.find((iss) => parts.opaqueVerifiers.has(iss));
+    policies.set(policy.name, {
+      config: policy,
+      jwtIssuers: new Set(policy.issuers.filter((iss) => parts.jwtVerifiers.has(iss))),
+      opaque: opaqueIssuer === undefined ? undefined : parts.opaqueVerifiers.get(opaqueIssuer),
+      decorate: parts.decorators?.get(policy.name),
+      keyPrefix: `${policy.name}\u0000`,
+    });
+  }
+
+  function finish(
+    request: VerifyRequest,
+    outcome: Outcome,
+    hash: string | undefined,
+    policy?: PreparedPolicy,
+  ): Decision | Promise<Decision> {
+    if (outcome.decision.status !== 204 || policy?.decorate === undefined) return record(request, outcome, hash, policy);
+    const decorated = policy.decorate(outcome.decision);
+    return decorated instanceof Promise
+      ? decorated.then((decision) => record(request, { decision, detail: outcome.detail }, hash, policy))
+      : record(request, { decision: decorated, detail: outcome.detail }, hash, policy);
+  }
+
+  function record(request: VerifyRequest, outcome: Outcome, hash: string | undefined, policy?: PreparedPolicy): Decision {
+    const { decision } = outcome;
+    metrics?.decision(decision);
+    if (decision.status !== 204) {
+      logger.info(
+        {
+          status: decision.status,
+          reason: decision.reason,
+          policy: request.policy ?? DEFAULT_POLICY,
+          fp: hash === undefined ? undefined : fingerprint(hash),
+          uri: request.originalUri,
+          method: request.originalMethod,
+          detail: outcome.detail,
+        },
+        'denied',
+      );
+    } else if (logger.isLevelEnabled('debug')) {
+      logger.debug({ policy: policy?.config.name, fp: hash && fingerprint(hash), client: decision.identity?.client }, 'allowed');
+    }
+    return decision;
+  }
+
+  async function verifyFresh(token: string, policy: PreparedPolicy, key: string): Promise<Outcome> {
+    const started = performance.now();
+    let verified: VerifiedToken;
+    try {
+      verified = await verifyToken(token, policy);
+    } catch (error) {
+      if (error instanceof VerifyError) return { decision: deny(error.code), detail: error.message };
+      logger.error({ err: error }, 'unexpected verification failure');
+      return { decision: deny('signature_invalid'), detail: 'unexpected verification failure' };
+    } finally {
+      metrics?.observeVerification((performance.now() - started) / 1000);
+    }
+    const granted = new Set(verified.identity.scopes);
+    const missing = policy.config.scopes.filter((scope) => !granted.has(scope));
+    const decision =
+      missing.length === 0 ? allow(verified.identity) : deny('scope_insufficient', policy.config.scopes, verified.identity);
+    cache.set(key, { decision, token: verified });
+    return { decision, detail: missing.length === 0 ? undefined : `missing scopes: ${missing.join(' ')}` };
+  }
+
+  async function verifyToken(token: string, policy: PreparedPolicy): Promise<VerifiedToken> {
+    if (!looksLikeJwt(token)) {
+      if (policy.opaque) return policy.opaque(token);
+      throw new VerifyError('token_malformed', 'the token is not three base64url segments');
+    }
+    let iss: unknown;
+    let header: ReturnType<typeof decodeProtectedHeader>;
+    try {
+      header = decodeProtectedHeader(token);
+      iss = decodeJwt(token).iss;
+    } catch {
+      throw new VerifyError('token_malformed', 'the token header or payload is not valid JSON');
+    }
+    if (typeof iss !== 'string') throw new VerifyError('issuer_unknown', '"iss" claim is missing');
+    const issuer = parts.config.issuers.get(iss);
+    if (issuer === undefined) throw new VerifyError('issuer_unknown', '"iss" is not a configured issuer');
+    if (!policy.jwtIssuers.has(iss)) throw new VerifyError('issuer_not_allowed', '"iss" is not allowed by this policy');
+    if (issuer.type !== 'jwt' || typeof header.alg !== 'string' || !issuer.algorithms.includes(header.alg)) {
+      throw new VerifyError('alg_not_allowed', '"alg" is not allowed for this issuer');
+    }
+    return parts.jwtVerifiers.get(iss)!(token, typeof header.kid === 'string' ? header.kid : undefined);
+  }
+
+  return function authorize(request) {
+    const policy = policies.get(request.policy ?? DEFAULT_POLICY);
+    if (policy === undefined) {
+      logger.warn({ policy: request.policy }, 'configuration problem: /verify asked for an unknown policy');
+      return finish(request, { decision: UNKNOWN_POLICY, detail: 'unknown policy' }, undefined);
+    }
+    let token: string | undefined;
+    try {
+      token = readBearer(request.authorization);
+    } catch (error) {
+      const { code, message } = error as VerifyError;
+      return finish(request, { decision: deny(code), detail: message }, undefined, policy);
+    }
+    if (token === undefined) return finish(request, { decision: MISSING, detail: undefined }, undefined, policy);
+
+    const hash = tokenHash(token);
+    const key = policy.keyPrefix + hash;
+    const hit = cache.get(key);
+    if (hit !== undefined) {
+      metrics?.cacheHit();
+      return finish(request, { decision: hit.decision, detail: 'cached' }, hash, policy);
+    }
+    metrics?.cacheMiss();
+    return cache
+      .share(key, () => verifyFresh(token, policy, key))
+      .then((outcome) => finish(request, outcome, hash, policy));
+  };
+}

@@ -1,0 +1,65 @@
+// What /verify answers, as data: status, reason and the exact response headers (the contract in
+// docs/architecture.md). Both transports write these headers verbatim and nothing else.
+import { type DenyCode, statusFor } from './errors.js';
+import { headerSafe, type Identity, scopeHeader } from './identity.js';
+
+export const REALM = 'secret-gate';
+
+export type Header = readonly [name: string, value: string];
+
+export interface Decision {
+  readonly status: 204 | 401 | 403;
+  readonly reason: 'allowed' | DenyCode;
+  readonly headers: readonly Header[];
+  /** Set when the token itself was accepted (allow, and 403 for missing scopes). */
+  readonly identity: Identity | undefined;
+}
+
+/**
+ * Adds headers to an allow decision, e.g. the CloudFront signer's `X-Auth-CF-*` values. Runs on
+ * every allowed request after the cache, so time-limited values are always fresh. It may only add
+ * headers; a decorator that fails must return the decision it was given.
+ */
+export type DecisionDecorator = (decision: Decision) => Decision | Promise<Decision>;
+
+export function allow(identity: Identity): Decision {
+  return {
+    status: 204,
+    reason: 'allowed',
+    identity,
+    headers: [
+      ['X-Auth-Sub', headerSafe(identity.sub)],
+      ['X-Auth-Client', headerSafe(identity.client)],
+      ['X-Auth-Scope', scopeHeader(identity.scopes)],
+      ['X-Auth-Issuer', headerSafe(identity.issuer)],
+    ],
+  };
+}
+
+/** A copy of `decision` with more headers; used by decorators. */
+export function withHeaders(decision: Decision, headers: readonly Header[]): Decision {
+  return { ...decision, headers: [...decision.headers, ...headers] };
+}
+
+const CHALLENGE_NO_TOKEN = `Bearer realm="${REALM}"`;
+const CHALLENGE_INVALID = `Bearer realm="${REALM}", error="invalid_token"`;
+
+/**
+ * 401 carries `WWW-Authenticate` with `error="invalid_token"` only when a token was sent
+ * (RFC 6750 §3.1). 403 carries `X-Auth-Challenge`, which NGINX copies into `WWW-Authenticate`
+ * (NGINX passes `WWW-Authenticate` from an auth subrequest only on 401).
+ */
+export function deny(code: DenyCode, requiredScopes: readonly string[] = [], identity?: Identity): Decision {
+  const status = statusFor(code);
+  if (status === 401) {
+    const challenge = code === 'token_missing' ? CHALLENGE_NO_TOKEN : CHALLENGE_INVALID;
+    return { status, reason: code, identity: undefined, headers: [['WWW-Authenticate', challenge]] };
+  }
+  const scope = requiredScopes.length > 0 ? `, scope="${scopeHeader(requiredScopes).replace(/"/g, '')}"` : '';
+  return {
+    status,
+    reason: code,
+    identity,
+    headers: [['X-Auth-Challenge', `Bearer realm="${REALM}", error="insufficient_scope"${scope}`]],
+  };
+}

@@ -1,0 +1,53 @@
+// Token and key outcomes as one error class with a closed code union, and the single place where a
+// code becomes an HTTP status. auth_request only understands 2xx/401/403, so nothing maps elsewhere.
+
+/** Why a request was not allowed. Closed on purpose: metrics and logs use these as label values. */
+export type DenyCode =
+  | 'token_missing'
+  | 'token_malformed'
+  | 'token_too_large'
+  | 'issuer_unknown'
+  | 'issuer_not_allowed'
+  | 'alg_not_allowed'
+  | 'key_unknown'
+  | 'keys_unavailable'
+  | 'signature_invalid'
+  | 'token_expired'
+  | 'token_not_yet_valid'
+  | 'claim_invalid'
+  | 'audience_mismatch'
+  | 'typ_mismatch'
+  | 'crit_unsupported'
+  | 'token_inactive'
+  | 'introspection_failed'
+  | 'scope_insufficient'
+  | 'policy_unknown';
+
+/**
+ * A token or key outcome that denies the request. The message names the failing field and never
+ * contains the token, a key or any secret; it is safe to log.
+ */
+export class VerifyError extends Error {
+  override readonly name = 'VerifyError';
+  constructor(
+    readonly code: DenyCode,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * 401 means "not authenticated", 403 "authenticated but not allowed" (RFC 6750 §3.1).
+ * An unknown policy is a 403: the caller may be fine, the gate is misconfigured, and a 401 would
+ * make a browser start a pointless sign-in loop.
+ */
+export function statusFor(code: DenyCode): 401 | 403 {
+  switch (code) {
+    case 'scope_insufficient':
+    case 'policy_unknown':
+      return 403;
+    default:
+      return 401;
+  }
+}

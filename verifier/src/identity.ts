@@ -1,0 +1,51 @@
+// Who a verified token speaks for, reduced to what NGINX needs, and made safe to put in a header.
+
+export interface Identity {
+  readonly sub: string;
+  readonly client: string;
+  readonly scopes: readonly string[];
+  readonly issuer: string;
+}
+
+/** Header values stay short: NGINX and uWS cap header sizes, and these only select a secret set. */
+const MAX_ID_LENGTH = 256;
+const MAX_SCOPE_LENGTH = 1024;
+
+/** Granted scopes: RFC 9068 `scope` (space-separated string) or the common `scp` array. */
+export function readScopes(claims: Record<string, unknown>): string[] {
+  const { scope, scp } = claims;
+  if (typeof scope === 'string') return scope.split(' ').filter((s) => s.length > 0);
+  if (Array.isArray(scp)) return scp.filter((s): s is string => typeof s === 'string' && s.length > 0);
+  if (typeof scp === 'string') return scp.split(' ').filter((s) => s.length > 0);
+  return [];
+}
+
+/** The first string claim among `names` (e.g. azp, client_id, cid), or ''. */
+export function readClient(claims: Record<string, unknown>, names: readonly string[]): string {
+  for (const name of names) {
+    const value = claims[name];
+    if (typeof value === 'string' && value.length > 0) return value;
+  }
+  return '';
+}
+
+/**
+ * Printable ASCII passes unchanged; anything else is percent-encoded so a claim can never inject a
+ * header line or a byte NGINX would reject.
+ */
+export function headerSafe(value: string, max = MAX_ID_LENGTH): string {
+  const safe = /^[\x20-\x7e]*$/.test(value) ? value : encodeURIComponent(value);
+  return safe.length <= max ? safe : safe.slice(0, max);
+}
+
+/** Scopes joined by spaces, cut at a whole scope so a truncated value never names a wrong scope. */
+export function scopeHeader(scopes: readonly string[]): string {
+  let out = '';
+  for (const scope of scopes) {
+    const safe = headerSafe(scope, MAX_SCOPE_LENGTH);
+    const next = out.length === 0 ? safe : `${out} ${safe}`;
+    if (next.length > MAX_SCOPE_LENGTH) break;
+    out = next;
+  }
+  return out;
+}

@@ -1,0 +1,84 @@
+// Verifies one issuer's JWT access tokens (RFC 7519, RFC 8725, RFC 9068) with jose and maps every
+// jose outcome to our closed DenyCode union. Only the key getter is ours (see key-set.ts).
+//
+// Checked: signature with a key from the issuer's JWKS; `alg` in the allowlist (asymmetric only,
+// so `none` and HMAC never pass); unknown `crit` rejected; `iss` exact; `aud` contains the
+// configured audience (string or array); `exp` required; `nbf` and `iat` within the tolerance;
+// `typ` when strict mode is on.
+// Deliberately not used: `jku`, `x5u`, `jwk`, `x5c` headers — keys come only from the JWKS.
+import { errors, jwtVerify, type JWTPayload } from 'jose';
+import type { JwtIssuer } from './config-types.js';
+import { VerifyError, type DenyCode } from './errors.js';
+import { readClient, readScopes } from './identity.js';
+import type { KeySet } from './key-set.js';
+import type { VerifiedToken } from './verified-token.js';
+
+export type JwtVerifier = (token: string, kid: string | undefined) => Promise<VerifiedToken>;
+
+export function createJwtVerifier(config: JwtIssuer, keySet: KeySet, now: () => number): JwtVerifier {
+  const baseOptions = {
+    issuer: config.issuer,
+    audience: config.audience,
+    algorithms: [...config.algorithms],
+    clockTolerance: config.clockTolerance,
+    requiredClaims: ['exp'],
+    ...(config.requireTyp === undefined ? {} : { typ: config.requireTyp }),
+  };
+  const getKey = (header: Parameters<KeySet['getKey']>[0]) => keySet.getKey(header);
+
+  return async function verifyJwt(token, kid) {
+    const at = now();
+    let payload: JWTPayload;
+    try {
+      ({ payload } = await jwtVerify(token, getKey, { ...baseOptions, currentDate: new Date(at) }));
+    } catch (error) {
+      throw toVerifyError(error);
+    }
+    if (typeof payload.iat === 'number' && payload.iat > at / 1000 + config.clockTolerance) {
+      throw new VerifyError('claim_invalid', '"iat" claim is in the future');
+    }
+    const claims = payload as Record<string, unknown>;
+    return {
+      identity: {
+        sub: typeof payload.sub === 'string' ? payload.sub : '',
+        client: readClient(claims, config.clientClaims),
+        scopes: readScopes(claims),
+        issuer: config.issuer,
+      },
+      exp: payload.exp!,
+      nbf: typeof payload.nbf === 'number' ? payload.nbf - config.clockTolerance : undefined,
+      kid,
+    };
+  };
+}
+
+/** jose's error classes → our codes; the message keeps jose's wording, which names the claim. */
+function toVerifyError(error: unknown): VerifyError {
+  if (error instanceof VerifyError) return error;
+  const fail = (code: DenyCode, message: string) => new VerifyError(code, message);
+  if (error instanceof errors.JWTExpired) return fail('token_expired', '"exp" claim timestamp check failed');
+  if (error instanceof errors.JWTClaimValidationFailed) {
+    switch (error.claim) {
+      case 'nbf':
+        return fail('token_not_yet_valid', '"nbf" claim timestamp check failed');
+      case 'aud':
+        return fail('audience_mismatch', '"aud" claim does not contain the configured audience');
+      case 'typ':
+        return fail('typ_mismatch', '"typ" header does not match the required value');
+      case 'iss':
+        return fail('issuer_unknown', '"iss" claim does not match the issuer');
+      default:
+        return fail('claim_invalid', `"${error.claim}" claim is invalid (${error.reason})`);
+    }
+  }
+  if (error instanceof errors.JOSEAlgNotAllowed) return fail('alg_not_allowed', '"alg" is not allowed');
+  if (error instanceof errors.JWSSignatureVerificationFailed) return fail('signature_invalid', 'signature verification failed');
+  if (error instanceof errors.JWKSNoMatchingKey) return fail('key_unknown', 'no key matches the token');
+  if (error instanceof errors.JOSENotSupported) {
+    return /crit|extension/i.test(error.message)
+      ? fail('crit_unsupported', '"crit" names an extension that is not understood')
+      : fail('alg_not_allowed', 'the token uses an unsupported algorithm or key');
+  }
+  if (error instanceof errors.JOSEError) return fail('token_malformed', 'the token is not a valid JWS/JWT');
+  return fail('signature_invalid', 'the token could not be verified');
+}

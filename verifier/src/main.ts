@@ -1,0 +1,58 @@
+// The verifier process: read the configuration, start the service, listen, and shut down cleanly
+// on SIGTERM/SIGINT. `--check-config` validates the configuration (and key files) and exits.
+import { ConfigError, loadConfig } from './config.js';
+import type { VerifierConfig } from './config-types.js';
+import { createLogger } from './log.js';
+import { createVerifierService } from './service.js';
+import { describe } from './transport-uws.js';
+
+/** Exit code for an unusable configuration (distinct from a crash). */
+const EXIT_CONFIG = 2;
+/** SIGTERM to exit: in-flight requests get most of this, the rest is for flushing logs. */
+const SHUTDOWN_MS = 5000;
+
+async function main(argv: readonly string[]): Promise<void> {
+  let config: VerifierConfig;
+  try {
+    config = loadConfig(process.env);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    process.stderr.write(`${error.message}\n`);
+    process.exit(EXIT_CONFIG);
+  }
+  if (argv.includes('--check-config')) {
+    process.stdout.write(
+      `configuration ok: ${config.issuers.size} issuer(s), policies ${[...config.policies.keys()].join(', ')}\n`,
+    );
+    return;
+  }
+
+  const logger = createLogger(config.logLevel);
+  const service = createVerifierService(config, { logger });
+  const { transport } = await service.listen();
+  logger.info({ listen: describe(config.listen), transport: transport.name }, 'verifier listening');
+  void service.start().then(() => {
+    if (service.isReady()) logger.info('key sets loaded; ready');
+    else logger.warn('some key sets did not load yet; /readyz answers 503 until they do');
+  });
+
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down: no new connections, finishing in-flight requests');
+    const hardStop = setTimeout(() => process.exit(0), SHUTDOWN_MS);
+    hardStop.unref();
+    void service.stop(SHUTDOWN_MS - 1000).then(() => {
+      logger.info('stopped');
+      logger.flush(() => process.exit(0));
+    });
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+main(process.argv.slice(2)).catch((error: unknown) => {
+  process.stderr.write(`verifier failed to start: ${(error as Error).message}\n`);
+  process.exit(1);
+});

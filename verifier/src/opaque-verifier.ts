@@ -1,0 +1,107 @@
+// Opaque (non-JWT) access tokens, checked by asking the issuer — the original study's model done
+// right: anything but a clear positive answer is a 401, including timeouts and non-200 statuses.
+//
+// introspection: RFC 7662 §2; the verifier authenticates with client_secret_basic and requires
+//   `active: true`; `exp`, `nbf`, `iss` and (when configured) `aud` in the answer are honoured.
+// userinfo: OIDC Core §5.3; the token is valid exactly when the endpoint answers 200 with a JSON
+//   object. User-info grants no scopes, so policies that require scopes answer 403 for it.
+import type { IntrospectionIssuer, UserinfoIssuer } from './config-types.js';
+import { createEndpointResolver } from './discovery.js';
+import { VerifyError } from './errors.js';
+import { FetchError, fetchJson } from './fetch-json.js';
+import { readClient, readScopes } from './identity.js';
+import type { VerifiedToken } from './verified-token.js';
+
+export type OpaqueVerifier = (token: string) => Promise<VerifiedToken>;
+
+export function createOpaqueVerifier(config: IntrospectionIssuer | UserinfoIssuer, now: () => number): OpaqueVerifier {
+  return config.type === 'introspection' ? createIntrospector(config, now) : createUserinfoChecker(config, now);
+}
+
+function createIntrospector(config: IntrospectionIssuer, now: () => number): OpaqueVerifier {
+  const endpoint = createEndpointResolver(config.issuer, config.endpoint, 'introspection_endpoint', config.timeout);
+  // RFC 7662 §2.1 + RFC 6749 §2.3.1: form-encode the credentials before base64.
+  const basic = Buffer.from(
+    `${encodeURIComponent(config.clientId)}:${encodeURIComponent(config.clientSecret)}`,
+  ).toString('base64');
+
+  return async function introspect(token) {
+    const answer = await ask(endpoint, (url) =>
+      fetchJson(url, {
+        timeout: config.timeout,
+        method: 'POST',
+        headers: { authorization: `Basic ${basic}`, 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ token, token_type_hint: 'access_token' }).toString(),
+      }),
+    );
+    if (answer.active !== true) throw new VerifyError('token_inactive', 'introspection says the token is not active');
+    const seconds = now() / 1000;
+    if (answer.iss !== undefined && answer.iss !== config.issuer) {
+      throw new VerifyError('issuer_unknown', '"iss" in the introspection answer does not match');
+    }
+    if (config.audience !== undefined) {
+      const aud = answer.aud;
+      const audiences = Array.isArray(aud) ? aud : [aud];
+      if (!audiences.includes(config.audience)) {
+        throw new VerifyError('audience_mismatch', '"aud" in the introspection answer does not contain the audience');
+      }
+    }
+    const exp = typeof answer.exp === 'number' ? answer.exp : Infinity;
+    if (exp <= seconds) throw new VerifyError('token_expired', '"exp" in the introspection answer has passed');
+    const nbf = typeof answer.nbf === 'number' ? answer.nbf : undefined;
+    if (nbf !== undefined && nbf > seconds) throw new VerifyError('token_not_yet_valid', '"nbf" is in the future');
+    return {
+      identity: {
+        sub: typeof answer.sub === 'string' ? answer.sub : '',
+        client: readClient(answer, config.clientClaims),
+        scopes: readScopes(answer),
+        issuer: config.issuer,
+      },
+      exp: Math.min(exp, seconds + config.cacheTtl),
+      nbf,
+      kid: undefined,
+    };
+  };
+}
+
+function createUserinfoChecker(config: UserinfoIssuer, now: () => number): OpaqueVerifier {
+  const endpoint = createEndpointResolver(config.issuer, config.endpoint, 'userinfo_endpoint', config.timeout);
+  return async function checkUserinfo(token) {
+    const answer = await ask(endpoint, (url) =>
+      fetchJson(url, { timeout: config.timeout, headers: { authorization: `Bearer ${token}` } }),
+    );
+    return {
+      identity: {
+        sub: typeof answer.sub === 'string' ? answer.sub : '',
+        client: readClient(answer, config.clientClaims),
+        scopes: [],
+        issuer: config.issuer,
+      },
+      exp: now() / 1000 + config.cacheTtl,
+      nbf: undefined,
+      kid: undefined,
+    };
+  };
+}
+
+/** One request to the issuer; every failure becomes a 401-class VerifyError. */
+async function ask(
+  endpoint: () => Promise<string>,
+  send: (url: string) => ReturnType<typeof fetchJson>,
+): Promise<Record<string, unknown>> {
+  let result: Awaited<ReturnType<typeof fetchJson>>;
+  try {
+    result = await send(await endpoint());
+  } catch (error) {
+    const reason = error instanceof FetchError ? error.message : 'request failed';
+    throw new VerifyError('introspection_failed', `issuer could not confirm the token: ${reason}`);
+  }
+  if (result.status === 401 || result.status === 403) {
+    // A user-info 401 means the token is bad; an introspection 401 means our credentials are. Both deny.
+    throw new VerifyError('token_inactive', `issuer answered ${result.status}`);
+  }
+  if (result.status !== 200 || typeof result.body !== 'object' || result.body === null || Array.isArray(result.body)) {
+    throw new VerifyError('introspection_failed', `issuer answered ${result.status} without a JSON object`);
+  }
+  return result.body as Record<string, unknown>;
+}

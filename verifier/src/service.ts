@@ -1,0 +1,120 @@
+// Builds a running verifier from a configuration: key sets, verifiers, cache, metrics, routes and
+// a transport. main.ts calls this; tests and the benchmark call it too, in-process.
+import { createAuthorizer, type Authorize } from './authorize.js';
+import { createCloudFrontDecorator } from './cloudfront/gate-decorator.js';
+import type { Listen, VerifierConfig } from './config-types.js';
+import { createDecisionCache, type DecisionCache } from './decision-cache.js';
+import { withHeaders, type DecisionDecorator } from './decision.js';
+import { createEndpointResolver } from './discovery.js';
+import { createJwtVerifier, type JwtVerifier } from './jwt-verifier.js';
+import { createKeySet, type KeySet } from './key-set.js';
+import type { Logger } from './log.js';
+import { createMetrics, type Metrics } from './metrics.js';
+import { createOpaqueVerifier, type OpaqueVerifier } from './opaque-verifier.js';
+import { createRoutes, type Routes } from './routes.js';
+import { pickTransport, type Transport } from './transport.js';
+import { createNodeTransport } from './transport-node.js';
+import { createUwsTransport } from './transport-uws.js';
+
+export interface VerifierService {
+  readonly authorize: Authorize;
+  readonly routes: Routes;
+  readonly cache: DecisionCache;
+  readonly keySets: ReadonlyMap<string, KeySet>;
+  readonly metrics: Metrics;
+  isReady(): boolean;
+  /** Loads every key set (failures leave the service unready, not dead) and starts refreshing. */
+  start(): Promise<void>;
+  /** Starts the HTTP transport; resolves with the TCP port (0 on a unix socket). */
+  listen(listen?: Listen): Promise<{ port: number; transport: Transport }>;
+  /** Stops accepting, lets in-flight requests finish (up to `graceMs`), stops refreshing. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+export interface ServiceOptions {
+  readonly logger: Logger;
+  /** Milliseconds since the epoch; injectable for tests. */
+  readonly now?: () => number;
+  readonly defaultMetrics?: boolean;
+}
+
+export function createVerifierService(config: VerifierConfig, options: ServiceOptions): VerifierService {
+  const { logger } = options;
+  const now = options.now ?? Date.now;
+  const metrics = createMetrics({ defaultMetrics: options.defaultMetrics ?? true });
+  const cache = createDecisionCache({ ...config.cache, now });
+  const keySets = new Map<string, KeySet>();
+  const jwtVerifiers = new Map<string, JwtVerifier>();
+  const opaqueVerifiers = new Map<string, OpaqueVerifier>();
+
+  for (const issuer of config.issuers.values()) {
+    if (issuer.type !== 'jwt') {
+      opaqueVerifiers.set(issuer.issuer, createOpaqueVerifier(issuer, now));
+      continue;
+    }
+    const keySet = createKeySet({
+      issuer: issuer.issuer,
+      resolveUri: createEndpointResolver(issuer.issuer, issuer.jwksUri, 'jwks_uri', config.fetchTimeout),
+      ...config.jwks,
+      timeout: config.fetchTimeout,
+      now,
+      onFetch(outcome, detail) {
+        metrics.jwksFetch(issuer.issuer, outcome);
+        if (outcome === 'ok') logger.debug({ issuer: issuer.issuer }, 'key set loaded');
+        else logger.warn({ issuer: issuer.issuer, outcome, detail }, 'key set fetch failed; keeping the last good set');
+      },
+      onKeysRemoved(kids) {
+        const dropped = cache.dropKeys(issuer.issuer, kids);
+        logger.info({ issuer: issuer.issuer, kids: [...kids], dropped }, 'keys left the key set; cached decisions dropped');
+      },
+    });
+    keySets.set(issuer.issuer, keySet);
+    jwtVerifiers.set(issuer.issuer, createJwtVerifier(issuer, keySet, now));
+  }
+
+  const decorators = new Map<string, DecisionDecorator>();
+  for (const policy of config.policies.values()) {
+    if (policy.cloudfront === undefined) continue;
+    const cloudFrontHeaders = createCloudFrontDecorator(policy.cloudfront);
+    decorators.set(policy.name, async (decision) => {
+      try {
+        const headers = await cloudFrontHeaders(decision.identity?.sub ?? '', now() / 1000);
+        return withHeaders(decision, Object.entries(headers));
+      } catch (error) {
+        // Signing trouble must not turn an authenticated user away; the assets just stay locked.
+        logger.error({ policy: policy.name, err: (error as Error).message }, 'CloudFront signing failed');
+        return decision;
+      }
+    });
+  }
+
+  const isReady = () => [...keySets.values()].every((keySet) => keySet.isReady());
+  const authorize = createAuthorizer({ config, jwtVerifiers, opaqueVerifiers, cache, logger, metrics, decorators });
+  const routes = createRoutes({ authorize, isReady, metrics });
+  metrics.watchCache(() => ({ entries: cache.size, bytes: cache.bytes }));
+  metrics.watchKeySets(() => [...keySets.values()].map((keySet) => ({ issuer: keySet.issuer, ready: keySet.isReady() })));
+  let transport: Transport | undefined;
+
+  return {
+    authorize,
+    routes,
+    cache,
+    keySets,
+    metrics,
+    isReady,
+    async start() {
+      await Promise.all([...keySets.values()].map((keySet) => keySet.start()));
+    },
+    async listen(listen = config.listen) {
+      const picked = pickTransport(config.transport, logger);
+      transport = picked.kind === 'uws' ? createUwsTransport(picked.uws, routes) : createNodeTransport(routes);
+      metrics.setTransport(transport.name);
+      const port = await transport.listen(listen);
+      return { port, transport };
+    },
+    async stop(graceMs = 4000) {
+      for (const keySet of keySets.values()) keySet.stop();
+      await transport?.close(graceMs);
+    },
+  };
+}

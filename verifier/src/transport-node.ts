@@ -1,0 +1,86 @@
+// The node:http adapter: the fallback when the uWS addon cannot load (musl, another Node ABI), and
+// an explicit choice with VERIFIER_TRANSPORT=node. Same routes, same bytes on the wire.
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Decision } from './decision.js';
+import type { Answer, Routes } from './routes.js';
+import { drain, type Transport } from './transport.js';
+import { describe, removeStaleSocket } from './transport-uws.js';
+
+function single(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value || undefined;
+}
+
+export function createNodeTransport(routes: Routes): Transport {
+  let inFlight = 0;
+
+  function writeDecision(res: ServerResponse, decision: Decision): void {
+    res.writeHead(decision.status, decision.headers.flat());
+    res.end();
+  }
+
+  function writeAnswer(res: ServerResponse, answer: Answer): void {
+    res.writeHead(answer.status, answer.headers.flat());
+    res.end(answer.body);
+  }
+
+  function handle(req: IncomingMessage, res: ServerResponse): void {
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const path = q === -1 ? url : url.slice(0, q);
+    switch (path) {
+      case '/verify': {
+        const query = q === -1 ? undefined : new URLSearchParams(url.slice(q + 1));
+        const result = routes.verify({
+          authorization: single(req.headers.authorization),
+          policy: query?.get('policy') || undefined,
+          originalUri: single(req.headers['x-original-uri']),
+          originalMethod: single(req.headers['x-original-method']),
+        });
+        if (!(result instanceof Promise)) return writeDecision(res, result);
+        inFlight++;
+        void result.then((decision) => {
+          inFlight--;
+          if (!res.destroyed) writeDecision(res, decision);
+        });
+        return;
+      }
+      case '/healthz':
+        return writeAnswer(res, routes.healthz());
+      case '/readyz':
+        return writeAnswer(res, routes.readyz());
+      case '/metrics':
+        void routes.metrics().then((answer) => writeAnswer(res, answer));
+        return;
+      default:
+        return writeAnswer(res, routes.notFound());
+    }
+  }
+
+  const server = createServer({ keepAliveTimeout: 65_000 }, handle);
+
+  return {
+    name: 'node',
+    listen(listen) {
+      return new Promise((resolve, reject) => {
+        server.once('error', () => reject(new Error(`cannot listen on ${describe(listen)}`)));
+        const done = () => {
+          const address = server.address();
+          resolve(typeof address === 'object' && address ? address.port : 0);
+        };
+        if (listen.kind === 'unix') {
+          removeStaleSocket(listen.path);
+          server.listen(listen.path, done);
+        } else {
+          server.listen(listen.port, listen.host, done);
+        }
+      });
+    },
+    async close(graceMs) {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      await drain(() => inFlight, graceMs);
+      server.closeAllConnections();
+      await closed;
+    },
+  };
+}

@@ -1,0 +1,50 @@
+// The transport contract shared by the uWebSockets.js and node:http adapters, and the choice
+// between them (VERIFIER_TRANSPORT=auto|uws|node).
+import { createRequire } from 'node:module';
+import type { Listen, TransportChoice } from './config-types.js';
+import type { Logger } from './log.js';
+
+export interface Transport {
+  readonly name: 'uws' | 'node';
+  /** Starts listening; resolves with the bound TCP port (0 for a unix socket). */
+  listen(listen: Listen): Promise<number>;
+  /** Stops accepting, waits for in-flight requests up to `graceMs`, then drops connections. */
+  close(graceMs: number): Promise<void>;
+}
+
+export type UwsModule = typeof import('uWebSockets.js');
+
+/**
+ * Loads the uWS native addon. The npm repack silently swaps in a `ws`-based shim when its binary
+ * does not match this platform; only the real addon exports `getParts`, so that is what we test.
+ */
+export function loadUws(): UwsModule | Error {
+  try {
+    const uws = createRequire(import.meta.url)('uWebSockets.js') as UwsModule;
+    if (typeof uws.getParts !== 'function') return new Error('uWebSockets.js native addon did not load (shim in use)');
+    return uws;
+  } catch (error) {
+    return new Error(`uWebSockets.js could not be loaded: ${(error as Error).message}`);
+  }
+}
+
+/** `uws` insists on the addon; `auto` falls back to node:http with a warning; `node` never tries. */
+export function pickTransport(
+  choice: TransportChoice,
+  logger: Logger,
+): { kind: 'uws'; uws: UwsModule } | { kind: 'node' } {
+  if (choice === 'node') return { kind: 'node' };
+  const loaded = loadUws();
+  if (!(loaded instanceof Error)) return { kind: 'uws', uws: loaded };
+  if (choice === 'uws') throw loaded;
+  logger.warn({ reason: loaded.message }, 'falling back to the node:http transport');
+  return { kind: 'node' };
+}
+
+/** Resolves after `inFlight()` reaches 0 or `graceMs` passes, whichever is first. */
+export async function drain(inFlight: () => number, graceMs: number): Promise<void> {
+  const deadline = Date.now() + graceMs;
+  while (inFlight() > 0 && Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}

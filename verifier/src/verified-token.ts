@@ -1,0 +1,12 @@
+// The outcome of a successful token check, whatever the token type; what the decision cache keeps.
+import type { Identity } from './identity.js';
+
+export interface VerifiedToken {
+  readonly identity: Identity;
+  /** Seconds since the epoch; the cache never keeps a decision past it. */
+  readonly exp: number;
+  /** Seconds since the epoch, tolerance already applied; undefined when the token has no `nbf`. */
+  readonly nbf: number | undefined;
+  /** The JWS `kid` the token was verified with, so entries can be dropped when the key leaves. */
+  readonly kid: string | undefined;
+}
