@@ -82,8 +82,19 @@ function importParameters(
   }
 }
 
+const publicPem = /-----BEGIN (?:RSA )?PUBLIC KEY-----/;
+
 function parse(input: PrivateKeyInput): KeyObject {
   if (input instanceof KeyObject) return input;
+  const text =
+    typeof input === 'string'
+      ? input
+      : input instanceof Uint8Array
+        ? Buffer.from(input).toString('latin1')
+        : '';
+  if (publicPem.test(text)) {
+    throw new TypeError('"privateKey" is a public key; CloudFront signing needs the private key');
+  }
   try {
     if (typeof input === 'string' && input.trimStart().startsWith('{')) {
       return createPrivateKey({ key: JSON.parse(input) as JsonWebKey, format: 'jwk' });
