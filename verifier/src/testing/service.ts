@@ -1,0 +1,27 @@
+// Builds an in-process verifier for tests from env-style settings, with a manual clock and a
+// captured log.
+import { loadConfig } from '../config.js';
+import { createVerifierService, type VerifierService } from '../service.js';
+import { captureLogger } from './fixtures.js';
+
+export interface TestService {
+  readonly service: VerifierService;
+  readonly lines: string[];
+}
+
+export function buildService(
+  env: Record<string, string>,
+  options: { now?: () => number; file?: unknown } = {},
+): TestService {
+  const config = loadConfig(
+    { VERIFIER_TRANSPORT: 'auto', ...env, ...(options.file === undefined ? {} : { VERIFIER_CONFIG: '/test/config.json' }) },
+    () => JSON.stringify(options.file),
+  );
+  const { logger, lines } = captureLogger('debug');
+  const service = createVerifierService(config, {
+    logger,
+    defaultMetrics: false,
+    ...(options.now ? { now: options.now } : {}),
+  });
+  return { service, lines };
+}
