@@ -1,0 +1,209 @@
+// The assertion table of the gate (issue 3), written once and run against any running stack: the
+// local processes from startStack() and the docker compose services alike.
+import { generateKeyPair, SignJWT, UnsecuredJWT, decodeProtectedHeader } from 'jose';
+import { expect, it } from 'vitest';
+import type { ServiceName } from '../../stack/service-env.js';
+import { demoSecrets, leakedSecrets } from './secrets.js';
+
+/** What the table needs from a running stack. */
+export interface GateTarget {
+  readonly urls: { readonly hello: string; readonly secret: string; readonly issuer: string };
+  readonly audience: string;
+  mintToken(options?: {
+    clientId?: string;
+    scope?: string;
+    claims?: Record<string, unknown>;
+    expiresIn?: number;
+  }): Promise<string>;
+  rotateKey(): Promise<void>;
+  stopService(name: ServiceName, signal?: NodeJS.Signals): Promise<void>;
+  startService(name: ServiceName): Promise<void>;
+}
+
+export interface GateAnswer {
+  readonly status: number;
+  readonly headers: Headers;
+  readonly body: string;
+}
+
+/** GET with a bearer token; waits out a 429 (the per-IP limit on /secret) instead of failing. */
+export async function call(
+  url: string,
+  token?: string,
+  headers: Record<string, string> = {},
+): Promise<GateAnswer> {
+  for (let attempt = 0; ; attempt++) {
+    const response = await fetch(url, {
+      headers: token === undefined ? headers : { ...headers, authorization: `Bearer ${token}` },
+      signal: AbortSignal.timeout(10_000),
+    });
+    const body = await response.text();
+    if (response.status !== 429 || attempt >= 10)
+      return { status: response.status, headers: response.headers, body };
+    await new Promise((resolve) =>
+      setTimeout(resolve, 1_000 * Number(response.headers.get('retry-after') ?? 1)),
+    );
+  }
+}
+
+/** A denial as the table expects it: the status, JSON, no secret anywhere in it. */
+export function expectDenied(answer: GateAnswer, status: 401 | 403 | 503): void {
+  expect({ status: answer.status, leaked: leakedSecrets(answer.body) }).toEqual({
+    status,
+    leaked: [],
+  });
+  expect(answer.headers.get('content-type')).toMatch(/^application\/json/);
+  expect(answer.headers.get('set-cookie')).toBeNull();
+  if (status === 401)
+    expect(answer.headers.get('www-authenticate')).toMatch(/^Bearer realm="secret-gate"/);
+  if (status === 403)
+    expect(answer.headers.get('www-authenticate')).toMatch(/error="insufficient_scope"/);
+  if (status === 503) expect(answer.headers.get('retry-after')).toMatch(/^\d+$/);
+}
+
+/** Polls until the gate gives `status` (a restarted process needs a moment to be reached). */
+async function eventually(read: () => Promise<GateAnswer>, status: number): Promise<GateAnswer> {
+  let answer = await read();
+  for (let i = 0; i < 50 && answer.status !== status; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    answer = await read();
+  }
+  return answer;
+}
+
+/** Tokens that must all be refused with 401, built against the target's real issuer and keys. */
+async function refusedTokens(target: GateTarget): Promise<Record<string, string>> {
+  const now = Math.floor(Date.now() / 1000);
+  const valid = await target.mintToken();
+  const claims = {
+    iss: target.urls.issuer,
+    aud: target.audience,
+    sub: 'spa-demo',
+    client_id: 'spa-demo',
+    azp: 'spa-demo',
+    scope: 'secrets:read',
+  };
+  // A key the IdP never published, under the kid of one it did: the signature must not verify.
+  const stranger = await generateKeyPair('RS256');
+  const kid = decodeProtectedHeader(valid).kid ?? '';
+  return {
+    garbage: 'not-a-jwt',
+    'three garbage segments': 'aaa.bbb.ccc',
+    expired: await target.mintToken({ expiresIn: -600, claims: { iat: now - 4200 } }),
+    'wrongly signed': await new SignJWT(claims)
+      .setProtectedHeader({ alg: 'RS256', typ: 'at+jwt', kid })
+      .setIssuedAt()
+      .setExpirationTime('5m')
+      .sign(stranger.privateKey),
+    'wrong audience': await target.mintToken({ claims: { aud: 'another-api' } }),
+    'wrong issuer': await target.mintToken({ claims: { iss: 'http://127.0.0.1:9/not-our-idp' } }),
+    'alg none': new UnsecuredJWT(claims).setIssuedAt().setExpirationTime('5m').encode(),
+    'HS256 with a guessable secret': await new SignJWT(claims)
+      .setProtectedHeader({ alg: 'HS256', kid })
+      .setIssuedAt()
+      .setExpirationTime('5m')
+      .sign(new TextEncoder().encode('secret-gate-api')),
+    'tampered payload': tamper(valid),
+  };
+}
+
+/** Swaps the payload of a valid token for one with more scopes, keeping the signature. */
+function tamper(token: string): string {
+  const [header, payload, signature] = token.split('.') as [string, string, string];
+  const claims = JSON.parse(Buffer.from(payload, 'base64url').toString()) as Record<
+    string,
+    unknown
+  >;
+  claims.client_id = 'partner-app';
+  return `${header}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.${signature}`;
+}
+
+/**
+ * Registers the table as `it` blocks in the caller's `describe`. The last rows stop and start
+ * services, so they run in order after the read-only rows.
+ */
+export function defineGateTable(target: () => GateTarget): void {
+  it('answers /hello with 200 and no auth', async () => {
+    const answer = await call(target().urls.hello);
+    expect(answer.status).toBe(200);
+  });
+
+  it('refuses /secret without a token: 401, WWW-Authenticate without error, no secret', async () => {
+    const answer = await call(target().urls.secret);
+    expectDenied(answer, 401);
+  });
+
+  it('refuses every malformed, expired, forged or foreign token with 401 and no secret', async () => {
+    const tokens = await refusedTokens(target());
+    const results: Record<string, number> = {};
+    for (const [name, token] of Object.entries(tokens)) {
+      const answer = await call(target().urls.secret, token);
+      expectDenied(answer, 401);
+      expect(answer.headers.get('www-authenticate'), name).toMatch(/error="invalid_token"/);
+      results[name] = answer.status;
+    }
+    expect(Object.keys(results)).toHaveLength(Object.keys(tokens).length);
+  });
+
+  it('gives a valid spa-demo token the spa-demo secret set, not cacheable', async () => {
+    const answer = await call(
+      target().urls.secret,
+      await target().mintToken({ clientId: 'spa-demo' }),
+    );
+    expect(answer.status).toBe(200);
+    expect(JSON.parse(answer.body)).toEqual(demoSecrets.clients['spa-demo']);
+    expect(answer.headers.get('cache-control')).toBe('no-store');
+  });
+
+  it('gives another client id its own set', async () => {
+    const answer = await call(
+      target().urls.secret,
+      await target().mintToken({ clientId: 'partner-app' }),
+    );
+    expect(answer.status).toBe(200);
+    expect(JSON.parse(answer.body)).toEqual(demoSecrets.clients['partner-app']);
+  });
+
+  it('refuses a valid token without the secrets:read scope with 403 insufficient_scope', async () => {
+    const answer = await call(target().urls.secret, await target().mintToken({ scope: 'profile' }));
+    expectDenied(answer, 403);
+  });
+
+  it('serves a request carrying 6 KiB of cookies (headers are stripped before the verifier)', async () => {
+    const cookie = Array.from({ length: 6 }, (_, i) => `c${i}=${'x'.repeat(1020)}`).join('; ');
+    expect(cookie.length).toBeGreaterThanOrEqual(6 * 1024);
+    const answer = await call(target().urls.secret, await target().mintToken(), { cookie });
+    expect(answer.status).toBe(200);
+    expect(JSON.parse(answer.body)).toEqual(demoSecrets.clients['spa-demo']);
+  });
+
+  it('passes tokens signed by a freshly rotated key', async () => {
+    await target().rotateKey();
+    const answer = await eventually(
+      async () => call(target().urls.secret, await target().mintToken()),
+      200,
+    );
+    expect(answer.status).toBe(200);
+  });
+
+  it('answers 503 with Retry-After and no secret while the verifier is down, 200 once it is back', async () => {
+    const token = await target().mintToken();
+    await target().stopService('verifier', 'SIGKILL');
+    expectDenied(await call(target().urls.secret, token), 503);
+    await target().startService('verifier');
+    const answer = await eventually(() => call(target().urls.secret, token), 200);
+    expect(answer.status).toBe(200);
+  });
+
+  it('keeps passing valid tokens while the IdP is down (keys are cached)', async () => {
+    const token = await target().mintToken({ clientId: 'partner-app' });
+    await target().stopService('idp');
+    try {
+      const answer = await call(target().urls.secret, token);
+      expect(answer.status).toBe(200);
+      expect(JSON.parse(answer.body)).toEqual(demoSecrets.clients['partner-app']);
+    } finally {
+      await target().startService('idp');
+    }
+  });
+}
