@@ -1,4 +1,3 @@
-// @ts-check
 // Turns the verifier's X-Auth-CF-* answer into CloudFront signed cookies. NGINX only relays what
 // the verifier signed; values are checked so a malformed answer can never inject cookie syntax.
 

@@ -1,4 +1,3 @@
-// @ts-check
 // /config.json: the SPA's runtime OIDC settings, so one built SPA serves every environment.
 // Values come from NGINX variables set from SG_OIDC_*; JSON.stringify does the escaping.
 

@@ -1,4 +1,3 @@
-// @ts-check
 // Where the secret sets come from and which one a caller gets. Pure functions: the njs handler in
 // secrets.js feeds them the preloaded file and the SECRETS environment variable.
 

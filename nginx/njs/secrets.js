@@ -1,4 +1,3 @@
-// @ts-check
 // The content-phase handler of /secret. It runs only after auth_request allowed the call, picks the
 // caller's secret set by the verifier's X-Auth-Client and adds CloudFront cookies when granted.
 import secretStore from './secret-store.js';

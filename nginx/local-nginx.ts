@@ -1,0 +1,92 @@
+// Runs the rendered templates with the system's nginx from a prefix directory, unprivileged and
+// in the foreground, for the NGINX tests and benchmarks: render, `nginx -t`, start, wait, stop.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { nginxPaths, renderNginxConfig } from './render.js';
+import type { NginxEnv } from './variables.js';
+
+export interface LocalNginxStart {
+  /** Prefix directory; the templates are rendered into it. */
+  readonly prefix: string;
+  /** SG_ values, usually from localNginxEnv(). */
+  readonly env: NginxEnv;
+  /** Environment of the nginx process itself (e.g. SECRETS); nothing else is inherited. */
+  readonly processEnv?: Readonly<Record<string, string>>;
+  readonly nginxBin?: string;
+}
+
+export interface LocalNginx {
+  /** `http://` + SG_LISTEN. */
+  readonly baseUrl: string;
+  readonly process: ChildProcess;
+  /** The JSON access log lines written so far. */
+  accessLog(): Promise<string>;
+  /** Graceful stop; resolves once the master has exited. */
+  stop(): Promise<void>;
+}
+
+function argsFor(prefix: string): string[] {
+  const conf = path.join(prefix, 'nginx.conf');
+  return ['-p', prefix, '-c', conf, '-e', 'stderr'];
+}
+
+/**
+ * Renders, checks with `nginx -t` (its output becomes the error when the check fails) and starts
+ * nginx with `daemon off`, resolving once /hello answers.
+ */
+export async function startLocalNginx(options: LocalNginxStart): Promise<LocalNginx> {
+  const nginxBin = options.nginxBin ?? 'nginx';
+  await renderNginxConfig({
+    templatesDir: nginxPaths.templatesDir,
+    outDir: options.prefix,
+    env: options.env,
+  });
+  const args = argsFor(options.prefix);
+  const processEnv = { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin', ...options.processEnv };
+  const check = spawnSync(nginxBin, ['-t', '-q', ...args], { env: processEnv, encoding: 'utf8' });
+  if (check.status !== 0) {
+    throw new Error(`nginx -t failed for ${options.prefix}:\n${check.stderr}${check.stdout}`);
+  }
+  const child = spawn(nginxBin, [...args, '-g', 'daemon off;'], {
+    env: processEnv,
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const baseUrl = `http://${options.env.SG_LISTEN}`;
+
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`nginx exited at start:\n${stderr}`);
+    try {
+      const response = await fetch(`${baseUrl}/hello`);
+      await response.arrayBuffer();
+      if (response.ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`nginx did not answer on ${baseUrl} within 10 s:\n${stderr}`);
+    }
+    await sleep(50);
+  }
+
+  return {
+    baseUrl,
+    process: child,
+    accessLog: () => readFile(path.join(options.env.SG_LOG_DIR, 'access.log'), 'utf8'),
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) {
+        // SIGQUIT: graceful shutdown, workers finish their requests and the master removes its pid.
+        child.kill('SIGQUIT');
+        const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
+        await exited;
+        clearTimeout(timer);
+      }
+    },
+  };
+}

@@ -1,0 +1,88 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { createFakeRequest } from './fake-request.js';
+import secrets from './secrets.js';
+
+const file = {
+  default: { 'x-api-key': 'default-key' },
+  clients: { 'spa-demo': { 'x-api-key': 'spa-key' } },
+};
+const cloudFrontVariables = {
+  sg_cf_policy: 'cG9saWN5',
+  sg_cf_signature: 'c2ln~x_',
+  sg_cf_key_pair_id: 'K2JCJMDEHXQW5F',
+  sg_cf_domain: 'example.test',
+};
+
+describe('sendSecrets (the /secret content handler)', () => {
+  it("answers 200 JSON with the set of the verifier's X-Auth-Client", () => {
+    const r = createFakeRequest({ sg_auth_client: 'spa-demo' });
+    secrets.sendSecrets(r, file, undefined);
+    expect(r.status).toBe(200);
+    expect(r.headersOut['Content-Type']).toBe('application/json');
+    expect(JSON.parse(r.body ?? '')).toEqual({ 'x-api-key': 'spa-key' });
+  });
+
+  it('answers the default set for a client the file does not list', () => {
+    const r = createFakeRequest({ sg_auth_client: 'unlisted' });
+    secrets.sendSecrets(r, file, undefined);
+    expect(JSON.parse(r.body ?? '')).toEqual({ 'x-api-key': 'default-key' });
+  });
+
+  it('answers the flat SECRETS object when that variable is set', () => {
+    const r = createFakeRequest({ sg_auth_client: 'spa-demo' });
+    secrets.sendSecrets(r, file, '{"mysupersecretkey":"1"}');
+    expect(JSON.parse(r.body ?? '')).toEqual({ mysupersecretkey: '1' });
+  });
+
+  it('adds the CloudFront cookies when the verifier granted them', () => {
+    const r = createFakeRequest({ sg_auth_client: 'spa-demo', ...cloudFrontVariables });
+    secrets.sendSecrets(r, file, undefined);
+    const cookies = r.headersOut['Set-Cookie'] as string[];
+    expect(cookies.map((c) => c.split('=')[0])).toEqual([
+      'CloudFront-Policy',
+      'CloudFront-Signature',
+      'CloudFront-Key-Pair-Id',
+    ]);
+    expect(cookies[0]).toContain('; Domain=example.test');
+  });
+
+  it('sets no cookie without a grant', () => {
+    const r = createFakeRequest({ sg_auth_client: 'spa-demo' });
+    secrets.sendSecrets(r, file, undefined);
+    expect(r.headersOut['Set-Cookie']).toBeUndefined();
+  });
+
+  it('fails closed with 503 and no set when the secrets source is broken, logging why but no value', () => {
+    const r = createFakeRequest({ sg_auth_client: 'spa-demo' });
+    secrets.sendSecrets(r, file, '{"key":"do-not-log-me"');
+    expect(r.status).toBe(503);
+    expect(JSON.parse(r.body ?? '')).toEqual({ error: 'secrets_unavailable' });
+    expect(r.headersOut['Retry-After']).toBe('30');
+    expect(r.headersOut['Set-Cookie']).toBeUndefined();
+    expect(r.errors).toEqual(['secret-gate: secrets unavailable: SECRETS is not valid JSON']);
+    expect(r.body).not.toContain('do-not-log-me');
+  });
+});
+
+describe('respond (js_content secrets.respond)', () => {
+  afterEach(() => {
+    vi.unstubAllEnvs();
+    vi.unstubAllGlobals();
+  });
+
+  it('reads the object js_preload_object defined as the global sg_secrets', () => {
+    vi.stubGlobal('sg_secrets', file);
+    vi.stubEnv('SECRETS', '');
+    const r = createFakeRequest({ sg_auth_client: 'spa-demo' });
+    secrets.respond(r);
+    expect(JSON.parse(r.body ?? '')).toEqual({ 'x-api-key': 'spa-key' });
+  });
+
+  it('prefers the SECRETS environment variable', () => {
+    vi.stubGlobal('sg_secrets', file);
+    vi.stubEnv('SECRETS', '{"mysupersecretkey":"123123123"}');
+    const r = createFakeRequest({ sg_auth_client: 'spa-demo' });
+    secrets.respond(r);
+    expect(JSON.parse(r.body ?? '')).toEqual({ mysupersecretkey: '123123123' });
+  });
+});
