@@ -91,6 +91,7 @@ export function loadConfig(
     maxStale: parseDuration('VERIFIER_JWKS_MAX_STALE', read('VERIFIER_JWKS_MAX_STALE'), problems),
   };
   if (jwks.refresh < 1) problems.push('VERIFIER_JWKS_REFRESH: must be at least 1s');
+  if (jwks.maxStale < jwks.refresh) problems.push('VERIFIER_JWKS_MAX_STALE: must be at least VERIFIER_JWKS_REFRESH');
   const fetchTimeout = parseDuration('VERIFIER_FETCH_TIMEOUT', read('VERIFIER_FETCH_TIMEOUT'), problems);
   if (fetchTimeout <= 0) problems.push('VERIFIER_FETCH_TIMEOUT: must be greater than 0');
 

@@ -14,7 +14,10 @@ export function createNodeTransport(routes: Routes): Transport {
   let inFlight = 0;
 
   function writeDecision(res: ServerResponse, decision: Decision): void {
-    res.writeHead(decision.status, decision.headers.flat());
+    const headers = decision.headers.flat();
+    // Same bytes as the uWS adapter: 401/403 say `Content-Length: 0` rather than chunking nothing.
+    if (decision.status !== 204) headers.push('Content-Length', '0');
+    res.writeHead(decision.status, headers);
     res.end();
   }
 

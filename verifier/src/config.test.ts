@@ -1,0 +1,168 @@
+import { describe, expect, it } from 'vitest';
+import { ConfigError, ENV_DEFAULTS, loadConfig } from './config.js';
+
+const minimal = { VERIFIER_ISSUER: 'https://idp.test', VERIFIER_AUDIENCE: 'secret-gate-api' };
+
+function problemsOf(env: Record<string, string>, file?: string): readonly string[] {
+  try {
+    loadConfig(env, () => {
+      if (file === undefined) throw new Error('ENOENT');
+      return file;
+    });
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    expect(error).toBeInstanceOf(TypeError);
+    return (error as ConfigError).problems;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('configuration from the environment', () => {
+  it('single-issuer mode defines one JWT issuer and a policy named default, with documented defaults', () => {
+    const config = loadConfig({ ...minimal, VERIFIER_REQUIRED_SCOPES: 'secrets:read  openid' });
+    expect(config.listen).toEqual({ kind: 'tcp', host: '127.0.0.1', port: 8090 });
+    expect(config.transport).toBe('auto');
+    expect(config.issuers.get('https://idp.test')).toEqual({
+      type: 'jwt',
+      issuer: 'https://idp.test',
+      audience: 'secret-gate-api',
+      jwksUri: undefined,
+      algorithms: ['RS256', 'ES256', 'PS256', 'EdDSA'],
+      clockTolerance: 30,
+      requireTyp: undefined,
+      clientClaims: ['azp', 'client_id', 'cid'],
+    });
+    expect([...config.policies.values()]).toEqual([
+      { name: 'default', issuers: ['https://idp.test'], scopes: ['secrets:read', 'openid'], cloudfront: undefined },
+    ]);
+    expect(config.cache).toEqual({ maxEntries: 100_000, maxBytes: 64 * 1024 * 1024, maxTtl: 300 });
+    expect(config.jwks).toEqual({ refresh: 600, cooldown: 30, maxStale: 86_400 });
+  });
+
+  it('is frozen', () => {
+    const config = loadConfig(minimal);
+    expect(Object.isFrozen(config)).toBe(true);
+    expect(Object.isFrozen(config.cache)).toBe(true);
+    expect(() => (config.policies as Map<string, unknown>).set('x', {})).toThrow(TypeError);
+  });
+
+  it('reads durations, sizes and unix sockets', () => {
+    const config = loadConfig({
+      ...minimal,
+      VERIFIER_LISTEN: 'unix:/run/verifier.sock',
+      VERIFIER_CLOCK_TOLERANCE: '500ms',
+      VERIFIER_JWKS_REFRESH: '2m',
+      VERIFIER_JWKS_MAX_STALE: '1h',
+      VERIFIER_CACHE_MAX_BYTES: '16k',
+    });
+    expect(config.listen).toEqual({ kind: 'unix', path: '/run/verifier.sock' });
+    expect(config.issuers.get('https://idp.test')).toMatchObject({ clockTolerance: 0.5 });
+    expect(config.jwks).toMatchObject({ refresh: 120, maxStale: 3600 });
+    expect(config.cache.maxBytes).toBe(16 * 1024);
+  });
+
+  it('reports every problem in one error', () => {
+    const problems = problemsOf({
+      VERIFIER_ISSUER: 'not a url',
+      VERIFIER_ALGORITHMS: 'RS256,HS256,none',
+      VERIFIER_LISTEN: 'localhost',
+      VERIFIER_TRANSPORT: 'fast',
+      VERIFIER_LOG_LEVEL: 'loud',
+      VERIFIER_CACHE_MAX_ENTRIES: '-3',
+      VERIFIER_JWKS_COOLDOWN: 'soon',
+      VERIFIER_TYPO: '1',
+    });
+    expect(problems).toEqual([
+      expect.stringMatching(/^VERIFIER_TYPO: unknown variable/),
+      'VERIFIER_LISTEN: expected host:port or unix:/path, got "localhost"',
+      'VERIFIER_TRANSPORT: expected auto, uws or node, got "fast"',
+      expect.stringMatching(/^VERIFIER_LOG_LEVEL: expected one of/),
+      'VERIFIER_CACHE_MAX_ENTRIES: expected a positive integer, got "-3"',
+      'VERIFIER_JWKS_COOLDOWN: expected a duration such as 30, 30s, 10m or 24h, got "soon"',
+      'VERIFIER_ISSUER: expected an absolute http(s) URL, got "not a url"',
+      'VERIFIER_AUDIENCE: required with VERIFIER_ISSUER',
+      expect.stringMatching(/^VERIFIER_ALGORITHMS: "HS256" is not allowed \(asymmetric only/),
+      expect.stringMatching(/^VERIFIER_ALGORITHMS: "none" is not allowed/),
+    ]);
+  });
+
+  it('needs an issuer or a config file', () => {
+    expect(problemsOf({})).toEqual(['VERIFIER_ISSUER or VERIFIER_CONFIG: one of them is required']);
+  });
+
+  it('documents every variable it reads in the README table', async () => {
+    const { readFileSync } = await import('node:fs');
+    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+    for (const name of Object.keys(ENV_DEFAULTS)) expect(readme).toContain(`| \`${name}\``);
+  });
+});
+
+describe('configuration from a file', () => {
+  const file = {
+    issuers: [
+      { issuer: 'https://a.test', audience: 'api', algorithms: ['ES256'], requireTyp: 'at+jwt' },
+      { type: 'introspection', issuer: 'https://b.test', clientId: 'gate', clientSecret: 's3cret', cacheTtl: '30s' },
+      { type: 'userinfo', issuer: 'https://c.test', endpoint: 'https://c.test/userinfo' },
+    ],
+    policies: {
+      secret: { issuers: ['https://a.test', 'https://b.test'], scopes: ['secrets:read'] },
+      profile: { issuers: ['https://c.test'] },
+    },
+  };
+
+  it('defines several issuers and named policies', () => {
+    const config = loadConfig({ VERIFIER_CONFIG: '/etc/verifier.json' }, () => JSON.stringify(file));
+    expect([...config.issuers.keys()]).toEqual(['https://a.test', 'https://b.test', 'https://c.test']);
+    expect(config.issuers.get('https://b.test')).toMatchObject({ type: 'introspection', cacheTtl: 30, timeout: 5 });
+    expect(config.policies.get('secret')).toMatchObject({ issuers: ['https://a.test', 'https://b.test'], scopes: ['secrets:read'] });
+    expect(config.policies.get('profile')).toMatchObject({ scopes: [] });
+  });
+
+  it('reports every problem in the file together, including unknown fields', () => {
+    const broken = {
+      issuers: [
+        { issuer: 'https://a.test', audience: 'api', algorithms: ['HS256'], audiense: 'typo' },
+        { type: 'introspection', issuer: 'https://b.test' },
+        { type: 'userinfo', issuer: 'https://c.test' },
+        { type: 'saml', issuer: 'https://d.test' },
+      ],
+      policies: {
+        secret: { issuers: ['https://missing.test'], scope: ['x'] },
+        both: { issuers: ['https://b.test', 'https://c.test'] },
+      },
+      extra: true,
+    };
+    const problems = problemsOf({ VERIFIER_CONFIG: '/x.json', VERIFIER_AUDIENCE: 'api' }, JSON.stringify(broken));
+    expect(problems).toEqual([
+      'VERIFIER_AUDIENCE: not used together with VERIFIER_CONFIG (put it in the file)',
+      expect.stringMatching(/^config: unknown field "extra"/),
+      expect.stringMatching(/^config.issuers\[0\]: unknown field "audiense"/),
+      expect.stringMatching(/^config.issuers\[0\].algorithms: "HS256" is not allowed/),
+      'config.issuers[1].clientId: a non-empty string is required',
+      'config.issuers[1].clientSecret: a non-empty string is required',
+      'config.issuers[3].type: expected "jwt", "introspection" or "userinfo"',
+      expect.stringMatching(/^config.policies.secret: unknown field "scope"/),
+      'config.policies.secret.issuers: "https://missing.test" is not a configured issuer',
+      'config.policies.both.issuers: at most one introspection/userinfo issuer per policy',
+    ]);
+  });
+
+  it('reports an unreadable or invalid file', () => {
+    expect(problemsOf({ VERIFIER_CONFIG: '/nope.json' })).toEqual([
+      expect.stringMatching(/^VERIFIER_CONFIG: cannot read "\/nope.json"/),
+    ]);
+    expect(problemsOf({ VERIFIER_CONFIG: '/bad.json' }, '{ not json')).toEqual([
+      expect.stringMatching(/^VERIFIER_CONFIG: not valid JSON/),
+    ]);
+  });
+
+  it('hands a policy cloudfront block to the signer validation and reports its problems', () => {
+    const withCloudFront = {
+      issuers: [{ issuer: 'https://a.test', audience: 'api' }],
+      policies: { secret: { issuers: ['https://a.test'], cloudfront: { keyPairId: 'K1', ttlSeconds: 0 } } },
+    };
+    const problems = problemsOf({ VERIFIER_CONFIG: '/x.json' }, JSON.stringify(withCloudFront));
+    expect(problems.length).toBeGreaterThan(0);
+    expect(problems.every((problem) => problem.startsWith('config.policies.secret.cloudfront'))).toBe(true);
+  });
+});
