@@ -83,8 +83,8 @@ export interface Confinement {
   readonly cpus: string;
   /** Wraps a command so the process starts already limited (`limited`) or only pinned. */
   wrap(service: string, command: Command, limited: boolean): Command;
-  /** Moves processes started elsewhere (and already running) into the service's limits. */
-  adopt(service: string, pids: readonly number[]): void;
+  /** Moves processes started elsewhere (already running) into the service's limits, or pins them. */
+  adopt(service: string, pids: readonly number[], limited: boolean): void;
   /** Peak memory charged to the service's group (page cache included), when limited by cgroup. */
   peakMemoryBytes(service: string): number | undefined;
   /** Removes every group this confinement created; processes left in them move to the parent. */
@@ -163,9 +163,9 @@ export function createConfinement(options: ConfinementOptions): Confinement {
         args: ['-c', `${join_} && exec "$@"`, 'sh', command.command, ...command.args],
       };
     },
-    adopt(service, pids) {
+    adopt(service, pids, limited) {
       for (const pid of pids) {
-        if (support.mode === 'cgroup') {
+        if (support.mode === 'cgroup' && limited) {
           for (const dir of Object.values(groupOf(service))) {
             writeFileSync(join(dir, 'cgroup.procs'), String(pid));
           }

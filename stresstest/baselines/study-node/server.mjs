@@ -49,4 +49,5 @@ const server = createServer((req, res) => {
 
 server.keepAliveTimeout = 65_000;
 server.listen(port, host, () => console.log(`study-node listening on ${host}:${port}`));
-for (const signal of ['SIGTERM', 'SIGINT']) process.on(signal, () => server.close(() => process.exit(0)));
+for (const signal of ['SIGTERM', 'SIGINT'])
+  process.on(signal, () => server.close(() => process.exit(0)));

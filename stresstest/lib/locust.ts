@@ -1,0 +1,118 @@
+// Runs Debian's locust headless on the load-generator core against one gate, writing its CSV and
+// HTML report, and reports progress from the history CSV it appends to every second.
+import { spawn } from 'node:child_process';
+import { closeSync, openSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { parseLocustCsv } from './locust-csv.js';
+
+export const LOCUSTFILE = fileURLToPath(new URL('../locustfile.py', import.meta.url));
+/** Debian's python3-locust runs with the system python, not whatever python is first on PATH. */
+export const PYTHON = '/usr/bin/python3';
+
+export interface LocustRun {
+  readonly host: string;
+  readonly users: number;
+  readonly spawnRate: number;
+  readonly durationSeconds: number;
+  readonly tokenFile: string;
+  /** Path prefix for `_stats.csv`, `_stats_history.csv`, `_failures.csv`. */
+  readonly csvPrefix: string;
+  readonly htmlFile: string;
+  readonly logFile: string;
+  /** The core locust runs on (the other one holds the services). */
+  readonly cpus: string;
+}
+
+export interface Progress {
+  readonly elapsedSeconds: number;
+  readonly users: number;
+  readonly rps: number;
+  readonly p99Ms: number | undefined;
+  readonly failures: number;
+}
+
+/** The newest aggregated row of a history CSV as progress, or undefined before the first row. */
+export function readProgress(historyCsv: string, startedAt: number): Progress | undefined {
+  let text: string;
+  try {
+    text = readFileSync(historyCsv, 'utf8');
+  } catch {
+    return undefined;
+  }
+  const rows = parseLocustCsv(text).filter((row) => row.Name === 'Aggregated');
+  const last = rows.at(-1);
+  if (!last) return undefined;
+  const p99 = Number(last['99%']);
+  return {
+    elapsedSeconds: Number(last.Timestamp) - startedAt,
+    users: Number(last['User Count']),
+    rps: Number(last['Requests/s']),
+    p99Ms: Number.isFinite(p99) ? p99 : undefined,
+    failures: Number(last['Total Failure Count']),
+  };
+}
+
+/** The locust command line for one run (pinned with taskset). */
+export function locustArgs(run: LocustRun): string[] {
+  return [
+    '-c',
+    run.cpus,
+    PYTHON,
+    '-m',
+    'locust',
+    '-f',
+    LOCUSTFILE,
+    '--headless',
+    '--host',
+    run.host,
+    '--users',
+    String(run.users),
+    '--spawn-rate',
+    String(run.spawnRate),
+    '--run-time',
+    `${run.durationSeconds}s`,
+    '--stop-timeout',
+    '5',
+    '--csv',
+    run.csvPrefix,
+    '--csv-full-history',
+    '--html',
+    run.htmlFile,
+    '--only-summary',
+    '--loglevel',
+    'WARNING',
+  ];
+}
+
+/** Runs locust to completion, calling `onProgress` every couple of seconds. */
+export async function runLocust(
+  run: LocustRun,
+  onProgress: (progress: Progress) => void,
+): Promise<void> {
+  const log = openSync(run.logFile, 'a');
+  const child = spawn('taskset', locustArgs(run), {
+    env: { ...process.env, SG_STRESS_TOKENS: run.tokenFile },
+    stdio: ['ignore', log, log],
+  });
+  closeSync(log);
+  const startedAt = Date.now() / 1000;
+  const timer = setInterval(() => {
+    const progress = readProgress(`${run.csvPrefix}_stats_history.csv`, startedAt);
+    if (progress) onProgress(progress);
+  }, 2000);
+  // Stop locust with us if the runner is interrupted.
+  const interrupt = () => child.kill('SIGINT');
+  process.once('SIGINT', interrupt);
+  try {
+    const code = await new Promise<number | null>((resolve, reject) => {
+      child.once('error', reject);
+      child.once('exit', (status) => resolve(status));
+    });
+    // Locust exits 1 when any request failed; that is a result, not a harness error.
+    if (code !== 0 && code !== 1)
+      throw new Error(`locust exited with code ${code}; see ${run.logFile}`);
+  } finally {
+    clearInterval(timer);
+    process.off('SIGINT', interrupt);
+  }
+}

@@ -1,0 +1,124 @@
+// Command-line options of `npm run stress`, parsed once into a frozen object; every problem is
+// reported together.
+import { BASELINE_NAMES } from './baselines.js';
+import { PROFILES, type ResourceProfile } from './limits.js';
+
+export const SYSTEM_NAMES = ['ours', ...BASELINE_NAMES] as const;
+export type SystemName = (typeof SYSTEM_NAMES)[number];
+
+export interface StressOptions {
+  readonly systems: readonly SystemName[];
+  readonly profile: ResourceProfile;
+  readonly users: number;
+  readonly spawnRate: number;
+  readonly durationSeconds: number;
+  readonly outDir: string | undefined;
+  readonly help: boolean;
+}
+
+export const STRESS_DEFAULTS = Object.freeze({
+  users: 2500,
+  spawnRate: 50,
+  durationSeconds: 300,
+  quickSeconds: 60,
+});
+
+export const STRESS_USAGE = `usage: npm run stress -- [options]
+  --systems LIST     comma-separated, from ${SYSTEM_NAMES.join(', ')} (default: all)
+  --profile NAME     study (0.5 CPU, 400 MB per service) or tight (0.25 CPU, 64 MB) (default: study)
+  --users N          simulated users (default: ${STRESS_DEFAULTS.users})
+  --spawn-rate N     users started per second (default: ${STRESS_DEFAULTS.spawnRate})
+  --duration T       per system, seconds or e.g. 90s, 5m (default: 5m)
+  --quick            ${STRESS_DEFAULTS.quickSeconds} s per system unless --duration is given
+  --out DIR          results directory (default: stresstest/results/<timestamp>)`;
+
+/** Parses `90`, `90s`, `5m`, `1h` into seconds; undefined when malformed or not positive. */
+export function parseDuration(text: string): number | undefined {
+  const match = /^(\d+)(s|m|h)?$/.exec(text.trim());
+  if (!match) return undefined;
+  const seconds = Number(match[1]) * { s: 1, m: 60, h: 3600 }[(match[2] ?? 's') as 's' | 'm' | 'h'];
+  return seconds > 0 ? seconds : undefined;
+}
+
+function positiveInteger(text: string | undefined): number | undefined {
+  if (text === undefined || !/^\d+$/.test(text)) return undefined;
+  const value = Number(text);
+  return value > 0 ? value : undefined;
+}
+
+/** Parses argv (without node and script); throws one TypeError naming every bad option. */
+export function parseStressOptions(argv: readonly string[]): StressOptions {
+  const problems: string[] = [];
+  const values = new Map<string, string | undefined>();
+  const flags = new Set(['--quick', '--help', '-h']);
+  const valued = new Set([
+    '--systems',
+    '--profile',
+    '--users',
+    '--spawn-rate',
+    '--duration',
+    '--out',
+  ]);
+  for (let i = 0; i < argv.length; i++) {
+    const raw = argv[i]!;
+    const [name, inline] = raw.includes('=')
+      ? [raw.slice(0, raw.indexOf('=')), raw.slice(raw.indexOf('=') + 1)]
+      : [raw, undefined];
+    if (flags.has(name)) values.set(name, '');
+    else if (valued.has(name)) {
+      const value = inline ?? argv[++i];
+      if (value === undefined || value.startsWith('--')) problems.push(`"${name}" needs a value`);
+      values.set(name, value);
+    } else problems.push(`unknown option "${raw}"`);
+  }
+
+  let systems: SystemName[] = [...SYSTEM_NAMES];
+  const systemsText = values.get('--systems');
+  if (systemsText !== undefined) {
+    systems = [];
+    for (const name of systemsText
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean)) {
+      if ((SYSTEM_NAMES as readonly string[]).includes(name)) {
+        if (!systems.includes(name as SystemName)) systems.push(name as SystemName);
+      } else problems.push(`unknown system "${name}" (known: ${SYSTEM_NAMES.join(', ')})`);
+    }
+    if (systems.length === 0 && problems.length === 0) problems.push('"--systems" lists no system');
+  }
+
+  const profileName = values.get('--profile') ?? 'study';
+  const profile = PROFILES[profileName as ResourceProfile['name']];
+  if (!profile)
+    problems.push(`unknown profile "${profileName}" (known: ${Object.keys(PROFILES).join(', ')})`);
+
+  const numberOption = (name: string, fallback: number): number => {
+    if (!values.has(name)) return fallback;
+    const parsed = positiveInteger(values.get(name));
+    if (parsed === undefined) problems.push(`"${name}" must be a positive integer`);
+    return parsed ?? fallback;
+  };
+  const users = numberOption('--users', STRESS_DEFAULTS.users);
+  const spawnRate = numberOption('--spawn-rate', STRESS_DEFAULTS.spawnRate);
+
+  let durationSeconds: number = values.has('--quick')
+    ? STRESS_DEFAULTS.quickSeconds
+    : STRESS_DEFAULTS.durationSeconds;
+  if (values.has('--duration')) {
+    const parsed = parseDuration(values.get('--duration') ?? '');
+    if (parsed === undefined)
+      problems.push('"--duration" must be a positive number of seconds, or like 90s, 5m');
+    else durationSeconds = parsed;
+  }
+
+  if (problems.length > 0) throw new TypeError(`invalid options: ${problems.join('; ')}`);
+  return Object.freeze({
+    systems: Object.freeze(systems),
+    profile: profile!,
+    users,
+    spawnRate,
+    durationSeconds,
+    outDir: values.get('--out'),
+    help: values.has('--help') || values.has('-h'),
+  });
+}

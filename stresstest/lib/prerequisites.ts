@@ -1,0 +1,23 @@
+// What a stress run needs from the machine, checked before anything starts so a missing package
+// is one clear message with the command that installs it.
+import { spawnSync } from 'node:child_process';
+import { PYTHON } from './locust.js';
+
+const PROBES: readonly {
+  readonly what: string;
+  readonly command: string;
+  readonly args: string[];
+}[] = [
+  { what: 'python3-locust', command: PYTHON, args: ['-c', 'import locust'] },
+  { what: 'nginx', command: 'nginx', args: ['-v'] },
+  { what: 'util-linux (taskset)', command: 'taskset', args: ['-V'] },
+];
+
+/** Undefined when everything is there, otherwise the message to print. */
+export function checkStressPrerequisites(): string | undefined {
+  const missing = PROBES.filter(
+    (probe) => spawnSync(probe.command, probe.args, { stdio: 'ignore' }).status !== 0,
+  ).map((probe) => probe.what);
+  if (missing.length === 0) return undefined;
+  return `missing: ${missing.join(', ')}. Install with: apt-get install python3-locust nginx libnginx-mod-http-js util-linux`;
+}

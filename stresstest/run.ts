@@ -1,0 +1,191 @@
+// `npm run stress`: the study's locust experiment against each system in turn (ours and the
+// comparison baselines), each started fresh under per-service limits, services on one core and
+// locust on the other; writes locust's CSV/HTML, report.md and chart.svg per run.
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, release } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { renderChart, seriesFromHistory, type Series } from './lib/chart.js';
+import { createConfinement } from './lib/limits.js';
+import { runLocust, type Progress } from './lib/locust.js';
+import { parseLocustCsv, type CsvRow } from './lib/locust-csv.js';
+import {
+  parseStressOptions,
+  STRESS_USAGE,
+  type StressOptions,
+  type SystemName,
+} from './lib/options.js';
+import { createUsageSampler } from './lib/process-stats.js';
+import { aggregated, renderReport, type ServiceResult, type SystemResult } from './lib/report.js';
+import { createScratchDir, keepLogsAndRemove } from './lib/scratch.js';
+import { checkStressPrerequisites } from './lib/prerequisites.js';
+import { startSystem, type SystemInstance } from './lib/systems.js';
+import { mintTokens, writeTokenFile } from './lib/tokens.js';
+
+const RESULTS = fileURLToPath(new URL('./results/', import.meta.url));
+
+function readCsv(path: string): CsvRow[] {
+  try {
+    return parseLocustCsv(readFileSync(path, 'utf8'));
+  } catch {
+    return [];
+  }
+}
+
+function progressLine(name: string, duration: number, p: Progress): string {
+  const p99 = p.p99Ms === undefined ? '—' : `${p.p99Ms} ms`;
+  return `[${name}] ${Math.min(duration, Math.round(p.elapsedSeconds))}/${duration} s  users ${p.users}  ${p.rps.toFixed(0)} req/s  p99 ${p99}  failures ${p.failures}`;
+}
+
+function printProgress(line: string, lastPrinted: { at: number }): void {
+  if (process.stderr.isTTY) process.stderr.write(`\r\x1b[2K${line}`);
+  else if (Date.now() - lastPrinted.at >= 10_000) {
+    process.stderr.write(`${line}\n`);
+    lastPrinted.at = Date.now();
+  }
+}
+
+async function measureSystem(
+  name: SystemName,
+  options: StressOptions,
+  outDir: string,
+  confinement: ReturnType<typeof createConfinement>,
+  cpuPlan: { services: string; load: string },
+): Promise<{ result: SystemResult; series: Series }> {
+  const dir = join(outDir, name);
+  mkdirSync(dir, { recursive: true });
+  const scratch = createScratchDir(name);
+  const files = { csv: `${name}/locust_stats.csv`, html: `${name}/locust.html` };
+  let instance: SystemInstance | undefined;
+  try {
+    instance = await startSystem(name, { dir: scratch, confinement });
+    process.stderr.write(
+      `[${name}] started at ${instance.baseUrl}; minting ${options.users} tokens\n`,
+    );
+    const tokenFile = join(scratch, 'tokens.txt');
+    writeTokenFile(tokenFile, await mintTokens({ issuer: instance.issuer, count: options.users }));
+    const sampler = createUsageSampler(new Map(instance.services.map((s) => [s.name, s.pids])));
+    const printed = { at: 0 };
+    await runLocust(
+      {
+        host: instance.baseUrl,
+        users: options.users,
+        spawnRate: options.spawnRate,
+        durationSeconds: options.durationSeconds,
+        tokenFile,
+        csvPrefix: join(dir, 'locust'),
+        htmlFile: join(dir, 'locust.html'),
+        logFile: join(dir, 'locust.log'),
+        cpus: cpuPlan.load,
+      },
+      (progress) => printProgress(progressLine(name, options.durationSeconds, progress), printed),
+    );
+    const usage = sampler.stop();
+    const services: ServiceResult[] = usage.map((u) => {
+      const info = instance!.services.find((s) => s.name === u.name)!;
+      return {
+        ...u,
+        limited: info.limited,
+        cgroupPeakBytes: info.limited ? confinement.peakMemoryBytes(u.name) : undefined,
+      };
+    });
+    const stats = readCsv(join(dir, 'locust_stats.csv'));
+    const total = aggregated(stats);
+    process.stderr.write(
+      `${process.stderr.isTTY ? '\n' : ''}[${name}] done: ${total?.['Request Count']} requests, ${total?.['Failure Count']} failures, ${Number(total?.['Requests/s']).toFixed(1)} req/s, p99 ${total?.['99%']} ms\n`,
+    );
+    return {
+      result: { name, stats, services, files },
+      series: seriesFromHistory(name, readCsv(join(dir, 'locust_stats_history.csv'))),
+    };
+  } catch (error) {
+    const message = (error as Error).message;
+    process.stderr.write(`\n[${name}] failed: ${message}\n`);
+    return {
+      result: { name, stats: [], services: [], files, error: message },
+      series: { name, points: [] },
+    };
+  } finally {
+    await instance?.stop();
+    keepLogsAndRemove(scratch, join(dir, 'logs'));
+  }
+}
+
+async function main(): Promise<number> {
+  let options: StressOptions;
+  try {
+    options = parseStressOptions(process.argv.slice(2));
+  } catch (error) {
+    console.error(`${(error as Error).message}\n\n${STRESS_USAGE}`);
+    return 2;
+  }
+  if (options.help) {
+    console.log(STRESS_USAGE);
+    return 0;
+  }
+  const missing = checkStressPrerequisites();
+  if (missing) {
+    console.error(missing);
+    return 2;
+  }
+
+  const startedAt = new Date();
+  const outDir = options.outDir ?? join(RESULTS, startedAt.toISOString().replace(/[:.]/g, '-'));
+  mkdirSync(outDir, { recursive: true });
+  // Two cores or more: the gate's services on the second, locust on the first.
+  const cpuPlan = cpus().length >= 2 ? { services: '1', load: '0' } : { services: '0', load: '0' };
+  const confinement = createConfinement({ profile: options.profile, cpus: cpuPlan.services });
+  if (confinement.support.mode === 'pin') {
+    process.stderr.write(`note: pinning only, no limits: ${confinement.support.reason}\n`);
+  }
+
+  const results: SystemResult[] = [];
+  const series: Series[] = [];
+  let interrupted = false;
+  const onInterrupt = () => {
+    interrupted = true;
+  };
+  process.on('SIGINT', onInterrupt);
+  try {
+    for (const name of options.systems) {
+      if (interrupted) break;
+      const measured = await measureSystem(name, options, outDir, confinement, cpuPlan);
+      results.push(measured.result);
+      series.push(measured.series);
+    }
+  } finally {
+    process.off('SIGINT', onInterrupt);
+    await confinement.release();
+  }
+
+  const chartFile = 'chart.svg';
+  writeFileSync(
+    join(outDir, chartFile),
+    renderChart(
+      series,
+      `${options.users} users, profile ${options.profile.name}: throughput and p99`,
+    ),
+  );
+  const cpu = cpus()[0]?.model ?? 'unknown CPU';
+  const report = renderReport(
+    {
+      startedAt,
+      command: `npm run stress -- ${process.argv.slice(2).join(' ')}`.trim(),
+      profile: options.profile,
+      users: options.users,
+      spawnRate: options.spawnRate,
+      durationSeconds: options.durationSeconds,
+      support: confinement.support,
+      serviceCpus: cpuPlan.services,
+      loadCpus: cpuPlan.load,
+      machine: `${cpus().length} × ${cpu}, Linux ${release()}, Node ${process.version}`,
+      chartFile,
+    },
+    results,
+  );
+  writeFileSync(join(outDir, 'report.md'), report);
+  console.log(`report: ${join(outDir, 'report.md')}`);
+  return results.some((r) => r.error) ? 1 : 0;
+}
+
+process.exitCode = await main();
