@@ -1,0 +1,501 @@
+// The Kubernetes manifests as a specification: the pod's security and sizing invariants, and
+// agreement with the code they deploy — ports, probe paths, env names and mount paths are read
+// from the verifier's config module, the NGINX templates and the stress profiles, never copied.
+import { spawn, spawnSync } from 'node:child_process';
+import { generateKeyPairSync } from 'node:crypto';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, relative } from 'node:path';
+import { OAuth2Server } from 'oauth2-mock-server';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ENV_DEFAULTS, loadConfig } from '../../verifier/src/config.js';
+import { nginxPaths, nginxVariables, referencedNames } from '../../nginx/render.js';
+import { PROFILES } from '../../stresstest/lib/limits.js';
+import { REPO_ROOT } from '../../stack/start-stack.js';
+import { freePort } from '../../stack/ports.js';
+import {
+  parseYaml,
+  podSpec,
+  readYamlDocuments,
+  renderKustomization,
+  type Container,
+  type Manifest,
+  type PodSpec,
+} from './kustomize.js';
+
+const KUBERNETES = join(REPO_ROOT, 'deploy', 'kubernetes');
+const BUILDS = {
+  base: join(KUBERNETES, 'base'),
+  'example overlay': join(KUBERNETES, 'overlays', 'example'),
+};
+
+/** Every SG_ name any NGINX template references, read from the templates themselves. */
+function templateVariables(): Set<string> {
+  const names = new Set<string>();
+  const walk = (dir: string) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) walk(path);
+      else if (entry.name.endsWith('.template')) {
+        for (const name of referencedNames(readFileSync(path, 'utf8')))
+          if (name.startsWith('SG_')) names.add(name);
+      }
+    }
+  };
+  walk(nginxPaths.templatesDir);
+  return names;
+}
+
+function yamlFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) return yamlFiles(path);
+    return /\.ya?ml$/.test(entry.name) ? [path] : [];
+  });
+}
+
+/** `250m` → 0.25, `1` → 1. */
+function cpu(quantity: string | undefined): number {
+  if (quantity === undefined) return Number.NaN;
+  return quantity.endsWith('m') ? Number(quantity.slice(0, -1)) / 1000 : Number(quantity);
+}
+/** `64Mi` → 64, `1Gi` → 1024 (MiB). */
+function mebibytes(quantity: string | undefined): number {
+  const match = /^(\d+)(Mi|Gi)$/.exec(quantity ?? '');
+  if (!match) return Number.NaN;
+  return Number(match[1]) * (match[2] === 'Gi' ? 1024 : 1);
+}
+
+function within(dir: string, path: string): boolean {
+  const rel = relative(dir, path);
+  return rel !== '' && !rel.startsWith('..') && !rel.startsWith('/');
+}
+
+describe('every manifest file', () => {
+  it.each(yamlFiles(KUBERNETES).map((file) => [relative(KUBERNETES, file), file]))(
+    '%s parses as YAML',
+    (_, file) => {
+      const documents = readYamlDocuments(file);
+      expect(documents.length).toBeGreaterThan(0);
+      for (const doc of documents)
+        expect(doc).toMatchObject({ apiVersion: expect.any(String), kind: expect.any(String) });
+    },
+  );
+});
+
+describe.each(Object.entries(BUILDS))('the %s', (_, dir) => {
+  const manifests = renderKustomization(dir);
+  const one = (kind: string): Manifest => {
+    const found = manifests.filter((m) => m.kind === kind);
+    expect(found, kind).toHaveLength(1);
+    return found[0] as Manifest;
+  };
+  const configMap = (name: string) => {
+    const found = manifests.find((m) => m.kind === 'ConfigMap' && m.metadata.name === name);
+    if (!found) throw new Error(`no ConfigMap ${name}`);
+    return found.data as Record<string, string>;
+  };
+  const deployment = one('Deployment');
+  const pod: PodSpec = podSpec(deployment);
+  const container = (name: string): Container => {
+    const found = pod.containers.find((c) => c.name === name);
+    if (!found) throw new Error(`no container ${name}`);
+    return found;
+  };
+  const nginx = container('nginx');
+  const verifier = container('verifier');
+  const nginxRef = nginx.envFrom?.[0]?.configMapRef?.name ?? '';
+  const nginxEnv = configMap(nginxRef);
+  const verifierEnv = Object.fromEntries((verifier.env ?? []).map((e) => [e.name, e.value ?? '']));
+  const podLabels = (
+    deployment.spec as { template: { metadata: { labels: Record<string, string> } } }
+  ).template.metadata.labels;
+  const mountOf = (c: Container, volume: string) => c.volumeMounts?.find((m) => m.name === volume);
+  const volume = (name: string) => pod.volumes?.find((v) => v.name === name);
+  const listenPort = Number(/(\d+)$/.exec(nginxEnv.SG_LISTEN ?? '')?.[1]);
+
+  it('runs NGINX and the verifier side by side in one pod, and nothing else', () => {
+    expect(pod.containers.map((c) => c.name).sort()).toEqual(['nginx', 'verifier']);
+  });
+
+  it('runs the pod as a non-root user under the RuntimeDefault seccomp profile, without a service account token', () => {
+    expect(pod.securityContext).toMatchObject({
+      runAsNonRoot: true,
+      seccompProfile: { type: 'RuntimeDefault' },
+    });
+    expect(pod.securityContext?.runAsUser).not.toBe(0);
+    expect(pod.automountServiceAccountToken).toBe(false);
+  });
+
+  it.each(['nginx', 'verifier'])(
+    'locks the %s container down: read-only root, no privilege escalation, every capability dropped',
+    (name) => {
+      const { securityContext } = container(name);
+      expect(securityContext).toMatchObject({
+        runAsNonRoot: true,
+        readOnlyRootFilesystem: true,
+        allowPrivilegeEscalation: false,
+        capabilities: { drop: ['ALL'] },
+      });
+      expect(securityContext).not.toHaveProperty('privileged', true);
+      expect(securityContext?.capabilities).not.toHaveProperty('add');
+    },
+  );
+
+  it('gives each container the CPU of the tight stress profile, requested and limited', () => {
+    for (const c of pod.containers) {
+      expect(cpu(c.resources?.requests?.cpu), c.name).toBe(PROFILES.tight.cpu);
+      expect(cpu(c.resources?.limits?.cpu), c.name).toBe(PROFILES.tight.cpu);
+    }
+  });
+
+  it('gives NGINX the memory of the tight profile and the verifier at least that, requests never above limits', () => {
+    expect(mebibytes(nginx.resources?.limits?.memory)).toBe(PROFILES.tight.memoryMb);
+    expect(mebibytes(verifier.resources?.requests?.memory)).toBeGreaterThanOrEqual(
+      PROFILES.tight.memoryMb,
+    );
+    for (const c of pod.containers) {
+      expect(mebibytes(c.resources?.requests?.memory)).toBeLessThanOrEqual(
+        mebibytes(c.resources?.limits?.memory),
+      );
+    }
+  });
+
+  it('exposes exactly one port, NGINX at the port its SG_LISTEN names; the verifier has none', () => {
+    expect(nginx.ports).toEqual([{ name: 'http', containerPort: listenPort, protocol: 'TCP' }]);
+    expect(verifier.ports ?? []).toEqual([]);
+  });
+
+  it('probes NGINX on /hello, a location the site template defines without auth', () => {
+    const site = readFileSync(
+      join(nginxPaths.templatesDir, 'conf.d', 'default.conf.template'),
+      'utf8',
+    );
+    const hello = /location = (\/hello) \{([^}]*)\}/.exec(site);
+    expect(hello?.[2]).not.toContain('protect.conf');
+    for (const probe of [nginx.readinessProbe, nginx.livenessProbe]) {
+      expect(probe?.httpGet).toEqual({ path: hello?.[1], port: 'http' });
+    }
+  });
+
+  it('probes the verifier on /readyz and /healthz over its socket', () => {
+    expect(verifier.readinessProbe?.exec?.command.join(' ')).toContain("path: '/readyz'");
+    expect(verifier.livenessProbe?.exec?.command.join(' ')).toContain("path: '/healthz'");
+  });
+
+  it('sets every SG_ variable the NGINX templates reference, and no other', () => {
+    const set = Object.keys(nginxEnv).filter((name) => name.startsWith('SG_'));
+    expect(new Set(set)).toEqual(templateVariables());
+    expect(new Set(set)).toEqual(new Set(nginxVariables.map((v) => v.name)));
+  });
+
+  it('gives the verifier only VERIFIER_ variables its configuration module accepts', () => {
+    expect(Object.keys(verifierEnv).length).toBeGreaterThan(0);
+    for (const name of Object.keys(verifierEnv)) expect(Object.keys(ENV_DEFAULTS)).toContain(name);
+  });
+
+  it('connects NGINX to the verifier through a socket in an emptyDir both containers mount at the same path', () => {
+    expect(nginxEnv.SG_VERIFIER_ADDR).toBe(verifierEnv.VERIFIER_LISTEN);
+    const socket = (verifierEnv.VERIFIER_LISTEN ?? '').replace(/^unix:/, '');
+    const mount = verifier.volumeMounts?.find((m) => within(m.mountPath, socket));
+    expect(mount, 'socket mount').toBeDefined();
+    expect(volume(mount?.name ?? '')?.emptyDir).toBeDefined();
+    expect(mountOf(nginx, mount?.name ?? '')?.mountPath).toBe(mount?.mountPath);
+  });
+
+  it('mounts the secrets file read-only where SG_SECRETS_FILE points, as a directory so rotations arrive', () => {
+    const file = nginxEnv.SG_SECRETS_FILE ?? '';
+    const mount = nginx.volumeMounts?.find((m) => m.mountPath === dirname(file));
+    expect(mount).toMatchObject({ readOnly: true });
+    expect(mount).not.toHaveProperty('subPath');
+    expect(volume(mount?.name ?? '')?.secret?.secretName).toBe('secret-gate-secrets');
+  });
+
+  it("lets only the pod's own user and group read the Secret files (mode 0440, group = fsGroup)", () => {
+    const secrets = (pod.volumes ?? []).filter((v) => v.secret);
+    expect(secrets.length).toBeGreaterThan(0);
+    for (const v of secrets)
+      expect((v.secret as { defaultMode?: number }).defaultMode, v.name).toBe(0o440);
+    expect(pod.securityContext?.fsGroup).toBe(pod.securityContext?.runAsGroup);
+  });
+
+  it('never mounts a Secret or ConfigMap by subPath (a subPath mount never sees an update)', () => {
+    for (const c of pod.containers) {
+      for (const m of c.volumeMounts ?? [])
+        expect(m.subPath, `${c.name}:${m.mountPath}`).toBeUndefined();
+    }
+  });
+
+  it('makes writable only emptyDirs: rendered config, pid and temp paths for NGINX, the socket', () => {
+    const writable = nginx.volumeMounts?.filter((m) => !m.readOnly) ?? [];
+    for (const m of [...writable, ...(verifier.volumeMounts?.filter((m) => !m.readOnly) ?? [])]) {
+      expect(volume(m.name)?.emptyDir, m.mountPath).toBeDefined();
+    }
+    const writablePaths = writable.map((m) => m.mountPath);
+    for (const name of ['SG_RUN_DIR', 'SG_TEMP_DIR', 'NGINX_ENVSUBST_OUTPUT_DIR']) {
+      expect(writablePaths, name).toContain(nginxEnv[name]);
+    }
+  });
+
+  it('starts NGINX on the configuration the image renders from nginx.conf.template into the writable dir', () => {
+    expect(existsSync(join(nginxPaths.templatesDir, 'nginx.conf.template'))).toBe(true);
+    const args = nginx.args ?? [];
+    expect(args[0]).toBe('nginx');
+    expect(args[args.indexOf('-c') + 1]).toBe(`${nginxEnv.NGINX_ENVSUBST_OUTPUT_DIR}/nginx.conf`);
+    expect(nginxEnv.NGINX_ENVSUBST_FILTER).toBe('^SG_');
+  });
+
+  it('mounts the verifier config read-only where VERIFIER_CONFIG points', () => {
+    const file = verifierEnv.VERIFIER_CONFIG ?? '';
+    const mount = verifier.volumeMounts?.find((m) => m.mountPath === dirname(file));
+    expect(mount).toMatchObject({ readOnly: true });
+    const source = volume(mount?.name ?? '')?.configMap?.name ?? '';
+    expect(Object.keys(configMap(source))).toContain(file.slice(dirname(file).length + 1));
+  });
+
+  it('hands the verifier a configuration its own loader accepts, CloudFront key path inside the key mount', () => {
+    const configText = configMap(
+      volume(verifier.volumeMounts?.find((m) => m.name === 'verifier-config')?.name ?? '')
+        ?.configMap?.name ?? '',
+    )['verifier.json'] as string;
+    const keyMount = mountOf(verifier, 'cloudfront-key');
+    expect(keyMount).toMatchObject({ readOnly: true });
+    expect(volume('cloudfront-key')?.secret?.secretName).toBe('secret-gate-cloudfront');
+    const keyFiles = [...configText.matchAll(/"privateKeyFile":\s*"([^"]+)"/g)].map(
+      (m) => m[1] as string,
+    );
+    for (const keyFile of keyFiles)
+      expect(within(keyMount?.mountPath ?? '/nowhere', keyFile), keyFile).toBe(true);
+
+    // Loaded by the verifier's own code, with a real key where the Secret would put one.
+    const scratch = mkdtempSync(join(tmpdir(), 'sg-manifests-'));
+    try {
+      const key = join(scratch, 'private-key.pem');
+      writeFileSync(
+        key,
+        generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({
+          type: 'pkcs8',
+          format: 'pem',
+        }),
+      );
+      const text = keyFiles.reduce((t, path) => t.replaceAll(path, key), configText);
+      const config = loadConfig(verifierEnv, (path) => {
+        expect(path).toBe(verifierEnv.VERIFIER_CONFIG);
+        return text;
+      });
+      expect([...config.policies.keys()]).toContain('secret');
+    } finally {
+      rmSync(scratch, { recursive: true, force: true });
+    }
+  });
+
+  it('routes the Service, PodDisruptionBudget, autoscaler and NetworkPolicy to these pods', () => {
+    const service = one('Service').spec as {
+      selector: Record<string, string>;
+      ports: { targetPort: string }[];
+    };
+    const pdb = one('PodDisruptionBudget').spec as {
+      selector: { matchLabels: Record<string, string> };
+    };
+    const policy = one('NetworkPolicy').spec as {
+      podSelector: { matchLabels: Record<string, string> };
+    };
+    for (const selector of [
+      service.selector,
+      pdb.selector.matchLabels,
+      policy.podSelector.matchLabels,
+    ]) {
+      expect(podLabels).toMatchObject(selector);
+    }
+    expect(service.ports.map((p) => p.targetPort)).toEqual(['http']);
+    const hpa = one('HorizontalPodAutoscaler').spec as Record<string, unknown>;
+    expect(hpa.scaleTargetRef).toEqual({
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      name: deployment.metadata.name,
+    });
+    expect(hpa.metrics).toEqual([
+      {
+        type: 'Resource',
+        resource: {
+          name: 'cpu',
+          target: { type: 'Utilization', averageUtilization: expect.any(Number) },
+        },
+      },
+    ]);
+    expect(hpa.minReplicas as number).toBeGreaterThanOrEqual(2);
+  });
+
+  it('keeps a pod available through voluntary disruptions and rolls upgrades without losing capacity', () => {
+    expect(one('PodDisruptionBudget').spec).toMatchObject({ maxUnavailable: 1 });
+    expect(deployment.spec).toMatchObject({ strategy: { rollingUpdate: { maxUnavailable: 0 } } });
+    expect((deployment.spec as { replicas: number }).replicas).toBeGreaterThanOrEqual(2);
+  });
+
+  it('admits ingress traffic to the NGINX port only', () => {
+    const spec = one('NetworkPolicy').spec as {
+      policyTypes: string[];
+      ingress: { from?: unknown; ports: unknown[] }[];
+    };
+    expect(spec.policyTypes).toContain('Ingress');
+    const ports = spec.ingress.flatMap((rule) => rule.ports);
+    expect(ports).toEqual([{ port: 'http', protocol: 'TCP' }]);
+  });
+});
+
+describe('the example overlay', () => {
+  const manifests = renderKustomization(BUILDS['example overlay']);
+
+  it('generates secret-gate-secrets under a stable name, in the shape NGINX reads', () => {
+    const kustomization = readYamlDocuments(
+      join(BUILDS['example overlay'], 'kustomization.yaml'),
+    )[0] as {
+      secretGenerator: { name: string; options?: { disableNameSuffixHash?: boolean } }[];
+    };
+    expect(
+      kustomization.secretGenerator.find((g) => g.name === 'secret-gate-secrets')?.options
+        ?.disableNameSuffixHash,
+    ).toBe(true);
+    const secret = manifests.find(
+      (m) => m.kind === 'Secret' && m.metadata.name === 'secret-gate-secrets',
+    );
+    const base = renderKustomization(BUILDS.base);
+    const file =
+      (base.find((m) => m.metadata.name === 'secret-gate-nginx')?.data as Record<string, string>)
+        .SG_SECRETS_FILE ?? '';
+    const json = JSON.parse(
+      (secret?.stringData as Record<string, string>)[file.split('/').pop() ?? ''] ?? 'null',
+    ) as unknown;
+    expect(json).toMatchObject({ default: expect.any(Object), clients: expect.any(Object) });
+  });
+
+  it('pins both images and puts everything in its namespace', () => {
+    const images = podSpec(
+      manifests.find((m) => m.kind === 'Deployment') as Manifest,
+    ).containers.map((c) => c.image);
+    for (const image of images) expect(image).toMatch(/^registry\.example\.com\/.+:\d+\.\d+\.\d+$/);
+    for (const m of manifests.filter((m) => m.kind !== 'Namespace'))
+      expect(m.metadata.namespace).toBe('secret-gate');
+  });
+});
+
+const kubectl = spawnSync('kubectl', ['version', '--client'], { encoding: 'utf8' }).status === 0;
+
+describe.skipIf(!kubectl)('kubectl kustomize', () => {
+  /** kubectl's output with generated-name hashes removed and Secret data decoded. */
+  function normalise(text: string): unknown[] {
+    const hashless = text.replace(/\b(secret-gate-[a-z]+)-[a-z0-9]{10}\b/g, '$1');
+    return (parseYaml(hashless, 'kubectl kustomize') as Manifest[]).map((m) => {
+      if (m.kind !== 'Secret' || !m.data) return m;
+      const { data, ...rest } = m;
+      const decoded = Object.fromEntries(
+        Object.entries(data as Record<string, string>).map(([k, v]) => [
+          k,
+          Buffer.from(v, 'base64').toString(),
+        ]),
+      );
+      return { ...rest, stringData: decoded };
+    });
+  }
+  const key = (m: Manifest) => `${m.kind}/${m.metadata.name}`;
+  const sorted = (ms: Manifest[]) => [...ms].sort((a, b) => key(a).localeCompare(key(b)));
+
+  it.each(Object.entries(BUILDS))('renders the %s exactly as the test renderer does', (_, dir) => {
+    const built = spawnSync('kubectl', ['kustomize', dir], { encoding: 'utf8' });
+    expect(built.stderr).toBe('');
+    expect(sorted(normalise(built.stdout) as Manifest[])).toEqual(sorted(renderKustomization(dir)));
+  });
+});
+
+// The probe commands themselves, run as the kubelet would against the real verifier: its files and
+// socket laid out under a scratch root the way the pod's volumes would lay them out.
+describe('the verifier probes, run against the real verifier', () => {
+  const manifests = renderKustomization(BUILDS.base);
+  const verifier = podSpec(
+    manifests.find((m) => m.kind === 'Deployment') as Manifest,
+  ).containers.find((c) => c.name === 'verifier') as Container;
+  const env = Object.fromEntries((verifier.env ?? []).map((e) => [e.name, e.value ?? '']));
+  let scratch = '';
+  let idp: OAuth2Server;
+  let child: ReturnType<typeof spawn> | undefined;
+  let podEnv: Record<string, string> = {};
+
+  const probe = (command: string[]) =>
+    spawnSync(command[0] as string, command.slice(1), {
+      env: { PATH: process.env.PATH, ...podEnv },
+      timeout: 20_000,
+    }).status;
+
+  async function startVerifier(issuer: string): Promise<void> {
+    const configText = (
+      manifests.find((m) => m.metadata.name === 'secret-gate-verifier')?.data as Record<
+        string,
+        string
+      >
+    )['verifier.json'] as string;
+    const original = JSON.parse(configText) as { issuers: { issuer: string }[] };
+    const inPod = (path: string) => join(scratch, path);
+    for (const mount of verifier.volumeMounts ?? [])
+      mkdirSync(inPod(mount.mountPath), { recursive: true });
+    writeFileSync(
+      inPod(env.VERIFIER_CONFIG ?? ''),
+      configText.replaceAll(original.issuers[0]?.issuer ?? '', issuer),
+    );
+    podEnv = {
+      ...env,
+      VERIFIER_LISTEN: `unix:${inPod((env.VERIFIER_LISTEN ?? '').slice(5))}`,
+      VERIFIER_CONFIG: inPod(env.VERIFIER_CONFIG ?? ''),
+    };
+    const dist = join(REPO_ROOT, 'verifier', 'dist', 'main.js');
+    const args = existsSync(dist)
+      ? [dist]
+      : ['--import', 'tsx', join(REPO_ROOT, 'verifier', 'src', 'main.ts')];
+    child = spawn(process.execPath, args, {
+      env: { PATH: process.env.PATH, ...podEnv },
+      stdio: 'ignore',
+      cwd: REPO_ROOT,
+    });
+  }
+
+  beforeAll(async () => {
+    scratch = mkdtempSync(join(tmpdir(), 'sg-probe-'));
+    idp = new OAuth2Server();
+    await idp.issuer.keys.generate('RS256');
+    const port = await freePort();
+    idp.issuer.url = `http://127.0.0.1:${port}`;
+    await idp.start(port, '127.0.0.1');
+    await startVerifier(`http://127.0.0.1:${port}`);
+  });
+  afterAll(async () => {
+    child?.kill('SIGTERM');
+    await idp?.stop();
+    rmSync(scratch, { recursive: true, force: true });
+  });
+
+  it('reports live and ready once the key set is loaded', async () => {
+    const liveness = verifier.livenessProbe?.exec?.command ?? [];
+    const readiness = verifier.readinessProbe?.exec?.command ?? [];
+    await expect.poll(() => probe(liveness), { timeout: 15_000, interval: 200 }).toBe(0);
+    await expect.poll(() => probe(readiness), { timeout: 15_000, interval: 200 }).toBe(0);
+  });
+
+  it('fails both probes when nothing listens on the socket', () => {
+    const command = verifier.livenessProbe?.exec?.command ?? [];
+    const saved = podEnv;
+    podEnv = { ...podEnv, VERIFIER_LISTEN: `unix:${join(scratch, 'absent.sock')}` };
+    try {
+      expect(probe(command)).toBe(1);
+      expect(probe(verifier.readinessProbe?.exec?.command ?? [])).toBe(1);
+    } finally {
+      podEnv = saved;
+    }
+  });
+});
