@@ -40,6 +40,7 @@ export function createView(doc: Document) {
     userTitle: element(doc, 'user-title', HTMLElement),
     userSub: element(doc, 'user-sub', HTMLElement),
     userName: element(doc, 'user-name', HTMLElement),
+    userNameRow: element(doc, 'user-name-row', HTMLElement),
     tokenExpiry: element(doc, 'token-expiry', HTMLElement),
     refetch: element(doc, 'refetch', HTMLButtonElement),
     secretsStatus: element(doc, 'secrets-status', HTMLElement),
@@ -103,7 +104,9 @@ export function createView(doc: Document) {
     $.loading.hidden = true;
     $.signedOut.hidden = true;
     $.userSub.textContent = user.subject;
-    $.userName.textContent = user.name ?? '(not provided)';
+    // Not every IdP releases a name; an empty row would say nothing.
+    $.userName.textContent = user.name ?? '';
+    $.userNameRow.hidden = user.name === undefined;
     $.accountName.textContent = `Signed in as ${user.name ?? user.subject}`;
     $.account.hidden = false;
     $.signedIn.hidden = false;
