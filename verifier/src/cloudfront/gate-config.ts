@@ -123,6 +123,6 @@ function checkKeyFile(path: string, algorithm: CloudFrontAlgorithm): string | un
     readPrivateKey(text, algorithm);
     return undefined;
   } catch (error) {
-    return `${JSON.stringify(path)}: ${(error as Error).message.replace(/^"privateKey" /, 'holds ')}`;
+    return `${JSON.stringify(path)}: ${(error as Error).message.replace(/^"privateKey" /, '')}`;
   }
 }

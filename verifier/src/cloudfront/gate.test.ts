@@ -1,0 +1,165 @@
+import { createPublicKey, verify } from 'node:crypto';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { createCloudFrontDecorator, parseCloudFrontConfig } from './index.js';
+
+const fixtures = fileURLToPath(new URL('../../../test/fixtures/cloudfront/', import.meta.url));
+const rsaFile = `${fixtures}rsa-2048.pkcs8.pem`;
+const ecFile = `${fixtures}ec-p256.pkcs8.pem`;
+const NOW = 1_800_000_123;
+
+const valid = {
+  keyPairId: 'K2JCJMDEHXQW5F',
+  privateKeyFile: rsaFile,
+  algorithm: 'RSA-SHA1',
+  resource: 'https://cdn.example.com/private/*',
+  ttlSeconds: 600,
+  cookieDomain: 'example.com',
+};
+
+function parseOk(value: unknown) {
+  const { config, problems } = parseCloudFrontConfig(value, 'policies.secret.cloudfront');
+  expect(problems).toEqual([]);
+  if (!config) throw new Error('no config');
+  return config;
+}
+
+function decode(value: string): Buffer {
+  return Buffer.from(value.replace(/-/g, '+').replace(/_/g, '=').replace(/~/g, '/'), 'base64');
+}
+
+describe('parseCloudFrontConfig', () => {
+  it('accepts a complete block and returns it frozen', () => {
+    const config = parseOk(valid);
+    expect(config).toEqual(valid);
+    expect(Object.isFrozen(config)).toBe(true);
+  });
+
+  it('defaults algorithm to RSA-SHA1 and leaves cookieDomain out when absent', () => {
+    const { algorithm: _a, cookieDomain: _d, ...rest } = valid;
+    const config = parseOk(rest);
+    expect(config.algorithm).toBe('RSA-SHA1');
+    expect('cookieDomain' in config).toBe(false);
+  });
+
+  it('reports every problem at once, each prefixed with where it sits', () => {
+    const { config, problems } = parseCloudFrontConfig(
+      {
+        keyPairId: 'K 1',
+        privateKeyFile: '/nonexistent/cf.pem',
+        algorithm: 'RS256',
+        resource: 'cdn.example.com/*',
+        ttlSeconds: 0,
+        cookieDomain: 'example.com; Secure',
+        ttl: 5,
+      },
+      'p.cf',
+    );
+    expect(config).toBeUndefined();
+    expect(problems).toEqual([
+      'p.cf.ttl is not a known field',
+      'p.cf.keyPairId must be the CloudFront public key ID (letters and digits)',
+      'p.cf.algorithm must be one of RSA-SHA1, RSA-SHA256, ECDSA-SHA256',
+      'p.cf.resource must be an absolute http:// or https:// URL',
+      'p.cf.ttlSeconds must be a whole number of seconds from 1 to 604800',
+      'p.cf.cookieDomain must be a host name such as cdn.example.com',
+    ]);
+  });
+
+  it('reads the key file so a missing or mismatched key is a config problem, without its contents', () => {
+    const missing = parseCloudFrontConfig(
+      { ...valid, privateKeyFile: '/nonexistent/cf.pem' },
+      'cf',
+    );
+    expect(missing.problems).toEqual([
+      'cf.privateKeyFile cannot be read (ENOENT): "/nonexistent/cf.pem"',
+    ]);
+
+    const mismatch = parseCloudFrontConfig({ ...valid, algorithm: 'ECDSA-SHA256' }, 'cf');
+    expect(mismatch.problems).toEqual([
+      `cf.privateKeyFile ${JSON.stringify(rsaFile)}: must be an ECDSA P-256 key for algorithm "ECDSA-SHA256"`,
+    ]);
+
+    const dir = mkdtempSync(join(tmpdir(), 'cf-config-'));
+    writeFileSync(
+      join(dir, 'garbage.pem'),
+      '-----BEGIN PRIVATE KEY-----\nc2VjcmV0\n-----END PRIVATE KEY-----\n',
+    );
+    const garbage = parseCloudFrontConfig(
+      { ...valid, privateKeyFile: join(dir, 'garbage.pem') },
+      'cf',
+    );
+    expect(garbage.problems).toHaveLength(1);
+    expect(garbage.problems[0]).toMatch(/is not a readable private key/);
+    expect(garbage.problems[0]).not.toContain('c2VjcmV0');
+  });
+
+  it('refuses a value that is not an object', () => {
+    expect(parseCloudFrontConfig('yes', 'cf').problems).toEqual([
+      'cf must be an object with keyPairId, privateKeyFile, resource and ttlSeconds',
+    ]);
+  });
+});
+
+describe('createCloudFrontDecorator', () => {
+  it('answers the architecture headers, signed over the policy they carry', async () => {
+    const headers = await createCloudFrontDecorator(parseOk(valid))('alice', NOW);
+    expect(Object.keys(headers).sort()).toEqual([
+      'X-Auth-CF-Domain',
+      'X-Auth-CF-Expires',
+      'X-Auth-CF-Key-Pair-Id',
+      'X-Auth-CF-Policy',
+      'X-Auth-CF-Signature',
+    ]);
+    expect(headers['X-Auth-CF-Key-Pair-Id']).toBe('K2JCJMDEHXQW5F');
+    expect(headers['X-Auth-CF-Domain']).toBe('example.com');
+    const policy = decode(headers['X-Auth-CF-Policy'] ?? '');
+    expect(JSON.parse(policy.toString())).toEqual({
+      Statement: [
+        {
+          Resource: 'https://cdn.example.com/private/*',
+          Condition: { DateLessThan: { 'AWS:EpochTime': Number(headers['X-Auth-CF-Expires']) } },
+        },
+      ],
+    });
+    const publicKey = createPublicKey(readFileSync(rsaFile, 'utf8'));
+    expect(verify('sha1', policy, publicKey, decode(headers['X-Auth-CF-Signature'] ?? ''))).toBe(
+      true,
+    );
+  });
+
+  it('expires at least ttlSeconds from now, at most one 300 s window later', async () => {
+    const headers = await createCloudFrontDecorator(parseOk(valid))('alice', NOW);
+    const expires = Number(headers['X-Auth-CF-Expires']);
+    expect(expires).toBeGreaterThanOrEqual(NOW + 600);
+    expect(expires).toBeLessThan(NOW + 600 + 300);
+    expect(expires % 300).toBe(0);
+  });
+
+  it('hands every user the same cookies inside one window and new ones in the next', async () => {
+    const decorate = createCloudFrontDecorator(parseOk(valid));
+    const windowStart = 1_800_000_000;
+    const a = await decorate('alice', windowStart + 1);
+    const b = await decorate('bob', windowStart + 299);
+    const c = await decorate('alice', windowStart + 301);
+    expect(b).toEqual(a);
+    expect(c['X-Auth-CF-Signature']).not.toBe(a['X-Auth-CF-Signature']);
+  });
+
+  it('adds X-Auth-CF-Hash-Algorithm for ECDSA and omits X-Auth-CF-Domain without cookieDomain', async () => {
+    const { cookieDomain: _d, ...rest } = valid;
+    const config = parseOk({ ...rest, privateKeyFile: ecFile, algorithm: 'ECDSA-SHA256' });
+    const headers = await createCloudFrontDecorator(config)('alice', NOW);
+    expect(headers['X-Auth-CF-Hash-Algorithm']).toBe('SHA256');
+    expect('X-Auth-CF-Domain' in headers).toBe(false);
+  });
+
+  it('throws a TypeError at creation, not at request time, for a key that does not fit', () => {
+    expect(() =>
+      createCloudFrontDecorator({ ...parseOk(valid), algorithm: 'ECDSA-SHA256' }),
+    ).toThrow(TypeError);
+  });
+});
