@@ -1,0 +1,556 @@
+// The rendered templates under the real nginx binary, run from a temporary prefix on free ports:
+// first in front of a stand-in that speaks the verifier contract (so every answer and every header
+// NGINX forwards can be checked), then in front of the real verifier and dev IdP when built.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { gunzipSync } from 'node:zlib';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../stack/ports.js';
+import {
+  contractCloudFrontGrant,
+  contractTokens,
+  startContractVerifier,
+  type ContractVerifier,
+} from './contract-verifier.js';
+import { startLocalNginx, type LocalNginx } from './local-nginx.js';
+import { localNginxEnv, nginxPaths, type LocalNginxOptions } from './render.js';
+
+const devSecrets = JSON.parse(await readFile(nginxPaths.devSecretsFile, 'utf8')) as {
+  default: Record<string, string>;
+  clients: Record<string, Record<string, string>>;
+};
+const secretValues = [devSecrets.default, ...Object.values(devSecrets.clients)].flatMap((set) =>
+  Object.values(set),
+);
+const realVerifierMain = path.resolve(nginxPaths.templatesDir, '../../verifier/dist/main.js');
+
+interface Answer {
+  status: number;
+  headers: Headers;
+  body: string;
+}
+
+async function get(url: string, init: RequestInit = {}): Promise<Answer> {
+  const response = await fetch(url, { redirect: 'manual', ...init });
+  return { status: response.status, headers: response.headers, body: await response.text() };
+}
+
+function bearer(token: string): RequestInit {
+  return { headers: { authorization: `Bearer ${token}` } };
+}
+
+function expectNoSecret(answer: Answer): void {
+  for (const value of secretValues) expect(answer.body).not.toContain(value);
+  expect(answer.headers.getSetCookie()).toEqual([]);
+}
+
+/** A built SPA in miniature: index.html and one hashed asset big enough to be compressed. */
+async function createSpaRoot(dir: string): Promise<string> {
+  await mkdir(path.join(dir, 'assets'), { recursive: true });
+  await writeFile(
+    path.join(dir, 'index.html'),
+    '<!doctype html><script type="module" src="/assets/app-3f2a.js"></script>\n',
+  );
+  await writeFile(
+    path.join(dir, 'assets', 'app-3f2a.js'),
+    'console.log("secret-gate");\n'.repeat(100),
+  );
+  // A root master runs its workers as nobody: they must be able to read the files.
+  await chmod(dir, 0o755);
+  await chmod(path.join(dir, 'assets'), 0o755);
+  return dir;
+}
+
+interface Site {
+  nginx: LocalNginx;
+  url: string;
+}
+
+const cleanups: (() => Promise<void>)[] = [];
+afterAll(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup();
+});
+
+async function startSite(
+  verifierAddr: string,
+  options: Partial<LocalNginxOptions> = {},
+  processEnv: Record<string, string> = {},
+): Promise<Site> {
+  const work = await mkdtemp(path.join(tmpdir(), 'sg-nginx-'));
+  await chmod(work, 0o755);
+  const spaRoot = await createSpaRoot(path.join(work, 'spa'));
+  const prefix = path.join(work, 'prefix');
+  const listen = `127.0.0.1:${await freePort()}`;
+  const env = localNginxEnv({
+    prefix,
+    listen,
+    verifierAddr,
+    spaRoot,
+    workerProcesses: 1,
+    secretRate: '1000r/s',
+    ...options,
+  });
+  const nginx = await startLocalNginx({ prefix, env, processEnv });
+  cleanups.push(async () => {
+    await nginx.stop();
+    await rm(work, { recursive: true, force: true });
+  });
+  return { nginx, url: nginx.baseUrl };
+}
+
+describe('NGINX in front of a verifier that speaks the contract', () => {
+  let verifier: ContractVerifier;
+  let verifierPort: number;
+  let site: Site;
+
+  beforeAll(async () => {
+    verifierPort = await freePort();
+    verifier = await startContractVerifier(verifierPort);
+    cleanups.push(() => verifier.close());
+    site = await startSite(`127.0.0.1:${verifierPort}`);
+  });
+
+  it('answers /hello with 200 and no token', async () => {
+    const answer = await get(`${site.url}/hello`);
+    expect(answer.status).toBe(200);
+    expect(JSON.parse(answer.body)).toEqual({ status: 'ok' });
+  });
+
+  it("answers /secret without a token with 401, the verifier's WWW-Authenticate and no secret", async () => {
+    const answer = await get(`${site.url}/secret`);
+    expect(answer.status).toBe(401);
+    expect(answer.headers.get('www-authenticate')).toBe('Bearer realm="secret-gate"');
+    expect(answer.headers.get('content-type')).toBe('application/json');
+    expect(answer.headers.get('cache-control')).toBe('no-store');
+    expect(JSON.parse(answer.body)).toMatchObject({ error: 'unauthorized' });
+    expectNoSecret(answer);
+  });
+
+  it('answers a garbage token with 401 invalid_token and no secret', async () => {
+    const answer = await get(`${site.url}/secret`, bearer('not-a-token'));
+    expect(answer.status).toBe(401);
+    expect(answer.headers.get('www-authenticate')).toBe(
+      'Bearer realm="secret-gate", error="invalid_token"',
+    );
+    expectNoSecret(answer);
+  });
+
+  it('answers a token without the scope with 403 and WWW-Authenticate from X-Auth-Challenge', async () => {
+    const answer = await get(`${site.url}/secret`, bearer(contractTokens.missingScope));
+    expect(answer.status).toBe(403);
+    expect(answer.headers.get('www-authenticate')).toBe(
+      'Bearer realm="secret-gate", error="insufficient_scope", scope="secrets:read"',
+    );
+    expect(JSON.parse(answer.body)).toEqual({ error: 'insufficient_scope' });
+    expect(answer.headers.get('cache-control')).toBe('no-store');
+    expectNoSecret(answer);
+  });
+
+  it.each([
+    ['spa-demo', contractTokens.spaDemo, devSecrets.clients['spa-demo']],
+    ['partner-app', contractTokens.partnerApp, devSecrets.clients['partner-app']],
+    ['an unlisted client', contractTokens.unknownClient, devSecrets.default],
+  ])('hands %s its own secret set, not to be stored', async (_client, token, expected) => {
+    const answer = await get(`${site.url}/secret`, bearer(token));
+    expect(answer.status).toBe(200);
+    expect(answer.headers.get('content-type')).toBe('application/json');
+    expect(answer.headers.get('cache-control')).toBe('no-store');
+    expect(JSON.parse(answer.body)).toEqual(expected);
+    expect(answer.headers.getSetCookie()).toEqual([]);
+  });
+
+  it.each(['POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'HEAD'])(
+    'answers %s /secret with 405 JSON and Allow: GET, even with a valid token, without asking the verifier',
+    async (method) => {
+      const before = verifier.received.length;
+      const answer = await get(`${site.url}/secret`, { method, ...bearer(contractTokens.spaDemo) });
+      expect(answer.status).toBe(405);
+      expect(answer.headers.get('allow')).toBe('GET');
+      if (method !== 'HEAD')
+        expect(JSON.parse(answer.body)).toEqual({ error: 'method_not_allowed' });
+      expectNoSecret(answer);
+      expect(verifier.received.length).toBe(before);
+    },
+  );
+
+  it.each(['/secret/', '/secret/x'])(
+    'answers %s with a JSON 404, neither the secret nor the SPA',
+    async (pathname) => {
+      const answer = await get(`${site.url}${pathname}`, bearer(contractTokens.spaDemo));
+      expect(answer.status).toBe(404);
+      expect(JSON.parse(answer.body)).toEqual({ error: 'not_found' });
+      expectNoSecret(answer);
+    },
+  );
+
+  it.each(['//secret', '/./secret', '/hello/../secret', '/secret/..%2fsecret', '/%73ecret'])(
+    'protects %s, which NGINX normalises to /secret, like /secret itself',
+    async (rawPath) => {
+      const answer = await rawGet(site.url, rawPath, {});
+      expect(answer.status).toBe(401);
+      expect(answer.body.toString()).not.toContain('x-api-key');
+    },
+  );
+
+  it('keeps /_verify internal', async () => {
+    const answer = await get(`${site.url}/_verify`, bearer(contractTokens.spaDemo));
+    expect(answer.status).toBe(404);
+  });
+
+  it('lets a request with 6 KiB of cookies through, sending the verifier only its own headers', async () => {
+    const before = verifier.received.length;
+    const answer = await get(`${site.url}/secret?via=test`, {
+      headers: {
+        authorization: `Bearer ${contractTokens.spaDemo}`,
+        cookie: `session=${'c'.repeat(6 * 1024)}`,
+        'x-original-uri': '/spoofed',
+        'x-original-method': 'POST',
+        'x-auth-client': 'partner-app',
+      },
+    });
+    expect(answer.status).toBe(200);
+    expect(JSON.parse(answer.body)).toEqual(devSecrets.clients['spa-demo']);
+    expect(verifier.received.length).toBe(before + 1);
+    const seen = verifier.received.at(-1);
+    expect(seen?.url).toBe('/verify?policy=secret');
+    expect(seen?.headers).toEqual({
+      host: 'sg_verifier',
+      authorization: `Bearer ${contractTokens.spaDemo}`,
+      'x-original-uri': '/secret?via=test',
+      'x-original-method': 'GET',
+    });
+  });
+
+  it('refuses an Authorization header too long for the verifier with 401, without asking it', async () => {
+    const before = verifier.received.length;
+    const answer = await get(`${site.url}/secret`, bearer('a'.repeat(4000)));
+    expect(answer.status).toBe(401);
+    expect(answer.headers.get('www-authenticate')).toBe(
+      'Bearer realm="secret-gate", error="invalid_token"',
+    );
+    expectNoSecret(answer);
+    expect(verifier.received.length).toBe(before);
+  });
+
+  it('turns a CloudFront grant into the CloudFront cookies on the allowed /secret answer', async () => {
+    const answer = await get(`${site.url}/secret`, bearer(contractTokens.cloudFront));
+    expect(answer.status).toBe(200);
+    const attributes =
+      '; Secure; HttpOnly; SameSite=Lax; Path=/; Domain=example.test; Expires=Tue, 01 Jan 2030 00:00:00 GMT';
+    expect(answer.headers.getSetCookie()).toEqual([
+      `CloudFront-Policy=${contractCloudFrontGrant['x-auth-cf-policy']}${attributes}`,
+      `CloudFront-Signature=${contractCloudFrontGrant['x-auth-cf-signature']}${attributes}`,
+      `CloudFront-Key-Pair-Id=${contractCloudFrontGrant['x-auth-cf-key-pair-id']}${attributes}`,
+      `CloudFront-Hash-Algorithm=SHA256${attributes}`,
+    ]);
+  });
+
+  it.each([
+    ['a denial', '/secret', bearer('not-a-token')],
+    ['/hello', '/hello', bearer(contractTokens.cloudFront)],
+    ['the SPA', '/', bearer(contractTokens.cloudFront)],
+    ['/config.json', '/config.json', bearer(contractTokens.cloudFront)],
+  ])('sets no cookie on %s', async (_case, pathname, init) => {
+    const answer = await get(`${site.url}${pathname}`, init);
+    expect(answer.headers.getSetCookie()).toEqual([]);
+  });
+
+  it('serves the SPA: index.html for client routes, revalidated every time', async () => {
+    for (const pathname of ['/', '/index.html', '/some/client/route']) {
+      const answer = await get(`${site.url}${pathname}`);
+      expect(answer.status).toBe(200);
+      expect(answer.headers.get('content-type')).toBe('text/html');
+      expect(answer.headers.get('cache-control')).toBe('no-cache');
+      expect(answer.body).toContain('/assets/app-3f2a.js');
+    }
+  });
+
+  it('serves hashed assets as immutable and gzipped, and a missing asset as a JSON 404', async () => {
+    const asset = await fetch(`${site.url}/assets/app-3f2a.js`, {
+      headers: { 'accept-encoding': 'gzip' },
+    });
+    expect(asset.status).toBe(200);
+    expect(asset.headers.get('cache-control')).toBe('public, max-age=31536000, immutable');
+    expect(asset.headers.get('content-type')).toBe('text/javascript');
+    await asset.arrayBuffer();
+
+    const raw = await rawGet(site.url, '/assets/app-3f2a.js', { 'Accept-Encoding': 'gzip' });
+    expect(raw.headers['content-encoding']).toBe('gzip');
+    expect(gunzipSync(raw.body).toString()).toContain('secret-gate');
+
+    const missing = await get(`${site.url}/assets/missing-1234.js`);
+    expect(missing.status).toBe(404);
+    expect(missing.headers.get('content-type')).toBe('application/json');
+    expect(missing.body).not.toContain('<!doctype html>');
+  });
+
+  it('never compresses the secret', async () => {
+    const raw = await rawGet(site.url, '/secret', {
+      'Accept-Encoding': 'gzip',
+      Authorization: `Bearer ${contractTokens.spaDemo}`,
+    });
+    expect(raw.headers['content-encoding']).toBeUndefined();
+  });
+
+  it('answers /config.json with the SPA runtime settings from SG_OIDC_*', async () => {
+    const answer = await get(`${site.url}/config.json`);
+    expect(answer.status).toBe(200);
+    expect(answer.headers.get('cache-control')).toBe('no-cache');
+    expect(JSON.parse(answer.body)).toEqual({
+      issuer: 'http://127.0.0.1:8081',
+      clientId: 'spa-demo',
+      scope: 'openid secrets:read',
+      audience: 'secret-gate-api',
+    });
+  });
+
+  it.each(['/', '/hello', '/secret', '/assets/app-3f2a.js', '/nothing/here.js'])(
+    'sends the security headers on %s',
+    async (pathname) => {
+      const answer = await get(`${site.url}${pathname}`);
+      const csp = answer.headers.get('content-security-policy') ?? '';
+      expect(csp).toContain("script-src 'self'");
+      expect(csp).toContain("connect-src 'self' http://127.0.0.1:8081");
+      expect(csp).toContain("frame-ancestors 'none'");
+      expect(answer.headers.get('x-content-type-options')).toBe('nosniff');
+      expect(answer.headers.get('referrer-policy')).toBe('no-referrer');
+    },
+  );
+
+  it('writes JSON access log lines without the Authorization header or the query string', async () => {
+    await get(`${site.url}/secret?code=query-secret-value`, bearer(contractTokens.spaDemo));
+    const lines = (await site.nginx.accessLog()).trim().split('\n');
+    const last = JSON.parse(lines.at(-1) ?? '{}') as Record<string, unknown>;
+    expect(last).toMatchObject({
+      method: 'GET',
+      path: '/secret',
+      status: 200,
+      client_id: 'spa-demo',
+    });
+    const log = lines.join('\n');
+    expect(log).not.toContain('query-secret-value');
+    expect(log).not.toContain(contractTokens.spaDemo);
+    expect(log).not.toContain(devSecrets.clients['spa-demo']?.['x-api-key']);
+  });
+
+  it('fails closed with 503 and Retry-After while the verifier is down, and recovers when it is back', async () => {
+    await verifier.close();
+    const down = await get(`${site.url}/secret`, bearer(contractTokens.spaDemo));
+    expect(down.status).toBe(503);
+    expect(down.headers.get('retry-after')).toBe('5');
+    expect(down.headers.get('content-type')).toBe('application/json');
+    expect(JSON.parse(down.body)).toMatchObject({ error: 'temporarily_unavailable' });
+    expectNoSecret(down);
+
+    verifier = await startContractVerifier(verifierPort);
+    cleanups.push(() => verifier.close());
+    const back = await get(`${site.url}/secret`, bearer(contractTokens.spaDemo));
+    expect(back.status).toBe(200);
+  });
+});
+
+describe('NGINX rate limit and SECRETS compatibility', () => {
+  let verifier: ContractVerifier;
+
+  beforeAll(async () => {
+    const port = await freePort();
+    verifier = await startContractVerifier(port);
+    cleanups.push(() => verifier.close());
+  });
+
+  it('answers 429 JSON with Retry-After once a client exceeds SG_SECRET_RATE + burst, with no secret', async () => {
+    const site = await startSite(`127.0.0.1:${verifier.server.address() && portOf(verifier)}`, {
+      secretRate: '1r/m',
+      secretBurst: 1,
+    });
+    const statuses: number[] = [];
+    let limited: Answer | undefined;
+    for (let i = 0; i < 4; i++) {
+      const answer = await get(`${site.url}/secret`, bearer(contractTokens.spaDemo));
+      statuses.push(answer.status);
+      if (answer.status === 429) limited = answer;
+    }
+    expect(statuses).toEqual([200, 200, 429, 429]);
+    expect(limited?.headers.get('retry-after')).toBe('1');
+    expect(JSON.parse(limited?.body ?? '{}')).toEqual({ error: 'too_many_requests' });
+    expectNoSecret(limited as Answer);
+    // The limit is on /secret only.
+    expect((await get(`${site.url}/hello`)).status).toBe(200);
+  });
+
+  it("hands every allowed caller the original study's flat SECRETS object when it is set", async () => {
+    const site = await startSite(
+      `127.0.0.1:${portOf(verifier)}`,
+      {},
+      { SECRETS: '{"mysupersecretkey":"123123123"}' },
+    );
+    for (const token of [contractTokens.spaDemo, contractTokens.partnerApp]) {
+      const answer = await get(`${site.url}/secret`, bearer(token));
+      expect(answer.status).toBe(200);
+      expect(JSON.parse(answer.body)).toEqual({ mysupersecretkey: '123123123' });
+    }
+    const denied = await get(`${site.url}/secret`);
+    expect(denied.status).toBe(401);
+    expect(denied.body).not.toContain('123123123');
+  });
+});
+
+describe.skipIf(!existsSync(realVerifierMain))(
+  'NGINX in front of the real verifier and dev IdP',
+  () => {
+    let site: Site;
+    let verifierProcess: ChildProcess;
+    let verifierPort: number;
+    let requestToken: (clientId?: string, scope?: string) => Promise<string>;
+    let startVerifier: () => Promise<void>;
+
+    beforeAll(async () => {
+      const { loadIdpConfig } = await import('../idp/config.js');
+      const { startIdp } = await import('../idp/server.js');
+      const { createIdpClient } = await import('../stack/idp-client.js');
+      const { verifierConfig } = await import('../stack/service-env.js');
+      const idp = await startIdp(loadIdpConfig({ IDP_HOST: '127.0.0.1', IDP_PORT: '0' }));
+      cleanups.push(() => idp.close());
+      requestToken = createIdpClient(idp.issuer).requestToken;
+
+      const work = await mkdtemp(path.join(tmpdir(), 'sg-verifier-'));
+      cleanups.push(() => rm(work, { recursive: true, force: true }));
+      const configFile = path.join(work, 'verifier.json');
+      await writeFile(
+        configFile,
+        JSON.stringify(
+          verifierConfig({
+            issuer: idp.issuer,
+            jwksUri: `${idp.issuer}/jwks`,
+            audience: 'secret-gate-api',
+          }),
+        ),
+      );
+      verifierPort = await freePort();
+      startVerifier = async () => {
+        verifierProcess = spawn(process.execPath, [realVerifierMain], {
+          env: {
+            PATH: process.env.PATH ?? '',
+            VERIFIER_LISTEN: `127.0.0.1:${verifierPort}`,
+            VERIFIER_CONFIG: configFile,
+            VERIFIER_LOG_LEVEL: 'warn',
+          },
+          stdio: 'ignore',
+        });
+        const child = verifierProcess;
+        cleanups.push(() => stopChild(child));
+        await waitForOk(`http://127.0.0.1:${verifierPort}/readyz`);
+      };
+      await startVerifier();
+      site = await startSite(`127.0.0.1:${verifierPort}`, { oidcIssuer: idp.issuer });
+    });
+
+    it('answers no token and a garbage token with 401 and no secret', async () => {
+      for (const init of [{}, bearer('garbage'), bearer('eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0.')]) {
+        const answer = await get(`${site.url}/secret`, init);
+        expect(answer.status).toBe(401);
+        expect(answer.headers.get('www-authenticate')).toMatch(/^Bearer realm=/);
+        expectNoSecret(answer);
+      }
+    });
+
+    it.each(['spa-demo', 'partner-app'])(
+      'hands a valid token of %s its own secret set',
+      async (clientId) => {
+        const answer = await get(
+          `${site.url}/secret`,
+          bearer(await requestToken(clientId, 'secrets:read')),
+        );
+        expect(answer.status).toBe(200);
+        expect(JSON.parse(answer.body)).toEqual(devSecrets.clients[clientId]);
+        expect(answer.headers.get('cache-control')).toBe('no-store');
+      },
+    );
+
+    it('answers a token without secrets:read with 403 insufficient_scope', async () => {
+      const answer = await get(
+        `${site.url}/secret`,
+        bearer(await requestToken('spa-demo', 'openid')),
+      );
+      expect(answer.status).toBe(403);
+      expect(answer.headers.get('www-authenticate')).toContain('error="insufficient_scope"');
+      expectNoSecret(answer);
+    });
+
+    it('lets a valid token with 6 KiB of cookies through (headers stripped before the verifier)', async () => {
+      const token = await requestToken('spa-demo', 'secrets:read');
+      const answer = await get(`${site.url}/secret`, {
+        headers: { authorization: `Bearer ${token}`, cookie: `a=${'x'.repeat(6 * 1024)}` },
+      });
+      expect(answer.status).toBe(200);
+    });
+
+    it('answers 503 with no secret while the verifier is down, 200 once it is back', async () => {
+      const token = await requestToken('spa-demo', 'secrets:read');
+      await stopChild(verifierProcess);
+      const down = await get(`${site.url}/secret`, bearer(token));
+      expect(down.status).toBe(503);
+      expect(down.headers.get('retry-after')).toBe('5');
+      expectNoSecret(down);
+      await startVerifier();
+      expect((await get(`${site.url}/secret`, bearer(token))).status).toBe(200);
+    });
+  },
+);
+
+function portOf(verifier: ContractVerifier): number {
+  const address = verifier.server.address();
+  if (address === null || typeof address === 'string') throw new Error('verifier is not listening');
+  return address.port;
+}
+
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  await exited;
+}
+
+async function waitForOk(url: string): Promise<void> {
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    try {
+      const response = await fetch(url);
+      await response.arrayBuffer();
+      if (response.ok) return;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new Error(`${url} did not answer 200 within 15 s`);
+    await sleep(100);
+  }
+}
+
+/** A GET through node:http, which (unlike fetch) leaves Content-Encoding and the raw body alone. */
+async function rawGet(
+  baseUrl: string,
+  pathname: string,
+  headers: Record<string, string>,
+): Promise<{
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: Buffer;
+}> {
+  const { request } = await import('node:http');
+  return new Promise((resolve, reject) => {
+    const req = request(`${baseUrl}${pathname}`, { headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () =>
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }),
+      );
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
