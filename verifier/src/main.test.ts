@@ -1,0 +1,78 @@
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { freePort } from '../../stack/ports.js';
+import { startJwksServer } from './testing/fixtures.js';
+
+const MAIN = fileURLToPath(new URL('./main.ts', import.meta.url));
+
+/** Runs the verifier process from source; resolves with its exit code and output. */
+function run(env: Record<string, string>, args: string[] = [], whileRunning?: (child: ReturnType<typeof spawn>) => Promise<void>) {
+  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, ...args], {
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return (async () => {
+    if (whileRunning) await whileRunning(child);
+    const code = await exited;
+    return { code, stdout, stderr };
+  })();
+}
+
+async function waitFor(url: string): Promise<Response> {
+  for (let attempt = 0; attempt < 200; attempt++) {
+    try {
+      return await fetch(url);
+    } catch {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+  throw new Error(`${url} never answered`);
+}
+
+describe('the verifier process', { timeout: 90_000 }, () => {
+  it('--check-config reports every problem and exits 2', async () => {
+    const { code, stderr } = await run(
+      { VERIFIER_ISSUER: 'https://idp.test', VERIFIER_ALGORITHMS: 'HS256', VERIFIER_LISTEN: 'nowhere', VERIFIER_BOGUS: '1' },
+      ['--check-config'],
+    );
+    expect(code).toBe(2);
+    expect(stderr).toContain('VERIFIER_BOGUS: unknown variable');
+    expect(stderr).toContain('VERIFIER_AUDIENCE: required');
+    expect(stderr).toContain('VERIFIER_ALGORITHMS: "HS256" is not allowed');
+    expect(stderr).toContain('VERIFIER_LISTEN: expected host:port');
+  });
+
+  it('--check-config accepts a good configuration and exits 0 without listening', async () => {
+    const { code, stdout } = await run({ VERIFIER_ISSUER: 'https://idp.test', VERIFIER_AUDIENCE: 'api' }, ['--check-config']);
+    expect(code).toBe(0);
+    expect(stdout).toContain('configuration ok');
+  });
+
+  it('serves, becomes ready, and exits 0 promptly on SIGTERM', async () => {
+    const jwks = await startJwksServer(['rsaA']);
+    const port = await freePort();
+    const { code, stdout } = await run(
+      {
+        VERIFIER_ISSUER: 'https://idp.test',
+        VERIFIER_AUDIENCE: 'api',
+        VERIFIER_JWKS_URI: jwks.url,
+        VERIFIER_LISTEN: `127.0.0.1:${port}`,
+      },
+      [],
+      async (child) => {
+        expect((await waitFor(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
+        await expect.poll(async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(200);
+        child.kill('SIGTERM');
+      },
+    );
+    expect(code).toBe(0);
+    expect(stdout).toContain('"msg":"stopped"');
+    await jwks.close();
+  });
+});
