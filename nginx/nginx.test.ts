@@ -225,6 +225,18 @@ describe('NGINX in front of a verifier that speaks the contract', () => {
     });
   });
 
+  it('answers cookies larger than NGINX accepts with a JSON 400, never a 500', async () => {
+    const answer = await get(`${site.url}/secret`, {
+      headers: {
+        authorization: `Bearer ${contractTokens.spaDemo}`,
+        cookie: `a=${'c'.repeat(20 * 1024)}`,
+      },
+    });
+    expect(answer.status).toBe(400);
+    expect(JSON.parse(answer.body)).toEqual({ error: 'bad_request' });
+    expectNoSecret(answer);
+  });
+
   it('refuses an Authorization header too long for the verifier with 401, without asking it', async () => {
     const before = verifier.received.length;
     const answer = await get(`${site.url}/secret`, bearer('a'.repeat(4000)));
