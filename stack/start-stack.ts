@@ -85,6 +85,8 @@ export interface Stack {
   /** A fresh access token from the real IdP (client-credentials grant unless claims are shaped). */
   mintToken(options?: MintOptions): Promise<string>;
   isRunning(name: ServiceName): boolean;
+  /** Process id of a running service (its process group id too). */
+  pid(name: ServiceName): number | undefined;
   /** Stops one service (SIGTERM, or SIGKILL to simulate a crash). */
   stopService(name: ServiceName, signal?: NodeJS.Signals): Promise<void>;
   /** Starts a stopped service again with the same ports and files, and waits until it is ready. */
@@ -207,6 +209,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     idp,
     mintToken: (mint = {}) => idp.mintToken(mint),
     isRunning: (name) => services[name].running,
+    pid: (name) => (services[name].running ? services[name].pid : undefined),
     stopService: (name, signal) => services[name].stop(signal),
     startService: (name) => services[name].start(options.readyTimeoutMs),
     async stop() {
