@@ -9,7 +9,18 @@
 //   - the dev IdP runs without its control API (IDP_DEV_CONTROL=off), as a real IdP would.
 // It uses the runner's parts (stack/*) rather than startStack() itself, because startStack()
 // always gives the verifier a TCP port and checks its readiness there.
-import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -19,7 +30,13 @@ import { prepareNginx } from './nginx-runtime.js';
 import { freePort } from './ports.js';
 import { ensureArtefacts, findNginx } from './prerequisites.js';
 import { createServiceProcess, waitForHttp, type ServiceProcess } from './service-process.js';
-import { SERVICE_NAMES, idpEnv, verifierConfig, verifierEnv, type ServiceName } from './service-env.js';
+import {
+  SERVICE_NAMES,
+  idpEnv,
+  verifierConfig,
+  verifierEnv,
+  type ServiceName,
+} from './service-env.js';
 import { REPO_ROOT, type Stack, type StackOptions } from './start-stack.js';
 import { trackStack, untrackStack } from './teardown.js';
 
@@ -52,7 +69,9 @@ export function chooseRunAs(passwd = '/etc/passwd'): RunAs {
     .map((line) => line.split(':'))
     .find((fields) => fields[0] === 'nobody');
   if (!entry || !SETPRIV) {
-    throw new Error('running as root needs a "nobody" user and setpriv (util-linux) to drop privileges');
+    throw new Error(
+      'running as root needs a "nobody" user and setpriv (util-linux) to drop privileges',
+    );
   }
   return { user: 'nobody', uid: Number(entry[2]), gid: Number(entry[3]), switched: true };
 }
@@ -60,7 +79,14 @@ export function chooseRunAs(passwd = '/etc/passwd'): RunAs {
 /** The command line that runs `command` as `runAs`, with no way to regain privileges. */
 export function asUser(runAs: RunAs, command: string, args: readonly string[]): [string, string[]] {
   if (!runAs.switched) return [command, [...args]];
-  const drop = ['--reuid', String(runAs.uid), '--regid', String(runAs.gid), '--clear-groups', '--no-new-privs'];
+  const drop = [
+    '--reuid',
+    String(runAs.uid),
+    '--regid',
+    String(runAs.gid),
+    '--clear-groups',
+    '--no-new-privs',
+  ];
   return [SETPRIV as string, [...drop, '--', command, ...args]];
 }
 
@@ -118,7 +144,9 @@ export async function startProductionStack(options: StackOptions = {}): Promise<
   await ensureArtefacts(REPO_ROOT, { build: options.build ?? true, log });
 
   const ownsDir = options.runtimeDir === undefined;
-  const runtimeDir = options.runtimeDir ? resolve(options.runtimeDir) : mkdtempSync(join(tmpdir(), 'secret-gate-production-'));
+  const runtimeDir = options.runtimeDir
+    ? resolve(options.runtimeDir)
+    : mkdtempSync(join(tmpdir(), 'secret-gate-production-'));
   mkdirSync(runtimeDir, { recursive: true });
   chmodSync(runtimeDir, 0o755);
   const logDir = join(runtimeDir, 'logs');
@@ -140,16 +168,29 @@ export async function startProductionStack(options: StackOptions = {}): Promise<
 
   // Secrets readable by the services' group only, like the pod's 0440 Secret volume + fsGroup.
   const secretsFile = join(configDir, 'secrets.json');
-  writeFileSync(secretsFile, readFileSync(options.secretsFile ?? nginxPaths.devSecretsFile), { mode: 0o440 });
+  writeFileSync(secretsFile, readFileSync(options.secretsFile ?? nginxPaths.devSecretsFile), {
+    mode: 0o440,
+  });
   chownSync(secretsFile, process.getuid?.() ?? 0, runAs.gid);
   const verifierConfigFile = join(configDir, 'verifier.json');
-  writeFileSync(verifierConfigFile, `${JSON.stringify(verifierConfig({ issuer, jwksUri: `${issuer}/jwks`, audience }), null, 2)}\n`, {
-    mode: 0o444,
-  });
+  writeFileSync(
+    verifierConfigFile,
+    `${JSON.stringify(verifierConfig({ issuer, jwksUri: `${issuer}/jwks`, audience }), null, 2)}\n`,
+    {
+      mode: 0o444,
+    },
+  );
 
   const env: Record<ServiceName, Record<string, string>> = {
-    idp: { ...idpEnv({ host: '127.0.0.1', port: ports.idp, issuer, audience }), IDP_DEV_CONTROL: 'off', ...options.env?.idp },
-    verifier: { ...verifierEnv({ listen: `unix:${socket}`, configFile: verifierConfigFile }), ...options.env?.verifier },
+    idp: {
+      ...idpEnv({ host: '127.0.0.1', port: ports.idp, issuer, audience }),
+      IDP_DEV_CONTROL: 'off',
+      ...options.env?.idp,
+    },
+    verifier: {
+      ...verifierEnv({ listen: `unix:${socket}`, configFile: verifierConfigFile }),
+      ...options.env?.verifier,
+    },
     nginx: {},
   };
   const prefix = join(runtimeDir, 'nginx');
@@ -174,17 +215,53 @@ export async function startProductionStack(options: StackOptions = {}): Promise<
   setReadOnly(readOnlyDirs, true);
 
   const gate = `http://127.0.0.1:${ports.nginx}`;
-  const logs = { idp: join(logDir, 'idp.log'), verifier: join(logDir, 'verifier.log'), nginx: join(logDir, 'nginx.log') };
+  const logs = {
+    idp: join(logDir, 'idp.log'),
+    verifier: join(logDir, 'verifier.log'),
+    nginx: join(logDir, 'nginx.log'),
+  };
   const baseEnv = inheritedEnv();
-  const spawnAs = (name: ServiceName, command: string, args: readonly string[], ready: (s: AbortSignal) => Promise<void>, cwd: string) => {
+  const spawnAs = (
+    name: ServiceName,
+    command: string,
+    args: readonly string[],
+    ready: (s: AbortSignal) => Promise<void>,
+    cwd: string,
+  ) => {
     const [cmd, argv] = name === 'idp' ? [command, [...args]] : asUser(runAs, command, args);
-    return createServiceProcess({ name, command: cmd, args: argv, env: { ...baseEnv, ...env[name] }, cwd, logFile: logs[name], ready });
+    return createServiceProcess({
+      name,
+      command: cmd,
+      args: argv,
+      env: { ...baseEnv, ...env[name] },
+      cwd,
+      logFile: logs[name],
+      ready,
+    });
   };
   const services: Record<ServiceName, ServiceProcess> = {
     // The dev IdP stands in for the organisation's IdP: it is not part of what gets deployed.
-    idp: spawnAs('idp', process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'idp/main.ts')], (s) => waitForHttp(`${issuer}/readyz`, s), REPO_ROOT),
-    verifier: spawnAs('verifier', process.execPath, [join(REPO_ROOT, 'verifier/dist/main.js')], (s) => waitForUnixHttp(socket, '/readyz', s), REPO_ROOT),
-    nginx: spawnAs('nginx', nginxBinary.binary, nginx.args, (s) => waitForHttp(`${gate}/hello`, s), nginx.prefix),
+    idp: spawnAs(
+      'idp',
+      process.execPath,
+      ['--import', 'tsx', join(REPO_ROOT, 'idp/main.ts')],
+      (s) => waitForHttp(`${issuer}/readyz`, s),
+      REPO_ROOT,
+    ),
+    verifier: spawnAs(
+      'verifier',
+      process.execPath,
+      [join(REPO_ROOT, 'verifier/dist/main.js')],
+      (s) => waitForUnixHttp(socket, '/readyz', s),
+      REPO_ROOT,
+    ),
+    nginx: spawnAs(
+      'nginx',
+      nginxBinary.binary,
+      nginx.args,
+      (s) => waitForHttp(`${gate}/hello`, s),
+      nginx.prefix,
+    ),
   };
 
   const idp = createIdpClient(issuer);
@@ -203,7 +280,13 @@ export async function startProductionStack(options: StackOptions = {}): Promise<
     ports,
     env,
     runtimeDir,
-    files: { nginxConf: nginx.confFile, nginxPrefix: nginx.prefix, secrets: secretsFile, verifierConfig: verifierConfigFile, logs },
+    files: {
+      nginxConf: nginx.confFile,
+      nginxPrefix: nginx.prefix,
+      secrets: secretsFile,
+      verifierConfig: verifierConfigFile,
+      logs,
+    },
     idp,
     runAs,
     verifierSocket: socket,
@@ -255,4 +338,3 @@ function inheritedEnv(): Record<string, string> {
   }
   return env;
 }
-

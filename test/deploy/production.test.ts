@@ -1,0 +1,150 @@
+// The production-shaped local run as a specification: the gate works end to end while NGINX and
+// the verifier run unprivileged, the verifier is reachable only through its unix socket, the
+// configuration cannot be changed by the services, and the dev IdP has no control surface.
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { asUser, startProductionStack, type ProductionStack } from '../../stack/production.js';
+
+/** Uid and NoNewPrivs of a process, from /proc. */
+function processInfo(pid: number) {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const uids = /^Uid:\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)/m.exec(status)?.slice(1).map(Number) ?? [];
+  const noNewPrivs = /^NoNewPrivs:\s+(\d)/m.exec(status)?.[1] === '1';
+  return { uids, noNewPrivs };
+}
+
+/** Children of a process (NGINX workers of the master). */
+function childrenOf(pid: number): number[] {
+  return readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .filter((name) => {
+      try {
+        // Field 4 of /proc/PID/stat is the parent pid; the command name may contain spaces.
+        const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid;
+      } catch {
+        return false; // exited meanwhile
+      }
+    })
+    .map(Number);
+}
+
+/** TCP sockets in LISTEN state owned by a process. */
+function tcpListeners(pid: number): string[] {
+  const inodes = new Set(
+    readdirSync(`/proc/${pid}/fd`)
+      .map((fd) => {
+        try {
+          return /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`))?.[1];
+        } catch {
+          return undefined;
+        }
+      })
+      .filter((inode): inode is string => inode !== undefined),
+  );
+  return ['/proc/net/tcp', '/proc/net/tcp6'].flatMap((table) =>
+    readFileSync(table, 'utf8')
+      .split('\n')
+      .slice(1)
+      .map((line) => line.trim().split(/\s+/))
+      .filter((fields) => fields[3] === '0A' && inodes.has(fields[9] ?? ''))
+      .map((fields) => fields[1] ?? ''),
+  );
+}
+
+describe('the production-shaped local run', () => {
+  let stack: ProductionStack;
+
+  beforeAll(async () => {
+    stack = await startProductionStack();
+  });
+  afterAll(async () => {
+    await stack?.stop();
+  });
+
+  it('serves /hello and hands the secret set to a signed-in caller', async () => {
+    expect((await fetch(stack.urls.hello)).status).toBe(200);
+    const token = await stack.mintToken();
+    const response = await fetch(stack.urls.secret, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    expect(response.status).toBe(200);
+    const devSecrets = JSON.parse(readFileSync(stack.files.secrets, 'utf8')) as {
+      clients: Record<string, unknown>;
+    };
+    expect(await response.json()).toEqual(devSecrets.clients['spa-demo']);
+  });
+
+  it('refuses a missing and a garbage token with 401 and no secret', async () => {
+    for (const headers of [{}, { authorization: 'Bearer not.a.token' }] as Record<
+      string,
+      string
+    >[]) {
+      const response = await fetch(stack.urls.secret, { headers });
+      expect(response.status).toBe(401);
+      expect(await response.text()).not.toContain('api-key');
+    }
+  });
+
+  it('runs the NGINX master, its workers and the verifier as one unprivileged user, unable to regain privileges', () => {
+    const nginx = stack.pid('nginx') as number;
+    const verifier = stack.pid('verifier') as number;
+    const workers = childrenOf(nginx);
+    expect(workers.length).toBeGreaterThan(0);
+    for (const pid of [nginx, ...workers, verifier]) {
+      const { uids, noNewPrivs } = processInfo(pid);
+      expect(uids, `pid ${pid}`).toEqual([
+        stack.runAs.uid,
+        stack.runAs.uid,
+        stack.runAs.uid,
+        stack.runAs.uid,
+      ]);
+      expect(stack.runAs.uid).not.toBe(0);
+      if (stack.runAs.switched) expect(noNewPrivs, `pid ${pid}`).toBe(true);
+    }
+  });
+
+  it('keeps the verifier off the network: no TCP listener, only its socket, private to the services user', () => {
+    expect(tcpListeners(stack.pid('verifier') as number)).toEqual([]);
+    expect(stack.urls.verifier).toBe(`unix:${stack.verifierSocket}`);
+    const socket = statSync(stack.verifierSocket);
+    expect(socket.isSocket()).toBe(true);
+    expect(socket.uid).toBe(stack.runAs.uid);
+    const dir = statSync(join(stack.verifierSocket, '..'));
+    expect(dir.mode & 0o077).toBe(0);
+  });
+
+  it('leaves the configuration unwritable for the services user', () => {
+    expect(stack.readOnlyDirs).toContain(join(stack.files.nginxConf, '..'));
+    for (const dir of stack.readOnlyDirs) {
+      const [command, args] = asUser(stack.runAs, '/bin/sh', [
+        '-c',
+        'echo x > "$1/written-by-service"',
+        'sh',
+        dir,
+      ]);
+      expect(spawnSync(command, args).status, dir).not.toBe(0);
+      expect(existsSync(join(dir, 'written-by-service'))).toBe(false);
+    }
+  });
+
+  it('keeps the secrets file away from other users (no world bits)', () => {
+    expect(statSync(stack.files.secrets).mode & 0o007).toBe(0);
+  });
+
+  it('lets NGINX write only its run, temp and log directories, owned by the services user', () => {
+    const env = stack.env.nginx;
+    for (const name of ['SG_RUN_DIR', 'SG_TEMP_DIR', 'SG_LOG_DIR']) {
+      expect(statSync(env[name] as string).uid, name).toBe(stack.runAs.uid);
+    }
+    expect(existsSync(join(env.SG_RUN_DIR as string, 'nginx.pid'))).toBe(true);
+  });
+
+  it('offers no dev IdP control API', async () => {
+    for (const path of ['/dev/stats', '/dev/keys']) {
+      expect((await fetch(`${stack.urls.issuer}${path}`)).status, path).toBe(404);
+    }
+  });
+});
