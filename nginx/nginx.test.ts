@@ -432,16 +432,24 @@ describe.skipIf(!existsSync(realVerifierMain))(
       const work = await mkdtemp(path.join(tmpdir(), 'sg-verifier-'));
       cleanups.push(() => rm(work, { recursive: true, force: true }));
       const configFile = path.join(work, 'verifier.json');
-      await writeFile(
-        configFile,
-        JSON.stringify(
-          verifierConfig({
-            issuer: idp.issuer,
-            jwksUri: `${idp.issuer}/jwks`,
-            audience: 'secret-gate-api',
-          }),
+      const config = verifierConfig({
+        issuer: idp.issuer,
+        jwksUri: `${idp.issuer}/jwks`,
+        audience: 'secret-gate-api',
+      }) as { policies: { secret: Record<string, unknown> } };
+      // The real CloudFront signer, with the repository's fixed test key.
+      config.policies.secret.cloudfront = {
+        keyPairId: 'K2JCJMDEHXQW5F',
+        privateKeyFile: path.resolve(
+          realVerifierMain,
+          '../../../test/fixtures/cloudfront/rsa-2048.pkcs8.pem',
         ),
-      );
+        algorithm: 'RSA-SHA256',
+        resource: 'https://cdn.example.test/private/*',
+        ttlSeconds: 300,
+        cookieDomain: 'cdn.example.test',
+      };
+      await writeFile(configFile, JSON.stringify(config));
       verifierPort = await freePort();
       startVerifier = async () => {
         verifierProcess = spawn(process.execPath, [realVerifierMain], {
@@ -482,6 +490,32 @@ describe.skipIf(!existsSync(realVerifierMain))(
         expect(answer.headers.get('cache-control')).toBe('no-store');
       },
     );
+
+    it('sets the CloudFront cookies the real signer granted, on the allowed answer only', async () => {
+      const token = await requestToken('spa-demo', 'secrets:read');
+      const allowed = await get(`${site.url}/secret`, bearer(token));
+      expect(allowed.status).toBe(200);
+      const cookies = allowed.headers.getSetCookie();
+      expect(cookies.map((c) => c.slice(0, c.indexOf('=')))).toEqual([
+        'CloudFront-Policy',
+        'CloudFront-Signature',
+        'CloudFront-Key-Pair-Id',
+        'CloudFront-Hash-Algorithm',
+      ]);
+      for (const cookie of cookies) {
+        expect(cookie).toMatch(
+          /; Secure; HttpOnly; SameSite=Lax; Path=\/; Domain=cdn\.example\.test; Expires=/,
+        );
+      }
+      expect(cookies[2]).toMatch(/^CloudFront-Key-Pair-Id=K2JCJMDEHXQW5F;/);
+
+      const denied = await get(
+        `${site.url}/secret`,
+        bearer(await requestToken('spa-demo', 'openid')),
+      );
+      expect(denied.status).toBe(403);
+      expect(denied.headers.getSetCookie()).toEqual([]);
+    });
 
     it('answers a token without secrets:read with 403 insufficient_scope', async () => {
       const answer = await get(
