@@ -50,7 +50,9 @@ export function startLoad(spec: LoadSpec): Load {
   const startedAt = Date.now();
   let running = true;
 
-  const once = () =>
+  // A browser retries an idempotent GET once when a kept-alive connection turns out to be closed
+  // (NGINX closes idle ones on reload); so does this client, as Node's documentation advises.
+  const once = (retry = true): Promise<void> =>
     new Promise<void>((resolve) => {
       const req = request(
         {
@@ -80,6 +82,10 @@ export function startLoad(spec: LoadSpec): Load {
       );
       req.on('timeout', () => req.destroy(new Error('timeout')));
       req.on('error', () => {
+        if (retry && req.reusedSocket) {
+          void once(false).then(resolve);
+          return;
+        }
         samples.push({ at: Date.now() - startedAt, status: 0, secret: false });
         // A refused connection returns at once; a short pause keeps a dead target from spinning.
         setTimeout(resolve, 20);
