@@ -104,7 +104,8 @@ function run(config: AppConfig): void {
       window.location.assign((await auth.authorizationUrl()).href);
     } catch (error) {
       view.setSigningIn(false);
-      view.showNotice(signInFailure(error));
+      // The signed-out panel's own button is right below; a second one would only repeat it.
+      view.showNotice({ ...signInFailure(error), action: 'none' });
     }
   }
 

@@ -80,6 +80,8 @@ beforeAll(async () => {
     headless: true,
     args: CHROMIUM_ARGS,
     viewport: { width: 1100, height: 800 },
+    // The Copy button writes to the clipboard; reading it back proves what was copied.
+    permissions: ['clipboard-read', 'clipboard-write'],
   });
 }, 180_000);
 
@@ -132,6 +134,27 @@ describe('the SPA in Chromium against the running gate', { timeout: 90_000 }, ()
     ).toBe('true');
     await page.getByRole('button', { name: 'Hide x-api-key' }).click();
     expect(await secretValue(page).innerText()).toBe(MASK);
+  });
+
+  it('copies the real API key, not the mask, to the clipboard', async () => {
+    const page = await openApp();
+    await signIn(page);
+    await page.getByRole('button', { name: 'Copy x-api-key' }).click();
+    await page.getByText('Copied x-api-key to the clipboard.').waitFor();
+    expect(await page.evaluate<string>('navigator.clipboard.readText()')).toBe(apiKey);
+    expect(await secretValue(page).innerText()).toBe(MASK);
+  });
+
+  it('names the missing scope when the IdP issued a token without secrets:read', async () => {
+    const page = await openApp();
+    // The dev IdP's control API shapes the next token it issues, as a real IdP would for a user
+    // who was not granted the scope; the verifier and NGINX answer 403 on their own.
+    await stack.idp.queueClaims({ scope: 'openid' });
+    await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+    await page.getByRole('heading', { name: 'You are not allowed to read the secrets' }).waitFor();
+    expect(await page.getByText(/lacks the permission "secrets:read"/).isVisible()).toBe(true);
+    expect(await page.locator('.secret').count()).toBe(0);
+    expect(await page.getByRole('button', { name: 'Sign out' }).isVisible()).toBe(true);
   });
 
   it('keeps tokens out of every browser storage, so a reload signs the person out', async () => {
@@ -197,6 +220,26 @@ describe('the SPA in Chromium against the running gate', { timeout: 90_000 }, ()
     expect(
       await page.getByRole('heading', { name: 'The secret service is unavailable' }).isVisible(),
     ).toBe(false);
+  });
+
+  it('says the sign-in service cannot be reached while the IdP is down, and signs in once it is back', async () => {
+    const page = await openApp();
+    await stack.idp.setOutage('error');
+    try {
+      await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+      await page.getByRole('heading', { name: 'Sign-in did not complete' }).waitFor();
+      expect(
+        await page
+          .getByText('The sign-in service could not be reached. Try again in a moment.')
+          .isVisible(),
+      ).toBe(true);
+    } finally {
+      await stack.idp.setOutage('up');
+    }
+    await signIn(page);
+    expect(await page.getByRole('heading', { name: 'Sign-in did not complete' }).isVisible()).toBe(
+      false,
+    );
   });
 
   it('clears the secrets and the session on sign-out', async () => {
