@@ -265,6 +265,28 @@ describe('sequential and concurrent signing', () => {
   });
 });
 
+describe('signature cache', () => {
+  it('concurrent requests for one policy share a single signature', async () => {
+    // ECDSA signatures are randomised: equal values can only come from one signing operation.
+    const ecdsa = await signer({ privateKey: ecPkcs8, algorithm: 'ECDSA-SHA256' });
+    const input = { resource: 'https://cdn.example.com/private/*', expires: EXPIRES };
+    const [a, b, c] = await Promise.all([
+      ecdsa.signCookies(input),
+      ecdsa.signCookies(input),
+      ecdsa.signCookies(input),
+    ]);
+    expect(b).toEqual(a);
+    expect(c).toEqual(a);
+  });
+
+  it('with cacheSize 0 every request is signed afresh', async () => {
+    const ecdsa = await signer({ privateKey: ecPkcs8, algorithm: 'ECDSA-SHA256', cacheSize: 0 });
+    const input = { resource: 'https://cdn.example.com/private/*', expires: EXPIRES };
+    const [a, b] = await Promise.all([ecdsa.signCookies(input), ecdsa.signCookies(input)]);
+    expect(b.cookies['CloudFront-Signature']).not.toBe(a.cookies['CloudFront-Signature']);
+  });
+});
+
 describe('expiry bucketing', () => {
   const resource = 'https://cdn.example.com/private/*';
 
