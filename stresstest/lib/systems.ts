@@ -42,6 +42,8 @@ export interface SystemContext {
   readonly confinement: Confinement;
   /** Extra SG_ values for our NGINX (e.g. worker count for the benchmark). */
   readonly nginxEnv?: Readonly<Record<string, string>>;
+  /** Extra VERIFIER_ values for our verifier (e.g. a cache size for the benchmark). */
+  readonly verifierEnv?: Readonly<Record<string, string>>;
 }
 
 /** Direct children of this process whose command line contains `marker`. */
@@ -67,7 +69,7 @@ async function startOurs(ctx: SystemContext): Promise<SystemInstance> {
   const before = new Set(childPidsMatching(''));
   const stack = await startStack({
     runtimeDir: join(ctx.dir, 'stack'),
-    env: { nginx: { ...LOAD_TEST_NGINX_ENV, ...ctx.nginxEnv } },
+    env: { nginx: { ...LOAD_TEST_NGINX_ENV, ...ctx.nginxEnv }, verifier: { ...ctx.verifierEnv } },
   });
   const fresh = (marker: string) => childPidsMatching(marker).filter((pid) => !before.has(pid));
   const services: ServiceInfo[] = [

@@ -1,0 +1,165 @@
+// `npm run bench`: wrk on one core, one NGINX worker and the verifier (or a baseline gate) on the
+// other, every row in one run so the ratios compare like with like on a noisy shared machine.
+import { mkdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  evaluateBenchGoals,
+  formatBench,
+  ROW_NAMES,
+  withRatios,
+  type BenchRow,
+} from './lib/goals.js';
+import { BENCH_USAGE, parseBenchOptions, type BenchOptions } from './lib/options.js';
+import { runWrk, type WrkResult } from './lib/wrk.js';
+import { createConfinement, PROFILES } from '../stresstest/lib/limits.js';
+import { createScratchDir } from '../stresstest/lib/scratch.js';
+import { startSystem, type SystemInstance } from '../stresstest/lib/systems.js';
+import { mintTokens, writeTokenFile } from '../stresstest/lib/tokens.js';
+
+const SERVICE_CPUS = '1';
+const LOAD_CPUS = '0';
+/**
+ * The all-distinct row cycles a pool three times larger than the verifier's decision cache: an
+ * LRU read in a cycle longer than its capacity never hits, so every request is a full RS256
+ * verification, as with tokens never seen before — without minting a token per request from a
+ * dev IdP that signs ~100 per second.
+ */
+const DISTINCT_CACHE_ENTRIES = 500;
+const DISTINCT_POOL = 3 * DISTINCT_CACHE_ENTRIES;
+const WARMUP_SECONDS = 1;
+
+type Row = Omit<BenchRow, 'ratio'>;
+
+function log(line: string): void {
+  process.stderr.write(`${line}\n`);
+}
+
+async function expectStatus(url: string, status: number, authorization?: string): Promise<void> {
+  const reply = await fetch(url, { headers: authorization ? { authorization } : {} });
+  await reply.arrayBuffer();
+  if (reply.status !== status)
+    throw new Error(`${url} answered ${reply.status}, expected ${status}`);
+}
+
+async function measure(
+  name: string,
+  options: BenchOptions,
+  run: { url: string; headers?: Record<string, string>; tokenFile?: string },
+  notes: string[],
+): Promise<Row> {
+  const base = { ...run, connections: options.connections, cpus: LOAD_CPUS };
+  await runWrk({ ...base, durationSeconds: WARMUP_SECONDS });
+  const result: WrkResult = await runWrk({ ...base, durationSeconds: options.durationSeconds });
+  if (result.errors > 0)
+    notes.push(`${name}: ${result.errors} of ${result.requests} requests failed`);
+  log(
+    `${name}: ${result.rps.toFixed(0)} req/s, p50 ${result.p50Ms.toFixed(2)} ms, p99 ${result.p99Ms.toFixed(2)} ms`,
+  );
+  return { name, rps: result.rps, p50_ms: result.p50Ms, p99_ms: result.p99Ms };
+}
+
+async function withSystem<T>(
+  instance: Promise<SystemInstance>,
+  body: (system: SystemInstance) => Promise<T>,
+): Promise<T> {
+  const system = await instance;
+  try {
+    return await body(system);
+  } finally {
+    await system.stop();
+  }
+}
+
+async function main(): Promise<number> {
+  let options: BenchOptions;
+  try {
+    options = parseBenchOptions(process.argv.slice(2));
+  } catch (error) {
+    console.error(`${(error as Error).message}\n\n${BENCH_USAGE}`);
+    return 2;
+  }
+  if (options.help) {
+    console.log(BENCH_USAGE);
+    return 0;
+  }
+  const scratch = createScratchDir('bench');
+  // Pinning only: the benchmark measures what one core gives, not a CPU quota.
+  const confinement = createConfinement({
+    profile: PROFILES.study,
+    cpus: SERVICE_CPUS,
+    support: { mode: 'pin', reason: 'the benchmark pins, it does not limit' },
+  });
+  const rows: Row[] = [];
+  const notes: string[] = [
+    `all-distinct: a pool of ${DISTINCT_POOL} dev-IdP tokens cycled with VERIFIER_CACHE_MAX_ENTRIES=${DISTINCT_CACHE_ENTRIES}, so every request misses the cache`,
+  ];
+  try {
+    const ours = startSystem('ours', {
+      dir: join(scratch, 'ours'),
+      confinement,
+      nginxEnv: { SG_WORKER_PROCESSES: '1' },
+      verifierEnv: { VERIFIER_CACHE_MAX_ENTRIES: String(DISTINCT_CACHE_ENTRIES) },
+    });
+    await withSystem(ours, async (system) => {
+      log(`ours at ${system.baseUrl}; minting ${DISTINCT_POOL + 1} tokens`);
+      const [cached, ...pool] = await mintTokens({
+        issuer: system.issuer,
+        count: DISTINCT_POOL + 1,
+      });
+      const tokenFile = join(scratch, 'tokens.txt');
+      writeTokenFile(tokenFile, pool);
+      const secret = `${system.baseUrl}/secret`;
+      await expectStatus(secret, 200, `Bearer ${cached}`);
+      await expectStatus(secret, 401);
+      rows.push(
+        await measure(ROW_NAMES.ceiling, options, { url: `${system.baseUrl}/hello` }, notes),
+      );
+      rows.push(
+        await measure(
+          ROW_NAMES.cached,
+          options,
+          { url: secret, headers: { Authorization: `Bearer ${cached}` } },
+          notes,
+        ),
+      );
+      rows.push(await measure(ROW_NAMES.distinct, options, { url: secret, tokenFile }, notes));
+    });
+    const baselines = [
+      ['study-njs', ROW_NAMES.studyNjs],
+      ['study-node', ROW_NAMES.studyNode],
+      ['njs-verify', ROW_NAMES.njsVerify],
+    ] as const;
+    for (const [name, rowName] of baselines) {
+      mkdirSync(join(scratch, name), { recursive: true });
+      await withSystem(
+        startSystem(name, { dir: join(scratch, name), confinement }),
+        async (system) => {
+          const [token] = await mintTokens({ issuer: system.issuer, count: 1 });
+          const secret = `${system.baseUrl}/secret`;
+          await expectStatus(secret, 200, `Bearer ${token}`);
+          rows.push(
+            await measure(
+              rowName,
+              options,
+              { url: secret, headers: { Authorization: `Bearer ${token}` } },
+              notes,
+            ),
+          );
+        },
+      );
+    }
+  } finally {
+    await confinement.release();
+    rmSync(scratch, { recursive: true, force: true });
+  }
+
+  const ratioed = withRatios(rows);
+  if (options.json) {
+    console.log(JSON.stringify({ rows: ratioed }));
+  } else {
+    console.log(formatBench(ratioed, evaluateBenchGoals(ratioed), notes));
+  }
+  return 0;
+}
+
+process.exitCode = await main();

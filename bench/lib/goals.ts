@@ -1,0 +1,76 @@
+// The benchmark's rows as ratios to the NGINX ceiling, and the goals of the experiment (issue
+// "Stress test and throughput benchmark") as met / missed.
+
+export const ROW_NAMES = {
+  ceiling: 'nginx return 200 (/hello, ceiling)',
+  cached: '/secret, one cached token',
+  distinct: '/secret, all-distinct tokens',
+  studyNjs: 'study-njs /secret',
+  studyNode: 'study-node /secret',
+  njsVerify: 'njs-verify /secret',
+} as const;
+
+export interface BenchRow {
+  readonly name: string;
+  readonly rps: number;
+  readonly p50_ms: number;
+  readonly p99_ms: number;
+  /** rps ÷ the ceiling's rps. */
+  readonly ratio: number;
+}
+
+export interface BenchGoal {
+  readonly goal: string;
+  readonly value: number;
+  readonly target: number;
+  readonly met: boolean;
+}
+
+/** Adds each row's ratio to the ceiling row (which must be present and first). */
+export function withRatios(rows: readonly Omit<BenchRow, 'ratio'>[]): BenchRow[] {
+  const ceiling = rows.find((row) => row.name === ROW_NAMES.ceiling)?.rps;
+  return rows.map((row) => ({ ...row, ratio: ceiling ? row.rps / ceiling : NaN }));
+}
+
+/**
+ * The issue's goals. "Ours" against the baselines is /secret with a cached token — a signed-in
+ * user's SPA repeats its token — while all-distinct tokens are judged against the ceiling.
+ */
+export function evaluateBenchGoals(rows: readonly BenchRow[]): BenchGoal[] {
+  const rps = (name: string) => rows.find((row) => row.name === name)?.rps ?? NaN;
+  const ceiling = rps(ROW_NAMES.ceiling);
+  const cached = rps(ROW_NAMES.cached);
+  const distinct = rps(ROW_NAMES.distinct);
+  const goals: [string, number, number][] = [
+    ['/secret cached ≥ 0.33× the ceiling', cached / ceiling, 0.33],
+    ['/secret all-distinct ≥ 0.09× the ceiling', distinct / ceiling, 0.09],
+    ['/secret cached ≥ 5× study-njs', cached / rps(ROW_NAMES.studyNjs), 5],
+    ['/secret cached ≥ 5× study-node', cached / rps(ROW_NAMES.studyNode), 5],
+    ['/secret cached ≥ 4× njs-verify', cached / rps(ROW_NAMES.njsVerify), 4],
+  ];
+  return goals.map(([goal, value, target]) => ({ goal, value, target, met: value >= target }));
+}
+
+/** The human-readable table: rps, p50, p99, ratio, then the goals. */
+export function formatBench(
+  rows: readonly BenchRow[],
+  goals: readonly BenchGoal[],
+  notes: readonly string[],
+): string {
+  const width = Math.max(...rows.map((row) => row.name.length), 10);
+  const lines = [
+    `${'row'.padEnd(width)}  ${'req/s'.padStart(9)}  ${'p50 ms'.padStart(8)}  ${'p99 ms'.padStart(8)}  ${'× ceiling'.padStart(9)}`,
+    ...rows.map(
+      (row) =>
+        `${row.name.padEnd(width)}  ${row.rps.toFixed(0).padStart(9)}  ${row.p50_ms.toFixed(2).padStart(8)}  ${row.p99_ms.toFixed(2).padStart(8)}  ${row.ratio.toFixed(3).padStart(9)}`,
+    ),
+    '',
+    'goals:',
+    ...goals.map(
+      (g) =>
+        `  ${g.met ? 'met   ' : 'MISSED'}  ${g.goal}: ${Number.isFinite(g.value) ? g.value.toFixed(2) : 'n/a'}`,
+    ),
+    ...notes.map((note) => `note: ${note}`),
+  ];
+  return lines.join('\n');
+}
