@@ -81,12 +81,7 @@ export function describeGateFailure(failure: GateFailure, now: Date): Notice {
         action: 'sign-in',
       };
     }
-    return {
-      code: 'session-expired',
-      title: 'Your session has expired',
-      detail: 'The gate no longer accepts your sign-in. Sign in again to continue.',
-      action: 'sign-in',
-    };
+    return SESSION_EXPIRED;
   }
   if (status === 403) {
     const scope = challengeParam(failure.wwwAuthenticate, 'scope');
@@ -135,6 +130,14 @@ export function describeGateFailure(failure: GateFailure, now: Date): Notice {
     action: 'retry',
   };
 }
+
+/** The gate rejected the token, or its lifetime ran out on this page's clock. */
+export const SESSION_EXPIRED: Notice = Object.freeze({
+  code: 'session-expired',
+  title: 'Your session has expired',
+  detail: 'The gate no longer accepts your sign-in. Sign in again to continue.',
+  action: 'sign-in',
+});
 
 /** The request never got an HTTP answer (offline, DNS, connection refused, CORS). */
 export const NETWORK_FAILURE: Notice = Object.freeze({

@@ -2,6 +2,7 @@
 // The session (access token included) is a local variable of this module: memory only.
 import { createAuth, isAuthorizationResponse, SignInError, type Session } from './auth.js';
 import { ConfigError, loadConfig, type AppConfig } from './config.js';
+import { SESSION_EXPIRED } from './gate-answer.js';
 import { createSecretClient } from './secret-client.js';
 import type { SecretEntry } from './secret-set.js';
 import { clockTime, describeExpiry } from './time-text.js';
@@ -41,8 +42,16 @@ function run(config: AppConfig): void {
 
   function updateExpiry(): void {
     if (!session) return;
+    const now = new Date();
+    if (session.expiresAt && session.expiresAt <= now) {
+      // expires_in counts from when this page received the token, so no clock skew is involved:
+      // the gate would answer 401 from now on, so say so before the person tries.
+      forgetSession();
+      view.showSignInRequired(SESSION_EXPIRED);
+      return;
+    }
     view.setExpiry(
-      session.expiresAt ? describeExpiry(session.expiresAt, new Date()) : 'not stated by the IdP',
+      session.expiresAt ? describeExpiry(session.expiresAt, now) : 'not stated by the IdP',
     );
   }
 

@@ -39,9 +39,11 @@ function spaApiKey(secretsFile: string): string {
   return key;
 }
 
-async function openApp(): Promise<Page> {
+async function openApp(options: { fakeClock?: boolean } = {}): Promise<Page> {
   const page = await context.newPage();
   pages.push(page);
+  // Playwright's clock lets a test jump the page's time forward instead of waiting for it.
+  if (options.fakeClock) await page.clock.install();
   page.on('console', (message) => {
     if (message.type() === 'error' && /Content Security Policy/i.test(message.text())) {
       cspViolations.push(message.text());
@@ -167,6 +169,15 @@ describe('the SPA in Chromium against the running gate', { timeout: 90_000 }, ()
     expect(stored).toEqual({ local: 0, session: 0, cookies: '' });
     await page.reload();
     await page.getByRole('heading', { name: 'You are signed out' }).waitFor();
+  });
+
+  it('says the session expired once the token lifetime has passed, without waiting for a 401', async () => {
+    const page = await openApp({ fakeClock: true });
+    await signIn(page);
+    await page.clock.fastForward('01:00:05');
+    await page.getByRole('heading', { name: 'Your session has expired' }).waitFor();
+    expect(await page.getByRole('button', { name: 'Sign in again' }).isVisible()).toBe(true);
+    expect(await page.locator('.secret').count()).toBe(0);
   });
 
   it('says the session expired and asks to sign in again when the gate rejects a tampered token', async () => {
