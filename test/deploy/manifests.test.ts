@@ -17,7 +17,13 @@ import { dirname, join, relative } from 'node:path';
 import { OAuth2Server } from 'oauth2-mock-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENV_DEFAULTS, loadConfig } from '../../verifier/src/config.js';
-import { nginxPaths, nginxVariables, referencedNames } from '../../nginx/render.js';
+import {
+  nginxPaths,
+  nginxVariables,
+  referencedNames,
+  renderNginxConfig,
+} from '../../nginx/render.js';
+import { findNginx } from '../../stack/prerequisites.js';
 import { PROFILES } from '../../stresstest/lib/limits.js';
 import { REPO_ROOT } from '../../stack/start-stack.js';
 import { freePort } from '../../stack/ports.js';
@@ -251,6 +257,41 @@ describe.each(Object.entries(BUILDS))('the %s', (_, dir) => {
     expect(args[0]).toBe('nginx');
     expect(args[args.indexOf('-c') + 1]).toBe(`${nginxEnv.NGINX_ENVSUBST_OUTPUT_DIR}/nginx.conf`);
     expect(nginxEnv.NGINX_ENVSUBST_FILTER).toBe('^SG_');
+  });
+
+  it('renders, from its values, a configuration `nginx -t` accepts (container paths mapped to local ones)', async () => {
+    const { binary, njsModule } = await findNginx();
+    const scratch = mkdtempSync(join(tmpdir(), 'sg-nginx-t-'));
+    try {
+      mkdirSync(join(scratch, 'html'));
+      writeFileSync(join(scratch, 'secrets.json'), '{"default":{}}');
+      const paths: Record<string, string> = {
+        SG_NJS_DIR: nginxPaths.njsDir,
+        SG_SPA_ROOT: join(scratch, 'html'),
+        SG_SECRETS_FILE: join(scratch, 'secrets.json'),
+        SG_MODULES_DIR: dirname(njsModule),
+        SG_RUN_DIR: join(scratch, 'run'),
+        SG_TEMP_DIR: join(scratch, 'temp'),
+        SG_LOG_DIR: join(scratch, 'logs'),
+      };
+      const prefix = join(scratch, 'prefix');
+      const { confPath } = await renderNginxConfig({
+        templatesDir: nginxPaths.templatesDir,
+        outDir: prefix,
+        env: { ...nginxEnv, ...paths },
+      });
+      const test = spawnSync(
+        binary,
+        ['-t', '-q', '-p', prefix, '-c', confPath, '-e', join(scratch, 'logs', 'error.log')],
+        {
+          encoding: 'utf8',
+        },
+      );
+      expect(test.stderr).toBe('');
+      expect(test.status).toBe(0);
+    } finally {
+      rmSync(scratch, { recursive: true, force: true });
+    }
   });
 
   it('mounts the verifier config read-only where VERIFIER_CONFIG points', () => {
