@@ -316,3 +316,35 @@ describe('bench pieces', () => {
     ]);
   });
 });
+
+describe('docker-compose-stress.yaml', () => {
+  it('limits every gate container like the study and runs locust on the other core', async () => {
+    const { parse } = await import('yaml');
+    const compose = parse(
+      readFileSync(new URL('../docker-compose-stress.yaml', import.meta.url), 'utf8'),
+      {
+        merge: true,
+      },
+    ) as {
+      services: Record<
+        string,
+        { deploy?: { resources?: { limits?: object } }; cpuset?: string; volumes?: string[] }
+      >;
+    };
+    for (const gate of ['verifier', 'nginx', 'study-njs', 'study-node', 'njs-verify']) {
+      expect(compose.services[gate]?.deploy?.resources?.limits, gate).toEqual({
+        cpus: '0.5',
+        memory: '400M',
+      });
+      expect(compose.services[gate]?.cpuset, gate).toBe('1');
+    }
+    expect(compose.services.locust?.cpuset).toBe('0');
+    for (const service of Object.values(compose.services)) {
+      for (const volume of service.volumes ?? []) {
+        const source = volume.split(':')[0]!;
+        if (source.startsWith('./'))
+          expect(existsSync(new URL(`../${source}`, import.meta.url)), source).toBe(true);
+      }
+    }
+  });
+});

@@ -42,7 +42,7 @@ async function startNginx(
 ): Promise<{ service: RunningService; url: string }> {
   const port = await freePort();
   const prefix = prepareNginxPrefix(join(ctx.dir, name), join(BASELINES, template), {
-    PORT: String(port),
+    LISTEN: `127.0.0.1:${port}`,
     HERE: join(BASELINES, template, '..'),
   });
   const url = `http://127.0.0.1:${port}`;
