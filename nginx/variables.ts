@@ -8,6 +8,7 @@ export type NginxVariableName =
   | 'SG_VERIFIER_ADDR'
   | 'SG_SPA_ROOT'
   | 'SG_SECRETS_FILE'
+  | 'SG_SECRETS_READ'
   | 'SG_NJS_DIR'
   | 'SG_MODULES_DIR'
   | 'SG_RUN_DIR'
@@ -66,7 +67,13 @@ export const nginxVariables: readonly NginxVariable[] = Object.freeze([
     name: 'SG_SECRETS_FILE',
     docker: '/etc/secret-gate/secrets.json',
     description:
-      'Secrets file (`default` + `clients`), preloaded at start and on reload. Must exist; `SECRETS` replaces its content when set.',
+      'Secrets file (`default` + `clients`). Must exist; `SECRETS` replaces its content when set.',
+  },
+  {
+    name: 'SG_SECRETS_READ',
+    docker: 'each-request',
+    description:
+      '`each-request`: njs reads the secrets file on every allowed `/secret`, so a rotated file is served at once with no reload; `at-start`: the `js_preload_object` copy, refreshed only by `nginx -s reload`.',
   },
   {
     name: 'SG_NJS_DIR',
@@ -142,6 +149,7 @@ export interface LocalNginxOptions {
   readonly verifierAddr?: string;
   readonly spaRoot?: string;
   readonly secretsFile?: string;
+  readonly secretsRead?: 'each-request' | 'at-start';
   readonly oidcIssuer?: string;
   readonly oidcClientId?: string;
   readonly oidcScope?: string;
@@ -170,6 +178,7 @@ export function localNginxEnv(options: LocalNginxOptions): NginxEnv {
     SG_VERIFIER_ADDR: options.verifierAddr ?? '127.0.0.1:8090',
     SG_SPA_ROOT: options.spaRoot ?? nginxPaths.spaRoot,
     SG_SECRETS_FILE: options.secretsFile ?? nginxPaths.devSecretsFile,
+    SG_SECRETS_READ: options.secretsRead ?? 'each-request',
     SG_NJS_DIR: nginxPaths.njsDir,
     SG_MODULES_DIR: options.modulesDir ?? '/usr/lib/nginx/modules',
     SG_RUN_DIR: path.join(prefix, 'run'),

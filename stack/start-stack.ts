@@ -2,6 +2,7 @@
 // stress and chaos harnesses. It writes the runtime files, starts the dev IdP, the verifier and
 // NGINX as child processes on loopback, waits until each answers, and stops them all again.
 import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { letWorkersRead } from './worker-access.js';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -116,6 +117,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   writeFileSync(secretsFile, readFileSync(options.secretsFile ?? nginxPaths.devSecretsFile), {
     mode: 0o600,
   });
+  letWorkersRead(runtimeDir, secretsFile);
   const verifierConfigFile = join(runtimeDir, 'verifier.json');
   writeFileSync(
     verifierConfigFile,

@@ -1,5 +1,6 @@
 // The content-phase handler of /secret. It runs only after auth_request allowed the call, picks the
 // caller's secret set by the verifier's X-Auth-Client and adds CloudFront cookies when granted.
+import fs from 'fs';
 import secretStore from './secret-store.js';
 import cloudFront from './cloudfront-cookies.js';
 
@@ -10,6 +11,21 @@ import cloudFront from './cloudfront-cookies.js';
 function preloadedSecrets() {
   // @ts-ignore -- a global defined by NGINX, not by any module
   return typeof sg_secrets === 'undefined' ? undefined : sg_secrets;
+}
+
+/**
+ * The secrets file as it is on disk now. Kubernetes replaces a mounted Secret by swapping a
+ * symlink, so one read sees either the old or the new file, never a mix. Unreadable or not JSON →
+ * undefined, which sendSecrets answers with 503.
+ * @param {string} path
+ * @returns {unknown}
+ */
+function readSecretsFile(path) {
+  try {
+    return JSON.parse(fs.readFileSync(path, 'utf8'));
+  } catch (e) {
+    return undefined;
+  }
 }
 
 /**
@@ -51,7 +67,12 @@ function sendSecrets(r, file, envText) {
  * @param {NginxHTTPRequest} r
  */
 function respond(r) {
-  sendSecrets(r, preloadedSecrets(), process.env.SECRETS);
+  var v = r.variables;
+  var file =
+    v.sg_secrets_read === 'at-start'
+      ? preloadedSecrets()
+      : readSecretsFile(v.sg_secrets_file || '');
+  sendSecrets(r, file, process.env.SECRETS);
 }
 
 export default { respond, sendSecrets };

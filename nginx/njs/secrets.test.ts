@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createFakeRequest } from './fake-request.js';
 import secrets from './secrets.js';
@@ -70,12 +73,32 @@ describe('respond (js_content secrets.respond)', () => {
     vi.unstubAllGlobals();
   });
 
-  it('reads the object js_preload_object defined as the global sg_secrets', () => {
+  it('with SG_SECRETS_READ=at-start, reads the object js_preload_object defined as the global sg_secrets', () => {
     vi.stubGlobal('sg_secrets', file);
     vi.stubEnv('SECRETS', '');
-    const r = createFakeRequest({ sg_auth_client: 'spa-demo' });
+    const r = createFakeRequest({ sg_auth_client: 'spa-demo', sg_secrets_read: 'at-start' });
     secrets.respond(r);
     expect(JSON.parse(r.body ?? '')).toEqual({ 'x-api-key': 'spa-key' });
+  });
+
+  it('by default reads the secrets file as it is on disk now, not the preloaded copy', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sg-secrets-'));
+    const path = join(dir, 'secrets.json');
+    writeFileSync(path, JSON.stringify({ default: { 'x-api-key': 'rotated-key' } }));
+    vi.stubGlobal('sg_secrets', file);
+    vi.stubEnv('SECRETS', '');
+    const r = createFakeRequest({ sg_auth_client: 'spa-demo', sg_secrets_file: path });
+    secrets.respond(r);
+    rmSync(dir, { recursive: true });
+    expect(JSON.parse(r.body ?? '')).toEqual({ 'x-api-key': 'rotated-key' });
+  });
+
+  it('answers 503 and no set when the secrets file cannot be read', () => {
+    vi.stubEnv('SECRETS', '');
+    const r = createFakeRequest({ sg_secrets_file: '/nonexistent/secrets.json' });
+    secrets.respond(r);
+    expect(r.status).toBe(503);
+    expect(JSON.parse(r.body ?? '')).toEqual({ error: 'secrets_unavailable' });
   });
 
   it('prefers the SECRETS environment variable', () => {
