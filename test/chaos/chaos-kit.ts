@@ -23,15 +23,16 @@ export interface Timing {
 }
 
 /** Verifier settings the scenarios rely on (small bounds so a flood fits in seconds). */
-export const CHAOS_VERIFIER_ENV = Object.freeze({
-  VERIFIER_CACHE_MAX_ENTRIES: '1000',
-  VERIFIER_CACHE_MAX_BYTES: '2m',
-  VERIFIER_JWKS_COOLDOWN: '5s',
-  VERIFIER_JWKS_REFRESH: '10s',
-  // Denials are logged at info: a flood would write one line per request.
-  VERIFIER_LOG_LEVEL: 'warn',
-});
-export const CACHE_MAX_ENTRIES = 1000;
+export function chaosVerifierEnv(cacheMaxEntries: number): Record<string, string> {
+  return {
+    VERIFIER_CACHE_MAX_ENTRIES: String(cacheMaxEntries),
+    VERIFIER_CACHE_MAX_BYTES: String(CACHE_MAX_BYTES),
+    VERIFIER_JWKS_COOLDOWN: `${JWKS_COOLDOWN_S}s`,
+    VERIFIER_JWKS_REFRESH: `${JWKS_REFRESH_S}s`,
+    // Denials are logged at info: a flood would write one line per request.
+    VERIFIER_LOG_LEVEL: 'warn',
+  };
+}
 export const CACHE_MAX_BYTES = 2 * 1024 * 1024;
 export const JWKS_COOLDOWN_S = 5;
 export const JWKS_REFRESH_S = 10;
@@ -46,6 +47,8 @@ export interface Verdict {
 export interface ChaosContext {
   readonly gate: AttackStack;
   readonly timing: Timing;
+  /** The verifier's VERIFIER_CACHE_MAX_ENTRIES in this stack. */
+  readonly cacheMaxEntries: number;
   readonly log: (line: string) => void;
 }
 

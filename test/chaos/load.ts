@@ -32,6 +32,8 @@ export interface LoadSummary {
   readonly withSecret: number;
   readonly samples: readonly Sample[];
   readonly seconds: number;
+  /** Requests retried once after a connection reset (only set by `stop()`). */
+  readonly retried?: number;
 }
 
 export interface Load {
@@ -49,6 +51,7 @@ export function startLoad(spec: LoadSpec): Load {
   const samples: Sample[] = [];
   const startedAt = Date.now();
   let running = true;
+  let retried = 0;
 
   // A browser retries an idempotent GET once when a kept-alive connection turns out to be closed
   // (NGINX closes idle ones on reload); so does this client, as Node's documentation advises.
@@ -81,8 +84,11 @@ export function startLoad(spec: LoadSpec): Load {
         },
       );
       req.on('timeout', () => req.destroy(new Error('timeout')));
-      req.on('error', () => {
-        if (retry && req.reusedSocket) {
+      req.on('error', (error: NodeJS.ErrnoException) => {
+        // A reset before any answer (a kept-alive socket closed under us, or a fresh connection an
+        // old NGINX worker dropped while shutting down) is retried once and counted.
+        if (retry && (req.reusedSocket || error.code === 'ECONNRESET')) {
+          retried += 1;
           void once(false).then(resolve);
           return;
         }
@@ -105,7 +111,7 @@ export function startLoad(spec: LoadSpec): Load {
       running = false;
       await Promise.all(workers);
       agent.destroy();
-      return summarize(spec.name, samples, (Date.now() - startedAt) / 1000);
+      return { ...summarize(spec.name, samples, (Date.now() - startedAt) / 1000), retried };
     },
   };
 }

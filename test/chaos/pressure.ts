@@ -2,7 +2,6 @@
 // the verifier's own /metrics (cache size, hits, RSS) and NGINX's RSS from /proc.
 import {
   CACHE_MAX_BYTES,
-  CACHE_MAX_ENTRIES,
   failures,
   mb,
   probeLoad,
@@ -30,7 +29,7 @@ const hitRatio = (m: Map<string, number>) => ({
 export async function floodDecisionCache(ctx: ChaosContext): Promise<Verdict> {
   const { gate, timing } = ctx;
   const hot = await validTokens(gate, 10);
-  const distinct = await validTokens(gate, Math.round(CACHE_MAX_ENTRIES * timing.floodFactor));
+  const distinct = await validTokens(gate, Math.round(ctx.cacheMaxEntries * timing.floodFactor));
   let h = 0;
   const load = validLoad(ctx, () => hot[h++ % hot.length]!, 'hot');
   await sleep(timing.settle * 1000);
@@ -60,14 +59,14 @@ export async function floodDecisionCache(ctx: ChaosContext): Promise<Verdict> {
   return {
     scenario: `decision cache flooded with ${distinct.length} distinct tokens`,
     pass:
-      entries <= CACHE_MAX_ENTRIES &&
+      entries <= ctx.cacheMaxEntries &&
       bytes <= CACHE_MAX_BYTES &&
       growth < 64 * 1024 * 1024 &&
       recovered >= 0.9 &&
       failures(valid) === 0 &&
       failures(floodSummary) === 0,
     figures: [
-      `cache entries ${entries} / bound ${CACHE_MAX_ENTRIES}, bytes ${mb(bytes)} / ${mb(CACHE_MAX_BYTES)}`,
+      `cache entries ${entries} / bound ${ctx.cacheMaxEntries}, bytes ${mb(bytes)} / ${mb(CACHE_MAX_BYTES)}`,
       `verifier RSS ${mb(rssBefore)} → ${mb(rssAfter)}`,
       `hot-set hit rate after the flood ${(recovered * 100).toFixed(1)} %`,
       `flood ${floodSummary.total} (${formatStatuses(floodSummary.byStatus)}), hot ${valid.total} (${formatStatuses(valid.byStatus)})`,

@@ -52,7 +52,7 @@ export async function killAndRestartVerifier(ctx: ChaosContext): Promise<Verdict
     figures: [
       `gap ${((restartAt - killedAt) / 1000).toFixed(1)} s: ${formatStatuses(gap.byStatus) || 'no requests'}`,
       `process start to ready ${readyAt - restartAt} ms; first 200 ${recoveryMs} ms after ready, last failure ${Math.max(0, lastBad - readyAt)} ms after`,
-      `valid ${valid.total} (${formatStatuses(valid.byStatus)})`,
+      `valid ${valid.total} (${formatStatuses(valid.byStatus)}), ${valid.retried ?? 0} retried once after a connection reset`,
       `invalid probes ${invalid.total}, secrets ${invalid.withSecret}`,
     ],
   };
@@ -119,7 +119,7 @@ export async function reloadNginx(ctx: ChaosContext): Promise<Verdict> {
     scenario: `NGINX reloaded ${reloads} times`,
     pass: failures(valid) === 0 && invalid.withSecret === 0,
     figures: [
-      `valid ${valid.total} (${formatStatuses(valid.byStatus)})`,
+      `valid ${valid.total} (${formatStatuses(valid.byStatus)}), ${valid.retried ?? 0} retried once after a connection reset`,
       `invalid probes ${invalid.total}, secrets ${invalid.withSecret}`,
     ],
   };

@@ -4,7 +4,7 @@
 import { parseArgs } from 'node:util';
 import { startAttackStack } from '../attacks/attack-stack.js';
 import {
-  CHAOS_VERIFIER_ENV,
+  chaosVerifierEnv,
   JWKS_COOLDOWN_S,
   sleep,
   type ChaosContext,
@@ -64,8 +64,8 @@ const chosen = SCENARIOS.filter(([name]) => !only || only.includes(name));
 
 const log = (line: string) => console.error(`[chaos] ${line}`);
 log(`starting the stack (${values.quick ? 'quick' : 'full'} mode)`);
-const gate = await startAttackStack({ env: { verifier: { ...CHAOS_VERIFIER_ENV } }, log });
-const ctx: ChaosContext = { gate, timing, log };
+const gate = await startAttackStack({ env: { verifier: chaosVerifierEnv(1000) }, log });
+const ctx: ChaosContext = { gate, timing, cacheMaxEntries: 1000, log };
 const verdicts: Verdict[] = [];
 try {
   for (const [name, run] of chosen) {
