@@ -3,6 +3,7 @@
 import { parseArgs } from 'node:util';
 import { join } from 'node:path';
 import { REPO_ROOT, startStack, type Stack } from './start-stack.js';
+import { startProductionStack } from './production.js';
 import { DEFAULT_PORTS } from './service-env.js';
 
 const HELP = `usage: npm start -- [options]
@@ -11,7 +12,9 @@ const HELP = `usage: npm start -- [options]
   --idp-port N        dev IdP port (env IDP_PORT, default ${DEFAULT_PORTS.idp})
   --verifier-port N   verifier port (env VERIFIER_PORT, default ${DEFAULT_PORTS.verifier})
   --runtime-dir DIR   rendered config, runtime files and logs (env RUNTIME_DIR, default run/)
-  --secrets-file F    secrets file { default, clients } (env SECRETS_FILE, default stack/demo/secrets.json)
+  --secrets-file F    secrets file { default, clients } (env SECRETS_FILE, default nginx/secrets.dev.json)
+  --production        the production shape: unprivileged NGINX and verifier, verifier on a unix
+                      socket, read-only config, no dev IdP control API
   --no-build          do not build missing verifier/dist or spa/dist, say which command to run
   SECRETS='{"k":"v"}' the original study's flat secrets JSON, passed to NGINX as is
 `;
@@ -33,6 +36,7 @@ async function main(): Promise<void> {
       'runtime-dir': { type: 'string' },
       'secrets-file': { type: 'string' },
       'no-build': { type: 'boolean', default: false },
+      production: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -53,7 +57,7 @@ async function main(): Promise<void> {
   const log = (line: string) => console.log(`· ${line}`);
   let stack: Stack;
   try {
-    stack = await startStack({
+    stack = await (values.production ? startProductionStack : startStack)({
       ports,
       runtimeDir: values['runtime-dir'] ?? env.RUNTIME_DIR ?? join(REPO_ROOT, 'run'),
       secretsFile: values['secrets-file'] ?? env.SECRETS_FILE,
