@@ -36,9 +36,10 @@ function log(line: string): void {
 
 async function expectStatus(url: string, status: number, authorization?: string): Promise<void> {
   const reply = await fetch(url, { headers: authorization ? { authorization } : {} });
-  await reply.arrayBuffer();
-  if (reply.status !== status)
-    throw new Error(`${url} answered ${reply.status}, expected ${status}`);
+  const body = await reply.text();
+  if (reply.status !== status) {
+    throw new Error(`${url} answered ${reply.status} ${body.slice(0, 100)}, expected ${status}`);
+  }
 }
 
 async function measure(
@@ -150,7 +151,7 @@ async function main(): Promise<number> {
     }
   } finally {
     await confinement.release();
-    rmSync(scratch, { recursive: true, force: true });
+    if (!process.env.SG_BENCH_KEEP) rmSync(scratch, { recursive: true, force: true });
   }
 
   const ratioed = withRatios(rows);
