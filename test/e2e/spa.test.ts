@@ -39,7 +39,7 @@ function spaApiKey(secretsFile: string): string {
   return key;
 }
 
-async function openApp(options: { fakeClock?: boolean } = {}): Promise<Page> {
+async function openApp(options: { fakeClock?: boolean; gate?: string } = {}): Promise<Page> {
   const page = await context.newPage();
   pages.push(page);
   // Playwright's clock lets a test jump the page's time forward instead of waiting for it.
@@ -49,7 +49,7 @@ async function openApp(options: { fakeClock?: boolean } = {}): Promise<Page> {
       cspViolations.push(message.text());
     }
   });
-  await page.goto(stack.urls.gate);
+  await page.goto(options.gate ?? stack.urls.gate);
   return page;
 }
 
@@ -335,5 +335,42 @@ describe('the SPA in Chromium against the running gate', { timeout: 90_000 }, ()
 
   it('ran without Content Security Policy violations', () => {
     expect(cspViolations).toEqual([]);
+  });
+});
+
+describe('the SPA when the gate limits how often secrets are fetched', { timeout: 90_000 }, () => {
+  let limited: Stack;
+
+  beforeAll(async () => {
+    // One /secret per minute plus a burst of one (NGINX refuses burst=0): the fetch right after
+    // sign-in and one more pass, the third within the minute is refused with 429.
+    limited = await startStack({
+      env: { nginx: { SG_SECRET_RATE: '1r/m', SG_SECRET_BURST: '1' } },
+    });
+  }, 180_000);
+
+  afterAll(async () => {
+    await limited?.stop();
+  });
+
+  it('asks the person to slow down when the gate answers 429', async () => {
+    const page = await openApp({ gate: limited.urls.gate });
+    await signIn(page);
+    const statuses: number[] = [];
+    for (let i = 0; i < 2; i += 1) {
+      const answered = page.waitForResponse((response) => response.url().endsWith('/secret'));
+      await page.getByRole('button', { name: 'Fetch secrets again' }).click();
+      statuses.push((await answered).status());
+    }
+    expect(statuses).toEqual([200, 429]);
+    await page.getByRole('heading', { name: 'Too many requests — slow down' }).waitFor();
+    expect(
+      await page
+        .getByText(/^The gate is limiting how often secrets can be fetched\. Try again/)
+        .isVisible(),
+    ).toBe(true);
+    // What was fetched before stays on screen; nothing is lost by asking too often.
+    expect(await page.getByText(/^Still showing the secrets fetched at /).isVisible()).toBe(true);
+    expect(await secretValue(page).innerText()).toBe(MASK);
   });
 });
