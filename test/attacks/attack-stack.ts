@@ -172,6 +172,7 @@ export async function startAttackStack(options: StackOptions = {}): Promise<Atta
     nginxPid,
     reloadNginx: () => process.kill(nginxPid(), 'SIGHUP'),
     async stop() {
+      // SG_KEEP_LOGS=DIR keeps a copy of every log for a closer look after a red run.
       if (process.env.SG_KEEP_LOGS)
         for (const log of readLogs())
           writeFileSync(join(process.env.SG_KEEP_LOGS, log.name.replace('/', '-')), log.text);
