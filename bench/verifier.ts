@@ -10,7 +10,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:http';
+import { createServer, get } from 'node:http';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -114,10 +114,22 @@ function startPinned(args: string[], env: Record<string, string> = {}): ChildPro
   return child;
 }
 
+/** One GET on a fresh connection: a pooled keep-alive socket may have been idled out by the server meanwhile. */
+function fetchText(url: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    get(url, { agent: false }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (body += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    }).on('error', reject);
+  });
+}
+
 async function waitReady(url: string): Promise<void> {
   for (let attempt = 0; attempt < 400; attempt++) {
     try {
-      const status = (await fetch(url)).status;
+      const { status } = await fetchText(url);
       if (status >= 200 && status < 300) return;
     } catch {
       // not listening yet
@@ -142,7 +154,7 @@ async function startVerifier(
   extra: Record<string, string> = {},
 ): Promise<{ child: ChildProcess; port: number }> {
   const port = await freePort();
-  const child = startPinned(['--import', 'tsx', 'verifier/src/main.ts'], {
+  const child = startPinned(['verifier/dist/main.js'], {
     VERIFIER_ISSUER: ISSUER,
     VERIFIER_AUDIENCE: AUDIENCE,
     VERIFIER_JWKS_URI: jwksUri,
@@ -310,7 +322,7 @@ async function main(): Promise<void> {
   let filled = 0;
   for (let round = 0; round < 20 && filled < RSS_TOKENS; round++) {
     wrk(`http://127.0.0.1:${rssVerifier.port}`, { script: fill, seconds: 5 });
-    const metrics = await (await fetch(`http://127.0.0.1:${rssVerifier.port}/metrics`)).text();
+    const metrics = (await fetchText(`http://127.0.0.1:${rssVerifier.port}/metrics`)).body;
     filled = Number(/^verifier_cache_entries (\d+)/m.exec(metrics)?.[1] ?? 0);
   }
   const peakRss = vmHwmMb(rssVerifier.child.pid!);

@@ -4,13 +4,13 @@
 import { decodeJwt, decodeProtectedHeader } from 'jose';
 import type { PolicyConfig, VerifierConfig } from './config-types.js';
 import type { DecisionCache } from './decision-cache.js';
-import { allow, deny, type Decision, type DecisionDecorator } from './decision.js';
+import { allow, deny, shared, type Decision, type DecisionDecorator } from './decision.js';
 import { VerifyError } from './errors.js';
 import type { JwtVerifier } from './jwt-verifier.js';
 import { fingerprint, tokenHash, type Logger } from './log.js';
 import type { Metrics } from './metrics.js';
 import type { OpaqueVerifier } from './opaque-verifier.js';
-import { looksLikeJwt, readBearer } from './token-shape.js';
+import { assertBearerSyntax, looksLikeJwt, readBearer } from './token-shape.js';
 import type { VerifiedToken } from './verified-token.js';
 
 export interface VerifyRequest {
@@ -53,7 +53,7 @@ const UNKNOWN_POLICY = deny('policy_unknown');
 
 /**
  * Checks, in order: policy known (else 403); a Bearer token present (else 401 without error
- * code); size and shape; the cache; then for a JWT `iss` allowed by the policy and `alg` allowed
+ * code); its size; the cache; the b64token syntax; then for a JWT `iss` allowed by the policy and `alg` allowed
  * for that issuer — both before any key fetch — and full verification; for an opaque token the
  * policy's introspection/user-info issuer. Finally the policy's scopes (403 when missing).
  */
@@ -122,11 +122,18 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
     const missing = policy.config.scopes.filter((scope) => !granted.has(scope));
     const decision =
       missing.length === 0 ? allow(verified.identity) : deny('scope_insufficient', policy.config.scopes, verified.identity);
-    cache.set(key, { decision, token: verified });
+    cache.set(key, {
+      decision,
+      issuer: shared(verified.identity.issuer),
+      exp: verified.exp,
+      nbf: verified.nbf,
+      kid: shared(verified.kid),
+    });
     return { decision, detail: missing.length === 0 ? undefined : `missing scopes: ${missing.join(' ')}` };
   }
 
   async function verifyToken(token: string, policy: PreparedPolicy): Promise<VerifiedToken> {
+    assertBearerSyntax(token);
     if (!looksLikeJwt(token)) {
       if (policy.opaque) return policy.opaque(token);
       throw new VerifyError('token_malformed', 'the token is not three base64url segments');

@@ -6,11 +6,10 @@ import { allow } from './decision.js';
 import type { JwtVerifier } from './jwt-verifier.js';
 import { AUDIENCE, captureLogger, ISSUER, manualClock, mintToken, startJwksServer, type JwksServer } from './testing/fixtures.js';
 import { buildService } from './testing/service.js';
-import type { VerifiedToken } from './verified-token.js';
 
 const identity = { sub: 'u', client: 'c', scopes: ['s'], issuer: ISSUER };
-function entry(exp: number, extra: Partial<VerifiedToken> = {}): CacheEntry {
-  return { decision: allow(identity), token: { identity, exp, nbf: undefined, kid: 'k1', ...extra } };
+function entry(exp: number, extra: Partial<CacheEntry> = {}): CacheEntry {
+  return { decision: allow(identity), issuer: ISSUER, exp, nbf: undefined, kid: 'k1', ...extra };
 }
 
 describe('decision cache invariants', () => {
@@ -72,7 +71,7 @@ describe('decision cache invariants', () => {
     cache.set('k1', entry(exp, { kid: 'k1' }));
     cache.set('k2', entry(exp, { kid: 'k2' }));
     cache.set('none', entry(exp, { kid: undefined }));
-    cache.set('other-issuer', { ...entry(exp, { kid: 'k1' }), token: { ...entry(exp).token, identity: { ...identity, issuer: 'https://x' } } });
+    cache.set('other-issuer', entry(exp, { kid: 'k1', issuer: 'https://x' }));
     expect(cache.dropKeys(ISSUER, new Set(['k1']))).toBe(2);
     expect(cache.get('k2')).toBeDefined();
     expect(cache.get('other-issuer')).toBeDefined();

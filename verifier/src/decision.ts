@@ -2,6 +2,7 @@
 // docs/architecture.md). Both transports write these headers verbatim and nothing else.
 import { type DenyCode, statusFor } from './errors.js';
 import { headerSafe, type Identity, scopeHeader } from './identity.js';
+import { createInterner } from './intern.js';
 
 export const REALM = 'secret-gate';
 
@@ -22,17 +23,40 @@ export interface Decision {
  */
 export type DecisionDecorator = (decision: Decision) => Decision | Promise<Decision>;
 
+// Header pairs for values many tokens share (client, scopes, issuer) are built once.
+const sharedPair = createInterner<Header>(10_000);
+const sharedScopes = createInterner<readonly string[]>(10_000);
+const sharedString = createInterner<string>(10_000);
+
 export function allow(identity: Identity): Decision {
+  const scope = scopeHeader(identity.scopes);
   return {
     status: 204,
     reason: 'allowed',
-    identity,
+    identity: compactIdentity(identity),
     headers: [
       ['X-Auth-Sub', headerSafe(identity.sub)],
-      ['X-Auth-Client', headerSafe(identity.client)],
-      ['X-Auth-Scope', scopeHeader(identity.scopes)],
-      ['X-Auth-Issuer', headerSafe(identity.issuer)],
+      sharedPair(`c ${identity.client}`, () => ['X-Auth-Client', headerSafe(identity.client)]),
+      sharedPair(`s ${scope}`, () => ['X-Auth-Scope', scope]),
+      sharedPair(`i ${identity.issuer}`, () => ['X-Auth-Issuer', headerSafe(identity.issuer)]),
     ],
+  };
+}
+
+/** One shared copy of a short string many cache entries hold (a `kid`, an issuer). */
+export function shared(value: string): string;
+export function shared(value: string | undefined): string | undefined;
+export function shared(value: string | undefined): string | undefined {
+  return value === undefined ? undefined : sharedString(`v ${value}`, () => value);
+}
+
+/** The same identity with its common parts shared, for decisions that go into the cache. */
+export function compactIdentity(identity: Identity): Identity {
+  return {
+    sub: identity.sub,
+    client: sharedString(`c ${identity.client}`, () => identity.client),
+    scopes: sharedScopes(identity.scopes.join(' '), () => Object.freeze([...identity.scopes])),
+    issuer: sharedString(`i ${identity.issuer}`, () => identity.issuer),
   };
 }
 
@@ -59,7 +83,7 @@ export function deny(code: DenyCode, requiredScopes: readonly string[] = [], ide
   return {
     status,
     reason: code,
-    identity,
+    identity: identity && compactIdentity(identity),
     headers: [['X-Auth-Challenge', `Bearer realm="${REALM}", error="insufficient_scope"${scope}`]],
   };
 }

@@ -17,11 +17,12 @@ export function createLogger(level: string, destination?: NodeJS.WritableStream)
   );
 }
 
-/** SHA-256 of the token as hex; the cache key uses it whole and logs use its first 8 chars. */
+/** SHA-256 of the token as base64url (43 chars, shorter than hex in 100,000 cache keys). */
 export function tokenHash(token: string): string {
-  return createHash('sha256').update(token).digest('hex');
+  return createHash('sha256').update(token).digest('base64url');
 }
 
+/** The first 8 hex characters of the token's SHA-256, from `tokenHash`'s output. */
 export function fingerprint(hash: string): string {
-  return hash.slice(0, 8);
+  return Buffer.from(hash.slice(0, 8), 'base64url').toString('hex', 0, 4);
 }

@@ -1,5 +1,6 @@
-// Prometheus metrics (prom-client) in a registry of our own. Hot-path counters are pre-bound to
-// their labels once, so a cached allow costs an increment, not a label lookup.
+// Prometheus metrics (prom-client) in a registry of our own. The hot path only bumps plain numbers;
+// they are handed to prom-client when /metrics is scraped, because prom-client hashes the label set
+// on every inc() and a cached allow should cost less than that.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Decision } from './decision.js';
 import type { JwksFetchOutcome } from './key-set.js';
@@ -23,17 +24,31 @@ export interface Metrics {
 export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metrics {
   const registry = new Registry();
   if (options.defaultMetrics !== false) collectDefaultMetrics({ register: registry, prefix: 'verifier_' });
-  const decisions = new Counter({
+  const decisionCounts = new Map<string, { labels: { result: string; reason: string }; pending: number }>();
+  new Counter({
     name: 'verifier_decisions_total',
     help: 'Answers of /verify by result (allow, deny_401, deny_403) and reason.',
     labelNames: ['result', 'reason'] as const,
     registers: [registry],
+    collect() {
+      for (const count of decisionCounts.values()) {
+        if (count.pending > 0) this.inc(count.labels, count.pending);
+        count.pending = 0;
+      }
+    },
   });
-  const cacheLookups = new Counter({
+  const lookups = { hit: 0, miss: 0 };
+  new Counter({
     name: 'verifier_cache_lookups_total',
     help: 'Decision cache lookups by outcome (hit, miss).',
     labelNames: ['outcome'] as const,
     registers: [registry],
+    collect() {
+      for (const outcome of ['hit', 'miss'] as const) {
+        if (lookups[outcome] > 0) this.inc({ outcome }, lookups[outcome]);
+        lookups[outcome] = 0;
+      }
+    },
   });
   let readCache: () => { entries: number; bytes: number } = () => ({ entries: 0, bytes: 0 });
   new Gauge({
@@ -81,22 +96,19 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     registers: [registry],
   });
 
-  const bound = new Map<string, Counter.Internal>();
-  const hit = cacheLookups.labels('hit');
-  const miss = cacheLookups.labels('miss');
   return {
     registry,
     decision(decision) {
-      let counter = bound.get(decision.reason);
-      if (counter === undefined) {
+      let count = decisionCounts.get(decision.reason);
+      if (count === undefined) {
         const result = decision.status === 204 ? 'allow' : `deny_${decision.status}`;
-        counter = decisions.labels(result, decision.reason);
-        bound.set(decision.reason, counter);
+        count = { labels: { result, reason: decision.reason }, pending: 0 };
+        decisionCounts.set(decision.reason, count);
       }
-      counter.inc();
+      count.pending++;
     },
-    cacheHit: () => hit.inc(),
-    cacheMiss: () => miss.inc(),
+    cacheHit: () => void lookups.hit++,
+    cacheMiss: () => void lookups.miss++,
     jwksFetch: (issuer, outcome) => jwksFetches.labels(issuer, outcome).inc(),
     observeVerification: (seconds) => verification.observe(seconds),
     setTransport(name) {
