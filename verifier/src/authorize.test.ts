@@ -1,8 +1,11 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { base64url, importJWK, SignJWT } from 'jose';
-import type { Decision } from './decision.js';
-import { AUDIENCE, ISSUER, manualClock, mintToken, PRIVATE_JWKS, publicJwk, signRs256, startJwksServer, type JwksServer, type MintOptions } from './testing/fixtures.js';
+import { createAuthorizer } from './authorize.js';
+import { loadConfig } from './config.js';
+import { createDecisionCache } from './decision-cache.js';
+import { withHeaders, type Decision } from './decision.js';
+import { AUDIENCE, captureLogger, ISSUER, manualClock, mintToken, PRIVATE_JWKS, publicJwk, signRs256, startJwksServer, type JwksServer, type MintOptions } from './testing/fixtures.js';
 import { buildService, type TestService } from './testing/service.js';
 
 const clock = manualClock();
@@ -206,5 +209,34 @@ describe('authorize: policies from a config file', () => {
     expect((await service.authorize(bearer(await mint()))).reason).toBe('policy_unknown');
     await service.stop(0);
     await other.close();
+  });
+});
+
+describe('authorize: the decorator extension point', () => {
+  it('adds headers to every allowed answer of its policy, cached or not, and never to denials', async () => {
+    const config = loadConfig({ VERIFIER_ISSUER: ISSUER, VERIFIER_AUDIENCE: AUDIENCE, VERIFIER_REQUIRED_SCOPES: 'secrets:read' });
+    let calls = 0;
+    const authorize = createAuthorizer({
+      config,
+      jwtVerifiers: new Map([[ISSUER, (_token: string) => plain.service.keySets.get(ISSUER)!.getKey({ alg: 'RS256', kid: PRIVATE_JWKS.rsaA.kid }).then(() => ({
+        identity: { sub: 'user-1', client: 'spa-demo', scopes: ['secrets:read'], issuer: ISSUER },
+        exp: T + 60,
+        nbf: undefined,
+        kid: PRIVATE_JWKS.rsaA.kid,
+      }))]]),
+      opaqueVerifiers: new Map(),
+      cache: createDecisionCache({ ...config.cache, now: clock.now }),
+      logger: captureLogger().logger,
+      decorators: new Map([['default', async (decision: Decision) => withHeaders(decision, [['X-Auth-CF-Expires', String(++calls)]])]]),
+    });
+    const token = await mint();
+    const first = await authorize(bearer(token));
+    const cached = await authorize(bearer(token));
+    expect(header(first, 'X-Auth-CF-Expires')).toBe('1');
+    expect(header(cached, 'X-Auth-CF-Expires')).toBe('2');
+    expect(header(cached, 'X-Auth-Client')).toBe('spa-demo');
+    const denied = await authorize({});
+    expect(denied.headers.some(([name]) => name.startsWith('X-Auth-CF'))).toBe(false);
+    expect(calls).toBe(2);
   });
 });

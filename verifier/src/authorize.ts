@@ -181,6 +181,11 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
     metrics?.cacheMiss();
     return cache
       .share(key, () => verifyFresh(token, policy, key))
-      .then((outcome) => finish(request, outcome, hash, policy));
+      .then((outcome) => finish(request, outcome, hash, policy))
+      .catch((error: unknown) => {
+        // A bug must still produce an answer NGINX understands (never a 500, never a hang).
+        logger.error({ err: error instanceof Error ? error.message : String(error) }, 'unexpected failure in authorize');
+        return record(request, { decision: deny('signature_invalid'), detail: 'unexpected failure' }, hash, policy);
+      });
   };
 }

@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import { OAuth2Server } from 'oauth2-mock-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../stack/ports.js';
-import { loadUws } from './transport.js';
+import { loadUws, pickTransport } from './transport.js';
+import { captureLogger } from './testing/fixtures.js';
 import { buildService } from './testing/service.js';
 
 interface Reply {
@@ -27,6 +28,24 @@ function get(target: { port?: number; socketPath?: string }, path: string, heade
     req.end();
   });
 }
+
+describe('transport choice', () => {
+  const broken = () => new Error('uWebSockets.js native addon did not load (shim in use)');
+
+  it('auto falls back to node:http with a warning when the addon cannot load', () => {
+    const { logger, lines } = captureLogger();
+    expect(pickTransport('auto', logger, broken)).toEqual({ kind: 'node' });
+    expect(lines.join('\n')).toContain('falling back to the node:http transport');
+  });
+
+  it('uws refuses to start without the addon', () => {
+    expect(() => pickTransport('uws', captureLogger().logger, broken)).toThrow(/did not load/);
+  });
+
+  it('node never loads the addon', () => {
+    expect(pickTransport('node', captureLogger().logger, () => { throw new Error('must not load'); })).toEqual({ kind: 'node' });
+  });
+});
 
 describe('the uWS addon', () => {
   it('is the native addon, not the ws shim', () => {

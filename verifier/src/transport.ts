@@ -32,9 +32,10 @@ export function loadUws(): UwsModule | Error {
 export function pickTransport(
   choice: TransportChoice,
   logger: Logger,
+  load: () => UwsModule | Error = loadUws,
 ): { kind: 'uws'; uws: UwsModule } | { kind: 'node' } {
   if (choice === 'node') return { kind: 'node' };
-  const loaded = loadUws();
+  const loaded = load();
   if (!(loaded instanceof Error)) return { kind: 'uws', uws: loaded };
   if (choice === 'uws') throw loaded;
   logger.warn({ reason: loaded.message }, 'falling back to the node:http transport');
