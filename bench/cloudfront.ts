@@ -2,20 +2,20 @@
 // Prints URLs/s for our signer (one at a time and in Promise.all bursts), the two npm signers,
 // WebCrypto awaited call by call (why we sign lone calls inline), OpenSSL's one-core RSA-2048 sign
 // rate (the physical limit), the bucketed cookie cache, and the ratios against issue 5's goals.
-// Machines are shared and noisy: each contender runs in several interleaved rounds and keeps its
-// best round, and only ratios from one run are meaningful.
+// Machines are shared and noisy, so contenders take turns in short slices and every ratio is the
+// median of ratios between neighbouring slices: load that drifts over seconds cancels out.
 
 import { execFileSync } from 'node:child_process';
 import { createPrivateKey, webcrypto } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
+import { availableParallelism, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { getSignedUrl as sdkGetSignedUrl } from '@aws-sdk/cloudfront-signer';
 import { getSignedUrl as legacyGetSignedUrl } from 'aws-cloudfront-sign';
 import { createCloudFrontSigner } from '../verifier/src/cloudfront/index.js';
 
-const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 3);
-const SECONDS = Number(process.env['BENCH_SECONDS'] ?? 2);
+const SLICES = Number(process.env['BENCH_SLICES'] ?? 15);
+const SLICE_MS = Number(process.env['BENCH_SLICE_MS'] ?? 300);
 const BURST = 64;
 const keyFile = fileURLToPath(
   new URL('../test/fixtures/cloudfront/rsa-2048.pkcs1.pem', import.meta.url),
@@ -34,13 +34,12 @@ interface Rate {
   readonly cpu: number;
 }
 
-/** Calls `batch` (which signs `size` URLs) until `SECONDS` have passed. */
-async function rate(size: number, batch: () => unknown): Promise<Rate> {
-  for (let i = 0; i < 20; i++) await batch(); // warm-up: JIT, thread pool, key caches
+/** Calls `batch` (which signs `size` items) for `ms` milliseconds. */
+async function rate(size: number, batch: () => unknown, ms = SLICE_MS): Promise<Rate> {
   let done = 0;
   const cpuBefore = process.cpuUsage();
   const start = performance.now();
-  while (performance.now() - start < SECONDS * 1000) {
+  while (performance.now() - start < ms) {
     await batch();
     done += size;
   }
@@ -48,6 +47,14 @@ async function rate(size: number, batch: () => unknown): Promise<Rate> {
   const cpu = process.cpuUsage(cpuBefore);
   return { wall: done / wallSeconds, cpu: done / ((cpu.user + cpu.system) / 1e6) };
 }
+
+const median = (values: number[]) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2
+    ? (sorted[mid] ?? NaN)
+    : ((sorted[mid - 1] ?? NaN) + (sorted[mid] ?? NaN)) / 2;
+};
 
 /**
  * `openssl speed -seconds 3 rsa2048`: RSA-2048 signs per second on one core. OpenSSL divides by
@@ -72,32 +79,36 @@ const webCryptoKey = await webcrypto.subtle.importKey(
   ['sign'],
 );
 
-const contenders: Record<string, () => Promise<Rate>> = {
-  'openssl speed rsa2048 (1 core)': async () => opensslRate(),
-  'ours, sequential': () => rate(1, () => ours.signUrl({ url: nextUrl(), expires })),
-  [`ours, Promise.all x${BURST}`]: () =>
-    rate(BURST, () =>
+const contenders: Record<string, { size: number; batch: () => unknown }> = {
+  'ours, sequential': { size: 1, batch: () => ours.signUrl({ url: nextUrl(), expires }) },
+  [`ours, Promise.all x${BURST}`]: {
+    size: BURST,
+    batch: () =>
       Promise.all(Array.from({ length: BURST }, () => ours.signUrl({ url: nextUrl(), expires }))),
-    ),
-  '@aws-sdk/cloudfront-signer': () =>
-    rate(1, () =>
+  },
+  '@aws-sdk/cloudfront-signer': {
+    size: 1,
+    batch: () =>
       sdkGetSignedUrl({
         url: nextUrl(),
         keyPairId,
         privateKey: pem,
         dateLessThan: new Date(expires * 1000),
       }),
-    ),
-  'aws-cloudfront-sign': () =>
-    rate(1, () =>
+  },
+  'aws-cloudfront-sign': {
+    size: 1,
+    batch: () =>
       legacyGetSignedUrl(nextUrl(), {
         keypairId: keyPairId,
         privateKeyString: pem,
         expireTime: expires * 1000,
       }),
-    ),
-  'subtle.sign awaited one by one': () =>
-    rate(1, () => webcrypto.subtle.sign('RSASSA-PKCS1-v1_5', webCryptoKey, Buffer.from(nextUrl()))),
+  },
+  'subtle.sign awaited one by one': {
+    size: 1,
+    batch: () => webcrypto.subtle.sign('RSASSA-PKCS1-v1_5', webCryptoKey, Buffer.from(nextUrl())),
+  },
 };
 
 /** Cookies per second when every call lands in an already signed window. */
@@ -138,52 +149,57 @@ async function cacheHitRatio(): Promise<{ requests: number; signatures: number }
 
 console.log(
   `CloudFront signing, RSA-2048 SHA-1, Node ${process.version}, ${availableParallelism()} cores, ` +
-    `best of ${ROUNDS} rounds of ${SECONDS} s`,
+    `${SLICES} turns of ${SLICE_MS} ms per contender, medians`,
 );
-const best: Record<string, { wall: number; cpu: number }> = {};
-const keep = (name: string, value: Rate) => {
-  const previous = best[name];
-  best[name] = {
-    wall: Math.max(previous?.wall ?? 0, value.wall),
-    cpu: Math.max(previous?.cpu ?? 0, value.cpu),
-  };
-};
-for (let round = 1; round <= ROUNDS; round++) {
-  for (const [name, run] of Object.entries(contenders)) keep(name, await run());
-  keep('cache hit (cookies)', await cacheHitRate());
-  process.stderr.write(`round ${round}/${ROUNDS} done\n`);
+const OPENSSL = 'openssl speed rsa2048 (1 core)';
+const slices: Record<string, Rate[]> = { [OPENSSL]: [] };
+for (const [name, { batch }] of Object.entries(contenders)) {
+  slices[name] = [];
+  for (let i = 0; i < 20; i++) await batch(); // warm-up: JIT, thread pool, key caches
 }
+for (let turn = 0; turn < SLICES; turn++) {
+  // OpenSSL three times (start, middle, end): it reports per CPU-second, so it needs no pairing.
+  if (turn === 0 || turn === SLICES >> 1 || turn === SLICES - 1)
+    slices[OPENSSL]?.push(opensslRate());
+  for (const [name, { size, batch }] of Object.entries(contenders))
+    slices[name]?.push(await rate(size, batch));
+}
+const hits = await cacheHitRate();
 const ratio = await cacheHitRatio();
 
-const width = Math.max(...Object.keys(best).map((name) => name.length));
+const summary = Object.entries(slices).map(([name, rates]) => ({
+  name,
+  wall: median(rates.map((r) => r.wall)),
+  cpu: median(rates.map((r) => r.cpu)),
+}));
+summary.push({ name: 'cache hit (cookies)', ...hits });
+const width = Math.max(...summary.map(({ name }) => name.length));
 const show = (n: number) => (Number.isNaN(n) ? '-' : n.toFixed(0)).padStart(12);
 console.log(
   `\n  ${'signed per second'.padEnd(width)}  ${'wall clock'.padStart(12)}  ${'CPU second'.padStart(12)}`,
 );
-for (const [name, value] of Object.entries(best)) {
-  console.log(`  ${name.padEnd(width)}  ${show(value.wall)}  ${show(value.cpu)}`);
-}
+for (const { name, wall, cpu } of summary)
+  console.log(`  ${name.padEnd(width)}  ${show(wall)}  ${show(cpu)}`);
 console.log(
   `\ncache: ${ratio.requests} requests over 1 h (TTL 600 s, 300 s buckets) needed ${ratio.signatures} ` +
     `signatures: hit rate ${((1 - ratio.signatures / ratio.requests) * 100).toFixed(3)} %`,
 );
 
-const wall = (name: string) => best[name]?.wall ?? 0;
-const cpu = (name: string) => best[name]?.cpu ?? 0;
+/** Median over turns of a/b, each pair measured back to back. */
+const paired = (a: string, b: string, column: keyof Rate) =>
+  median((slices[a] ?? []).map((rate, i) => rate[column] / (slices[b]?.[i]?.[column] ?? NaN)));
 const SEQ = 'ours, sequential';
 const PAR = `ours, Promise.all x${BURST}`;
 const SDK = '@aws-sdk/cloudfront-signer';
-// Against OpenSSL the CPU-second column is used because that is what `openssl speed` reports;
-// the parallel gain is only visible on the wall clock.
+const opensslCpu = median((slices[OPENSSL] ?? []).map((r) => r.cpu));
+const seqCpu = median((slices[SEQ] ?? []).map((r) => r.cpu));
+// Against OpenSSL the CPU-second column is used because that is what `openssl speed` reports
+// (it divides by its user CPU time); the parallel gain only shows on the wall clock.
 const goals: Array<[string, number, number]> = [
-  [
-    'ours sequential / openssl one core (CPU s)',
-    cpu(SEQ) / cpu('openssl speed rsa2048 (1 core)'),
-    0.8,
-  ],
-  ['ours Promise.all / ours sequential (wall)', wall(PAR) / wall(SEQ), 1.5],
-  ['ours sequential / @aws-sdk (wall)', wall(SEQ) / wall(SDK), 3],
-  ['cache hit, cookies per wall second', wall('cache hit (cookies)'), 100_000],
+  ['ours sequential / openssl one core (CPU s)', seqCpu / opensslCpu, 0.8],
+  ['ours Promise.all / ours sequential (wall)', paired(PAR, SEQ, 'wall'), 1.5],
+  ['ours sequential / @aws-sdk (wall)', paired(SEQ, SDK, 'wall'), 3],
+  ['cache hit, cookies per wall second', hits.wall, 100_000],
 ];
 console.log('\ngoals (issue 5)');
 for (const [name, value, goal] of goals) {
@@ -192,14 +208,32 @@ for (const [name, value, goal] of goals) {
     `  ${value >= goal ? 'met   ' : 'MISSED'}  ${name.padEnd(44)} ${shown.padStart(9)}  (goal >= ${goal})`,
   );
 }
+const load = loadavg()[0] ?? 0;
 console.log('\nfor reference');
-console.log(`  ours sequential / @aws-sdk (CPU s)            ${(cpu(SEQ) / cpu(SDK)).toFixed(2)}x`);
+for (const [label, value] of [
+  [
+    'ours sequential / openssl one core (wall/CPU s)',
+    median((slices[SEQ] ?? []).map((r) => r.wall)) / opensslCpu,
+  ],
+  ['ours sequential / @aws-sdk (CPU s)', paired(SEQ, SDK, 'cpu')],
+  ['ours Promise.all / @aws-sdk (wall)', paired(PAR, SDK, 'wall')],
+  ['ours sequential / aws-cloudfront-sign (wall)', paired(SEQ, 'aws-cloudfront-sign', 'wall')],
+  [
+    'ours sequential / subtle.sign awaited (wall)',
+    paired(SEQ, 'subtle.sign awaited one by one', 'wall'),
+  ],
+  [
+    'ours sequential / subtle.sign awaited (CPU s)',
+    paired(SEQ, 'subtle.sign awaited one by one', 'cpu'),
+  ],
+] as const) {
+  console.log(`  ${label.padEnd(48)} ${value.toFixed(2)}x`);
+}
 console.log(
-  `  ours Promise.all / @aws-sdk (wall)            ${(wall(PAR) / wall(SDK)).toFixed(2)}x`,
+  `  1-minute load average at the end: ${load.toFixed(2)} on ${availableParallelism()} cores`,
 );
-console.log(
-  `  ours sequential / subtle.sign awaited (wall)  ${(wall(SEQ) / wall('subtle.sign awaited one by one')).toFixed(2)}x`,
-);
-console.log(
-  `  ours sequential / subtle.sign awaited (CPU s) ${(cpu(SEQ) / cpu('subtle.sign awaited one by one')).toFixed(2)}x`,
-);
+if (load > availableParallelism()) {
+  console.log(
+    '  (other processes held the CPUs: wall-clock figures, the parallel gain above all, are understated)',
+  );
+}
