@@ -23,6 +23,7 @@ export type NginxVariableName =
   | 'SG_OIDC_AUDIENCE'
   | 'SG_CSP_CONNECT_SRC'
   | 'SG_CSP_IMG_SRC'
+  | 'SG_CLOUDFRONT_IMAGE_URL'
   | 'SG_SECRET_RATE'
   | 'SG_SECRET_BURST';
 
@@ -131,6 +132,12 @@ export const nginxVariables: readonly NginxVariable[] = Object.freeze([
     description: "Origins added to CSP `img-src` after `'self' data:` (an asset CDN).",
   },
   {
+    name: 'SG_CLOUDFRONT_IMAGE_URL',
+    docker: '',
+    description:
+      'A private CloudFront image the SPA shows once the signed cookies are set (`cloudfront.imageUrl` in `/config.json`); empty hides that panel. Add its origin to `SG_CSP_IMG_SRC`.',
+  },
+  {
     name: 'SG_SECRET_RATE',
     docker: '10r/s',
     description: 'Per-client-IP `limit_req` rate on `/secret` (`Nr/s` or `Nr/m`).',
@@ -157,6 +164,7 @@ export interface LocalNginxOptions {
   /** Defaults to the issuer's origin. */
   readonly cspConnectSrc?: string;
   readonly cspImgSrc?: string;
+  readonly cloudFrontImageUrl?: string;
   readonly secretRate?: string;
   readonly secretBurst?: number;
   readonly workerProcesses?: number | 'auto';
@@ -193,6 +201,7 @@ export function localNginxEnv(options: LocalNginxOptions): NginxEnv {
     SG_OIDC_AUDIENCE: options.oidcAudience ?? 'secret-gate-api',
     SG_CSP_CONNECT_SRC: options.cspConnectSrc ?? new URL(issuer).origin,
     SG_CSP_IMG_SRC: options.cspImgSrc ?? '',
+    SG_CLOUDFRONT_IMAGE_URL: options.cloudFrontImageUrl ?? '',
     SG_SECRET_RATE: options.secretRate ?? '10r/s',
     SG_SECRET_BURST: String(options.secretBurst ?? 20),
   };
