@@ -31,4 +31,15 @@ describe('runtime-config (/config.json)', () => {
       audience: '',
     });
   });
+
+  it('names the private CloudFront image only when one is configured', () => {
+    const image = 'https://cdn.example.test/private/logo.png';
+    const withImage = createFakeRequest({ sg_cloudfront_image_url: image });
+    runtimeConfig.respond(withImage);
+    expect(JSON.parse(withImage.body ?? '').cloudfront).toEqual({ imageUrl: image });
+
+    const without = createFakeRequest({ sg_cloudfront_image_url: '' });
+    runtimeConfig.respond(without);
+    expect(JSON.parse(without.body ?? '')).not.toHaveProperty('cloudfront');
+  });
 });
