@@ -19,6 +19,8 @@ export interface IdpConfig {
   readonly tokenTtlSeconds: number;
   /** `sub` of the user signed in through the authorization-code flow. */
   readonly userSub: string;
+  /** `name` of that user, in its ID token and at the UserInfo endpoint. */
+  readonly userName: string;
   /** Origins (besides loopback ones) a redirect_uri may point to. */
   readonly redirectOrigins: readonly string[];
 }
@@ -29,6 +31,7 @@ export const IDP_DEFAULTS = Object.freeze({
   clients: ['spa-demo', 'partner-app'],
   tokenTtlSeconds: 3600,
   userSub: 'demo-user',
+  userName: 'Dana Demo',
 });
 
 const LIST = /[\s,]+/;
@@ -72,6 +75,7 @@ export function loadIdpConfig(env: NodeJS.ProcessEnv = process.env): IdpConfig {
     control: ['on', 'true', '1'].includes(control),
     tokenTtlSeconds,
     userSub: env.IDP_USER_SUB?.trim() || IDP_DEFAULTS.userSub,
+    userName: env.IDP_USER_NAME?.trim() || IDP_DEFAULTS.userName,
     redirectOrigins: Object.freeze(redirectOrigins.map((o) => new URL(o).origin)),
   });
 }

@@ -183,6 +183,22 @@ describe('authorization code + PKCE (the SPA flow)', () => {
       azp: 'spa-demo',
       scope: 'openid secrets:read',
     });
+    expect(oauth.getValidatedIdTokenClaims(result)).toMatchObject({
+      sub: 'demo-user',
+      name: 'Dana Demo',
+      aud: 'spa-demo',
+    });
+
+    const userinfo = await oauth.userInfoRequest(as, client, result.access_token, insecure);
+    expect(await oauth.processUserInfoResponse(as, client, 'demo-user', userinfo)).toEqual({
+      sub: 'demo-user',
+      name: 'Dana Demo',
+    });
+  });
+
+  it('answers UserInfo without a bearer token with 401', async () => {
+    const response = await fetch(`${base}/userinfo`);
+    expect(response.status).toBe(401);
   });
 
   const redeem = (code: string, extra: Record<string, string>) =>

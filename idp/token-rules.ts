@@ -72,7 +72,7 @@ export function applyTokenRules(
     const clientId = requestingClient(req) ?? '';
     if (request.built > 1) {
       // The ID token of the authorization-code flow: audience is the client, subject the user.
-      Object.assign(token.payload, { sub: config.userSub, azp: clientId });
+      Object.assign(token.payload, { sub: config.userSub, name: config.userName, azp: clientId });
       return;
     }
     const userFlow = req.body.grant_type === 'authorization_code';
@@ -112,6 +112,17 @@ export function applyTokenRules(
     const scope = request.code?.scope ?? req.body.scope;
     if (scope) response.body.scope = scope;
     else delete response.body.scope;
+  });
+
+  // The library answers every UserInfo call with `sub: johndoe`. Answer for the demo user, and
+  // only to a caller that presents a bearer token (the handler is synchronous, so no verification).
+  service.on('beforeUserinfo', (response: MutableResponse, req: IncomingMessage) => {
+    if (!/^Bearer \S+$/i.test(req.headers.authorization ?? '')) {
+      response.statusCode = 401;
+      response.body = { error: 'invalid_token' };
+      return;
+    }
+    response.body = { sub: config.userSub, name: config.userName };
   });
 
   service.on('beforeAuthorizeRedirect', (redirect: { url: URL }, req: IncomingMessage) => {
