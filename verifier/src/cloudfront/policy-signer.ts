@@ -1,6 +1,6 @@
 // Signs policy bytes with the imported key, choosing per call where the work runs.
 // `crypto.subtle.sign` always hops to libuv's thread pool and back, which on a 2-core host costs
-// about a third of an RSA-2048 signature; that is the price of running signatures in parallel.
+// about a fifth of an RSA-2048 signature (`npm run bench:cloudfront`): the price of parallelism.
 // A call that arrives while no other is pending is therefore signed on the calling thread with
 // node:crypto and the same key (no hop), and calls that arrive while one is pending go to the pool
 // through WebCrypto, so a burst (`Promise.all`) spreads over every core. The inline call is
