@@ -161,6 +161,7 @@ async function startVerifier(
     VERIFIER_REQUIRED_SCOPES: 'secrets:read',
     VERIFIER_LISTEN: `127.0.0.1:${port}`,
     VERIFIER_LOG_LEVEL: 'warn',
+    ...(process.env.BENCH_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS } : {}),
     ...extra,
   });
   await waitReady(`http://127.0.0.1:${port}/readyz`);
@@ -171,12 +172,24 @@ interface WrkResult {
   rate: number;
   requests: number;
   non2xx: number;
+  /** Server CPU (user + system) per request, µs: robust when wrk, not the server, is the limit. */
+  cpuPerRequest: number;
+}
+
+const CLOCK_TICKS_PER_SECOND = 100;
+
+/** utime + stime of a process, in µs (from /proc; Linux reports clock ticks of 10 ms). */
+function cpuMicros(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS_PER_SECOND;
 }
 
 function wrk(
   url: string,
-  options: { token?: string; script?: string; seconds?: number },
+  options: { token?: string; script?: string; seconds?: number; pid?: number },
 ): WrkResult {
+  const cpuBefore = options.pid === undefined ? 0 : cpuMicros(options.pid);
   const args = [
     '-c',
     LOAD_CPU,
@@ -193,7 +206,9 @@ function wrk(
   const rate = Number(/Requests\/sec:\s+([\d.]+)/.exec(run.stdout)?.[1] ?? NaN);
   const requests = Number(/(\d+) requests in/.exec(run.stdout)?.[1] ?? NaN);
   const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(run.stdout)?.[1] ?? 0);
-  return { rate, requests, non2xx };
+  const cpuPerRequest =
+    options.pid === undefined ? NaN : (cpuMicros(options.pid) - cpuBefore) / requests;
+  return { rate, requests, non2xx, cpuPerRequest };
 }
 
 function distinctTokenScript(tokens: string[], path: string): string {
@@ -223,12 +238,15 @@ async function joseLoop(tokensFile: string, jwkFile: string, seconds: number): P
   const options = { issuer: ISSUER, audience: AUDIENCE, algorithms: ['RS256'] };
   for (let i = 0; i < 200; i++) await jwtVerify(tokens[i % tokens.length]!, key, options);
   const started = performance.now();
+  const cpu = process.cpuUsage();
   let done = 0;
   while (performance.now() - started < seconds * 1000) {
     await jwtVerify(tokens[done % tokens.length]!, key, options);
     done++;
   }
-  process.stdout.write(`${(done / ((performance.now() - started) / 1000)).toFixed(0)}\n`);
+  const used = process.cpuUsage(cpu);
+  const rate = done / ((performance.now() - started) / 1000);
+  process.stdout.write(`${rate.toFixed(0)} ${((used.user + used.system) / done).toFixed(1)}\n`);
 }
 
 function vmHwmMb(pid: number): number {
@@ -244,18 +262,33 @@ uws.App().any('/*', (res) => { res.writeStatus('204 No Content').endWithoutBody(
 `;
 
 async function main(): Promise<void> {
-  const fmt = (n: number) => n.toFixed(0).padStart(8);
-  const ratio = (a: number, b: number) => (a / b).toFixed(2);
+  const rows = new Set((process.env.BENCH_ROWS ?? 'throughput,rss').split(','));
+  // The compiled verifier, as deployed: no TypeScript loader in the measured process or its RSS.
+  const build = spawnSync('npm', ['run', '--silent', 'build:verifier'], {
+    cwd: ROOT,
+    stdio: 'inherit',
+  });
+  if (build.status !== 0) throw new Error('npm run build:verifier failed');
   console.log(
     `verifier benchmark: wrk -t1 -c${CONNECTIONS} -d${DURATION}s, server on cpu ${SERVER_CPU}, wrk on cpu ${LOAD_CPU}`,
   );
-
   const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 });
   const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' });
   const jwks = await startJwks([
     { key: rsa.publicKey, kid: 'bench-rsa', alg: 'RS256' },
     { key: ec.publicKey, kid: 'bench-ec', alg: 'ES256' },
   ]);
+  const report: string[] = [];
+  if (rows.has('throughput')) report.push(...(await throughputRows(rsa, jwks.url)));
+  if (rows.has('rss')) report.push(await rssRow(ec.privateKey, jwks.url));
+  jwks.close();
+  console.log(['', ...report].join('\n'));
+}
+
+async function throughputRows(
+  rsa: { privateKey: KeyObject; publicKey: KeyObject },
+  jwksUri: string,
+): Promise<string[]> {
   process.stdout.write(`minting ${DISTINCT} RS256 tokens... `);
   const rsTokens = await mintMany(rsa.privateKey, 'RS256', 'bench-rsa', DISTINCT);
   console.log('done');
@@ -267,25 +300,27 @@ async function main(): Promise<void> {
     NODE_PATH: join(ROOT, 'node_modules'),
   });
   await waitReady(`http://127.0.0.1:${barePort}/`);
-  const ceiling = wrk(`http://127.0.0.1:${barePort}/`, {});
+  wrk(`http://127.0.0.1:${barePort}/`, { seconds: 1 }); // warm-up
+  const ceiling = wrk(`http://127.0.0.1:${barePort}/`, { pid: bare.pid! });
   await stop(bare);
 
   // 2 + 3. uWS verifier: cached, then distinct
-  const uwsVerifier = await startVerifier(jwks.url);
-  const verifyUrl = `http://127.0.0.1:${uwsVerifier.port}/verify`;
+  const uws = await startVerifier(jwksUri);
+  const verifyUrl = `http://127.0.0.1:${uws.port}/verify`;
   wrk(verifyUrl, { token: rsTokens[0]!, seconds: 1 }); // warm-up
-  const cached = wrk(verifyUrl, { token: rsTokens[0]! });
-  const distinct = wrk(`http://127.0.0.1:${uwsVerifier.port}`, {
+  const cached = wrk(verifyUrl, { token: rsTokens[0]!, pid: uws.child.pid! });
+  const distinct = wrk(`http://127.0.0.1:${uws.port}`, {
     script: distinctTokenScript(rsTokens.slice(1), '/verify'),
+    pid: uws.child.pid!,
   });
-  await stop(uwsVerifier.child);
+  await stop(uws.child);
 
   // 4. node:http transport, cached
-  const nodeVerifier = await startVerifier(jwks.url, { VERIFIER_TRANSPORT: 'node' });
-  const nodeUrl = `http://127.0.0.1:${nodeVerifier.port}/verify`;
+  const node = await startVerifier(jwksUri, { VERIFIER_TRANSPORT: 'node' });
+  const nodeUrl = `http://127.0.0.1:${node.port}/verify`;
   wrk(nodeUrl, { token: rsTokens[0]!, seconds: 1 });
-  const nodeCached = wrk(nodeUrl, { token: rsTokens[0]! });
-  await stop(nodeVerifier.child);
+  const nodeCached = wrk(nodeUrl, { token: rsTokens[0]!, pid: node.child.pid! });
+  await stop(node.child);
 
   // 5. jose's own verify loop, same core
   const tokensFile = join(work, 'jose-tokens.txt');
@@ -308,52 +343,52 @@ async function main(): Promise<void> {
     ],
     { cwd: ROOT, encoding: 'utf8' },
   );
-  const joseRate = Number(loop.stdout.trim());
+  const [joseRate, joseCpu] = loop.stdout.trim().split(' ').map(Number) as [number, number];
 
-  // 6. peak RSS with 100,000 distinct cached decisions
+  const fmt = (n: number, width = 8) => n.toFixed(0).padStart(width);
+  const us = (n: number) => n.toFixed(1).padStart(7);
+  const x = (a: number, b: number) => (a / b).toFixed(2).padStart(5);
+  const lines = [
+    'row                               req/s  ratio   server CPU µs/req  ratio by CPU',
+    `bare uWS 204 (ceiling)         ${fmt(ceiling.rate)}   1.00   ${us(ceiling.cpuPerRequest)}            1.00`,
+    `/verify cached, uWS            ${fmt(cached.rate)}  ${x(cached.rate, ceiling.rate)}   ${us(cached.cpuPerRequest)}           ${x(ceiling.cpuPerRequest, cached.cpuPerRequest)}  of ceiling (goal >= 0.85)`,
+    `/verify cached, node:http      ${fmt(nodeCached.rate)}  ${x(nodeCached.rate, ceiling.rate)}   ${us(nodeCached.cpuPerRequest)}           ${x(ceiling.cpuPerRequest, nodeCached.cpuPerRequest)}  of ceiling; ${x(cached.cpuPerRequest, nodeCached.cpuPerRequest)} of uWS cached`,
+    `/verify distinct RS256, uWS    ${fmt(distinct.rate)}  ${x(distinct.rate, joseRate)}   ${us(distinct.cpuPerRequest)}           ${x(joseCpu, distinct.cpuPerRequest)}  of jose (goal >= 0.80)`,
+    `jose jwtVerify loop            ${fmt(joseRate)}   1.00   ${us(joseCpu)}            1.00`,
+  ];
+  if (distinct.requests > rsTokens.length - 1) {
+    lines.push(
+      `note: ${distinct.requests} requests > ${rsTokens.length - 1} tokens: some were cache hits; raise BENCH_DISTINCT_TOKENS`,
+    );
+  }
+  for (const [name, result] of Object.entries({ cached, distinct, nodeCached })) {
+    if (result.non2xx > 0) lines.push(`warning: ${name} had ${result.non2xx} non-2xx answers`);
+  }
+  return lines;
+}
+
+async function rssRow(ecKey: KeyObject, jwksUri: string): Promise<string> {
   process.stdout.write(`minting ${RSS_TOKENS} ES256 tokens... `);
-  const esTokens = await mintMany(ec.privateKey, 'ES256', 'bench-ec', RSS_TOKENS);
+  const esTokens = await mintMany(ecKey, 'ES256', 'bench-ec', RSS_TOKENS);
   console.log('done');
-  const rssVerifier = await startVerifier(jwks.url, {
+  const verifier = await startVerifier(jwksUri, {
     VERIFIER_CACHE_MAX_ENTRIES: String(RSS_TOKENS),
     VERIFIER_CACHE_MAX_BYTES: '1g',
   });
   const fill = distinctTokenScript(esTokens, '/verify');
   let filled = 0;
-  for (let round = 0; round < 20 && filled < RSS_TOKENS; round++) {
-    wrk(`http://127.0.0.1:${rssVerifier.port}`, { script: fill, seconds: 5 });
-    const metrics = (await fetchText(`http://127.0.0.1:${rssVerifier.port}/metrics`)).body;
+  let metrics = '';
+  for (let round = 0; round < 40 && filled < RSS_TOKENS; round++) {
+    wrk(`http://127.0.0.1:${verifier.port}`, { script: fill, seconds: 5 });
+    metrics = (await fetchText(`http://127.0.0.1:${verifier.port}/metrics`)).body;
     filled = Number(/^verifier_cache_entries (\d+)/m.exec(metrics)?.[1] ?? 0);
   }
-  const peakRss = vmHwmMb(rssVerifier.child.pid!);
-  await stop(rssVerifier.child);
-  jwks.close();
-
-  console.log('');
-  console.log('row                                   req/s    ratio');
-  console.log(`bare uWS 204 (ceiling)             ${fmt(ceiling.rate)}     1.00`);
-  console.log(
-    `/verify cached, uWS                ${fmt(cached.rate)}     ${ratio(cached.rate, ceiling.rate)} of ceiling   (goal >= 0.85)`,
-  );
-  console.log(
-    `/verify cached, node:http          ${fmt(nodeCached.rate)}     ${ratio(nodeCached.rate, ceiling.rate)} of ceiling, ${ratio(nodeCached.rate, cached.rate)} of uWS cached`,
-  );
-  console.log(
-    `/verify distinct RS256, uWS        ${fmt(distinct.rate)}     ${ratio(distinct.rate, joseRate)} of jose   (goal >= 0.80)`,
-  );
-  console.log(`jose jwtVerify loop (in-process)   ${fmt(joseRate)}     1.00`);
-  console.log(
-    `peak RSS with ${filled} cached decisions: ${peakRss.toFixed(1)} MB   (goal <= 128 MB)`,
-  );
-  if (distinct.requests > DISTINCT - 1) {
-    console.log(
-      `note: ${distinct.requests} requests > ${DISTINCT - 1} tokens, some distinct-token requests were cache hits; raise BENCH_DISTINCT_TOKENS`,
-    );
-  }
-  for (const [name, result] of Object.entries({ ceiling, cached, distinct, nodeCached })) {
-    if (name !== 'ceiling' && result.non2xx > 0)
-      console.log(`warning: ${name} had ${result.non2xx} non-2xx answers`);
-  }
+  const heapMb = (name: string) =>
+    (Number(new RegExp(`^verifier_nodejs_${name} (\\S+)`, 'm').exec(metrics)?.[1]) / 2 ** 20).toFixed(1);
+  const peak = vmHwmMb(verifier.child.pid!);
+  const now = Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${verifier.child.pid}/status`, 'utf8'))?.[1]) / 1024;
+  await stop(verifier.child);
+  return `peak RSS with ${filled} cached decisions: ${peak.toFixed(1)} MB (RSS after filling ${now.toFixed(1)} MB, heap used ${heapMb('heap_size_used_bytes')} of ${heapMb('heap_size_total_bytes')} MB; goal <= 128 MB)`;
 }
 
 if (process.argv[2] === '--jose-loop') {

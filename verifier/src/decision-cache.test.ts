@@ -8,8 +8,10 @@ import { AUDIENCE, captureLogger, ISSUER, manualClock, mintToken, startJwksServe
 import { buildService } from './testing/service.js';
 
 const identity = { sub: 'u', client: 'c', scopes: ['s'], issuer: ISSUER };
-function entry(exp: number, extra: Partial<CacheEntry> = {}): CacheEntry {
-  return { decision: allow(identity), issuer: ISSUER, exp, nbf: undefined, kid: 'k1', ...extra };
+function entry(exp: number, extra: Partial<CacheEntry> & { issuer?: string } = {}): CacheEntry {
+  const { issuer = ISSUER, ...rest } = extra;
+  const who = { ...identity, issuer };
+  return { decision: { ...allow(who), identity: who }, exp, nbf: undefined, kid: 'k1', ...rest };
 }
 
 describe('decision cache invariants', () => {
@@ -22,6 +24,14 @@ describe('decision cache invariants', () => {
     clock.advance(1);
     expect(cache.get('a')).toBeUndefined();
     expect(cache.size).toBe(0);
+  });
+
+  it('a hit answers exactly the stored decision (status, headers, identity)', () => {
+    const clock = manualClock();
+    const cache = createDecisionCache({ maxEntries: 10, maxBytes: 1e6, maxTtl: 3600, now: clock.now });
+    const stored = entry(clock.seconds() + 60);
+    cache.set('a', stored);
+    expect(cache.get('a')).toEqual(stored.decision);
   });
 
   it('an entry never outlives maxTtl', () => {

@@ -2,7 +2,7 @@
 // and one LRU lookup instead of a signature check.
 //
 // Invariants (each has a test in decision-cache.test.ts / authorize.test.ts):
-// 1. Key = SHA-256 of the token + the policy name. The token itself is never stored.
+// 1. Key = SHA-256 over the policy name and the token. The token itself is never stored.
 // 2. An entry's TTL never reaches past the token's `exp`, nor past `maxTtl`.
 // 3. `exp` and `nbf` are re-checked against the clock on every hit; a hit outside the window is
 //    dropped and the token goes through full verification again.
@@ -12,15 +12,27 @@
 // 7. Only outcomes of a verified token are stored (allow, and 403 for missing scopes); 401s are
 //    never cached, so a key that appears later is picked up at once.
 import { LRUCache } from 'lru-cache';
-import type { Decision } from './decision.js';
+import { joinDecision, splitDecision, type Decision, type DecisionShape } from './decision.js';
+import type { Identity } from './identity.js';
 
-/** One cached outcome; flat on purpose, since 100,000 of these must fit in a small budget. */
+/** One outcome to cache: a decision about a verified token, with its time window and key id. */
 export interface CacheEntry {
-  readonly decision: Decision;
-  readonly issuer: string;
+  readonly decision: Decision & { readonly identity: Identity };
   /** Seconds since the epoch. */
   readonly exp: number;
   /** Seconds since the epoch, tolerance applied; undefined when the token has none. */
+  readonly nbf: number | undefined;
+  readonly kid: string | undefined;
+}
+
+/**
+ * What is stored: the subject and a shared DecisionShape instead of the decision's objects, since
+ * 100,000 of these must fit a small memory budget (about 200 bytes each, keys and LRU included).
+ */
+interface StoredEntry {
+  readonly sub: string;
+  readonly shape: DecisionShape;
+  readonly exp: number;
   readonly nbf: number | undefined;
   readonly kid: string | undefined;
 }
@@ -35,8 +47,8 @@ export interface DecisionCacheOptions {
 }
 
 export interface DecisionCache {
-  /** A live entry, or undefined (missing, or outside its time window and now dropped). */
-  get(key: string): CacheEntry | undefined;
+  /** The cached decision, or undefined (missing, or outside its time window and now dropped). */
+  get(key: string): Decision | undefined;
   set(key: string, entry: CacheEntry): void;
   /** Runs `produce` once for concurrent callers with the same key. */
   share<T>(key: string, produce: () => Promise<T>): Promise<T>;
@@ -48,19 +60,18 @@ export interface DecisionCache {
 }
 
 /**
- * Heap bytes per entry beyond its header values (entry, decision, identity, arrays, LRU
- * bookkeeping), measured on Node 20 with 100,000 entries (bench/verifier.ts).
+ * Heap bytes per entry besides its key and subject (stored entry, LRU bookkeeping), measured on
+ * Node 20 with 100,000 entries.
  */
-const ENTRY_OVERHEAD_BYTES = 400;
+const ENTRY_OVERHEAD_BYTES = 160;
 
-function estimateBytes(entry: CacheEntry, key: string): number {
-  // Only the subject is per token; the other header values are shared (see intern.ts).
-  return ENTRY_OVERHEAD_BYTES + key.length + (entry.decision.identity?.sub.length ?? 0);
+function estimateBytes(entry: StoredEntry, key: string): number {
+  return ENTRY_OVERHEAD_BYTES + key.length + entry.sub.length;
 }
 
 export function createDecisionCache(options: DecisionCacheOptions): DecisionCache {
   const { now } = options;
-  const lru = new LRUCache<string, CacheEntry>({
+  const lru = new LRUCache<string, StoredEntry>({
     max: options.maxEntries,
     maxSize: options.maxBytes,
     sizeCalculation: estimateBytes,
@@ -79,12 +90,13 @@ export function createDecisionCache(options: DecisionCacheOptions): DecisionCach
         lru.delete(key);
         return undefined;
       }
-      return entry;
+      return joinDecision(entry.sub, entry.shape);
     },
-    set(key, entry) {
-      const ttl = Math.min(entry.exp * 1000 - now(), options.maxTtl * 1000);
+    set(key, { decision, exp, nbf, kid }) {
+      const ttl = Math.min(exp * 1000 - now(), options.maxTtl * 1000);
       if (ttl < 1) return;
-      lru.set(key, entry, { ttl: Math.floor(ttl) });
+      const { sub, shape } = splitDecision(decision);
+      lru.set(key, { sub, shape, exp, nbf, kid }, { ttl: Math.floor(ttl) });
     },
     share<T>(key: string, produce: () => Promise<T>): Promise<T> {
       const running = pending.get(key) as Promise<T> | undefined;
@@ -96,7 +108,7 @@ export function createDecisionCache(options: DecisionCacheOptions): DecisionCach
     dropKeys(issuer, kids) {
       const doomed: string[] = [];
       for (const [key, entry] of lru.entries()) {
-        if (entry.issuer !== issuer) continue;
+        if (entry.shape.issuer !== issuer) continue;
         // A token without `kid` may have matched any key, so it goes whenever a key goes.
         if (entry.kid === undefined || kids.has(entry.kid)) doomed.push(key);
       }

@@ -87,3 +87,48 @@ export function deny(code: DenyCode, requiredScopes: readonly string[] = [], ide
     headers: [['X-Auth-Challenge', `Bearer realm="${REALM}", error="insufficient_scope"${scope}`]],
   };
 }
+
+/**
+ * A decision minus its subject: the part that thousands of cached tokens have in common (status,
+ * reason, client, scopes, issuer and every header but `X-Auth-Sub`), stored once.
+ */
+export interface DecisionShape {
+  readonly status: Decision['status'];
+  readonly reason: Decision['reason'];
+  readonly client: string;
+  readonly scopes: readonly string[];
+  readonly issuer: string;
+  /** Headers after `X-Auth-Sub` (allow) or all headers (403). */
+  readonly headers: readonly Header[];
+  readonly hasSubHeader: boolean;
+}
+
+const sharedShape = createInterner<DecisionShape>(10_000);
+
+/** Splits a decision with an identity into its subject and its shared shape. */
+export function splitDecision(decision: Decision & { identity: Identity }): { sub: string; shape: DecisionShape } {
+  const { identity } = decision;
+  const hasSubHeader = decision.headers[0]?.[0] === 'X-Auth-Sub';
+  const headers = hasSubHeader ? decision.headers.slice(1) : decision.headers;
+  const key = JSON.stringify([decision.status, decision.reason, identity.client, identity.scopes, identity.issuer, headers]);
+  const shape = sharedShape(key, () => ({
+    status: decision.status,
+    reason: decision.reason,
+    client: identity.client,
+    scopes: identity.scopes,
+    issuer: identity.issuer,
+    headers,
+    hasSubHeader,
+  }));
+  return { sub: identity.sub, shape };
+}
+
+/** The decision `splitDecision` took apart; built per cache hit (a few short-lived objects). */
+export function joinDecision(sub: string, shape: DecisionShape): Decision {
+  return {
+    status: shape.status,
+    reason: shape.reason,
+    identity: { sub, client: shape.client, scopes: shape.scopes, issuer: shape.issuer },
+    headers: shape.hasSubHeader ? [['X-Auth-Sub', headerSafe(sub)], ...shape.headers] : shape.headers,
+  };
+}
