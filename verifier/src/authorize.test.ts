@@ -5,7 +5,19 @@ import { createAuthorizer } from './authorize.js';
 import { loadConfig } from './config.js';
 import { createDecisionCache } from './decision-cache.js';
 import { withHeaders, type Decision } from './decision.js';
-import { AUDIENCE, captureLogger, ISSUER, manualClock, mintToken, PRIVATE_JWKS, publicJwk, signRs256, startJwksServer, type JwksServer, type MintOptions } from './testing/fixtures.js';
+import {
+  AUDIENCE,
+  captureLogger,
+  ISSUER,
+  manualClock,
+  mintToken,
+  PRIVATE_JWKS,
+  publicJwk,
+  signRs256,
+  startJwksServer,
+  type JwksServer,
+  type MintOptions,
+} from './testing/fixtures.js';
 import { buildService, type TestService } from './testing/service.js';
 
 const clock = manualClock();
@@ -36,61 +48,222 @@ afterAll(async () => {
 
 const mint = (options: MintOptions = {}) => mintToken({ now: T, ...options });
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
-const header = (decision: Decision, name: string) => decision.headers.find(([key]) => key === name)?.[1];
+const header = (decision: Decision, name: string) =>
+  decision.headers.find(([key]) => key === name)?.[1];
 
 /** Hand-built compact JWS pieces for tokens jose refuses to sign. */
 const segment = (value: unknown) => base64url.encode(JSON.stringify(value));
-const claimsAt = (extra: Record<string, unknown> = {}) => ({ iss: ISSUER, aud: AUDIENCE, sub: 'user-1', scope: 'secrets:read', iat: T, exp: T + 300, ...extra });
+const claimsAt = (extra: Record<string, unknown> = {}) => ({
+  iss: ISSUER,
+  aud: AUDIENCE,
+  sub: 'user-1',
+  scope: 'secrets:read',
+  iat: T,
+  exp: T + 300,
+  ...extra,
+});
 
 async function hmacToken(): Promise<string> {
-  return new SignJWT(claimsAt()).setProtectedHeader({ alg: 'HS256', kid: 'rsaA-2026' }).sign(new TextEncoder().encode('a-shared-secret-of-32-bytes-long!'));
+  return new SignJWT(claimsAt())
+    .setProtectedHeader({ alg: 'HS256', kid: 'rsaA-2026' })
+    .sign(new TextEncoder().encode('a-shared-secret-of-32-bytes-long!'));
 }
 
 async function embeddedKeyToken(headerName: 'jwk' | 'jku' | 'x5u' | 'x5c'): Promise<string> {
   // Signed by the attacker's key, which it also points to: a verifier that trusts the header would accept it.
   const attacker = PRIVATE_JWKS.attacker;
-  const values = { jwk: publicJwk('attacker'), jku: 'https://evil.test/jwks', x5u: 'https://evil.test/cert', x5c: ['MIIBfake'] };
+  const values = {
+    jwk: publicJwk('attacker'),
+    jku: 'https://evil.test/jwks',
+    x5u: 'https://evil.test/cert',
+    x5c: ['MIIBfake'],
+  };
   return new SignJWT(claimsAt())
-    .setProtectedHeader({ alg: 'RS256', kid: PRIVATE_JWKS.rsaA.kid, [headerName]: values[headerName] })
+    .setProtectedHeader({
+      alg: 'RS256',
+      kid: PRIVATE_JWKS.rsaA.kid,
+      [headerName]: values[headerName],
+    })
     .sign(await importJWK(attacker, 'RS256'));
 }
 
-type Row = [title: string, make: () => Promise<string | undefined>, status: number, reason: string, service?: 'strict'];
+type Row = [
+  title: string,
+  make: () => Promise<string | undefined>,
+  status: number,
+  reason: string,
+  service?: 'strict',
+];
 
 const matrix: Row[] = [
   ['accepts a valid RS256 access token', () => mint(), 204, 'allowed'],
   ['accepts a valid ES256 access token', () => mint({ key: 'ec' }), 204, 'allowed'],
-  ['accepts an `aud` array that contains the audience', () => mint({ claims: { aud: ['other', AUDIENCE] } }), 204, 'allowed'],
-  ['accepts `scp` as an array of scopes', () => mint({ claims: { scope: undefined, scp: ['secrets:read'] } }), 204, 'allowed'],
-  ['accepts a token expired by less than the tolerance', () => mint({ claims: { exp: T - 10 } }), 204, 'allowed'],
-  ['accepts `nbf` in the future by less than the tolerance', () => mint({ claims: { nbf: T + 10 } }), 204, 'allowed'],
+  [
+    'accepts an `aud` array that contains the audience',
+    () => mint({ claims: { aud: ['other', AUDIENCE] } }),
+    204,
+    'allowed',
+  ],
+  [
+    'accepts `scp` as an array of scopes',
+    () => mint({ claims: { scope: undefined, scp: ['secrets:read'] } }),
+    204,
+    'allowed',
+  ],
+  [
+    'accepts a token expired by less than the tolerance',
+    () => mint({ claims: { exp: T - 10 } }),
+    204,
+    'allowed',
+  ],
+  [
+    'accepts `nbf` in the future by less than the tolerance',
+    () => mint({ claims: { nbf: T + 10 } }),
+    204,
+    'allowed',
+  ],
   ['refuses a request without Authorization', async () => undefined, 401, 'token_missing'],
-  ['refuses a token over 8 KiB before parsing it', async () => 'a'.repeat(8193), 401, 'token_too_large'],
+  [
+    'refuses a token over 8 KiB before parsing it',
+    async () => 'a'.repeat(8193),
+    401,
+    'token_too_large',
+  ],
   ['refuses a token with two segments', async () => 'abc.def', 401, 'token_malformed'],
-  ['refuses a token whose segments are not JSON', async () => 'abc.def.ghi', 401, 'token_malformed'],
-  ['refuses an `iss` that is not configured', () => mint({ claims: { iss: 'https://evil.test' } }), 401, 'issuer_unknown'],
-  ['refuses a token without `iss`', () => mint({ claims: { iss: undefined } }), 401, 'issuer_unknown'],
-  ['refuses `alg: none`', async () => `${segment({ alg: 'none', typ: 'at+jwt' })}.${segment(claimsAt())}.`, 401, 'token_malformed'],
-  ['refuses `alg: none` with a dummy signature', async () => `${segment({ alg: 'none' })}.${segment(claimsAt())}.c2ln`, 401, 'alg_not_allowed'],
+  [
+    'refuses a token whose segments are not JSON',
+    async () => 'abc.def.ghi',
+    401,
+    'token_malformed',
+  ],
+  [
+    'refuses an `iss` that is not configured',
+    () => mint({ claims: { iss: 'https://evil.test' } }),
+    401,
+    'issuer_unknown',
+  ],
+  [
+    'refuses a token without `iss`',
+    () => mint({ claims: { iss: undefined } }),
+    401,
+    'issuer_unknown',
+  ],
+  [
+    'refuses `alg: none`',
+    async () => `${segment({ alg: 'none', typ: 'at+jwt' })}.${segment(claimsAt())}.`,
+    401,
+    'token_malformed',
+  ],
+  [
+    'refuses `alg: none` with a dummy signature',
+    async () => `${segment({ alg: 'none' })}.${segment(claimsAt())}.c2ln`,
+    401,
+    'alg_not_allowed',
+  ],
   ['refuses an HMAC `alg`', hmacToken, 401, 'alg_not_allowed'],
-  ['ignores a `jwk` header (the key comes from the JWKS only)', () => embeddedKeyToken('jwk'), 401, 'signature_invalid'],
+  [
+    'ignores a `jwk` header (the key comes from the JWKS only)',
+    () => embeddedKeyToken('jwk'),
+    401,
+    'signature_invalid',
+  ],
   ['ignores a `jku` header', () => embeddedKeyToken('jku'), 401, 'signature_invalid'],
   ['ignores an `x5u` header', () => embeddedKeyToken('x5u'), 401, 'signature_invalid'],
   ['ignores an `x5c` header', () => embeddedKeyToken('x5c'), 401, 'signature_invalid'],
-  ['refuses a tampered payload', async () => { const [h, , s] = (await mint()).split('.'); return `${h}.${segment(claimsAt({ sub: 'admin' }))}.${s}`; }, 401, 'signature_invalid'],
-  ['refuses an unknown `crit` extension', async () => signRs256({ alg: 'RS256', kid: PRIVATE_JWKS.rsaA.kid, crit: ['urn:example:unknown'], 'urn:example:unknown': true }, claimsAt()), 401, 'crit_unsupported'],
-  ['accepts a hand-signed token (the crit row is not a signing artefact)', async () => signRs256({ alg: 'RS256', kid: PRIVATE_JWKS.rsaA.kid }, claimsAt()), 204, 'allowed'],
-  ['refuses a token without `exp`', () => mint({ claims: { exp: undefined } }), 401, 'claim_invalid'],
-  ['refuses a token expired beyond the tolerance', () => mint({ claims: { exp: T - 31 } }), 401, 'token_expired'],
-  ['refuses `nbf` in the future beyond the tolerance', () => mint({ claims: { nbf: T + 31 } }), 401, 'token_not_yet_valid'],
-  ['refuses `iat` in the future beyond the tolerance', () => mint({ claims: { iat: T + 120 } }), 401, 'claim_invalid'],
-  ['refuses an ID token for the SPA (wrong `aud`)', () => mint({ claims: { aud: 'spa-demo' } }), 401, 'audience_mismatch'],
-  ['refuses a token signed by a key that is not in the JWKS', () => mint({ key: 'attacker' }), 401, 'key_unknown'],
-  ['answers 403 when a required scope is missing', () => mint({ claims: { scope: 'openid profile' } }), 403, 'scope_insufficient'],
+  [
+    'refuses a tampered payload',
+    async () => {
+      const [h, , s] = (await mint()).split('.');
+      return `${h}.${segment(claimsAt({ sub: 'admin' }))}.${s}`;
+    },
+    401,
+    'signature_invalid',
+  ],
+  [
+    'refuses an unknown `crit` extension',
+    async () =>
+      signRs256(
+        {
+          alg: 'RS256',
+          kid: PRIVATE_JWKS.rsaA.kid,
+          crit: ['urn:example:unknown'],
+          'urn:example:unknown': true,
+        },
+        claimsAt(),
+      ),
+    401,
+    'crit_unsupported',
+  ],
+  [
+    'accepts a hand-signed token (the crit row is not a signing artefact)',
+    async () => signRs256({ alg: 'RS256', kid: PRIVATE_JWKS.rsaA.kid }, claimsAt()),
+    204,
+    'allowed',
+  ],
+  [
+    'refuses a token without `exp`',
+    () => mint({ claims: { exp: undefined } }),
+    401,
+    'claim_invalid',
+  ],
+  [
+    'refuses a token expired beyond the tolerance',
+    () => mint({ claims: { exp: T - 31 } }),
+    401,
+    'token_expired',
+  ],
+  [
+    'refuses `nbf` in the future beyond the tolerance',
+    () => mint({ claims: { nbf: T + 31 } }),
+    401,
+    'token_not_yet_valid',
+  ],
+  [
+    'refuses `iat` in the future beyond the tolerance',
+    () => mint({ claims: { iat: T + 120 } }),
+    401,
+    'claim_invalid',
+  ],
+  [
+    'refuses an ID token for the SPA (wrong `aud`)',
+    () => mint({ claims: { aud: 'spa-demo' } }),
+    401,
+    'audience_mismatch',
+  ],
+  [
+    'refuses a token signed by a key that is not in the JWKS',
+    () => mint({ key: 'attacker' }),
+    401,
+    'key_unknown',
+  ],
+  [
+    'answers 403 when a required scope is missing',
+    () => mint({ claims: { scope: 'openid profile' } }),
+    403,
+    'scope_insufficient',
+  ],
   ['strict mode accepts `typ: at+jwt`', () => mint(), 204, 'allowed', 'strict'],
-  ['strict mode accepts `typ: application/at+jwt`', () => mint({ header: { typ: 'application/at+jwt' } }), 204, 'allowed', 'strict'],
-  ['strict mode refuses `typ: JWT`', () => mint({ header: { typ: 'JWT' } }), 401, 'typ_mismatch', 'strict'],
-  ['strict mode refuses a missing `typ`', () => mint({ header: { typ: undefined } }), 401, 'typ_mismatch', 'strict'],
+  [
+    'strict mode accepts `typ: application/at+jwt`',
+    () => mint({ header: { typ: 'application/at+jwt' } }),
+    204,
+    'allowed',
+    'strict',
+  ],
+  [
+    'strict mode refuses `typ: JWT`',
+    () => mint({ header: { typ: 'JWT' } }),
+    401,
+    'typ_mismatch',
+    'strict',
+  ],
+  [
+    'strict mode refuses a missing `typ`',
+    () => mint({ header: { typ: undefined } }),
+    401,
+    'typ_mismatch',
+    'strict',
+  ],
 ];
 
 describe('authorize: the claim matrix', () => {
@@ -114,17 +287,30 @@ describe('authorize: answers', () => {
   });
 
   it('the client id falls back from azp to client_id to cid', async () => {
-    const decision = await plain.service.authorize(bearer(await mint({ claims: { azp: undefined, client_id: 'partner-app' } })));
+    const decision = await plain.service.authorize(
+      bearer(await mint({ claims: { azp: undefined, client_id: 'partner-app' } })),
+    );
     expect(header(decision, 'X-Auth-Client')).toBe('partner-app');
   });
 
   it('header values cannot carry control characters or grow without bound', async () => {
     const decision = await plain.service.authorize(
-      bearer(await mint({ claims: { sub: 'evil\r\nSet-Cookie: x=1', scope: `secrets:read ${'s'.repeat(400)} ${'t'.repeat(400)} ${'u'.repeat(400)}` } })),
+      bearer(
+        await mint({
+          claims: {
+            sub: 'evil\r\nSet-Cookie: x=1',
+            scope: `secrets:read ${'s'.repeat(400)} ${'t'.repeat(400)} ${'u'.repeat(400)}`,
+          },
+        }),
+      ),
     );
     expect(header(decision, 'X-Auth-Sub')).not.toMatch(/[\r\n]/);
     expect(header(decision, 'X-Auth-Scope')!.length).toBeLessThanOrEqual(1024);
-    expect(header(decision, 'X-Auth-Scope')!.split(' ')).toEqual(['secrets:read', 's'.repeat(400), 't'.repeat(400)]);
+    expect(header(decision, 'X-Auth-Scope')!.split(' ')).toEqual([
+      'secrets:read',
+      's'.repeat(400),
+      't'.repeat(400),
+    ]);
   });
 
   it('a missing token gets a challenge without an error code (RFC 6750 §3.1)', async () => {
@@ -139,13 +325,20 @@ describe('authorize: answers', () => {
 
   it('a bad token gets error="invalid_token"', async () => {
     const decision = await plain.service.authorize(bearer('abc.def.ghi'));
-    expect(decision.headers).toEqual([['WWW-Authenticate', 'Bearer realm="secret-gate", error="invalid_token"']]);
+    expect(decision.headers).toEqual([
+      ['WWW-Authenticate', 'Bearer realm="secret-gate", error="invalid_token"'],
+    ]);
   });
 
   it('a missing scope gets the insufficient_scope challenge naming the required scopes', async () => {
-    const decision = await plain.service.authorize(bearer(await mint({ claims: { scope: 'openid' } })));
+    const decision = await plain.service.authorize(
+      bearer(await mint({ claims: { scope: 'openid' } })),
+    );
     expect(decision.headers).toEqual([
-      ['X-Auth-Challenge', 'Bearer realm="secret-gate", error="insufficient_scope", scope="secrets:read"'],
+      [
+        'X-Auth-Challenge',
+        'Bearer realm="secret-gate", error="insufficient_scope", scope="secrets:read"',
+      ],
     ]);
   });
 
@@ -158,13 +351,17 @@ describe('authorize: answers', () => {
 
   it('an unknown issuer is refused without any key fetch', async () => {
     const before = jwks.hits;
-    await plain.service.authorize(bearer(await mint({ claims: { iss: 'https://evil.test' }, header: { kid: 'fresh-kid' } })));
+    await plain.service.authorize(
+      bearer(await mint({ claims: { iss: 'https://evil.test' }, header: { kid: 'fresh-kid' } })),
+    );
     expect(jwks.hits).toBe(before);
   });
 
   it('an oversized token is refused without any key fetch', async () => {
     const before = jwks.hits;
-    const decision = await plain.service.authorize(bearer(`${'a'.repeat(5000)}.${'b'.repeat(5000)}.c`));
+    const decision = await plain.service.authorize(
+      bearer(`${'a'.repeat(5000)}.${'b'.repeat(5000)}.c`),
+    );
     expect(decision.reason).toBe('token_too_large');
     expect(jwks.hits).toBe(before);
   });
@@ -172,9 +369,21 @@ describe('authorize: answers', () => {
   it('a denial is logged at info with reason and fingerprint, never the token', async () => {
     const token = await mint({ claims: { aud: 'spa-demo', sub: 'log-check' } });
     plain.lines.length = 0;
-    await plain.service.authorize({ ...bearer(token), originalUri: '/secret', originalMethod: 'GET' });
-    const entry = JSON.parse(plain.lines.find((line) => line.includes('"denied"'))!) as Record<string, unknown>;
-    expect(entry).toMatchObject({ level: 30, reason: 'audience_mismatch', uri: '/secret', method: 'GET' });
+    await plain.service.authorize({
+      ...bearer(token),
+      originalUri: '/secret',
+      originalMethod: 'GET',
+    });
+    const entry = JSON.parse(plain.lines.find((line) => line.includes('"denied"'))!) as Record<
+      string,
+      unknown
+    >;
+    expect(entry).toMatchObject({
+      level: 30,
+      reason: 'audience_mismatch',
+      uri: '/secret',
+      method: 'GET',
+    });
     expect(entry.fp).toBe(createHash('sha256').update(token).digest('hex').slice(0, 8));
     expect(plain.lines.join('\n')).not.toContain(token.split('.')[2]!);
     expect(plain.lines.join('\n')).not.toContain(token.split('.')[1]!);
@@ -203,7 +412,9 @@ describe('authorize: policies from a config file', () => {
     await service.start();
     const fromOther = await mint({ key: 'rsaB', claims: { iss: 'https://other.test' } });
     const hits = other.hits;
-    expect((await service.authorize({ ...bearer(fromOther), policy: 'secret' })).reason).toBe('issuer_not_allowed');
+    expect((await service.authorize({ ...bearer(fromOther), policy: 'secret' })).reason).toBe(
+      'issuer_not_allowed',
+    );
     expect(other.hits).toBe(hits);
     expect((await service.authorize({ ...bearer(fromOther), policy: 'partner' })).status).toBe(204);
     expect((await service.authorize(bearer(await mint()))).reason).toBe('policy_unknown');
@@ -214,20 +425,44 @@ describe('authorize: policies from a config file', () => {
 
 describe('authorize: the decorator extension point', () => {
   it('adds headers to every allowed answer of its policy, cached or not, and never to denials', async () => {
-    const config = loadConfig({ VERIFIER_ISSUER: ISSUER, VERIFIER_AUDIENCE: AUDIENCE, VERIFIER_REQUIRED_SCOPES: 'secrets:read' });
+    const config = loadConfig({
+      VERIFIER_ISSUER: ISSUER,
+      VERIFIER_AUDIENCE: AUDIENCE,
+      VERIFIER_REQUIRED_SCOPES: 'secrets:read',
+    });
     let calls = 0;
     const authorize = createAuthorizer({
       config,
-      jwtVerifiers: new Map([[ISSUER, (_token: string) => plain.service.keySets.get(ISSUER)!.getKey({ alg: 'RS256', kid: PRIVATE_JWKS.rsaA.kid }).then(() => ({
-        identity: { sub: 'user-1', client: 'spa-demo', scopes: ['secrets:read'], issuer: ISSUER },
-        exp: T + 60,
-        nbf: undefined,
-        kid: PRIVATE_JWKS.rsaA.kid,
-      }))]]),
+      jwtVerifiers: new Map([
+        [
+          ISSUER,
+          (_token: string) =>
+            plain.service.keySets
+              .get(ISSUER)!
+              .getKey({ alg: 'RS256', kid: PRIVATE_JWKS.rsaA.kid })
+              .then(() => ({
+                identity: {
+                  sub: 'user-1',
+                  client: 'spa-demo',
+                  scopes: ['secrets:read'],
+                  issuer: ISSUER,
+                },
+                exp: T + 60,
+                nbf: undefined,
+                kid: PRIVATE_JWKS.rsaA.kid,
+              })),
+        ],
+      ]),
       opaqueVerifiers: new Map(),
       cache: createDecisionCache({ ...config.cache, now: clock.now }),
       logger: captureLogger().logger,
-      decorators: new Map([['default', async (decision: Decision) => withHeaders(decision, [['X-Auth-CF-Expires', String(++calls)]])]]),
+      decorators: new Map([
+        [
+          'default',
+          async (decision: Decision) =>
+            withHeaders(decision, [['X-Auth-CF-Expires', String(++calls)]]),
+        ],
+      ]),
     });
     const token = await mint();
     const first = await authorize(bearer(token));

@@ -78,14 +78,22 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
     token: string | undefined,
     policy?: PreparedPolicy,
   ): Decision | Promise<Decision> {
-    if (outcome.decision.status !== 204 || policy?.decorate === undefined) return record(request, outcome, token, policy);
+    if (outcome.decision.status !== 204 || policy?.decorate === undefined)
+      return record(request, outcome, token, policy);
     const decorated = policy.decorate(outcome.decision);
     return decorated instanceof Promise
-      ? decorated.then((decision) => record(request, { decision, detail: outcome.detail }, token, policy))
+      ? decorated.then((decision) =>
+          record(request, { decision, detail: outcome.detail }, token, policy),
+        )
       : record(request, { decision: decorated, detail: outcome.detail }, token, policy);
   }
 
-  function record(request: VerifyRequest, outcome: Outcome, token: string | undefined, policy?: PreparedPolicy): Decision {
+  function record(
+    request: VerifyRequest,
+    outcome: Outcome,
+    token: string | undefined,
+    policy?: PreparedPolicy,
+  ): Decision {
     const { decision } = outcome;
     metrics?.decision(decision);
     if (decision.status !== 204) {
@@ -102,7 +110,14 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
         'denied',
       );
     } else if (logger.isLevelEnabled('debug')) {
-      logger.debug({ policy: policy?.config.name, fp: token && fingerprint(token), client: decision.identity?.client }, 'allowed');
+      logger.debug(
+        {
+          policy: policy?.config.name,
+          fp: token && fingerprint(token),
+          client: decision.identity?.client,
+        },
+        'allowed',
+      );
     }
     return decision;
   }
@@ -113,7 +128,8 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
     try {
       verified = await verifyToken(token, policy);
     } catch (error) {
-      if (error instanceof VerifyError) return { decision: deny(error.code), detail: error.message };
+      if (error instanceof VerifyError)
+        return { decision: deny(error.code), detail: error.message };
       logger.error({ err: error }, 'unexpected verification failure');
       return { decision: deny('signature_invalid'), detail: 'unexpected verification failure' };
     } finally {
@@ -122,9 +138,19 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
     const granted = new Set(verified.identity.scopes);
     const missing = policy.config.scopes.filter((scope) => !granted.has(scope));
     const decision =
-      missing.length === 0 ? allow(verified.identity) : deny('scope_insufficient', policy.config.scopes, verified.identity);
-    cache.set(key, { decision: { ...decision, identity: decision.identity ?? verified.identity }, exp: verified.exp, nbf: verified.nbf, kid: shared(verified.kid) });
-    return { decision, detail: missing.length === 0 ? undefined : `missing scopes: ${missing.join(' ')}` };
+      missing.length === 0
+        ? allow(verified.identity)
+        : deny('scope_insufficient', policy.config.scopes, verified.identity);
+    cache.set(key, {
+      decision: { ...decision, identity: decision.identity ?? verified.identity },
+      exp: verified.exp,
+      nbf: verified.nbf,
+      kid: shared(verified.kid),
+    });
+    return {
+      decision,
+      detail: missing.length === 0 ? undefined : `missing scopes: ${missing.join(' ')}`,
+    };
   }
 
   async function verifyToken(token: string, policy: PreparedPolicy): Promise<VerifiedToken> {
@@ -143,18 +169,30 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
     }
     if (typeof iss !== 'string') throw new VerifyError('issuer_unknown', '"iss" claim is missing');
     const issuer = parts.config.issuers.get(iss);
-    if (issuer === undefined) throw new VerifyError('issuer_unknown', '"iss" is not a configured issuer');
-    if (!policy.jwtIssuers.has(iss)) throw new VerifyError('issuer_not_allowed', '"iss" is not allowed by this policy');
-    if (issuer.type !== 'jwt' || typeof header.alg !== 'string' || !issuer.algorithms.includes(header.alg)) {
+    if (issuer === undefined)
+      throw new VerifyError('issuer_unknown', '"iss" is not a configured issuer');
+    if (!policy.jwtIssuers.has(iss))
+      throw new VerifyError('issuer_not_allowed', '"iss" is not allowed by this policy');
+    if (
+      issuer.type !== 'jwt' ||
+      typeof header.alg !== 'string' ||
+      !issuer.algorithms.includes(header.alg)
+    ) {
       throw new VerifyError('alg_not_allowed', '"alg" is not allowed for this issuer');
     }
-    return parts.jwtVerifiers.get(iss)!(token, typeof header.kid === 'string' ? header.kid : undefined);
+    return parts.jwtVerifiers.get(iss)!(
+      token,
+      typeof header.kid === 'string' ? header.kid : undefined,
+    );
   }
 
   return function authorize(request) {
     const policy = policies.get(request.policy ?? DEFAULT_POLICY);
     if (policy === undefined) {
-      logger.warn({ policy: request.policy }, 'configuration problem: /verify asked for an unknown policy');
+      logger.warn(
+        { policy: request.policy },
+        'configuration problem: /verify asked for an unknown policy',
+      );
       return finish(request, { decision: UNKNOWN_POLICY, detail: 'unknown policy' }, undefined);
     }
     let token: string | undefined;
@@ -164,7 +202,8 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
       const { code, message } = error as VerifyError;
       return finish(request, { decision: deny(code), detail: message }, undefined, policy);
     }
-    if (token === undefined) return finish(request, { decision: MISSING, detail: undefined }, undefined, policy);
+    if (token === undefined)
+      return finish(request, { decision: MISSING, detail: undefined }, undefined, policy);
 
     // One flat digest of policy + token is the key: a concatenated string would be stored twice
     // (V8 flattens a cons-string key into a second copy), which matters at 100,000 entries.
@@ -180,8 +219,16 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
       .then((outcome) => finish(request, outcome, token, policy))
       .catch((error: unknown) => {
         // A bug must still produce an answer NGINX understands (never a 500, never a hang).
-        logger.error({ err: error instanceof Error ? error.message : String(error) }, 'unexpected failure in authorize');
-        return record(request, { decision: deny('signature_invalid'), detail: 'unexpected failure' }, token, policy);
+        logger.error(
+          { err: error instanceof Error ? error.message : String(error) },
+          'unexpected failure in authorize',
+        );
+        return record(
+          request,
+          { decision: deny('signature_invalid'), detail: 'unexpected failure' },
+          token,
+          policy,
+        );
       });
   };
 }

@@ -12,7 +12,16 @@ interface FileDefaults {
 type Json = Record<string, unknown>;
 
 const ISSUER_FIELDS: Record<IssuerConfig['type'], readonly string[]> = {
-  jwt: ['type', 'issuer', 'audience', 'jwksUri', 'algorithms', 'clockTolerance', 'requireTyp', 'clientClaims'],
+  jwt: [
+    'type',
+    'issuer',
+    'audience',
+    'jwksUri',
+    'algorithms',
+    'clockTolerance',
+    'requireTyp',
+    'clientClaims',
+  ],
   introspection: [
     'type',
     'issuer',
@@ -59,15 +68,18 @@ export function parseConfigFile(
   issuerList.forEach((raw: unknown, index) => {
     const issuer = parseIssuer(`config.issuers[${index}]`, raw, defaults, problems);
     if (!issuer) return;
-    if (issuers.has(issuer.issuer)) problems.push(`config.issuers[${index}]: duplicate issuer "${issuer.issuer}"`);
+    if (issuers.has(issuer.issuer))
+      problems.push(`config.issuers[${index}]: duplicate issuer "${issuer.issuer}"`);
     issuers.set(issuer.issuer, issuer);
   });
 
   const policyMap = isObject(root.policies) ? root.policies : {};
-  if (Object.keys(policyMap).length === 0) problems.push('config.policies: at least one policy is required');
+  if (Object.keys(policyMap).length === 0)
+    problems.push('config.policies: at least one policy is required');
   for (const [name, raw] of Object.entries(policyMap)) {
     const where = `config.policies.${name}`;
-    if (!/^[A-Za-z0-9_.-]{1,64}$/.test(name)) problems.push(`${where}: policy names use A-Z a-z 0-9 _ . - only`);
+    if (!/^[A-Za-z0-9_.-]{1,64}$/.test(name))
+      problems.push(`${where}: policy names use A-Z a-z 0-9 _ . - only`);
     if (!isObject(raw)) {
       problems.push(`${where}: expected an object`);
       continue;
@@ -83,7 +95,8 @@ export function parseConfigFile(
       // An opaque token does not say who issued it, so a policy can only ask one opaque issuer.
       problems.push(`${where}.issuers: at most one introspection/userinfo issuer per policy`);
     }
-    const scopes = raw.scopes === undefined ? [] : stringArray(`${where}.scopes`, raw.scopes, problems);
+    const scopes =
+      raw.scopes === undefined ? [] : stringArray(`${where}.scopes`, raw.scopes, problems);
     let cloudfront: PolicyConfig['cloudfront'];
     if (raw.cloudfront !== undefined) {
       // The signer owns its settings; it validates them (key file included) and names every problem.
@@ -96,7 +109,12 @@ export function parseConfigFile(
   return { issuers, policies };
 }
 
-function parseIssuer(where: string, raw: unknown, defaults: FileDefaults, problems: Problems): IssuerConfig | undefined {
+function parseIssuer(
+  where: string,
+  raw: unknown,
+  defaults: FileDefaults,
+  problems: Problems,
+): IssuerConfig | undefined {
   if (!isObject(raw)) {
     problems.push(`${where}: expected an object`);
     return undefined;
@@ -110,10 +128,16 @@ function parseIssuer(where: string, raw: unknown, defaults: FileDefaults, proble
   const issuer = requiredString(`${where}.issuer`, raw.issuer, problems);
   if (issuer) parseUrl(`${where}.issuer`, issuer, problems);
   const clientClaims =
-    raw.clientClaims === undefined ? defaults.clientClaims : stringArray(`${where}.clientClaims`, raw.clientClaims, problems);
+    raw.clientClaims === undefined
+      ? defaults.clientClaims
+      : stringArray(`${where}.clientClaims`, raw.clientClaims, problems);
   const endpoint = optionalUrl(`${where}.endpoint`, raw.endpoint, problems);
-  const timeout = raw.timeout === undefined ? defaults.fetchTimeout : seconds(`${where}.timeout`, raw.timeout, problems);
-  const cacheTtl = raw.cacheTtl === undefined ? 60 : seconds(`${where}.cacheTtl`, raw.cacheTtl, problems);
+  const timeout =
+    raw.timeout === undefined
+      ? defaults.fetchTimeout
+      : seconds(`${where}.timeout`, raw.timeout, problems);
+  const cacheTtl =
+    raw.cacheTtl === undefined ? 60 : seconds(`${where}.cacheTtl`, raw.cacheTtl, problems);
   switch (type) {
     case 'jwt':
       return {
@@ -123,11 +147,19 @@ function parseIssuer(where: string, raw: unknown, defaults: FileDefaults, proble
         jwksUri: optionalUrl(`${where}.jwksUri`, raw.jwksUri, problems),
         algorithms: parseAlgorithms(
           `${where}.algorithms`,
-          raw.algorithms === undefined ? 'RS256,ES256,PS256,EdDSA' : stringArray(`${where}.algorithms`, raw.algorithms, problems),
+          raw.algorithms === undefined
+            ? 'RS256,ES256,PS256,EdDSA'
+            : stringArray(`${where}.algorithms`, raw.algorithms, problems),
           problems,
         ),
-        clockTolerance: raw.clockTolerance === undefined ? 30 : seconds(`${where}.clockTolerance`, raw.clockTolerance, problems),
-        requireTyp: raw.requireTyp === undefined ? undefined : requiredString(`${where}.requireTyp`, raw.requireTyp, problems),
+        clockTolerance:
+          raw.clockTolerance === undefined
+            ? 30
+            : seconds(`${where}.clockTolerance`, raw.clockTolerance, problems),
+        requireTyp:
+          raw.requireTyp === undefined
+            ? undefined
+            : requiredString(`${where}.requireTyp`, raw.requireTyp, problems),
         clientClaims,
       };
     case 'introspection':
@@ -137,7 +169,10 @@ function parseIssuer(where: string, raw: unknown, defaults: FileDefaults, proble
         endpoint,
         clientId: requiredString(`${where}.clientId`, raw.clientId, problems),
         clientSecret: requiredString(`${where}.clientSecret`, raw.clientSecret, problems),
-        audience: raw.audience === undefined ? undefined : requiredString(`${where}.audience`, raw.audience, problems),
+        audience:
+          raw.audience === undefined
+            ? undefined
+            : requiredString(`${where}.audience`, raw.audience, problems),
         cacheTtl,
         timeout,
         clientClaims,
@@ -151,9 +186,15 @@ function isObject(value: unknown): value is Json {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-function checkFields(where: string, value: Json, known: readonly string[], problems: Problems): void {
+function checkFields(
+  where: string,
+  value: Json,
+  known: readonly string[],
+  problems: Problems,
+): void {
   for (const key of Object.keys(value)) {
-    if (!known.includes(key)) problems.push(`${where}: unknown field "${key}" (known: ${known.join(', ')})`);
+    if (!known.includes(key))
+      problems.push(`${where}: unknown field "${key}" (known: ${known.join(', ')})`);
   }
 }
 
@@ -169,13 +210,15 @@ function optionalUrl(where: string, value: unknown, problems: Problems): string 
 }
 
 function stringArray(where: string, value: unknown, problems: Problems): string[] {
-  if (Array.isArray(value) && value.every((item) => typeof item === 'string' && item.length > 0)) return value as string[];
+  if (Array.isArray(value) && value.every((item) => typeof item === 'string' && item.length > 0))
+    return value as string[];
   problems.push(`${where}: expected an array of non-empty strings`);
   return [];
 }
 
 function seconds(where: string, value: unknown, problems: Problems): number {
-  if (typeof value === 'number' || typeof value === 'string') return parseDuration(where, value, problems);
+  if (typeof value === 'number' || typeof value === 'string')
+    return parseDuration(where, value, problems);
   problems.push(`${where}: expected seconds or a duration string`);
   return 0;
 }

@@ -1,10 +1,12 @@
 // The verifier's configuration as one frozen, typed object. Everything else reads only this.
 import type { CloudFrontGateConfig } from './cloudfront/gate-config.js';
 
-export type Listen = { readonly kind: 'tcp'; readonly host: string; readonly port: number } | {
-  readonly kind: 'unix';
-  readonly path: string;
-};
+export type Listen =
+  | { readonly kind: 'tcp'; readonly host: string; readonly port: number }
+  | {
+      readonly kind: 'unix';
+      readonly path: string;
+    };
 
 export type TransportChoice = 'auto' | 'uws' | 'node';
 

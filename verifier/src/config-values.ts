@@ -74,7 +74,11 @@ export const ASYMMETRIC_ALGORITHMS: ReadonlySet<string> = new Set([
   'Ed25519',
 ]);
 
-export function parseAlgorithms(name: string, raw: string | string[], problems: Problems): string[] {
+export function parseAlgorithms(
+  name: string,
+  raw: string | string[],
+  problems: Problems,
+): string[] {
   const algorithms = Array.isArray(raw) ? raw : parseList(raw);
   if (algorithms.length === 0) problems.push(`${name}: at least one algorithm is required`);
   for (const alg of algorithms) {

@@ -33,7 +33,12 @@ describe('configuration from the environment', () => {
       clientClaims: ['azp', 'client_id', 'cid'],
     });
     expect([...config.policies.values()]).toEqual([
-      { name: 'default', issuers: ['https://idp.test'], scopes: ['secrets:read', 'openid'], cloudfront: undefined },
+      {
+        name: 'default',
+        issuers: ['https://idp.test'],
+        scopes: ['secrets:read', 'openid'],
+        cloudfront: undefined,
+      },
     ]);
     expect(config.cache).toEqual({ maxEntries: 100_000, maxBytes: 64 * 1024 * 1024, maxTtl: 300 });
     expect(config.jwks).toEqual({ refresh: 600, cooldown: 30, maxStale: 86_400 });
@@ -101,7 +106,13 @@ describe('configuration from a file', () => {
   const file = {
     issuers: [
       { issuer: 'https://a.test', audience: 'api', algorithms: ['ES256'], requireTyp: 'at+jwt' },
-      { type: 'introspection', issuer: 'https://b.test', clientId: 'gate', clientSecret: 's3cret', cacheTtl: '30s' },
+      {
+        type: 'introspection',
+        issuer: 'https://b.test',
+        clientId: 'gate',
+        clientSecret: 's3cret',
+        cacheTtl: '30s',
+      },
       { type: 'userinfo', issuer: 'https://c.test', endpoint: 'https://c.test/userinfo' },
     ],
     policies: {
@@ -111,10 +122,23 @@ describe('configuration from a file', () => {
   };
 
   it('defines several issuers and named policies', () => {
-    const config = loadConfig({ VERIFIER_CONFIG: '/etc/verifier.json' }, () => JSON.stringify(file));
-    expect([...config.issuers.keys()]).toEqual(['https://a.test', 'https://b.test', 'https://c.test']);
-    expect(config.issuers.get('https://b.test')).toMatchObject({ type: 'introspection', cacheTtl: 30, timeout: 5 });
-    expect(config.policies.get('secret')).toMatchObject({ issuers: ['https://a.test', 'https://b.test'], scopes: ['secrets:read'] });
+    const config = loadConfig({ VERIFIER_CONFIG: '/etc/verifier.json' }, () =>
+      JSON.stringify(file),
+    );
+    expect([...config.issuers.keys()]).toEqual([
+      'https://a.test',
+      'https://b.test',
+      'https://c.test',
+    ]);
+    expect(config.issuers.get('https://b.test')).toMatchObject({
+      type: 'introspection',
+      cacheTtl: 30,
+      timeout: 5,
+    });
+    expect(config.policies.get('secret')).toMatchObject({
+      issuers: ['https://a.test', 'https://b.test'],
+      scopes: ['secrets:read'],
+    });
     expect(config.policies.get('profile')).toMatchObject({ scopes: [] });
   });
 
@@ -132,7 +156,10 @@ describe('configuration from a file', () => {
       },
       extra: true,
     };
-    const problems = problemsOf({ VERIFIER_CONFIG: '/x.json', VERIFIER_AUDIENCE: 'api' }, JSON.stringify(broken));
+    const problems = problemsOf(
+      { VERIFIER_CONFIG: '/x.json', VERIFIER_AUDIENCE: 'api' },
+      JSON.stringify(broken),
+    );
     expect(problems).toEqual([
       'VERIFIER_AUDIENCE: not used together with VERIFIER_CONFIG (put it in the file)',
       expect.stringMatching(/^config: unknown field "extra"/),
@@ -159,10 +186,14 @@ describe('configuration from a file', () => {
   it('hands a policy cloudfront block to the signer validation and reports its problems', () => {
     const withCloudFront = {
       issuers: [{ issuer: 'https://a.test', audience: 'api' }],
-      policies: { secret: { issuers: ['https://a.test'], cloudfront: { keyPairId: 'K1', ttlSeconds: 0 } } },
+      policies: {
+        secret: { issuers: ['https://a.test'], cloudfront: { keyPairId: 'K1', ttlSeconds: 0 } },
+      },
     };
     const problems = problemsOf({ VERIFIER_CONFIG: '/x.json' }, JSON.stringify(withCloudFront));
     expect(problems.length).toBeGreaterThan(0);
-    expect(problems.every((problem) => problem.startsWith('config.policies.secret.cloudfront'))).toBe(true);
+    expect(
+      problems.every((problem) => problem.startsWith('config.policies.secret.cloudfront')),
+    ).toBe(true);
   });
 });

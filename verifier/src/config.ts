@@ -1,7 +1,13 @@
 // Reads VERIFIER_* variables (and the optional JSON file named by VERIFIER_CONFIG) once, at start,
 // into a frozen VerifierConfig. Every problem is collected and reported in one ConfigError.
 import { readFileSync } from 'node:fs';
-import type { IssuerConfig, Listen, PolicyConfig, TransportChoice, VerifierConfig } from './config-types.js';
+import type {
+  IssuerConfig,
+  Listen,
+  PolicyConfig,
+  TransportChoice,
+  VerifierConfig,
+} from './config-types.js';
 import {
   parseAlgorithms,
   parseBytes,
@@ -78,10 +84,16 @@ export function loadConfig(
   }
   const logLevel = read('VERIFIER_LOG_LEVEL');
   if (!LOG_LEVELS.has(logLevel)) {
-    problems.push(`VERIFIER_LOG_LEVEL: expected one of ${[...LOG_LEVELS].join(', ')}, got "${logLevel}"`);
+    problems.push(
+      `VERIFIER_LOG_LEVEL: expected one of ${[...LOG_LEVELS].join(', ')}, got "${logLevel}"`,
+    );
   }
   const cache = {
-    maxEntries: parseCount('VERIFIER_CACHE_MAX_ENTRIES', read('VERIFIER_CACHE_MAX_ENTRIES'), problems),
+    maxEntries: parseCount(
+      'VERIFIER_CACHE_MAX_ENTRIES',
+      read('VERIFIER_CACHE_MAX_ENTRIES'),
+      problems,
+    ),
     maxBytes: parseBytes('VERIFIER_CACHE_MAX_BYTES', read('VERIFIER_CACHE_MAX_BYTES'), problems),
     maxTtl: parseDuration('VERIFIER_CACHE_MAX_TTL', read('VERIFIER_CACHE_MAX_TTL'), problems),
   };
@@ -91,8 +103,13 @@ export function loadConfig(
     maxStale: parseDuration('VERIFIER_JWKS_MAX_STALE', read('VERIFIER_JWKS_MAX_STALE'), problems),
   };
   if (jwks.refresh < 1) problems.push('VERIFIER_JWKS_REFRESH: must be at least 1s');
-  if (jwks.maxStale < jwks.refresh) problems.push('VERIFIER_JWKS_MAX_STALE: must be at least VERIFIER_JWKS_REFRESH');
-  const fetchTimeout = parseDuration('VERIFIER_FETCH_TIMEOUT', read('VERIFIER_FETCH_TIMEOUT'), problems);
+  if (jwks.maxStale < jwks.refresh)
+    problems.push('VERIFIER_JWKS_MAX_STALE: must be at least VERIFIER_JWKS_REFRESH');
+  const fetchTimeout = parseDuration(
+    'VERIFIER_FETCH_TIMEOUT',
+    read('VERIFIER_FETCH_TIMEOUT'),
+    problems,
+  );
   if (fetchTimeout <= 0) problems.push('VERIFIER_FETCH_TIMEOUT: must be greater than 0');
 
   const clientClaims = parseList(read('VERIFIER_CLIENT_CLAIM'));
@@ -126,7 +143,8 @@ export function loadConfig(
   } else {
     const issuer = read('VERIFIER_ISSUER');
     parseUrl('VERIFIER_ISSUER', issuer, problems);
-    if (!given('VERIFIER_AUDIENCE')) problems.push('VERIFIER_AUDIENCE: required with VERIFIER_ISSUER');
+    if (!given('VERIFIER_AUDIENCE'))
+      problems.push('VERIFIER_AUDIENCE: required with VERIFIER_ISSUER');
     const jwksUri = given('VERIFIER_JWKS_URI')
       ? parseUrl('VERIFIER_JWKS_URI', read('VERIFIER_JWKS_URI'), problems)
       : undefined;
@@ -136,7 +154,11 @@ export function loadConfig(
       audience: read('VERIFIER_AUDIENCE'),
       jwksUri,
       algorithms: parseAlgorithms('VERIFIER_ALGORITHMS', read('VERIFIER_ALGORITHMS'), problems),
-      clockTolerance: parseDuration('VERIFIER_CLOCK_TOLERANCE', read('VERIFIER_CLOCK_TOLERANCE'), problems),
+      clockTolerance: parseDuration(
+        'VERIFIER_CLOCK_TOLERANCE',
+        read('VERIFIER_CLOCK_TOLERANCE'),
+        problems,
+      ),
       requireTyp: given('VERIFIER_REQUIRE_TYP') ? read('VERIFIER_REQUIRE_TYP') : undefined,
       clientClaims,
     });
@@ -147,7 +169,8 @@ export function loadConfig(
       cloudfront: undefined,
     });
   }
-  if (clientClaims.length === 0) problems.push('VERIFIER_CLIENT_CLAIM: at least one claim name is required');
+  if (clientClaims.length === 0)
+    problems.push('VERIFIER_CLIENT_CLAIM: at least one claim name is required');
 
   if (problems.length > 0) throw new ConfigError(problems);
   return deepFreeze({ listen, transport, logLevel, issuers, policies, cache, jwks, fetchTimeout });
@@ -157,7 +180,8 @@ export function loadConfig(
 export function parseListen(raw: string, problems: Problems): Listen {
   if (raw.startsWith('unix:')) {
     const path = raw.slice('unix:'.length);
-    if (!path.startsWith('/')) problems.push(`VERIFIER_LISTEN: unix socket path must be absolute, got "${path}"`);
+    if (!path.startsWith('/'))
+      problems.push(`VERIFIER_LISTEN: unix socket path must be absolute, got "${path}"`);
     return { kind: 'unix', path };
   }
   const match = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]*)):(\d{1,5})$/.exec(raw);

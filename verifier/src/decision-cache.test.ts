@@ -4,7 +4,15 @@ import { loadConfig } from './config.js';
 import { createDecisionCache, type CacheEntry } from './decision-cache.js';
 import { allow } from './decision.js';
 import type { JwtVerifier } from './jwt-verifier.js';
-import { AUDIENCE, captureLogger, ISSUER, manualClock, mintToken, startJwksServer, type JwksServer } from './testing/fixtures.js';
+import {
+  AUDIENCE,
+  captureLogger,
+  ISSUER,
+  manualClock,
+  mintToken,
+  startJwksServer,
+  type JwksServer,
+} from './testing/fixtures.js';
 import { buildService } from './testing/service.js';
 
 const identity = { sub: 'u', client: 'c', scopes: ['s'], issuer: ISSUER };
@@ -17,7 +25,12 @@ function entry(exp: number, extra: Partial<CacheEntry> & { issuer?: string } = {
 describe('decision cache invariants', () => {
   it('an entry never outlives its token exp', () => {
     const clock = manualClock();
-    const cache = createDecisionCache({ maxEntries: 10, maxBytes: 1e6, maxTtl: 3600, now: clock.now });
+    const cache = createDecisionCache({
+      maxEntries: 10,
+      maxBytes: 1e6,
+      maxTtl: 3600,
+      now: clock.now,
+    });
     cache.set('a', entry(clock.seconds() + 60));
     clock.advance(59);
     expect(cache.get('a')).toBeDefined();
@@ -28,7 +41,12 @@ describe('decision cache invariants', () => {
 
   it('a hit answers exactly the stored decision (status, headers, identity)', () => {
     const clock = manualClock();
-    const cache = createDecisionCache({ maxEntries: 10, maxBytes: 1e6, maxTtl: 3600, now: clock.now });
+    const cache = createDecisionCache({
+      maxEntries: 10,
+      maxBytes: 1e6,
+      maxTtl: 3600,
+      now: clock.now,
+    });
     const stored = entry(clock.seconds() + 60);
     cache.set('a', stored);
     expect(cache.get('a')).toEqual(stored.decision);
@@ -36,7 +54,12 @@ describe('decision cache invariants', () => {
 
   it('an entry never outlives maxTtl', () => {
     const clock = manualClock();
-    const cache = createDecisionCache({ maxEntries: 10, maxBytes: 1e6, maxTtl: 30, now: clock.now });
+    const cache = createDecisionCache({
+      maxEntries: 10,
+      maxBytes: 1e6,
+      maxTtl: 30,
+      now: clock.now,
+    });
     cache.set('a', entry(clock.seconds() + 3600));
     clock.advance(29);
     expect(cache.get('a')).toBeDefined();
@@ -46,21 +69,36 @@ describe('decision cache invariants', () => {
 
   it('re-checks nbf on every hit', () => {
     const clock = manualClock();
-    const cache = createDecisionCache({ maxEntries: 10, maxBytes: 1e6, maxTtl: 3600, now: clock.now });
+    const cache = createDecisionCache({
+      maxEntries: 10,
+      maxBytes: 1e6,
+      maxTtl: 3600,
+      now: clock.now,
+    });
     cache.set('a', entry(clock.seconds() + 600, { nbf: clock.seconds() + 10 }));
     expect(cache.get('a')).toBeUndefined();
   });
 
   it('an already expired token is not stored', () => {
     const clock = manualClock();
-    const cache = createDecisionCache({ maxEntries: 10, maxBytes: 1e6, maxTtl: 3600, now: clock.now });
+    const cache = createDecisionCache({
+      maxEntries: 10,
+      maxBytes: 1e6,
+      maxTtl: 3600,
+      now: clock.now,
+    });
     cache.set('a', entry(clock.seconds() - 1));
     expect(cache.size).toBe(0);
   });
 
   it('is bounded by entries', () => {
     const clock = manualClock();
-    const cache = createDecisionCache({ maxEntries: 3, maxBytes: 1e6, maxTtl: 3600, now: clock.now });
+    const cache = createDecisionCache({
+      maxEntries: 3,
+      maxBytes: 1e6,
+      maxTtl: 3600,
+      now: clock.now,
+    });
     for (const key of ['a', 'b', 'c', 'd']) cache.set(key, entry(clock.seconds() + 600));
     expect(cache.size).toBe(3);
     expect(cache.get('a')).toBeUndefined();
@@ -68,7 +106,12 @@ describe('decision cache invariants', () => {
 
   it('is bounded by bytes', () => {
     const clock = manualClock();
-    const cache = createDecisionCache({ maxEntries: 1000, maxBytes: 5000, maxTtl: 3600, now: clock.now });
+    const cache = createDecisionCache({
+      maxEntries: 1000,
+      maxBytes: 5000,
+      maxTtl: 3600,
+      now: clock.now,
+    });
     for (let i = 0; i < 100; i++) cache.set(`key-${i}`, entry(clock.seconds() + 600));
     expect(cache.size).toBeLessThan(100);
     expect(cache.bytes).toBeLessThanOrEqual(5000);
@@ -76,7 +119,12 @@ describe('decision cache invariants', () => {
 
   it('drops the entries of a kid that left, and entries without a kid', () => {
     const clock = manualClock();
-    const cache = createDecisionCache({ maxEntries: 10, maxBytes: 1e6, maxTtl: 3600, now: clock.now });
+    const cache = createDecisionCache({
+      maxEntries: 10,
+      maxBytes: 1e6,
+      maxTtl: 3600,
+      now: clock.now,
+    });
     const exp = clock.seconds() + 600;
     cache.set('k1', entry(exp, { kid: 'k1' }));
     cache.set('k2', entry(exp, { kid: 'k2' }));
@@ -98,7 +146,12 @@ describe('decision cache in authorize', () => {
   it('a token expiring while cached is rejected', async () => {
     const clock = manualClock();
     const { service } = buildService(
-      { VERIFIER_ISSUER: ISSUER, VERIFIER_AUDIENCE: AUDIENCE, VERIFIER_JWKS_URI: jwks.url, VERIFIER_CLOCK_TOLERANCE: '0' },
+      {
+        VERIFIER_ISSUER: ISSUER,
+        VERIFIER_AUDIENCE: AUDIENCE,
+        VERIFIER_JWKS_URI: jwks.url,
+        VERIFIER_CLOCK_TOLERANCE: '0',
+      },
       { now: clock.now },
     );
     await service.start();
@@ -109,20 +162,32 @@ describe('decision cache in authorize', () => {
     expect(hit).not.toBeInstanceOf(Promise);
     expect((hit as { status: number }).status).toBe(204);
     clock.advance(30);
-    expect(await service.authorize({ authorization: `Bearer ${token}` })).toMatchObject({ status: 401, reason: 'token_expired' });
+    expect(await service.authorize({ authorization: `Bearer ${token}` })).toMatchObject({
+      status: 401,
+      reason: 'token_expired',
+    });
     await service.stop(0);
   });
 
   it('100 concurrent requests for one new token cause one verification', async () => {
     const clock = manualClock();
-    const config = loadConfig({ VERIFIER_ISSUER: ISSUER, VERIFIER_AUDIENCE: AUDIENCE, VERIFIER_JWKS_URI: jwks.url });
+    const config = loadConfig({
+      VERIFIER_ISSUER: ISSUER,
+      VERIFIER_AUDIENCE: AUDIENCE,
+      VERIFIER_JWKS_URI: jwks.url,
+    });
     let verifications = 0;
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
     const countingVerifier: JwtVerifier = async () => {
       verifications++;
       await gate;
-      return { identity: { ...identity, scopes: [] }, exp: clock.seconds() + 300, nbf: undefined, kid: 'k1' };
+      return {
+        identity: { ...identity, scopes: [] },
+        exp: clock.seconds() + 300,
+        nbf: undefined,
+        kid: 'k1',
+      };
     };
     const authorize = createAuthorizer({
       config,
@@ -132,7 +197,9 @@ describe('decision cache in authorize', () => {
       logger: captureLogger().logger,
     });
     const token = await mintToken({ now: clock.seconds() });
-    const pending = Array.from({ length: 100 }, () => authorize({ authorization: `Bearer ${token}` }));
+    const pending = Array.from({ length: 100 }, () =>
+      authorize({ authorization: `Bearer ${token}` }),
+    );
     release();
     const decisions = await Promise.all(pending);
     expect(verifications).toBe(1);
@@ -147,15 +214,24 @@ describe('decision cache in authorize', () => {
         now: clock.now,
         file: {
           issuers: [{ issuer: ISSUER, audience: AUDIENCE, jwksUri: jwks.url }],
-          policies: { open: { issuers: [ISSUER] }, admin: { issuers: [ISSUER], scopes: ['admin'] } },
+          policies: {
+            open: { issuers: [ISSUER] },
+            admin: { issuers: [ISSUER], scopes: ['admin'] },
+          },
         },
       },
     );
     await service.start();
     const token = await mintToken({ now: clock.seconds() });
-    expect((await service.authorize({ authorization: `Bearer ${token}`, policy: 'open' })).status).toBe(204);
-    expect((await service.authorize({ authorization: `Bearer ${token}`, policy: 'admin' })).status).toBe(403);
-    expect((await service.authorize({ authorization: `Bearer ${token}`, policy: 'admin' })).status).toBe(403);
+    expect(
+      (await service.authorize({ authorization: `Bearer ${token}`, policy: 'open' })).status,
+    ).toBe(204);
+    expect(
+      (await service.authorize({ authorization: `Bearer ${token}`, policy: 'admin' })).status,
+    ).toBe(403);
+    expect(
+      (await service.authorize({ authorization: `Bearer ${token}`, policy: 'admin' })).status,
+    ).toBe(403);
     expect(service.cache.size).toBe(2);
     await service.stop(0);
   });

@@ -73,13 +73,23 @@ const CHALLENGE_INVALID = `Bearer realm="${REALM}", error="invalid_token"`;
  * (RFC 6750 §3.1). 403 carries `X-Auth-Challenge`, which NGINX copies into `WWW-Authenticate`
  * (NGINX passes `WWW-Authenticate` from an auth subrequest only on 401).
  */
-export function deny(code: DenyCode, requiredScopes: readonly string[] = [], identity?: Identity): Decision {
+export function deny(
+  code: DenyCode,
+  requiredScopes: readonly string[] = [],
+  identity?: Identity,
+): Decision {
   const status = statusFor(code);
   if (status === 401) {
     const challenge = code === 'token_missing' ? CHALLENGE_NO_TOKEN : CHALLENGE_INVALID;
-    return { status, reason: code, identity: undefined, headers: [['WWW-Authenticate', challenge]] };
+    return {
+      status,
+      reason: code,
+      identity: undefined,
+      headers: [['WWW-Authenticate', challenge]],
+    };
   }
-  const scope = requiredScopes.length > 0 ? `, scope="${scopeHeader(requiredScopes).replace(/"/g, '')}"` : '';
+  const scope =
+    requiredScopes.length > 0 ? `, scope="${scopeHeader(requiredScopes).replace(/"/g, '')}"` : '';
   return {
     status,
     reason: code,
@@ -106,11 +116,21 @@ export interface DecisionShape {
 const sharedShape = createInterner<DecisionShape>(10_000);
 
 /** Splits a decision with an identity into its subject and its shared shape. */
-export function splitDecision(decision: Decision & { identity: Identity }): { sub: string; shape: DecisionShape } {
+export function splitDecision(decision: Decision & { identity: Identity }): {
+  sub: string;
+  shape: DecisionShape;
+} {
   const { identity } = decision;
   const hasSubHeader = decision.headers[0]?.[0] === 'X-Auth-Sub';
   const headers = hasSubHeader ? decision.headers.slice(1) : decision.headers;
-  const key = JSON.stringify([decision.status, decision.reason, identity.client, identity.scopes, identity.issuer, headers]);
+  const key = JSON.stringify([
+    decision.status,
+    decision.reason,
+    identity.client,
+    identity.scopes,
+    identity.issuer,
+    headers,
+  ]);
   const shape = sharedShape(key, () => ({
     status: decision.status,
     reason: decision.reason,
@@ -129,6 +149,8 @@ export function joinDecision(sub: string, shape: DecisionShape): Decision {
     status: shape.status,
     reason: shape.reason,
     identity: { sub, client: shape.client, scopes: shape.scopes, issuer: shape.issuer },
-    headers: shape.hasSubHeader ? [['X-Auth-Sub', headerSafe(sub)], ...shape.headers] : shape.headers,
+    headers: shape.hasSubHeader
+      ? [['X-Auth-Sub', headerSafe(sub)], ...shape.headers]
+      : shape.headers,
   };
 }

@@ -15,10 +15,14 @@ export async function discover(issuer: string, timeout: number): Promise<IssuerM
   if (typeof body !== 'object' || body === null) throw new FetchError(`${url}: not a JSON object`);
   const metadata = body as Record<string, unknown>;
   if (metadata.issuer !== issuer) {
-    throw new FetchError(`${url}: "issuer" is ${JSON.stringify(metadata.issuer)}, expected "${issuer}"`);
+    throw new FetchError(
+      `${url}: "issuer" is ${JSON.stringify(metadata.issuer)}, expected "${issuer}"`,
+    );
   }
-  const pick = (name: string): string | undefined => (typeof metadata[name] === 'string' ? metadata[name] : undefined);
-  const found: { jwks_uri?: string; introspection_endpoint?: string; userinfo_endpoint?: string } = {};
+  const pick = (name: string): string | undefined =>
+    typeof metadata[name] === 'string' ? metadata[name] : undefined;
+  const found: { jwks_uri?: string; introspection_endpoint?: string; userinfo_endpoint?: string } =
+    {};
   for (const name of ['jwks_uri', 'introspection_endpoint', 'userinfo_endpoint'] as const) {
     const value = pick(name);
     if (value !== undefined) found[name] = value;
@@ -37,7 +41,8 @@ export function createEndpointResolver(
   return async () => {
     if (found !== undefined) return found;
     const value = (await discover(issuer, timeout))[field];
-    if (value === undefined) throw new FetchError(`${issuer}: discovery document has no "${field}"`);
+    if (value === undefined)
+      throw new FetchError(`${issuer}: discovery document has no "${field}"`);
     found = value;
     return value;
   };

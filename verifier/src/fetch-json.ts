@@ -56,7 +56,8 @@ export async function fetchJson(url: string, options: FetchJsonOptions): Promise
   } catch {
     throw new FetchError(`${url}: body could not be read`);
   }
-  if (text.length > MAX_BODY_BYTES) throw new FetchError(`${url}: body larger than ${MAX_BODY_BYTES} bytes`);
+  if (text.length > MAX_BODY_BYTES)
+    throw new FetchError(`${url}: body larger than ${MAX_BODY_BYTES} bytes`);
   let body: unknown;
   try {
     body = JSON.parse(text);

@@ -15,7 +15,8 @@ const MAX_SCOPE_LENGTH = 1024;
 export function readScopes(claims: Record<string, unknown>): string[] {
   const { scope, scp } = claims;
   if (typeof scope === 'string') return scope.split(' ').filter((s) => s.length > 0);
-  if (Array.isArray(scp)) return scp.filter((s): s is string => typeof s === 'string' && s.length > 0);
+  if (Array.isArray(scp))
+    return scp.filter((s): s is string => typeof s === 'string' && s.length > 0);
   if (typeof scp === 'string') return scp.split(' ').filter((s) => s.length > 0);
   return [];
 }

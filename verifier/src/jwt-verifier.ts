@@ -15,7 +15,11 @@ import type { VerifiedToken } from './verified-token.js';
 
 export type JwtVerifier = (token: string, kid: string | undefined) => Promise<VerifiedToken>;
 
-export function createJwtVerifier(config: JwtIssuer, keySet: KeySet, now: () => number): JwtVerifier {
+export function createJwtVerifier(
+  config: JwtIssuer,
+  keySet: KeySet,
+  now: () => number,
+): JwtVerifier {
   const baseOptions = {
     issuer: config.issuer,
     audience: config.audience,
@@ -56,7 +60,8 @@ export function createJwtVerifier(config: JwtIssuer, keySet: KeySet, now: () => 
 function toVerifyError(error: unknown): VerifyError {
   if (error instanceof VerifyError) return error;
   const fail = (code: DenyCode, message: string) => new VerifyError(code, message);
-  if (error instanceof errors.JWTExpired) return fail('token_expired', '"exp" claim timestamp check failed');
+  if (error instanceof errors.JWTExpired)
+    return fail('token_expired', '"exp" claim timestamp check failed');
   if (error instanceof errors.JWTClaimValidationFailed) {
     switch (error.claim) {
       case 'nbf':
@@ -71,14 +76,18 @@ function toVerifyError(error: unknown): VerifyError {
         return fail('claim_invalid', `"${error.claim}" claim is invalid (${error.reason})`);
     }
   }
-  if (error instanceof errors.JOSEAlgNotAllowed) return fail('alg_not_allowed', '"alg" is not allowed');
-  if (error instanceof errors.JWSSignatureVerificationFailed) return fail('signature_invalid', 'signature verification failed');
-  if (error instanceof errors.JWKSNoMatchingKey) return fail('key_unknown', 'no key matches the token');
+  if (error instanceof errors.JOSEAlgNotAllowed)
+    return fail('alg_not_allowed', '"alg" is not allowed');
+  if (error instanceof errors.JWSSignatureVerificationFailed)
+    return fail('signature_invalid', 'signature verification failed');
+  if (error instanceof errors.JWKSNoMatchingKey)
+    return fail('key_unknown', 'no key matches the token');
   if (error instanceof errors.JOSENotSupported) {
     return /crit|extension/i.test(error.message)
       ? fail('crit_unsupported', '"crit" names an extension that is not understood')
       : fail('alg_not_allowed', 'the token uses an unsupported algorithm or key');
   }
-  if (error instanceof errors.JOSEError) return fail('token_malformed', 'the token is not a valid JWS/JWT');
+  if (error instanceof errors.JOSEError)
+    return fail('token_malformed', 'the token is not a valid JWS/JWT');
   return fail('signature_invalid', 'the token could not be verified');
 }

@@ -1,6 +1,14 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createKeySet, type KeySet, type KeySetOptions } from './key-set.js';
-import { AUDIENCE, ISSUER, manualClock, mintToken, PRIVATE_JWKS, startJwksServer, type JwksServer } from './testing/fixtures.js';
+import {
+  AUDIENCE,
+  ISSUER,
+  manualClock,
+  mintToken,
+  PRIVATE_JWKS,
+  startJwksServer,
+  type JwksServer,
+} from './testing/fixtures.js';
 import { buildService } from './testing/service.js';
 
 let jwks: JwksServer;
@@ -14,7 +22,10 @@ afterEach(async () => {
   await jwks.close();
 });
 
-function makeKeySet(clock: ReturnType<typeof manualClock>, extra: Partial<KeySetOptions> = {}): KeySet {
+function makeKeySet(
+  clock: ReturnType<typeof manualClock>,
+  extra: Partial<KeySetOptions> = {},
+): KeySet {
   keySet = createKeySet({
     issuer: ISSUER,
     resolveUri: async () => jwks.url,
@@ -44,15 +55,30 @@ describe('key set', () => {
     const clock = manualClock();
     const set = makeKeySet(clock);
     await set.start();
-    const flood = Array.from({ length: 1000 }, (_, i) => set.getKey(header(`random-${i}`)).catch((error: Error) => error));
+    const flood = Array.from({ length: 1000 }, (_, i) =>
+      set.getKey(header(`random-${i}`)).catch((error: Error) => error),
+    );
     const outcomes = await Promise.all(flood);
-    expect(outcomes.every((outcome) => outcome instanceof Error && (outcome as { code?: string }).code === 'key_unknown')).toBe(true);
+    expect(
+      outcomes.every(
+        (outcome) =>
+          outcome instanceof Error && (outcome as { code?: string }).code === 'key_unknown',
+      ),
+    ).toBe(true);
     expect(jwks.hits).toBe(2);
     clock.advance(10);
-    await Promise.all(Array.from({ length: 100 }, (_, i) => set.getKey(header(`later-${i}`)).catch(() => undefined)));
+    await Promise.all(
+      Array.from({ length: 100 }, (_, i) =>
+        set.getKey(header(`later-${i}`)).catch(() => undefined),
+      ),
+    );
     expect(jwks.hits).toBe(2);
     clock.advance(21);
-    await Promise.all(Array.from({ length: 100 }, (_, i) => set.getKey(header(`after-${i}`)).catch(() => undefined)));
+    await Promise.all(
+      Array.from({ length: 100 }, (_, i) =>
+        set.getKey(header(`after-${i}`)).catch(() => undefined),
+      ),
+    );
     expect(jwks.hits).toBe(3);
   });
 
@@ -76,7 +102,9 @@ describe('key set', () => {
     await expect(set.getKey(header(PRIVATE_JWKS.rsaA.kid))).resolves.toBeDefined();
     clock.advance(1801);
     expect(set.isReady()).toBe(false);
-    await expect(set.getKey(header(PRIVATE_JWKS.rsaA.kid))).rejects.toMatchObject({ code: 'keys_unavailable' });
+    await expect(set.getKey(header(PRIVATE_JWKS.rsaA.kid))).rejects.toMatchObject({
+      code: 'keys_unavailable',
+    });
     expect(outcomes).toEqual(['ok', 'error', 'error']);
     jwks.setDown(false);
     expect(await set.refresh()).toBe(true);
@@ -87,7 +115,9 @@ describe('key set', () => {
     const target = await startJwksServer(['rsaB']);
     jwks.setRedirect(target.url);
     const outcomes: Array<string | undefined> = [];
-    const set = makeKeySet(manualClock(), { onFetch: (outcome, detail) => outcomes.push(`${outcome}: ${detail}`) });
+    const set = makeKeySet(manualClock(), {
+      onFetch: (outcome, detail) => outcomes.push(`${outcome}: ${detail}`),
+    });
     await set.start();
     expect(set.isReady()).toBe(false);
     expect(target.hits).toBe(0);
@@ -97,7 +127,9 @@ describe('key set', () => {
 
   it('refuses a document without a keys array and stays unready', async () => {
     const { createServer } = await import('node:http');
-    const server = createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"issuer":"x"}'));
+    const server = createServer((_req, res) =>
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"issuer":"x"}'),
+    );
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const { port } = server.address() as { port: number };
     const outcomes: string[] = [];
@@ -108,7 +140,9 @@ describe('key set', () => {
     await set.start();
     expect(outcomes).toEqual(['invalid']);
     expect(set.isReady()).toBe(false);
-    await expect(set.getKey(header(PRIVATE_JWKS.rsaA.kid))).rejects.toMatchObject({ code: 'keys_unavailable' });
+    await expect(set.getKey(header(PRIVATE_JWKS.rsaA.kid))).rejects.toMatchObject({
+      code: 'keys_unavailable',
+    });
     await new Promise((resolve) => server.close(resolve));
   });
 
@@ -166,7 +200,10 @@ describe('key rotation through the service', () => {
     await service.keySets.get(ISSUER)!.refresh();
     expect(service.cache.size).toBe(1);
     expect(lines.some((line) => line.includes('cached decisions dropped'))).toBe(true);
-    expect(await service.authorize({ authorization: `Bearer ${oldKey}` })).toMatchObject({ status: 401, reason: 'key_unknown' });
+    expect(await service.authorize({ authorization: `Bearer ${oldKey}` })).toMatchObject({
+      status: 401,
+      reason: 'key_unknown',
+    });
     expect((await service.authorize({ authorization: `Bearer ${newKey}` })).status).toBe(204);
     await service.stop(0);
   });

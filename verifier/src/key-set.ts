@@ -121,7 +121,8 @@ export function createKeySet(options: KeySetOptions): KeySet {
   async function getKey(header: JWSHeaderParameters): Promise<VerificationKey> {
     if (!isFresh()) {
       await refetchForUnknownKey();
-      if (!isFresh()) throw new VerifyError('keys_unavailable', `keys of "${issuer}" are not available`);
+      if (!isFresh())
+        throw new VerifyError('keys_unavailable', `keys of "${issuer}" are not available`);
     }
     try {
       return await local!(header);

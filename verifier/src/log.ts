@@ -10,7 +10,10 @@ export function createLogger(level: string, destination?: NodeJS.WritableStream)
       level,
       base: { service: 'secret-gate-verifier' },
       // Belt and braces: if an Authorization header ever lands in a log object, it is censored.
-      redact: { paths: ['authorization', '*.authorization', 'token', '*.token'], censor: '[redacted]' },
+      redact: {
+        paths: ['authorization', '*.authorization', 'token', '*.token'],
+        censor: '[redacted]',
+      },
     },
     destination ?? pino.destination({ sync: false }),
   );

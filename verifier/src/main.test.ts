@@ -7,7 +7,11 @@ import { startJwksServer } from './testing/fixtures.js';
 const MAIN = fileURLToPath(new URL('./main.ts', import.meta.url));
 
 /** Runs the verifier process from source; resolves with its exit code and output. */
-function run(env: Record<string, string>, args: string[] = [], whileRunning?: (child: ReturnType<typeof spawn>) => Promise<void>) {
+function run(
+  env: Record<string, string>,
+  args: string[] = [],
+  whileRunning?: (child: ReturnType<typeof spawn>) => Promise<void>,
+) {
   const child = spawn(process.execPath, ['--import', 'tsx', MAIN, ...args], {
     env: { PATH: process.env.PATH ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -38,7 +42,12 @@ async function waitFor(url: string): Promise<Response> {
 describe('the verifier process', { timeout: 90_000 }, () => {
   it('--check-config reports every problem and exits 2', async () => {
     const { code, stderr } = await run(
-      { VERIFIER_ISSUER: 'https://idp.test', VERIFIER_ALGORITHMS: 'HS256', VERIFIER_LISTEN: 'nowhere', VERIFIER_BOGUS: '1' },
+      {
+        VERIFIER_ISSUER: 'https://idp.test',
+        VERIFIER_ALGORITHMS: 'HS256',
+        VERIFIER_LISTEN: 'nowhere',
+        VERIFIER_BOGUS: '1',
+      },
       ['--check-config'],
     );
     expect(code).toBe(2);
@@ -49,7 +58,10 @@ describe('the verifier process', { timeout: 90_000 }, () => {
   });
 
   it('--check-config accepts a good configuration and exits 0 without listening', async () => {
-    const { code, stdout } = await run({ VERIFIER_ISSUER: 'https://idp.test', VERIFIER_AUDIENCE: 'api' }, ['--check-config']);
+    const { code, stdout } = await run(
+      { VERIFIER_ISSUER: 'https://idp.test', VERIFIER_AUDIENCE: 'api' },
+      ['--check-config'],
+    );
     expect(code).toBe(0);
     expect(stdout).toContain('configuration ok');
   });
@@ -67,7 +79,9 @@ describe('the verifier process', { timeout: 90_000 }, () => {
       [],
       async (child) => {
         expect((await waitFor(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
-        await expect.poll(async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(200);
+        await expect
+          .poll(async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).status)
+          .toBe(200);
         child.kill('SIGTERM');
       },
     );

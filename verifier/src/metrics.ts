@@ -23,8 +23,12 @@ export interface Metrics {
 
 export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metrics {
   const registry = new Registry();
-  if (options.defaultMetrics !== false) collectDefaultMetrics({ register: registry, prefix: 'verifier_' });
-  const decisionCounts = new Map<string, { labels: { result: string; reason: string }; pending: number }>();
+  if (options.defaultMetrics !== false)
+    collectDefaultMetrics({ register: registry, prefix: 'verifier_' });
+  const decisionCounts = new Map<
+    string,
+    { labels: { result: string; reason: string }; pending: number }
+  >();
   new Counter({
     name: 'verifier_decisions_total',
     help: 'Answers of /verify by result (allow, deny_401, deny_403) and reason.',

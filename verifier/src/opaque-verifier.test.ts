@@ -51,28 +51,82 @@ describe('introspection (RFC 7662)', () => {
   it('accepts an active token and caps its cache lifetime by cacheTtl', async () => {
     seen = [];
     answer = (_req, _body, res) =>
-      json(res, 200, { active: true, sub: 'u1', client_id: 'spa-demo', scope: 'secrets:read', aud: 'secret-gate-api', exp: clock.seconds() + 3600 });
+      json(res, 200, {
+        active: true,
+        sub: 'u1',
+        client_id: 'spa-demo',
+        scope: 'secrets:read',
+        aud: 'secret-gate-api',
+        exp: clock.seconds() + 3600,
+      });
     const verified = await createOpaqueVerifier(introspection(), clock.now)('opaque-abc');
-    expect(verified.identity).toEqual({ sub: 'u1', client: 'spa-demo', scopes: ['secrets:read'], issuer: base });
+    expect(verified.identity).toEqual({
+      sub: 'u1',
+      client: 'spa-demo',
+      scopes: ['secrets:read'],
+      issuer: base,
+    });
     expect(verified.exp).toBe(clock.seconds() + 60);
-    expect(seen[0]!.authorization).toBe(`Basic ${Buffer.from('gate:se%3Acret').toString('base64')}`);
+    expect(seen[0]!.authorization).toBe(
+      `Basic ${Buffer.from('gate:se%3Acret').toString('base64')}`,
+    );
     expect(new URLSearchParams(seen[0]!.body).get('token')).toBe('opaque-abc');
   });
 
   it.each([
-    ['an inactive token', (res: ServerResponse) => json(res, 200, { active: false }), 'token_inactive'],
-    ['"active" that is not true', (res: ServerResponse) => json(res, 200, { active: 'true' }), 'token_inactive'],
-    ['an expired token', (res: ServerResponse) => json(res, 200, { active: true, aud: 'secret-gate-api', exp: clock.seconds() - 1 }), 'token_expired'],
-    ['another audience', (res: ServerResponse) => json(res, 200, { active: true, aud: 'other' }), 'audience_mismatch'],
-    ['another issuer', (res: ServerResponse) => json(res, 200, { active: true, aud: 'secret-gate-api', iss: 'https://evil' }), 'issuer_unknown'],
-    ['a 401 (our credentials refused)', (res: ServerResponse) => json(res, 401, { error: 'invalid_client' }), 'token_inactive'],
+    [
+      'an inactive token',
+      (res: ServerResponse) => json(res, 200, { active: false }),
+      'token_inactive',
+    ],
+    [
+      '"active" that is not true',
+      (res: ServerResponse) => json(res, 200, { active: 'true' }),
+      'token_inactive',
+    ],
+    [
+      'an expired token',
+      (res: ServerResponse) =>
+        json(res, 200, { active: true, aud: 'secret-gate-api', exp: clock.seconds() - 1 }),
+      'token_expired',
+    ],
+    [
+      'another audience',
+      (res: ServerResponse) => json(res, 200, { active: true, aud: 'other' }),
+      'audience_mismatch',
+    ],
+    [
+      'another issuer',
+      (res: ServerResponse) =>
+        json(res, 200, { active: true, aud: 'secret-gate-api', iss: 'https://evil' }),
+      'issuer_unknown',
+    ],
+    [
+      'a 401 (our credentials refused)',
+      (res: ServerResponse) => json(res, 401, { error: 'invalid_client' }),
+      'token_inactive',
+    ],
     ['a 500', (res: ServerResponse) => json(res, 500, { error: 'boom' }), 'introspection_failed'],
-    ['a redirect', (res: ServerResponse) => res.writeHead(302, { location: '/elsewhere' }).end(), 'introspection_failed'],
-    ['a non-JSON 200', (res: ServerResponse) => res.writeHead(200).end('yes'), 'introspection_failed'],
-    ['no answer within the timeout', (res: ServerResponse) => setTimeout(() => json(res, 200, { active: true }), 2500), 'introspection_failed'],
+    [
+      'a redirect',
+      (res: ServerResponse) => res.writeHead(302, { location: '/elsewhere' }).end(),
+      'introspection_failed',
+    ],
+    [
+      'a non-JSON 200',
+      (res: ServerResponse) => res.writeHead(200).end('yes'),
+      'introspection_failed',
+    ],
+    [
+      'no answer within the timeout',
+      (res: ServerResponse) => setTimeout(() => json(res, 200, { active: true }), 2500),
+      'introspection_failed',
+    ],
   ])('refuses %s', async (_title, reply, code) => {
     answer = (_req, _body, res) => reply(res);
-    await expect(createOpaqueVerifier(introspection(), clock.now)('opaque-abc')).rejects.toMatchObject({ code });
+    await expect(
+      createOpaqueVerifier(introspection(), clock.now)('opaque-abc'),
+    ).rejects.toMatchObject({ code });
   });
 });
 
@@ -81,17 +135,28 @@ describe('user-info', () => {
     seen = [];
     answer = (_req, _body, res) => json(res, 200, { sub: 'u2', azp: 'partner-app' });
     const verified = await createOpaqueVerifier(userinfo(), clock.now)('opaque-xyz');
-    expect(verified.identity).toEqual({ sub: 'u2', client: 'partner-app', scopes: [], issuer: base });
+    expect(verified.identity).toEqual({
+      sub: 'u2',
+      client: 'partner-app',
+      scopes: [],
+      issuer: base,
+    });
     expect(seen[0]!.authorization).toBe('Bearer opaque-xyz');
   });
 
   it.each([
     ['401', (res: ServerResponse) => json(res, 401, {}), 'token_inactive'],
     ['500', (res: ServerResponse) => json(res, 500, {}), 'introspection_failed'],
-    ['a timeout', (res: ServerResponse) => setTimeout(() => json(res, 200, { sub: "late" }), 2500), 'introspection_failed'],
+    [
+      'a timeout',
+      (res: ServerResponse) => setTimeout(() => json(res, 200, { sub: 'late' }), 2500),
+      'introspection_failed',
+    ],
   ])('refuses on %s (never ignores the answer)', async (_title, reply, code) => {
     answer = (_req, _body, res) => reply(res);
-    await expect(createOpaqueVerifier(userinfo(), clock.now)('opaque-xyz')).rejects.toMatchObject({ code });
+    await expect(createOpaqueVerifier(userinfo(), clock.now)('opaque-xyz')).rejects.toMatchObject({
+      code,
+    });
   });
 
   it('through authorize: 204 on 200, 401 otherwise, a policy that needs scopes says 403, answers are cached', async () => {
@@ -101,17 +166,25 @@ describe('user-info', () => {
         now: clock.now,
         file: {
           issuers: [{ type: 'userinfo', issuer: base, endpoint: `${base}/userinfo`, cacheTtl: 30 }],
-          policies: { default: { issuers: [base] }, secret: { issuers: [base], scopes: ['secrets:read'] } },
+          policies: {
+            default: { issuers: [base] },
+            secret: { issuers: [base], scopes: ['secrets:read'] },
+          },
         },
       },
     );
-    answer = (req, _body, res) => (req.headers.authorization === 'Bearer good' ? json(res, 200, { sub: 'u3' }) : json(res, 401, {}));
+    answer = (req, _body, res) =>
+      req.headers.authorization === 'Bearer good'
+        ? json(res, 200, { sub: 'u3' })
+        : json(res, 401, {});
     seen = [];
     expect((await service.authorize({ authorization: 'Bearer good' })).status).toBe(204);
     expect((await service.authorize({ authorization: 'Bearer good' })).status).toBe(204);
     expect(seen).toHaveLength(1);
     expect((await service.authorize({ authorization: 'Bearer bad' })).status).toBe(401);
-    expect((await service.authorize({ authorization: 'Bearer good', policy: 'secret' })).status).toBe(403);
+    expect(
+      (await service.authorize({ authorization: 'Bearer good', policy: 'secret' })).status,
+    ).toBe(403);
     clock.advance(31);
     seen = [];
     expect((await service.authorize({ authorization: 'Bearer good' })).status).toBe(204);

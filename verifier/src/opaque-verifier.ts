@@ -14,12 +14,22 @@ import type { VerifiedToken } from './verified-token.js';
 
 export type OpaqueVerifier = (token: string) => Promise<VerifiedToken>;
 
-export function createOpaqueVerifier(config: IntrospectionIssuer | UserinfoIssuer, now: () => number): OpaqueVerifier {
-  return config.type === 'introspection' ? createIntrospector(config, now) : createUserinfoChecker(config, now);
+export function createOpaqueVerifier(
+  config: IntrospectionIssuer | UserinfoIssuer,
+  now: () => number,
+): OpaqueVerifier {
+  return config.type === 'introspection'
+    ? createIntrospector(config, now)
+    : createUserinfoChecker(config, now);
 }
 
 function createIntrospector(config: IntrospectionIssuer, now: () => number): OpaqueVerifier {
-  const endpoint = createEndpointResolver(config.issuer, config.endpoint, 'introspection_endpoint', config.timeout);
+  const endpoint = createEndpointResolver(
+    config.issuer,
+    config.endpoint,
+    'introspection_endpoint',
+    config.timeout,
+  );
   // RFC 7662 §2.1 + RFC 6749 §2.3.1: form-encode the credentials before base64.
   const basic = Buffer.from(
     `${encodeURIComponent(config.clientId)}:${encodeURIComponent(config.clientSecret)}`,
@@ -30,11 +40,15 @@ function createIntrospector(config: IntrospectionIssuer, now: () => number): Opa
       fetchJson(url, {
         timeout: config.timeout,
         method: 'POST',
-        headers: { authorization: `Basic ${basic}`, 'content-type': 'application/x-www-form-urlencoded' },
+        headers: {
+          authorization: `Basic ${basic}`,
+          'content-type': 'application/x-www-form-urlencoded',
+        },
         body: new URLSearchParams({ token, token_type_hint: 'access_token' }).toString(),
       }),
     );
-    if (answer.active !== true) throw new VerifyError('token_inactive', 'introspection says the token is not active');
+    if (answer.active !== true)
+      throw new VerifyError('token_inactive', 'introspection says the token is not active');
     const seconds = now() / 1000;
     if (answer.iss !== undefined && answer.iss !== config.issuer) {
       throw new VerifyError('issuer_unknown', '"iss" in the introspection answer does not match');
@@ -43,13 +57,18 @@ function createIntrospector(config: IntrospectionIssuer, now: () => number): Opa
       const aud = answer.aud;
       const audiences = Array.isArray(aud) ? aud : [aud];
       if (!audiences.includes(config.audience)) {
-        throw new VerifyError('audience_mismatch', '"aud" in the introspection answer does not contain the audience');
+        throw new VerifyError(
+          'audience_mismatch',
+          '"aud" in the introspection answer does not contain the audience',
+        );
       }
     }
     const exp = typeof answer.exp === 'number' ? answer.exp : Infinity;
-    if (exp <= seconds) throw new VerifyError('token_expired', '"exp" in the introspection answer has passed');
+    if (exp <= seconds)
+      throw new VerifyError('token_expired', '"exp" in the introspection answer has passed');
     const nbf = typeof answer.nbf === 'number' ? answer.nbf : undefined;
-    if (nbf !== undefined && nbf > seconds) throw new VerifyError('token_not_yet_valid', '"nbf" is in the future');
+    if (nbf !== undefined && nbf > seconds)
+      throw new VerifyError('token_not_yet_valid', '"nbf" is in the future');
     return {
       identity: {
         sub: typeof answer.sub === 'string' ? answer.sub : '',
@@ -65,7 +84,12 @@ function createIntrospector(config: IntrospectionIssuer, now: () => number): Opa
 }
 
 function createUserinfoChecker(config: UserinfoIssuer, now: () => number): OpaqueVerifier {
-  const endpoint = createEndpointResolver(config.issuer, config.endpoint, 'userinfo_endpoint', config.timeout);
+  const endpoint = createEndpointResolver(
+    config.issuer,
+    config.endpoint,
+    'userinfo_endpoint',
+    config.timeout,
+  );
   return async function checkUserinfo(token) {
     const answer = await ask(endpoint, (url) =>
       fetchJson(url, { timeout: config.timeout, headers: { authorization: `Bearer ${token}` } }),
@@ -100,8 +124,16 @@ async function ask(
     // A user-info 401 means the token is bad; an introspection 401 means our credentials are. Both deny.
     throw new VerifyError('token_inactive', `issuer answered ${result.status}`);
   }
-  if (result.status !== 200 || typeof result.body !== 'object' || result.body === null || Array.isArray(result.body)) {
-    throw new VerifyError('introspection_failed', `issuer answered ${result.status} without a JSON object`);
+  if (
+    result.status !== 200 ||
+    typeof result.body !== 'object' ||
+    result.body === null ||
+    Array.isArray(result.body)
+  ) {
+    throw new VerifyError(
+      'introspection_failed',
+      `issuer answered ${result.status} without a JSON object`,
+    );
   }
   return result.body as Record<string, unknown>;
 }

@@ -25,9 +25,17 @@ export interface Routes {
 const TEXT: Header = ['Content-Type', 'text/plain; charset=utf-8'];
 const NO_STORE: Header = ['Cache-Control', 'no-store'];
 
-export function createRoutes(parts: { authorize: Authorize; isReady: () => boolean; metrics: Metrics }): Routes {
+export function createRoutes(parts: {
+  authorize: Authorize;
+  isReady: () => boolean;
+  metrics: Metrics;
+}): Routes {
   const ok: Answer = { status: 200, headers: [TEXT, NO_STORE], body: 'ok\n' };
-  const notReady: Answer = { status: 503, headers: [TEXT, NO_STORE], body: 'key sets not loaded\n' };
+  const notReady: Answer = {
+    status: 503,
+    headers: [TEXT, NO_STORE],
+    body: 'key sets not loaded\n',
+  };
   const notFound: Answer = { status: 404, headers: [TEXT], body: 'not found\n' };
   return {
     verify: parts.authorize,
@@ -52,4 +60,3 @@ export const STATUS_TEXT: Readonly<Record<number, string>> = {
   404: '404 Not Found',
   503: '503 Service Unavailable',
 };
-

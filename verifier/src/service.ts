@@ -38,7 +38,10 @@ export interface ServiceOptions {
   readonly defaultMetrics?: boolean;
 }
 
-export function createVerifierService(config: VerifierConfig, options: ServiceOptions): VerifierService {
+export function createVerifierService(
+  config: VerifierConfig,
+  options: ServiceOptions,
+): VerifierService {
   const { logger } = options;
   const now = options.now ?? Date.now;
   const metrics = createMetrics({ defaultMetrics: options.defaultMetrics ?? true });
@@ -54,18 +57,30 @@ export function createVerifierService(config: VerifierConfig, options: ServiceOp
     }
     const keySet = createKeySet({
       issuer: issuer.issuer,
-      resolveUri: createEndpointResolver(issuer.issuer, issuer.jwksUri, 'jwks_uri', config.fetchTimeout),
+      resolveUri: createEndpointResolver(
+        issuer.issuer,
+        issuer.jwksUri,
+        'jwks_uri',
+        config.fetchTimeout,
+      ),
       ...config.jwks,
       timeout: config.fetchTimeout,
       now,
       onFetch(outcome, detail) {
         metrics.jwksFetch(issuer.issuer, outcome);
         if (outcome === 'ok') logger.debug({ issuer: issuer.issuer }, 'key set loaded');
-        else logger.warn({ issuer: issuer.issuer, outcome, detail }, 'key set fetch failed; keeping the last good set');
+        else
+          logger.warn(
+            { issuer: issuer.issuer, outcome, detail },
+            'key set fetch failed; keeping the last good set',
+          );
       },
       onKeysRemoved(kids) {
         const dropped = cache.dropKeys(issuer.issuer, kids);
-        logger.info({ issuer: issuer.issuer, kids: [...kids], dropped }, 'keys left the key set; cached decisions dropped');
+        logger.info(
+          { issuer: issuer.issuer, kids: [...kids], dropped },
+          'keys left the key set; cached decisions dropped',
+        );
       },
     });
     keySets.set(issuer.issuer, keySet);
@@ -82,17 +97,30 @@ export function createVerifierService(config: VerifierConfig, options: ServiceOp
         return withHeaders(decision, Object.entries(headers));
       } catch (error) {
         // Signing trouble must not turn an authenticated user away; the assets just stay locked.
-        logger.error({ policy: policy.name, err: (error as Error).message }, 'CloudFront signing failed');
+        logger.error(
+          { policy: policy.name, err: (error as Error).message },
+          'CloudFront signing failed',
+        );
         return decision;
       }
     });
   }
 
   const isReady = () => [...keySets.values()].every((keySet) => keySet.isReady());
-  const authorize = createAuthorizer({ config, jwtVerifiers, opaqueVerifiers, cache, logger, metrics, decorators });
+  const authorize = createAuthorizer({
+    config,
+    jwtVerifiers,
+    opaqueVerifiers,
+    cache,
+    logger,
+    metrics,
+    decorators,
+  });
   const routes = createRoutes({ authorize, isReady, metrics });
   metrics.watchCache(() => ({ entries: cache.size, bytes: cache.bytes }));
-  metrics.watchKeySets(() => [...keySets.values()].map((keySet) => ({ issuer: keySet.issuer, ready: keySet.isReady() })));
+  metrics.watchKeySets(() =>
+    [...keySets.values()].map((keySet) => ({ issuer: keySet.issuer, ready: keySet.isReady() })),
+  );
   let transport: Transport | undefined;
 
   return {
@@ -107,7 +135,10 @@ export function createVerifierService(config: VerifierConfig, options: ServiceOp
     },
     async listen(listen = config.listen) {
       const picked = pickTransport(config.transport, logger);
-      transport = picked.kind === 'uws' ? createUwsTransport(picked.uws, routes) : createNodeTransport(routes);
+      transport =
+        picked.kind === 'uws'
+          ? createUwsTransport(picked.uws, routes)
+          : createNodeTransport(routes);
       metrics.setTransport(transport.name);
       const port = await transport.listen(listen);
       return { port, transport };

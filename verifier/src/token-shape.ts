@@ -20,7 +20,8 @@ export function readBearer(authorization: string | undefined): string | undefine
   }
   if (!BEARER_PREFIX.test(authorization)) return undefined;
   const token = authorization.slice(6).trim();
-  if (token.length === 0) throw new VerifyError('token_malformed', 'Authorization is "Bearer" without a token');
+  if (token.length === 0)
+    throw new VerifyError('token_malformed', 'Authorization is "Bearer" without a token');
   if (token.length > MAX_TOKEN_BYTES) {
     throw new VerifyError('token_too_large', `token is larger than ${MAX_TOKEN_BYTES} bytes`);
   }
@@ -29,7 +30,11 @@ export function readBearer(authorization: string | undefined): string | undefine
 
 /** RFC 6750 §2.1 `b64token` syntax. */
 export function assertBearerSyntax(token: string): void {
-  if (!TOKEN68.test(token)) throw new VerifyError('token_malformed', 'the bearer token has characters outside RFC 6750 b64token');
+  if (!TOKEN68.test(token))
+    throw new VerifyError(
+      'token_malformed',
+      'the bearer token has characters outside RFC 6750 b64token',
+    );
 }
 
 /** True for the JWS compact serialisation; false means an opaque token. */

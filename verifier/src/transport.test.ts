@@ -16,7 +16,11 @@ interface Reply {
   body: string;
 }
 
-function get(target: { port?: number; socketPath?: string }, path: string, headers: Record<string, string> = {}): Promise<Reply> {
+function get(
+  target: { port?: number; socketPath?: string },
+  path: string,
+  headers: Record<string, string> = {},
+): Promise<Reply> {
   return new Promise((resolve, reject) => {
     const req = request({ host: '127.0.0.1', ...target, path, headers, agent: false }, (res) => {
       let body = '';
@@ -43,7 +47,11 @@ describe('transport choice', () => {
   });
 
   it('node never loads the addon', () => {
-    expect(pickTransport('node', captureLogger().logger, () => { throw new Error('must not load'); })).toEqual({ kind: 'node' });
+    expect(
+      pickTransport('node', captureLogger().logger, () => {
+        throw new Error('must not load');
+      }),
+    ).toEqual({ kind: 'node' });
   });
 });
 
@@ -104,8 +112,12 @@ describe.each(['uws', 'node'] as const)('the %s transport over a loopback socket
       'x-auth-issuer': issuer,
     });
     const same = await token();
-    const first = await get({ port }, '/verify?policy=default', { authorization: `Bearer ${same}` });
-    const cached = await get({ port }, '/verify?policy=default', { authorization: `Bearer ${same}` });
+    const first = await get({ port }, '/verify?policy=default', {
+      authorization: `Bearer ${same}`,
+    });
+    const cached = await get({ port }, '/verify?policy=default', {
+      authorization: `Bearer ${same}`,
+    });
     expect([first.status, cached.status]).toEqual([204, 204]);
     expect(cached.headers['x-auth-scope']).toBe('secrets:read');
   });
@@ -115,15 +127,23 @@ describe.each(['uws', 'node'] as const)('the %s transport over a loopback socket
     expect(missing).toMatchObject({ status: 401, body: '' });
     expect(missing.headers['www-authenticate']).toBe('Bearer realm="secret-gate"');
     const bad = await get({ port }, '/verify', { authorization: 'Bearer abc.def.ghi' });
-    expect(bad.headers['www-authenticate']).toBe('Bearer realm="secret-gate", error="invalid_token"');
+    expect(bad.headers['www-authenticate']).toBe(
+      'Bearer realm="secret-gate", error="invalid_token"',
+    );
     expect(bad.headers['content-length']).toBe('0');
   });
 
   it('answers 403 with X-Auth-Challenge for a missing scope and for an unknown policy', async () => {
-    const scope = await get({ port }, '/verify', { authorization: `Bearer ${await token('openid')}` });
+    const scope = await get({ port }, '/verify', {
+      authorization: `Bearer ${await token('openid')}`,
+    });
     expect(scope.status).toBe(403);
-    expect(scope.headers['x-auth-challenge']).toBe('Bearer realm="secret-gate", error="insufficient_scope", scope="secrets:read"');
-    const policy = await get({ port }, '/verify?policy=nope', { authorization: `Bearer ${await token()}` });
+    expect(scope.headers['x-auth-challenge']).toBe(
+      'Bearer realm="secret-gate", error="insufficient_scope", scope="secrets:read"',
+    );
+    const policy = await get({ port }, '/verify?policy=nope', {
+      authorization: `Bearer ${await token()}`,
+    });
     expect(policy.status).toBe(403);
   });
 
@@ -134,7 +154,9 @@ describe.each(['uws', 'node'] as const)('the %s transport over a loopback socket
     expect(metrics.status).toBe(200);
     expect(metrics.body).toContain(`verifier_transport_info{transport="${transport}"} 1`);
     expect(metrics.body).toMatch(/verifier_decisions_total\{result="allow",reason="allowed"\} \d+/);
-    expect(metrics.body).toMatch(/verifier_decisions_total\{result="deny_401",reason="token_missing"\} \d+/);
+    expect(metrics.body).toMatch(
+      /verifier_decisions_total\{result="deny_401",reason="token_missing"\} \d+/,
+    );
     expect(metrics.body).toMatch(/verifier_cache_lookups_total\{outcome="hit"\} \d+/);
     expect(metrics.body).toMatch(/verifier_jwks_fetches_total\{issuer="[^"]+",outcome="ok"\} 1/);
     expect(metrics.body).toContain('verifier_verification_seconds_bucket');
@@ -147,7 +169,10 @@ describe.each(['uws', 'node'] as const)('the %s transport lifecycle', (transport
   it('listens on a unix socket, finishes in-flight requests on close and then stops accepting', async () => {
     // A user-info IdP that answers slowly keeps one request in flight while we close.
     const idp = createServer((_req, res) => {
-      setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end('{"sub":"slow"}'), 300);
+      setTimeout(
+        () => res.writeHead(200, { 'content-type': 'application/json' }).end('{"sub":"slow"}'),
+        300,
+      );
     });
     await new Promise<void>((resolve) => idp.listen(0, '127.0.0.1', resolve));
     const idpUrl = `http://127.0.0.1:${(idp.address() as { port: number }).port}`;

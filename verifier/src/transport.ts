@@ -21,7 +21,8 @@ export type UwsModule = typeof import('uWebSockets.js');
 export function loadUws(): UwsModule | Error {
   try {
     const uws = createRequire(import.meta.url)('uWebSockets.js') as UwsModule;
-    if (typeof uws.getParts !== 'function') return new Error('uWebSockets.js native addon did not load (shim in use)');
+    if (typeof uws.getParts !== 'function')
+      return new Error('uWebSockets.js native addon did not load (shim in use)');
     return uws;
   } catch (error) {
     return new Error(`uWebSockets.js could not be loaded: ${(error as Error).message}`);

@@ -9,10 +9,9 @@ import { createLogger, type Logger } from '../log.js';
 
 export type KeyName = 'rsaA' | 'rsaB' | 'ec' | 'attacker';
 
-export const PRIVATE_JWKS = JSON.parse(readFileSync(new URL('./keys.json', import.meta.url), 'utf8')) as Record<
-  KeyName,
-  JWK & { kid: string; alg: string }
->;
+export const PRIVATE_JWKS = JSON.parse(
+  readFileSync(new URL('./keys.json', import.meta.url), 'utf8'),
+) as Record<KeyName, JWK & { kid: string; alg: string }>;
 
 export const ISSUER = 'https://idp.test';
 export const AUDIENCE = 'secret-gate-api';
@@ -47,7 +46,8 @@ export async function mintToken(options: MintOptions = {}): Promise<string> {
     exp: now + 300,
     ...options.claims,
   };
-  for (const [claim, value] of Object.entries(claims)) if (value === undefined) delete claims[claim];
+  for (const [claim, value] of Object.entries(claims))
+    if (value === undefined) delete claims[claim];
   const key = await importJWK(jwk, jwk.alg);
   return new SignJWT(claims as JWTPayload)
     .setProtectedHeader({ alg: jwk.alg, kid: jwk.kid, typ: 'at+jwt', ...options.header } as never)
@@ -57,7 +57,11 @@ export async function mintToken(options: MintOptions = {}): Promise<string> {
 /**
  * Signs any header with RS256 by hand, for tokens jose refuses to produce (e.g. an unknown `crit`).
  */
-export function signRs256(header: Record<string, unknown>, payload: Record<string, unknown>, name: KeyName = 'rsaA'): string {
+export function signRs256(
+  header: Record<string, unknown>,
+  payload: Record<string, unknown>,
+  name: KeyName = 'rsaA',
+): string {
   const input = `${base64url.encode(JSON.stringify(header))}.${base64url.encode(JSON.stringify(payload))}`;
   const key = createPrivateKey({ key: PRIVATE_JWKS[name] as never, format: 'jwk' });
   return `${input}.${base64url.encode(sign('sha256', Buffer.from(input), key))}`;
@@ -76,7 +80,9 @@ export interface JwksServer {
   close(): Promise<void>;
 }
 
-export async function startJwksServer(initial: readonly KeyName[] = ['rsaA', 'ec']): Promise<JwksServer> {
+export async function startJwksServer(
+  initial: readonly KeyName[] = ['rsaA', 'ec'],
+): Promise<JwksServer> {
   let keys = initial;
   let down = false;
   let redirect: string | undefined;
@@ -117,7 +123,12 @@ export function captureLogger(level = 'info'): { logger: Logger; lines: string[]
   const lines: string[] = [];
   const sink = new Writable({
     write(chunk: Buffer, _encoding, done) {
-      lines.push(...chunk.toString('utf8').split('\n').filter((line) => line.length > 0));
+      lines.push(
+        ...chunk
+          .toString('utf8')
+          .split('\n')
+          .filter((line) => line.length > 0),
+      );
       done();
     },
   });
@@ -125,7 +136,11 @@ export function captureLogger(level = 'info'): { logger: Logger; lines: string[]
 }
 
 /** A clock the test moves by hand; milliseconds since the epoch, like Date.now. */
-export function manualClock(start = Date.UTC(2026, 0, 1, 12)): { now: () => number; advance: (seconds: number) => void; seconds: () => number } {
+export function manualClock(start = Date.UTC(2026, 0, 1, 12)): {
+  now: () => number;
+  advance: (seconds: number) => void;
+  seconds: () => number;
+} {
   let at = start;
   return {
     now: () => at,

@@ -14,7 +14,11 @@ export function buildService(
   options: { now?: () => number; file?: unknown } = {},
 ): TestService {
   const config = loadConfig(
-    { VERIFIER_TRANSPORT: 'auto', ...env, ...(options.file === undefined ? {} : { VERIFIER_CONFIG: '/test/config.json' }) },
+    {
+      VERIFIER_TRANSPORT: 'auto',
+      ...env,
+      ...(options.file === undefined ? {} : { VERIFIER_CONFIG: '/test/config.json' }),
+    },
     () => JSON.stringify(options.file),
   );
   const { logger, lines } = captureLogger('debug');
