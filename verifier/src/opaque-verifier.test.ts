@@ -190,4 +190,24 @@ describe('user-info', () => {
     expect((await service.authorize({ authorization: 'Bearer good' })).status).toBe(204);
     expect(seen).toHaveLength(1);
   });
+
+  it('a JWT-shaped token that names no JWT issuer goes to the policy opaque issuer', async () => {
+    const { service } = buildService(
+      {},
+      {
+        now: clock.now,
+        file: {
+          issuers: [{ type: 'userinfo', issuer: base, endpoint: `${base}/userinfo` }],
+          policies: { default: { issuers: [base] } },
+        },
+      },
+    );
+    const jwtShaped = `${Buffer.from('{"alg":"RS256"}').toString('base64url')}.${Buffer.from('{"iss":"elsewhere"}').toString('base64url')}.c2ln`;
+    answer = (req, _body, res) =>
+      req.headers.authorization === `Bearer ${jwtShaped}`
+        ? json(res, 200, { sub: 'u4' })
+        : json(res, 401, {});
+    const decision = await service.authorize({ authorization: `Bearer ${jwtShaped}` });
+    expect(decision).toMatchObject({ status: 204, identity: { sub: 'u4' } });
+  });
 });
