@@ -6,7 +6,9 @@
 //   jose       jwtVerify in a loop, in-process, no HTTP
 // Servers run pinned to core 0 and wrk to core 1 (taskset), so one core serves, as in a sidecar.
 // Last, peak RSS of a verifier holding 100,000 distinct cached decisions (ES256 tokens, because
-// minting 100k RS256 tokens would dominate the run; the cache entry does not depend on `alg`).
+// minting 100k RS256 tokens would dominate the run; the cache entry does not depend on `alg`),
+// with Node's default heap sizing and with the lean V8 limits the README recommends.
+// BENCH_ROWS=throughput or BENCH_ROWS=rss runs one part only.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -109,7 +111,8 @@ function startPinned(args: string[], env: Record<string, string> = {}): ChildPro
   });
   children.push(child);
   child.once('exit', (code, signal) => {
-    if (!stopping.has(child)) console.error(`server process exited unexpectedly (code ${code}, signal ${signal})`);
+    if (!stopping.has(child))
+      console.error(`server process exited unexpectedly (code ${code}, signal ${signal})`);
   });
   return child;
 }
@@ -161,7 +164,6 @@ async function startVerifier(
     VERIFIER_REQUIRED_SCOPES: 'secrets:read',
     VERIFIER_LISTEN: `127.0.0.1:${port}`,
     VERIFIER_LOG_LEVEL: 'warn',
-    ...(process.env.BENCH_NODE_OPTIONS ? { NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS } : {}),
     ...extra,
   });
   await waitReady(`http://127.0.0.1:${port}/readyz`);
@@ -280,7 +282,7 @@ async function main(): Promise<void> {
   ]);
   const report: string[] = [];
   if (rows.has('throughput')) report.push(...(await throughputRows(rsa, jwks.url)));
-  if (rows.has('rss')) report.push(await rssRow(ec.privateKey, jwks.url));
+  if (rows.has('rss')) report.push(...(await rssRows(ec.privateKey, jwks.url)));
   jwks.close();
   console.log(['', ...report].join('\n'));
 }
@@ -367,28 +369,41 @@ async function throughputRows(
   return lines;
 }
 
-async function rssRow(ecKey: KeyObject, jwksUri: string): Promise<string> {
+/** V8 limits that keep a full cache inside 128 MB; see verifier/README.md, "Memory". */
+const LEAN_NODE_OPTIONS = '--max-semi-space-size=1 --max-old-space-size=96';
+
+async function rssRows(ecKey: KeyObject, jwksUri: string): Promise<string[]> {
   process.stdout.write(`minting ${RSS_TOKENS} ES256 tokens... `);
   const esTokens = await mintMany(ecKey, 'ES256', 'bench-ec', RSS_TOKENS);
   console.log('done');
-  const verifier = await startVerifier(jwksUri, {
-    VERIFIER_CACHE_MAX_ENTRIES: String(RSS_TOKENS),
-    VERIFIER_CACHE_MAX_BYTES: '1g',
-  });
   const fill = distinctTokenScript(esTokens, '/verify');
-  let filled = 0;
-  let metrics = '';
-  for (let round = 0; round < 40 && filled < RSS_TOKENS; round++) {
-    wrk(`http://127.0.0.1:${verifier.port}`, { script: fill, seconds: 5 });
-    metrics = (await fetchText(`http://127.0.0.1:${verifier.port}/metrics`)).body;
-    filled = Number(/^verifier_cache_entries (\d+)/m.exec(metrics)?.[1] ?? 0);
+  const rows: string[] = [];
+  for (const nodeOptions of ['', LEAN_NODE_OPTIONS]) {
+    const verifier = await startVerifier(jwksUri, {
+      VERIFIER_CACHE_MAX_ENTRIES: String(RSS_TOKENS),
+      VERIFIER_CACHE_MAX_BYTES: '1g',
+      ...(nodeOptions ? { NODE_OPTIONS: nodeOptions } : {}),
+    });
+    let filled = 0;
+    let metrics = '';
+    for (let round = 0; round < 40 && filled < RSS_TOKENS; round++) {
+      wrk(`http://127.0.0.1:${verifier.port}`, { script: fill, seconds: 5 });
+      metrics = (await fetchText(`http://127.0.0.1:${verifier.port}/metrics`)).body;
+      filled = Number(/^verifier_cache_entries (\d+)/m.exec(metrics)?.[1] ?? 0);
+    }
+    const heapMb = (name: string) =>
+      (
+        Number(new RegExp(`^verifier_nodejs_${name} (\\S+)`, 'm').exec(metrics)?.[1]) /
+        2 ** 20
+      ).toFixed(1);
+    const peak = vmHwmMb(verifier.child.pid!);
+    await stop(verifier.child);
+    rows.push(
+      `peak RSS, ${filled} cached decisions, node ${nodeOptions || '(no flags)'}: ${peak.toFixed(1)} MB ` +
+        `(heap used ${heapMb('heap_size_used_bytes')} of ${heapMb('heap_size_total_bytes')} MB; goal <= 128 MB)`,
+    );
   }
-  const heapMb = (name: string) =>
-    (Number(new RegExp(`^verifier_nodejs_${name} (\\S+)`, 'm').exec(metrics)?.[1]) / 2 ** 20).toFixed(1);
-  const peak = vmHwmMb(verifier.child.pid!);
-  const now = Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${verifier.child.pid}/status`, 'utf8'))?.[1]) / 1024;
-  await stop(verifier.child);
-  return `peak RSS with ${filled} cached decisions: ${peak.toFixed(1)} MB (RSS after filling ${now.toFixed(1)} MB, heap used ${heapMb('heap_size_used_bytes')} of ${heapMb('heap_size_total_bytes')} MB; goal <= 128 MB)`;
+  return rows;
 }
 
 if (process.argv[2] === '--jose-loop') {
