@@ -114,7 +114,8 @@ describe('the SPA in Chromium against the running gate', { timeout: 90_000 }, ()
     expect(url.origin + url.pathname).toBe(`${stack.urls.gate}/`);
     expect(url.search).toBe('');
     expect(await page.locator('#user-sub').innerText()).toBe('demo-user');
-    expect(await page.getByText('Signed in as demo-user').isVisible()).toBe(true);
+    expect(await page.getByText('Signed in as Dana Demo').isVisible()).toBe(true);
+    expect(await page.locator('#user-name').innerText()).toBe('Dana Demo');
     expect(await page.locator('#token-expiry').innerText()).toMatch(
       /^in \d+ (min|h) .*\(at \d\d:\d\d:\d\d\)$/,
     );
