@@ -32,6 +32,7 @@ import { ensureArtefacts, findNginx } from './prerequisites.js';
 import { createServiceProcess, waitForHttp, type ServiceProcess } from './service-process.js';
 import {
   SERVICE_NAMES,
+  VERIFIER_NODE_FLAGS,
   idpEnv,
   verifierConfig,
   verifierEnv,
@@ -251,7 +252,7 @@ export async function startProductionStack(options: StackOptions = {}): Promise<
     verifier: spawnAs(
       'verifier',
       process.execPath,
-      [join(REPO_ROOT, 'verifier/dist/main.js')],
+      [...VERIFIER_NODE_FLAGS, join(REPO_ROOT, 'verifier/dist/main.js')],
       (s) => waitForUnixHttp(socket, '/readyz', s),
       REPO_ROOT,
     ),

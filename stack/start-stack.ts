@@ -15,6 +15,7 @@ import { createServiceProcess, waitForHttp, type ServiceProcess } from './servic
 import {
   DEFAULT_PORTS,
   SERVICE_NAMES,
+  VERIFIER_NODE_FLAGS,
   idpEnv,
   verifierConfig,
   verifierEnv,
@@ -168,7 +169,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     verifier: createServiceProcess({
       name: 'verifier',
       command: process.execPath,
-      args: [join(REPO_ROOT, 'verifier/dist/main.js')],
+      args: [...VERIFIER_NODE_FLAGS, join(REPO_ROOT, 'verifier/dist/main.js')],
       env: { ...baseEnv, ...env.verifier },
       cwd: REPO_ROOT,
       logFile: logs.verifier,
