@@ -31,8 +31,6 @@ const LOAD_CPU = cpus().length > 1 ? '1' : '0';
 const work = mkdtempSync(join(tmpdir(), 'bench-verifier-'));
 const children: ChildProcess[] = [];
 
-const b64 = (value: Buffer | string) => Buffer.from(value).toString('base64url');
-
 // Signing runs in worker threads (one per core) because RS256 signing is the slow part of setup.
 const SIGNER = `
 const { parentPort, workerData } = require('node:worker_threads');

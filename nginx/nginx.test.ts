@@ -474,6 +474,7 @@ describe.skipIf(!existsSync(realVerifierMain))(
         const answer = await get(`${site.url}/secret`, init);
         expect(answer.status).toBe(401);
         expect(answer.headers.get('www-authenticate')).toMatch(/^Bearer realm=/);
+        expect(answer.headers.getSetCookie()).toEqual([]);
         expectNoSecret(answer);
       }
     });

@@ -31,7 +31,6 @@ import { freePort } from './ports.js';
 import { ensureArtefacts, findNginx } from './prerequisites.js';
 import { createServiceProcess, waitForHttp, type ServiceProcess } from './service-process.js';
 import {
-  SERVICE_NAMES,
   VERIFIER_NODE_FLAGS,
   idpEnv,
   verifierConfig,
@@ -39,7 +38,7 @@ import {
   type ServiceName,
 } from './service-env.js';
 import { REPO_ROOT, type Stack, type StackOptions } from './start-stack.js';
-import { trackStack, untrackStack } from './teardown.js';
+import { inheritedEnv, superviseStack } from './supervise.js';
 
 /** Who NGINX and the verifier run as. */
 export interface RunAs {
@@ -265,9 +264,7 @@ export async function startProductionStack(options: StackOptions = {}): Promise<
     ),
   };
 
-  const idp = createIdpClient(issuer);
-  let stopped = false;
-  const stack: ProductionStack = {
+  const stack = await superviseStack({
     urls: {
       gate,
       hello: `${gate}/hello`,
@@ -288,54 +285,16 @@ export async function startProductionStack(options: StackOptions = {}): Promise<
       verifierConfig: verifierConfigFile,
       logs,
     },
-    idp,
-    runAs,
-    verifierSocket: socket,
-    readOnlyDirs,
-    mintToken: (mint = {}) => idp.mintToken(mint),
-    isRunning: (name) => services[name].running,
-    pid: (name) => (services[name].running ? services[name].pid : undefined),
-    stopService: (name, signal) => services[name].stop(signal),
-    startService: (name) => services[name].start(options.readyTimeoutMs),
-    async stop() {
-      if (stopped) return;
-      stopped = true;
-      untrackStack(tracker);
-      // NGINX first so no request reaches a verifier that is going away, then the rest.
-      await services.nginx.stop();
-      await Promise.all([services.verifier.stop(), services.idp.stop()]);
-      if (ownsDir) {
-        setReadOnly(readOnlyDirs, false);
-        rmSync(runtimeDir, { recursive: true, force: true });
-      }
+    idp: createIdpClient(issuer),
+    services,
+    readyTimeoutMs: options.readyTimeoutMs,
+    log,
+    label: (name) => (name === 'idp' ? '' : ` as ${runAs.user}`),
+    cleanUp: () => {
+      if (!ownsDir) return;
+      setReadOnly(readOnlyDirs, false);
+      rmSync(runtimeDir, { recursive: true, force: true });
     },
-  };
-  const tracker = {
-    stop: () => stack.stop(),
-    killNow: () => {
-      for (const name of SERVICE_NAMES) services[name].killNow();
-    },
-  };
-  trackStack(tracker);
-
-  try {
-    for (const name of SERVICE_NAMES) {
-      log(`starting ${name}${name === 'idp' ? '' : ` as ${runAs.user}`}`);
-      await services[name].start(options.readyTimeoutMs);
-    }
-  } catch (error) {
-    await stack.stop();
-    throw error;
-  }
-  return stack;
-}
-
-/** Only what a child needs from our environment: never our own VERIFIER_/IDP_/SG_ settings. */
-function inheritedEnv(): Record<string, string> {
-  const env: Record<string, string> = {};
-  for (const name of ['PATH', 'HOME', 'LANG', 'TZ', 'TMPDIR', 'NODE_EXTRA_CA_CERTS']) {
-    const value = process.env[name];
-    if (value !== undefined) env[name] = value;
-  }
-  return env;
+  });
+  return { ...stack, runAs, verifierSocket: socket, readOnlyDirs };
 }

@@ -21,7 +21,7 @@ import {
   verifierEnv,
   type ServiceName,
 } from './service-env.js';
-import { trackStack, untrackStack } from './teardown.js';
+import { inheritedEnv, superviseStack } from './supervise.js';
 
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -186,9 +186,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     }),
   };
 
-  const idp = createIdpClient(issuer);
-  let stopped = false;
-  const stack: Stack = {
+  return superviseStack({
     urls: {
       gate,
       hello: `${gate}/hello`,
@@ -209,40 +207,14 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       verifierConfig: verifierConfigFile,
       logs,
     },
-    idp,
-    mintToken: (mint = {}) => idp.mintToken(mint),
-    isRunning: (name) => services[name].running,
-    pid: (name) => (services[name].running ? services[name].pid : undefined),
-    stopService: (name, signal) => services[name].stop(signal),
-    startService: (name) => services[name].start(options.readyTimeoutMs),
-    async stop() {
-      if (stopped) return;
-      stopped = true;
-      untrackStack(tracker);
-      // NGINX first so no request reaches a verifier that is going away, then the rest.
-      await services.nginx.stop();
-      await Promise.all([services.verifier.stop(), services.idp.stop()]);
+    idp: createIdpClient(issuer),
+    services,
+    readyTimeoutMs: options.readyTimeoutMs,
+    log,
+    cleanUp: () => {
       if (ownsDir) rmSync(runtimeDir, { recursive: true, force: true });
     },
-  };
-  const tracker = {
-    stop: () => stack.stop(),
-    killNow: () => {
-      for (const name of SERVICE_NAMES) services[name].killNow();
-    },
-  };
-  trackStack(tracker);
-
-  try {
-    for (const name of SERVICE_NAMES) {
-      log(`starting ${name}`);
-      await services[name].start(options.readyTimeoutMs);
-    }
-  } catch (error) {
-    await stack.stop();
-    throw error;
-  }
-  return stack;
+  });
 }
 
 async function pickPorts(
@@ -254,15 +226,4 @@ async function pickPorts(
     ports[name] = port === 0 ? await freePort() : port;
   }
   return ports;
-}
-
-/** Only what a child needs from our environment: never our own VERIFIER_/IDP_/SG_ settings. */
-function inheritedEnv(): Record<string, string> {
-  const keep = ['PATH', 'HOME', 'LANG', 'TZ', 'TMPDIR', 'NODE_EXTRA_CA_CERTS'];
-  const env: Record<string, string> = {};
-  for (const name of keep) {
-    const value = process.env[name];
-    if (value !== undefined) env[name] = value;
-  }
-  return env;
 }

@@ -1,9 +1,7 @@
 // The stress and bench harness pieces without load: options, limits fallback, CSV → report and
 // chart, wrk output, bench goals. The report is rendered from a locust CSV recorded on a real run.
-import { mkdtempSync, readFileSync, existsSync, rmSync } from 'node:fs';
+import { readFileSync, existsSync } from 'node:fs';
 import { spawn } from 'node:child_process';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { evaluateBenchGoals, ROW_NAMES, withRatios } from '../bench/lib/goals.js';
 import { parseBenchOptions } from '../bench/lib/options.js';

@@ -145,7 +145,9 @@ async function main(): Promise<number> {
   const onInterrupt = () => {
     interrupted = true;
   };
+  // SIGTERM too: a killed runner must still stop its services and remove its cgroups.
   process.on('SIGINT', onInterrupt);
+  process.on('SIGTERM', onInterrupt);
   try {
     for (const name of options.systems) {
       if (interrupted) break;
@@ -155,6 +157,7 @@ async function main(): Promise<number> {
     }
   } finally {
     process.off('SIGINT', onInterrupt);
+    process.off('SIGTERM', onInterrupt);
     await confinement.release();
   }
 

@@ -103,6 +103,7 @@ export async function runLocust(
   // Stop locust with us if the runner is interrupted.
   const interrupt = () => child.kill('SIGINT');
   process.once('SIGINT', interrupt);
+  process.once('SIGTERM', interrupt);
   try {
     const code = await new Promise<number | null>((resolve, reject) => {
       child.once('error', reject);
@@ -114,5 +115,6 @@ export async function runLocust(
   } finally {
     clearInterval(timer);
     process.off('SIGINT', interrupt);
+    process.off('SIGTERM', interrupt);
   }
 }

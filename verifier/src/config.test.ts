@@ -95,9 +95,9 @@ describe('configuration from the environment', () => {
     expect(problemsOf({})).toEqual(['VERIFIER_ISSUER or VERIFIER_CONFIG: one of them is required']);
   });
 
-  it('documents every variable it reads in the README table', async () => {
+  it("documents every variable it reads in the main README's verifier table", async () => {
     const { readFileSync } = await import('node:fs');
-    const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
     for (const name of Object.keys(ENV_DEFAULTS)) expect(readme).toContain(`| \`${name}\``);
   });
 });

@@ -1,0 +1,70 @@
+// The part every runner shares once its processes are described: start them in order, hand out
+// one Stack handle, and make sure they all stop again (on stop(), on a failed start, on exit).
+import { SERVICE_NAMES, type ServiceName } from './service-env.js';
+import type { ServiceProcess } from './service-process.js';
+import type { Stack } from './start-stack.js';
+import { trackStack, untrackStack } from './teardown.js';
+
+export interface StackParts extends Omit<
+  Stack,
+  'mintToken' | 'isRunning' | 'pid' | 'stopService' | 'startService' | 'stop'
+> {
+  readonly services: Readonly<Record<ServiceName, ServiceProcess>>;
+  readonly readyTimeoutMs?: number;
+  /** Says what is starting; `label` may add how (e.g. "as nobody"). */
+  readonly log: (line: string) => void;
+  readonly label?: (name: ServiceName) => string;
+  /** Runs once after every service stopped: remove what the runner created. */
+  readonly cleanUp: () => void;
+}
+
+/** Starts the services in order (IdP, verifier, NGINX); on any failure stops them and rethrows. */
+export async function superviseStack(parts: StackParts): Promise<Stack> {
+  const { services, readyTimeoutMs, log, label, cleanUp, ...described } = parts;
+  let stopped = false;
+  const stack: Stack = {
+    ...described,
+    mintToken: (mint = {}) => parts.idp.mintToken(mint),
+    isRunning: (name) => services[name].running,
+    pid: (name) => (services[name].running ? services[name].pid : undefined),
+    stopService: (name, signal) => services[name].stop(signal),
+    startService: (name) => services[name].start(readyTimeoutMs),
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      untrackStack(tracker);
+      // NGINX first so no request reaches a verifier that is going away, then the rest.
+      await services.nginx.stop();
+      await Promise.all([services.verifier.stop(), services.idp.stop()]);
+      cleanUp();
+    },
+  };
+  const tracker = {
+    stop: () => stack.stop(),
+    killNow: () => {
+      for (const name of SERVICE_NAMES) services[name].killNow();
+    },
+  };
+  trackStack(tracker);
+
+  try {
+    for (const name of SERVICE_NAMES) {
+      log(`starting ${name}${label?.(name) ?? ''}`);
+      await services[name].start(readyTimeoutMs);
+    }
+  } catch (error) {
+    await stack.stop();
+    throw error;
+  }
+  return stack;
+}
+
+/** Only what a child needs from our environment: never our own VERIFIER_/IDP_/SG_ settings. */
+export function inheritedEnv(): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const name of ['PATH', 'HOME', 'LANG', 'TZ', 'TMPDIR', 'NODE_EXTRA_CA_CERTS']) {
+    const value = process.env[name];
+    if (value !== undefined) env[name] = value;
+  }
+  return env;
+}
