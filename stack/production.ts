@@ -38,7 +38,7 @@ import {
   type ServiceName,
 } from './service-env.js';
 import { REPO_ROOT, type Stack, type StackOptions } from './start-stack.js';
-import { inheritedEnv, superviseStack } from './supervise.js';
+import { inheritedEnv, stackUrls, superviseStack } from './supervise.js';
 
 /** Who NGINX and the verifier run as. */
 export interface RunAs {
@@ -265,16 +265,7 @@ export async function startProductionStack(options: StackOptions = {}): Promise<
   };
 
   const stack = await superviseStack({
-    urls: {
-      gate,
-      hello: `${gate}/hello`,
-      secret: `${gate}/secret`,
-      config: `${gate}/config.json`,
-      idp: issuer,
-      issuer,
-      tokenEndpoint: `${issuer}/token`,
-      verifier: `unix:${socket}`,
-    },
+    urls: stackUrls(gate, issuer, `unix:${socket}`),
     ports,
     env,
     runtimeDir,

@@ -21,7 +21,7 @@ import {
   verifierEnv,
   type ServiceName,
 } from './service-env.js';
-import { inheritedEnv, superviseStack } from './supervise.js';
+import { inheritedEnv, stackUrls, superviseStack } from './supervise.js';
 
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -187,16 +187,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   };
 
   return superviseStack({
-    urls: {
-      gate,
-      hello: `${gate}/hello`,
-      secret: `${gate}/secret`,
-      config: `${gate}/config.json`,
-      idp: issuer,
-      issuer,
-      tokenEndpoint: `${issuer}/token`,
-      verifier: `http://${verifierAddr}`,
-    },
+    urls: stackUrls(gate, issuer, `http://${verifierAddr}`),
     ports,
     env,
     runtimeDir,

@@ -2,7 +2,7 @@
 // one Stack handle, and make sure they all stop again (on stop(), on a failed start, on exit).
 import { SERVICE_NAMES, type ServiceName } from './service-env.js';
 import type { ServiceProcess } from './service-process.js';
-import type { Stack } from './start-stack.js';
+import type { Stack, StackUrls } from './start-stack.js';
 import { trackStack, untrackStack } from './teardown.js';
 
 export interface StackParts extends Omit<
@@ -57,6 +57,20 @@ export async function superviseStack(parts: StackParts): Promise<Stack> {
     throw error;
   }
   return stack;
+}
+
+/** The addresses a Stack reports, from NGINX's origin, the issuer and the verifier's address. */
+export function stackUrls(gate: string, issuer: string, verifier: string): StackUrls {
+  return {
+    gate,
+    hello: `${gate}/hello`,
+    secret: `${gate}/secret`,
+    config: `${gate}/config.json`,
+    idp: issuer,
+    issuer,
+    tokenEndpoint: `${issuer}/token`,
+    verifier,
+  };
 }
 
 /** Only what a child needs from our environment: never our own VERIFIER_/IDP_/SG_ settings. */
