@@ -12,7 +12,9 @@ export interface IdpStats {
 
 export interface TokenShape {
   readonly clientId?: string;
+  /** Space-separated scopes; defaults to `secrets:read`. Pass '' for a token with no scope. */
   readonly scope?: string;
+  /** Extra or overriding claims (`null` removes one); minted through the dev control API. */
   readonly claims?: Record<string, unknown>;
   readonly header?: Record<string, unknown>;
   readonly alg?: 'RS256' | 'ES256';

@@ -6,7 +6,7 @@ import { letWorkersRead } from './worker-access.js';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createIdpClient, type IdpClient } from './idp-client.js';
+import { createIdpClient, type IdpClient, type TokenShape } from './idp-client.js';
 import { nginxPaths } from '../nginx/render.js';
 import { prepareNginx } from './nginx-runtime.js';
 import { freePort } from './ports.js';
@@ -58,16 +58,8 @@ export interface StackUrls {
   readonly verifier: string;
 }
 
-export interface MintOptions {
-  readonly clientId?: string;
-  /** Space-separated scopes; defaults to `secrets:read`. Pass '' for a token with no scope. */
-  readonly scope?: string;
-  /** Extra or overriding claims (`null` removes one); minted through the dev control API. */
-  readonly claims?: Record<string, unknown>;
-  readonly header?: Record<string, unknown>;
-  readonly alg?: 'RS256' | 'ES256';
-  readonly expiresIn?: number;
-}
+/** What a minted token should look like (see TokenShape in idp-client.ts). */
+export type MintOptions = TokenShape;
 
 export interface Stack {
   readonly urls: StackUrls;
