@@ -59,7 +59,9 @@ export function startLoad(spec: LoadSpec): Load {
     new Promise<void>((resolve) => {
       const req = request(
         {
-          agent,
+          // The retry goes out on a new connection, as a browser's does: another kept-alive socket
+          // of the same pool may belong to the same old worker and be closed just as well.
+          agent: retry ? agent : false,
           host: target.hostname,
           port: target.port,
           path: target.pathname + target.search,
