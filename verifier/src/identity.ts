@@ -31,6 +31,23 @@ export function readClient(claims: Record<string, unknown>, names: readonly stri
 }
 
 /**
+ * The identity claims of a verified token or introspection answer speak for. `scopes` defaults to
+ * the claims' own; a user-info answer grants none.
+ */
+export function readIdentity(
+  claims: Record<string, unknown>,
+  issuer: { readonly issuer: string; readonly clientClaims: readonly string[] },
+  scopes: readonly string[] = readScopes(claims),
+): Identity {
+  return {
+    sub: typeof claims.sub === 'string' ? claims.sub : '',
+    client: readClient(claims, issuer.clientClaims),
+    scopes,
+    issuer: issuer.issuer,
+  };
+}
+
+/**
  * Printable ASCII passes unchanged; anything else is percent-encoded so a claim can never inject a
  * header line or a byte NGINX would reject.
  */

@@ -9,7 +9,7 @@
 import { errors, jwtVerify, type JWTPayload } from 'jose';
 import type { JwtIssuer } from './config-types.js';
 import { VerifyError, type DenyCode } from './errors.js';
-import { readClient, readScopes } from './identity.js';
+import { readIdentity } from './identity.js';
 import type { KeySet } from './key-set.js';
 import type { VerifiedToken } from './verified-token.js';
 
@@ -43,12 +43,7 @@ export function createJwtVerifier(
     }
     const claims = payload as Record<string, unknown>;
     return {
-      identity: {
-        sub: typeof payload.sub === 'string' ? payload.sub : '',
-        client: readClient(claims, config.clientClaims),
-        scopes: readScopes(claims),
-        issuer: config.issuer,
-      },
+      identity: readIdentity(claims, config),
       exp: payload.exp!,
       nbf: typeof payload.nbf === 'number' ? payload.nbf - config.clockTolerance : undefined,
       kid,

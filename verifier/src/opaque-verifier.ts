@@ -9,7 +9,7 @@ import type { IntrospectionIssuer, UserinfoIssuer } from './config-types.js';
 import { createEndpointResolver } from './discovery.js';
 import { VerifyError } from './errors.js';
 import { FetchError, fetchJson } from './fetch-json.js';
-import { readClient, readScopes } from './identity.js';
+import { readIdentity } from './identity.js';
 import type { VerifiedToken } from './verified-token.js';
 
 export type OpaqueVerifier = (token: string) => Promise<VerifiedToken>;
@@ -70,12 +70,7 @@ function createIntrospector(config: IntrospectionIssuer, now: () => number): Opa
     if (nbf !== undefined && nbf > seconds)
       throw new VerifyError('token_not_yet_valid', '"nbf" is in the future');
     return {
-      identity: {
-        sub: typeof answer.sub === 'string' ? answer.sub : '',
-        client: readClient(answer, config.clientClaims),
-        scopes: readScopes(answer),
-        issuer: config.issuer,
-      },
+      identity: readIdentity(answer, config),
       exp: Math.min(exp, seconds + config.cacheTtl),
       nbf,
       kid: undefined,
@@ -95,12 +90,7 @@ function createUserinfoChecker(config: UserinfoIssuer, now: () => number): Opaqu
       fetchJson(url, { timeout: config.timeout, headers: { authorization: `Bearer ${token}` } }),
     );
     return {
-      identity: {
-        sub: typeof answer.sub === 'string' ? answer.sub : '',
-        client: readClient(answer, config.clientClaims),
-        scopes: [],
-        issuer: config.issuer,
-      },
+      identity: readIdentity(answer, config, []),
       exp: now() / 1000 + config.cacheTtl,
       nbf: undefined,
       kid: undefined,
