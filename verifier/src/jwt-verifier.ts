@@ -13,7 +13,7 @@ import { readIdentity } from './identity.js';
 import type { KeySet } from './key-set.js';
 import type { VerifiedToken } from './verified-token.js';
 
-export type JwtVerifier = (token: string, kid: string | undefined) => Promise<VerifiedToken>;
+export type JwtVerifier = (token: string) => Promise<VerifiedToken>;
 
 export function createJwtVerifier(
   config: JwtIssuer,
@@ -30,11 +30,15 @@ export function createJwtVerifier(
   };
   const getKey = (header: Parameters<KeySet['getKey']>[0]) => keySet.getKey(header);
 
-  return async function verifyJwt(token, kid) {
+  return async function verifyJwt(token) {
     const at = now();
     let payload: JWTPayload;
+    let kid: unknown;
     try {
-      ({ payload } = await jwtVerify(token, getKey, { ...baseOptions, currentDate: new Date(at) }));
+      ({
+        payload,
+        protectedHeader: { kid },
+      } = await jwtVerify(token, getKey, { ...baseOptions, currentDate: new Date(at) }));
     } catch (error) {
       throw toVerifyError(error);
     }
@@ -46,7 +50,7 @@ export function createJwtVerifier(
       identity: readIdentity(claims, config),
       exp: payload.exp!,
       nbf: typeof payload.nbf === 'number' ? payload.nbf - config.clockTolerance : undefined,
-      kid,
+      kid: typeof kid === 'string' ? kid : undefined,
     };
   };
 }
