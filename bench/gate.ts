@@ -13,6 +13,7 @@ import { BENCH_USAGE, parseBenchOptions, type BenchOptions } from './lib/options
 import { runWrk, type WrkResult } from './lib/wrk.js';
 import { createConfinement, PROFILES } from '../stresstest/lib/limits.js';
 import { createScratchDir } from '../stresstest/lib/scratch.js';
+import { cpuSecondsOf } from '../stresstest/lib/process-stats.js';
 import { startSystem, type SystemInstance } from '../stresstest/lib/systems.js';
 import { mintTokens, writeTokenFile } from '../stresstest/lib/tokens.js';
 
@@ -42,21 +43,34 @@ async function expectStatus(url: string, status: number, authorization?: string)
   }
 }
 
+/** CPU seconds of each service of `system` so far. */
+function serviceCpu(system: SystemInstance): Map<string, number> {
+  return new Map(system.services.map((s) => [s.name, cpuSecondsOf(s.pids)]));
+}
+
 async function measure(
   name: string,
   options: BenchOptions,
+  system: SystemInstance,
   run: { url: string; headers?: Record<string, string>; tokenFile?: string },
   notes: string[],
 ): Promise<Row> {
   const base = { ...run, connections: options.connections, cpus: LOAD_CPUS };
   await runWrk({ ...base, durationSeconds: WARMUP_SECONDS });
+  const before = serviceCpu(system);
   const result: WrkResult = await runWrk({ ...base, durationSeconds: options.durationSeconds });
+  const cpu_us = Object.fromEntries(
+    [...serviceCpu(system)].map(([service, seconds]) => [
+      service,
+      ((seconds - before.get(service)!) * 1e6) / result.requests,
+    ]),
+  );
   if (result.errors > 0)
     notes.push(`${name}: ${result.errors} of ${result.requests} requests failed`);
   log(
     `${name}: ${result.rps.toFixed(0)} req/s, p50 ${result.p50Ms.toFixed(2)} ms, p99 ${result.p99Ms.toFixed(2)} ms`,
   );
-  return { name, rps: result.rps, p50_ms: result.p50Ms, p99_ms: result.p99Ms };
+  return { name, rps: result.rps, p50_ms: result.p50Ms, p99_ms: result.p99Ms, cpu_us };
 }
 
 async function withSystem<T>(
@@ -113,17 +127,47 @@ async function main(): Promise<number> {
       await expectStatus(secret, 200, `Bearer ${cached}`);
       await expectStatus(secret, 401);
       rows.push(
-        await measure(ROW_NAMES.ceiling, options, { url: `${system.baseUrl}/hello` }, notes),
+        await measure(
+          ROW_NAMES.ceiling,
+          options,
+          system,
+          { url: `${system.baseUrl}/hello` },
+          notes,
+        ),
       );
       rows.push(
         await measure(
           ROW_NAMES.cached,
           options,
+          system,
           { url: secret, headers: { Authorization: `Bearer ${cached}` } },
           notes,
         ),
       );
-      rows.push(await measure(ROW_NAMES.distinct, options, { url: secret, tokenFile }, notes));
+      rows.push(
+        await measure(ROW_NAMES.distinct, options, system, { url: secret, tokenFile }, notes),
+      );
+    });
+    // The same gate with the secrets file read once per (re)load instead of per request: what
+    // rotation without a reload costs.
+    const atStart = startSystem('ours', {
+      dir: join(scratch, 'ours-at-start'),
+      confinement,
+      nginxEnv: { SG_WORKER_PROCESSES: '1', SG_SECRETS_READ: 'at-start' },
+    });
+    await withSystem(atStart, async (system) => {
+      const [token] = await mintTokens({ issuer: system.issuer, count: 1 });
+      const secret = `${system.baseUrl}/secret`;
+      await expectStatus(secret, 200, `Bearer ${token}`);
+      rows.push(
+        await measure(
+          ROW_NAMES.cachedAtStart,
+          options,
+          system,
+          { url: secret, headers: { Authorization: `Bearer ${token}` } },
+          notes,
+        ),
+      );
     });
     const baselines = [
       ['study-njs', ROW_NAMES.studyNjs],
@@ -142,6 +186,7 @@ async function main(): Promise<number> {
             await measure(
               rowName,
               options,
+              system,
               { url: secret, headers: { Authorization: `Bearer ${token}` } },
               notes,
             ),

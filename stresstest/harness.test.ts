@@ -7,12 +7,20 @@ import { evaluateBenchGoals, ROW_NAMES, withRatios } from '../bench/lib/goals.js
 import { parseBenchOptions } from '../bench/lib/options.js';
 import { parseWrkOutput } from '../bench/lib/wrk.js';
 import { renderChart, seriesFromHistory } from './lib/chart.js';
-import { createConfinement, detectLimitSupport, PROFILES, type LimitProbe } from './lib/limits.js';
+import {
+  createConfinement,
+  detectLimitSupport,
+  parseCpuStat,
+  PROFILES,
+  throttlingSince,
+  type LimitProbe,
+} from './lib/limits.js';
 import { locustArgs } from './lib/locust.js';
 import { parseCsvRecords, parseLocustCsv } from './lib/locust-csv.js';
 import { parseDuration, parseStressOptions } from './lib/options.js';
 import { parseHwm, parseStat } from './lib/process-stats.js';
 import { evaluateGoals, renderReport, studyTable, type SystemResult } from './lib/report.js';
+import { recordLine, summarize } from './lib/server-latency.js';
 
 const fixture = (name: string) =>
   readFileSync(new URL(`./fixtures/${name}`, import.meta.url), 'utf8');
@@ -94,6 +102,18 @@ describe('limits: cgroup v1 or pinning only', () => {
       command: 'taskset',
       args: ['-c', '1', 'nginx', '-p', '/x'],
     });
+  });
+
+  it('reads CFS throttling from cpu.stat and measures it between two readings', () => {
+    const before = parseCpuStat('nr_periods 100\nnr_throttled 10\nthrottled_time 500000000\n');
+    const after = parseCpuStat('nr_periods 400\nnr_throttled 70\nthrottled_time 3500000000\n');
+    expect(before).toEqual({ periods: 100, throttledPeriods: 10, throttledSeconds: 0.5 });
+    expect(throttlingSince(before!, after!)).toEqual({
+      periods: 300,
+      throttledPeriods: 60,
+      throttledSeconds: 3,
+    });
+    expect(parseCpuStat('nr_periods 1\n')).toBeUndefined();
   });
 
   it.skipIf(detectLimitSupport('/sys/fs/cgroup').mode !== 'cgroup')(
@@ -186,9 +206,12 @@ describe('locust CSV and the report', () => {
           peakRssBytes: 20 * 1024 * 1024,
           cpuSeconds: 1.5,
           cgroupPeakBytes: undefined,
+          throttling: { periods: 80, throttledPeriods: 20, throttledSeconds: 0.75 },
         },
       ],
       files: { csv: 'study-njs/locust_stats.csv', html: 'study-njs/locust.html' },
+      loadGenerator: { cpuSeconds: 7.6, wallSeconds: 8 },
+      serverLatency: [{ path: '/secret', count: 750, p50Ms: 0, p99Ms: 3, maxMs: 41 }],
     };
     const report = renderReport(
       {
@@ -216,7 +239,16 @@ describe('locust CSV and the report', () => {
       '| study NGINX + njs (published) | 97,798 | 1,419 (1.45 %) | 206.2 | 2,600 | 7,000 | 27,000 | 223,673 | — | — |',
     );
     expect(report).toContain('| study Node.js (published) | 83,622 | 2,758 (3.30 %) | 185.2 |');
-    expect(report).toContain('| study-njs | pinned to CPU 1 | 20.0 | 1.5 | — |');
+    // 1.5 CPU seconds over the 1,130 requests of the fixture.
+    expect(report).toContain(
+      '| study-njs | pinned to CPU 1 | 20.0 | 1.5 | 1,327 | 25 % of 80 periods, 0.8 s | — |',
+    );
+    expect(report).toContain(
+      'Inside the gate (NGINX `$request_time` from its access log, 1 ms resolution): /secret p50 0 ms, p99 3 ms, max 41 ms (750 requests).',
+    );
+    expect(report).toContain(
+      'Load generator: locust used 95 % of CPU 0 once every user had spawned: saturated, so its own queueing is part of the latencies above.',
+    );
     expect(report).toContain('## ours\n\nNot measured: nginx not found');
     expect(report).toContain('![throughput and p99 over time](chart.svg)');
   });
@@ -252,6 +284,24 @@ describe('locust CSV and the report', () => {
     for (const flag of ['--headless', '--csv-full-history', '--only-summary'])
       expect(args).toContain(flag);
     expect(args.join(' ')).toContain('--users 2500 --spawn-rate 50 --run-time 300s');
+  });
+});
+
+describe('latency inside the gate', () => {
+  it('reads p50, p99 and max per path from the JSON access log, skipping foreign lines', () => {
+    const histograms = new Map();
+    const line = (path: string, seconds: number) =>
+      recordLine(histograms, JSON.stringify({ path, status: 200, request_time: seconds }));
+    for (let i = 0; i < 98; i++) line('/secret', 0.001);
+    line('/secret', 0.04);
+    line('/secret', 0.25);
+    line('/hello', 0);
+    recordLine(histograms, 'not json');
+    recordLine(histograms, '{"path":"/secret"}');
+    expect(summarize(histograms)).toEqual([
+      { path: '/secret', count: 100, p50Ms: 1, p99Ms: 40, maxMs: 250 },
+      { path: '/hello', count: 1, p50Ms: 0, p99Ms: 0, maxMs: 0 },
+    ]);
   });
 });
 

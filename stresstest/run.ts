@@ -6,7 +6,7 @@ import { cpus, release } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { renderChart, seriesFromHistory, type Series } from './lib/chart.js';
-import { createConfinement } from './lib/limits.js';
+import { createConfinement, throttlingSince } from './lib/limits.js';
 import { runLocust, type Progress } from './lib/locust.js';
 import { parseLocustCsv, type CsvRow } from './lib/locust-csv.js';
 import {
@@ -18,6 +18,7 @@ import {
 import { createUsageSampler } from './lib/process-stats.js';
 import { aggregated, renderReport, type ServiceResult, type SystemResult } from './lib/report.js';
 import { createScratchDir, keepLogsAndRemove } from './lib/scratch.js';
+import { readServerLatency } from './lib/server-latency.js';
 import { checkStressPrerequisites } from './lib/prerequisites.js';
 import { startSystem, type SystemInstance } from './lib/systems.js';
 import { mintTokens, writeTokenFile } from './lib/tokens.js';
@@ -65,8 +66,12 @@ async function measureSystem(
     const tokenFile = join(scratch, 'tokens.txt');
     writeTokenFile(tokenFile, await mintTokens({ issuer: instance.issuer, count: options.users }));
     const sampler = createUsageSampler(new Map(instance.services.map((s) => [s.name, s.pids])));
+    // The groups live for the whole run, so each system's throttling is a difference.
+    const throttledBefore = new Map(
+      instance.services.map((s) => [s.name, confinement.cpuThrottling(s.name)]),
+    );
     const printed = { at: 0 };
-    await runLocust(
+    const loadGenerator = await runLocust(
       {
         host: instance.baseUrl,
         users: options.users,
@@ -83,19 +88,27 @@ async function measureSystem(
     const usage = sampler.stop();
     const services: ServiceResult[] = usage.map((u) => {
       const info = instance!.services.find((s) => s.name === u.name)!;
+      const before = throttledBefore.get(u.name);
+      const after = info.limited ? confinement.cpuThrottling(u.name) : undefined;
       return {
         ...u,
         limited: info.limited,
         cgroupPeakBytes: info.limited ? confinement.peakMemoryBytes(u.name) : undefined,
+        throttling: before && after ? throttlingSince(before, after) : undefined,
       };
     });
+    // Stopping flushes NGINX's buffered access log.
+    await instance.stop();
+    const serverLatency = instance.accessLog
+      ? await readServerLatency(instance.accessLog)
+      : undefined;
     const stats = readCsv(join(dir, 'locust_stats.csv'));
     const total = aggregated(stats);
     process.stderr.write(
       `${process.stderr.isTTY ? '\n' : ''}[${name}] done: ${total?.['Request Count']} requests, ${total?.['Failure Count']} failures, ${Number(total?.['Requests/s']).toFixed(1)} req/s, p99 ${total?.['99%']} ms\n`,
     );
     return {
-      result: { name, stats, services, files },
+      result: { name, stats, services, files, loadGenerator, serverLatency },
       series: seriesFromHistory(name, readCsv(join(dir, 'locust_stats_history.csv'))),
     };
   } catch (error) {

@@ -4,6 +4,7 @@
 export const ROW_NAMES = {
   ceiling: 'nginx return 200 (/hello, ceiling)',
   cached: '/secret, one cached token',
+  cachedAtStart: '/secret, one cached token, secrets read at start',
   distinct: '/secret, all-distinct tokens',
   studyNjs: 'study-njs /secret',
   studyNode: 'study-node /secret',
@@ -17,6 +18,8 @@ export interface BenchRow {
   readonly p99_ms: number;
   /** rps ÷ the ceiling's rps. */
   readonly ratio: number;
+  /** CPU time each service of the system spent per request during the row: where the time goes. */
+  readonly cpu_us?: Readonly<Record<string, number>>;
 }
 
 export interface BenchGoal {
@@ -51,7 +54,14 @@ export function evaluateBenchGoals(rows: readonly BenchRow[]): BenchGoal[] {
   return goals.map(([goal, value, target]) => ({ goal, value, target, met: value >= target }));
 }
 
-/** The human-readable table: rps, p50, p99, ratio, then the goals. */
+function cpuColumn(row: BenchRow): string {
+  return Object.entries(row.cpu_us ?? {})
+    .filter(([, us]) => us >= 0.5)
+    .map(([service, us]) => `${service} ${us.toFixed(0)}`)
+    .join(' + ');
+}
+
+/** The human-readable table: rps, p50, p99, ratio, CPU per request, then the goals. */
 export function formatBench(
   rows: readonly BenchRow[],
   goals: readonly BenchGoal[],
@@ -59,10 +69,10 @@ export function formatBench(
 ): string {
   const width = Math.max(...rows.map((row) => row.name.length), 10);
   const lines = [
-    `${'row'.padEnd(width)}  ${'req/s'.padStart(9)}  ${'p50 ms'.padStart(8)}  ${'p99 ms'.padStart(8)}  ${'× ceiling'.padStart(9)}`,
+    `${'row'.padEnd(width)}  ${'req/s'.padStart(9)}  ${'p50 ms'.padStart(8)}  ${'p99 ms'.padStart(8)}  ${'× ceiling'.padStart(9)}  CPU µs per request`,
     ...rows.map(
       (row) =>
-        `${row.name.padEnd(width)}  ${row.rps.toFixed(0).padStart(9)}  ${row.p50_ms.toFixed(2).padStart(8)}  ${row.p99_ms.toFixed(2).padStart(8)}  ${row.ratio.toFixed(3).padStart(9)}`,
+        `${row.name.padEnd(width)}  ${row.rps.toFixed(0).padStart(9)}  ${row.p50_ms.toFixed(2).padStart(8)}  ${row.p99_ms.toFixed(2).padStart(8)}  ${row.ratio.toFixed(3).padStart(9)}  ${cpuColumn(row)}`,
     ),
     '',
     'goals:',

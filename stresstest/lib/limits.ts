@@ -35,6 +35,35 @@ const CONTROLLERS = {
 } as const;
 type Controller = keyof typeof CONTROLLERS;
 
+/** CFS bandwidth accounting of one group (cgroup v1 `cpu.stat`). */
+export interface CpuThrottling {
+  /** Enforcement periods (100 ms each) in which the group was runnable. */
+  readonly periods: number;
+  /** Periods that ended with the group throttled: its quota was used up. */
+  readonly throttledPeriods: number;
+  /** Total time the group's tasks waited for the next period. */
+  readonly throttledSeconds: number;
+}
+
+/** Parses cgroup v1 `cpu.stat` (`nr_periods`, `nr_throttled`, `throttled_time` in ns). */
+export function parseCpuStat(text: string): CpuThrottling | undefined {
+  const field = (name: string) => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(text)?.[1]);
+  const periods = field('nr_periods');
+  const throttledPeriods = field('nr_throttled');
+  const throttledNs = field('throttled_time');
+  if (![periods, throttledPeriods, throttledNs].every(Number.isFinite)) return undefined;
+  return { periods, throttledPeriods, throttledSeconds: throttledNs / 1e9 };
+}
+
+/** What happened between two readings of a group's `cpu.stat`. */
+export function throttlingSince(before: CpuThrottling, after: CpuThrottling): CpuThrottling {
+  return {
+    periods: after.periods - before.periods,
+    throttledPeriods: after.throttledPeriods - before.throttledPeriods,
+    throttledSeconds: after.throttledSeconds - before.throttledSeconds,
+  };
+}
+
 export type LimitSupport =
   { readonly mode: 'cgroup' } | { readonly mode: 'pin'; readonly reason: string };
 
@@ -87,6 +116,8 @@ export interface Confinement {
   adopt(service: string, pids: readonly number[], limited: boolean): void;
   /** Peak memory charged to the service's group (page cache included), when limited by cgroup. */
   peakMemoryBytes(service: string): number | undefined;
+  /** The service group's CFS throttling so far, when limited by cgroup. */
+  cpuThrottling(service: string): CpuThrottling | undefined;
   /** Removes every group this confinement created; processes left in them move to the parent. */
   release(): Promise<void>;
 }
@@ -179,6 +210,15 @@ export function createConfinement(options: ConfinementOptions): Confinement {
       if (!dirs) return undefined;
       try {
         return Number(readFileSync(join(dirs.memory, 'memory.max_usage_in_bytes'), 'utf8'));
+      } catch {
+        return undefined;
+      }
+    },
+    cpuThrottling(service) {
+      const dirs = created.get(service);
+      if (!dirs) return undefined;
+      try {
+        return parseCpuStat(readFileSync(join(dirs.cpu, 'cpu.stat'), 'utf8'));
       } catch {
         return undefined;
       }

@@ -4,6 +4,7 @@ import { spawn } from 'node:child_process';
 import { closeSync, openSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseLocustCsv } from './locust-csv.js';
+import { CLOCK_TICKS, parseStat } from './process-stats.js';
 
 export const LOCUSTFILE = fileURLToPath(new URL('../locustfile.py', import.meta.url));
 /** Debian's python3-locust runs with the system python, not whatever python is first on PATH. */
@@ -84,11 +85,22 @@ export function locustArgs(run: LocustRun): string[] {
   ];
 }
 
+/**
+ * How busy the load generator was once every user had spawned (the whole run if they never all
+ * did): near 100 % of its core, locust itself delays requests.
+ */
+export interface LoadGeneratorUsage {
+  /** locust's user + system CPU time in that window. */
+  readonly cpuSeconds: number;
+  /** The window's wall time, up to the last progress tick before locust exited. */
+  readonly wallSeconds: number;
+}
+
 /** Runs locust to completion, calling `onProgress` every couple of seconds. */
 export async function runLocust(
   run: LocustRun,
   onProgress: (progress: Progress) => void,
-): Promise<void> {
+): Promise<LoadGeneratorUsage> {
   const log = openSync(run.logFile, 'a');
   const child = spawn('taskset', locustArgs(run), {
     env: { ...process.env, SG_STRESS_TOKENS: run.tokenFile },
@@ -96,9 +108,26 @@ export async function runLocust(
   });
   closeSync(log);
   const startedAt = Date.now() / 1000;
+  let windowStart: { cpu: number; wall: number } | undefined;
+  let latest: { cpu: number; wall: number } | undefined;
+  let atFullLoad = false;
   const timer = setInterval(() => {
     const progress = readProgress(`${run.csvPrefix}_stats_history.csv`, startedAt);
     if (progress) onProgress(progress);
+    // taskset execs locust, so the child's PID is locust's own.
+    let stat: ReturnType<typeof parseStat>;
+    try {
+      stat = parseStat(readFileSync(`/proc/${child.pid}/stat`, 'utf8'));
+    } catch {
+      stat = undefined; // exited between ticks
+    }
+    if (!stat) return;
+    latest = { cpu: stat.cpuTicks / CLOCK_TICKS, wall: Date.now() / 1000 };
+    windowStart ??= latest;
+    if (!atFullLoad && (progress?.users ?? 0) >= run.users) {
+      atFullLoad = true;
+      windowStart = latest;
+    }
   }, 2000);
   // Stop locust with us if the runner is interrupted.
   const interrupt = () => child.kill('SIGINT');
@@ -112,6 +141,9 @@ export async function runLocust(
     // Locust exits 1 when any request failed; that is a result, not a harness error.
     if (code !== 0 && code !== 1)
       throw new Error(`locust exited with code ${code}; see ${run.logFile}`);
+    return windowStart && latest
+      ? { cpuSeconds: latest.cpu - windowStart.cpu, wallSeconds: latest.wall - windowStart.wall }
+      : { cpuSeconds: 0, wallSeconds: 0 };
   } finally {
     clearInterval(timer);
     process.off('SIGINT', interrupt);

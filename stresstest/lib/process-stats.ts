@@ -6,15 +6,17 @@ export interface ServiceUsage {
   readonly name: string;
   /** Sum over the service's processes of each one's peak resident set (VmHWM), in bytes. */
   readonly peakRssBytes: number;
-  /** User + system CPU time of the service's processes, in seconds. */
+  /** User + system CPU time of the service's processes since the sampler started, in seconds. */
   readonly cpuSeconds: number;
 }
 
-const CLOCK_TICKS = 100; // sysconf(_SC_CLK_TCK) on Linux x86-64 and arm64
+export const CLOCK_TICKS = 100; // sysconf(_SC_CLK_TCK) on Linux x86-64 and arm64
 
 interface ProcessSample {
   hwmBytes: number;
   cpuTicks: number;
+  /** Ticks already used when the sampler started (0 for a process born later). */
+  startTicks: number;
 }
 
 /** Parses `/proc/PID/stat`: ppid and utime + stime, skipping the parenthesised command name. */
@@ -64,6 +66,16 @@ function processTree(roots: readonly number[]): number[] {
   return [...tree];
 }
 
+/** CPU seconds used so far by the processes of `roots` and their descendants. */
+export function cpuSecondsOf(roots: readonly number[]): number {
+  let ticks = 0;
+  for (const pid of processTree(roots)) {
+    const stat = readText(`/proc/${pid}/stat`);
+    ticks += (stat ? parseStat(stat)?.cpuTicks : 0) ?? 0;
+  }
+  return ticks / CLOCK_TICKS;
+}
+
 export interface UsageSampler {
   /** Takes one sample now (also done every `intervalMs` until `stop`). */
   sample(): void;
@@ -79,6 +91,7 @@ export function createUsageSampler(
   const seen = new Map<string, Map<number, ProcessSample>>();
   for (const name of services.keys()) seen.set(name, new Map());
 
+  let started = false;
   function sample(): void {
     for (const [name, roots] of services) {
       const perPid = seen.get(name)!;
@@ -91,9 +104,11 @@ export function createUsageSampler(
         perPid.set(pid, {
           hwmBytes: Math.max(previous?.hwmBytes ?? 0, parseHwm(status)),
           cpuTicks: parsed.cpuTicks,
+          startTicks: previous?.startTicks ?? (started ? 0 : parsed.cpuTicks),
         });
       }
     }
+    started = true;
   }
 
   sample();
@@ -107,9 +122,9 @@ export function createUsageSampler(
       return [...seen].map(([name, perPid]) => {
         let peakRssBytes = 0;
         let ticks = 0;
-        for (const { hwmBytes, cpuTicks } of perPid.values()) {
+        for (const { hwmBytes, cpuTicks, startTicks } of perPid.values()) {
           peakRssBytes += hwmBytes;
-          ticks += cpuTicks;
+          ticks += cpuTicks - startTicks;
         }
         return { name, peakRssBytes, cpuSeconds: ticks / CLOCK_TICKS };
       });

@@ -2,13 +2,17 @@
 // study's published figures, the goals of the experiment as met / missed, and the resources each
 // service used.
 import type { CsvRow } from './locust-csv.js';
-import type { LimitSupport, ResourceProfile } from './limits.js';
+import type { CpuThrottling, LimitSupport, ResourceProfile } from './limits.js';
+import type { LoadGeneratorUsage } from './locust.js';
+import type { ServerLatency } from './server-latency.js';
 import type { ServiceUsage } from './process-stats.js';
 import { STUDY_BEST_RPS, STUDY_FIGURES } from './study-figures.js';
 
 export interface ServiceResult extends ServiceUsage {
   readonly limited: boolean;
   readonly cgroupPeakBytes: number | undefined;
+  /** CFS throttling during the measurement, when limited by cgroup. */
+  readonly throttling?: CpuThrottling | undefined;
 }
 
 export interface SystemResult {
@@ -18,6 +22,10 @@ export interface SystemResult {
   readonly services: readonly ServiceResult[];
   /** Report-relative paths of locust's outputs. */
   readonly files: { readonly csv: string; readonly html: string };
+  /** locust's own CPU use while it measured this system. */
+  readonly loadGenerator?: LoadGeneratorUsage | undefined;
+  /** Per-path latency from the gate's access log, when it writes one. */
+  readonly serverLatency?: readonly ServerLatency[] | undefined;
   /** Set when the system could not be started or measured. */
   readonly error?: string;
 }
@@ -191,18 +199,60 @@ function summaryTable(results: readonly SystemResult[]): string {
   );
 }
 
-function resourcesTable(run: RunInfo, services: readonly ServiceResult[]): string {
+/** Above this share of its core, locust's own event loop delays requests and inflates latency. */
+const SATURATED_LOAD_GENERATOR = 0.9;
+
+function throttled(t: CpuThrottling | undefined): string {
+  if (t === undefined || t.periods === 0) return '—';
+  return `${fixed((t.throttledPeriods / t.periods) * 100, 0)} % of ${int(t.periods)} periods, ${fixed(t.throttledSeconds, 1)} s`;
+}
+
+/**
+ * Where the time went: CPU per request shows what each service costs, throttling shows when a
+ * quota (not the work) held requests back, and locust's own CPU shows when the client did.
+ */
+function resourcesTable(run: RunInfo, result: SystemResult): string {
   const limits = `${run.profile.cpu} CPU, ${run.profile.memoryMb} MB`;
+  const requests = num(aggregated(result.stats), 'Request Count');
   return table(
-    ['service', 'limits', 'peak RSS (MB)', 'CPU (s)', 'cgroup memory peak (MB)'],
-    services.map((s) => [
+    [
+      'service',
+      'limits',
+      'peak RSS (MB)',
+      'CPU (s)',
+      'CPU µs / request',
+      'CFS throttled',
+      'cgroup memory peak (MB)',
+    ],
+    result.services.map((s) => [
       s.name,
       s.limited && run.support.mode === 'cgroup' ? limits : `pinned to CPU ${run.serviceCpus}`,
       mb(s.peakRssBytes),
       s.cpuSeconds.toFixed(1),
+      int((s.cpuSeconds * 1e6) / requests),
+      throttled(s.throttling),
       mb(s.cgroupPeakBytes),
     ]),
   );
+}
+
+function loadGeneratorLine(usage: LoadGeneratorUsage | undefined, cpus: string): string {
+  if (usage === undefined || usage.wallSeconds === 0) return '';
+  const share = usage.cpuSeconds / usage.wallSeconds;
+  const verdict =
+    share >= SATURATED_LOAD_GENERATOR
+      ? ': saturated, so its own queueing is part of the latencies above'
+      : '';
+  return `Load generator: locust used ${fixed(share * 100, 0)} % of CPU ${cpus} once every user had spawned${verdict}.`;
+}
+
+function serverLatencyLine(latency: readonly ServerLatency[] | undefined): string {
+  if (latency === undefined || latency.length === 0) return '';
+  const paths = latency.map(
+    (l) =>
+      `${l.path} p50 ${int(l.p50Ms)} ms, p99 ${int(l.p99Ms)} ms, max ${int(l.maxMs)} ms (${int(l.count)} requests)`,
+  );
+  return `Inside the gate (NGINX \`$request_time\` from its access log, 1 ms resolution): ${paths.join('; ')}.`;
 }
 
 /** Renders report.md for a whole run. */
@@ -249,7 +299,13 @@ export function renderReport(run: RunInfo, results: readonly SystemResult[]): st
       ),
       '',
     );
-    lines.push(resourcesTable(run, result.services), '');
+    lines.push(resourcesTable(run, result), '');
+    for (const line of [
+      serverLatencyLine(result.serverLatency),
+      loadGeneratorLine(result.loadGenerator, run.loadCpus),
+    ]) {
+      if (line) lines.push(line, '');
+    }
     lines.push(`Locust: [CSV](${result.files.csv}), [HTML report](${result.files.html})`, '');
   }
   return lines.join('\n');

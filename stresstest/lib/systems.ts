@@ -36,6 +36,8 @@ export interface SystemInstance {
   readonly baseUrl: string;
   readonly issuer: string;
   readonly services: readonly ServiceInfo[];
+  /** The gate's JSON access log with `request_time`, complete once `stop` resolved (ours only). */
+  readonly accessLog?: string;
   stop(): Promise<void>;
 }
 
@@ -100,6 +102,7 @@ async function startOurs(ctx: SystemContext): Promise<SystemInstance> {
     baseUrl: stack.urls.gate,
     issuer: stack.urls.issuer,
     services,
+    accessLog: join(stack.files.nginxPrefix, 'logs', 'access.log'),
     stop: () => stack.stop(),
   };
 }
