@@ -54,9 +54,11 @@ const UNKNOWN_POLICY = deny('policy_unknown');
 
 /**
  * Checks, in order: policy known (else 403); a Bearer token present (else 401 without error
- * code); its size; the cache; the b64token syntax; then for a JWT `iss` allowed by the policy and `alg` allowed
- * for that issuer (jose's check) — both before any key fetch — and full verification; for an opaque token the
- * policy's introspection/user-info issuer. Finally the policy's scopes (403 when missing).
+ * code); its size; the cache; its shape (three base64url segments, else RFC 6750 b64token
+ * syntax); then for a JWT `iss` allowed by the policy and `alg` allowed for that issuer (jose
+ * checks it before it asks for a key) — both before any key fetch — and full verification; for
+ * an opaque token the policy's introspection/user-info issuer. Finally the policy's scopes (403
+ * when missing).
  */
 export function createAuthorizer(parts: AuthorizerParts): Authorize {
   const { cache, logger, metrics } = parts;
