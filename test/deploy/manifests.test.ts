@@ -192,9 +192,17 @@ describe.each(Object.entries(BUILDS))('the %s', (_, dir) => {
     }
   });
 
-  it('probes the verifier on /readyz and /healthz over its socket', () => {
-    expect(verifier.readinessProbe?.exec?.command.join(' ')).toContain("path: '/readyz'");
-    expect(verifier.livenessProbe?.exec?.command.join(' ')).toContain("path: '/healthz'");
+  it('probes the verifier on /readyz and /healthz with the image probe script', () => {
+    expect(verifier.readinessProbe?.exec?.command).toEqual([
+      'node',
+      'verifier/dist/probe.js',
+      '/readyz',
+    ]);
+    expect(verifier.livenessProbe?.exec?.command).toEqual([
+      'node',
+      'verifier/dist/probe.js',
+      '/healthz',
+    ]);
   });
 
   it('sets every SG_ variable the NGINX templates reference, and no other', () => {
@@ -472,6 +480,8 @@ describe('the verifier probes, run against the real verifier', () => {
   const probe = (command: string[]) =>
     spawnSync(command[0] as string, command.slice(1), {
       env: { PATH: process.env.PATH, ...podEnv },
+      // The image's WORKDIR, which the relative script path is resolved against.
+      cwd: REPO_ROOT,
       timeout: 20_000,
     }).status;
 

@@ -1,0 +1,75 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../stack/ports.js';
+import { buildService } from './testing/service.js';
+
+const PROBE = fileURLToPath(new URL('./probe.ts', import.meta.url));
+
+/**
+ * Runs the probe as the image runs it: a separate process that only has VERIFIER_LISTEN. Async,
+ * since the verifier it asks runs in this test's own event loop.
+ */
+function probe(
+  listen: string | undefined,
+  path?: string,
+): Promise<{ code: number | null; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', PROBE, ...(path ? [path] : [])],
+      { env: { PATH: process.env.PATH ?? '', ...(listen ? { VERIFIER_LISTEN: listen } : {}) } },
+      (error, _stdout, stderr) => resolve({ code: error ? (error.code as number) : 0, stderr }),
+    );
+  });
+}
+
+describe('the health probe follows VERIFIER_LISTEN', () => {
+  // A user-info issuer needs no key set (and is never called here): ready as soon as it listens.
+  const built = () =>
+    buildService(
+      {},
+      {
+        file: {
+          issuers: [
+            { type: 'userinfo', issuer: 'https://idp.test', endpoint: 'https://idp.test/u' },
+          ],
+          policies: { default: { issuers: ['https://idp.test'] } },
+        },
+      },
+    ).service;
+  const tcp = built();
+  const unix = built();
+  const socketPath = join(mkdtempSync(join(tmpdir(), 'probe-')), 'v.sock');
+  let port: number;
+
+  beforeAll(async () => {
+    port = await freePort();
+    await tcp.listen({ kind: 'tcp', host: '0.0.0.0', port });
+    await unix.listen({ kind: 'unix', path: socketPath });
+  });
+  afterAll(async () => {
+    await Promise.all([tcp.stop(0), unix.stop(0)]);
+  });
+
+  it('asks a wildcard TCP listener over loopback', async () => {
+    expect(await probe(`0.0.0.0:${port}`)).toEqual({ code: 0, stderr: '' });
+    expect((await probe(`127.0.0.1:${port}`, '/healthz')).code).toBe(0);
+  });
+
+  it('asks over the unix socket when the verifier listens on one', async () => {
+    expect((await probe(`unix:${socketPath}`)).code).toBe(0);
+    expect((await probe(`unix:${socketPath}`, '/healthz')).code).toBe(0);
+  });
+
+  it('fails when nothing answers, and refuses paths other than the two probes', async () => {
+    const closed = await probe(`127.0.0.1:${await freePort()}`);
+    expect(closed.code).toBe(1);
+    expect(closed.stderr).toContain('/readyz: connect ECONNREFUSED');
+    expect((await probe(`unix:${socketPath}`, '/verify')).code).toBe(2);
+    expect((await probe('not an address')).stderr).toContain('VERIFIER_LISTEN: expected host:port');
+  });
+});
