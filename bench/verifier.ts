@@ -20,6 +20,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { freePort } from '../stack/ports.js';
+import { VERIFIER_NODE_FLAGS } from '../stack/service-env.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const ISSUER = 'https://bench.issuer.test';
@@ -391,7 +392,7 @@ async function throughputRows(
 }
 
 /** V8 limits that keep a full cache inside 128 MB; see verifier/README.md, "Memory". */
-const LEAN_NODE_OPTIONS = '--max-semi-space-size=1 --max-old-space-size=96';
+const LEAN_NODE_OPTIONS = VERIFIER_NODE_FLAGS.join(' ');
 
 async function rssRows(ecKey: KeyObject, jwksUri: string): Promise<string[]> {
   process.stdout.write(`minting ${RSS_TOKENS} ES256 tokens... `);
