@@ -116,10 +116,19 @@ describe('docker-compose.yaml mirrors the local runner', () => {
 
   it.each([
     ['idp', 'http://127.0.0.1:8081/readyz'],
-    ['verifier', 'http://127.0.0.1:8090/readyz'],
     ['nginx', 'http://127.0.0.1:8080/hello'],
   ])('health-checks %s on the endpoint the runner waits for (%s)', (name, url) => {
     expect(service(name).healthcheck?.test.join(' ')).toContain(url);
+  });
+
+  it("health-checks the verifier's /readyz, as the runner waits for it, with the image's probe", () => {
+    // The probe asks the listener VERIFIER_LISTEN names (0.0.0.0:8090 here, asked over loopback).
+    expect(service('verifier').healthcheck?.test).toEqual([
+      'CMD',
+      'node',
+      'verifier/dist/probe.js',
+      '/readyz',
+    ]);
   });
 
   it('starts in the runner order: idp, then verifier, then nginx, each once the previous is healthy', () => {
