@@ -19,7 +19,13 @@ import { locustArgs } from './lib/locust.js';
 import { parseCsvRecords, parseLocustCsv } from './lib/locust-csv.js';
 import { parseDuration, parseStressOptions } from './lib/options.js';
 import { parseHwm, parseStat } from './lib/process-stats.js';
-import { evaluateGoals, renderReport, studyTable, type SystemResult } from './lib/report.js';
+import {
+  bottleneckLine,
+  evaluateGoals,
+  renderReport,
+  studyTable,
+  type SystemResult,
+} from './lib/report.js';
 import { recordLine, summarize } from './lib/server-latency.js';
 
 const fixture = (name: string) =>
@@ -249,7 +255,26 @@ describe('locust CSV and the report', () => {
     expect(report).toContain(
       'Load generator: locust used 95 % of CPU 0 once every user had spawned: saturated, so its own queueing is part of the latencies above.',
     );
+    expect(report).toContain(
+      'Bottleneck: the load generator — no gate service was throttled in more than 25 % of its periods, while locust used 95 % of its core',
+    );
     expect(report).toContain('## ours\n\nNot measured: nginx not found');
+    // A gate service throttled in most periods is named as the bottleneck, load generator or not.
+    const gateBound = {
+      ...result,
+      services: [
+        {
+          ...result.services[0]!,
+          throttling: { periods: 100, throttledPeriods: 85, throttledSeconds: 30 },
+        },
+      ],
+    };
+    expect(bottleneckLine(gateBound)).toBe(
+      'Bottleneck: the CPU quota. study-njs needed 1,327 µs of CPU per request and was throttled in 85 % of its periods, so requests waited for the next one.',
+    );
+    expect(bottleneckLine({ ...result, loadGenerator: { cpuSeconds: 4, wallSeconds: 8 } })).toBe(
+      '',
+    );
     expect(report).toContain('![throughput and p99 over time](chart.svg)');
   });
 

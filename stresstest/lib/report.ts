@@ -246,6 +246,37 @@ function loadGeneratorLine(usage: LoadGeneratorUsage | undefined, cpus: string):
   return `Load generator: locust used ${fixed(share * 100, 0)} % of CPU ${cpus} once every user had spawned${verdict}.`;
 }
 
+/** A service throttled in at least this share of its CFS periods is held back by its quota. */
+const QUOTA_BOUND = 0.5;
+
+/**
+ * One sentence naming what held a system back: its CPU quota (a gate service throttled in most
+ * periods), else a saturated load generator, else nothing the run can see.
+ */
+export function bottleneckLine(result: SystemResult): string {
+  const requests = num(aggregated(result.stats), 'Request Count');
+  const share = (t: CpuThrottling | undefined) =>
+    t === undefined || t.periods === 0 ? 0 : t.throttledPeriods / t.periods;
+  const limited = result.services.filter((s) => s.limited && s.throttling !== undefined);
+  const worst = limited.reduce<ServiceResult | undefined>(
+    (most, s) => (most === undefined || share(s.throttling) > share(most.throttling) ? s : most),
+    undefined,
+  );
+  if (worst !== undefined && share(worst.throttling) >= QUOTA_BOUND) {
+    return `Bottleneck: the CPU quota. ${worst.name} needed ${int((worst.cpuSeconds * 1e6) / requests)} µs of CPU per request and was throttled in ${fixed(share(worst.throttling) * 100, 0)} % of its periods, so requests waited for the next one.`;
+  }
+  const load = result.loadGenerator;
+  const loadShare = load && load.wallSeconds > 0 ? load.cpuSeconds / load.wallSeconds : 0;
+  if (loadShare >= SATURATED_LOAD_GENERATOR) {
+    const quota =
+      worst === undefined
+        ? ''
+        : ` no gate service was throttled in more than ${fixed(share(worst.throttling) * 100, 0)} % of its periods, while`;
+    return `Bottleneck: the load generator —${quota} locust used ${fixed(loadShare * 100, 0)} % of its core, so much of the latency above is queueing in locust, not in the gate.`;
+  }
+  return '';
+}
+
 function serverLatencyLine(latency: readonly ServerLatency[] | undefined): string {
   if (latency === undefined || latency.length === 0) return '';
   const paths = latency.map(
@@ -303,6 +334,7 @@ export function renderReport(run: RunInfo, results: readonly SystemResult[]): st
     for (const line of [
       serverLatencyLine(result.serverLatency),
       loadGeneratorLine(result.loadGenerator, run.loadCpus),
+      bottleneckLine(result),
     ]) {
       if (line) lines.push(line, '');
     }
