@@ -202,9 +202,14 @@ function summaryTable(results: readonly SystemResult[]): string {
 /** Above this share of its core, locust's own event loop delays requests and inflates latency. */
 const SATURATED_LOAD_GENERATOR = 0.9;
 
+/** The share of CFS periods that ended throttled; 0 when unknown. */
+function throttledShare(t: CpuThrottling | undefined): number {
+  return t === undefined || t.periods === 0 ? 0 : t.throttledPeriods / t.periods;
+}
+
 function throttled(t: CpuThrottling | undefined): string {
   if (t === undefined || t.periods === 0) return '—';
-  return `${fixed((t.throttledPeriods / t.periods) * 100, 0)} % of ${int(t.periods)} periods, ${fixed(t.throttledSeconds, 1)} s`;
+  return `${fixed(throttledShare(t) * 100, 0)} % of ${int(t.periods)} periods, ${fixed(t.throttledSeconds, 1)} s`;
 }
 
 /**
@@ -255,15 +260,16 @@ const QUOTA_BOUND = 0.5;
  */
 export function bottleneckLine(result: SystemResult): string {
   const requests = num(aggregated(result.stats), 'Request Count');
-  const share = (t: CpuThrottling | undefined) =>
-    t === undefined || t.periods === 0 ? 0 : t.throttledPeriods / t.periods;
   const limited = result.services.filter((s) => s.limited && s.throttling !== undefined);
   const worst = limited.reduce<ServiceResult | undefined>(
-    (most, s) => (most === undefined || share(s.throttling) > share(most.throttling) ? s : most),
+    (most, s) =>
+      most === undefined || throttledShare(s.throttling) > throttledShare(most.throttling)
+        ? s
+        : most,
     undefined,
   );
-  if (worst !== undefined && share(worst.throttling) >= QUOTA_BOUND) {
-    return `Bottleneck: the CPU quota. ${worst.name} needed ${int((worst.cpuSeconds * 1e6) / requests)} µs of CPU per request and was throttled in ${fixed(share(worst.throttling) * 100, 0)} % of its periods, so requests waited for the next one.`;
+  if (worst !== undefined && throttledShare(worst.throttling) >= QUOTA_BOUND) {
+    return `Bottleneck: the CPU quota. ${worst.name} needed ${int((worst.cpuSeconds * 1e6) / requests)} µs of CPU per request and was throttled in ${fixed(throttledShare(worst.throttling) * 100, 0)} % of its periods, so requests waited for the next one.`;
   }
   const load = result.loadGenerator;
   const loadShare = load && load.wallSeconds > 0 ? load.cpuSeconds / load.wallSeconds : 0;
@@ -271,7 +277,7 @@ export function bottleneckLine(result: SystemResult): string {
     const quota =
       worst === undefined
         ? ''
-        : ` no gate service was throttled in more than ${fixed(share(worst.throttling) * 100, 0)} % of its periods, while`;
+        : ` no gate service was throttled in more than ${fixed(throttledShare(worst.throttling) * 100, 0)} % of its periods, while`;
     return `Bottleneck: the load generator —${quota} locust used ${fixed(loadShare * 100, 0)} % of its core, so much of the latency above is queueing in locust, not in the gate.`;
   }
   return '';
