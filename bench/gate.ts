@@ -13,7 +13,7 @@ import { BENCH_USAGE, parseBenchOptions, type BenchOptions } from './lib/options
 import { runWrk, type WrkResult } from './lib/wrk.js';
 import { createConfinement, PROFILES } from '../stresstest/lib/limits.js';
 import { createScratchDir } from '../stresstest/lib/scratch.js';
-import { cpuSecondsOf } from '../stresstest/lib/process-stats.js';
+import { createUsageSampler } from '../stresstest/lib/process-stats.js';
 import { startSystem, type SystemInstance } from '../stresstest/lib/systems.js';
 import { mintTokens, writeTokenFile } from '../stresstest/lib/tokens.js';
 
@@ -43,11 +43,6 @@ async function expectStatus(url: string, status: number, authorization?: string)
   }
 }
 
-/** CPU seconds of each service of `system` so far. */
-function serviceCpu(system: SystemInstance): Map<string, number> {
-  return new Map(system.services.map((s) => [s.name, cpuSecondsOf(s.pids)]));
-}
-
 async function measure(
   name: string,
   options: BenchOptions,
@@ -57,13 +52,10 @@ async function measure(
 ): Promise<Row> {
   const base = { ...run, connections: options.connections, cpus: LOAD_CPUS };
   await runWrk({ ...base, durationSeconds: WARMUP_SECONDS });
-  const before = serviceCpu(system);
+  const sampler = createUsageSampler(new Map(system.services.map((s) => [s.name, s.pids])));
   const result: WrkResult = await runWrk({ ...base, durationSeconds: options.durationSeconds });
   const cpu_us = Object.fromEntries(
-    [...serviceCpu(system)].map(([service, seconds]) => [
-      service,
-      ((seconds - before.get(service)!) * 1e6) / result.requests,
-    ]),
+    sampler.stop().map((usage) => [usage.name, (usage.cpuSeconds * 1e6) / result.requests]),
   );
   if (result.errors > 0)
     notes.push(`${name}: ${result.errors} of ${result.requests} requests failed`);
@@ -148,27 +140,32 @@ async function main(): Promise<number> {
         await measure(ROW_NAMES.distinct, options, system, { url: secret, tokenFile }, notes),
       );
     });
+    /** /secret of a freshly started system with one token, which its gate caches. */
+    const oneTokenRow = (rowName: string, instance: Promise<SystemInstance>) =>
+      withSystem(instance, async (system) => {
+        const [token] = await mintTokens({ issuer: system.issuer, count: 1 });
+        const secret = `${system.baseUrl}/secret`;
+        await expectStatus(secret, 200, `Bearer ${token}`);
+        rows.push(
+          await measure(
+            rowName,
+            options,
+            system,
+            { url: secret, headers: { Authorization: `Bearer ${token}` } },
+            notes,
+          ),
+        );
+      });
     // The same gate with the secrets file read once per (re)load instead of per request: what
     // rotation without a reload costs.
-    const atStart = startSystem('ours', {
-      dir: join(scratch, 'ours-at-start'),
-      confinement,
-      nginxEnv: { SG_WORKER_PROCESSES: '1', SG_SECRETS_READ: 'at-start' },
-    });
-    await withSystem(atStart, async (system) => {
-      const [token] = await mintTokens({ issuer: system.issuer, count: 1 });
-      const secret = `${system.baseUrl}/secret`;
-      await expectStatus(secret, 200, `Bearer ${token}`);
-      rows.push(
-        await measure(
-          ROW_NAMES.cachedAtStart,
-          options,
-          system,
-          { url: secret, headers: { Authorization: `Bearer ${token}` } },
-          notes,
-        ),
-      );
-    });
+    await oneTokenRow(
+      ROW_NAMES.cachedAtStart,
+      startSystem('ours', {
+        dir: join(scratch, 'ours-at-start'),
+        confinement,
+        nginxEnv: { SG_WORKER_PROCESSES: '1', SG_SECRETS_READ: 'at-start' },
+      }),
+    );
     const baselines = [
       ['study-njs', ROW_NAMES.studyNjs],
       ['study-node', ROW_NAMES.studyNode],
@@ -176,23 +173,7 @@ async function main(): Promise<number> {
     ] as const;
     for (const [name, rowName] of baselines) {
       mkdirSync(join(scratch, name), { recursive: true });
-      await withSystem(
-        startSystem(name, { dir: join(scratch, name), confinement }),
-        async (system) => {
-          const [token] = await mintTokens({ issuer: system.issuer, count: 1 });
-          const secret = `${system.baseUrl}/secret`;
-          await expectStatus(secret, 200, `Bearer ${token}`);
-          rows.push(
-            await measure(
-              rowName,
-              options,
-              system,
-              { url: secret, headers: { Authorization: `Bearer ${token}` } },
-              notes,
-            ),
-          );
-        },
-      );
+      await oneTokenRow(rowName, startSystem(name, { dir: join(scratch, name), confinement }));
     }
   } finally {
     await confinement.release();

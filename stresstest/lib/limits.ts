@@ -175,6 +175,21 @@ export function createConfinement(options: ConfinementOptions): Confinement {
     return dirs;
   }
 
+  /** A file of the service's group, or undefined when it has no group (or it is gone). */
+  function readGroupFile(
+    service: string,
+    controller: Controller,
+    file: string,
+  ): string | undefined {
+    const dirs = created.get(service);
+    if (!dirs) return undefined;
+    try {
+      return readFileSync(join(dirs[controller], file), 'utf8');
+    } catch {
+      return undefined;
+    }
+  }
+
   function pin(command: Command): Command {
     return { command: 'taskset', args: ['-c', cpus, command.command, ...command.args] };
   }
@@ -206,22 +221,12 @@ export function createConfinement(options: ConfinementOptions): Confinement {
       }
     },
     peakMemoryBytes(service) {
-      const dirs = created.get(service);
-      if (!dirs) return undefined;
-      try {
-        return Number(readFileSync(join(dirs.memory, 'memory.max_usage_in_bytes'), 'utf8'));
-      } catch {
-        return undefined;
-      }
+      const text = readGroupFile(service, 'memory', 'memory.max_usage_in_bytes');
+      return text === undefined ? undefined : Number(text);
     },
     cpuThrottling(service) {
-      const dirs = created.get(service);
-      if (!dirs) return undefined;
-      try {
-        return parseCpuStat(readFileSync(join(dirs.cpu, 'cpu.stat'), 'utf8'));
-      } catch {
-        return undefined;
-      }
+      const text = readGroupFile(service, 'cpu', 'cpu.stat');
+      return text === undefined ? undefined : parseCpuStat(text);
     },
     async release() {
       for (const dirs of created.values()) {

@@ -66,16 +66,6 @@ function processTree(roots: readonly number[]): number[] {
   return [...tree];
 }
 
-/** CPU seconds used so far by the processes of `roots` and their descendants. */
-export function cpuSecondsOf(roots: readonly number[]): number {
-  let ticks = 0;
-  for (const pid of processTree(roots)) {
-    const stat = readText(`/proc/${pid}/stat`);
-    ticks += (stat ? parseStat(stat)?.cpuTicks : 0) ?? 0;
-  }
-  return ticks / CLOCK_TICKS;
-}
-
 export interface UsageSampler {
   /** Takes one sample now (also done every `intervalMs` until `stop`). */
   sample(): void;
