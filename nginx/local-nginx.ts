@@ -4,6 +4,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { assertWorkersCanReach } from '../stack/worker-access.js';
 import { nginxPaths, renderNginxConfig } from './render.js';
 import type { NginxEnv } from './variables.js';
 
@@ -38,6 +39,10 @@ function argsFor(prefix: string): string[] {
  */
 export async function startLocalNginx(options: LocalNginxStart): Promise<LocalNginx> {
   const nginxBin = options.nginxBin ?? 'nginx';
+  assertWorkersCanReach([
+    path.join(options.env.SG_SPA_ROOT, 'index.html'),
+    options.env.SG_SECRETS_FILE,
+  ]);
   await renderNginxConfig({
     templatesDir: nginxPaths.templatesDir,
     outDir: options.prefix,

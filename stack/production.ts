@@ -28,7 +28,8 @@ import { createIdpClient } from './idp-client.js';
 import { nginxPaths } from '../nginx/render.js';
 import { prepareNginx } from './nginx-runtime.js';
 import { freePort } from './ports.js';
-import { ensureArtefacts, findNginx } from './prerequisites.js';
+import { artefacts, ensureArtefacts, findNginx } from './prerequisites.js';
+import { assertWorkersCanReach } from './worker-access.js';
 import { createServiceProcess, waitForHttp, type ServiceProcess } from './service-process.js';
 import {
   VERIFIER_NODE_FLAGS,
@@ -142,6 +143,7 @@ export async function startProductionStack(options: StackOptions = {}): Promise<
   const runAs = chooseRunAs();
   const nginxBinary = await findNginx();
   await ensureArtefacts(REPO_ROOT, { build: options.build ?? true, log });
+  assertWorkersCanReach(artefacts(REPO_ROOT).map((artefact) => artefact.marker));
 
   const ownsDir = options.runtimeDir === undefined;
   const runtimeDir = options.runtimeDir

@@ -2,7 +2,7 @@
 // stress and chaos harnesses. It writes the runtime files, starts the dev IdP, the verifier and
 // NGINX as child processes on loopback, waits until each answers, and stops them all again.
 import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { letWorkersRead } from './worker-access.js';
+import { assertWorkersCanReach, letWorkersRead } from './worker-access.js';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -10,7 +10,7 @@ import { createIdpClient, type IdpClient, type TokenShape } from './idp-client.j
 import { nginxPaths } from '../nginx/render.js';
 import { prepareNginx } from './nginx-runtime.js';
 import { freePort } from './ports.js';
-import { ensureArtefacts, findNginx } from './prerequisites.js';
+import { artefacts, ensureArtefacts, findNginx } from './prerequisites.js';
 import { createServiceProcess, waitForHttp, type ServiceProcess } from './service-process.js';
 import {
   DEFAULT_PORTS,
@@ -94,6 +94,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   const log = options.log ?? (() => {});
   const nginxBinary = await findNginx();
   await ensureArtefacts(REPO_ROOT, { build: options.build ?? true, log });
+  assertWorkersCanReach(artefacts(REPO_ROOT).map((artefact) => artefact.marker));
 
   const ownsDir = options.runtimeDir === undefined;
   const runtimeDir = options.runtimeDir
