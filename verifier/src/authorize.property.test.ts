@@ -42,6 +42,7 @@ function localKeySet(jwks: { keys: JWK[] }): KeySet {
     issuer: ISS,
     start: async () => {},
     isReady: () => true,
+    trustedUntil: () => Infinity,
     getKey: (header) => getter(header),
     refresh: async () => false,
     stop: () => {},

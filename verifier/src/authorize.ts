@@ -33,6 +33,10 @@ export interface AuthorizerParts {
   readonly metrics?: Metrics | undefined;
   /** Per-policy hook for extra allow grants (the CloudFront signer plugs in here). */
   readonly decorators?: ReadonlyMap<string, DecisionDecorator> | undefined;
+  /** Cap in seconds on how long NGINX may reuse an answer; 0 (the default) never. */
+  readonly edgeTtl?: number | undefined;
+  /** Milliseconds since the epoch; injected so tests can move time. */
+  readonly now?: (() => number) | undefined;
 }
 
 interface PreparedPolicy {
@@ -61,6 +65,8 @@ const UNKNOWN_POLICY = deny('policy_unknown');
  */
 export function createAuthorizer(parts: AuthorizerParts): Authorize {
   const { cache, logger, metrics } = parts;
+  const edgeCap = Math.floor(parts.edgeTtl ?? 0);
+  const now = parts.now ?? Date.now;
   const policies = new Map<string, PreparedPolicy>();
   for (const policy of parts.config.policies.values()) {
     const opaqueIssuer = policy.issuers.find((iss) => parts.opaqueVerifiers.has(iss));
@@ -95,7 +101,7 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
     token: string | undefined,
     policy?: PreparedPolicy,
   ): Decision {
-    const { decision } = outcome;
+    const decision = withEdgeTtl(outcome.decision);
     metrics?.decision(decision);
     if (decision.outcome !== 'allow') {
       logger.info(
@@ -123,6 +129,18 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
     return decision;
   }
 
+  /**
+   * How long NGINX may reuse the answer: only a verified token's outcome (an allow, or a 403 for
+   * missing scopes), never a 401, and never past the cap, the token's `exp` or its key's trust.
+   * Whole seconds rounded down, so a copy never outlives the token.
+   */
+  function withEdgeTtl(decision: Decision): Decision {
+    if (edgeCap <= 0 || decision.reusableUntil === undefined) return decision;
+    const left = Math.floor(decision.reusableUntil - now() / 1000);
+    const edgeTtl = Math.max(0, Math.min(edgeCap, left));
+    return edgeTtl === 0 ? decision : { ...decision, edgeTtl };
+  }
+
   async function verifyFresh(token: string, policy: PreparedPolicy, key: string): Promise<Outcome> {
     const started = performance.now();
     let verified: VerifiedToken;
@@ -138,11 +156,14 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
     }
     const granted = new Set(verified.identity.scopes);
     const missing = policy.config.scopes.filter((scope) => !granted.has(scope));
-    const decision =
+    const reusableUntil = Math.min(verified.exp, verified.keyTrustedUntil ?? verified.exp);
+    const decided =
       missing.length === 0
         ? allow(verified.identity)
         : deny('scope_insufficient', policy.config.scopes, verified.identity);
+    const decision = { ...decided, reusableUntil };
     cache.set(key, {
+      reusableUntil,
       policy: policy.config.name,
       decision: { ...decision, identity: decision.identity ?? verified.identity },
       exp: verified.exp,

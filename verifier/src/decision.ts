@@ -21,6 +21,13 @@ export type Decision = (
   readonly grants: readonly Grant[];
   /** The scopes the policy requires; named in the `insufficient_scope` challenge. */
   readonly requiredScopes: readonly string[];
+  /**
+   * Whole seconds NGINX may reuse this answer (`X-Accel-Expires`); 0 or absent: never. Set by the
+   * authorizer from the cap, the token's `exp` and its key set's trust.
+   */
+  readonly edgeTtl?: number;
+  /** Seconds since the epoch after which no copy of this decision may be used (exp, key trust). */
+  readonly reusableUntil?: number;
 };
 
 /**

@@ -114,6 +114,8 @@ export function createVerifierService(
     logger,
     metrics,
     decorators,
+    edgeTtl: config.cache.edgeTtl,
+    now,
   });
   const routes = createRoutes({ authorize, isReady, metrics });
   metrics.watchCache(() => ({ entries: cache.size, bytes: cache.bytes }));

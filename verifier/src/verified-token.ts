@@ -9,4 +9,6 @@ export interface VerifiedToken {
   readonly nbf: number | undefined;
   /** The JWS `kid` the token was verified with, so entries can be dropped when the key leaves. */
   readonly kid: string | undefined;
+  /** Seconds since the epoch until which the key that verified it is trusted; undefined: no key. */
+  readonly keyTrustedUntil?: number | undefined;
 }
