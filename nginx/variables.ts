@@ -1,5 +1,7 @@
 // The SG_ variables the NGINX templates use: one table for the local runner, docker compose and
 // the README, so the three homes of the config cannot drift apart.
+import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 
@@ -26,7 +28,14 @@ export type NginxVariableName =
   | 'SG_CSP_IMG_SRC'
   | 'SG_CLOUDFRONT_IMAGE_URL'
   | 'SG_SECRET_RATE'
-  | 'SG_SECRET_BURST';
+  | 'SG_SECRET_BURST'
+  | 'SG_SECRETS_ISSUER'
+  | 'SG_MEMORY_DIR'
+  | 'SG_EDGE_CACHE'
+  | 'SG_VERIFY_RATE'
+  | 'SG_VERIFY_BURST'
+  | 'SG_REAL_IP_FROM'
+  | 'SG_REAL_IP_HEADER';
 
 export type NginxEnv = Record<NginxVariableName, string>;
 
@@ -146,13 +155,55 @@ export const nginxVariables: readonly NginxVariable[] = Object.freeze([
   },
   {
     name: 'SG_SECRET_RATE',
-    docker: '10r/s',
-    description: 'Per-client-IP `limit_req` rate on `/secret` (`Nr/s` or `Nr/m`).',
+    docker: '5000r/s',
+    description:
+      'Outer per-client-address `limit_req` rate on every `/secret` request (`Nr/s` or `Nr/m`). Generous on purpose: edge-cache hits cost the verifier nothing, and many users may share one address.',
   },
   {
     name: 'SG_SECRET_BURST',
-    docker: '20',
-    description: '`burst` of that limit (served at once, `nodelay`).',
+    docker: '10000',
+    description:
+      '`burst` of that limit (served at once, `nodelay`). Keep it large: `limit_req` counts in milliseconds.',
+  },
+  {
+    name: 'SG_VERIFY_RATE',
+    docker: '200r/s',
+    description:
+      'Per-client-address rate of calls that reach the verifier (edge-cache misses: new, distinct or garbage tokens, DPoP requests); what bounds the verifier under a flood. Over it: 429 + `Retry-After`.',
+  },
+  {
+    name: 'SG_VERIFY_BURST',
+    docker: '400',
+    description: '`burst` of that limit (`nodelay`).',
+  },
+  {
+    name: 'SG_EDGE_CACHE',
+    docker: 'sg_decisions',
+    description:
+      "`sg_decisions`: NGINX reuses the verifier's answers for `X-Accel-Expires` seconds (the verifier's `VERIFIER_EDGE_CACHE_TTL`, never past `exp`); `off`: every `/secret` asks the verifier.",
+  },
+  {
+    name: 'SG_MEMORY_DIR',
+    docker: '/dev/shm',
+    description:
+      'Memory-backed directory (tmpfs, a `medium: Memory` emptyDir) for the edge cache, whose files hold tokens, and the per-set secret files. Must exist and be writable by the workers.',
+  },
+  {
+    name: 'SG_SECRETS_ISSUER',
+    docker: '',
+    description:
+      "The issuer (`iss`) the secrets file's flat `clients` map belongs to; sets under `issuers` name their own. Empty with a non-empty `clients` map: refused as ambiguous (503, logged). Locally defaults to `SG_OIDC_ISSUER`.",
+  },
+  {
+    name: 'SG_REAL_IP_FROM',
+    docker: 'unix:',
+    description:
+      "`set_real_ip_from`: the one CIDR of the proxies whose `SG_REAL_IP_HEADER` is trusted for the client address (e.g. the ingress controllers' pod range). `unix:` trusts no TCP peer.",
+  },
+  {
+    name: 'SG_REAL_IP_HEADER',
+    docker: 'X-Forwarded-For',
+    description: '`real_ip_header`: where those proxies put the client address.',
   },
 ] satisfies NginxVariable[]);
 
@@ -174,6 +225,12 @@ export interface LocalNginxOptions {
   readonly cloudFrontImageUrl?: string;
   readonly secretRate?: string;
   readonly secretBurst?: number;
+  readonly verifyRate?: string;
+  readonly verifyBurst?: number;
+  /** Defaults to the issuer. */
+  readonly secretsIssuer?: string;
+  /** Defaults to a directory of its own under /dev/shm (memory-backed), else inside the prefix. */
+  readonly memoryDir?: string;
   readonly workerProcesses?: number | 'auto';
   readonly modulesDir?: string;
   /** A whole `user …;` directive; omitted by default so the run needs no privileges. */
@@ -211,9 +268,28 @@ export function localNginxEnv(options: LocalNginxOptions): NginxEnv {
     SG_CSP_CONNECT_SRC: options.cspConnectSrc ?? new URL(issuer).origin,
     SG_CSP_IMG_SRC: options.cspImgSrc ?? '',
     SG_CLOUDFRONT_IMAGE_URL: options.cloudFrontImageUrl ?? '',
-    SG_SECRET_RATE: options.secretRate ?? '10r/s',
-    SG_SECRET_BURST: String(options.secretBurst ?? 20),
+    SG_SECRET_RATE: options.secretRate ?? '5000r/s',
+    SG_SECRET_BURST: String(options.secretBurst ?? 10000),
+    SG_VERIFY_RATE: options.verifyRate ?? '200r/s',
+    SG_VERIFY_BURST: String(options.verifyBurst ?? 400),
+    SG_EDGE_CACHE: 'sg_decisions',
+    SG_MEMORY_DIR: options.memoryDir ?? localMemoryDir(prefix),
+    SG_SECRETS_ISSUER: options.secretsIssuer ?? issuer,
+    SG_REAL_IP_FROM: 'unix:',
+    SG_REAL_IP_HEADER: 'X-Forwarded-For',
   };
+}
+
+/**
+ * A memory-backed directory of this prefix's own (the edge cache's files hold tokens): under
+ * /dev/shm when the machine has it, else inside the prefix. Whoever removes the prefix removes
+ * this too (see stack/start-stack.ts).
+ */
+export function localMemoryDir(prefix: string): string {
+  const own = `secret-gate-${createHash('sha256').update(path.resolve(prefix)).digest('hex').slice(0, 12)}`;
+  return existsSync('/dev/shm')
+    ? path.join('/dev/shm', own)
+    : path.join(path.resolve(prefix), 'memory');
 }
 
 /** The SG_ values for the official nginx image, as docker compose and Kubernetes set them. */

@@ -197,6 +197,8 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     log,
     cleanUp: () => {
       if (ownsDir) rmSync(runtimeDir, { recursive: true, force: true });
+      // The edge cache and per-set secret files live outside the prefix, in memory.
+      rmSync(nginx.env.SG_MEMORY_DIR, { recursive: true, force: true });
     },
   });
 }

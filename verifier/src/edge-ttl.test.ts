@@ -126,17 +126,20 @@ describe('client ids NGINX would alter', () => {
     ['a non-ASCII character', 'shop-spä'],
     ['a line break', 'shop\nspa'],
     ['257 characters', `${'a'.repeat(256)}b`],
-  ])('refuses a client id with %s (401 client_id_invalid), never choosing another set', async (_, azp) => {
-    const token = await mintToken({ now: T, claims: { azp } });
-    const decision = await ask(capped, token);
-    expect(decision.reason).toBe('client_id_invalid');
-    const answer = answerOf(decision);
-    expect(answer.status).toBe(401);
-    expect(answer.headers).toContainEqual([
-      'WWW-Authenticate',
-      'Bearer realm="secret-gate", error="invalid_token", error_description="client_id_invalid"',
-    ]);
-  });
+  ])(
+    'refuses a client id with %s (401 client_id_invalid), never choosing another set',
+    async (_, azp) => {
+      const token = await mintToken({ now: T, claims: { azp } });
+      const decision = await ask(capped, token);
+      expect(decision.reason).toBe('client_id_invalid');
+      const answer = answerOf(decision);
+      expect(answer.status).toBe(401);
+      expect(answer.headers).toContainEqual([
+        'WWW-Authenticate',
+        'Bearer realm="secret-gate", error="invalid_token", error_description="client_id_invalid"',
+      ]);
+    },
+  );
 
   it('passes ids of up to 256 visible characters with inner spaces unchanged', async () => {
     for (const azp of ['shop spa', 'a'.repeat(256), 'x']) {
