@@ -138,6 +138,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     audience,
     secretsFile,
     overrides: options.env?.nginx ?? {},
+    secrets: options.secrets,
   });
   env.nginx = { ...nginx.env };
   if (options.secrets !== undefined) env.nginx.SECRETS = options.secrets;
