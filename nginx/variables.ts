@@ -82,9 +82,9 @@ export const nginxVariables: readonly NginxVariable[] = Object.freeze([
   },
   {
     name: 'SG_SECRETS_READ',
-    docker: 'each-request',
+    docker: 'sets',
     description:
-      '`each-request`: njs reads the secrets file on every allowed `/secret`, so a rotated file is served at once with no reload; `at-start`: the `js_preload_object` copy, refreshed only by `nginx -s reload`.',
+      '`sets`: each secret set is a small file written per generation of the secrets file (to `SG_MEMORY_DIR`) and served by NGINX itself; `each-request`: njs reads and parses the secrets file on every allowed `/secret`. Both serve a rotated file at once with no reload. `at-start`: the `js_preload_object` copy, refreshed only by `nginx -s reload`.',
   },
   {
     name: 'SG_NJS_DIR',
@@ -190,9 +190,9 @@ export const nginxVariables: readonly NginxVariable[] = Object.freeze([
   },
   {
     name: 'SG_SECRETS_ISSUER',
-    docker: '',
+    docker: 'http://localhost:8081',
     description:
-      "The issuer (`iss`) the secrets file's flat `clients` map belongs to; sets under `issuers` name their own. Empty with a non-empty `clients` map: refused as ambiguous (503, logged). Locally defaults to `SG_OIDC_ISSUER`.",
+      "The issuer (`iss`) the secrets file's flat `clients` map belongs to; sets under `issuers` name their own. Empty with a non-empty `clients` map: ambiguous, refused (the local runner stops at start; the image answers 503 and logs why). Locally defaults to the issuer.",
   },
   {
     name: 'SG_REAL_IP_FROM',
@@ -214,7 +214,7 @@ export interface LocalNginxOptions {
   readonly verifierAddr?: string;
   readonly spaRoot?: string;
   readonly secretsFile?: string;
-  readonly secretsRead?: 'each-request' | 'at-start';
+  readonly secretsRead?: 'sets' | 'each-request' | 'at-start';
   readonly oidcIssuer?: string;
   readonly oidcClientId?: string;
   readonly oidcScope?: string;
@@ -251,7 +251,7 @@ export function localNginxEnv(options: LocalNginxOptions): NginxEnv {
     SG_VERIFIER_ADDR: options.verifierAddr ?? '127.0.0.1:8090',
     SG_SPA_ROOT: options.spaRoot ?? nginxPaths.spaRoot,
     SG_SECRETS_FILE: options.secretsFile ?? nginxPaths.devSecretsFile,
-    SG_SECRETS_READ: options.secretsRead ?? 'each-request',
+    SG_SECRETS_READ: options.secretsRead ?? 'sets',
     SG_NJS_DIR: nginxPaths.njsDir,
     SG_MODULES_DIR: options.modulesDir ?? '/usr/lib/nginx/modules',
     SG_RUN_DIR: path.join(prefix, 'run'),

@@ -105,13 +105,14 @@ function materialise(setsDir, generation, store) {
 /**
  * `js_set $sg_secret_set secret_sets.path;` — evaluated by try_files, after auth_request allowed
  * the call. The URI (under `$sg_secret_sets_dir`) of the caller's set for this generation, or
- * `/-` so try_files hands over to the njs handler: CloudFront cookies to set, the at-start mode,
+ * `/-` so try_files hands over to the njs handler: CloudFront cookies to set, SG_SECRETS_READ
+ * other than `sets`,
  * or a source that cannot be read or is ambiguous (that handler answers 503 and logs why).
  * @param {NginxHTTPRequest} r
  */
 function path(r) {
   var v = r.variables;
-  if (v.sg_cf_policy || v.sg_secrets_read === 'at-start') return DYNAMIC;
+  if (v.sg_cf_policy || v.sg_secrets_read !== 'sets') return DYNAMIC;
   var setsDir = v.sg_secret_sets_dir || '';
   var clientsIssuer = v.sg_secrets_issuer || '';
   var envText = process.env.SECRETS;
