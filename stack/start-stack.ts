@@ -32,7 +32,7 @@ export interface StackOptions {
   readonly runtimeDir?: string;
   /** Secrets file NGINX serves from (`{ default, clients }`); the demo sets when omitted. */
   readonly secretsFile?: string;
-  /** The study's flat `SECRETS` JSON; replaces the file when set. */
+  /** The flat `SECRETS` JSON of the study (docs/study.md); replaces the file when set. */
   readonly secrets?: string;
   /** `aud` the IdP puts in tokens and the verifier requires. */
   readonly audience?: string;

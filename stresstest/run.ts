@@ -1,6 +1,7 @@
 // `npm run stress`: the study's locust experiment against each system in turn (ours and the
 // comparison baselines), each started fresh under per-service limits, services on one core and
-// locust on the other; writes locust's CSV/HTML, report.md and chart.svg per run.
+// locust on the other; writes locust's CSV/HTML, report.md and chart.svg per run. The study:
+// docs/study.md.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, release } from 'node:os';
 import { join } from 'node:path';

@@ -1,5 +1,6 @@
 // Starts the comparison gates of stresstest/baselines/ as fresh processes: the study's njs and
 // Node.js gates (each with the stock-NGINX user-info endpoint they call) and njs verifying RS256.
+// The study: docs/study.md.
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../../stack/ports.js';
