@@ -4,6 +4,15 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
+const harnessImport = {
+  regex: '^(\\.\\./)+(stack|idp|perf|bench|stresstest|test)/',
+  message: 'product code must not import from the harness (docs/architecture.md, "Layout")',
+};
+const testSupportImport = {
+  regex: '(^|/)(testing/|fake-request)',
+  message: 'test support is for tests only',
+};
+
 export default tseslint.config(
   {
     ignores: [
@@ -54,6 +63,20 @@ export default tseslint.config(
       '@typescript-eslint/ban-ts-comment': ['error', { 'ts-ignore': 'allow-with-description' }],
       // JSON.parse answers `any` in JavaScript; the modules check shapes by hand right after.
       '@typescript-eslint/no-unsafe-assignment': 'off',
+    },
+  },
+  {
+    // The layout rule: product folders (verifier/, nginx/, spa/) never import from the harness
+    // (stack runner, dev IdP, perf toolkit, benches, suites); product code never imports the
+    // tests' own support either.
+    files: ['verifier/src/**/*.ts', 'nginx/njs/**/*.{js,ts}', 'spa/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [harnessImport] }] },
+  },
+  {
+    files: ['verifier/src/**/*.ts', 'nginx/njs/**/*.js', 'spa/src/**/*.ts'],
+    ignores: ['**/*.test.ts', 'verifier/src/testing/**', 'nginx/njs/fake-request.ts'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [harnessImport, testSupportImport] }],
     },
   },
   {

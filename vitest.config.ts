@@ -9,10 +9,9 @@ const unit = [
   'idp/**/*.test.ts',
   'spa/src/**/*.test.ts',
   'nginx/njs/**/*.test.ts',
-  'nginx/render.test.ts',
+  'stack/nginx/render.test.ts',
   'stack/worker-access.test.ts',
-  'stresstest/harness.test.ts',
-  'bench/**/*.test.ts',
+  'perf/**/*.test.ts',
 ];
 
 export default defineConfig({

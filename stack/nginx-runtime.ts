@@ -2,7 +2,7 @@
 // nginx/render.ts exactly as the official image would, and the command line that runs it in the
 // foreground so the runner supervises the master process directly.
 import { dirname } from 'node:path';
-import { localNginxEnv, nginxPaths, renderNginxConfig, type NginxEnv } from '../nginx/render.js';
+import { localNginxEnv, nginxPaths, renderNginxConfig, type NginxEnv } from './nginx/render.js';
 import type { Nginx } from './prerequisites.js';
 
 export interface NginxRuntimeOptions {

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createIdpClient, type IdpClient, type TokenShape } from './idp-client.js';
-import { nginxPaths } from '../nginx/render.js';
+import { nginxPaths } from './nginx/render.js';
 import { prepareNginx } from './nginx-runtime.js';
 import { freePort } from './ports.js';
 import { artefacts, ensureArtefacts, findNginx } from './prerequisites.js';
