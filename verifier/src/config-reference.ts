@@ -17,7 +17,7 @@ export const END = '<!-- end of generated verifier settings -->';
 
 function rowsOf(table: Table, prefix = ''): SettingReference[] {
   return Object.entries(table).flatMap(([name, entry]): SettingReference[] => {
-    if (!('kind' in entry)) return rowsOf(entry as Table, `${prefix}${name}.`);
+    if (!('kind' in entry)) return rowsOf(entry, `${prefix}${name}.`);
     const setting = entry as Setting<unknown>;
     return [
       { path: `${prefix}${name}`, env: setting.env, default: defaultOf(setting), doc: setting.doc },
