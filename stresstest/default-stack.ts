@@ -10,9 +10,9 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { runWrk } from '../bench/lib/wrk.js';
+import { runWrk } from '../perf/wrk.js';
 import { startStack } from '../stack/start-stack.js';
-import { createUsageSampler } from './lib/process-stats.js';
+import { createUsageSampler } from '../perf/process-stats.js';
 
 function option(name: string, fallback: number): number {
   const at = process.argv.indexOf(name);

@@ -13,7 +13,14 @@
  * @typedef {{ store: SecretStore } | { problem: string }} StoreResult
  */
 
-var own = Object.prototype.hasOwnProperty;
+/**
+ * Own properties only, so a name such as `__proto__` never reaches an inherited object.
+ * @param {object} object
+ * @param {string} name
+ */
+function hasOwn(object, name) {
+  return Object.prototype.hasOwnProperty.call(object, name);
+}
 
 /** @param {unknown} value @returns {value is { [key: string]: unknown }} */
 function isPlainObject(value) {
@@ -39,9 +46,9 @@ function clientSetsProblem(sets, where) {
 /**
  * Normalises the secrets file: `default`, `issuers` (sets per issuer and client id) and the flat
  * `clients` map of the issuer `clientsIssuer`. A file with none of them is a configuration
- * mistake (most likely the study's flat format put in a file). Ambiguous files are refused: a
- * flat `clients` map with no issuer to own it, or a client id listed both flat and under its
- * issuer.
+ * mistake (most likely the study's flat format put in a file; docs/study.md). Ambiguous files
+ * are refused: a flat `clients` map with no issuer to own it, or a client id listed both flat and
+ * under its issuer.
  * @param {unknown} file
  * @param {string} [clientsIssuer] the issuer the flat `clients` map belongs to
  * @returns {StoreResult}
@@ -50,9 +57,9 @@ function storeFromFile(file, clientsIssuer) {
   if (!isPlainObject(file)) {
     return { problem: 'secrets file must hold a JSON object' };
   }
-  var hasDefault = own.call(file, 'default');
-  var hasClients = own.call(file, 'clients');
-  var hasIssuers = own.call(file, 'issuers');
+  var hasDefault = hasOwn(file, 'default');
+  var hasClients = hasOwn(file, 'clients');
+  var hasIssuers = hasOwn(file, 'issuers');
   if (!hasDefault && !hasClients && !hasIssuers) {
     return {
       problem:
@@ -88,13 +95,13 @@ function storeFromFile(file, clientsIssuer) {
             'secrets file "clients" is ambiguous: client ids are unique only within one issuer; set SG_SECRETS_ISSUER or move them under "issuers"',
         };
       }
-      var scoped = own.call(issuers, clientsIssuer) ? issuers[clientsIssuer] : {};
+      var scoped = hasOwn(issuers, clientsIssuer) ? issuers[clientsIssuer] : {};
       /** @type {ClientSets} */
       var merged = {};
       var listed = Object.keys(/** @type {object} */ (scoped));
       for (var j = 0; j < listed.length; j++) merged[listed[j]] = scoped[listed[j]];
       for (var k = 0; k < flatNames.length; k++) {
-        if (own.call(merged, flatNames[k])) {
+        if (hasOwn(merged, flatNames[k])) {
           return {
             problem: 'secrets file lists a client id both in "clients" and under its issuer',
           };
@@ -153,9 +160,9 @@ function resolveStore(file, envText, clientsIssuer) {
  * @returns {SecretSet}
  */
 function selectSecretSet(store, issuer, clientId) {
-  if (issuer && clientId && own.call(store.issuers, issuer)) {
+  if (issuer && clientId && hasOwn(store.issuers, issuer)) {
     var sets = store.issuers[issuer];
-    if (own.call(sets, clientId)) return /** @type {SecretSet} */ (sets[clientId]);
+    if (hasOwn(sets, clientId)) return /** @type {SecretSet} */ (sets[clientId]);
   }
   return store.default;
 }

@@ -3,7 +3,7 @@
 // secrets file stops the start with a message instead of answering 503 later.
 import { readFileSync } from 'node:fs';
 // @ts-expect-error -- njs JavaScript, type-checked by nginx/njs/tsconfig.json, not by this project
-import untypedStore from './njs/secret-store.js';
+import untypedStore from '../../nginx/njs/secret-store.js';
 
 const secretStore = untypedStore as {
   resolveStore(
