@@ -2,7 +2,13 @@
 // (unknown fields are problems) so a misspelt setting can never silently weaken a check.
 import type { IssuerConfig, PolicyConfig } from './config-types.js';
 import { parseCloudFrontConfig } from './cloudfront/gate-config.js';
-import { parseAlgorithms, parseDuration, parseUrl, type Problems } from './config-values.js';
+import {
+  parseAlgorithms,
+  parseDpopMode,
+  parseDuration,
+  parseUrl,
+  type Problems,
+} from './config-values.js';
 
 interface FileDefaults {
   readonly clientClaims: readonly string[];
@@ -35,7 +41,7 @@ const ISSUER_FIELDS: Record<IssuerConfig['type'], readonly string[]> = {
   ],
   userinfo: ['type', 'issuer', 'endpoint', 'cacheTtl', 'timeout', 'clientClaims'],
 };
-const POLICY_FIELDS = ['issuers', 'scopes', 'cloudfront'];
+const POLICY_FIELDS = ['issuers', 'scopes', 'cloudfront', 'dpop'];
 
 /**
  * Example:
@@ -104,7 +110,9 @@ export function parseConfigFile(
       problems.push(...parsed.problems);
       cloudfront = parsed.config;
     }
-    policies.set(name, { name, issuers: allowed, scopes, cloudfront });
+    const dpop =
+      raw.dpop === undefined ? 'off' : parseDpopMode(`${where}.dpop`, raw.dpop, problems);
+    policies.set(name, { name, issuers: allowed, scopes, cloudfront, dpop });
   }
   return { issuers, policies };
 }

@@ -53,6 +53,23 @@ export interface UserinfoIssuer extends IssuerCommon {
 
 export type IssuerConfig = JwtIssuer | IntrospectionIssuer | UserinfoIssuer;
 
+/** DPoP (RFC 9449) per policy: not read, accepted beside bearer tokens, or the only way in. */
+export type DpopMode = 'off' | 'allowed' | 'required';
+
+/** Settings shared by every policy that reads DPoP proofs. */
+export interface DpopConfig {
+  /** Proof algorithms (asymmetric only); also advertised in the challenge's `algs`. */
+  readonly algorithms: readonly string[];
+  /** Seconds a proof's `iat` may differ from now, either way; `jti`s are remembered twice as long. */
+  readonly iatWindow: number;
+  /** `memory` (one process) or a `redis://` / `rediss://` URL shared by every replica. */
+  readonly replayStore: string;
+  /** Bound of the in-process store (also the fallback when a shared store is down). */
+  readonly replayMaxEntries: number;
+  /** Shared HMAC key for server nonces (RFC 9449 §9); undefined: no nonces. */
+  readonly nonceKey: string | undefined;
+}
+
 export interface PolicyConfig {
   readonly name: string;
   /** `iss` values this policy accepts; every one is a configured issuer. */
@@ -61,6 +78,8 @@ export interface PolicyConfig {
   readonly scopes: readonly string[];
   /** Settings for the CloudFront signer, validated by it; undefined when the policy signs nothing. */
   readonly cloudfront: CloudFrontGateConfig | undefined;
+  /** DPoP for this policy (RFC 9449); `off` reads only Bearer tokens. */
+  readonly dpop: DpopMode;
 }
 
 export interface VerifierConfig {
@@ -85,6 +104,7 @@ export interface VerifierConfig {
   };
   /** Seconds allowed for discovery, JWKS, introspection and user-info requests. */
   readonly fetchTimeout: number;
+  readonly dpop: DpopConfig;
 }
 
 /** Tokens larger than this are refused before any parsing (DESIGN.md: 8 KiB). */

@@ -59,6 +59,17 @@ export function parseList(raw: string): string[] {
   return raw.split(/[\s,]+/).filter((word) => word.length > 0);
 }
 
+/** A policy's DPoP mode: `off`, `allowed` or `required`. */
+export function parseDpopMode(
+  name: string,
+  raw: unknown,
+  problems: Problems,
+): 'off' | 'allowed' | 'required' {
+  if (raw === 'off' || raw === 'allowed' || raw === 'required') return raw;
+  problems.push(`${name}: expected off, allowed or required, got "${String(raw)}"`);
+  return 'off';
+}
+
 /** Only asymmetric JWS algorithms: RFC 8725 §3.1/§3.2, never `none`, never HMAC with a JWKS. */
 export const ASYMMETRIC_ALGORITHMS: ReadonlySet<string> = new Set([
   'RS256',

@@ -38,6 +38,7 @@ describe('configuration from the environment', () => {
         issuers: ['https://idp.test'],
         scopes: ['secrets:read', 'openid'],
         cloudfront: undefined,
+        dpop: 'off',
       },
     ]);
     expect(config.cache).toEqual({ maxEntries: 100_000, maxBytes: 64 * 1024 * 1024, maxTtl: 300 });

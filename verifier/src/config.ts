@@ -2,6 +2,7 @@
 // into a frozen VerifierConfig. Every problem is collected and reported in one ConfigError.
 import { readFileSync } from 'node:fs';
 import type {
+  DpopConfig,
   IssuerConfig,
   Listen,
   PolicyConfig,
@@ -12,6 +13,7 @@ import {
   parseAlgorithms,
   parseBytes,
   parseCount,
+  parseDpopMode,
   parseDuration,
   parseList,
   parseUrl,
@@ -48,6 +50,12 @@ export const ENV_DEFAULTS = {
   VERIFIER_JWKS_COOLDOWN: '30s',
   VERIFIER_JWKS_MAX_STALE: '24h',
   VERIFIER_FETCH_TIMEOUT: '5s',
+  VERIFIER_DPOP: 'off',
+  VERIFIER_DPOP_ALGORITHMS: 'ES256,ES384,PS256,RS256,EdDSA',
+  VERIFIER_DPOP_IAT_WINDOW: '60s',
+  VERIFIER_DPOP_REPLAY_STORE: 'memory',
+  VERIFIER_DPOP_REPLAY_MAX_ENTRIES: '1000000',
+  VERIFIER_DPOP_NONCE_KEY: '',
 } as const;
 
 type EnvName = keyof typeof ENV_DEFAULTS;
@@ -112,6 +120,8 @@ export function loadConfig(
   );
   if (fetchTimeout <= 0) problems.push('VERIFIER_FETCH_TIMEOUT: must be greater than 0');
 
+  const dpop = parseDpopSettings(read, problems);
+
   const clientClaims = parseList(read('VERIFIER_CLIENT_CLAIM'));
   let issuers = new Map<string, IssuerConfig>();
   let policies = new Map<string, PolicyConfig>();
@@ -123,6 +133,7 @@ export function loadConfig(
     'VERIFIER_CLOCK_TOLERANCE',
     'VERIFIER_REQUIRE_TYP',
     'VERIFIER_REQUIRED_SCOPES',
+    'VERIFIER_DPOP',
   ];
   if (given('VERIFIER_CONFIG')) {
     for (const name of singleIssuerNames.filter(given)) {
@@ -167,13 +178,56 @@ export function loadConfig(
       issuers: [issuer],
       scopes: parseList(read('VERIFIER_REQUIRED_SCOPES')),
       cloudfront: undefined,
+      dpop: parseDpopMode('VERIFIER_DPOP', read('VERIFIER_DPOP'), problems),
     });
   }
   if (clientClaims.length === 0)
     problems.push('VERIFIER_CLIENT_CLAIM: at least one claim name is required');
 
   if (problems.length > 0) throw new ConfigError(problems);
-  return deepFreeze({ listen, transport, logLevel, issuers, policies, cache, jwks, fetchTimeout });
+  return deepFreeze({
+    listen,
+    transport,
+    logLevel,
+    issuers,
+    policies,
+    cache,
+    jwks,
+    fetchTimeout,
+    dpop,
+  });
+}
+
+/** DPoP settings shared by every policy (docs/configuration.md, "DPoP"). */
+function parseDpopSettings(read: (name: EnvName) => string, problems: Problems): DpopConfig {
+  const iatWindow = parseDuration(
+    'VERIFIER_DPOP_IAT_WINDOW',
+    read('VERIFIER_DPOP_IAT_WINDOW'),
+    problems,
+  );
+  if (iatWindow < 1 || iatWindow > 600)
+    problems.push('VERIFIER_DPOP_IAT_WINDOW: must be between 1s and 10m');
+  const replayStore = read('VERIFIER_DPOP_REPLAY_STORE');
+  if (replayStore !== 'memory' && !/^rediss?:\/\/[^\s]+$/.test(replayStore))
+    problems.push('VERIFIER_DPOP_REPLAY_STORE: expected memory or a redis:// / rediss:// URL');
+  const nonceKey = read('VERIFIER_DPOP_NONCE_KEY');
+  if (nonceKey !== '' && Buffer.byteLength(nonceKey) < 32)
+    problems.push('VERIFIER_DPOP_NONCE_KEY: must be at least 32 bytes (or empty for no nonces)');
+  return {
+    algorithms: parseAlgorithms(
+      'VERIFIER_DPOP_ALGORITHMS',
+      read('VERIFIER_DPOP_ALGORITHMS'),
+      problems,
+    ),
+    iatWindow,
+    replayStore,
+    replayMaxEntries: parseCount(
+      'VERIFIER_DPOP_REPLAY_MAX_ENTRIES',
+      read('VERIFIER_DPOP_REPLAY_MAX_ENTRIES'),
+      problems,
+    ),
+    nonceKey: nonceKey === '' ? undefined : nonceKey,
+  };
 }
 
 /** `host:port`, `[v6]:port`, `:port` (loopback) or `unix:/path/to.sock`. */

@@ -31,6 +31,8 @@ export interface CacheEntry {
  */
 interface StoredEntry {
   readonly sub: string;
+  /** `cnf.jkt` of a DPoP-bound token; the proof is still checked on every request. */
+  readonly jkt: string | undefined;
   readonly shape: DecisionShape;
   readonly exp: number;
   readonly nbf: number | undefined;
@@ -66,7 +68,7 @@ export interface DecisionCache {
 const ENTRY_OVERHEAD_BYTES = 160;
 
 function estimateBytes(entry: StoredEntry, key: string): number {
-  return ENTRY_OVERHEAD_BYTES + key.length + entry.sub.length;
+  return ENTRY_OVERHEAD_BYTES + key.length + entry.sub.length + (entry.jkt?.length ?? 0);
 }
 
 export function createDecisionCache(options: DecisionCacheOptions): DecisionCache {
@@ -90,13 +92,13 @@ export function createDecisionCache(options: DecisionCacheOptions): DecisionCach
         lru.delete(key);
         return undefined;
       }
-      return joinDecision(entry.sub, entry.shape);
+      return joinDecision(entry.sub, entry.shape, entry.jkt);
     },
     set(key, { decision, exp, nbf, kid }) {
       const ttl = Math.min(exp * 1000 - now(), options.maxTtl * 1000);
       if (ttl < 1) return;
       const { sub, shape } = splitDecision(decision);
-      lru.set(key, { sub, shape, exp, nbf, kid }, { ttl: Math.floor(ttl) });
+      lru.set(key, { sub, jkt: decision.jkt, shape, exp, nbf, kid }, { ttl: Math.floor(ttl) });
     },
     share<T>(key: string, produce: () => Promise<T>): Promise<T> {
       const running = pending.get(key) as Promise<T> | undefined;

@@ -14,6 +14,8 @@ export interface Decision {
   readonly headers: readonly Header[];
   /** Set when the token itself was accepted (allow, and 403 for missing scopes). */
   readonly identity: Identity | undefined;
+  /** `cnf.jkt` of the accepted token when it is DPoP-bound (RFC 9449 §6). */
+  readonly jkt?: string | undefined;
 }
 
 /**
@@ -144,8 +146,9 @@ export function splitDecision(decision: Decision & { identity: Identity }): {
 }
 
 /** The decision `splitDecision` took apart; built per cache hit (a few short-lived objects). */
-export function joinDecision(sub: string, shape: DecisionShape): Decision {
+export function joinDecision(sub: string, shape: DecisionShape, jkt?: string): Decision {
   return {
+    jkt,
     status: shape.status,
     reason: shape.reason,
     identity: { sub, client: shape.client, scopes: shape.scopes, issuer: shape.issuer },

@@ -21,7 +21,15 @@ export type DenyCode =
   | 'token_inactive'
   | 'introspection_failed'
   | 'scope_insufficient'
-  | 'policy_unknown';
+  | 'policy_unknown'
+  // DPoP (RFC 9449): answered with a `DPoP` challenge (dpop/challenge.ts).
+  | 'dpop_required'
+  | 'dpop_proof_missing'
+  | 'dpop_proof_invalid'
+  | 'dpop_proof_replayed'
+  | 'dpop_nonce_required'
+  | 'dpop_binding_mismatch'
+  | 'dpop_replay_unavailable';
 
 /**
  * A token or key outcome that denies the request. The message names the failing field and never
