@@ -128,7 +128,7 @@ export function applyTokenRules(
   // The library answers every UserInfo call with `sub: johndoe`. Answer for the demo user, and
   // only to a caller that presents a bearer token (the handler is synchronous, so no verification).
   service.on('beforeUserinfo', (response: MutableResponse, req: IncomingMessage) => {
-    if (!/^Bearer \S+$/i.test(req.headers.authorization ?? '')) {
+    if (!/^(?:Bearer|DPoP) \S+$/i.test(req.headers.authorization ?? '')) {
       response.statusCode = 401;
       response.body = { error: 'invalid_token' };
       return;
