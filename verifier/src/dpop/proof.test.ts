@@ -8,7 +8,8 @@ import {
   unsignedProof,
   thumbprintOf,
 } from '../testing/dpop-proof.js';
-import { createProofChecker, MAX_PROOF_BYTES } from './proof.js';
+import { calculateJwkThumbprint } from 'jose';
+import { createProofChecker, jwkThumbprint, MAX_PROOF_BYTES } from './proof.js';
 
 const NOW = 1_750_000_000;
 const HTU = 'https://gate.example.com/secret';
@@ -106,5 +107,22 @@ describe('DPoP proof check (RFC 9449 §4.3)', () => {
     await expect(
       check(proof, { htm: 'POST', htu: 'https://idp.example/token' }),
     ).resolves.toMatchObject({ jkt: await thumbprintOf('ec') });
+  });
+
+  it('computes RFC 7638 thumbprints exactly as jose does, for EC and RSA keys', async () => {
+    for (const name of ['ec', 'rsaA'] as const)
+      expect(jwkThumbprint(proofJwk(name))?.thumbprint).toBe(
+        await calculateJwkThumbprint(proofJwk(name), 'sha256'),
+      );
+    expect(jwkThumbprint({ kty: 'oct', k: 'c2VjcmV0' })).toBeUndefined();
+  });
+
+  it('refuses a proof whose alg does not fit its key (ES256 header, RSA key)', async () => {
+    const proof = await signProof({ key: 'rsaA', htu: HTU, accessToken: TOKEN, iat: NOW });
+    const [, payload, signature] = proof.split('.');
+    const header = Buffer.from(
+      JSON.stringify({ alg: 'ES256', typ: 'dpop+jwt', jwk: proofJwk('rsaA') }),
+    ).toString('base64url');
+    expect((await refusal(`${header}.${payload}.${signature}`)).code).toBe('dpop_proof_invalid');
   });
 });
