@@ -11,6 +11,7 @@ import {
   type JwksServer,
 } from '../../verifier/src/testing/fixtures.js';
 import { buildService, type TestService } from '../../verifier/src/testing/service.js';
+import { answerOf, statusOf } from '../../verifier/src/testing/answer.js';
 import { startRedisServer, type RedisServer } from '../support/redis-server.js';
 
 const ORIGIN = 'https://gate.example.com';
@@ -65,16 +66,16 @@ const ask = (replica: TestService, request: object): Promise<Decision> =>
 describe('DPoP replay store shared through Redis', () => {
   it('refuses at a second replica a proof the first one accepted', async () => {
     const request = await boundRequest();
-    expect((await ask(replicas[0]!, request)).status).toBe(204);
+    expect(statusOf(await ask(replicas[0]!, request))).toBe(204);
     const replayed = await ask(replicas[1]!, request);
-    expect(replayed.status).toBe(401);
+    expect(statusOf(replayed)).toBe(401);
     expect(replayed.reason).toBe('dpop_proof_replayed');
-    expect(replayed.headers[0]?.[1]).toMatch(/^DPoP error="invalid_dpop_proof"/);
+    expect(answerOf(replayed).headers[0]?.[1]).toMatch(/^DPoP error="invalid_dpop_proof"/);
   });
 
   it('lets every replica accept a fresh proof for the same token', async () => {
     const request = await boundRequest();
-    expect((await ask(replicas[0]!, request)).status).toBe(204);
+    expect(statusOf(await ask(replicas[0]!, request))).toBe(204);
     const fresh = {
       ...request,
       dpop: await signProof({
@@ -82,18 +83,18 @@ describe('DPoP replay store shared through Redis', () => {
         accessToken: request.authorization.slice(5),
       }),
     };
-    expect((await ask(replicas[1]!, fresh)).status).toBe(204);
+    expect(statusOf(await ask(replicas[1]!, fresh))).toBe(204);
   });
 
   it('with Redis gone: required fails closed, allowed checks replays in each process', async () => {
     await redis.stop();
     const forStrict = await boundRequest();
     const refused = await ask(strict, forStrict);
-    expect(refused.status).toBe(401);
+    expect(statusOf(refused)).toBe(401);
     expect(refused.reason).toBe('dpop_replay_unavailable');
 
     const request = await boundRequest();
-    expect((await ask(replicas[0]!, request)).status).toBe(204);
+    expect(statusOf(await ask(replicas[0]!, request))).toBe(204);
     expect((await ask(replicas[0]!, request)).reason).toBe('dpop_proof_replayed');
   });
 });

@@ -22,6 +22,7 @@ export type DenyCode =
   | 'introspection_failed'
   | 'scope_insufficient'
   | 'policy_unknown'
+  | 'internal_error'
   // DPoP (RFC 9449): answered with a `DPoP` challenge (dpop/challenge.ts).
   | 'dpop_required'
   | 'dpop_proof_missing'
@@ -47,6 +48,8 @@ export class VerifyError extends Error {
 
 /**
  * 401 means "not authenticated", 403 "authenticated but not allowed" (RFC 6750 §3.1).
+ * `internal_error` (a bug or an unexpected failure, never a token outcome) is a 401 too: the token
+ * could not be shown valid, and auth_request understands no 5xx.
  * An unknown policy is a 403: the caller may be fine, the gate is misconfigured, and a 401 would
  * make a browser start a pointless sign-in loop.
  */

@@ -12,6 +12,7 @@ import {
 } from '../testing/fixtures.js';
 import { signProof, thumbprintOf } from '../testing/dpop-proof.js';
 import { buildService, type TestService } from '../testing/service.js';
+import { answerOf, statusOf } from '../testing/answer.js';
 import { createDpopStep } from './binding.js';
 import { createProofChecker } from './proof.js';
 import {
@@ -54,7 +55,7 @@ afterAll(async () => {
 
 const boundToken = () => mintToken({ now: T, claims: { cnf: { jkt } } });
 const header = (decision: Decision, name: string) =>
-  decision.headers.find(([key]) => key.toLowerCase() === name.toLowerCase())?.[1];
+  answerOf(decision).headers.find(([key]) => key.toLowerCase() === name.toLowerCase())?.[1];
 
 async function ask(
   mode: keyof typeof services,
@@ -77,18 +78,18 @@ describe('DPoP at /verify, policy dpop: allowed', () => {
   it('allows a bound token with a fresh proof, and asks for a new proof on every request', async () => {
     const token = await boundToken();
     const first = await ask('allowed', { scheme: 'DPoP', token, proof: await proofFor(token) });
-    expect(first.status).toBe(204);
+    expect(statusOf(first)).toBe(204);
     const second = await ask('allowed', { scheme: 'DPoP', token, proof: await proofFor(token) });
-    expect(second.status).toBe(204);
+    expect(statusOf(second)).toBe(204);
     expect(services.allowed.lines.join('\n')).not.toContain(token);
   });
 
   it('refuses the same proof twice, even though the token decision is cached', async () => {
     const token = await boundToken();
     const proof = await proofFor(token);
-    expect((await ask('allowed', { scheme: 'DPoP', token, proof })).status).toBe(204);
+    expect(statusOf(await ask('allowed', { scheme: 'DPoP', token, proof }))).toBe(204);
     const replay = await ask('allowed', { scheme: 'DPoP', token, proof });
-    expect(replay.status).toBe(401);
+    expect(statusOf(replay)).toBe(401);
     expect(replay.reason).toBe('dpop_proof_replayed');
     expect(header(replay, 'WWW-Authenticate')).toBe(
       'DPoP error="invalid_dpop_proof", error_description="the DPoP proof was used before", algs="ES256 ES384 PS256 RS256 EdDSA"',
@@ -97,7 +98,7 @@ describe('DPoP at /verify, policy dpop: allowed', () => {
 
   it('refuses a bound token presented as Bearer (no downgrade), with a DPoP challenge', async () => {
     const decision = await ask('allowed', { scheme: 'Bearer', token: await boundToken() });
-    expect(decision.status).toBe(401);
+    expect(statusOf(decision)).toBe(401);
     expect(decision.reason).toBe('dpop_binding_mismatch');
     expect(header(decision, 'WWW-Authenticate')).toMatch(/^DPoP error="invalid_token"/);
   });
@@ -110,7 +111,7 @@ describe('DPoP at /verify, policy dpop: allowed', () => {
 
   it('still allows an unbound bearer token', async () => {
     const decision = await ask('allowed', { scheme: 'Bearer', token: await mintToken({ now: T }) });
-    expect(decision.status).toBe(204);
+    expect(statusOf(decision)).toBe(204);
   });
 
   it.each([
@@ -129,7 +130,7 @@ describe('DPoP at /verify, policy dpop: allowed', () => {
   ])('refuses %s', async (_, makeProof, reason) => {
     const token = await boundToken();
     const decision = await ask('allowed', { scheme: 'DPoP', token, proof: await makeProof(token) });
-    expect(decision.status).toBe(401);
+    expect(statusOf(decision)).toBe(401);
     expect(decision.reason).toBe(reason);
     expect(header(decision, 'WWW-Authenticate')).toMatch(/^DPoP error="[a-z_]+"/);
   });
@@ -153,11 +154,11 @@ describe('DPoP at /verify, other modes', () => {
     const bearer = await ask('required', { scheme: 'Bearer', token: await mintToken({ now: T }) });
     expect(bearer.reason).toBe('dpop_required');
     const none = await services.required.service.authorize({ policy: 'secret' });
-    expect(none.status).toBe(401);
+    expect(statusOf(none)).toBe(401);
     expect(header(none, 'WWW-Authenticate')).toBe('DPoP algs="ES256 ES384 PS256 RS256 EdDSA"');
     const token = await boundToken();
     const bound = await ask('required', { scheme: 'DPoP', token, proof: await proofFor(token) });
-    expect(bound.status).toBe(204);
+    expect(statusOf(bound)).toBe(204);
   });
 
   it('off: a bound token is still no bearer token, and the DPoP scheme is not read', async () => {
@@ -172,7 +173,7 @@ describe('DPoP at /verify, other modes', () => {
   it('nonces: asks for one with DPoP-Nonce, accepts a proof that carries it', async () => {
     const token = await boundToken();
     const first = await ask('nonce', { scheme: 'DPoP', token, proof: await proofFor(token) });
-    expect(first.status).toBe(401);
+    expect(statusOf(first)).toBe(401);
     expect(header(first, 'WWW-Authenticate')).toMatch(/^DPoP error="use_dpop_nonce"/);
     const nonce = header(first, 'DPoP-Nonce');
     expect(nonce).toBeTruthy();
@@ -181,7 +182,7 @@ describe('DPoP at /verify, other modes', () => {
       token,
       proof: await proofFor(token, { claims: { nonce } }),
     });
-    expect(retry.status).toBe(204);
+    expect(statusOf(retry)).toBe(204);
     expect(header(retry, 'DPoP-Nonce')).toBe(nonce);
   });
 });
@@ -217,7 +218,7 @@ describe('DPoP replay store trouble', () => {
     const required = await step('required', decision, { ...context, proof });
     expect(required.decision.reason).toBe('dpop_replay_unavailable');
     const allowed = await step('allowed', decision, { ...context, proof });
-    expect(allowed.decision.status).toBe(204);
+    expect(statusOf(allowed.decision)).toBe(204);
     const replayed = await step('allowed', decision, { ...context, proof });
     expect(replayed.decision.reason).toBe('dpop_proof_replayed');
   });

@@ -5,7 +5,7 @@
 // nonce (when nonces are on) and a `jti` the replay store has seen.
 import { createHash } from 'node:crypto';
 import type { DpopMode } from '../config-types.js';
-import { deny, withHeaders, type Decision } from '../decision.js';
+import { deny, type Decision } from '../decision.js';
 import { VerifyError, type DenyCode } from '../errors.js';
 import { dpopDenial } from './challenge.js';
 import { externalUrl } from './htu.js';
@@ -55,7 +55,7 @@ export function createDpopStep(parts: DpopStepParts): DpopStep {
   const algs = parts.algorithms.join(' ');
   const replayTtl = parts.iatWindow * 2;
   const refuse = (code: DenyCode, detail: string | undefined, nonce?: string): DpopOutcome => ({
-    decision: dpopDenial(code, { algs, nonce }),
+    decision: dpopDenial(code, nonce === undefined ? { algs } : { algs, nonce }),
     detail,
   });
 
@@ -103,7 +103,7 @@ export function createDpopStep(parts: DpopStepParts): DpopStep {
       decision:
         parts.nonces === undefined
           ? decision
-          : withHeaders(decision, [['DPoP-Nonce', parts.nonces.current()]]),
+          : { ...decision, dpop: { algs, nonce: parts.nonces.current() } },
       detail: undefined,
     };
   }
@@ -117,8 +117,8 @@ export function createDpopStep(parts: DpopStepParts): DpopStep {
     }
     if (decision.identity === undefined) {
       // The token was refused: a DPoP client (or a DPoP-only policy) gets a DPoP challenge.
-      if (context.scheme === 'dpop' || mode === 'required')
-        return refuse(decision.reason as DenyCode, undefined);
+      if ((context.scheme === 'dpop' || mode === 'required') && decision.outcome === 'deny')
+        return refuse(decision.reason, undefined);
       return { decision, detail: undefined };
     }
     if (context.scheme === 'bearer') {

@@ -1,8 +1,10 @@
-// The `DPoP` challenge of RFC 9449 §7.1, as decision data. One `WWW-Authenticate` value per
-// answer (NGINX's auth_request passes one on a 401), `algs` always present so a client learns
-// which keys it may use, and `DPoP-Nonce` beside a `use_dpop_nonce` error (§9).
+// The `DPoP` challenge of RFC 9449 §7.1: DPoP decisions as data, and their rendering for the
+// transport edge (verify-answer.ts). One `WWW-Authenticate` value per answer (NGINX's auth_request
+// passes one on a 401), `algs` always present so a client learns which keys it may use, and
+// `DPoP-Nonce` when a server nonce is handed out (§9).
+import { deny, type Decision, type DpopAnswer } from '../decision.js';
 import type { DenyCode } from '../errors.js';
-import type { Decision, Header } from '../decision.js';
+import type { Header } from '../verify-answer.js';
 
 /** RFC 9449 §7.1 error codes (plus RFC 6750's `invalid_token` for the token itself). */
 type DpopError = 'invalid_token' | 'invalid_dpop_proof' | 'use_dpop_nonce';
@@ -18,40 +20,27 @@ const DESCRIPTIONS: Partial<Record<DenyCode, readonly [DpopError, string]>> = {
   dpop_replay_unavailable: ['invalid_dpop_proof', 'the DPoP proof cannot be checked right now'],
 };
 
-export interface ChallengeOptions {
-  /** Space-separated proof algorithms for `algs`. */
-  readonly algs: string;
-  /** A fresh server nonce to send as `DPoP-Nonce`, when nonces are on. */
-  readonly nonce?: string | undefined;
-}
-
-/** `DPoP algs="…"`: what a request without any token gets when the policy requires DPoP. */
-export function bareChallenge(options: ChallengeOptions): Header {
-  return ['WWW-Authenticate', `DPoP algs="${options.algs}"`];
+/** A deny answered with a `DPoP` challenge (token errors become `invalid_token`). */
+export function dpopDenial(code: DenyCode, answer: DpopAnswer): Decision {
+  return { ...deny(code), dpop: answer };
 }
 
 /**
- * A 401 with a `DPoP` challenge. `code` picks the RFC 9449 error; token errors (expired, bad
- * signature …) become `invalid_token`. A DPoP-scheme request never gets a `Bearer` challenge.
+ * The headers of a DPoP 401: `DPoP algs="…"` alone when no token came (RFC 6750 §3.1 style),
+ * else with `error` and a fixed `error_description`; `DPoP-Nonce` when one is handed out.
  */
-export function dpopDenial(code: DenyCode, options: ChallengeOptions): Decision {
-  const [error, description] = DESCRIPTIONS[code] ?? ['invalid_token', 'the token is not valid'];
-  const headers: Header[] = [
-    [
-      'WWW-Authenticate',
-      `DPoP error="${error}", error_description="${description}", algs="${options.algs}"`,
-    ],
-  ];
-  if (options.nonce !== undefined) headers.push(['DPoP-Nonce', options.nonce]);
-  return { status: 401, reason: code, identity: undefined, headers };
-}
-
-/** No token at all on a `required` policy: 401 with `DPoP algs="…"` and no error (RFC 6750 §3.1). */
-export function missingTokenDenial(options: ChallengeOptions): Decision {
-  return {
-    status: 401,
-    reason: 'token_missing',
-    identity: undefined,
-    headers: [bareChallenge(options)],
-  };
+export function dpopChallengeHeaders(reason: DenyCode, answer: DpopAnswer): Header[] {
+  const challenge =
+    reason === 'token_missing'
+      ? `DPoP algs="${answer.algs}"`
+      : (() => {
+          const [error, description] = DESCRIPTIONS[reason] ?? [
+            'invalid_token',
+            'the token is not valid',
+          ];
+          return `DPoP error="${error}", error_description="${description}", algs="${answer.algs}"`;
+        })();
+  const headers: Header[] = [['WWW-Authenticate', challenge]];
+  if (answer.nonce !== undefined) headers.push(['DPoP-Nonce', answer.nonce]);
+  return headers;
 }

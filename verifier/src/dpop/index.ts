@@ -6,7 +6,7 @@ import type { DpopConfig } from '../config-types.js';
 import type { Decision } from '../decision.js';
 import type { Logger } from '../log.js';
 import { createDpopStep, type DpopStep } from './binding.js';
-import { missingTokenDenial } from './challenge.js';
+import { dpopDenial } from './challenge.js';
 import { createNonceSource } from './nonce.js';
 import { createProofChecker } from './proof.js';
 import { createRedisReplayStore } from './redis-replay-store.js';
@@ -61,7 +61,8 @@ export function createDpopRuntime(
   });
   return {
     step,
-    missingToken: missingTokenDenial({ algs: config.algorithms.join(' ') }),
+    // RFC 6750 §3.1 style: no token at all gets the challenge without an error code.
+    missingToken: dpopDenial('token_missing', { algs: config.algorithms.join(' ') }),
     store,
     close: () => store.close(),
   };
