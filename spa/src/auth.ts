@@ -51,7 +51,14 @@ export function isAuthorizationResponse(url: URL): boolean {
  * issuers that config parsing lets through.
  */
 export function createAuth(config: AppConfig, env: AuthEnvironment) {
-  const client: oauth.Client = { client_id: config.clientId };
+  // The clock offset goes into every DPoP proof's `iat` (a browser clock off by minutes would
+  // otherwise have each proof refused).
+  const client: oauth.Client = {
+    client_id: config.clientId,
+    ...(config.clockSkewSeconds === undefined
+      ? {}
+      : { [oauth.clockSkew]: config.clockSkewSeconds }),
+  };
   const clientAuth = oauth.None();
   const redirectUri = new URL('/', env.origin).href;
   const http = config.issuer.protocol === 'http:' ? { [oauth.allowInsecureRequests]: true } : {};
