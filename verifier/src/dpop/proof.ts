@@ -118,7 +118,7 @@ export function createProofChecker(options: ProofCheckerOptions): ProofChecker {
     if (header.typ !== 'dpop+jwt') throw invalid('"typ" header must be "dpop+jwt"');
     if (typeof header.alg !== 'string' || !algorithms.has(header.alg))
       throw invalid('"alg" is not an allowed DPoP algorithm');
-    const jwk = header.jwk as JWK | undefined;
+    const { jwk } = header;
     if (jwk === null || typeof jwk !== 'object' || Array.isArray(jwk))
       throw invalid('"jwk" header must hold the public key');
     if (PRIVATE_MEMBERS.some((member) => member in jwk))

@@ -51,8 +51,9 @@ export function createRedisReplayStore(options: RedisReplayStoreOptions): Replay
       return answer === 'OK';
     },
     isReady: () => connectedOnce,
-    async close() {
+    close() {
       client.disconnect();
+      return Promise.resolve();
     },
   };
 }

@@ -18,6 +18,11 @@ export class ReplayStoreUnavailable extends Error {
   override readonly name = 'ReplayStoreUnavailable';
 }
 
+/** The in-process store answers at once. */
+export interface MemoryReplayStore extends ReplayStore {
+  remember(key: string, ttlSeconds: number): boolean;
+}
+
 /**
  * An in-process store bounded by `maxEntries`. Every key lives the same `ttlSeconds`, so the Map's
  * insertion order is also expiry order and expired keys are swept from its front. When the store
@@ -28,7 +33,7 @@ export function createMemoryReplayStore(options: {
   maxEntries: number;
   /** Milliseconds since the epoch. */
   now: () => number;
-}): ReplayStore {
+}): MemoryReplayStore {
   const seen = new Map<string, number>();
 
   function sweep(at: number): void {
@@ -52,8 +57,9 @@ export function createMemoryReplayStore(options: {
       return true;
     },
     isReady: () => true,
-    close: async () => {
+    close: () => {
       seen.clear();
+      return Promise.resolve();
     },
   };
 }

@@ -25,7 +25,7 @@ export function proofJwk(name: KeyName): JWK {
   const { kty, crv, x, y, n, e } = PRIVATE_JWKS[name];
   return Object.fromEntries(
     Object.entries({ kty, crv, x, y, n, e }).filter(([, value]) => value !== undefined),
-  ) as JWK;
+  );
 }
 
 /** RFC 7638 thumbprint of a fixed key: what a bound token's `cnf.jkt` holds. */
