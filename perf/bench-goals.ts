@@ -8,6 +8,7 @@ export const ROW_NAMES = {
   cachedNoEdge: '/secret, one cached token, edge cache off',
   cachedNjsRead: '/secret, one cached token, njs reads the file per request',
   cachedNjsReadNoEdge: '/secret, one cached token, njs read, edge cache off',
+  cachedDpop: '/secret, one cached DPoP token, a fresh proof each',
   distinct: '/secret, all-distinct tokens',
   studyNjs: 'study-njs /secret',
   studyNode: 'study-node /secret',

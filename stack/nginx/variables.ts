@@ -35,7 +35,8 @@ export type NginxVariableName =
   | 'SG_VERIFY_RATE'
   | 'SG_VERIFY_BURST'
   | 'SG_REAL_IP_FROM'
-  | 'SG_REAL_IP_HEADER';
+  | 'SG_REAL_IP_HEADER'
+  | 'SG_EXTERNAL_ORIGIN';
 
 export type NginxEnv = Record<NginxVariableName, string>;
 
@@ -205,6 +206,12 @@ export const nginxVariables: readonly NginxVariable[] = Object.freeze([
     docker: 'X-Forwarded-For',
     description: '`real_ip_header`: where those proxies put the client address.',
   },
+  {
+    name: 'SG_EXTERNAL_ORIGIN',
+    docker: 'http://localhost:8080',
+    description:
+      'The origin browsers use for the gate (`https://gate.example.com`), sent to the verifier so it can rebuild the URL a DPoP proof must name (`htu`); never taken from a request header.',
+  },
 ] satisfies NginxVariable[]);
 
 export interface LocalNginxOptions {
@@ -236,6 +243,8 @@ export interface LocalNginxOptions {
   /** A whole `user …;` directive; omitted by default so the run needs no privileges. */
   readonly userDirective?: string;
   readonly accessLogOptions?: string;
+  /** Defaults to `http://` + the listen address (loopback when only a port is given). */
+  readonly externalOrigin?: string;
 }
 
 /**
@@ -277,6 +286,7 @@ export function localNginxEnv(options: LocalNginxOptions): NginxEnv {
     SG_SECRETS_ISSUER: options.secretsIssuer ?? issuer,
     SG_REAL_IP_FROM: 'unix:',
     SG_REAL_IP_HEADER: 'X-Forwarded-For',
+    SG_EXTERNAL_ORIGIN: options.externalOrigin ?? originOf(options.listen ?? '127.0.0.1:8080'),
   };
 }
 
@@ -290,6 +300,10 @@ export function localMemoryDir(prefix: string): string {
   return existsSync('/dev/shm')
     ? path.join('/dev/shm', own)
     : path.join(path.resolve(prefix), 'memory');
+}
+
+function originOf(listen: string): string {
+  return /^\d+$/.test(listen) ? `http://127.0.0.1:${listen}` : `http://${listen}`;
 }
 
 /** The SG_ values for the official nginx image, as docker compose and Kubernetes set them. */
