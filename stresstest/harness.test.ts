@@ -24,7 +24,7 @@ import { locustArgs } from './lib/locust.js';
 import { parseStudyOutput, runWrkStudy, studyArgs, studyScript } from './lib/wrk-study.js';
 import { parseCsvRecords, parseLocustCsv } from './lib/locust-csv.js';
 import { parseDuration, parseStressOptions } from './lib/options.js';
-import { parseHwm, parseStat } from './lib/process-stats.js';
+import { parseHwm, parseStat, runQueueWaitSeconds } from './lib/process-stats.js';
 import { isSaturated, judgedRun, parseGenerators } from './lib/generators.js';
 import {
   bottleneckLine,
@@ -229,6 +229,7 @@ describe('locust CSV and the report', () => {
       p99Ms: number,
       cpuShare: number | undefined,
       failures = 0,
+      waitShare: number | undefined = 0,
     ) => ({
       generator,
       requests: 1000,
@@ -239,6 +240,7 @@ describe('locust CSV and the report', () => {
       p99Ms,
       maxMs: 900,
       cpuShare,
+      waitShare,
     });
     const saturatedLocust = figures('locust', 400, 0.93);
     const wrk = figures('wrk', 40, 0.2);
@@ -250,7 +252,7 @@ describe('locust CSV and the report', () => {
       ["requests/s ≥ 10× the study's 206.2 (2,062)", '2500.0 (saturated)', '2500.0', 'met'],
     ]);
     expect(judgedLine([saturatedLocust, wrk], '0')).toBe(
-      'Latency and throughput judged on the wrk run, whose generator kept up (CPU 0 share: locust 93 %, saturated; wrk 20 %).',
+      'Latency and throughput judged on the wrk run, whose generator kept up (CPU 0 share: locust 93 % + 0 % waiting, saturated; wrk 20 % + 0 % waiting).',
     );
     // Both kept up: the one with more headroom; a failure on either run misses the goal.
     expect(judgedRun([figures('locust', 90, 0.6), figures('wrk', 80, 0.3)])?.generator).toBe('wrk');
@@ -264,8 +266,23 @@ describe('locust CSV and the report', () => {
     ]);
     expect(blind.judged).toBeUndefined();
     expect(blind.goals[1]?.verdict).toBe('n/a');
-    expect(isSaturated({ cpuShare: 0.9 })).toBe(true);
-    expect(isSaturated({ cpuShare: 0.89 })).toBe(false);
+    expect(isSaturated({ cpuShare: 0.9, waitShare: undefined })).toBe(true);
+    expect(isSaturated({ cpuShare: 0.89, waitShare: undefined })).toBe(false);
+    // Starved by other work on its core: little CPU time, but it needed the whole core.
+    const starved = figures('locust', 4900, 0.23, 0, 0.79);
+    expect(isSaturated(starved)).toBe(true);
+    expect(judgedRun([starved, figures('wrk', 60, 0.18, 0, 0.3)])?.generator).toBe('wrk');
+    expect(judgedLine([starved], '0')).toBe(
+      'Latency and throughput not judged: every load generator was saturated (needed ≥ 90 % of CPU 0, used or waited for: locust 23 % + 79 % waiting, saturated), so their latencies are partly their own queueing.',
+    );
+    expect(
+      bottleneckLine({
+        ...recorded,
+        loadGenerator: { cpuSeconds: 23, wallSeconds: 100, waitSeconds: 79 },
+      }),
+    ).toBe(
+      'Bottleneck: the load generator — locust used 23 % of its core (and waited for it another 79 %: the core is shared with other work), so much of the latency above is queueing in locust, not in the gate.',
+    );
   });
 
   it("writes a report with the side-by-side summary, the study's figures, resources and a note when only pinned", () => {
@@ -519,6 +536,13 @@ describe('process stats', () => {
     const stat =
       '123 (nginx: worker (x)) S 100 123 123 0 -1 4194560 10 0 0 0 250 50 0 0 20 0 1 0 5 0';
     expect(parseStat(stat)).toEqual({ ppid: 100, cpuTicks: 300 });
+  });
+
+  it('reads how long a process waited runnable for a CPU, summed over its threads', () => {
+    const waited = runQueueWaitSeconds(process.pid);
+    expect(waited).toBeGreaterThanOrEqual(0);
+    expect(Number.isFinite(waited)).toBe(true);
+    expect(runQueueWaitSeconds(2 ** 30)).toBe(0);
   });
 
   it('reads the peak resident set from /proc/PID/status', () => {

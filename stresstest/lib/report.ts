@@ -7,6 +7,7 @@ import {
   isSaturated,
   judgedRun,
   SATURATED_LOAD_GENERATOR,
+  waitShare,
   type GeneratorFigures,
   type GeneratorName,
 } from './generators.js';
@@ -153,6 +154,7 @@ export function locustFigures(result: SystemResult): GeneratorFigures | undefine
     p99Ms: num(total, '99%'),
     maxMs: num(total, 'Max Response Time'),
     cpuShare: cpuShare(result.loadGenerator),
+    waitShare: waitShare(result.loadGenerator),
   };
 }
 
@@ -168,6 +170,7 @@ export function wrkFigures(run: WrkRunResult): GeneratorFigures {
     p99Ms: result.latencyMs.p99,
     maxMs: result.latencyMs.max,
     cpuShare: cpuShare(run.loadGenerator),
+    waitShare: waitShare(run.loadGenerator),
   };
 }
 
@@ -230,11 +233,11 @@ export function stressGoals(
 export function judgedLine(runs: readonly GeneratorFigures[], loadCpus: string): string {
   const shares = runs.map(
     (run) =>
-      `${run.generator} ${run.cpuShare === undefined ? 'not sampled' : `${fixed(run.cpuShare * 100, 0)} %`}${isSaturated(run) ? ', saturated' : ''}`,
+      `${run.generator} ${run.cpuShare === undefined ? 'not sampled' : `${fixed(run.cpuShare * 100, 0)} %${run.waitShare === undefined ? '' : ` + ${fixed(run.waitShare * 100, 0)} % waiting`}`}${isSaturated(run) ? ', saturated' : ''}`,
   );
   const judged = judgedRun(runs);
   return judged === undefined
-    ? `Latency and throughput not judged: every load generator was saturated (≥ ${SATURATED_LOAD_GENERATOR * 100} % of CPU ${loadCpus}: ${shares.join('; ')}), so their latencies are partly their own queueing.`
+    ? `Latency and throughput not judged: every load generator was saturated (needed ≥ ${SATURATED_LOAD_GENERATOR * 100} % of CPU ${loadCpus}, used or waited for: ${shares.join('; ')}), so their latencies are partly their own queueing.`
     : `Latency and throughput judged on the ${judged.generator} run, whose generator kept up (CPU ${loadCpus} share: ${shares.join('; ')}).`;
 }
 
@@ -362,13 +365,17 @@ function loadGeneratorLine(
 ): string {
   const share = cpuShare(usage);
   if (share === undefined) return '';
-  const verdict =
-    share >= SATURATED_LOAD_GENERATOR
-      ? ': saturated, so its own queueing is part of the latencies above'
-      : '';
+  const waited = waitShare(usage);
+  const verdict = isSaturated({ cpuShare: share, waitShare: waited })
+    ? ': saturated, so its own queueing is part of the latencies above'
+    : '';
   const window =
     generator === 'locust' ? 'once every user had spawned' : 'once its connections had opened';
-  return `Load generator: ${generator} used ${fixed(share * 100, 0)} % of CPU ${cpus} ${window}${verdict}.`;
+  const wait =
+    waited === undefined
+      ? ''
+      : ` and waited runnable for it ${fixed(waited * 100, 0)} % of the time`;
+  return `Load generator: ${generator} used ${fixed(share * 100, 0)} % of CPU ${cpus}${wait} ${window}${verdict}.`;
 }
 
 /** A service throttled in at least this share of its CFS periods is held back by its quota. */
@@ -405,12 +412,17 @@ function bottleneck(
     return `Bottleneck: the CPU quota. ${worst.name} needed ${int((worst.cpuSeconds * 1e6) / requests)} µs of CPU per request and was throttled in ${fixed(throttledShare(worst.throttling) * 100, 0)} % of its periods, so requests waited for the next one.`;
   }
   const loadShare = cpuShare(load) ?? 0;
-  if (loadShare >= SATURATED_LOAD_GENERATOR) {
+  const demand = { cpuShare: cpuShare(load), waitShare: waitShare(load) };
+  if (demand.cpuShare !== undefined && isSaturated(demand)) {
     const quota =
       worst === undefined
         ? ''
         : ` no gate service was throttled in more than ${fixed(throttledShare(worst.throttling) * 100, 0)} % of its periods, while`;
-    return `Bottleneck: the load generator —${quota} ${generator} used ${fixed(loadShare * 100, 0)} % of its core, so much of the latency above is queueing in ${generator}, not in the gate.`;
+    const waited =
+      demand.waitShare === undefined || demand.waitShare < 0.05
+        ? ''
+        : ` (and waited for it another ${fixed(demand.waitShare * 100, 0)} %: the core is shared with other work)`;
+    return `Bottleneck: the load generator —${quota} ${generator} used ${fixed(loadShare * 100, 0)} % of its core${waited}, so much of the latency above is queueing in ${generator}, not in the gate.`;
   }
   return '';
 }

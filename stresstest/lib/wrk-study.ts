@@ -12,8 +12,8 @@
 // a request is written, so think time is not part of it.
 import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { CLOCK_TICKS, parseStat } from './process-stats.js';
-import type { LoadGeneratorUsage } from './locust.js';
+import { usageBetween, type LoadGeneratorUsage } from './locust.js';
+import { CLOCK_TICKS, parseStat, runQueueWaitSeconds } from './process-stats.js';
 
 export interface WrkStudyRun {
   readonly host: string;
@@ -174,8 +174,8 @@ export async function runWrkStudy(
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const startedAt = Date.now() / 1000;
-  let windowStart: { cpu: number; wall: number } | undefined;
-  let latest: { cpu: number; wall: number } | undefined;
+  let windowStart: { cpu: number; wall: number; wait: number } | undefined;
+  let latest: { cpu: number; wall: number; wait: number } | undefined;
   const timer = setInterval(() => {
     let stat: ReturnType<typeof parseStat>;
     try {
@@ -185,7 +185,11 @@ export async function runWrkStudy(
       stat = undefined;
     }
     if (!stat) return;
-    latest = { cpu: stat.cpuTicks / CLOCK_TICKS, wall: Date.now() / 1000 };
+    latest = {
+      cpu: stat.cpuTicks / CLOCK_TICKS,
+      wall: Date.now() / 1000,
+      wait: runQueueWaitSeconds(child.pid!),
+    };
     if (windowStart === undefined && latest.wall - startedAt >= SETTLE_SECONDS)
       windowStart = latest;
   }, 1000);
@@ -200,9 +204,7 @@ export async function runWrkStudy(
     writeFileSync(run.logFile, `${stdout}\n${stderr}`);
     if (code !== 0) throw new Error(`wrk exited with code ${code}: ${stderr.slice(0, 300)}`);
     const loadGenerator =
-      windowStart && latest
-        ? { cpuSeconds: latest.cpu - windowStart.cpu, wallSeconds: latest.wall - windowStart.wall }
-        : { cpuSeconds: 0, wallSeconds: 0 };
+      windowStart && latest ? usageBetween(windowStart, latest) : { cpuSeconds: 0, wallSeconds: 0 };
     return { result: parseStudyOutput(stdout), loadGenerator };
   } finally {
     clearInterval(timer);
