@@ -2,36 +2,36 @@
 // baselines), each started fresh under per-service limits, services on one core and the load
 // generator on the other. Each system is driven by locust, then by wrk running the same closed
 // scenario at a fraction of locust's CPU per request; writes locust's CSV/HTML, wrk's totals,
-// report.md and chart.svg per run.
+// report.md and chart.svg per run. The study: docs/study.md.
 import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { cpus, release } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { renderChart, seriesFromHistory, type Series } from './lib/chart.js';
-import { createConfinement, throttlingSince, type Confinement } from './lib/limits.js';
-import { runLocust, type Progress } from './lib/locust.js';
-import { parseLocustCsv, type CsvRow } from './lib/locust-csv.js';
+import { renderChart, seriesFromHistory, type Series } from '../perf/chart.js';
+import { createConfinement, throttlingSince, type Confinement } from '../perf/limits.js';
+import { runLocust, type Progress } from '../perf/locust.js';
+import { parseLocustCsv, type CsvRow } from '../perf/locust-csv.js';
 import {
   parseStressOptions,
   STRESS_USAGE,
   type StressOptions,
   type SystemName,
-} from './lib/options.js';
-import { createUsageSampler } from './lib/process-stats.js';
+} from '../perf/stress-options.js';
+import { createUsageSampler } from '../perf/process-stats.js';
 import {
   aggregated,
   renderReport,
   type ServiceResult,
   type SystemResult,
   type WrkRunResult,
-} from './lib/report.js';
-import { createScratchDir, keepLogsAndRemove } from './lib/scratch.js';
-import { readServerLatency, type ServerLatency } from './lib/server-latency.js';
-import { checkStressPrerequisites } from './lib/prerequisites.js';
-import { startSystem, type SystemInstance } from './lib/systems.js';
-import { mintTokens, writeTokenFile } from './lib/tokens.js';
-import { runWrkStudy } from './lib/wrk-study.js';
+} from '../perf/report.js';
+import { createScratchDir, keepLogsAndRemove } from '../perf/scratch.js';
+import { readServerLatency, type ServerLatency } from '../perf/server-latency.js';
+import { checkStressPrerequisites } from '../perf/prerequisites.js';
+import { startSystem, type SystemInstance } from '../perf/systems.js';
+import { mintTokens, writeTokenFile } from '../perf/tokens.js';
+import { runWrkStudy } from '../perf/wrk-study.js';
 
 const RESULTS = fileURLToPath(new URL('./results/', import.meta.url));
 

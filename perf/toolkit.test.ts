@@ -7,10 +7,10 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { evaluateBenchGoals, ROW_NAMES, withRatios } from '../bench/lib/goals.js';
-import { parseBenchOptions } from '../bench/lib/options.js';
-import { parseWrkOutput } from '../bench/lib/wrk.js';
-import { renderChart, seriesFromHistory } from './lib/chart.js';
+import { evaluateBenchGoals, ROW_NAMES, withRatios } from './bench-goals.js';
+import { parseBenchOptions } from './bench-options.js';
+import { parseWrkOutput } from './wrk.js';
+import { renderChart, seriesFromHistory } from './chart.js';
 import {
   createConfinement,
   detectLimitSupport,
@@ -19,13 +19,13 @@ import {
   throttlingSince,
   type LimitProbe,
   type ResourceProfile,
-} from './lib/limits.js';
-import { locustArgs } from './lib/locust.js';
-import { parseStudyOutput, runWrkStudy, studyArgs, studyScript } from './lib/wrk-study.js';
-import { parseCsvRecords, parseLocustCsv } from './lib/locust-csv.js';
-import { parseDuration, parseStressOptions } from './lib/options.js';
-import { parseHwm, parseStat, runQueueWaitSeconds } from './lib/process-stats.js';
-import { isSaturated, judgedRun, parseGenerators } from './lib/generators.js';
+} from './limits.js';
+import { locustArgs } from './locust.js';
+import { parseStudyOutput, runWrkStudy, studyArgs, studyScript } from './wrk-study.js';
+import { parseCsvRecords, parseLocustCsv } from './locust-csv.js';
+import { parseDuration, parseStressOptions } from './stress-options.js';
+import { parseHwm, parseStat, runQueueWaitSeconds } from './process-stats.js';
+import { isSaturated, judgedRun, parseGenerators } from './generators.js';
 import {
   bottleneckLine,
   judgedLine,
@@ -34,11 +34,11 @@ import {
   stressGoals,
   studyTable,
   type SystemResult,
-} from './lib/report.js';
-import { recordLine, summarize } from './lib/server-latency.js';
+} from './report.js';
+import { recordLine, summarize } from './server-latency.js';
 
 const fixture = (name: string) =>
-  readFileSync(new URL(`./fixtures/${name}`, import.meta.url), 'utf8');
+  readFileSync(new URL(`../stresstest/fixtures/${name}`, import.meta.url), 'utf8');
 
 describe('stress options', () => {
   it('defaults to the study: all systems, profile study, 2500 users at 50/s for 5 minutes', () => {

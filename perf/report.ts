@@ -1,7 +1,7 @@
 // report.md of a stress run: the study's table per system, one side-by-side summary with the
 // study's published figures, each load generator's run with its own CPU share (flagged when
 // saturated), the goals of the experiment as met / missed — latency judged on a generator that kept
-// up — and the resources each service used.
+// up — and the resources each service used. The study: docs/study.md.
 import {
   cpuShare,
   isSaturated,

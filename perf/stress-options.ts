@@ -130,7 +130,7 @@ export function parseStressOptions(argv: readonly string[]): StressOptions {
   return Object.freeze({
     systems: Object.freeze(systems),
     generators: Object.freeze(generators),
-    profile: profile!,
+    profile: profile,
     users,
     spawnRate,
     durationSeconds,
