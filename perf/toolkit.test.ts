@@ -427,7 +427,7 @@ describe('the study scenario in wrk', () => {
   it('gives every request a 0–1 s think time and sends /hello and /secret 1:2, tokens round-robin', () => {
     const script = studyScript(run.tokenFile);
     expect(script).toContain('for line in io.lines("/tmp/x/tokens \\"1\\".txt") do');
-    expect(script).toMatch(/function delay\(\)\n  return math\.random\(0, 1000\)\nend/);
+    expect(script).toMatch(/function delay\(\)\n {2}return math\.random\(0, 1000\)\nend/);
     expect(script).toContain('if math.random(3) == 1 then');
     expect(script).toContain(
       'return wrk.format("GET", "/secret", { ["Authorization"] = tokens[next_token] })',
