@@ -3,11 +3,11 @@
 // locust on the other; writes locust's CSV/HTML, report.md and chart.svg per run.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, release } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { renderChart, seriesFromHistory, type Series } from './lib/chart.js';
 import { createConfinement, throttlingSince } from './lib/limits.js';
-import { runLocust, type Progress } from './lib/locust.js';
+import { LOCUSTFILE, runLocust, type Progress } from './lib/locust.js';
 import { parseLocustCsv, type CsvRow } from './lib/locust-csv.js';
 import {
   parseStressOptions,
@@ -21,6 +21,7 @@ import { createScratchDir, keepLogsAndRemove } from './lib/scratch.js';
 import { readServerLatency } from './lib/server-latency.js';
 import { checkStressPrerequisites } from './lib/prerequisites.js';
 import { startSystem, type SystemInstance } from './lib/systems.js';
+import { createDockerEngine, type DockerEngine } from './lib/docker-engine.js';
 import { mintTokens, writeTokenFile } from './lib/tokens.js';
 
 const RESULTS = fileURLToPath(new URL('./results/', import.meta.url));
@@ -52,6 +53,7 @@ async function measureSystem(
   outDir: string,
   confinement: ReturnType<typeof createConfinement>,
   cpuPlan: { services: string; load: string },
+  docker: DockerEngine | undefined,
 ): Promise<{ result: SystemResult; series: Series }> {
   const dir = join(outDir, name);
   mkdirSync(dir, { recursive: true });
@@ -59,7 +61,9 @@ async function measureSystem(
   const files = { csv: `${name}/locust_stats.csv`, html: `${name}/locust.html` };
   let instance: SystemInstance | undefined;
   try {
-    instance = await startSystem(name, { dir: scratch, confinement });
+    instance = docker
+      ? await docker.startSystem(name, { dir: scratch })
+      : await startSystem(name, { dir: scratch, confinement });
     process.stderr.write(
       `[${name}] started at ${instance.baseUrl}; minting ${options.users} tokens\n`,
     );
@@ -82,6 +86,10 @@ async function measureSystem(
         htmlFile: join(dir, 'locust.html'),
         logFile: join(dir, 'locust.log'),
         cpus: cpuPlan.load,
+        container: docker && {
+          name: `sg-stress-locust-${process.pid}-${name}`,
+          mounts: [dirname(LOCUSTFILE), dir, scratch],
+        },
       },
       (progress) => printProgress(progressLine(name, options.durationSeconds, progress), printed),
     );
@@ -136,7 +144,7 @@ async function main(): Promise<number> {
     console.log(STRESS_USAGE);
     return 0;
   }
-  const missing = checkStressPrerequisites();
+  const missing = options.engine === 'docker' ? undefined : checkStressPrerequisites();
   if (missing) {
     console.error(missing);
     return 2;
@@ -147,7 +155,14 @@ async function main(): Promise<number> {
   mkdirSync(outDir, { recursive: true });
   // Two cores or more: the gate's services on the second, locust on the first.
   const cpuPlan = cpus().length >= 2 ? { services: '1', load: '0' } : { services: '0', load: '0' };
-  const confinement = createConfinement({ profile: options.profile, cpus: cpuPlan.services });
+  const docker =
+    options.engine === 'docker' ? createDockerEngine(options.profile, cpuPlan.services) : undefined;
+  const confinement =
+    docker?.confinement ?? createConfinement({ profile: options.profile, cpus: cpuPlan.services });
+  if (docker) {
+    process.stderr.write('building the images (docker-compose-stress.yaml)\n');
+    await docker.build(options.systems);
+  }
   if (confinement.support.mode === 'pin') {
     process.stderr.write(`note: pinning only, no limits: ${confinement.support.reason}\n`);
   }
@@ -164,7 +179,7 @@ async function main(): Promise<number> {
   try {
     for (const name of options.systems) {
       if (interrupted) break;
-      const measured = await measureSystem(name, options, outDir, confinement, cpuPlan);
+      const measured = await measureSystem(name, options, outDir, confinement, cpuPlan, docker);
       results.push(measured.result);
       series.push(measured.series);
     }
@@ -196,6 +211,7 @@ async function main(): Promise<number> {
       loadCpus: cpuPlan.load,
       machine: `${cpus().length} × ${cpu}, Linux ${release()}, Node ${process.version}`,
       chartFile,
+      engine: options.engine,
     },
     results,
   );
