@@ -391,33 +391,49 @@ describe('bench pieces', () => {
 });
 
 describe('docker-compose-stress.yaml', () => {
-  it('limits every gate container like the study and runs locust on the other core', async () => {
+  it('limits every gate container like the study, builds or makes every image, and loads only 127.0.0.1', async () => {
     const { parse } = await import('yaml');
     const compose = parse(
       readFileSync(new URL('../docker-compose-stress.yaml', import.meta.url), 'utf8'),
-      {
-        merge: true,
-      },
+      { merge: true },
     ) as {
       services: Record<
         string,
-        { deploy?: { resources?: { limits?: object } }; cpuset?: string; volumes?: string[] }
+        {
+          cpus?: string | number;
+          mem_limit?: string;
+          cpuset?: string;
+          image?: string;
+          pull_policy?: string;
+          network_mode?: string;
+          ports?: string[];
+          command?: string[];
+          volumes?: string[];
+        }
       >;
     };
     for (const gate of ['verifier', 'nginx', 'study-njs', 'study-node', 'njs-verify']) {
-      expect(compose.services[gate]?.deploy?.resources?.limits, gate).toEqual({
-        cpus: '0.5',
-        memory: '400M',
-      });
-      expect(compose.services[gate]?.cpuset, gate).toBe('1');
+      const service = compose.services[gate];
+      expect(
+        { cpus: service?.cpus, mem: service?.mem_limit, cpuset: service?.cpuset },
+        gate,
+      ).toEqual({ cpus: '${STRESS_CPUS:-0.5}', mem: '${STRESS_MEMORY:-400m}', cpuset: '1' });
     }
-    expect(compose.services.locust?.cpuset).toBe('0');
-    for (const service of Object.values(compose.services)) {
+    for (const [name, service] of Object.entries(compose.services)) {
+      // Nothing is pulled: our images are built, the two bases come from test/containers/setup.sh.
+      expect(service.pull_policy, name).toBe('never');
+      for (const port of service.ports ?? []) expect(port, name).toMatch(/^127\.0\.0\.1:/);
       for (const volume of service.volumes ?? []) {
         const source = volume.split(':')[0]!;
         if (source.startsWith('./'))
           expect(existsSync(new URL(`../${source}`, import.meta.url)), source).toBe(true);
       }
     }
+    const locust = compose.services.locust;
+    expect(locust?.image).toBe('secret-gate-locust:dev');
+    expect(locust?.network_mode).toBe('host');
+    expect(locust?.cpuset).toBe('0');
+    const host = locust?.command?.[locust.command.indexOf('--host') + 1];
+    expect(host).toMatch(/^http:\/\/127\.0\.0\.1:/);
   });
 });

@@ -88,6 +88,10 @@ have_image() { docker image inspect "$1" >/dev/null 2>&1; }
 ensure_debian_image() {
   have_image debian:bookworm-slim && return 0
   say "creating debian:bookworm-slim with debootstrap from $MIRROR"
+  if ! command -v debootstrap >/dev/null; then
+    as_root apt-get update -qq
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
+  fi
   local root
   root=$(mktemp -d)
   as_root debootstrap --variant=minbase bookworm "$root" "$MIRROR" >"$STATE_DIR/debootstrap.log" 2>&1 \
