@@ -1,10 +1,11 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { answerOf, statusOf } from './testing/answer.js';
 import { base64url, importJWK, SignJWT } from 'jose';
 import { createAuthorizer } from './authorize.js';
 import { loadConfig } from './config.js';
 import { createDecisionCache } from './decision-cache.js';
-import { withHeaders, type Decision } from './decision.js';
+import { withGrant, type Decision } from './decision.js';
 import {
   AUDIENCE,
   captureLogger,
@@ -49,7 +50,7 @@ afterAll(async () => {
 const mint = (options: MintOptions = {}) => mintToken({ now: T, ...options });
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 const header = (decision: Decision, name: string) =>
-  decision.headers.find(([key]) => key === name)?.[1];
+  answerOf(decision).headers.find(([key]) => key === name)?.[1];
 
 /** Hand-built compact JWS pieces for tokens jose refuses to sign. */
 const segment = (value: unknown) => base64url.encode(JSON.stringify(value));
@@ -271,14 +272,14 @@ describe('authorize: the claim matrix', () => {
     const token = await make();
     const { service } = which === 'strict' ? strict : plain;
     const decision = await service.authorize({ ...(token === undefined ? {} : bearer(token)) });
-    expect({ status: decision.status, reason: decision.reason }).toEqual({ status, reason });
+    expect({ status: statusOf(decision), reason: decision.reason }).toEqual({ status, reason });
   });
 });
 
 describe('authorize: answers', () => {
   it('an allow carries the identity headers and nothing else', async () => {
     const decision = await plain.service.authorize(bearer(await mint()));
-    expect(decision.headers).toEqual([
+    expect(answerOf(decision).headers).toEqual([
       ['X-Auth-Sub', 'user-1'],
       ['X-Auth-Client', 'spa-demo'],
       ['X-Auth-Scope', 'openid secrets:read'],
@@ -315,7 +316,9 @@ describe('authorize: answers', () => {
 
   it('a missing token gets a challenge without an error code (RFC 6750 §3.1)', async () => {
     const decision = await plain.service.authorize({});
-    expect(decision.headers).toEqual([['WWW-Authenticate', 'Bearer realm="secret-gate"']]);
+    expect(answerOf(decision).headers).toEqual([
+      ['WWW-Authenticate', 'Bearer realm="secret-gate"'],
+    ]);
   });
 
   it('a non-Bearer scheme counts as no token', async () => {
@@ -325,7 +328,7 @@ describe('authorize: answers', () => {
 
   it('a bad token gets error="invalid_token"', async () => {
     const decision = await plain.service.authorize(bearer('abc.def.ghi'));
-    expect(decision.headers).toEqual([
+    expect(answerOf(decision).headers).toEqual([
       ['WWW-Authenticate', 'Bearer realm="secret-gate", error="invalid_token"'],
     ]);
   });
@@ -334,7 +337,7 @@ describe('authorize: answers', () => {
     const decision = await plain.service.authorize(
       bearer(await mint({ claims: { scope: 'openid' } })),
     );
-    expect(decision.headers).toEqual([
+    expect(answerOf(decision).headers).toEqual([
       [
         'X-Auth-Challenge',
         'Bearer realm="secret-gate", error="insufficient_scope", scope="secrets:read"',
@@ -344,7 +347,7 @@ describe('authorize: answers', () => {
 
   it('an unknown policy is a 403 and is logged as a configuration problem', async () => {
     const decision = await plain.service.authorize({ ...bearer(await mint()), policy: 'nope' });
-    expect(decision.status).toBe(403);
+    expect(statusOf(decision)).toBe(403);
     expect(decision.reason).toBe('policy_unknown');
     expect(plain.lines.some((line) => line.includes('configuration problem'))).toBe(true);
   });
@@ -416,7 +419,9 @@ describe('authorize: policies from a config file', () => {
       'issuer_not_allowed',
     );
     expect(other.hits).toBe(hits);
-    expect((await service.authorize({ ...bearer(fromOther), policy: 'partner' })).status).toBe(204);
+    expect(statusOf(await service.authorize({ ...bearer(fromOther), policy: 'partner' }))).toBe(
+      204,
+    );
     expect((await service.authorize(bearer(await mint()))).reason).toBe('policy_unknown');
     await service.stop(0);
     await other.close();
@@ -424,7 +429,7 @@ describe('authorize: policies from a config file', () => {
 });
 
 describe('authorize: the decorator extension point', () => {
-  it('adds headers to every allowed answer of its policy, cached or not, and never to denials', async () => {
+  it('adds grants to every allowed answer of its policy, cached or not, and never to denials', async () => {
     const config = loadConfig({
       VERIFIER_ISSUER: ISSUER,
       VERIFIER_AUDIENCE: AUDIENCE,
@@ -460,7 +465,15 @@ describe('authorize: the decorator extension point', () => {
         [
           'default',
           async (decision: Decision) =>
-            withHeaders(decision, [['X-Auth-CF-Expires', String(++calls)]]),
+            withGrant(decision, {
+              kind: 'cloudfront-cookies',
+              keyPairId: 'K1',
+              policy: 'p',
+              signature: 's',
+              expires: ++calls,
+              sha256: false,
+              cookieDomain: undefined,
+            }),
         ],
       ]),
     });
@@ -471,7 +484,49 @@ describe('authorize: the decorator extension point', () => {
     expect(header(cached, 'X-Auth-CF-Expires')).toBe('2');
     expect(header(cached, 'X-Auth-Client')).toBe('spa-demo');
     const denied = await authorize({});
-    expect(denied.headers.some(([name]) => name.startsWith('X-Auth-CF'))).toBe(false);
+    expect(answerOf(denied).headers.some(([name]) => name.startsWith('X-Auth-CF'))).toBe(false);
     expect(calls).toBe(2);
+  });
+});
+
+describe('authorize: unexpected failures', () => {
+  it('answers an unexpected verifier failure as internal_error (a 401 with invalid_token), never as a signature failure', async () => {
+    const config = loadConfig({ VERIFIER_ISSUER: ISSUER, VERIFIER_AUDIENCE: AUDIENCE });
+    const { logger, lines } = captureLogger();
+    const authorize = createAuthorizer({
+      config,
+      jwtVerifiers: new Map([
+        [
+          ISSUER,
+          () => {
+            throw new RangeError('a bug in a verifier');
+          },
+        ],
+      ]),
+      opaqueVerifiers: new Map(),
+      cache: createDecisionCache({ ...config.cache, now: clock.now }),
+      logger,
+    });
+    const decision = await authorize(bearer(await mint()));
+    expect(decision).toMatchObject({ outcome: 'deny', reason: 'internal_error' });
+    expect(answerOf(decision)).toEqual({
+      status: 401,
+      headers: [['WWW-Authenticate', 'Bearer realm="secret-gate", error="invalid_token"']],
+    });
+    expect(lines.join('\n')).toContain('unexpected verification failure');
+  });
+});
+
+describe('authorize: a decision is plain data', () => {
+  it('an allow names the outcome, reason, identity, grants and nothing shaped like HTTP', async () => {
+    const decision = await plain.service.authorize(bearer(await mint()));
+    expect(Object.keys(decision).sort()).toEqual([
+      'grants',
+      'identity',
+      'outcome',
+      'reason',
+      'requiredScopes',
+    ]);
+    expect(decision).toMatchObject({ outcome: 'allow', reason: 'allowed', grants: [] });
   });
 });

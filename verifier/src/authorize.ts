@@ -1,11 +1,11 @@
-// The auth endpoint as a function: request headers in, Decision out. No sockets here, so tests call
-// it directly and both transports share it. A cache hit answers synchronously (no promise), which
+// The auth endpoint as a function: request headers in, Decision (plain data) out. No sockets and
+// no HTTP here, so tests call it directly and both transports share it. A cache hit answers synchronously (no promise), which
 // keeps the hot path of a busy gate free of microtask hops.
 import { decodeJwt } from 'jose';
-import type { PolicyConfig, VerifierConfig } from './config-types.js';
+import { DEFAULT_POLICY, type PolicyConfig, type VerifierConfig } from './config-model.js';
 import type { DecisionCache } from './decision-cache.js';
 import { allow, deny, shared, type Decision, type DecisionDecorator } from './decision.js';
-import { VerifyError } from './errors.js';
+import { statusFor, VerifyError } from './errors.js';
 import type { JwtVerifier } from './jwt-verifier.js';
 import type { Logger } from './log.js';
 import { fingerprint, tokenHash } from './token-hash.js';
@@ -31,7 +31,7 @@ export interface AuthorizerParts {
   readonly cache: DecisionCache;
   readonly logger: Logger;
   readonly metrics?: Metrics | undefined;
-  /** Per-policy hook for extra allow headers (the CloudFront signer plugs in here). */
+  /** Per-policy hook for extra allow grants (the CloudFront signer plugs in here). */
   readonly decorators?: ReadonlyMap<string, DecisionDecorator> | undefined;
 }
 
@@ -48,7 +48,6 @@ interface Outcome {
   readonly detail: string | undefined;
 }
 
-const DEFAULT_POLICY = 'default';
 const MISSING = deny('token_missing');
 const UNKNOWN_POLICY = deny('policy_unknown');
 
@@ -80,7 +79,7 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
     token: string | undefined,
     policy?: PreparedPolicy,
   ): Decision | Promise<Decision> {
-    if (outcome.decision.status !== 204 || policy?.decorate === undefined)
+    if (outcome.decision.outcome !== 'allow' || policy?.decorate === undefined)
       return record(request, outcome, token, policy);
     const decorated = policy.decorate(outcome.decision);
     return decorated instanceof Promise
@@ -98,10 +97,10 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
   ): Decision {
     const { decision } = outcome;
     metrics?.decision(decision);
-    if (decision.status !== 204) {
+    if (decision.outcome !== 'allow') {
       logger.info(
         {
-          status: decision.status,
+          status: statusFor(decision.reason),
           reason: decision.reason,
           policy: request.policy ?? DEFAULT_POLICY,
           fp: token === undefined ? undefined : fingerprint(token),
@@ -133,7 +132,7 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
       if (error instanceof VerifyError)
         return { decision: deny(error.code), detail: error.message };
       logger.error({ err: error }, 'unexpected verification failure');
-      return { decision: deny('signature_invalid'), detail: 'unexpected verification failure' };
+      return { decision: deny('internal_error'), detail: 'unexpected verification failure' };
     } finally {
       metrics?.observeVerification((performance.now() - started) / 1000);
     }
@@ -144,6 +143,7 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
         ? allow(verified.identity)
         : deny('scope_insufficient', policy.config.scopes, verified.identity);
     cache.set(key, {
+      policy: policy.config.name,
       decision: { ...decision, identity: decision.identity ?? verified.identity },
       exp: verified.exp,
       nbf: verified.nbf,
@@ -203,7 +203,7 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
     // One flat digest of policy + token is the key: a concatenated string would be stored twice
     // (V8 flattens a cons-string key into a second copy), which matters at 100,000 entries.
     const key = tokenHash(token, policy.keyPrefix);
-    const hit = cache.get(key);
+    const hit = cache.get(key, policy.config.name);
     if (hit !== undefined) {
       metrics?.cacheHit();
       return finish(request, { decision: hit, detail: 'cached' }, token, policy);
@@ -220,7 +220,7 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
         );
         return record(
           request,
-          { decision: deny('signature_invalid'), detail: 'unexpected failure' },
+          { decision: deny('internal_error'), detail: 'unexpected failure' },
           token,
           policy,
         );

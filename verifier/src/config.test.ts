@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, ENV_DEFAULTS, loadConfig } from './config.js';
+import { readFileSync } from 'node:fs';
+import { ConfigError, ENV_DEFAULTS, ENVIRONMENT, loadConfig } from './config.js';
 
 const minimal = { VERIFIER_ISSUER: 'https://idp.test', VERIFIER_AUDIENCE: 'secret-gate-api' };
 
@@ -197,3 +198,110 @@ describe('configuration from a file', () => {
     ).toBe(true);
   });
 });
+
+describe('one configuration model', () => {
+  it('the variables and the file are two spellings of one document', () => {
+    const fromEnv = loadConfig({
+      VERIFIER_ISSUER: 'https://a.test',
+      VERIFIER_AUDIENCE: 'api',
+      VERIFIER_ALGORITHMS: 'ES256 RS256',
+      VERIFIER_REQUIRED_SCOPES: 'secrets:read',
+      VERIFIER_CACHE_MAX_TTL: '1m',
+    });
+    const fromFile = loadConfig({ VERIFIER_CONFIG: '/etc/verifier.json' }, () =>
+      JSON.stringify({
+        cache: { maxTtl: '1m' },
+        issuers: [{ issuer: 'https://a.test', audience: 'api', algorithms: ['ES256', 'RS256'] }],
+        policies: { default: { issuers: ['https://a.test'], scopes: ['secrets:read'] } },
+      }),
+    );
+    expect(fromFile).toEqual(fromEnv);
+  });
+
+  it('every default lives in one table, and is what a configuration without the setting gets', () => {
+    const config = loadConfig(minimal);
+    const rows = new Map(ENVIRONMENT.map((row) => [row.env, row.default]));
+    expect(rows.get('VERIFIER_CLOCK_TOLERANCE')).toBe('30s');
+    expect(rows.get('VERIFIER_ALGORITHMS')).toBe('RS256,ES256,PS256,EdDSA');
+    expect(config.issuers.get('https://idp.test')).toMatchObject({
+      clockTolerance: 30,
+      algorithms: ['RS256', 'ES256', 'PS256', 'EdDSA'],
+    });
+    // The file's issuers get the same defaults as the variables' one.
+    const file = loadConfig({ VERIFIER_CONFIG: '/x.json' }, () =>
+      JSON.stringify({
+        issuers: [{ issuer: 'https://idp.test', audience: 'secret-gate-api' }],
+        policies: { default: { issuers: ['https://idp.test'] } },
+      }),
+    );
+    expect(file.issuers.get('https://idp.test')).toEqual(config.issuers.get('https://idp.test'));
+    expect(ENV_DEFAULTS).toMatchObject({
+      VERIFIER_LISTEN: '127.0.0.1:8090',
+      VERIFIER_CACHE_MAX_BYTES: '64m',
+      VERIFIER_FETCH_TIMEOUT: '5s',
+    });
+  });
+
+  it('top-level settings may sit in the file; a variable wins over the file', () => {
+    const config = loadConfig({ VERIFIER_CONFIG: '/x.json', VERIFIER_CACHE_MAX_ENTRIES: '7' }, () =>
+      JSON.stringify({
+        logLevel: 'warn',
+        cache: { maxEntries: 5, maxTtl: '2m' },
+        issuers: [{ issuer: 'https://a.test', audience: 'api' }],
+        policies: { p: { issuers: ['https://a.test'] } },
+      }),
+    );
+    expect(config.logLevel).toBe('warn');
+    expect(config.cache).toMatchObject({ maxEntries: 7, maxTtl: 120 });
+  });
+
+  it('reads the files a section names only through the one reader, after validation', () => {
+    const fixtures = new URL('../../test/fixtures/cloudfront/', import.meta.url);
+    const keyPath = '/keys/cf.pem';
+    const key = readFileSync(new URL('rsa-2048.pkcs8.pem', fixtures), 'utf8');
+    const reads: string[] = [];
+    const document = {
+      issuers: [{ issuer: 'https://a.test', audience: 'api' }],
+      policies: {
+        secret: {
+          issuers: ['https://a.test'],
+          cloudfront: {
+            keyPairId: 'K1',
+            privateKeyFile: keyPath,
+            resource: 'https://cdn.test/*',
+            ttlSeconds: 60,
+          },
+        },
+      },
+    };
+    const config = loadConfig({ VERIFIER_CONFIG: '/x.json' }, (path) => {
+      reads.push(path);
+      return path === keyPath ? key : JSON.stringify(document);
+    });
+    expect(reads).toEqual(['/x.json', keyPath]);
+    expect(config.policies.get('secret')?.cloudfront?.privateKey.type).toBe('private');
+
+    // A document with a problem elsewhere still has its key checked, so one pass shows both.
+    reads.length = 0;
+    const broken = { ...document, listen: 'nowhere' };
+    expect(
+      problemsOfReader({ VERIFIER_CONFIG: '/x.json' }, (path) => {
+        reads.push(path);
+        if (path === keyPath) throw Object.assign(new Error('gone'), { code: 'ENOENT' });
+        return JSON.stringify(broken);
+      }),
+    ).toEqual([
+      'config.listen: expected host:port or unix:/path, got "nowhere"',
+      'config.policies.secret.cloudfront.privateKeyFile cannot be read (ENOENT): "/keys/cf.pem"',
+    ]);
+  });
+});
+
+function problemsOfReader(env: Record<string, string>, read: (path: string) => string) {
+  try {
+    loadConfig(env, read);
+  } catch (error) {
+    return (error as ConfigError).problems;
+  }
+  throw new Error('expected a ConfigError');
+}

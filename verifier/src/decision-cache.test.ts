@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { statusOf, verdictOf } from './testing/answer.js';
 import { createAuthorizer } from './authorize.js';
 import { loadConfig } from './config.js';
 import { createDecisionCache, type CacheEntry } from './decision-cache.js';
-import { allow } from './decision.js';
+import { allow, deny, type Decision } from './decision.js';
 import type { JwtVerifier } from './jwt-verifier.js';
 import {
   AUDIENCE,
@@ -15,11 +16,19 @@ import {
 } from './testing/fixtures.js';
 import { buildService } from './testing/service.js';
 
+const POLICY = 'secret';
 const identity = { sub: 'u', client: 'c', scopes: ['s'], issuer: ISSUER };
 function entry(exp: number, extra: Partial<CacheEntry> & { issuer?: string } = {}): CacheEntry {
   const { issuer = ISSUER, ...rest } = extra;
   const who = { ...identity, issuer };
-  return { decision: { ...allow(who), identity: who }, exp, nbf: undefined, kid: 'k1', ...rest };
+  return {
+    policy: POLICY,
+    decision: { ...allow(who), identity: who },
+    exp,
+    nbf: undefined,
+    kid: 'k1',
+    ...rest,
+  };
 }
 
 describe('decision cache invariants', () => {
@@ -33,13 +42,39 @@ describe('decision cache invariants', () => {
     });
     cache.set('a', entry(clock.seconds() + 60));
     clock.advance(59);
-    expect(cache.get('a')).toBeDefined();
+    expect(cache.get('a', POLICY)).toBeDefined();
     clock.advance(1);
-    expect(cache.get('a')).toBeUndefined();
+    expect(cache.get('a', POLICY)).toBeUndefined();
     expect(cache.size).toBe(0);
   });
 
-  it('a hit answers exactly the stored decision (status, headers, identity)', () => {
+  it('an entry never satisfies a policy it was not checked against, even under the same key', () => {
+    const clock = manualClock();
+    const cache = createDecisionCache({
+      maxEntries: 10,
+      maxBytes: 1e6,
+      maxTtl: 3600,
+      now: clock.now,
+    });
+    cache.set('same-key', entry(clock.seconds() + 60, { policy: 'open' }));
+    expect(cache.get('same-key', 'open')).toMatchObject({ outcome: 'allow' });
+    expect(cache.get('same-key', 'admin')).toBeUndefined();
+  });
+
+  it('keeps plain data: a 403 for missing scopes comes back with the scopes the policy asked for', () => {
+    const clock = manualClock();
+    const cache = createDecisionCache({
+      maxEntries: 10,
+      maxBytes: 1e6,
+      maxTtl: 3600,
+      now: clock.now,
+    });
+    const denied = deny('scope_insufficient', ['secrets:read'], identity);
+    cache.set('a', { ...entry(clock.seconds() + 60), decision: { ...denied, identity } });
+    expect(cache.get('a', POLICY)).toEqual(denied);
+  });
+
+  it('a hit answers exactly the stored decision (outcome, reason, identity)', () => {
     const clock = manualClock();
     const cache = createDecisionCache({
       maxEntries: 10,
@@ -49,7 +84,7 @@ describe('decision cache invariants', () => {
     });
     const stored = entry(clock.seconds() + 60);
     cache.set('a', stored);
-    expect(cache.get('a')).toEqual(stored.decision);
+    expect(cache.get('a', POLICY)).toEqual(stored.decision);
   });
 
   it('an entry never outlives maxTtl', () => {
@@ -62,9 +97,9 @@ describe('decision cache invariants', () => {
     });
     cache.set('a', entry(clock.seconds() + 3600));
     clock.advance(29);
-    expect(cache.get('a')).toBeDefined();
+    expect(cache.get('a', POLICY)).toBeDefined();
     clock.advance(2);
-    expect(cache.get('a')).toBeUndefined();
+    expect(cache.get('a', POLICY)).toBeUndefined();
   });
 
   it('re-checks nbf on every hit', () => {
@@ -76,7 +111,7 @@ describe('decision cache invariants', () => {
       now: clock.now,
     });
     cache.set('a', entry(clock.seconds() + 600, { nbf: clock.seconds() + 10 }));
-    expect(cache.get('a')).toBeUndefined();
+    expect(cache.get('a', POLICY)).toBeUndefined();
   });
 
   it('an already expired token is not stored', () => {
@@ -101,7 +136,7 @@ describe('decision cache invariants', () => {
     });
     for (const key of ['a', 'b', 'c', 'd']) cache.set(key, entry(clock.seconds() + 600));
     expect(cache.size).toBe(3);
-    expect(cache.get('a')).toBeUndefined();
+    expect(cache.get('a', POLICY)).toBeUndefined();
   });
 
   it('is bounded by bytes', () => {
@@ -131,8 +166,8 @@ describe('decision cache invariants', () => {
     cache.set('none', entry(exp, { kid: undefined }));
     cache.set('other-issuer', entry(exp, { kid: 'k1', issuer: 'https://x' }));
     expect(cache.dropKeys(ISSUER, new Set(['k1']))).toBe(2);
-    expect(cache.get('k2')).toBeDefined();
-    expect(cache.get('other-issuer')).toBeDefined();
+    expect(cache.get('k2', POLICY)).toBeDefined();
+    expect(cache.get('other-issuer', POLICY)).toBeDefined();
   });
 });
 
@@ -156,13 +191,13 @@ describe('decision cache in authorize', () => {
     );
     await service.start();
     const token = await mintToken({ now: clock.seconds(), claims: { exp: clock.seconds() + 60 } });
-    expect((await service.authorize({ authorization: `Bearer ${token}` })).status).toBe(204);
+    expect(statusOf(await service.authorize({ authorization: `Bearer ${token}` }))).toBe(204);
     clock.advance(30);
     const hit = service.authorize({ authorization: `Bearer ${token}` });
     expect(hit).not.toBeInstanceOf(Promise);
-    expect((hit as { status: number }).status).toBe(204);
+    expect(statusOf(hit as Decision)).toBe(204);
     clock.advance(30);
-    expect(await service.authorize({ authorization: `Bearer ${token}` })).toMatchObject({
+    expect(verdictOf(await service.authorize({ authorization: `Bearer ${token}` }))).toMatchObject({
       status: 401,
       reason: 'token_expired',
     });
@@ -203,7 +238,7 @@ describe('decision cache in authorize', () => {
     release();
     const decisions = await Promise.all(pending);
     expect(verifications).toBe(1);
-    expect(decisions.every((decision) => decision.status === 204)).toBe(true);
+    expect(decisions.every((decision) => statusOf(decision) === 204)).toBe(true);
   });
 
   it('the same token is cached per policy', async () => {
@@ -224,13 +259,13 @@ describe('decision cache in authorize', () => {
     await service.start();
     const token = await mintToken({ now: clock.seconds() });
     expect(
-      (await service.authorize({ authorization: `Bearer ${token}`, policy: 'open' })).status,
+      statusOf(await service.authorize({ authorization: `Bearer ${token}`, policy: 'open' })),
     ).toBe(204);
     expect(
-      (await service.authorize({ authorization: `Bearer ${token}`, policy: 'admin' })).status,
+      statusOf(await service.authorize({ authorization: `Bearer ${token}`, policy: 'admin' })),
     ).toBe(403);
     expect(
-      (await service.authorize({ authorization: `Bearer ${token}`, policy: 'admin' })).status,
+      statusOf(await service.authorize({ authorization: `Bearer ${token}`, policy: 'admin' })),
     ).toBe(403);
     expect(service.cache.size).toBe(2);
     await service.stop(0);

@@ -10,13 +10,19 @@
 // 5. Concurrent misses for one key share one verification (`share`).
 // 6. When a key leaves an issuer's JWKS, every entry verified with that `kid` is dropped.
 // 7. Only outcomes of a verified token are stored (allow, and 403 for missing scopes); 401s are
-//    never cached, so a key that appears later is picked up at once.
+//    never cached, so a key that appears later is picked up at once. Grants (CloudFront cookies)
+//    are never stored: they are added after the cache on every allowed request.
+// 8. A cached entry never satisfies a policy it was not checked against: the policy is part of
+//    the key, is stored in the entry, and `get` answers only when the asking policy is that one.
 import { LRUCache } from 'lru-cache';
-import { joinDecision, splitDecision, type Decision, type DecisionShape } from './decision.js';
+import { shared, type Decision } from './decision.js';
 import type { Identity } from './identity.js';
+import { createInterner } from './intern.js';
 
-/** One outcome to cache: a decision about a verified token, with its time window and key id. */
+/** One outcome to cache: a decision about a verified token, the policy it was checked against,
+ *  and the token's time window and key id. */
 export interface CacheEntry {
+  readonly policy: string;
   readonly decision: Decision & { readonly identity: Identity };
   /** Seconds since the epoch. */
   readonly exp: number;
@@ -26,15 +32,71 @@ export interface CacheEntry {
 }
 
 /**
- * What is stored: the subject and a shared DecisionShape instead of the decision's objects, since
+ * A decision minus its subject: what thousands of cached tokens have in common, stored once.
+ */
+interface Shape {
+  readonly policy: string;
+  readonly outcome: Decision['outcome'];
+  readonly reason: Decision['reason'];
+  readonly client: string;
+  readonly scopes: readonly string[];
+  readonly issuer: string;
+  readonly requiredScopes: readonly string[];
+}
+
+/**
+ * What is stored: the subject and a shared Shape instead of the decision's objects, since
  * 100,000 of these must fit a small memory budget (about 200 bytes each, keys and LRU included).
  */
 interface StoredEntry {
   readonly sub: string;
-  readonly shape: DecisionShape;
+  readonly shape: Shape;
   readonly exp: number;
   readonly nbf: number | undefined;
   readonly kid: string | undefined;
+}
+
+const sharedShape = createInterner<Shape>(10_000);
+const NO_GRANTS: readonly never[] = Object.freeze([]);
+
+function shapeOf(policy: string, decision: CacheEntry['decision']): Shape {
+  const { identity } = decision;
+  const key = JSON.stringify([
+    policy,
+    decision.reason,
+    identity.client,
+    identity.scopes,
+    identity.issuer,
+    decision.requiredScopes,
+  ]);
+  return sharedShape(key, () => ({
+    policy: shared(policy),
+    outcome: decision.outcome,
+    reason: decision.reason,
+    client: identity.client,
+    scopes: identity.scopes,
+    issuer: identity.issuer,
+    requiredScopes: decision.requiredScopes,
+  }));
+}
+
+/** The decision a stored entry stands for; built per cache hit (a few short-lived objects). */
+function decisionOf(entry: StoredEntry): Decision {
+  const { shape } = entry;
+  const identity = {
+    sub: entry.sub,
+    client: shape.client,
+    scopes: shape.scopes,
+    issuer: shape.issuer,
+  };
+  const common = { identity, grants: NO_GRANTS, requiredScopes: shape.requiredScopes };
+  return shape.outcome === 'allow'
+    ? { outcome: 'allow', reason: 'allowed', ...common }
+    : {
+        outcome: 'deny',
+        reason: shape.reason as Exclude<Decision['reason'], 'allowed'>,
+        ...common,
+      };
 }
 
 export interface DecisionCacheOptions {
@@ -47,8 +109,11 @@ export interface DecisionCacheOptions {
 }
 
 export interface DecisionCache {
-  /** The cached decision, or undefined (missing, or outside its time window and now dropped). */
-  get(key: string): Decision | undefined;
+  /**
+   * The decision cached for `policy`, or undefined: missing, stored for another policy, or outside
+   * its time window (then dropped).
+   */
+  get(key: string, policy: string): Decision | undefined;
   set(key: string, entry: CacheEntry): void;
   /** Runs `produce` once for concurrent callers with the same key. */
   share<T>(key: string, produce: () => Promise<T>): Promise<T>;
@@ -82,21 +147,27 @@ export function createDecisionCache(options: DecisionCacheOptions): DecisionCach
   const pending = new Map<string, Promise<unknown>>();
 
   return {
-    get(key) {
+    get(key, policy) {
       const entry = lru.get(key);
-      if (entry === undefined) return undefined;
+      if (entry === undefined || entry.shape.policy !== policy) return undefined;
       const seconds = now() / 1000;
       if (seconds >= entry.exp || (entry.nbf !== undefined && seconds < entry.nbf)) {
         lru.delete(key);
         return undefined;
       }
-      return joinDecision(entry.sub, entry.shape);
+      return decisionOf(entry);
     },
-    set(key, { decision, exp, nbf, kid }) {
+    set(key, { policy, decision, exp, nbf, kid }) {
       const ttl = Math.min(exp * 1000 - now(), options.maxTtl * 1000);
       if (ttl < 1) return;
-      const { sub, shape } = splitDecision(decision);
-      lru.set(key, { sub, shape, exp, nbf, kid }, { ttl: Math.floor(ttl) });
+      const stored = {
+        sub: decision.identity.sub,
+        shape: shapeOf(policy, decision),
+        exp,
+        nbf,
+        kid,
+      };
+      lru.set(key, stored, { ttl: Math.floor(ttl) });
     },
     share<T>(key: string, produce: () => Promise<T>): Promise<T> {
       const running = pending.get(key) as Promise<T> | undefined;

@@ -21,7 +21,8 @@ export type DenyCode =
   | 'token_inactive'
   | 'introspection_failed'
   | 'scope_insufficient'
-  | 'policy_unknown';
+  | 'policy_unknown'
+  | 'internal_error';
 
 /**
  * A token or key outcome that denies the request. The message names the failing field and never
@@ -39,6 +40,8 @@ export class VerifyError extends Error {
 
 /**
  * 401 means "not authenticated", 403 "authenticated but not allowed" (RFC 6750 §3.1).
+ * `internal_error` (a bug or an unexpected failure, never a token outcome) is a 401 too: the token
+ * could not be shown valid, and auth_request understands no 5xx.
  * An unknown policy is a 403: the caller may be fine, the gate is misconfigured, and a 401 would
  * make a browser start a pointless sign-in loop.
  */

@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { statusOf, verdictOf } from './testing/answer.js';
 import { createKeySet, type KeySet, type KeySetOptions } from './key-set.js';
 import {
   AUDIENCE,
@@ -192,19 +193,21 @@ describe('key rotation through the service', () => {
     await service.start();
     const oldKey = await mintToken({ key: 'rsaA', now: clock.seconds() });
     const newKey = await mintToken({ key: 'rsaB', now: clock.seconds() });
-    expect((await service.authorize({ authorization: `Bearer ${oldKey}` })).status).toBe(204);
-    expect((await service.authorize({ authorization: `Bearer ${newKey}` })).status).toBe(204);
+    expect(statusOf(await service.authorize({ authorization: `Bearer ${oldKey}` }))).toBe(204);
+    expect(statusOf(await service.authorize({ authorization: `Bearer ${newKey}` }))).toBe(204);
     expect(service.cache.size).toBe(2);
 
     jwks.setKeys(['rsaB']);
     await service.keySets.get(ISSUER)!.refresh();
     expect(service.cache.size).toBe(1);
     expect(lines.some((line) => line.includes('cached decisions dropped'))).toBe(true);
-    expect(await service.authorize({ authorization: `Bearer ${oldKey}` })).toMatchObject({
-      status: 401,
-      reason: 'key_unknown',
-    });
-    expect((await service.authorize({ authorization: `Bearer ${newKey}` })).status).toBe(204);
+    expect(verdictOf(await service.authorize({ authorization: `Bearer ${oldKey}` }))).toMatchObject(
+      {
+        status: 401,
+        reason: 'key_unknown',
+      },
+    );
+    expect(statusOf(await service.authorize({ authorization: `Bearer ${newKey}` }))).toBe(204);
     await service.stop(0);
   });
 
@@ -221,7 +224,7 @@ describe('key rotation through the service', () => {
     expect(service.isReady()).toBe(true);
     expect(service.routes.readyz().status).toBe(200);
     const token = await mintToken({ now: clock.seconds() });
-    expect((await service.authorize({ authorization: `Bearer ${token}` })).status).toBe(204);
+    expect(statusOf(await service.authorize({ authorization: `Bearer ${token}` }))).toBe(204);
     await service.stop(0);
   });
 });

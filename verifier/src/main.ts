@@ -4,7 +4,7 @@ import { ConfigError, loadConfig } from './config.js';
 import type { VerifierConfig } from './config-types.js';
 import { createLogger } from './log.js';
 import { createVerifierService } from './service.js';
-import { describe } from './transport-uws.js';
+import { describe } from './transport.js';
 
 /** Exit code for an unusable configuration (distinct from a crash). */
 const EXIT_CONFIG = 2;

@@ -3,6 +3,7 @@
 // on every inc() and a cached allow should cost less than that.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Decision } from './decision.js';
+import { statusFor } from './errors.js';
 import type { JwksFetchOutcome } from './key-set.js';
 
 export interface Metrics {
@@ -105,7 +106,8 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     decision(decision) {
       let count = decisionCounts.get(decision.reason);
       if (count === undefined) {
-        const result = decision.status === 204 ? 'allow' : `deny_${decision.status}`;
+        const result =
+          decision.outcome === 'allow' ? 'allow' : `deny_${statusFor(decision.reason)}`;
         count = { labels: { result, reason: decision.reason }, pending: 0 };
         decisionCounts.set(decision.reason, count);
       }

@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { statusOf } from './testing/answer.js';
 import type { IntrospectionIssuer, UserinfoIssuer } from './config-types.js';
 import { createOpaqueVerifier } from './opaque-verifier.js';
 import { manualClock } from './testing/fixtures.js';
@@ -178,16 +179,16 @@ describe('user-info', () => {
         ? json(res, 200, { sub: 'u3' })
         : json(res, 401, {});
     seen = [];
-    expect((await service.authorize({ authorization: 'Bearer good' })).status).toBe(204);
-    expect((await service.authorize({ authorization: 'Bearer good' })).status).toBe(204);
+    expect(statusOf(await service.authorize({ authorization: 'Bearer good' }))).toBe(204);
+    expect(statusOf(await service.authorize({ authorization: 'Bearer good' }))).toBe(204);
     expect(seen).toHaveLength(1);
-    expect((await service.authorize({ authorization: 'Bearer bad' })).status).toBe(401);
+    expect(statusOf(await service.authorize({ authorization: 'Bearer bad' }))).toBe(401);
     expect(
-      (await service.authorize({ authorization: 'Bearer good', policy: 'secret' })).status,
+      statusOf(await service.authorize({ authorization: 'Bearer good', policy: 'secret' })),
     ).toBe(403);
     clock.advance(31);
     seen = [];
-    expect((await service.authorize({ authorization: 'Bearer good' })).status).toBe(204);
+    expect(statusOf(await service.authorize({ authorization: 'Bearer good' }))).toBe(204);
     expect(seen).toHaveLength(1);
   });
 
@@ -208,6 +209,6 @@ describe('user-info', () => {
         ? json(res, 200, { sub: 'u4' })
         : json(res, 401, {});
     const decision = await service.authorize({ authorization: `Bearer ${jwtShaped}` });
-    expect(decision).toMatchObject({ status: 204, identity: { sub: 'u4' } });
+    expect(decision).toMatchObject({ outcome: 'allow', identity: { sub: 'u4' } });
   });
 });

@@ -2,7 +2,8 @@
 // path, 1 otherwise. It asks the listener VERIFIER_LISTEN names (TCP or unix socket), so the
 // image's HEALTHCHECK, compose and Kubernetes exec probes follow the configuration.
 import { request } from 'node:http';
-import { ENV_DEFAULTS, parseListen } from './config.js';
+import { ENV_DEFAULTS } from './config-env.js';
+import { listen as listenKind } from './config-kinds.js';
 
 const TIMEOUT_MS = 2000;
 const PATHS = new Set(['/readyz', '/healthz']);
@@ -12,7 +13,11 @@ function probeTarget(
   listenValue: string | undefined,
 ): { socketPath: string } | { host: string; port: number } {
   const problems: string[] = [];
-  const listen = parseListen(listenValue?.trim() || ENV_DEFAULTS.VERIFIER_LISTEN, problems);
+  const listen = listenKind.parse(
+    listenValue?.trim() || ENV_DEFAULTS.VERIFIER_LISTEN,
+    'VERIFIER_LISTEN',
+    problems,
+  );
   if (problems.length > 0) throw new Error(problems.join('; '));
   if (listen.kind === 'unix') return { socketPath: listen.path };
   const host = listen.host === '0.0.0.0' ? '127.0.0.1' : listen.host === '::' ? '::1' : listen.host;

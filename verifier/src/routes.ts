@@ -1,7 +1,7 @@
 // What each path answers, independent of the HTTP library. Transports translate requests into
 // these calls and write the results verbatim.
 import type { Authorize } from './authorize.js';
-import type { Header } from './decision.js';
+import type { Header } from './verify-answer.js';
 import type { Metrics } from './metrics.js';
 
 export interface Answer {
@@ -11,7 +11,7 @@ export interface Answer {
 }
 
 export interface Routes {
-  /** GET /verify: only ever 204, 401 or 403, with no body. */
+  /** GET /verify: the decision; the transport renders it (only ever 204, 401 or 403, no body). */
   readonly verify: Authorize;
   /** GET /healthz: the process is alive. */
   healthz(): Answer;

@@ -4,7 +4,7 @@ import { createAuthorizer, type Authorize } from './authorize.js';
 import { createCloudFrontDecorator } from './cloudfront/gate-decorator.js';
 import type { Listen, VerifierConfig } from './config-types.js';
 import { createDecisionCache, type DecisionCache } from './decision-cache.js';
-import { withHeaders, type DecisionDecorator } from './decision.js';
+import { withGrant, type DecisionDecorator } from './decision.js';
 import { createEndpointResolver } from './discovery.js';
 import { createJwtVerifier, type JwtVerifier } from './jwt-verifier.js';
 import { createKeySet, type KeySet } from './key-set.js';
@@ -90,11 +90,10 @@ export function createVerifierService(
   const decorators = new Map<string, DecisionDecorator>();
   for (const policy of config.policies.values()) {
     if (policy.cloudfront === undefined) continue;
-    const cloudFrontHeaders = createCloudFrontDecorator(policy.cloudfront);
+    const cloudFrontCookies = createCloudFrontDecorator(policy.cloudfront);
     decorators.set(policy.name, async (decision) => {
       try {
-        const headers = await cloudFrontHeaders(decision.identity?.sub ?? '', now() / 1000);
-        return withHeaders(decision, Object.entries(headers));
+        return withGrant(decision, await cloudFrontCookies(now() / 1000));
       } catch (error) {
         // Signing trouble must not turn an authenticated user away; the assets just stay locked.
         logger.error(

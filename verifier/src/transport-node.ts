@@ -3,8 +3,8 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Decision } from './decision.js';
 import type { Answer, Routes } from './routes.js';
-import { drain, type Transport } from './transport.js';
-import { describe, removeStaleSocket } from './transport-uws.js';
+import { describe, drain, removeStaleSocket, type Transport } from './transport.js';
+import { renderDecision } from './verify-answer.js';
 
 function single(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value || undefined;
@@ -14,10 +14,11 @@ export function createNodeTransport(routes: Routes): Transport {
   let inFlight = 0;
 
   function writeDecision(res: ServerResponse, decision: Decision): void {
-    const headers = decision.headers.flat();
+    const answer = renderDecision(decision);
+    const headers = answer.headers.flat();
     // Same bytes as the uWS adapter: 401/403 say `Content-Length: 0` rather than chunking nothing.
-    if (decision.status !== 204) headers.push('Content-Length', '0');
-    res.writeHead(decision.status, headers);
+    if (answer.status !== 204) headers.push('Content-Length', '0');
+    res.writeHead(answer.status, headers);
     res.end();
   }
 

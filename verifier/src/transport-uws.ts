@@ -1,13 +1,13 @@
 // The uWebSockets.js adapter: the only code that touches uWS `req`/`res`. Headers are copied
 // before anything can yield (uWS invalidates `req` after the handler returns), `onAborted` is set
 // before waiting, and the answer is written inside `cork` when it comes from a promise.
-import { unlinkSync } from 'node:fs';
 import type { HttpRequest, HttpResponse, us_listen_socket } from 'uWebSockets.js';
 import type { VerifyRequest } from './authorize.js';
 import type { Decision } from './decision.js';
 import type { Answer, Routes } from './routes.js';
 import { STATUS_TEXT } from './routes.js';
-import { drain, type Transport, type UwsModule } from './transport.js';
+import { describe, drain, removeStaleSocket, type Transport, type UwsModule } from './transport.js';
+import { renderDecision } from './verify-answer.js';
 
 export function createUwsTransport(uws: UwsModule, routes: Routes): Transport {
   const app = uws.App();
@@ -15,10 +15,11 @@ export function createUwsTransport(uws: UwsModule, routes: Routes): Transport {
   let inFlight = 0;
 
   function writeDecision(res: HttpResponse, decision: Decision): void {
-    res.writeStatus(STATUS_TEXT[decision.status]!);
-    for (const [name, value] of decision.headers) res.writeHeader(name, value);
+    const answer = renderDecision(decision);
+    res.writeStatus(STATUS_TEXT[answer.status]!);
+    for (const [name, value] of answer.headers) res.writeHeader(name, value);
     // 204 has no body by definition; 401/403 need `Content-Length: 0` or keep-alive clients wait.
-    if (decision.status === 204) res.endWithoutBody();
+    if (answer.status === 204) res.endWithoutBody();
     else res.end();
   }
 
@@ -90,17 +91,4 @@ export function createUwsTransport(uws: UwsModule, routes: Routes): Transport {
       await drain(() => inFlight, graceMs);
     },
   };
-}
-
-export function describe(listen: Parameters<Transport['listen']>[0]): string {
-  return listen.kind === 'unix' ? `unix:${listen.path}` : `${listen.host}:${listen.port}`;
-}
-
-/** A socket file left by a crashed run would make listen fail; nothing else is ever removed. */
-export function removeStaleSocket(path: string): void {
-  try {
-    unlinkSync(path);
-  } catch {
-    // absent: nothing to do
-  }
 }

@@ -1,5 +1,6 @@
-// The transport contract shared by the uWebSockets.js and node:http adapters, and the choice
-// between them (VERIFIER_TRANSPORT=auto|uws|node).
+// The transport contract shared by the uWebSockets.js and node:http adapters, the helpers both use
+// (neither adapter imports the other), and the choice between them (VERIFIER_TRANSPORT).
+import { unlinkSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { Listen, TransportChoice } from './config-types.js';
 import type { Logger } from './log.js';
@@ -48,5 +49,18 @@ export async function drain(inFlight: () => number, graceMs: number): Promise<vo
   const deadline = Date.now() + graceMs;
   while (inFlight() > 0 && Date.now() < deadline) {
     await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+export function describe(listen: Listen): string {
+  return listen.kind === 'unix' ? `unix:${listen.path}` : `${listen.host}:${listen.port}`;
+}
+
+/** A socket file left by a crashed run would make listen fail; nothing else is ever removed. */
+export function removeStaleSocket(path: string): void {
+  try {
+    unlinkSync(path);
+  } catch {
+    // absent: nothing to do
   }
 }

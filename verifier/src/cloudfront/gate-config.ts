@@ -1,9 +1,10 @@
-// The per-policy `cloudfront` block of the verifier's configuration, validated once at start.
-// Every problem is reported (prefixed with where it sits in the config), so an operator fixes them
-// all in one pass; the key file is read and checked here too so `--check-config` catches a wrong
-// key before the first request does.
+// The per-policy `cloudfront` section of the verifier's configuration, declared by the signer
+// itself: its fields are validated with the rest of the document (every problem prefixed with
+// where it sits), then the key file is read through the configuration's one reader and checked,
+// so `--check-config` catches a wrong key before the first request does.
 
-import { readFileSync } from 'node:fs';
+import type { KeyObject } from 'node:crypto';
+import type { FileReader, PluginSection, Problems } from '../config-kinds.js';
 import { checkResourcePattern } from './resource.js';
 import {
   cloudFrontAlgorithms,
@@ -12,7 +13,8 @@ import {
   type CloudFrontAlgorithm,
 } from './signing-key.js';
 
-export interface CloudFrontGateConfig {
+/** The section as written: plain settings, no key material. */
+export interface CloudFrontSettings {
   readonly keyPairId: string;
   /** Path of the PEM (or JWK JSON) private key. */
   readonly privateKeyFile: string;
@@ -25,9 +27,14 @@ export interface CloudFrontGateConfig {
   readonly cookieDomain?: string;
 }
 
+/** The section once loaded: the settings and the checked private key. */
+export interface CloudFrontGateConfig extends CloudFrontSettings {
+  readonly privateKey: KeyObject;
+}
+
 export interface ParsedCloudFrontConfig {
   /** Present exactly when `problems` is empty. */
-  readonly config: CloudFrontGateConfig | undefined;
+  readonly config: CloudFrontSettings | undefined;
   readonly problems: string[];
 }
 
@@ -47,9 +54,9 @@ const cookieDomainShape =
   /^\.?(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
 
 /**
- * Validates `{ keyPairId, privateKeyFile, algorithm, resource, ttlSeconds, cookieDomain }`.
- * `algorithm` defaults to `RSA-SHA1`; `cookieDomain` is optional; unknown fields are problems
- * (a misspelt field would otherwise be silently ignored).
+ * Validates `{ keyPairId, privateKeyFile, algorithm, resource, ttlSeconds, cookieDomain }` without
+ * reading anything. `algorithm` defaults to `RSA-SHA1`; `cookieDomain` is optional; unknown fields
+ * are problems (a misspelt field would otherwise be silently ignored).
  */
 export function parseCloudFrontConfig(value: unknown, where: string): ParsedCloudFrontConfig {
   const problems: string[] = [];
@@ -73,12 +80,8 @@ export function parseCloudFrontConfig(value: unknown, where: string): ParsedClou
     problem('keyPairId', 'must be the CloudFront public key ID (letters and digits)');
   if (!isCloudFrontAlgorithm(algorithm))
     problem('algorithm', `must be one of ${cloudFrontAlgorithms.join(', ')}`);
-  if (typeof privateKeyFile !== 'string' || privateKeyFile === '') {
+  if (typeof privateKeyFile !== 'string' || privateKeyFile === '')
     problem('privateKeyFile', 'must be the path of the private key file');
-  } else if (isCloudFrontAlgorithm(algorithm)) {
-    const keyProblem = checkKeyFile(privateKeyFile, algorithm);
-    if (keyProblem) problem('privateKeyFile', keyProblem);
-  }
   try {
     checkResourcePattern(resource);
   } catch (error) {
@@ -100,7 +103,7 @@ export function parseCloudFrontConfig(value: unknown, where: string): ParsedClou
   }
   if (problems.length > 0) return { config: undefined, problems };
 
-  const config: CloudFrontGateConfig = {
+  const config: CloudFrontSettings = {
     keyPairId: keyPairId as string,
     privateKeyFile: privateKeyFile as string,
     algorithm: algorithm as CloudFrontAlgorithm,
@@ -111,18 +114,82 @@ export function parseCloudFrontConfig(value: unknown, where: string): ParsedClou
   return { config: Object.freeze(config), problems };
 }
 
-/** Reads and checks the key file; returns a problem sentence or undefined. */
-function checkKeyFile(path: string, algorithm: CloudFrontAlgorithm): string | undefined {
+/**
+ * Reads the key file through the configuration's reader and checks it fits the algorithm; pushes
+ * a problem that names the file but never quotes its contents.
+ */
+export function loadCloudFrontKey(
+  settings: CloudFrontSettings,
+  where: string,
+  read: FileReader,
+  problems: Problems,
+): CloudFrontGateConfig | undefined {
+  const { privateKeyFile: path } = settings;
   let text: string;
   try {
-    text = readFileSync(path, 'utf8');
+    text = read(path);
   } catch (error) {
-    return `cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'}): ${JSON.stringify(path)}`;
+    problems.push(
+      `${where}.privateKeyFile cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'}): ${JSON.stringify(path)}`,
+    );
+    return undefined;
   }
   try {
-    readPrivateKey(text, algorithm);
-    return undefined;
+    return { ...settings, privateKey: readPrivateKey(text, settings.algorithm) };
   } catch (error) {
-    return `${JSON.stringify(path)}: ${(error as Error).message.replace(/^"privateKey" /, '')}`;
+    problems.push(
+      `${where}.privateKeyFile ${JSON.stringify(path)}: ${(error as Error).message.replace(/^"privateKey" /, '')}`,
+    );
+    return undefined;
   }
 }
+
+/** The section as the configuration model lists it for a policy. */
+export const cloudFrontSection: PluginSection<CloudFrontSettings, CloudFrontGateConfig> = {
+  kind: {
+    parse(raw, where, problems) {
+      const parsed = parseCloudFrontConfig(raw, where);
+      problems.push(...parsed.problems);
+      return parsed.config;
+    },
+  },
+  load: loadCloudFrontKey,
+  reference: [
+    {
+      path: 'keyPairId',
+      env: undefined,
+      default: undefined,
+      doc: 'The CloudFront public key ID (letters and digits).',
+    },
+    {
+      path: 'privateKeyFile',
+      env: undefined,
+      default: undefined,
+      doc: 'Path of the PEM (or JWK JSON) private key: RSA 2048-bit, or ECDSA P-256 for `ECDSA-SHA256`.',
+    },
+    {
+      path: 'algorithm',
+      env: undefined,
+      default: 'RSA-SHA1',
+      doc: '`RSA-SHA1`, `RSA-SHA256` or `ECDSA-SHA256`.',
+    },
+    {
+      path: 'resource',
+      env: undefined,
+      default: undefined,
+      doc: 'Custom-policy resource the cookies grant, e.g. `https://cdn.example.com/private/*`.',
+    },
+    {
+      path: 'ttlSeconds',
+      env: undefined,
+      default: undefined,
+      doc: `Lifetime of the cookies, 1 to ${MAX_TTL_SECONDS} seconds.`,
+    },
+    {
+      path: 'cookieDomain',
+      env: undefined,
+      default: undefined,
+      doc: '`Domain` attribute of the cookies; unset: host-only cookies.',
+    },
+  ],
+};

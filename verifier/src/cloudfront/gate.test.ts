@@ -4,7 +4,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { createCloudFrontDecorator, parseCloudFrontConfig } from './index.js';
+import { cloudFrontHeaders } from '../verify-answer.js';
+import {
+  createCloudFrontDecorator,
+  loadCloudFrontKey,
+  parseCloudFrontConfig,
+  type CloudFrontGateConfig,
+  type CloudFrontSettings,
+} from './index.js';
 
 const fixtures = fileURLToPath(new URL('../../../test/fixtures/cloudfront/', import.meta.url));
 const rsaFile = `${fixtures}rsa-2048.pkcs8.pem`;
@@ -25,6 +32,28 @@ function parseOk(value: unknown) {
   expect(problems).toEqual([]);
   if (!config) throw new Error('no config');
   return config;
+}
+
+const readKey = (path: string) => readFileSync(path, 'utf8');
+
+/** Validates the block, then reads its key through the reader, as the verifier's config does. */
+function loadOk(value: unknown): CloudFrontGateConfig {
+  const problems: string[] = [];
+  const config = loadCloudFrontKey(parseOk(value), 'cf', readKey, problems);
+  expect(problems).toEqual([]);
+  if (!config) throw new Error('no config');
+  return config;
+}
+
+function loadProblems(value: CloudFrontSettings): string[] {
+  const problems: string[] = [];
+  loadCloudFrontKey(value, 'cf', readKey, problems);
+  return problems;
+}
+
+/** The headers the transport renders for the grant. */
+async function headersOf(config: CloudFrontGateConfig, now: number) {
+  return Object.fromEntries(cloudFrontHeaders(await createCloudFrontDecorator(config)(now)));
 }
 
 function decode(value: string): Buffer {
@@ -69,17 +98,21 @@ describe('parseCloudFrontConfig', () => {
     ]);
   });
 
-  it('reads the key file so a missing or mismatched key is a config problem, without its contents', () => {
-    const missing = parseCloudFrontConfig(
-      { ...valid, privateKeyFile: '/nonexistent/cf.pem' },
-      'cf',
-    );
-    expect(missing.problems).toEqual([
+  it('validates without reading anything: the key file is read by the load step', () => {
+    expect(
+      parseCloudFrontConfig({ ...valid, privateKeyFile: '/nonexistent/cf.pem' }, 'cf'),
+    ).toEqual({
+      config: { ...valid, privateKeyFile: '/nonexistent/cf.pem' },
+      problems: [],
+    });
+  });
+
+  it('loads the key through the reader, so a missing or mismatched key is a config problem, without its contents', () => {
+    expect(loadProblems({ ...parseOk(valid), privateKeyFile: '/nonexistent/cf.pem' })).toEqual([
       'cf.privateKeyFile cannot be read (ENOENT): "/nonexistent/cf.pem"',
     ]);
 
-    const mismatch = parseCloudFrontConfig({ ...valid, algorithm: 'ECDSA-SHA256' }, 'cf');
-    expect(mismatch.problems).toEqual([
+    expect(loadProblems({ ...parseOk(valid), algorithm: 'ECDSA-SHA256' })).toEqual([
       `cf.privateKeyFile ${JSON.stringify(rsaFile)}: must be an ECDSA P-256 key for algorithm "ECDSA-SHA256"`,
     ]);
 
@@ -88,13 +121,10 @@ describe('parseCloudFrontConfig', () => {
       join(dir, 'garbage.pem'),
       '-----BEGIN PRIVATE KEY-----\nc2VjcmV0\n-----END PRIVATE KEY-----\n',
     );
-    const garbage = parseCloudFrontConfig(
-      { ...valid, privateKeyFile: join(dir, 'garbage.pem') },
-      'cf',
-    );
-    expect(garbage.problems).toHaveLength(1);
-    expect(garbage.problems[0]).toMatch(/is not a readable private key/);
-    expect(garbage.problems[0]).not.toContain('c2VjcmV0');
+    const garbage = loadProblems({ ...parseOk(valid), privateKeyFile: join(dir, 'garbage.pem') });
+    expect(garbage).toHaveLength(1);
+    expect(garbage[0]).toMatch(/is not a readable private key/);
+    expect(garbage[0]).not.toContain('c2VjcmV0');
   });
 
   it('refuses a value that is not an object', () => {
@@ -106,7 +136,7 @@ describe('parseCloudFrontConfig', () => {
 
 describe('createCloudFrontDecorator', () => {
   it('answers the architecture headers, signed over the policy they carry', async () => {
-    const headers = await createCloudFrontDecorator(parseOk(valid))('alice', NOW);
+    const headers = await headersOf(loadOk(valid), NOW);
     expect(Object.keys(headers).sort()).toEqual([
       'X-Auth-CF-Domain',
       'X-Auth-CF-Expires',
@@ -132,7 +162,7 @@ describe('createCloudFrontDecorator', () => {
   });
 
   it('expires at least ttlSeconds from now, at most one 300 s window later', async () => {
-    const headers = await createCloudFrontDecorator(parseOk(valid))('alice', NOW);
+    const headers = await headersOf(loadOk(valid), NOW);
     const expires = Number(headers['X-Auth-CF-Expires']);
     expect(expires).toBeGreaterThanOrEqual(NOW + 600);
     expect(expires).toBeLessThan(NOW + 600 + 300);
@@ -140,26 +170,25 @@ describe('createCloudFrontDecorator', () => {
   });
 
   it('hands every user the same cookies inside one window and new ones in the next', async () => {
-    const decorate = createCloudFrontDecorator(parseOk(valid));
+    const decorate = createCloudFrontDecorator(loadOk(valid));
     const windowStart = 1_800_000_000;
-    const a = await decorate('alice', windowStart + 1);
-    const b = await decorate('bob', windowStart + 299);
-    const c = await decorate('alice', windowStart + 301);
+    const a = await decorate(windowStart + 1);
+    const b = await decorate(windowStart + 299);
+    const c = await decorate(windowStart + 301);
     expect(b).toEqual(a);
-    expect(c['X-Auth-CF-Signature']).not.toBe(a['X-Auth-CF-Signature']);
+    expect(c.signature).not.toBe(a.signature);
   });
 
   it('adds X-Auth-CF-Hash-Algorithm for ECDSA and omits X-Auth-CF-Domain without cookieDomain', async () => {
     const { cookieDomain: _d, ...rest } = valid;
-    const config = parseOk({ ...rest, privateKeyFile: ecFile, algorithm: 'ECDSA-SHA256' });
-    const headers = await createCloudFrontDecorator(config)('alice', NOW);
+    const config = loadOk({ ...rest, privateKeyFile: ecFile, algorithm: 'ECDSA-SHA256' });
+    const headers = await headersOf(config, NOW);
     expect(headers['X-Auth-CF-Hash-Algorithm']).toBe('SHA256');
     expect('X-Auth-CF-Domain' in headers).toBe(false);
   });
 
-  it('throws a TypeError at creation, not at request time, for a key that does not fit', () => {
-    expect(() =>
-      createCloudFrontDecorator({ ...parseOk(valid), algorithm: 'ECDSA-SHA256' }),
-    ).toThrow(TypeError);
+  it('never signs with a key that does not fit its algorithm', async () => {
+    const decorate = createCloudFrontDecorator({ ...loadOk(valid), algorithm: 'ECDSA-SHA256' });
+    await expect(decorate(NOW)).rejects.toThrow(TypeError);
   });
 });

@@ -16,12 +16,15 @@ export {
   type PrivateKeyInput,
 } from './signing-key.js';
 export {
+  cloudFrontSection,
+  loadCloudFrontKey,
   parseCloudFrontConfig,
   type CloudFrontGateConfig,
+  type CloudFrontSettings,
   type ParsedCloudFrontConfig,
 } from './gate-config.js';
 export {
   createCloudFrontDecorator,
+  type CloudFrontCookieGrant,
   type CloudFrontDecorator,
-  type CloudFrontHeaders,
 } from './gate-decorator.js';

@@ -1,0 +1,278 @@
+// The verifier's one configuration model: every setting, its kind, its default, its environment
+// variable and its meaning, in one table. The JSON file and the VERIFIER_* variables are two
+// spellings of the same document (config-env.ts converts the variables); config-validate.ts walks
+// these tables to validate it; the types below and docs/configuration.md are derived from them.
+//
+// Adding a setting is a one-place change: add a row to the table it belongs to
+// (`rootSettings`, one of the issuer tables, or `policySettings`) with its kind, its default (or
+// `optional`), its `doc` sentence and, if operators may set it from the environment, an `env`
+// name. The type of the validated config, the unknown-field check, the environment variable,
+// `--check-config` and the configuration reference follow. A plugin declares its own section
+// (see `cloudFrontSection`) and is listed here with `plugin()`.
+import { cloudFrontSection } from './cloudfront/gate-config.js';
+import {
+  algorithms,
+  bytes,
+  count,
+  duration,
+  list,
+  listen,
+  oneOf,
+  text,
+  url,
+  type FileReader,
+  type Kind,
+  type PluginSection,
+  type Problems,
+} from './config-kinds.js';
+
+export interface Setting<Value> {
+  readonly kind: Kind<unknown>;
+  readonly doc: string;
+  readonly env?: string;
+  /** Document form (what an operator writes), parsed like a given value. */
+  readonly default?: unknown;
+  /** The default is this top-level setting's value (an issuer's timeout is `fetchTimeout`). */
+  readonly inherit?: 'fetchTimeout' | 'clientClaims';
+  readonly optional?: boolean;
+  /** Reads files the value names, after validation (plugins only). */
+  readonly load?: (value: never, where: string, read: FileReader, problems: Problems) => unknown;
+  /** Never read: carries the validated type. */
+  readonly value?: Value;
+}
+
+interface Spec {
+  readonly doc: string;
+  readonly env?: string;
+}
+
+/** A setting the document must give. */
+export function required<T>(kind: Kind<T>, spec: Spec): Setting<T> {
+  return { kind, ...spec };
+}
+
+/** A setting with a default, written as an operator would (`'30s'`, `['azp']`). */
+export function defaulted<T>(
+  kind: Kind<T>,
+  fallback: unknown,
+  spec: Spec,
+  inherit?: 'fetchTimeout' | 'clientClaims',
+): Setting<T> {
+  return { kind, default: fallback, ...spec, ...(inherit ? { inherit } : {}) };
+}
+
+/** A setting that may be left out (undefined in the validated config). */
+export function optional<T>(kind: Kind<T>, spec: Spec): Setting<T | undefined> {
+  return { kind, optional: true, ...spec };
+}
+
+/** A plugin's own section: validated by it, then loaded through the one file reader. */
+export function plugin<S, L>(section: PluginSection<S, L>, doc: string): Setting<L | undefined> {
+  return { kind: section.kind, optional: true, doc, load: section.load as Setting<L>['load'] };
+}
+
+export type Table = { readonly [name: string]: Setting<unknown> | Table };
+
+/** The validated shape of a table. */
+export type Values<T extends Table> = {
+  readonly [K in keyof T]: T[K] extends Setting<infer V>
+    ? V
+    : T[K] extends Table
+      ? Values<T[K]>
+      : never;
+};
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+export const rootSettings = {
+  listen: defaulted(listen, '127.0.0.1:8090', {
+    env: 'VERIFIER_LISTEN',
+    doc: '`host:port`, `[v6]:port` or `unix:/absolute/path.sock`.',
+  }),
+  transport: defaulted(oneOf(['auto', 'uws', 'node'], 'auto, uws or node'), 'auto', {
+    env: 'VERIFIER_TRANSPORT',
+    doc: '`uws`, `node` or `auto` (uWebSockets.js; node:http with a warning only when the native addon cannot load). The transport in use is in `/metrics`.',
+  }),
+  logLevel: defaulted(oneOf(LOG_LEVELS, `one of ${LOG_LEVELS.join(', ')}`), 'info', {
+    env: 'VERIFIER_LOG_LEVEL',
+    doc: 'pino level: `fatal`, `error`, `warn`, `info`, `debug`, `trace`, `silent`.',
+  }),
+  cache: {
+    maxEntries: defaulted(count, '100000', {
+      env: 'VERIFIER_CACHE_MAX_ENTRIES',
+      doc: 'Decision cache bound by count.',
+    }),
+    maxBytes: defaulted(bytes, '64m', {
+      env: 'VERIFIER_CACHE_MAX_BYTES',
+      doc: 'Decision cache bound by estimated bytes.',
+    }),
+    maxTtl: defaulted(duration, '5m', {
+      env: 'VERIFIER_CACHE_MAX_TTL',
+      doc: "Longest time a decision is reused (never past the token's `exp`).",
+    }),
+  },
+  jwks: {
+    refresh: defaulted(duration, '10m', {
+      env: 'VERIFIER_JWKS_REFRESH',
+      doc: 'Background refresh interval; a smaller `Cache-Control: max-age` shortens it (not below the cooldown).',
+    }),
+    cooldown: defaulted(duration, '30s', {
+      env: 'VERIFIER_JWKS_COOLDOWN',
+      doc: 'At most one fetch per cooldown for unknown `kid`s; also the retry interval after a failed refresh.',
+    }),
+    maxStale: defaulted(duration, '24h', {
+      env: 'VERIFIER_JWKS_MAX_STALE',
+      doc: 'How long the last good key set keeps serving after refreshes start failing (measured from the last successful fetch). Must be ≥ the refresh interval.',
+    }),
+  },
+  fetchTimeout: defaulted(duration, '5s', {
+    env: 'VERIFIER_FETCH_TIMEOUT',
+    doc: 'Timeout for discovery and JWKS requests, and the default `timeout` of introspection / user-info issuers.',
+  }),
+  clientClaims: defaulted(list('claim name'), ['azp', 'client_id', 'cid'], {
+    env: 'VERIFIER_CLIENT_CLAIM',
+    doc: 'Claims tried in order for `X-Auth-Client`; the default `clientClaims` of every issuer.',
+  }),
+} satisfies Table;
+
+export type RootSettings = Values<typeof rootSettings>;
+
+/** Cross-field rules of the top-level settings; `label` names a path as the operator wrote it. */
+export function checkRoot(root: RootSettings, label: (path: string) => string, problems: Problems) {
+  if (root.jwks.refresh < 1) problems.push(`${label('jwks.refresh')}: must be at least 1s`);
+  if (root.jwks.maxStale < root.jwks.refresh)
+    problems.push(`${label('jwks.maxStale')}: must be at least ${label('jwks.refresh')}`);
+  if (root.fetchTimeout <= 0) problems.push(`${label('fetchTimeout')}: must be greater than 0`);
+}
+
+const issuerName = required(url, {
+  doc: 'Exact `iss` value (RFC 7519 §4.1.1); also the base for OIDC discovery.',
+});
+const clientClaims = defaulted(
+  list('claim name'),
+  undefined,
+  { doc: 'Claims tried in order for the client id answered in `X-Auth-Client`.' },
+  'clientClaims',
+);
+const endpoint = optional(url, {
+  doc: 'Introspection / user-info URL. Unset: found through OIDC discovery from `issuer`.',
+});
+const opaqueCacheTtl = defaulted(duration, '60s', {
+  doc: "Seconds a positive answer is reused (never past the token's `exp`).",
+});
+const timeout = defaulted(
+  duration,
+  undefined,
+  { doc: 'Timeout of one introspection / user-info request.' },
+  'fetchTimeout',
+);
+
+/** An issuer of JWT access tokens, verified locally against its JWKS. */
+export const jwtIssuerSettings = {
+  issuer: { ...issuerName, env: 'VERIFIER_ISSUER' },
+  audience: required(text, {
+    env: 'VERIFIER_AUDIENCE',
+    doc: '`aud` (string or array) must contain it, so an ID token for the SPA is not an access token.',
+  }),
+  jwksUri: optional(url, {
+    env: 'VERIFIER_JWKS_URI',
+    doc: 'JWKS URL. Unset: `jwks_uri` from `${issuer}/.well-known/openid-configuration` (whose `issuer` must match).',
+  }),
+  algorithms: defaulted(algorithms, ['RS256', 'ES256', 'PS256', 'EdDSA'], {
+    env: 'VERIFIER_ALGORITHMS',
+    doc: 'Allowed `alg` values; asymmetric only (RS*, PS*, ES*, EdDSA). `none` and HS* are refused at start.',
+  }),
+  clockTolerance: defaulted(duration, '30s', {
+    env: 'VERIFIER_CLOCK_TOLERANCE',
+    doc: 'Leeway for `exp`, `nbf` and `iat`.',
+  }),
+  requireTyp: optional(text, {
+    env: 'VERIFIER_REQUIRE_TYP',
+    doc: '`at+jwt` turns on RFC 9068 strict mode (`typ` header required and equal, `application/` prefix allowed).',
+  }),
+  clientClaims,
+} satisfies Table;
+
+/** An issuer of opaque tokens, checked through RFC 7662 token introspection. */
+export const introspectionIssuerSettings = {
+  issuer: issuerName,
+  endpoint,
+  clientId: required(text, { doc: 'Client id for `client_secret_basic` at the endpoint.' }),
+  clientSecret: required(text, { doc: 'Client secret for `client_secret_basic`.' }),
+  audience: optional(text, { doc: "When set, the introspection answer's `aud` must contain it." }),
+  cacheTtl: opaqueCacheTtl,
+  timeout,
+  clientClaims,
+} satisfies Table;
+
+/** An issuer of opaque tokens that are valid exactly when its user-info endpoint answers 200. */
+export const userinfoIssuerSettings = {
+  issuer: issuerName,
+  endpoint,
+  cacheTtl: opaqueCacheTtl,
+  timeout,
+  clientClaims,
+} satisfies Table;
+
+export const issuerTables = {
+  jwt: jwtIssuerSettings,
+  introspection: introspectionIssuerSettings,
+  userinfo: userinfoIssuerSettings,
+} as const;
+
+export type IssuerType = keyof typeof issuerTables;
+export type JwtIssuer = { readonly type: 'jwt' } & Values<typeof jwtIssuerSettings>;
+export type IntrospectionIssuer = { readonly type: 'introspection' } & Values<
+  typeof introspectionIssuerSettings
+>;
+export type UserinfoIssuer = { readonly type: 'userinfo' } & Values<typeof userinfoIssuerSettings>;
+export type IssuerConfig = JwtIssuer | IntrospectionIssuer | UserinfoIssuer;
+
+export const policySettings = {
+  issuers: required(list('issuer'), {
+    doc: '`iss` values this policy accepts (checked before any key fetch); each is a configured issuer, at most one of them opaque.',
+  }),
+  scopes: defaulted(list(), [], {
+    env: 'VERIFIER_REQUIRED_SCOPES',
+    doc: 'Scopes (`scope` string or `scp` array) that must all be granted; a missing one gives 403.',
+  }),
+  cloudfront: plugin(
+    cloudFrontSection,
+    'CloudFront signed cookies for allowed requests of this policy (see below).',
+  ),
+} satisfies Table;
+
+export type PolicyConfig = { readonly name: string } & Values<typeof policySettings>;
+
+/** Cross-field rules of one policy. */
+export function checkPolicy(
+  policy: PolicyConfig,
+  issuers: ReadonlyMap<string, IssuerConfig>,
+  where: string,
+  problems: Problems,
+): void {
+  for (const iss of policy.issuers) {
+    if (!issuers.has(iss)) problems.push(`${where}: "${iss}" is not a configured issuer`);
+  }
+  const opaque = policy.issuers.filter((iss) => (issuers.get(iss)?.type ?? 'jwt') !== 'jwt');
+  // An opaque token does not say who issued it, so a policy can only ask one opaque issuer.
+  if (opaque.length > 1)
+    problems.push(`${where}: at most one introspection/userinfo issuer per policy`);
+}
+
+/** Policy names appear in `?policy=` and in cache keys. */
+export const POLICY_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
+
+/** Names the single-issuer variables' policy. */
+export const DEFAULT_POLICY = 'default';
+
+export type VerifierConfig = RootSettings & {
+  readonly issuers: ReadonlyMap<string, IssuerConfig>;
+  readonly policies: ReadonlyMap<string, PolicyConfig>;
+};
+
+export type { Listen } from './config-kinds.js';
+export type TransportChoice = RootSettings['transport'];
+
+/** Tokens larger than this are refused before any parsing (RFC 8725 hygiene; 8 KiB). */
+export const MAX_TOKEN_BYTES = 8192;

@@ -1,0 +1,83 @@
+// The transport edge: a Decision rendered as the answer of /verify (the contract in
+// docs/architecture.md). The only place status codes, identity headers and RFC 6750 challenges
+// are built; both transports write what this returns verbatim.
+import type { CloudFrontCookieGrant } from './cloudfront/gate-decorator.js';
+import type { Decision } from './decision.js';
+import { statusFor } from './errors.js';
+import { headerSafe, scopeHeader } from './identity.js';
+import { createInterner } from './intern.js';
+
+export const REALM = 'secret-gate';
+
+export type Header = readonly [name: string, value: string];
+
+export interface VerifyAnswer {
+  readonly status: 204 | 401 | 403;
+  readonly headers: readonly Header[];
+}
+
+// Header pairs for values many tokens share (client, scopes, issuer, challenges) are built once.
+const sharedPair = createInterner<Header>(10_000);
+
+const NO_TOKEN: VerifyAnswer = {
+  status: 401,
+  headers: [['WWW-Authenticate', `Bearer realm="${REALM}"`]],
+};
+const INVALID_TOKEN: VerifyAnswer = {
+  status: 401,
+  headers: [['WWW-Authenticate', `Bearer realm="${REALM}", error="invalid_token"`]],
+};
+
+/**
+ * 204 carries the identity headers (and any grant's); 401 carries `WWW-Authenticate` with
+ * `error="invalid_token"` only when a token was sent (RFC 6750 §3.1); 403 carries
+ * `X-Auth-Challenge`, which NGINX copies into `WWW-Authenticate` (NGINX passes
+ * `WWW-Authenticate` from an auth subrequest only on 401).
+ */
+export function renderDecision(decision: Decision): VerifyAnswer {
+  if (decision.outcome === 'allow') return { status: 204, headers: allowHeaders(decision) };
+  const status = statusFor(decision.reason);
+  if (status === 401) return decision.reason === 'token_missing' ? NO_TOKEN : INVALID_TOKEN;
+  const scope =
+    decision.requiredScopes.length > 0
+      ? `, scope="${scopeHeader(decision.requiredScopes).replace(/"/g, '')}"`
+      : '';
+  return {
+    status,
+    headers: [
+      sharedPair(`x ${scope}`, () => [
+        'X-Auth-Challenge',
+        `Bearer realm="${REALM}", error="insufficient_scope"${scope}`,
+      ]),
+    ],
+  };
+}
+
+function allowHeaders({ identity, grants }: Decision): Header[] {
+  const headers: Header[] = [];
+  if (identity !== undefined) {
+    const scope = scopeHeader(identity.scopes);
+    headers.push(
+      ['X-Auth-Sub', headerSafe(identity.sub)],
+      sharedPair(`c ${identity.client}`, () => ['X-Auth-Client', headerSafe(identity.client)]),
+      sharedPair(`s ${scope}`, () => ['X-Auth-Scope', scope]),
+      sharedPair(`i ${identity.issuer}`, () => ['X-Auth-Issuer', headerSafe(identity.issuer)]),
+    );
+  }
+  for (const grant of grants) headers.push(...cloudFrontHeaders(grant));
+  return headers;
+}
+
+/** The `X-Auth-CF-*` headers NGINX turns into the three CloudFront Set-Cookie lines. */
+export function cloudFrontHeaders(grant: CloudFrontCookieGrant): Header[] {
+  return [
+    ['X-Auth-CF-Policy', grant.policy],
+    ['X-Auth-CF-Signature', grant.signature],
+    ['X-Auth-CF-Expires', String(grant.expires)],
+    ['X-Auth-CF-Key-Pair-Id', grant.keyPairId],
+    ...(grant.sha256 ? [['X-Auth-CF-Hash-Algorithm', 'SHA256'] as const] : []),
+    ...(grant.cookieDomain === undefined
+      ? []
+      : [['X-Auth-CF-Domain', grant.cookieDomain] as const]),
+  ];
+}
