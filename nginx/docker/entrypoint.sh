@@ -2,7 +2,8 @@
 # Renders $NGINX_ENVSUBST_TEMPLATE_DIR/**/*.template into $NGINX_ENVSUBST_OUTPUT_DIR, substituting
 # only the variables matching $NGINX_ENVSUBST_FILTER (NGINX's own $variables stay), then runs the
 # command as PID 1. The checks of nginx/render.ts, in one message: every SG_ name a template uses
-# must be set (empty counts), and no value may hold a quote or a line break.
+# must be set (empty counts), and no value may hold a quote or a line break. The image ships no
+# secrets: a missing SG_SECRETS_FILE is named here (njs 0.7.9 fails on it without a message).
 set -eu
 
 render() {
@@ -18,6 +19,9 @@ render() {
       if (missing != "") print "missing NGINX variables:" missing
       if (unsafe != "") print "NGINX variables must not contain quotes or line breaks:" unsafe
     }')
+  if [ -n "${SG_SECRETS_FILE:-}" ] && [ ! -r "$SG_SECRETS_FILE" ]; then
+    problems="${problems:+$problems; }SG_SECRETS_FILE \"$SG_SECRETS_FILE\" cannot be read: mount the secrets file there"
+  fi
   if [ -n "$problems" ]; then
     echo "sg-entrypoint: $problems" >&2
     exit 1

@@ -183,6 +183,21 @@ describe.skipIf(noEngine !== undefined)(
       expect(packages).toMatch(/^libnginx-mod-http-js 0\.7\.9-/m);
     });
 
+    it('NGINX refuses to start, naming each problem, on a value with a quote or no secrets file', async () => {
+      const started = spawnSync(
+        'docker',
+        ['run', '--rm', '--read-only', '--tmpfs', '/tmp', '-e', 'SG_CSP_IMG_SRC=a"b', IMAGES.nginx],
+        { encoding: 'utf8', timeout: 30_000 },
+      );
+      expect(started.status).toBe(1);
+      expect(started.stderr).toContain(
+        'NGINX variables must not contain quotes or line breaks: SG_CSP_IMG_SRC',
+      );
+      expect(started.stderr).toContain(
+        'SG_SECRETS_FILE "/etc/secret-gate/secrets.json" cannot be read',
+      );
+    });
+
     it('stops in under 2 s on `docker stop`, each image as PID 1 without --init', async () => {
       const took: Record<string, number> = {};
       for (const name of Object.values(names)) {
