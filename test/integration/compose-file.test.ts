@@ -158,6 +158,19 @@ describe('docker-compose.yaml mirrors the local runner', () => {
     expect(service('nginx').depends_on).toEqual({ verifier: { condition: 'service_healthy' } });
   });
 
+  it('bakes a default for every SG_ variable into the NGINX image: the image values, loopback verifier', () => {
+    const text = readFileSync(join(REPO_ROOT, 'nginx/Dockerfile'), 'utf8');
+    const env = /^ENV ([\s\S]*?)\n(?=[A-Z]+ )/m.exec(text.slice(text.lastIndexOf('\nFROM ')))?.[1];
+    const defaults = Object.fromEntries(
+      [...(env ?? '').matchAll(/(SG_[A-Z_]+)=("[^"]*"|\S*)/g)].map((m) => [
+        m[1],
+        (m[2] ?? '').replace(/^"|"$/g, ''),
+      ]),
+    );
+    // Without a default the entrypoint refuses to start: `docker run` alone must work.
+    expect(defaults).toEqual({ ...dockerNginxEnv(), SG_VERIFIER_ADDR: '127.0.0.1:8090' });
+  });
+
   it.each(['verifier/Dockerfile', 'idp/Dockerfile', 'nginx/Dockerfile'])(
     '%s is multi-stage, non-root, health-checked, and starts only from images setup.sh can make',
     (path) => {
