@@ -430,7 +430,7 @@ describe('docker-compose-stress.yaml', () => {
       }
     }
     const locust = compose.services.locust;
-    expect(locust?.image).toBe('secret-gate-locust:dev');
+    expect(locust?.image).toBe('secret-gate-locust:${SECRET_GATE_TAG:-dev}');
     expect(locust?.network_mode).toBe('host');
     expect(locust?.cpuset).toBe('0');
     const host = locust?.command?.[locust.command.indexOf('--host') + 1];

@@ -16,7 +16,8 @@ import type { ServiceInfo, SystemInstance } from './systems.js';
 const run = promisify(execFile);
 const REPO_ROOT = join(import.meta.dirname, '..', '..');
 const COMPOSE_FILE = join(REPO_ROOT, 'docker-compose-stress.yaml');
-export const LOCUST_IMAGE = 'secret-gate-locust:dev';
+/** The tag docker-compose-stress.yaml gives the images it builds (SECRET_GATE_TAG, else dev). */
+export const LOCUST_IMAGE = `secret-gate-locust:${process.env.SECRET_GATE_TAG ?? 'dev'}`;
 
 /** Compose services of each system: the gate containers under the limits, and the support ones. */
 const SYSTEM_SERVICES: Readonly<

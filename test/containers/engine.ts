@@ -2,6 +2,7 @@
 // registry, whether an engine answers at all (suites skip, visibly, only when none does), and the
 // project's images, built once from docker-compose.yaml and reused by every suite.
 import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { promisify } from 'node:util';
 import { REPO_ROOT } from '../../stack/start-stack.js';
 
@@ -14,11 +15,18 @@ if (!process.env.DOCKER_HOST) process.env.TESTCONTAINERS_HOST_OVERRIDE ??= '127.
 
 const run = promisify(execFile);
 
+// A tag per checkout (docker-compose.yaml reads SECRET_GATE_TAG): suites of two checkouts running
+// at once on one engine never swap images under each other. Layers are shared, so it costs a tag.
+export const IMAGE_TAG =
+  process.env.SECRET_GATE_TAG ??
+  `test-${createHash('sha256').update(REPO_ROOT).digest('hex').slice(0, 10)}`;
+process.env.SECRET_GATE_TAG = IMAGE_TAG;
+
 /** The images docker-compose.yaml builds, by service. */
 export const IMAGES = Object.freeze({
-  idp: 'secret-gate-idp:dev',
-  verifier: 'secret-gate-verifier:dev',
-  nginx: 'secret-gate-nginx:dev',
+  idp: `secret-gate-idp:${IMAGE_TAG}`,
+  verifier: `secret-gate-verifier:${IMAGE_TAG}`,
+  nginx: `secret-gate-nginx:${IMAGE_TAG}`,
 });
 
 /** Why no container engine can be used, or undefined when one answers. */
@@ -39,6 +47,7 @@ export async function missingEngine(): Promise<string | undefined> {
 export async function buildImages(): Promise<void> {
   await run('docker', ['compose', '-f', 'docker-compose.yaml', 'build', '--quiet'], {
     cwd: REPO_ROOT,
+    env: { ...process.env, SECRET_GATE_TAG: IMAGE_TAG },
     timeout: 600_000,
     maxBuffer: 16 * 1024 * 1024,
   });

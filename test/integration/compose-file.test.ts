@@ -82,7 +82,7 @@ describe('docker-compose.yaml mirrors the local runner', () => {
       const { build, image, pull_policy, read_only, tmpfs } = service(name);
       expect({ build, image, pull_policy, read_only }).toEqual({
         build: { context: '.', dockerfile: `${name}/Dockerfile` },
-        image: `secret-gate-${name}:dev`,
+        image: `secret-gate-${name}:\${SECRET_GATE_TAG:-dev}`,
         pull_policy: 'never',
         read_only: true,
       });

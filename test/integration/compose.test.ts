@@ -16,7 +16,7 @@ import { freePort } from '../../stack/ports.js';
 import { waitForHttp } from '../../stack/service-process.js';
 import { REPO_ROOT } from '../../stack/start-stack.js';
 import type { ServiceName } from '../../stack/service-env.js';
-import { docker, missingEngine } from '../containers/engine.js';
+import { IMAGE_TAG, docker, missingEngine } from '../containers/engine.js';
 import { defineGateTable, type GateTarget } from '../support/gate-table.js';
 import { demoSecrets, type SecretsFile } from '../support/secrets.js';
 
@@ -87,6 +87,7 @@ describe.skipIf(noEngine !== undefined)(
           SECRET_GATE_IDP_PORT: String(ports.idp),
           SECRET_GATE_VERIFIER_PORT: String(ports.verifier),
           SECRET_GATE_TEST_FILES: files,
+          SECRET_GATE_TAG: IMAGE_TAG,
         })
         .withBuild()
         .withWaitStrategy('idp-1', Wait.forHealthCheck())
