@@ -56,6 +56,14 @@ describe('stress options', () => {
     expect(options.users).toBe(200);
   });
 
+  it('runs local processes unless --engine docker asks for docker-compose-stress.yaml', () => {
+    expect(parseStressOptions([]).engine).toBe('process');
+    expect(parseStressOptions(['--engine', 'docker']).engine).toBe('docker');
+    expect(() => parseStressOptions(['--engine=podman'])).toThrow(
+      new TypeError('invalid options: unknown engine "podman" (known: process, docker)'),
+    );
+  });
+
   it('reports every bad option in one TypeError', () => {
     expect(() =>
       parseStressOptions(['--systems', 'ours,bff', '--profile', 'huge', '--users', '0', '--fast']),
