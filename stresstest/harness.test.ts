@@ -445,3 +445,32 @@ describe('docker-compose-stress.yaml', () => {
     expect(host).toMatch(/^http:\/\/127\.0\.0\.1:/);
   });
 });
+
+describe('the docker engine', () => {
+  it('runs locust in its own container on the host network and the load core, paths mounted as is', async () => {
+    const { LOCUST_IMAGE, locustContainerCommand } = await import('./lib/docker-engine.js');
+    const args = locustContainerCommand(
+      'sg-locust',
+      '0',
+      '/tmp/s/tokens.txt',
+      ['/r', '/tmp/s', '/r'],
+      ['-c', '0', '/usr/bin/python3'],
+    );
+    expect(args.slice(0, 8)).toEqual([
+      'run',
+      '--rm',
+      '--name',
+      'sg-locust',
+      '--network',
+      'host',
+      '--cpuset-cpus',
+      '0',
+    ]);
+    expect(args.filter((arg) => arg.startsWith('/') && arg.includes(':'))).toEqual([
+      '/r:/r',
+      '/tmp/s:/tmp/s',
+    ]);
+    expect(args).toContain('SG_STRESS_TOKENS=/tmp/s/tokens.txt');
+    expect(args.slice(-5)).toEqual(['taskset', LOCUST_IMAGE, '-c', '0', '/usr/bin/python3']);
+  });
+});
