@@ -9,7 +9,7 @@
  */
 
 // CloudFront's URL-safe base64 uses `-`, `_` and `~`; key pair ids are upper-case alphanumerics.
-var COOKIE_VALUE = /^[A-Za-z0-9\-_~+\/=]+$/;
+var COOKIE_VALUE = /^[A-Za-z0-9\-_~+/=]+$/;
 var HASH_ALGORITHM = /^SHA(1|256)$/;
 var DOMAIN = /^\.?[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*$/;
 var EPOCH_SECONDS = /^[0-9]{1,12}$/;

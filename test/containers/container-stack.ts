@@ -6,7 +6,7 @@ import { chmodSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GenericContainer, Wait, type StartedTestContainer } from 'testcontainers';
-import { dockerNginxEnv } from '../../nginx/render.js';
+import { dockerNginxEnv } from '../../stack/nginx/render.js';
 import { createIdpClient } from '../../stack/idp-client.js';
 import { freePort } from '../../stack/ports.js';
 import { waitForHttp } from '../../stack/service-process.js';
@@ -161,8 +161,9 @@ export async function startContainerStack(
         await docker('start', containers[name].getId());
         await waitForHttp(readiness[name], AbortSignal.timeout(60_000));
       },
-      async writeSecrets(secrets) {
+      writeSecrets(secrets) {
         writeSecrets(secrets);
+        return Promise.resolve();
       },
       async reloadGate() {
         await docker('kill', '--signal', 'HUP', nginx.getId());

@@ -60,8 +60,9 @@ async function createTarget(ports: Record<ServiceName, number>): Promise<GateTar
       await docker('start', idOf(name));
       await waitForHttp(readiness[name], AbortSignal.timeout(60_000));
     },
-    async writeSecrets(secrets) {
+    writeSecrets(secrets) {
       writeSecrets(secrets);
+      return Promise.resolve();
     },
     async reloadGate() {
       await docker('kill', '--signal', 'HUP', idOf('nginx'));

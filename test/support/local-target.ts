@@ -25,15 +25,17 @@ export function localTarget(stack: Stack): GateTarget {
     },
     stopService: (name, signal) => stack.stopService(name, signal),
     startService: (name) => stack.startService(name),
-    async writeSecrets(secrets) {
+    writeSecrets(secrets) {
       const next = `${stack.files.secrets}.next`;
       writeFileSync(next, `${JSON.stringify(secrets, null, 2)}\n`, { mode: 0o644 });
       renameSync(next, stack.files.secrets);
+      return Promise.resolve();
     },
-    async reloadGate() {
+    reloadGate() {
       const pid = stack.pid('nginx');
-      if (pid === undefined) throw new Error('NGINX is not running');
+      if (pid === undefined) return Promise.reject(new Error('NGINX is not running'));
       process.kill(pid, 'SIGHUP');
+      return Promise.resolve();
     },
   };
 }

@@ -8,13 +8,13 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
-import { freePort } from '../../stack/ports.js';
+import { freePort } from '../stack/ports.js';
 import { parseCpuStat, type Confinement, type ResourceProfile } from './limits.js';
-import type { SystemName } from './options.js';
+import type { SystemName } from './stress-options.js';
 import type { ServiceInfo, SystemInstance } from './systems.js';
 
 const run = promisify(execFile);
-const REPO_ROOT = join(import.meta.dirname, '..', '..');
+const REPO_ROOT = join(import.meta.dirname, '..');
 const COMPOSE_FILE = join(REPO_ROOT, 'docker-compose-stress.yaml');
 /** The tag docker-compose-stress.yaml gives the images it builds (SECRET_GATE_TAG, else dev). */
 export const LOCUST_IMAGE = `secret-gate-locust:${process.env.SECRET_GATE_TAG ?? 'dev'}`;
@@ -55,7 +55,7 @@ async function waitForAnswer(url: string, timeoutMs: number): Promise<void> {
       return;
     } catch (error) {
       if (Date.now() > deadline)
-        throw new Error(`${url} never answered: ${(error as Error).message}`);
+        throw new Error(`${url} never answered: ${(error as Error).message}`, { cause: error });
       await sleep(250);
     }
   }
@@ -91,7 +91,7 @@ export function createDockerEngine(profile: ResourceProfile, cpus: string): Dock
       const text = id && readCgroup('cpu', id, 'cpu.stat');
       return text ? parseCpuStat(text) : undefined;
     },
-    release: async () => undefined,
+    release: () => Promise.resolve(),
   };
 
   return {
