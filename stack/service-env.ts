@@ -31,7 +31,10 @@ export interface Addresses {
   readonly audience: string;
 }
 
-/** The verifier's JSON config (VERIFIER_CONFIG): one issuer, the `secret` policy. */
+/**
+ * The verifier's JSON config (VERIFIER_CONFIG): one issuer, the `secret` policy. DPoP is
+ * `allowed` there: the SPA sends DPoP-bound tokens with proofs, bearer tokens keep working.
+ */
 export function verifierConfig(addresses: Addresses): object {
   return {
     issuers: [
@@ -43,7 +46,9 @@ export function verifierConfig(addresses: Addresses): object {
         algorithms: ['RS256', 'ES256'],
       },
     ],
-    policies: { [SECRET_POLICY]: { issuers: [addresses.issuer], scopes: [SECRET_SCOPE] } },
+    policies: {
+      [SECRET_POLICY]: { issuers: [addresses.issuer], scopes: [SECRET_SCOPE], dpop: 'allowed' },
+    },
   };
 }
 

@@ -21,7 +21,19 @@ export type Decision = (
   readonly grants: readonly Grant[];
   /** The scopes the policy requires; named in the `insufficient_scope` challenge. */
   readonly requiredScopes: readonly string[];
+  /** `cnf.jkt` of the accepted token when it is DPoP-bound (RFC 9449 §6). */
+  readonly jkt?: string | undefined;
+  /** Set when the answer speaks DPoP (RFC 9449 §7): a `DPoP` challenge, a nonce to hand out. */
+  readonly dpop?: DpopAnswer | undefined;
 };
+
+/** What a DPoP answer needs besides the reason: the proof algorithms, and a fresh server nonce. */
+export interface DpopAnswer {
+  /** Space-separated, for the challenge's `algs`. */
+  readonly algs: string;
+  /** Sent as `DPoP-Nonce` when nonces are on. */
+  readonly nonce?: string | undefined;
+}
 
 /**
  * Adds grants to an allow decision, e.g. the CloudFront signer's cookies. Runs on every allowed
