@@ -1,10 +1,11 @@
 // Runs Debian's locust headless on the load-generator core against one gate, writing its CSV and
 // HTML report, and reports progress from the history CSV it appends to every second.
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { closeSync, openSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseLocustCsv } from './locust-csv.js';
 import { CLOCK_TICKS, parseStat, runQueueWaitSeconds } from './process-stats.js';
+import { locustContainerCommand } from './docker-engine.js';
 
 export const LOCUSTFILE = fileURLToPath(new URL('../stresstest/locustfile.py', import.meta.url));
 /** Debian's python3-locust runs with the system python, not whatever python is first on PATH. */
@@ -22,6 +23,8 @@ export interface LocustRun {
   readonly logFile: string;
   /** The core locust runs on (the other one holds the services). */
   readonly cpus: string;
+  /** Run in a container of the locust image (`--engine docker`): its name, host dirs it needs. */
+  readonly container?: { readonly name: string; readonly mounts: readonly string[] };
 }
 
 export interface Progress {
@@ -116,11 +119,40 @@ export async function runLocust(
   onProgress: (progress: Progress) => void,
 ): Promise<LoadGeneratorUsage> {
   const log = openSync(run.logFile, 'a');
-  const child = spawn('taskset', locustArgs(run), {
+  const [command, args] = run.container
+    ? [
+        'docker',
+        locustContainerCommand(
+          run.container.name,
+          run.cpus,
+          run.tokenFile,
+          run.container.mounts,
+          locustArgs(run),
+        ),
+      ]
+    : ['taskset', locustArgs(run)];
+  const child = spawn(command, args, {
     env: { ...process.env, SG_STRESS_TOKENS: run.tokenFile },
     stdio: ['ignore', log, log],
   });
   closeSync(log);
+  // taskset execs locust, so the child's PID is locust's own; in a container it is the
+  // container's first process (taskset exec'd there too), seen from this PID namespace.
+  let locustPid = run.container ? 0 : (child.pid ?? 0);
+  const findLocust = () => {
+    if (locustPid > 0 || !run.container) return locustPid;
+    try {
+      locustPid = Number(
+        execFileSync('docker', ['inspect', '--format', '{{.State.Pid}}', run.container.name], {
+          encoding: 'utf8',
+          stdio: ['ignore', 'pipe', 'ignore'],
+        }).trim(),
+      );
+    } catch {
+      locustPid = 0; // not created yet
+    }
+    return locustPid;
+  };
   const startedAt = Date.now() / 1000;
   let windowStart: { cpu: number; wall: number; wait: number } | undefined;
   let latest: { cpu: number; wall: number; wait: number } | undefined;
@@ -128,10 +160,9 @@ export async function runLocust(
   const timer = setInterval(() => {
     const progress = readProgress(`${run.csvPrefix}_stats_history.csv`, startedAt);
     if (progress) onProgress(progress);
-    // taskset execs locust, so the child's PID is locust's own.
     let stat: ReturnType<typeof parseStat>;
     try {
-      stat = parseStat(readFileSync(`/proc/${child.pid}/stat`, 'utf8'));
+      stat = parseStat(readFileSync(`/proc/${findLocust()}/stat`, 'utf8'));
     } catch {
       stat = undefined; // exited between ticks
     }
@@ -139,7 +170,7 @@ export async function runLocust(
     latest = {
       cpu: stat.cpuTicks / CLOCK_TICKS,
       wall: Date.now() / 1000,
-      wait: runQueueWaitSeconds(child.pid!),
+      wait: runQueueWaitSeconds(findLocust()),
     };
     windowStart ??= latest;
     if (!atFullLoad && (progress?.users ?? 0) >= run.users) {

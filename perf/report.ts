@@ -65,6 +65,8 @@ export interface RunInfo {
   readonly loadCpus: string;
   readonly machine: string;
   readonly chartFile: string;
+  /** How the systems ran; `process` when absent. */
+  readonly engine?: 'process' | 'docker';
 }
 
 export interface Goal {
@@ -491,9 +493,11 @@ function wrkSection(run: RunInfo, wrk: WrkRunResult): string[] {
 /** Renders report.md for a whole run. */
 export function renderReport(run: RunInfo, results: readonly SystemResult[]): string {
   const limitsLine =
-    run.support.mode === 'cgroup'
-      ? `cgroup v1 per service: ${run.profile.cpu} CPU (CFS quota) and ${run.profile.memoryMb} MB for each gate service; support services (dev IdP, the study's user-info NGINX) pinned only`
-      : `**pinning only, no CPU or memory limits** (${run.support.reason})`;
+    run.engine === 'docker'
+      ? `Docker per container (docker-compose-stress.yaml): cpus ${run.profile.cpu} and mem_limit ${run.profile.memoryMb}m for each gate container; support containers (dev IdP, the study's user-info NGINX) pinned only; locust in its own container on the host network`
+      : run.support.mode === 'cgroup'
+        ? `cgroup v1 per service: ${run.profile.cpu} CPU (CFS quota) and ${run.profile.memoryMb} MB for each gate service; support services (dev IdP, the study's user-info NGINX) pinned only`
+        : `**pinning only, no CPU or memory limits** (${run.support.reason})`;
   const lines: string[] = [
     `# Stress test ${run.startedAt.toISOString()}`,
     '',

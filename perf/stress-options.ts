@@ -16,6 +16,8 @@ export interface StressOptions {
   readonly spawnRate: number;
   readonly durationSeconds: number;
   readonly outDir: string | undefined;
+  /** `process`: local processes in cgroups; `docker`: docker-compose-stress.yaml's containers. */
+  readonly engine: 'process' | 'docker';
   readonly help: boolean;
 }
 
@@ -34,7 +36,9 @@ export const STRESS_USAGE = `usage: npm run stress -- [options]
   --spawn-rate N     users started per second (default: ${STRESS_DEFAULTS.spawnRate})
   --duration T       per system and generator, seconds or e.g. 90s, 5m (default: 5m)
   --quick            ${STRESS_DEFAULTS.quickSeconds} s per system unless --duration is given
-  --out DIR          results directory (default: stresstest/results/<timestamp>)`;
+  --out DIR          results directory (default: stresstest/results/<timestamp>)
+  --engine NAME      process (local processes in cgroups) or docker (docker-compose-stress.yaml)
+                     (default: process)`;
 
 /** Parses `90`, `90s`, `5m`, `1h` into seconds; undefined when malformed or not positive. */
 export function parseDuration(text: string): number | undefined {
@@ -63,6 +67,7 @@ export function parseStressOptions(argv: readonly string[]): StressOptions {
     '--spawn-rate',
     '--duration',
     '--out',
+    '--engine',
   ]);
   for (let i = 0; i < argv.length; i++) {
     const raw = argv[i]!;
@@ -126,6 +131,10 @@ export function parseStressOptions(argv: readonly string[]): StressOptions {
     else durationSeconds = parsed;
   }
 
+  const engine = values.get('--engine') ?? 'process';
+  if (engine !== 'process' && engine !== 'docker')
+    problems.push(`unknown engine "${engine}" (known: process, docker)`);
+
   if (problems.length > 0) throw new TypeError(`invalid options: ${problems.join('; ')}`);
   return Object.freeze({
     systems: Object.freeze(systems),
@@ -135,6 +144,7 @@ export function parseStressOptions(argv: readonly string[]): StressOptions {
     spawnRate,
     durationSeconds,
     outDir: values.get('--out'),
+    engine: engine as StressOptions['engine'],
     help: values.has('--help') || values.has('-h'),
   });
 }

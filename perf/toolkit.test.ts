@@ -77,6 +77,14 @@ describe('stress options', () => {
     expect(options.users).toBe(200);
   });
 
+  it('runs local processes unless --engine docker asks for docker-compose-stress.yaml', () => {
+    expect(parseStressOptions([]).engine).toBe('process');
+    expect(parseStressOptions(['--engine', 'docker']).engine).toBe('docker');
+    expect(() => parseStressOptions(['--engine=podman'])).toThrow(
+      new TypeError('invalid options: unknown engine "podman" (known: process, docker)'),
+    );
+  });
+
   it('reports every bad option in one TypeError', () => {
     expect(() =>
       parseStressOptions(['--systems', 'ours,bff', '--profile', 'huge', '--users', '0', '--fast']),
@@ -598,33 +606,78 @@ describe('bench pieces', () => {
 });
 
 describe('docker-compose-stress.yaml', () => {
-  it('limits every gate container like the study and runs locust on the other core', async () => {
+  it('limits every gate container like the study, builds or makes every image, and loads only 127.0.0.1', async () => {
     const { parse } = await import('yaml');
     const compose = parse(
       readFileSync(new URL('../docker-compose-stress.yaml', import.meta.url), 'utf8'),
-      {
-        merge: true,
-      },
+      { merge: true },
     ) as {
       services: Record<
         string,
-        { deploy?: { resources?: { limits?: object } }; cpuset?: string; volumes?: string[] }
+        {
+          cpus?: string | number;
+          mem_limit?: string;
+          cpuset?: string;
+          image?: string;
+          pull_policy?: string;
+          network_mode?: string;
+          ports?: string[];
+          command?: string[];
+          volumes?: string[];
+        }
       >;
     };
     for (const gate of ['verifier', 'nginx', 'study-njs', 'study-node', 'njs-verify']) {
-      expect(compose.services[gate]?.deploy?.resources?.limits, gate).toEqual({
-        cpus: '0.5',
-        memory: '400M',
-      });
-      expect(compose.services[gate]?.cpuset, gate).toBe('1');
+      const service = compose.services[gate];
+      expect(
+        { cpus: service?.cpus, mem: service?.mem_limit, cpuset: service?.cpuset },
+        gate,
+      ).toEqual({ cpus: '${STRESS_CPUS:-0.5}', mem: '${STRESS_MEMORY:-400m}', cpuset: '1' });
     }
-    expect(compose.services.locust?.cpuset).toBe('0');
-    for (const service of Object.values(compose.services)) {
+    for (const [name, service] of Object.entries(compose.services)) {
+      // Nothing is pulled: our images are built, the two bases come from test/containers/setup.sh.
+      expect(service.pull_policy, name).toBe('never');
+      for (const port of service.ports ?? []) expect(port, name).toMatch(/^127\.0\.0\.1:/);
       for (const volume of service.volumes ?? []) {
         const source = volume.split(':')[0]!;
         if (source.startsWith('./'))
           expect(existsSync(new URL(`../${source}`, import.meta.url)), source).toBe(true);
       }
     }
+    const locust = compose.services.locust;
+    expect(locust?.image).toBe('secret-gate-locust:${SECRET_GATE_TAG:-dev}');
+    expect(locust?.network_mode).toBe('host');
+    expect(locust?.cpuset).toBe('0');
+    const host = locust?.command?.[locust.command.indexOf('--host') + 1];
+    expect(host).toMatch(/^http:\/\/127\.0\.0\.1:/);
+  });
+});
+
+describe('the docker engine', () => {
+  it('runs locust in its own container on the host network and the load core, paths mounted as is', async () => {
+    const { LOCUST_IMAGE, locustContainerCommand } = await import('./docker-engine.js');
+    const args = locustContainerCommand(
+      'sg-locust',
+      '0',
+      '/tmp/s/tokens.txt',
+      ['/r', '/tmp/s', '/r'],
+      ['-c', '0', '/usr/bin/python3'],
+    );
+    expect(args.slice(0, 8)).toEqual([
+      'run',
+      '--rm',
+      '--name',
+      'sg-locust',
+      '--network',
+      'host',
+      '--cpuset-cpus',
+      '0',
+    ]);
+    expect(args.filter((arg) => arg.startsWith('/') && arg.includes(':'))).toEqual([
+      '/r:/r',
+      '/tmp/s:/tmp/s',
+    ]);
+    expect(args).toContain('SG_STRESS_TOKENS=/tmp/s/tokens.txt');
+    expect(args.slice(-5)).toEqual(['taskset', LOCUST_IMAGE, '-c', '0', '/usr/bin/python3']);
   });
 });

@@ -5,12 +5,12 @@
 // report.md and chart.svg per run. The study: docs/study.md.
 import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { cpus, release } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { renderChart, seriesFromHistory, type Series } from '../perf/chart.js';
 import { createConfinement, throttlingSince, type Confinement } from '../perf/limits.js';
-import { runLocust, type Progress } from '../perf/locust.js';
+import { LOCUSTFILE, runLocust, type Progress } from '../perf/locust.js';
 import { parseLocustCsv, type CsvRow } from '../perf/locust-csv.js';
 import {
   parseStressOptions,
@@ -30,6 +30,7 @@ import { createScratchDir, keepLogsAndRemove } from '../perf/scratch.js';
 import { readServerLatency, type ServerLatency } from '../perf/server-latency.js';
 import { checkStressPrerequisites } from '../perf/prerequisites.js';
 import { startSystem, type SystemInstance } from '../perf/systems.js';
+import { createDockerEngine, type DockerEngine } from '../perf/docker-engine.js';
 import { mintTokens, writeTokenFile } from '../perf/tokens.js';
 import { runWrkStudy } from '../perf/wrk-study.js';
 
@@ -114,6 +115,7 @@ async function measureSystem(
   outDir: string,
   confinement: Confinement,
   cpuPlan: { services: string; load: string },
+  docker: DockerEngine | undefined,
 ): Promise<{ result: SystemResult; series: Series }> {
   const dir = join(outDir, name);
   mkdirSync(dir, { recursive: true });
@@ -121,7 +123,9 @@ async function measureSystem(
   const files = { csv: `${name}/locust_stats.csv`, html: `${name}/locust.html` };
   let instance: SystemInstance | undefined;
   try {
-    instance = await startSystem(name, { dir: scratch, confinement });
+    instance = docker
+      ? await docker.startSystem(name, { dir: scratch })
+      : await startSystem(name, { dir: scratch, confinement });
     process.stderr.write(
       `[${name}] started at ${instance.baseUrl}; minting ${options.users} tokens\n`,
     );
@@ -131,7 +135,10 @@ async function measureSystem(
     let wrk: WrkRunResult | undefined;
     for (const generator of options.generators) {
       if (generator === 'locust') {
-        locust = await runLocustOn(instance, name, options, dir, tokenFile, confinement, cpuPlan);
+        locust = await runLocustOn(instance, name, options, dir, tokenFile, confinement, cpuPlan, {
+          scratch,
+          docker,
+        });
       } else {
         wrk = await runWrkOn(instance, name, options, dir, tokenFile, confinement, cpuPlan);
       }
@@ -170,6 +177,7 @@ async function runLocustOn(
   tokenFile: string,
   confinement: Confinement,
   cpuPlan: { services: string; load: string },
+  where: { scratch: string; docker: DockerEngine | undefined },
 ) {
   const printed = { at: 0 };
   const measured = await whileDriving(instance, confinement, () =>
@@ -184,6 +192,10 @@ async function runLocustOn(
         htmlFile: join(dir, 'locust.html'),
         logFile: join(dir, 'locust.log'),
         cpus: cpuPlan.load,
+        container: where.docker && {
+          name: `sg-stress-locust-${process.pid}-${name}`,
+          mounts: [dirname(LOCUSTFILE), dir, where.scratch],
+        },
       },
       (progress) => printProgress(progressLine(name, options.durationSeconds, progress), printed),
     ),
@@ -248,7 +260,7 @@ async function main(): Promise<number> {
     console.log(STRESS_USAGE);
     return 0;
   }
-  const missing = checkStressPrerequisites();
+  const missing = options.engine === 'docker' ? undefined : checkStressPrerequisites();
   if (missing) {
     console.error(missing);
     return 2;
@@ -259,7 +271,14 @@ async function main(): Promise<number> {
   mkdirSync(outDir, { recursive: true });
   // Two cores or more: the gate's services on the second, locust on the first.
   const cpuPlan = cpus().length >= 2 ? { services: '1', load: '0' } : { services: '0', load: '0' };
-  const confinement = createConfinement({ profile: options.profile, cpus: cpuPlan.services });
+  const docker =
+    options.engine === 'docker' ? createDockerEngine(options.profile, cpuPlan.services) : undefined;
+  const confinement =
+    docker?.confinement ?? createConfinement({ profile: options.profile, cpus: cpuPlan.services });
+  if (docker) {
+    process.stderr.write('building the images (docker-compose-stress.yaml)\n');
+    await docker.build(options.systems);
+  }
   if (confinement.support.mode === 'pin') {
     process.stderr.write(`note: pinning only, no limits: ${confinement.support.reason}\n`);
   }
@@ -276,7 +295,7 @@ async function main(): Promise<number> {
   try {
     for (const name of options.systems) {
       if (interrupted) break;
-      const measured = await measureSystem(name, options, outDir, confinement, cpuPlan);
+      const measured = await measureSystem(name, options, outDir, confinement, cpuPlan, docker);
       results.push(measured.result);
       series.push(measured.series);
     }
@@ -298,6 +317,7 @@ async function main(): Promise<number> {
   const report = renderReport(
     {
       startedAt,
+      engine: options.engine,
       generators: options.generators,
       command: `npm run stress -- ${process.argv.slice(2).join(' ')}`.trim(),
       profile: options.profile,

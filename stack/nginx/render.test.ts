@@ -164,7 +164,7 @@ describe('the project templates', () => {
     }
   });
 
-  it('render with the local defaults and with the official image values', async () => {
+  it('render with the local defaults and with the values of the project image', async () => {
     const prefix = path.join(work, 'prefix');
     const local = await renderNginxConfig({
       templatesDir: nginxPaths.templatesDir,
@@ -182,8 +182,10 @@ describe('the project templates', () => {
       env: dockerNginxEnv(),
     });
     const dockerConf = await readFile(docker.confPath, 'utf8');
-    expect(dockerConf).toContain('load_module modules/ngx_http_js_module.so;');
-    expect(dockerConf).toMatch(/^user nginx;$/m);
+    expect(dockerConf).toContain('load_module /usr/lib/nginx/modules/ngx_http_js_module.so;');
+    expect(dockerConf).toContain('pid /tmp/nginx/nginx.pid;');
+    // The image runs NGINX as its unprivileged user from the start: no `user` directive.
+    expect(dockerConf).not.toMatch(/^\s*user /m);
     expect(docker.files).toContain('conf.d/default.conf');
   });
 

@@ -44,7 +44,7 @@ export interface NginxVariable {
   readonly name: NginxVariableName;
   /** What it sets, for the README table. */
   readonly description: string;
-  /** Its value in the official nginx image (docker compose, Kubernetes). */
+  /** Its value in the project's NGINX image (nginx/Dockerfile), as docker compose sets it. */
   readonly docker: string;
 }
 
@@ -94,13 +94,13 @@ export const nginxVariables: readonly NginxVariable[] = Object.freeze([
   },
   {
     name: 'SG_MODULES_DIR',
-    docker: 'modules',
+    docker: '/usr/lib/nginx/modules',
     description: 'Directory holding `ngx_http_js_module.so` (Debian: `/usr/lib/nginx/modules`).',
   },
-  { name: 'SG_RUN_DIR', docker: '/var/run', description: 'Directory of `nginx.pid`.' },
+  { name: 'SG_RUN_DIR', docker: '/tmp/nginx', description: 'Directory of `nginx.pid`.' },
   {
     name: 'SG_TEMP_DIR',
-    docker: '/var/cache/nginx',
+    docker: '/tmp/nginx/temp',
     description: 'Parent of the client body / proxy temp directories.',
   },
   {
@@ -116,7 +116,7 @@ export const nginxVariables: readonly NginxVariable[] = Object.freeze([
   },
   {
     name: 'SG_USER_DIRECTIVE',
-    docker: 'user nginx;',
+    docker: '',
     description: 'A whole `user …;` directive, or empty to run as whoever starts NGINX.',
   },
   { name: 'SG_WORKER_PROCESSES', docker: 'auto', description: '`worker_processes`.' },
@@ -306,7 +306,7 @@ function originOf(listen: string): string {
   return /^\d+$/.test(listen) ? `http://127.0.0.1:${listen}` : `http://${listen}`;
 }
 
-/** The SG_ values for the official nginx image, as docker compose and Kubernetes set them. */
+/** The SG_ values of the project's NGINX image, as docker compose sets them. */
 export function dockerNginxEnv(): NginxEnv {
   return Object.fromEntries(nginxVariables.map((v) => [v.name, v.docker])) as NginxEnv;
 }

@@ -39,5 +39,9 @@ wait_for(f"{ISSUER}/readyz")
 wait_for(f"{TARGET}/hello")
 with open(TOKENS, "w", encoding="ascii") as handle:
     handle.write("\n".join(mint(USERS)) + "\n")
+# locust writes its CSV and HTML reports but does not create their directory.
+for flag in ("--csv", "--html"):
+    if flag in sys.argv:
+        os.makedirs(os.path.dirname(sys.argv[sys.argv.index(flag) + 1]), exist_ok=True)
 os.environ["SG_STRESS_TOKENS"] = TOKENS
 os.execvp("locust", ["locust", *sys.argv[1:]])

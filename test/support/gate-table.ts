@@ -3,7 +3,8 @@
 import { generateKeyPair, SignJWT, UnsecuredJWT, decodeProtectedHeader } from 'jose';
 import { expect, it } from 'vitest';
 import type { ServiceName } from '../../stack/service-env.js';
-import { demoSecrets, leakedSecrets } from './secrets.js';
+import { demoSecrets, leakedSecrets, type SecretsFile } from './secrets.js';
+import { startSteadyLoad, type LoadOutcome } from './steady-load.js';
 
 /** What the table needs from a running stack. */
 export interface GateTarget {
@@ -18,6 +19,10 @@ export interface GateTarget {
   rotateKey(): Promise<void>;
   stopService(name: ServiceName, signal?: NodeJS.Signals): Promise<void>;
   startService(name: ServiceName): Promise<void>;
+  /** Replaces the secrets file NGINX serves in one atomic step (a rename beside it). */
+  writeSecrets(secrets: SecretsFile): Promise<void>;
+  /** Has NGINX reload its configuration (SIGHUP to the master), as `nginx -s reload` does. */
+  reloadGate(): Promise<void>;
 }
 
 export interface GateAnswer {
@@ -69,6 +74,31 @@ async function eventually(read: () => Promise<GateAnswer>, status: number): Prom
     answer = await read();
   }
   return answer;
+}
+
+/** The demo sets with every value marked, so an answer tells which generation it came from. */
+function rotatedSecrets(): SecretsFile {
+  const mark = (set: Record<string, string>) =>
+    Object.fromEntries(Object.entries(set).map(([name, value]) => [name, `${value}-rotated`]));
+  return {
+    default: mark(demoSecrets.default),
+    clients: Object.fromEntries(
+      Object.entries(demoSecrets.clients).map(([client, set]) => [client, mark(set)]),
+    ),
+  };
+}
+
+/** Outcomes that are not a 200 carrying one of the `expected` sets whole. */
+function failures(outcomes: readonly LoadOutcome[], ...expected: Record<string, string>[]) {
+  const wanted = new Set(expected.map((set) => JSON.stringify(set)));
+  return outcomes.filter((o) => {
+    if (o.status !== 200) return true;
+    try {
+      return !wanted.has(JSON.stringify(JSON.parse(o.body)));
+    } catch {
+      return true;
+    }
+  });
 }
 
 /** Tokens that must all be refused with 401, built against the target's real issuer and keys. */
@@ -184,6 +214,56 @@ export function defineGateTable(target: () => GateTarget): void {
       200,
     );
     expect(answer.status).toBe(200);
+  });
+
+  /** A spa-demo answer, counted as a 200 only once it carries the set `secrets` names. */
+  async function servedSet(secrets: SecretsFile): Promise<GateAnswer> {
+    const answer = await call(target().urls.secret, await target().mintToken());
+    const wanted = JSON.stringify(secrets.clients['spa-demo']);
+    return answer.status === 200 && JSON.stringify(JSON.parse(answer.body)) === wanted
+      ? answer
+      : { ...answer, status: 0 };
+  }
+
+  it('reloads NGINX under steady load without failing a request', async () => {
+    const load = startSteadyLoad(target().urls.secret, await target().mintToken());
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await target().reloadGate();
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    await target().reloadGate();
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    const outcomes = await load.stop();
+    expect(outcomes.length).toBeGreaterThan(20);
+    expect(failures(outcomes, demoSecrets.clients['spa-demo']!).slice(0, 3)).toEqual([]);
+  });
+
+  it('rotates the secrets (new file, then a reload) under steady load with 0 failures, then serves only the new set', async () => {
+    const rotated = rotatedSecrets();
+    const load = startSteadyLoad(target().urls.secret, await target().mintToken());
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await target().writeSecrets(rotated);
+      await target().reloadGate();
+      const fresh = await eventually(async () => servedSet(rotated), 200);
+      expect(JSON.parse(fresh.body)).toEqual(rotated.clients['spa-demo']);
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      const outcomes = await load.stop();
+      expect(outcomes.length).toBeGreaterThan(20);
+      const old = demoSecrets.clients['spa-demo']!;
+      expect(failures(outcomes, old, rotated.clients['spa-demo']!).slice(0, 3)).toEqual([]);
+      // Half a second after the new set was first served (old workers have finished), only it is.
+      const firstNew = outcomes.find((o) => o.body.includes('-rotated'));
+      expect(firstNew).toBeDefined();
+      const settled = outcomes.filter((o) => o.sentAt > firstNew!.sentAt + 500);
+      expect(settled.length).toBeGreaterThan(0);
+      expect(failures(settled, rotated.clients['spa-demo']!).slice(0, 3)).toEqual([]);
+    } finally {
+      await load.stop();
+      await target().writeSecrets(demoSecrets);
+      await target().reloadGate();
+    }
+    const restored = await eventually(async () => servedSet(demoSecrets), 200);
+    expect(JSON.parse(restored.body)).toEqual(demoSecrets.clients['spa-demo']);
   });
 
   it('answers 503 with Retry-After and no secret while the verifier is down, 200 once it is back', async () => {

@@ -1,4 +1,5 @@
 // The gate table's view of a stack started by startStack() (the same runner as `npm start`).
+import { renameSync, writeFileSync } from 'node:fs';
 import { startStack, type Stack, type StackOptions } from '../../stack/start-stack.js';
 import type { GateTarget } from './gate-table.js';
 
@@ -24,5 +25,17 @@ export function localTarget(stack: Stack): GateTarget {
     },
     stopService: (name, signal) => stack.stopService(name, signal),
     startService: (name) => stack.startService(name),
+    writeSecrets(secrets) {
+      const next = `${stack.files.secrets}.next`;
+      writeFileSync(next, `${JSON.stringify(secrets, null, 2)}\n`, { mode: 0o644 });
+      renameSync(next, stack.files.secrets);
+      return Promise.resolve();
+    },
+    reloadGate() {
+      const pid = stack.pid('nginx');
+      if (pid === undefined) return Promise.reject(new Error('NGINX is not running'));
+      process.kill(pid, 'SIGHUP');
+      return Promise.resolve();
+    },
   };
 }

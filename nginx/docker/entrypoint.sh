@@ -1,0 +1,45 @@
+#!/bin/sh
+# Renders $NGINX_ENVSUBST_TEMPLATE_DIR/**/*.template into $NGINX_ENVSUBST_OUTPUT_DIR, substituting
+# only the variables matching $NGINX_ENVSUBST_FILTER (NGINX's own $variables stay), then runs the
+# command as PID 1. The checks of nginx/render.ts, in one message: every SG_ name a template uses
+# must be set (empty counts), and no value may hold a quote or a line break. The image ships no
+# secrets: a missing SG_SECRETS_FILE is named here (njs 0.7.9 fails on it without a message).
+set -eu
+
+render() {
+  templates=${NGINX_ENVSUBST_TEMPLATE_DIR:-/etc/nginx/templates}
+  out=${NGINX_ENVSUBST_OUTPUT_DIR:-/tmp/nginx}
+  filter=${NGINX_ENVSUBST_FILTER:-^SG_}
+  used=$(find "$templates" -follow -type f -name '*.template' -exec cat {} + |
+    grep -oE '\$\{?[A-Za-z_][A-Za-z0-9_]*' | tr -d '${' | sort -u)
+  problems=$(printf '%s\n' "$used" | awk -v filter="$filter" '
+    $0 ~ filter && !($0 in ENVIRON) { missing = missing " " $0 }
+    END {
+      for (name in ENVIRON) if (name ~ filter && ENVIRON[name] ~ /["\r\n]/) unsafe = unsafe " " name
+      if (missing != "") print "missing NGINX variables:" missing
+      if (unsafe != "") print "NGINX variables must not contain quotes or line breaks:" unsafe
+    }')
+  if [ -n "${SG_SECRETS_FILE:-}" ] && [ ! -r "$SG_SECRETS_FILE" ]; then
+    problems="${problems:+$problems; }SG_SECRETS_FILE \"$SG_SECRETS_FILE\" cannot be read: mount the secrets file there"
+  fi
+  if [ -n "$problems" ]; then
+    echo "sg-entrypoint: $problems" >&2
+    exit 1
+  fi
+  defined=$(awk -v filter="$filter" 'BEGIN { for (name in ENVIRON) if (name ~ filter) printf "${%s} ", name }')
+  cd "$templates"
+  find . -follow -type f -name '*.template' | while read -r template; do
+    target="$out/${template%.template}"
+    mkdir -p "$(dirname "$target")"
+    envsubst "$defined" <"$template" >"$target"
+  done
+  for dir in "${SG_RUN_DIR:-}" "${SG_TEMP_DIR:-}"; do
+    [ -z "$dir" ] || mkdir -p "$dir"
+  done
+  cd /
+}
+
+case "${1:-}" in
+  nginx | nginx-debug) render ;;
+esac
+exec "$@"

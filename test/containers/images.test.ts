@@ -1,0 +1,211 @@
+// What the three images promise on their own, proven on the built images with the plain docker CLI:
+// they run as a non-root user on a read-only root filesystem (NGINX with a tmpfs on /tmp), their
+// own HEALTHCHECK turns healthy, `docker stop` ends them in under 2 s without `--init`, the NGINX
+// image is the same nginx 1.22.1 + njs 0.7.9 the local runner uses, and the verifier listens on
+// loopback unless told otherwise. Everything it starts is removed in afterAll, even on failure.
+import { spawnSync } from 'node:child_process';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../stack/ports.js';
+import { verifierConfig, type ServiceName } from '../../stack/service-env.js';
+import { IMAGES, buildImages, docker, missingEngine } from './engine.js';
+
+const noEngine = await missingEngine();
+if (noEngine) console.warn(`image suite skipped: no container engine (${noEngine})`);
+
+const suite = `images-${process.pid}`;
+const label = `org.secret-gate.suite=${suite}`;
+const network = `sg-${suite}`;
+let files = '';
+const names: Record<ServiceName | 'loopbackVerifier', string> = {
+  idp: `${suite}-idp`,
+  verifier: `${suite}-verifier`,
+  nginx: `${suite}-nginx`,
+  loopbackVerifier: `${suite}-verifier-lo`,
+};
+let loopbackPort = 0;
+
+/** `docker run -d` hardened as compose runs the images, but without `--init`. */
+function run(name: string, image: string, ...options: string[]): Promise<string> {
+  return docker(
+    'run',
+    '-d',
+    '--name',
+    name,
+    '--label',
+    label,
+    '--network',
+    network,
+    '--read-only',
+    '--cap-drop',
+    'ALL',
+    '--security-opt',
+    'no-new-privileges:true',
+    ...options,
+    image,
+  );
+}
+
+async function healthOf(name: string): Promise<string> {
+  return docker('inspect', '--format', '{{.State.Health.Status}}', name);
+}
+
+async function waitHealthy(name: string): Promise<string> {
+  let status = await healthOf(name);
+  for (let i = 0; i < 60 && status !== 'healthy' && status !== 'unhealthy'; i++) {
+    await sleep(500);
+    status = await healthOf(name);
+  }
+  return status;
+}
+
+describe.skipIf(noEngine !== undefined)(
+  `the images${noEngine ? ` (skipped: no container engine: ${noEngine})` : ''}`,
+  () => {
+    beforeAll(async () => {
+      await buildImages();
+      files = mkdtempSync(join(tmpdir(), 'sg-images-'));
+      chmodSync(files, 0o755);
+      const issuer = `http://${names.idp}:8081`;
+      writeFileSync(
+        join(files, 'verifier.json'),
+        JSON.stringify(
+          verifierConfig({ issuer, jwksUri: `${issuer}/jwks`, audience: 'secret-gate-api' }),
+        ),
+        { mode: 0o644 },
+      );
+      writeFileSync(join(files, 'secrets.json'), '{"default":{}}', { mode: 0o644 });
+      loopbackPort = await freePort();
+      await docker('network', 'create', '--label', label, network);
+      const mount = `${files}:/etc/secret-gate/files:ro`;
+      await run(names.idp, IMAGES.idp, '-e', `IDP_ISSUER=${issuer}`);
+      await run(
+        names.verifier,
+        IMAGES.verifier,
+        '-v',
+        mount,
+        '-e',
+        'VERIFIER_LISTEN=0.0.0.0:8090',
+        '-e',
+        'VERIFIER_CONFIG=/etc/secret-gate/files/verifier.json',
+      );
+      await run(
+        names.loopbackVerifier,
+        IMAGES.verifier,
+        '-v',
+        mount,
+        '-p',
+        `127.0.0.1:${loopbackPort}:8090`,
+        '-e',
+        'VERIFIER_CONFIG=/etc/secret-gate/files/verifier.json',
+      );
+      await run(
+        names.nginx,
+        IMAGES.nginx,
+        '-v',
+        mount,
+        '--tmpfs',
+        '/tmp',
+        '-e',
+        `SG_VERIFIER_ADDR=${names.verifier}:8090`,
+        '-e',
+        'SG_SECRETS_FILE=/etc/secret-gate/files/secrets.json',
+      );
+    }, 600_000);
+
+    afterAll(async () => {
+      const ids = (await docker('ps', '-aq', '--filter', `label=${label}`))
+        .split('\n')
+        .filter(Boolean);
+      if (ids.length > 0) await docker('rm', '-f', '-v', ...ids);
+      await docker('network', 'rm', network).catch(() => undefined);
+      if (files) rmSync(files, { recursive: true, force: true });
+    }, 60_000);
+
+    it.each(Object.entries(IMAGES))('%s runs as a non-root user', async (_, image) => {
+      expect(await docker('image', 'inspect', '--format', '{{.Config.User}}', image)).toMatch(
+        /^(node|nginx)$/,
+      );
+      expect(await docker('run', '--rm', '--read-only', image, 'id', '-u')).not.toBe('0');
+    });
+
+    it('every image becomes healthy by its own HEALTHCHECK on a read-only root filesystem', async () => {
+      const health: Record<string, string> = {};
+      for (const name of Object.values(names)) health[name] = await waitHealthy(name);
+      expect(health).toEqual(Object.fromEntries(Object.values(names).map((n) => [n, 'healthy'])));
+      for (const name of Object.values(names)) {
+        expect(await docker('inspect', '--format', '{{.HostConfig.ReadonlyRootfs}}', name)).toBe(
+          'true',
+        );
+      }
+    });
+
+    it('the verifier listens on loopback by default: healthy inside, nothing on its published port', async () => {
+      expect(await waitHealthy(names.loopbackVerifier)).toBe('healthy');
+      const reached = await fetch(`http://127.0.0.1:${loopbackPort}/readyz`, {
+        signal: AbortSignal.timeout(3_000),
+      }).then(
+        (response) => response.status,
+        () => 'unreachable',
+      );
+      expect(reached).toBe('unreachable');
+    });
+
+    it('the NGINX image is the nginx 1.22.1 + njs 0.7.9 of the local runner', async () => {
+      const version = await docker(
+        'run',
+        '--rm',
+        '--entrypoint',
+        'sh',
+        IMAGES.nginx,
+        '-c',
+        'nginx -v 2>&1',
+      );
+      expect(version).toBe('nginx version: nginx/1.22.1');
+      const local = spawnSync('nginx', ['-v'], { encoding: 'utf8' });
+      if (local.status === 0) expect(local.stderr.trim()).toBe(version);
+      const packages = await docker(
+        'run',
+        '--rm',
+        '--entrypoint',
+        'dpkg-query',
+        IMAGES.nginx,
+        '-W',
+        '-f',
+        '${Package} ${Version}\\n',
+        'nginx',
+        'libnginx-mod-http-js',
+      );
+      expect(packages).toMatch(/^nginx 1\.22\.1-/m);
+      expect(packages).toMatch(/^libnginx-mod-http-js 0\.7\.9-/m);
+    });
+
+    it('NGINX refuses to start, naming each problem, on a value with a quote or no secrets file', async () => {
+      const started = spawnSync(
+        'docker',
+        ['run', '--rm', '--read-only', '--tmpfs', '/tmp', '-e', 'SG_CSP_IMG_SRC=a"b', IMAGES.nginx],
+        { encoding: 'utf8', timeout: 30_000 },
+      );
+      expect(started.status).toBe(1);
+      expect(started.stderr).toContain(
+        'NGINX variables must not contain quotes or line breaks: SG_CSP_IMG_SRC',
+      );
+      expect(started.stderr).toContain(
+        'SG_SECRETS_FILE "/etc/secret-gate/secrets.json" cannot be read',
+      );
+    });
+
+    it('stops in under 2 s on `docker stop`, each image as PID 1 without --init', async () => {
+      const took: Record<string, number> = {};
+      for (const name of Object.values(names)) {
+        const started = performance.now();
+        await docker('stop', '-t', '10', name);
+        took[name] = Math.round(performance.now() - started);
+      }
+      for (const [name, ms] of Object.entries(took)) expect(ms, name).toBeLessThan(2_000);
+    });
+  },
+);
