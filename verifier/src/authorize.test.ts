@@ -36,7 +36,7 @@ beforeAll(async () => {
     VERIFIER_REQUIRED_SCOPES: 'secrets:read',
     VERIFIER_CLOCK_TOLERANCE: '30s',
   };
-  plain = buildService(env, { now: clock.now });
+  plain = buildService({ ...env, VERIFIER_REQUIRE_TYP: 'off' }, { now: clock.now });
   strict = buildService({ ...env, VERIFIER_REQUIRE_TYP: 'at+jwt' }, { now: clock.now });
   await plain.service.start();
   await strict.service.start();

@@ -62,9 +62,11 @@ export function createVerifierService(
         issuer.jwksUri,
         'jwks_uri',
         config.fetchTimeout,
+        issuer.allowHttp,
       ),
       ...config.jwks,
       timeout: config.fetchTimeout,
+      allowHttp: issuer.allowHttp,
       now,
       onFetch(outcome, detail) {
         metrics.jwksFetch(issuer.issuer, outcome);
