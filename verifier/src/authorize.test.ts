@@ -498,6 +498,7 @@ describe('authorize: the decorator extension point', () => {
               expires: ++calls,
               sha256: false,
               cookieDomain: undefined,
+              path: '/',
             }),
         ],
       ]),
@@ -546,6 +547,7 @@ describe('authorize: a decision is plain data', () => {
   it('an allow names the outcome, reason, identity, grants and nothing shaped like HTTP', async () => {
     const decision = await plain.service.authorize(bearer(await mint()));
     expect(Object.keys(decision).sort()).toEqual([
+      'expires',
       'grants',
       'identity',
       'outcome',

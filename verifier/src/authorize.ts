@@ -140,7 +140,7 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
     const missing = policy.config.scopes.filter((scope) => !granted.has(scope));
     const decision =
       missing.length === 0
-        ? allow(verified.identity)
+        ? allow(verified.identity, verified.exp)
         : deny('scope_insufficient', policy.config.scopes, verified.identity);
     cache.set(key, {
       policy: policy.config.name,

@@ -91,11 +91,12 @@ function decisionOf(entry: StoredEntry): Decision {
   };
   const common = { identity, grants: NO_GRANTS, requiredScopes: shape.requiredScopes };
   return shape.outcome === 'allow'
-    ? { outcome: 'allow', reason: 'allowed', ...common }
+    ? { outcome: 'allow', reason: 'allowed', ...common, expires: entry.exp }
     : {
         outcome: 'deny',
         reason: shape.reason as Exclude<Decision['reason'], 'allowed'>,
         ...common,
+        expires: undefined,
       };
 }
 

@@ -95,7 +95,9 @@ export function createVerifierService(
     const cloudFrontCookies = createCloudFrontDecorator(policy.cloudfront);
     decorators.set(policy.name, async (decision) => {
       try {
-        return withGrant(decision, await cloudFrontCookies(now() / 1000));
+        const seconds = now() / 1000;
+        const grant = await cloudFrontCookies(seconds, decision.expires ?? seconds);
+        return grant === undefined ? decision : withGrant(decision, grant);
       } catch (error) {
         // Signing trouble must not turn an authenticated user away; the assets just stay locked.
         logger.error(
