@@ -1,22 +1,40 @@
 import { defineConfig } from 'vitest/config';
 
-// One run covers unit tests (next to the modules) and the integration / browser suites in test/.
+// Two projects in one run. `unit`: the tests next to the modules and the harness's own unit tests;
+// no NGINX, no browser, no network beyond loopback (`npm run test:unit`, under a minute).
+// `integration`: the suites that drive real NGINX, the stack, containers or a browser.
 // The JSON report is what .ci/run counts.
+const unit = [
+  'verifier/src/**/*.test.ts',
+  'idp/**/*.test.ts',
+  'spa/src/**/*.test.ts',
+  'nginx/njs/**/*.test.ts',
+  'stack/nginx/render.test.ts',
+  'stack/worker-access.test.ts',
+  'perf/**/*.test.ts',
+];
+
 export default defineConfig({
   test: {
-    include: [
-      'verifier/src/**/*.test.ts',
-      'idp/**/*.test.ts',
-      'stack/**/*.test.ts',
-      'nginx/**/*.test.ts',
-      'spa/src/**/*.test.ts',
-      'stresstest/**/*.test.ts',
-      'bench/**/*.test.ts',
-      'test/**/*.test.ts',
-    ],
     exclude: ['**/node_modules/**', '**/dist/**'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     reporters: ['default', ['json', { outputFile: 'test-results/vitest.json' }]],
+    projects: [
+      { extends: true, test: { name: 'unit', include: unit } },
+      {
+        extends: true,
+        test: {
+          name: 'integration',
+          include: [
+            'nginx/**/*.test.ts',
+            'stack/**/*.test.ts',
+            'stresstest/**/*.test.ts',
+            'test/**/*.test.ts',
+          ],
+          exclude: [...unit, '**/node_modules/**', '**/dist/**'],
+        },
+      },
+    ],
   },
 });

@@ -8,14 +8,14 @@ import {
   ROW_NAMES,
   withRatios,
   type BenchRow,
-} from './lib/goals.js';
-import { BENCH_USAGE, parseBenchOptions, type BenchOptions } from './lib/options.js';
-import { runWrk, type WrkResult } from './lib/wrk.js';
-import { createConfinement, PROFILES } from '../stresstest/lib/limits.js';
-import { createScratchDir } from '../stresstest/lib/scratch.js';
-import { createUsageSampler } from '../stresstest/lib/process-stats.js';
-import { startSystem, type SystemInstance } from '../stresstest/lib/systems.js';
-import { mintTokens, writeTokenFile } from '../stresstest/lib/tokens.js';
+} from '../perf/bench-goals.js';
+import { BENCH_USAGE, parseBenchOptions, type BenchOptions } from '../perf/bench-options.js';
+import { runWrk, type WrkResult } from '../perf/wrk.js';
+import { createConfinement, PROFILES } from '../perf/limits.js';
+import { createScratchDir } from '../perf/scratch.js';
+import { createUsageSampler } from '../perf/process-stats.js';
+import { startSystem, type SystemInstance } from '../perf/systems.js';
+import { mintTokens, writeTokenFile } from '../perf/tokens.js';
 
 const SERVICE_CPUS = '1';
 const LOAD_CPUS = '0';

@@ -327,7 +327,7 @@ async function throughputRows(
 
   // 1. ceiling, and the same I/O as a cached /verify without its logic
   const ceiling = await measureInlineUws(BARE_UWS);
-  const sameIo = await measureInlineUws(SAME_IO_UWS, rsTokens[0]!);
+  const sameIo = await measureInlineUws(SAME_IO_UWS, rsTokens[0]);
 
   // 2 + 3. uWS verifier: cached, then distinct
   const uws = await startVerifier(jwksUri);

@@ -24,7 +24,7 @@ export interface MintRequest {
   expiresIn?: number;
 }
 
-type Handler = (body: Record<string, unknown>) => Promise<unknown> | unknown;
+type Handler = (body: Record<string, unknown>) => unknown;
 
 /** Builds the /dev/* handler; answers JSON, 404 for unknown routes, 400 for bad input. */
 export function createControlApi(deps: { config: IdpConfig; state: IdpState; issuer: DevIssuer }) {
@@ -50,7 +50,7 @@ export function createControlApi(deps: { config: IdpConfig; state: IdpState; iss
       });
       return { ...rotated, keys: issuer.listKeys() };
     },
-    'POST /dev/token': async (body) => ({ access_token: await mint(body as MintRequest) }),
+    'POST /dev/token': async (body) => ({ access_token: await mint(body) }),
     'POST /dev/next-token-claims': (body) => {
       const claims = body.claims;
       const count = body.count ?? 1;

@@ -16,7 +16,7 @@ const HELP = `usage: npm start -- [options]
   --production        the production shape: unprivileged NGINX and verifier, verifier on a unix
                       socket, read-only config, no dev IdP control API
   --no-build          do not build missing verifier/dist or spa/dist, say which command to run
-  SECRETS='{"k":"v"}' the original study's flat secrets JSON, passed to NGINX as is
+  SECRETS='{"k":"v"}' the original study's flat secrets JSON (docs/study.md), passed to NGINX as is
 `;
 
 function parsePort(raw: string | undefined, fallback: number, name: string): number {

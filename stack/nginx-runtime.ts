@@ -1,8 +1,8 @@
 // NGINX for a local prefix run: the SG_ values (nginx/variables.ts), the templates rendered with
 // nginx/render.ts exactly as the official image would, and the command line that runs it in the
 // foreground so the runner supervises the master process directly.
-import { dirname, join } from 'node:path';
-import { localNginxEnv, nginxPaths, renderNginxConfig, type NginxEnv } from '../nginx/render.js';
+import { dirname } from 'node:path';
+import { localNginxEnv, nginxPaths, renderNginxConfig, type NginxEnv } from './nginx/render.js';
 import type { Nginx } from './prerequisites.js';
 
 export interface NginxRuntimeOptions {
@@ -53,18 +53,4 @@ export async function prepareNginx(options: NginxRuntimeOptions): Promise<NginxR
     // `-e stderr`: errors before the config's own error_log is open reach the runner's log file.
     args: ['-p', options.prefix, '-c', confPath, '-e', 'stderr', '-g', 'daemon off;'],
   };
-}
-
-/** `nginx -t` on the rendered config, for a clear message when a template is broken. */
-export function testArgs(runtime: NginxRuntime): string[] {
-  return [
-    '-t',
-    '-q',
-    '-p',
-    runtime.prefix,
-    '-c',
-    runtime.confFile,
-    '-e',
-    join(runtime.prefix, 'logs', 'error.log'),
-  ];
 }

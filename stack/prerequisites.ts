@@ -89,6 +89,7 @@ export async function ensureArtefacts(
       const output = error as { stdout?: string; stderr?: string };
       throw new Error(
         `building ${artefact.name} failed (npm run ${artefact.script}):\n${output.stdout ?? ''}${output.stderr ?? ''}`,
+        { cause: error },
       );
     }
     if (!existsSync(artefact.marker)) {

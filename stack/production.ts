@@ -25,7 +25,7 @@ import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createIdpClient } from './idp-client.js';
-import { nginxPaths } from '../nginx/render.js';
+import { nginxPaths } from './nginx/render.js';
 import { prepareNginx } from './nginx-runtime.js';
 import { freePort } from './ports.js';
 import { artefacts, ensureArtefacts, findNginx } from './prerequisites.js';

@@ -22,7 +22,6 @@ export const DEFAULT_PORTS: Readonly<Record<ServiceName, number>> = Object.freez
 /** The policy NGINX asks for on /secret and the scope it requires. */
 export const SECRET_POLICY = 'secret';
 export const SECRET_SCOPE = 'secrets:read';
-export const SPA_CLIENT_ID = 'spa-demo';
 
 export interface Addresses {
   /** Issuer URL as tokens carry it (what browsers and the verifier agree on). */

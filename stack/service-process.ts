@@ -75,7 +75,9 @@ export function createServiceProcess(spec: ServiceSpec): ServiceProcess {
     } catch (error) {
       killGroup('SIGKILL');
       if (abort.signal.aborted) {
-        throw new Error(`${spec.name} was not ready after ${timeoutMs} ms (log: ${spec.logFile})`);
+        throw new Error(`${spec.name} was not ready after ${timeoutMs} ms (log: ${spec.logFile})`, {
+          cause: error,
+        });
       }
       throw error;
     } finally {

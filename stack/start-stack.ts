@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createIdpClient, type IdpClient, type TokenShape } from './idp-client.js';
-import { nginxPaths } from '../nginx/render.js';
+import { nginxPaths } from './nginx/render.js';
 import { prepareNginx } from './nginx-runtime.js';
 import { freePort } from './ports.js';
 import { artefacts, ensureArtefacts, findNginx } from './prerequisites.js';
@@ -32,7 +32,7 @@ export interface StackOptions {
   readonly runtimeDir?: string;
   /** Secrets file NGINX serves from (`{ default, clients }`); the demo sets when omitted. */
   readonly secretsFile?: string;
-  /** The study's flat `SECRETS` JSON; replaces the file when set. */
+  /** The flat `SECRETS` JSON of the study (docs/study.md); replaces the file when set. */
   readonly secrets?: string;
   /** `aud` the IdP puts in tokens and the verifier requires. */
   readonly audience?: string;

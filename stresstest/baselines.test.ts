@@ -11,9 +11,9 @@ import {
   BASELINE_SECRETS,
   startBaseline,
   type StartedGate,
-} from './lib/baselines.js';
-import { createConfinement } from './lib/limits.js';
-import { fetchRs256Spki, mintTokens } from './lib/tokens.js';
+} from '../perf/baselines.js';
+import { createConfinement } from '../perf/limits.js';
+import { fetchRs256Spki, mintTokens } from '../perf/tokens.js';
 
 const SECRET_VALUE = JSON.parse(BASELINE_SECRETS)['x-api-key'] as string;
 

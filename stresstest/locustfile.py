@@ -1,5 +1,6 @@
 """The study's stress scenario against one gate: /hello (weight 1) and /secret (weight 2), each
-simulated user waiting 0-1 s between requests and holding its own access token.
+simulated user waiting 0-1 s between requests and holding its own access token (the study:
+docs/study.md).
 
 Run by `npm run stress`, which passes the gate's URL as --host and the token pool (one token a
 line, minted by the dev IdP) in SG_STRESS_TOKENS. Works with Debian's python3-locust 2.12.

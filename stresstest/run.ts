@@ -1,27 +1,28 @@
 // `npm run stress`: the study's locust experiment against each system in turn (ours and the
 // comparison baselines), each started fresh under per-service limits, services on one core and
-// locust on the other; writes locust's CSV/HTML, report.md and chart.svg per run.
+// locust on the other; writes locust's CSV/HTML, report.md and chart.svg per run. The study:
+// docs/study.md.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, release } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { renderChart, seriesFromHistory, type Series } from './lib/chart.js';
-import { createConfinement, throttlingSince } from './lib/limits.js';
-import { runLocust, type Progress } from './lib/locust.js';
-import { parseLocustCsv, type CsvRow } from './lib/locust-csv.js';
+import { renderChart, seriesFromHistory, type Series } from '../perf/chart.js';
+import { createConfinement, throttlingSince } from '../perf/limits.js';
+import { runLocust, type Progress } from '../perf/locust.js';
+import { parseLocustCsv, type CsvRow } from '../perf/locust-csv.js';
 import {
   parseStressOptions,
   STRESS_USAGE,
   type StressOptions,
   type SystemName,
-} from './lib/options.js';
-import { createUsageSampler } from './lib/process-stats.js';
-import { aggregated, renderReport, type ServiceResult, type SystemResult } from './lib/report.js';
-import { createScratchDir, keepLogsAndRemove } from './lib/scratch.js';
-import { readServerLatency } from './lib/server-latency.js';
-import { checkStressPrerequisites } from './lib/prerequisites.js';
-import { startSystem, type SystemInstance } from './lib/systems.js';
-import { mintTokens, writeTokenFile } from './lib/tokens.js';
+} from '../perf/stress-options.js';
+import { createUsageSampler } from '../perf/process-stats.js';
+import { aggregated, renderReport, type ServiceResult, type SystemResult } from '../perf/report.js';
+import { createScratchDir, keepLogsAndRemove } from '../perf/scratch.js';
+import { readServerLatency } from '../perf/server-latency.js';
+import { checkStressPrerequisites } from '../perf/prerequisites.js';
+import { startSystem, type SystemInstance } from '../perf/systems.js';
+import { mintTokens, writeTokenFile } from '../perf/tokens.js';
 
 const RESULTS = fileURLToPath(new URL('./results/', import.meta.url));
 

@@ -1,5 +1,5 @@
 // `npm run test:functional`: a quick check of a RUNNING stack (npm start or docker compose), in the
-// spirit of the original study's test: /hello, /secret without a token, /secret with a fresh one.
+// spirit of the original study's test: /hello, /secret without a token, /secret with a fresh one (docs/study.md).
 // GATE_URL and IDP_URL point it elsewhere; exits non-zero on the first failure.
 import { createIdpClient } from '../stack/idp-client.js';
 

@@ -9,12 +9,12 @@
  */
 
 // CloudFront's URL-safe base64 uses `-`, `_` and `~`; key pair ids are upper-case alphanumerics.
-var COOKIE_VALUE = /^[A-Za-z0-9\-_~+\/=]+$/;
+var COOKIE_VALUE = /^[A-Za-z0-9\-_~+/=]+$/;
 var HASH_ALGORITHM = /^SHA(1|256)$/;
 var DOMAIN = /^\.?[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*$/;
 var EPOCH_SECONDS = /^[0-9]{1,12}$/;
 // RFC 6265 path-value, narrowed to the characters of a percent-encoded URL path: no `;`, no space.
-var PATH = /^\/[A-Za-z0-9\-._~!$&'()+,=:@%\/]{0,1023}$/;
+var PATH = /^\/[A-Za-z0-9\-._~!$&'()+,=:@%/]{0,1023}$/;
 
 /**
  * Builds the `Set-Cookie` values for a grant: `CloudFront-Policy`, `CloudFront-Signature`,

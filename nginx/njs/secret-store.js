@@ -15,7 +15,7 @@ function isPlainObject(value) {
 /**
  * Normalises the secrets file (`{ "default": {...}, "clients": { "<client id>": {...} } }`).
  * A file with neither key is a configuration mistake (most likely the study's flat format put in
- * a file): reported as a problem instead of silently handing out an empty set.
+ * a file; docs/study.md): reported as a problem instead of silently handing out an empty set.
  * @param {unknown} file
  * @returns {StoreResult}
  */

@@ -113,7 +113,7 @@ describe('loadConfig', () => {
   it('fetches /config.json from the origin without caching and parses it', async () => {
     const seen: { url: string; cache: RequestCache | undefined }[] = [];
     const fakeFetch: typeof fetch = async (input, init) => {
-      seen.push({ url: String(input), cache: init?.cache });
+      seen.push({ url: input instanceof Request ? input.url : String(input), cache: init?.cache });
       return jsonResponse(JSON.stringify(valid));
     };
     const config = await loadConfig(fakeFetch, ORIGIN);

@@ -1,5 +1,5 @@
 """Mints the locust token pool from the dev IdP for docker-compose-stress.yaml (the local runner
-does this in stresstest/lib/tokens.ts), waits for the gate, then execs locust."""
+does this in perf/tokens.ts), waits for the gate, then execs locust."""
 
 import json
 import os

@@ -125,8 +125,7 @@ export async function startAttackStack(options: StackOptions = {}): Promise<Atta
         path: req.path,
         agent: false,
       });
-      for (const [name, value] of Object.entries(req.headers ?? {}))
-        out.setHeader(name, value as string | string[]);
+      for (const [name, value] of Object.entries(req.headers ?? {})) out.setHeader(name, value);
       out.on('response', (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));

@@ -22,9 +22,9 @@ import {
   nginxVariables,
   referencedNames,
   renderNginxConfig,
-} from '../../nginx/render.js';
+} from '../../stack/nginx/render.js';
 import { findNginx } from '../../stack/prerequisites.js';
-import { PROFILES } from '../../stresstest/lib/limits.js';
+import { PROFILES } from '../../perf/limits.js';
 import { REPO_ROOT } from '../../stack/start-stack.js';
 import { freePort } from '../../stack/ports.js';
 import {

@@ -121,7 +121,8 @@ function wrkRate(url: string): Promise<number> {
     wrk.on('error', reject);
     wrk.on('close', () => {
       const rate = /Requests\/sec:\s+([\d.]+)/.exec(out)?.[1];
-      rate ? resolve(Number(rate)) : reject(new Error(`wrk said: ${out}`));
+      if (rate) resolve(Number(rate));
+      else reject(new Error(`wrk said: ${out}`));
     });
   });
 }

@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
-import { dockerNginxEnv, localNginxEnv } from '../../nginx/render.js';
+import { dockerNginxEnv, localNginxEnv } from '../../stack/nginx/render.js';
 import { REPO_ROOT } from '../../stack/start-stack.js';
 import {
   DEFAULT_PORTS,

@@ -1,6 +1,6 @@
 // The demo secret sets the stack serves, and a check that a body leaks none of their values.
 import { readFileSync } from 'node:fs';
-import { nginxPaths } from '../../nginx/render.js';
+import { nginxPaths } from '../../stack/nginx/render.js';
 
 export interface SecretsFile {
   readonly default: Record<string, string>;

@@ -36,7 +36,7 @@ interface Variable {
 function variablesOf(table: Table, prefix: string): Variable[] {
   return Object.entries(table).flatMap(([name, entry]): Variable[] => {
     const path = `${prefix}${name}`;
-    if (!('kind' in entry)) return variablesOf(entry as Table, `${path}.`);
+    if (!('kind' in entry)) return variablesOf(entry, `${path}.`);
     const setting = entry as Setting<unknown>;
     return setting.env === undefined ? [] : [{ name: setting.env, path, setting }];
   });
@@ -50,12 +50,13 @@ const policyVariables = variablesOf(policySettings, `${POLICY_PATH}.`);
 const singleIssuerVariables = [...issuerVariables, ...policyVariables];
 
 /** Every variable the verifier reads, in the order the reference lists them. */
+const configFileVariable = { name: CONFIG_FILE_VARIABLE, path: '', setting: undefined };
 export const ENVIRONMENT: readonly SettingReference[] = [
   ...singleIssuerVariables,
   ...rootVariables.filter((v) => v.path === 'clientClaims'),
-  { name: CONFIG_FILE_VARIABLE, path: '', setting: undefined },
+  configFileVariable,
   ...rootVariables.filter((v) => v.path !== 'clientClaims'),
-].map((v) => ({
+].map((v: Variable | typeof configFileVariable) => ({
   path: v.path,
   env: v.name,
   default: v.setting === undefined ? undefined : describeDefault(v.setting),
@@ -64,14 +65,17 @@ export const ENVIRONMENT: readonly SettingReference[] = [
 
 /** Every variable with its default as written in the environment ('' when none). */
 export const ENV_DEFAULTS: Readonly<Record<string, string>> = Object.fromEntries(
-  ENVIRONMENT.map((row) => [row.env, row.default ?? '']),
+  ENVIRONMENT.map((row) => [row.env ?? '', row.default ?? ''] as const),
 );
 
 export function describeDefault(setting: Setting<unknown>): string | undefined {
   if (setting.inherit !== undefined) return undefined;
   const value = setting.default;
   if (value === undefined) return undefined;
-  return Array.isArray(value) ? value.join(',') : String(value);
+  if (Array.isArray(value)) return value.join(',');
+  return typeof value === 'string' || typeof value === 'number'
+    ? String(value)
+    : JSON.stringify(value);
 }
 
 /**

@@ -195,7 +195,12 @@ export type FileReader = (path: string) => string;
  */
 export interface PluginSection<Settings, Loaded> {
   readonly kind: Kind<Settings | undefined>;
-  load(settings: Settings, where: string, read: FileReader, problems: Problems): Loaded | undefined;
+  readonly load: (
+    settings: Settings,
+    where: string,
+    read: FileReader,
+    problems: Problems,
+  ) => Loaded | undefined;
   /** Field, default and meaning of each setting, for the configuration reference. */
   readonly reference: readonly SettingReference[];
 }

@@ -79,7 +79,7 @@ export function optional<T>(kind: Kind<T>, spec: Spec): Setting<T | undefined> {
 
 /** A plugin's own section: validated by it, then loaded through the one file reader. */
 export function plugin<S, L>(section: PluginSection<S, L>, doc: string): Setting<L | undefined> {
-  return { kind: section.kind, optional: true, doc, load: section.load as Setting<L>['load'] };
+  return { kind: section.kind, optional: true, doc, load: section.load };
 }
 
 /**

@@ -22,9 +22,9 @@ import {
 
 /** How document paths are named in problems, and what a missing required value is called. */
 export interface Naming {
-  label(path: string): string;
+  readonly label: (path: string) => string;
   /** The problem for a missing required value; undefined when it was already reported. */
-  missing(path: string, phrase: string): string | undefined;
+  readonly missing: (path: string, phrase: string) => string | undefined;
 }
 
 /** A validated document, and the file reads its plugin sections still need. */

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { ConfigError, ENV_DEFAULTS, ENVIRONMENT, loadConfig } from './config.js';
+import { withReference } from './config-reference.js';
 
 const minimal = { VERIFIER_ISSUER: 'https://idp.test', VERIFIER_AUDIENCE: 'secret-gate-api' };
 
@@ -99,10 +100,14 @@ describe('configuration from the environment', () => {
     expect(problemsOf({})).toEqual(['VERIFIER_ISSUER or VERIFIER_CONFIG: one of them is required']);
   });
 
-  it("documents every variable it reads in the main README's verifier table", async () => {
-    const { readFileSync } = await import('node:fs');
-    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
-    for (const name of Object.keys(ENV_DEFAULTS)) expect(readme).toContain(`| \`${name}\``);
+  it('docs/configuration.md carries the reference generated from the model, every variable with its default', () => {
+    const doc = readFileSync(new URL('../../docs/configuration.md', import.meta.url), 'utf8');
+    expect(withReference(doc), 'run npm run docs:config').toBe(doc);
+    for (const [name, fallback] of Object.entries(ENV_DEFAULTS)) {
+      const shown =
+        fallback === '' ? '(—|none)' : `\`${fallback.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\``;
+      expect(doc).toMatch(new RegExp(`\\| \`${name}\` \\| ${shown} \\|`));
+    }
   });
 });
 

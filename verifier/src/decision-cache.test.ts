@@ -236,7 +236,7 @@ describe('decision cache in authorize', () => {
       authorize({ authorization: `Bearer ${token}` }),
     );
     release();
-    const decisions = await Promise.all(pending);
+    const decisions = await Promise.all(pending.map((decision) => Promise.resolve(decision)));
     expect(verifications).toBe(1);
     expect(decisions.every((decision) => statusOf(decision) === 204)).toBe(true);
   });

@@ -72,7 +72,7 @@ export async function fetchJson(url: string, options: FetchJsonOptions): Promise
  * answer with no Content-Length (or a lying one) costs at most one chunk over the cap in memory.
  */
 async function readCapped(url: string, response: Response): Promise<string> {
-  const reader = response.body?.getReader();
+  const reader: ReadableStreamDefaultReader<Uint8Array> | undefined = response.body?.getReader();
   if (reader === undefined) return '';
   const chunks: Uint8Array[] = [];
   let total = 0;

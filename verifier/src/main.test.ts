@@ -1,8 +1,8 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { freePort } from '../../stack/ports.js';
 import { startJwksServer } from './testing/fixtures.js';
+import { buildService } from './testing/service.js';
 
 const MAIN = fileURLToPath(new URL('./main.ts', import.meta.url));
 
@@ -26,6 +26,17 @@ function run(
     const code = await exited;
     return { code, stdout, stderr };
   })();
+}
+
+/** A loopback port the kernel just handed out and that is free again. */
+async function releasedPort(): Promise<number> {
+  const { service } = buildService({
+    VERIFIER_ISSUER: 'https://idp.test',
+    VERIFIER_AUDIENCE: 'api',
+  });
+  const { port } = await service.listen({ kind: 'tcp', host: '127.0.0.1', port: 0 });
+  await service.stop(0);
+  return port;
 }
 
 async function waitFor(url: string): Promise<Response> {
@@ -68,7 +79,7 @@ describe('the verifier process', { timeout: 90_000 }, () => {
 
   it('serves, becomes ready, and exits 0 promptly on SIGTERM', async () => {
     const jwks = await startJwksServer(['rsaA']);
-    const port = await freePort();
+    const port = await releasedPort();
     const { code, stdout } = await run(
       {
         VERIFIER_ISSUER: 'https://idp.test',

@@ -1,5 +1,4 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { freePort } from '../../stack/ports.js';
 import { buildService } from './testing/service.js';
 
 const env = { VERIFIER_ISSUER: 'https://idp.test', VERIFIER_AUDIENCE: 'secret-gate-api' };
@@ -9,17 +8,15 @@ afterEach(async () => {
 });
 
 async function start(extra: Record<string, string>) {
-  const metricsPort = await freePort();
-  // The configured address only switches the mode; the test binds a free port of its own.
+  // The configured address only switches the mode; the test binds free ports (port 0).
   const { service } = buildService({ ...env, ...extra });
-  const listen = { kind: 'tcp', host: '127.0.0.1', port: await freePort() } as const;
-  const metricsListen =
-    extra.VERIFIER_METRICS_LISTEN === undefined
-      ? undefined
-      : ({ kind: 'tcp', host: '127.0.0.1', port: metricsPort } as const);
-  const bound = await service.listen(listen, metricsListen);
+  const any = { kind: 'tcp', host: '127.0.0.1', port: 0 } as const;
+  const bound = await service.listen(any, extra.VERIFIER_METRICS_LISTEN ? any : undefined);
   stops.push(() => service.stop(0));
-  return { main: `http://127.0.0.1:${bound.port}`, metrics: `http://127.0.0.1:${metricsPort}` };
+  return {
+    main: `http://127.0.0.1:${bound.port}`,
+    metrics: `http://127.0.0.1:${bound.metricsPort ?? 0}`,
+  };
 }
 
 describe.each(['uws', 'node'] as const)('/metrics with the %s transport', (transport) => {

@@ -1,5 +1,6 @@
 // Opaque (non-JWT) access tokens, checked by asking the issuer — the original study's model done
-// right: anything but a clear positive answer is a 401, including timeouts and non-200 statuses.
+// right (docs/study.md): anything but a clear positive answer is a 401, including timeouts and
+// non-200 statuses.
 //
 // introspection: RFC 7662 §2; the verifier authenticates with client_secret_basic and requires
 //   `active: true`, an `aud` that contains this API's audience (an authorization server answers

@@ -4,7 +4,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../stack/ports.js';
 import { buildService } from './testing/service.js';
 
 const PROBE = fileURLToPath(new URL('./probe.ts', import.meta.url));
@@ -47,8 +46,7 @@ describe('the health probe follows VERIFIER_LISTEN', () => {
   let port: number;
 
   beforeAll(async () => {
-    port = await freePort();
-    await tcp.listen({ kind: 'tcp', host: '0.0.0.0', port });
+    ({ port } = await tcp.listen({ kind: 'tcp', host: '0.0.0.0', port: 0 }));
     await unix.listen({ kind: 'unix', path: socketPath });
   });
   afterAll(async () => {
@@ -66,7 +64,11 @@ describe('the health probe follows VERIFIER_LISTEN', () => {
   });
 
   it('fails when nothing answers, and refuses paths other than the two probes', async () => {
-    const closed = await probe(`127.0.0.1:${await freePort()}`);
+    // A port that was just bound and released: nothing listens there.
+    const gone = built();
+    const { port: free } = await gone.listen({ kind: 'tcp', host: '127.0.0.1', port: 0 });
+    await gone.stop(0);
+    const closed = await probe(`127.0.0.1:${free}`);
     expect(closed.code).toBe(1);
     expect(closed.stderr).toContain('/readyz: connect ECONNREFUSED');
     expect((await probe(`unix:${socketPath}`, '/verify')).code).toBe(2);

@@ -159,7 +159,10 @@ export function createVerifierService(
       const port = await transport.listen(listen);
       let metricsPort: number | undefined;
       if (metricsListen !== undefined) {
-        metricsListener = createMetricsListener(routes.scrape, routes.notFound);
+        metricsListener = createMetricsListener(
+          () => routes.scrape(),
+          () => routes.notFound(),
+        );
         metricsPort = await metricsListener.listen(metricsListen);
       }
       return { port, transport, metricsPort };

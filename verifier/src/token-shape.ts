@@ -1,5 +1,6 @@
-// Cheap checks that run before any hashing, crypto or fetch (RFC 8725 §3.1, DESIGN.md "JWT
-// checks"): a size cap, the Bearer syntax of RFC 6750 §2.1 and the three base64url segments.
+// Cheap checks that run before any hashing, crypto or fetch (RFC 8725 §3.1; verifier/README.md
+// "What is checked"): a size cap, the Bearer syntax of RFC 6750 §2.1 and the three base64url
+// segments.
 import { MAX_TOKEN_BYTES } from './config-types.js';
 import { VerifyError } from './errors.js';
 

@@ -75,7 +75,7 @@ export function createUwsTransport(uws: UwsModule, routes: Routes): Transport {
             return;
           }
           listenSocket = socket;
-          resolve(listen.kind === 'tcp' ? uws.us_socket_local_port(socket as never) : 0);
+          resolve(listen.kind === 'tcp' ? uws.us_socket_local_port(socket) : 0);
         };
         if (listen.kind === 'unix') {
           removeStaleSocket(listen.path);

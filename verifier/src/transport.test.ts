@@ -5,7 +5,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { OAuth2Server } from 'oauth2-mock-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../stack/ports.js';
 import { loadUws, pickTransport } from './transport.js';
 import { captureLogger } from './testing/fixtures.js';
 import { buildService } from './testing/service.js';
@@ -80,9 +79,8 @@ describe.each(['uws', 'node'] as const)('the %s transport over a loopback socket
   beforeAll(async () => {
     idp = new OAuth2Server();
     await idp.issuer.keys.generate('RS256');
-    const idpPort = await freePort();
-    await idp.start(idpPort, '127.0.0.1');
-    issuer = `http://127.0.0.1:${idpPort}`;
+    await idp.start(0, '127.0.0.1');
+    issuer = `http://127.0.0.1:${idp.address().port}`;
     idp.issuer.url = issuer;
     idp.service.on('beforeTokenSigning', (jwt) => {
       jwt.payload.aud = 'secret-gate-api';
@@ -97,7 +95,7 @@ describe.each(['uws', 'node'] as const)('the %s transport over a loopback socket
       VERIFIER_REQUIRE_TYP: 'off',
     }));
     await service.start();
-    ({ port } = await service.listen({ kind: 'tcp', host: '127.0.0.1', port: await freePort() }));
+    ({ port } = await service.listen({ kind: 'tcp', host: '127.0.0.1', port: 0 }));
   });
   afterAll(async () => {
     await service.stop(0);

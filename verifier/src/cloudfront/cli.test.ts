@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { getSignedCookies, getSignedUrl } from '@aws-sdk/cloudfront-signer';
 import { describe, expect, it } from 'vitest';
+import { cfSignMain } from './cf-sign.js';
 import { parseCliArgs } from './cli-args.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
@@ -14,8 +15,19 @@ const rsaPkcs1File = `${fixtures}rsa-2048.pkcs1.pem`;
 const ecFile = `${fixtures}ec-p256.pkcs8.pem`;
 const EXPIRES = 4_000_000_000; // far enough ahead for the real clock the CLI uses
 
-/** Runs the CLI as an operator would (`npm run --silent cf-sign -- ...` runs this same command). */
+/** Runs the command in-process, as the process entry (cli.ts) does, and collects what it prints. */
 async function cfSign(...args: string[]) {
+  let stdout = '';
+  let stderr = '';
+  const code = await cfSignMain(args, {
+    out: (text) => (stdout += text),
+    err: (text) => (stderr += text),
+  });
+  return { code, stdout, stderr };
+}
+
+/** Runs the CLI as an operator would (`npm run --silent cf-sign -- ...` runs this same command). */
+async function cfSignProcess(...args: string[]) {
   try {
     const { stdout, stderr } = await promisify(execFile)(
       process.execPath,
@@ -31,7 +43,7 @@ async function cfSign(...args: string[]) {
 
 const common = ['--key-pair-id', 'K2JCJMDEHXQW5F', '--expires', String(EXPIRES)];
 
-describe('cf-sign as a subprocess', () => {
+describe('cf-sign', () => {
   it('url prints the same signed URL as the AWS SDK (PKCS#1 key, existing query string)', async () => {
     const url = 'https://d111111abcdef8.cloudfront.net/a%20b.jpg?size=large';
     const run = await cfSign('url', ...common, '--private-key', rsaPkcs1File, '--url', url);
@@ -130,8 +142,8 @@ describe('cf-sign as a subprocess', () => {
     );
   });
 
-  it('--help prints the usage and exits 0', async () => {
-    const run = await cfSign('--help');
+  it('--help prints the usage and exits 0, as a process', async () => {
+    const run = await cfSignProcess('--help');
     expect(run.code).toBe(0);
     expect(run.stdout).toMatch(/^usage:\n {2}cf-sign url/);
   });

@@ -4,7 +4,7 @@ import { createPrivateKey, sign } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { Writable } from 'node:stream';
-import { base64url, importJWK, SignJWT, type JWK, type JWTPayload } from 'jose';
+import { base64url, importJWK, SignJWT, type JWK } from 'jose';
 import { createLogger, type Logger } from '../log.js';
 
 export type KeyName = 'rsaA' | 'rsaB' | 'ec' | 'attacker';
@@ -49,8 +49,8 @@ export async function mintToken(options: MintOptions = {}): Promise<string> {
   for (const [claim, value] of Object.entries(claims))
     if (value === undefined) delete claims[claim];
   const key = await importJWK(jwk, jwk.alg);
-  return new SignJWT(claims as JWTPayload)
-    .setProtectedHeader({ alg: jwk.alg, kid: jwk.kid, typ: 'at+jwt', ...options.header } as never)
+  return new SignJWT(claims)
+    .setProtectedHeader({ alg: jwk.alg, kid: jwk.kid, typ: 'at+jwt', ...options.header })
     .sign(key);
 }
 
@@ -88,7 +88,7 @@ export async function startJwksServer(
   let redirect: string | undefined;
   let cacheControl: string | undefined;
   let hits = 0;
-  const server: Server = createServer((req, res) => {
+  const server: Server = createServer((_req, res) => {
     hits++;
     if (down) return void res.writeHead(503).end('down');
     if (redirect) return void res.writeHead(302, { location: redirect }).end();

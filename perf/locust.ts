@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { parseLocustCsv } from './locust-csv.js';
 import { CLOCK_TICKS, parseStat } from './process-stats.js';
 
-export const LOCUSTFILE = fileURLToPath(new URL('../locustfile.py', import.meta.url));
+export const LOCUSTFILE = fileURLToPath(new URL('../stresstest/locustfile.py', import.meta.url));
 /** Debian's python3-locust runs with the system python, not whatever python is first on PATH. */
 export const PYTHON = '/usr/bin/python3';
 

@@ -1,5 +1,5 @@
-// The figures the study published for its two gates (2500 users, 50/s, 5 minutes, 0.5 CPU and
-// 400 MB containers on a 2-vCPU e2-medium), copied from its "Aggregated" rows.
+// The figures the study (docs/study.md) published for its two gates (2500 users, 50/s, 5 minutes,
+// 0.5 CPU and 400 MB containers on a 2-vCPU e2-medium), copied from its "Aggregated" rows.
 
 export interface PublishedFigures {
   readonly name: string;

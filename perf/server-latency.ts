@@ -36,7 +36,7 @@ export function recordLine(histograms: Map<string, Histogram>, line: string): vo
   if (typeof entry.path !== 'string' || typeof entry.request_time !== 'number') return;
   const ms = Math.round(entry.request_time * 1000);
   let histogram = histograms.get(entry.path);
-  if (!histogram) histograms.set(entry.path, (histogram = new Map()));
+  if (!histogram) histograms.set(entry.path, (histogram = new Map<number, number>()));
   histogram.set(ms, (histogram.get(ms) ?? 0) + 1);
 }
 

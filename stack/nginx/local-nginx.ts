@@ -4,7 +4,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { assertWorkersCanReach } from '../stack/worker-access.js';
+import { assertWorkersCanReach } from '../worker-access.js';
 import { nginxPaths, renderNginxConfig } from './render.js';
 import type { NginxEnv } from './variables.js';
 

@@ -1,6 +1,6 @@
 // report.md of a stress run: the study's table per system, one side-by-side summary with the
 // study's published figures, the goals of the experiment as met / missed, and the resources each
-// service used.
+// service used. The study: docs/study.md.
 import type { CsvRow } from './locust-csv.js';
 import type { CpuThrottling, LimitSupport, ResourceProfile } from './limits.js';
 import type { LoadGeneratorUsage } from './locust.js';

@@ -9,15 +9,15 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../stack/ports.js';
+import { freePort } from '../../stack/ports.js';
 import {
   contractCloudFrontGrant,
   contractTokens,
   startContractVerifier,
   type ContractVerifier,
 } from './contract-verifier.js';
-import { startLocalNginx, type LocalNginx } from './local-nginx.js';
-import { localNginxEnv, nginxPaths, type LocalNginxOptions } from './render.js';
+import { startLocalNginx, type LocalNginx } from '../../stack/nginx/local-nginx.js';
+import { localNginxEnv, nginxPaths, type LocalNginxOptions } from '../../stack/nginx/render.js';
 
 const devSecrets = JSON.parse(await readFile(nginxPaths.devSecretsFile, 'utf8')) as {
   default: Record<string, string>;
@@ -421,10 +421,10 @@ describe.skipIf(!existsSync(realVerifierMain))(
     let startVerifier: () => Promise<void>;
 
     beforeAll(async () => {
-      const { loadIdpConfig } = await import('../idp/config.js');
-      const { startIdp } = await import('../idp/server.js');
-      const { createIdpClient } = await import('../stack/idp-client.js');
-      const { verifierConfig } = await import('../stack/service-env.js');
+      const { loadIdpConfig } = await import('../../idp/config.js');
+      const { startIdp } = await import('../../idp/server.js');
+      const { createIdpClient } = await import('../../stack/idp-client.js');
+      const { verifierConfig } = await import('../../stack/service-env.js');
       const idp = await startIdp(loadIdpConfig({ IDP_HOST: '127.0.0.1', IDP_PORT: '0' }));
       cleanups.push(() => idp.close());
       requestToken = createIdpClient(idp.issuer).requestToken;

@@ -2,16 +2,16 @@
 // issuer to mint tokens from, and its services (root PIDs) under the run's limits.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startStack } from '../../stack/start-stack.js';
-import { freePort } from '../../stack/ports.js';
+import { startStack } from '../stack/start-stack.js';
+import { freePort } from '../stack/ports.js';
 import { startBaseline, type BaselineName } from './baselines.js';
 import type { Confinement } from './limits.js';
-import type { SystemName } from './options.js';
+import type { SystemName } from './stress-options.js';
 import { startService } from './service.js';
 import { fetchRs256Spki } from './tokens.js';
 
 export const AUDIENCE = 'secret-gate-api';
-const REPO_ROOT = join(import.meta.dirname, '..', '..');
+const REPO_ROOT = join(import.meta.dirname, '..');
 
 /**
  * All stress and bench traffic comes from 127.0.0.1, so NGINX's per-IP limit on /secret would

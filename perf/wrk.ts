@@ -67,7 +67,7 @@ export function runWrk(run: WrkRun): Promise<WrkResult> {
       try {
         resolve(parseWrkOutput(stdout));
       } catch (error) {
-        reject(error as Error);
+        reject(error);
       }
     });
   });

@@ -1,7 +1,7 @@
 // Per-service CPU and memory limits without Docker: one cgroup v1 group per service under
 // /sys/fs/cgroup/{cpu,memory,cpuset}, like the study's containers had. Where the groups cannot be
 // written (not root, cgroup v2 only, read-only mount) every service is only pinned to its core,
-// and the run says so in its report.
+// and the run says so in its report. The study: docs/study.md.
 import { spawnSync } from 'node:child_process';
 import {
   accessSync,

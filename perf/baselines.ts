@@ -1,13 +1,14 @@
 // Starts the comparison gates of stresstest/baselines/ as fresh processes: the study's njs and
 // Node.js gates (each with the stock-NGINX user-info endpoint they call) and njs verifying RS256.
+// The study: docs/study.md.
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freePort } from '../../stack/ports.js';
+import { freePort } from '../stack/ports.js';
 import type { Confinement } from './limits.js';
 import { prepareNginxPrefix } from './nginx-prefix.js';
 import { startService, type RunningService } from './service.js';
 
-const BASELINES = fileURLToPath(new URL('../baselines/', import.meta.url));
+const BASELINES = fileURLToPath(new URL('../stresstest/baselines/', import.meta.url));
 
 /** The secrets every baseline hands out, in the study's flat `SECRETS` format. */
 export const BASELINE_SECRETS = '{"x-api-key":"stress-demo-api-key"}';

@@ -114,7 +114,7 @@ export function parseStressOptions(argv: readonly string[]): StressOptions {
   if (problems.length > 0) throw new TypeError(`invalid options: ${problems.join('; ')}`);
   return Object.freeze({
     systems: Object.freeze(systems),
-    profile: profile!,
+    profile: profile,
     users,
     spawnRate,
     durationSeconds,

@@ -38,7 +38,7 @@ export interface NginxVariable {
   readonly docker: string;
 }
 
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 /** Where the templates, njs modules and dev secrets of this repository live. */
 export const nginxPaths = Object.freeze({

@@ -3,10 +3,10 @@
 import { readFileSync, existsSync } from 'node:fs';
 import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { evaluateBenchGoals, ROW_NAMES, withRatios } from '../bench/lib/goals.js';
-import { parseBenchOptions } from '../bench/lib/options.js';
-import { parseWrkOutput } from '../bench/lib/wrk.js';
-import { renderChart, seriesFromHistory } from './lib/chart.js';
+import { evaluateBenchGoals, ROW_NAMES, withRatios } from './bench-goals.js';
+import { parseBenchOptions } from './bench-options.js';
+import { parseWrkOutput } from './wrk.js';
+import { renderChart, seriesFromHistory } from './chart.js';
 import {
   createConfinement,
   detectLimitSupport,
@@ -14,22 +14,22 @@ import {
   PROFILES,
   throttlingSince,
   type LimitProbe,
-} from './lib/limits.js';
-import { locustArgs } from './lib/locust.js';
-import { parseCsvRecords, parseLocustCsv } from './lib/locust-csv.js';
-import { parseDuration, parseStressOptions } from './lib/options.js';
-import { parseHwm, parseStat } from './lib/process-stats.js';
+} from './limits.js';
+import { locustArgs } from './locust.js';
+import { parseCsvRecords, parseLocustCsv } from './locust-csv.js';
+import { parseDuration, parseStressOptions } from './stress-options.js';
+import { parseHwm, parseStat } from './process-stats.js';
 import {
   bottleneckLine,
   evaluateGoals,
   renderReport,
   studyTable,
   type SystemResult,
-} from './lib/report.js';
-import { recordLine, summarize } from './lib/server-latency.js';
+} from './report.js';
+import { recordLine, summarize } from './server-latency.js';
 
 const fixture = (name: string) =>
-  readFileSync(new URL(`./fixtures/${name}`, import.meta.url), 'utf8');
+  readFileSync(new URL(`../stresstest/fixtures/${name}`, import.meta.url), 'utf8');
 
 describe('stress options', () => {
   it('defaults to the study: all systems, profile study, 2500 users at 50/s for 5 minutes', () => {

@@ -1,0 +1,86 @@
+// ESLint for the whole repository: typescript-eslint's type-checked recommendations, each file
+// checked against the tsconfig that owns it, plus the layout rule that product code never imports
+// from the harness (docs/architecture.md).
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+const harnessImport = {
+  regex: '^(\\.\\./)+(stack|idp|perf|bench|stresstest|test)/',
+  message: 'product code must not import from the harness (docs/architecture.md, "Layout")',
+};
+const testSupportImport = {
+  regex: '(^|/)(testing/|fake-request)',
+  message: 'test support is for tests only',
+};
+
+export default tseslint.config(
+  {
+    ignores: [
+      '**/dist/**',
+      'node_modules/**',
+      'test-results/**',
+      // Reproductions of the original study's gates, kept as they were published (docs/study.md).
+      'stresstest/baselines/**',
+      'stresstest/compose/*.mjs',
+    ],
+  },
+  js.configs.recommended,
+  ...tseslint.configs.recommendedTypeChecked,
+  {
+    languageOptions: {
+      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+    },
+    rules: {
+      // `_name` marks a parameter a signature needs but the body does not (a callback's slot).
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', destructuredArrayIgnorePattern: '^_' },
+      ],
+      // Rethrowing what a catch received (typed `unknown`) is fine; literals are not.
+      '@typescript-eslint/prefer-promise-reject-errors': ['error', { allowThrowingUnknown: true }],
+    },
+  },
+  {
+    // Test fakes implement async interfaces with synchronous bodies, and `expect.any()` and
+    // parsed fixtures are `any` by design.
+    files: ['**/*.test.ts'],
+    rules: {
+      '@typescript-eslint/require-await': 'off',
+      '@typescript-eslint/no-unsafe-assignment': 'off',
+      '@typescript-eslint/no-unsafe-member-access': 'off',
+      '@typescript-eslint/no-unsafe-argument': 'off',
+    },
+  },
+  {
+    // njs modules: plain JavaScript type-checked against njs-types (nginx/njs/tsconfig.json);
+    // njs 0.7.9 has no optional catch binding, and NGINX defines a few globals.
+    files: ['nginx/njs/*.js'],
+    languageOptions: {
+      globals: { ngx: 'readonly', process: 'readonly', sg_secrets: 'readonly' },
+    },
+    rules: {
+      '@typescript-eslint/no-unused-vars': ['error', { caughtErrors: 'none' }],
+      '@typescript-eslint/ban-ts-comment': ['error', { 'ts-ignore': 'allow-with-description' }],
+      // JSON.parse answers `any` in JavaScript; the modules check shapes by hand right after.
+      '@typescript-eslint/no-unsafe-assignment': 'off',
+    },
+  },
+  {
+    // The layout rule: product folders (verifier/, nginx/, spa/) never import from the harness
+    // (stack runner, dev IdP, perf toolkit, benches, suites); product code never imports the
+    // tests' own support either.
+    files: ['verifier/src/**/*.ts', 'nginx/njs/**/*.{js,ts}', 'spa/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [harnessImport] }] },
+  },
+  {
+    files: ['verifier/src/**/*.ts', 'nginx/njs/**/*.js', 'spa/src/**/*.ts'],
+    ignores: ['**/*.test.ts', 'verifier/src/testing/**', 'nginx/njs/fake-request.ts'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [harnessImport, testSupportImport] }],
+    },
+  },
+  {
+    files: ['eslint.config.js'],
+    ...tseslint.configs.disableTypeChecked,
+  },
+);
