@@ -302,14 +302,17 @@ export function checkIssuer(
   label: (path: string) => string,
   problems: Problems,
 ) {
-  const fetched =
+  // The URL the verifier fetches first: the one configured, else the issuer's discovery document.
+  const [field, fetched] =
     issuer.type === 'jwt'
-      ? [issuer.jwksUri === undefined ? ['issuer', issuer.issuer] : ['jwksUri', issuer.jwksUri]]
-      : [issuer.endpoint === undefined ? ['issuer', issuer.issuer] : ['endpoint', issuer.endpoint]];
-  for (const [field, value] of fetched) {
-    const problem = value === undefined ? undefined : insecureUrlProblem(value, issuer.allowHttp);
-    if (problem !== undefined) problems.push(`${label(field!)}: ${problem}`);
-  }
+      ? issuer.jwksUri === undefined
+        ? ['issuer', issuer.issuer]
+        : ['jwksUri', issuer.jwksUri]
+      : issuer.endpoint === undefined
+        ? ['issuer', issuer.issuer]
+        : ['endpoint', issuer.endpoint];
+  const problem = insecureUrlProblem(fetched, issuer.allowHttp);
+  if (problem !== undefined) problems.push(`${label(field)}: ${problem}`);
   if (issuer.type === 'jwt' && issuer.maxTokenAge <= 0)
     problems.push(`${label('maxTokenAge')}: must be greater than 0`);
 }
