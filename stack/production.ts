@@ -7,39 +7,21 @@
 //   - configuration directories are read-only (root-owned, or at least not writable), while run,
 //     temp and log directories are the only writable places, like the pod's emptyDirs;
 //   - the dev IdP runs without its control API (IDP_DEV_CONTROL=off), as a real IdP would.
-// It uses the runner's parts (stack/*) rather than startStack() itself, because startStack()
-// always gives the verifier a TCP port and checks its readiness there.
+// It is the production shape of the one orchestrator (orchestrate.ts); startStack() is the dev one.
 import {
   chmodSync,
   chownSync,
   existsSync,
   mkdirSync,
-  mkdtempSync,
   readFileSync,
   readdirSync,
-  rmSync,
   statSync,
   writeFileSync,
 } from 'node:fs';
 import { request } from 'node:http';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { createIdpClient } from './idp-client.js';
-import { nginxPaths } from './nginx/render.js';
-import { prepareNginx } from './nginx-runtime.js';
-import { freePort } from './ports.js';
-import { artefacts, ensureArtefacts, findNginx } from './prerequisites.js';
-import { assertWorkersCanReach } from './worker-access.js';
-import { createServiceProcess, waitForHttp, type ServiceProcess } from './service-process.js';
-import {
-  VERIFIER_NODE_FLAGS,
-  idpEnv,
-  verifierConfig,
-  verifierEnv,
-  type ServiceName,
-} from './service-env.js';
-import { REPO_ROOT, type Stack, type StackOptions } from './start-stack.js';
-import { inheritedEnv, stackUrls, superviseStack } from './supervise.js';
+import { join } from 'node:path';
+import { orchestrate, type StackShape } from './orchestrate.js';
+import type { Stack, StackOptions } from './start-stack.js';
 
 /** Who NGINX and the verifier run as. */
 export interface RunAs {
@@ -139,155 +121,49 @@ function setReadOnly(dirs: readonly string[], readOnly: boolean): void {
 
 /** Starts IdP, verifier and NGINX the production way; on any failure stops what started. */
 export async function startProductionStack(options: StackOptions = {}): Promise<ProductionStack> {
-  const log = options.log ?? (() => {});
   const runAs = chooseRunAs();
-  const nginxBinary = await findNginx();
-  await ensureArtefacts(REPO_ROOT, { build: options.build ?? true, log });
-  assertWorkersCanReach(artefacts(REPO_ROOT).map((artefact) => artefact.marker));
-
-  const ownsDir = options.runtimeDir === undefined;
-  const runtimeDir = options.runtimeDir
-    ? resolve(options.runtimeDir)
-    : mkdtempSync(join(tmpdir(), 'secret-gate-production-'));
-  mkdirSync(runtimeDir, { recursive: true });
-  chmodSync(runtimeDir, 0o755);
-  const logDir = join(runtimeDir, 'logs');
-  const configDir = join(runtimeDir, 'config');
-  const socketDir = join(runtimeDir, 'socket');
-  for (const dir of [logDir, configDir, socketDir]) mkdirSync(dir, { recursive: true });
-  // The socket directory is the pod's shared emptyDir: only the services' user may enter it.
-  chownSync(socketDir, runAs.uid, runAs.gid);
-  chmodSync(socketDir, 0o700);
-  const socket = join(socketDir, 'verifier.sock');
-
-  const ports = {
-    nginx: options.ports?.nginx || (await freePort()),
-    idp: options.ports?.idp || (await freePort()),
-    verifier: 0, // no TCP port: unix socket only
-  };
-  const audience = options.audience ?? 'secret-gate-api';
-  const issuer = `http://127.0.0.1:${ports.idp}`;
-
-  // Secrets readable by the services' group only, like the pod's 0440 Secret volume + fsGroup.
-  const secretsFile = join(configDir, 'secrets.json');
-  writeFileSync(secretsFile, readFileSync(options.secretsFile ?? nginxPaths.devSecretsFile), {
-    mode: 0o440,
-  });
-  chownSync(secretsFile, process.getuid?.() ?? 0, runAs.gid);
-  const verifierConfigFile = join(configDir, 'verifier.json');
-  writeFileSync(
-    verifierConfigFile,
-    `${JSON.stringify(verifierConfig({ issuer, jwksUri: `${issuer}/jwks`, audience }), null, 2)}\n`,
-    {
-      mode: 0o444,
+  let socket = '';
+  let readOnlyDirs: string[] = [];
+  const shape: StackShape = {
+    tempPrefix: 'secret-gate-production-',
+    layout(runtimeDir) {
+      chmodSync(runtimeDir, 0o755);
+      const logDir = join(runtimeDir, 'logs');
+      const configDir = join(runtimeDir, 'config');
+      const socketDir = join(runtimeDir, 'socket');
+      for (const dir of [logDir, configDir, socketDir]) mkdirSync(dir, { recursive: true });
+      // The socket directory is the pod's shared emptyDir: only the services' user may enter it.
+      chownSync(socketDir, runAs.uid, runAs.gid);
+      chmodSync(socketDir, 0o700);
+      socket = join(socketDir, 'verifier.sock');
+      return { runtimeDir, logDir, configDir };
     },
-  );
-
-  const env: Record<ServiceName, Record<string, string>> = {
-    idp: {
-      ...idpEnv({ host: '127.0.0.1', port: ports.idp, issuer, audience }),
-      IDP_DEV_CONTROL: 'off',
-      ...options.env?.idp,
+    verifierPort: () => Promise.resolve(0), // no TCP port: unix socket only
+    listener: () => ({
+      address: `unix:${socket}`,
+      url: `unix:${socket}`,
+      ready: (signal) => waitForUnixHttp(socket, '/readyz', signal),
+    }),
+    writeFile(path, content, kind) {
+      if (kind === 'config') return writeFileSync(path, content, { mode: 0o444 });
+      // Secrets readable by the services' group only, like the pod's 0440 Secret volume + fsGroup.
+      writeFileSync(path, content, { mode: 0o440 });
+      chownSync(path, process.getuid?.() ?? 0, runAs.gid);
     },
-    verifier: {
-      ...verifierEnv({ listen: `unix:${socket}`, configFile: verifierConfigFile }),
-      ...options.env?.verifier,
-    },
-    nginx: {},
-  };
-  const prefix = join(runtimeDir, 'nginx');
-  const nginx = await prepareNginx({
-    prefix,
-    nginx: nginxBinary,
-    listen: `127.0.0.1:${ports.nginx}`,
-    verifierAddr: `unix:${socket}`,
-    issuer,
-    audience,
-    secretsFile,
+    idpEnv: { IDP_DEV_CONTROL: 'off' },
     // No `user` directive: the master itself is unprivileged, as in the pod.
-    overrides: { SG_USER_DIRECTIVE: '', ...options.env?.nginx },
-  });
-  env.nginx = { ...nginx.env };
-  if (options.secrets !== undefined) env.nginx.SECRETS = options.secrets;
-
-  // Run, temp and log directories belong to the services' user; everything else is read-only.
-  const writable = new Set([nginx.env.SG_RUN_DIR, nginx.env.SG_TEMP_DIR, nginx.env.SG_LOG_DIR]);
-  for (const dir of writable) chownSync(dir, runAs.uid, runAs.gid);
-  const readOnlyDirs = [configDir, ...configDirs(prefix, writable)];
-  setReadOnly(readOnlyDirs, true);
-
-  const gate = `http://127.0.0.1:${ports.nginx}`;
-  const logs = {
-    idp: join(logDir, 'idp.log'),
-    verifier: join(logDir, 'verifier.log'),
-    nginx: join(logDir, 'nginx.log'),
-  };
-  const baseEnv = inheritedEnv();
-  const spawnAs = (
-    name: ServiceName,
-    command: string,
-    args: readonly string[],
-    ready: (s: AbortSignal) => Promise<void>,
-    cwd: string,
-  ) => {
-    const [cmd, argv] = name === 'idp' ? [command, [...args]] : asUser(runAs, command, args);
-    return createServiceProcess({
-      name,
-      command: cmd,
-      args: argv,
-      env: { ...baseEnv, ...env[name] },
-      cwd,
-      logFile: logs[name],
-      ready,
-    });
-  };
-  const services: Record<ServiceName, ServiceProcess> = {
-    // The dev IdP stands in for the organisation's IdP: it is not part of what gets deployed.
-    idp: spawnAs(
-      'idp',
-      process.execPath,
-      ['--import', 'tsx', join(REPO_ROOT, 'idp/main.ts')],
-      (s) => waitForHttp(`${issuer}/readyz`, s),
-      REPO_ROOT,
-    ),
-    verifier: spawnAs(
-      'verifier',
-      process.execPath,
-      [...VERIFIER_NODE_FLAGS, join(REPO_ROOT, 'verifier/dist/main.js')],
-      (s) => waitForUnixHttp(socket, '/readyz', s),
-      REPO_ROOT,
-    ),
-    nginx: spawnAs(
-      'nginx',
-      nginxBinary.binary,
-      nginx.args,
-      (s) => waitForHttp(`${gate}/hello`, s),
-      nginx.prefix,
-    ),
-  };
-
-  const stack = await superviseStack({
-    urls: stackUrls(gate, issuer, `unix:${socket}`),
-    ports,
-    env,
-    runtimeDir,
-    files: {
-      nginxConf: nginx.confFile,
-      nginxPrefix: nginx.prefix,
-      secrets: secretsFile,
-      verifierConfig: verifierConfigFile,
-      logs,
+    nginxOverrides: { SG_USER_DIRECTIVE: '' },
+    secure(nginx, layout) {
+      // Run, temp and log directories belong to the services' user; everything else is read-only.
+      const writable = new Set([nginx.env.SG_RUN_DIR, nginx.env.SG_TEMP_DIR, nginx.env.SG_LOG_DIR]);
+      for (const dir of writable) chownSync(dir, runAs.uid, runAs.gid);
+      readOnlyDirs = [layout.configDir, ...configDirs(nginx.prefix, writable)];
+      setReadOnly(readOnlyDirs, true);
     },
-    idp: createIdpClient(issuer),
-    services,
-    readyTimeoutMs: options.readyTimeoutMs,
-    log,
+    command: (_name, command, args) => asUser(runAs, command, args),
     label: (name) => (name === 'idp' ? '' : ` as ${runAs.user}`),
-    cleanUp: () => {
-      if (!ownsDir) return;
-      setReadOnly(readOnlyDirs, false);
-      rmSync(runtimeDir, { recursive: true, force: true });
-    },
-  });
+    release: () => setReadOnly(readOnlyDirs, false),
+  };
+  const stack = await orchestrate(options, shape);
   return { ...stack, runAs, verifierSocket: socket, readOnlyDirs };
 }

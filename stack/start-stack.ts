@@ -1,27 +1,15 @@
-// startStack(): the one runner behind `npm start`, the integration and browser suites and the
-// stress and chaos harnesses. It writes the runtime files, starts the dev IdP, the verifier and
-// NGINX as child processes on loopback, waits until each answers, and stops them all again.
-import { mkdtempSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { assertWorkersCanReach, letWorkersRead } from './worker-access.js';
-import { tmpdir } from 'node:os';
+// startStack(): the dev run behind `npm start`, the integration and browser suites and the stress
+// and chaos harnesses: the dev IdP, the verifier and NGINX as child processes on loopback, in the
+// dev shape of the one orchestrator (orchestrate.ts); production.ts is the other shape.
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createIdpClient, type IdpClient, type TokenShape } from './idp-client.js';
-import { nginxPaths } from './nginx/render.js';
-import { prepareNginx } from './nginx-runtime.js';
+import type { IdpClient, TokenShape } from './idp-client.js';
+import { orchestrate, type StackShape } from './orchestrate.js';
 import { freePort } from './ports.js';
-import { artefacts, ensureArtefacts, findNginx } from './prerequisites.js';
-import { createServiceProcess, waitForHttp, type ServiceProcess } from './service-process.js';
-import {
-  DEFAULT_PORTS,
-  SERVICE_NAMES,
-  VERIFIER_NODE_FLAGS,
-  idpEnv,
-  verifierConfig,
-  verifierEnv,
-  type ServiceName,
-} from './service-env.js';
-import { inheritedEnv, stackUrls, superviseStack } from './supervise.js';
+import { waitForHttp } from './service-process.js';
+import type { ServiceName } from './service-env.js';
+import { letWorkersRead } from './worker-access.js';
 
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -90,124 +78,35 @@ export interface Stack {
 }
 
 /** Starts the whole stack; on any failure stops what already started and rethrows. */
-export async function startStack(options: StackOptions = {}): Promise<Stack> {
-  const log = options.log ?? (() => {});
-  const nginxBinary = await findNginx();
-  await ensureArtefacts(REPO_ROOT, { build: options.build ?? true, log });
-  assertWorkersCanReach(artefacts(REPO_ROOT).map((artefact) => artefact.marker));
-
-  const ownsDir = options.runtimeDir === undefined;
-  const runtimeDir = options.runtimeDir
-    ? resolve(options.runtimeDir)
-    : mkdtempSync(join(tmpdir(), 'secret-gate-'));
-  const logDir = join(runtimeDir, 'logs');
-  mkdirSync(logDir, { recursive: true });
-  const ports = await pickPorts(options.ports ?? {});
-  const audience = options.audience ?? 'secret-gate-api';
-  const issuer = `http://127.0.0.1:${ports.idp}`;
-  const verifierAddr = `127.0.0.1:${ports.verifier}`;
-
-  const secretsFile = join(runtimeDir, 'secrets.json');
-  writeFileSync(secretsFile, readFileSync(options.secretsFile ?? nginxPaths.devSecretsFile), {
-    mode: 0o600,
-  });
-  letWorkersRead(runtimeDir, secretsFile);
-  const verifierConfigFile = join(runtimeDir, 'verifier.json');
-  writeFileSync(
-    verifierConfigFile,
-    `${JSON.stringify(verifierConfig({ issuer, jwksUri: `${issuer}/jwks`, audience }), null, 2)}\n`,
-  );
-
-  const env: Record<ServiceName, Record<string, string>> = {
-    idp: {
-      ...idpEnv({ host: '127.0.0.1', port: ports.idp, issuer, audience }),
-      ...options.env?.idp,
-    },
-    verifier: {
-      ...verifierEnv({ listen: verifierAddr, configFile: verifierConfigFile }),
-      ...options.env?.verifier,
-    },
-    nginx: {},
-  };
-  const nginx = await prepareNginx({
-    prefix: join(runtimeDir, 'nginx'),
-    nginx: nginxBinary,
-    listen: `127.0.0.1:${ports.nginx}`,
-    verifierAddr,
-    issuer,
-    audience,
-    secretsFile,
-    overrides: options.env?.nginx ?? {},
-  });
-  env.nginx = { ...nginx.env };
-  if (options.secrets !== undefined) env.nginx.SECRETS = options.secrets;
-
-  const gate = `http://127.0.0.1:${ports.nginx}`;
-  const logs = {
-    idp: join(logDir, 'idp.log'),
-    verifier: join(logDir, 'verifier.log'),
-    nginx: join(logDir, 'nginx.log'),
-  };
-  const baseEnv = inheritedEnv();
-  const services: Record<ServiceName, ServiceProcess> = {
-    idp: createServiceProcess({
-      name: 'idp',
-      command: process.execPath,
-      args: ['--import', 'tsx', join(REPO_ROOT, 'idp/main.ts')],
-      env: { ...baseEnv, ...env.idp },
-      cwd: REPO_ROOT,
-      logFile: logs.idp,
-      ready: (signal) => waitForHttp(`${issuer}/readyz`, signal),
-    }),
-    verifier: createServiceProcess({
-      name: 'verifier',
-      command: process.execPath,
-      args: [...VERIFIER_NODE_FLAGS, join(REPO_ROOT, 'verifier/dist/main.js')],
-      env: { ...baseEnv, ...env.verifier },
-      cwd: REPO_ROOT,
-      logFile: logs.verifier,
-      ready: (signal) => waitForHttp(`http://${verifierAddr}/readyz`, signal),
-    }),
-    nginx: createServiceProcess({
-      name: 'nginx',
-      command: nginxBinary.binary,
-      args: nginx.args,
-      env: { ...baseEnv, ...env.nginx },
-      cwd: nginx.prefix,
-      logFile: logs.nginx,
-      ready: (signal) => waitForHttp(`${gate}/hello`, signal),
-    }),
-  };
-
-  return superviseStack({
-    urls: stackUrls(gate, issuer, `http://${verifierAddr}`),
-    ports,
-    env,
-    runtimeDir,
-    files: {
-      nginxConf: nginx.confFile,
-      nginxPrefix: nginx.prefix,
-      secrets: secretsFile,
-      verifierConfig: verifierConfigFile,
-      logs,
-    },
-    idp: createIdpClient(issuer),
-    services,
-    readyTimeoutMs: options.readyTimeoutMs,
-    log,
-    cleanUp: () => {
-      if (ownsDir) rmSync(runtimeDir, { recursive: true, force: true });
-    },
-  });
+export function startStack(options: StackOptions = {}): Promise<Stack> {
+  return orchestrate(options, devShape());
 }
 
-async function pickPorts(
-  requested: Partial<Record<ServiceName, number>>,
-): Promise<Record<ServiceName, number>> {
-  const ports = { ...DEFAULT_PORTS };
-  for (const name of SERVICE_NAMES) {
-    const port = requested[name] ?? 0;
-    ports[name] = port === 0 ? await freePort() : port;
-  }
-  return ports;
+/** The dev run: everything in one temp directory, the verifier on a loopback TCP port. */
+function devShape(): StackShape {
+  return {
+    tempPrefix: 'secret-gate-',
+    layout(runtimeDir) {
+      const logDir = join(runtimeDir, 'logs');
+      mkdirSync(logDir, { recursive: true });
+      return { runtimeDir, logDir, configDir: runtimeDir };
+    },
+    verifierPort: async (requested) => requested || (await freePort()),
+    listener: (_layout, port) => ({
+      address: `127.0.0.1:${port}`,
+      url: `http://127.0.0.1:${port}`,
+      ready: (signal) => waitForHttp(`http://127.0.0.1:${port}/readyz`, signal),
+    }),
+    writeFile(path, content, kind) {
+      if (kind === 'config') return writeFileSync(path, content);
+      writeFileSync(path, content, { mode: 0o600 });
+      // NGINX's workers may run as another user (`nobody` under root): they get read access only.
+      letWorkersRead(dirname(path), path);
+    },
+    idpEnv: {},
+    nginxOverrides: {},
+    secure: () => {},
+    command: (_name, command, args) => [command, [...args]],
+    release: () => {},
+  };
 }

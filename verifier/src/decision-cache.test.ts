@@ -31,15 +31,17 @@ function entry(exp: number, extra: Partial<CacheEntry> & { issuer?: string } = {
   };
 }
 
+function cacheFor(
+  clock: ReturnType<typeof manualClock>,
+  bounds: { maxEntries: number; maxBytes: number; maxTtl: number },
+) {
+  return createDecisionCache({ ...bounds, now: clock.now });
+}
+
 describe('decision cache invariants', () => {
   it('an entry never outlives its token exp', () => {
     const clock = manualClock();
-    const cache = createDecisionCache({
-      maxEntries: 10,
-      maxBytes: 1e6,
-      maxTtl: 3600,
-      now: clock.now,
-    });
+    const cache = cacheFor(clock, { maxEntries: 10, maxBytes: 1e6, maxTtl: 3600 });
     cache.set('a', entry(clock.seconds() + 60));
     clock.advance(59);
     expect(cache.get('a', POLICY)).toBeDefined();
@@ -50,12 +52,7 @@ describe('decision cache invariants', () => {
 
   it('an entry never satisfies a policy it was not checked against, even under the same key', () => {
     const clock = manualClock();
-    const cache = createDecisionCache({
-      maxEntries: 10,
-      maxBytes: 1e6,
-      maxTtl: 3600,
-      now: clock.now,
-    });
+    const cache = cacheFor(clock, { maxEntries: 10, maxBytes: 1e6, maxTtl: 3600 });
     cache.set('same-key', entry(clock.seconds() + 60, { policy: 'open' }));
     expect(cache.get('same-key', 'open')).toMatchObject({ outcome: 'allow' });
     expect(cache.get('same-key', 'admin')).toBeUndefined();
@@ -63,12 +60,7 @@ describe('decision cache invariants', () => {
 
   it('keeps plain data: a 403 for missing scopes comes back with the scopes the policy asked for', () => {
     const clock = manualClock();
-    const cache = createDecisionCache({
-      maxEntries: 10,
-      maxBytes: 1e6,
-      maxTtl: 3600,
-      now: clock.now,
-    });
+    const cache = cacheFor(clock, { maxEntries: 10, maxBytes: 1e6, maxTtl: 3600 });
     const denied = deny('scope_insufficient', ['secrets:read'], identity);
     cache.set('a', { ...entry(clock.seconds() + 60), decision: { ...denied, identity } });
     expect(cache.get('a', POLICY)).toEqual(denied);
@@ -76,12 +68,7 @@ describe('decision cache invariants', () => {
 
   it('a hit answers exactly the stored decision (outcome, reason, identity)', () => {
     const clock = manualClock();
-    const cache = createDecisionCache({
-      maxEntries: 10,
-      maxBytes: 1e6,
-      maxTtl: 3600,
-      now: clock.now,
-    });
+    const cache = cacheFor(clock, { maxEntries: 10, maxBytes: 1e6, maxTtl: 3600 });
     const stored = entry(clock.seconds() + 60);
     cache.set('a', stored);
     expect(cache.get('a', POLICY)).toEqual(stored.decision);
@@ -89,12 +76,7 @@ describe('decision cache invariants', () => {
 
   it('an entry never outlives maxTtl', () => {
     const clock = manualClock();
-    const cache = createDecisionCache({
-      maxEntries: 10,
-      maxBytes: 1e6,
-      maxTtl: 30,
-      now: clock.now,
-    });
+    const cache = cacheFor(clock, { maxEntries: 10, maxBytes: 1e6, maxTtl: 30 });
     cache.set('a', entry(clock.seconds() + 3600));
     clock.advance(29);
     expect(cache.get('a', POLICY)).toBeDefined();
@@ -104,36 +86,21 @@ describe('decision cache invariants', () => {
 
   it('re-checks nbf on every hit', () => {
     const clock = manualClock();
-    const cache = createDecisionCache({
-      maxEntries: 10,
-      maxBytes: 1e6,
-      maxTtl: 3600,
-      now: clock.now,
-    });
+    const cache = cacheFor(clock, { maxEntries: 10, maxBytes: 1e6, maxTtl: 3600 });
     cache.set('a', entry(clock.seconds() + 600, { nbf: clock.seconds() + 10 }));
     expect(cache.get('a', POLICY)).toBeUndefined();
   });
 
   it('an already expired token is not stored', () => {
     const clock = manualClock();
-    const cache = createDecisionCache({
-      maxEntries: 10,
-      maxBytes: 1e6,
-      maxTtl: 3600,
-      now: clock.now,
-    });
+    const cache = cacheFor(clock, { maxEntries: 10, maxBytes: 1e6, maxTtl: 3600 });
     cache.set('a', entry(clock.seconds() - 1));
     expect(cache.size).toBe(0);
   });
 
   it('is bounded by entries', () => {
     const clock = manualClock();
-    const cache = createDecisionCache({
-      maxEntries: 3,
-      maxBytes: 1e6,
-      maxTtl: 3600,
-      now: clock.now,
-    });
+    const cache = cacheFor(clock, { maxEntries: 3, maxBytes: 1e6, maxTtl: 3600 });
     for (const key of ['a', 'b', 'c', 'd']) cache.set(key, entry(clock.seconds() + 600));
     expect(cache.size).toBe(3);
     expect(cache.get('a', POLICY)).toBeUndefined();
@@ -141,12 +108,7 @@ describe('decision cache invariants', () => {
 
   it('is bounded by bytes', () => {
     const clock = manualClock();
-    const cache = createDecisionCache({
-      maxEntries: 1000,
-      maxBytes: 5000,
-      maxTtl: 3600,
-      now: clock.now,
-    });
+    const cache = cacheFor(clock, { maxEntries: 1000, maxBytes: 5000, maxTtl: 3600 });
     for (let i = 0; i < 100; i++) cache.set(`key-${i}`, entry(clock.seconds() + 600));
     expect(cache.size).toBeLessThan(100);
     expect(cache.bytes).toBeLessThanOrEqual(5000);
@@ -154,12 +116,7 @@ describe('decision cache invariants', () => {
 
   it('drops the entries of a kid that left, and entries without a kid', () => {
     const clock = manualClock();
-    const cache = createDecisionCache({
-      maxEntries: 10,
-      maxBytes: 1e6,
-      maxTtl: 3600,
-      now: clock.now,
-    });
+    const cache = cacheFor(clock, { maxEntries: 10, maxBytes: 1e6, maxTtl: 3600 });
     const exp = clock.seconds() + 600;
     cache.set('k1', entry(exp, { kid: 'k1' }));
     cache.set('k2', entry(exp, { kid: 'k2' }));

@@ -1,0 +1,191 @@
+// The one stack orchestrator behind startStack() (the dev run) and startProductionStack() (the
+// production-shaped run): it lays out the runtime directory, writes the runtime files, prepares
+// NGINX, describes the three processes and hands them to superviseStack(). What differs between
+// the two runs is a StackShape: where files go and with which modes, how the verifier listens,
+// and whom NGINX and the verifier run as.
+import { mkdtempSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { createIdpClient } from './idp-client.js';
+import { nginxPaths } from './nginx/render.js';
+import { prepareNginx, type NginxRuntime } from './nginx-runtime.js';
+import { freePort } from './ports.js';
+import { artefacts, ensureArtefacts, findNginx } from './prerequisites.js';
+import { createServiceProcess, waitForHttp, type ServiceProcess } from './service-process.js';
+import {
+  VERIFIER_NODE_FLAGS,
+  idpEnv,
+  verifierConfig,
+  verifierEnv,
+  type ServiceName,
+} from './service-env.js';
+import { REPO_ROOT, type Stack, type StackOptions } from './start-stack.js';
+import { inheritedEnv, stackUrls, superviseStack } from './supervise.js';
+import { assertWorkersCanReach } from './worker-access.js';
+
+/** Where one run keeps its files. */
+export interface StackLayout {
+  readonly runtimeDir: string;
+  readonly logDir: string;
+  /** Secrets file and verifier configuration. */
+  readonly configDir: string;
+}
+
+/** How the verifier listens, how NGINX reaches it, and how its readiness is probed. */
+export interface VerifierListener {
+  /** VERIFIER_LISTEN and SG_VERIFIER_ADDR. */
+  readonly address: string;
+  /** `http://host:port` or `unix:/path`, for the Stack's urls. */
+  readonly url: string;
+  ready(signal: AbortSignal): Promise<void>;
+}
+
+export interface StackShape {
+  readonly tempPrefix: string;
+  /** Creates the directories below `runtimeDir` (the directory itself exists). */
+  layout(runtimeDir: string): StackLayout;
+  /** The verifier's TCP port (0 when it listens on a unix socket), picked before anything starts. */
+  verifierPort(requested: number | undefined): Promise<number>;
+  listener(layout: StackLayout, port: number): VerifierListener;
+  /** Writes the secrets file and the verifier configuration with this run's modes and owners. */
+  writeFile(path: string, content: string | Buffer, kind: 'secrets' | 'config'): void;
+  readonly idpEnv: Readonly<Record<string, string>>;
+  readonly nginxOverrides: Readonly<Record<string, string>>;
+  /** Runs once NGINX's prefix is rendered, before anything starts (permissions). */
+  secure(nginx: NginxRuntime, layout: StackLayout): void;
+  /** The command line a service runs with (the production run drops privileges). */
+  command(name: ServiceName, command: string, args: readonly string[]): [string, string[]];
+  readonly label?: (name: ServiceName) => string;
+  /** Runs before the runtime directory is removed. */
+  release(): void;
+}
+
+/** Starts IdP, verifier and NGINX in `shape`; on any failure stops what already started. */
+export async function orchestrate(options: StackOptions, shape: StackShape): Promise<Stack> {
+  const log = options.log ?? (() => {});
+  const nginxBinary = await findNginx();
+  await ensureArtefacts(REPO_ROOT, { build: options.build ?? true, log });
+  assertWorkersCanReach(artefacts(REPO_ROOT).map((artefact) => artefact.marker));
+
+  const ownsDir = options.runtimeDir === undefined;
+  const runtimeDir = options.runtimeDir
+    ? resolve(options.runtimeDir)
+    : mkdtempSync(join(tmpdir(), shape.tempPrefix));
+  mkdirSync(runtimeDir, { recursive: true });
+  const layout = shape.layout(runtimeDir);
+  const ports = {
+    nginx: options.ports?.nginx || (await freePort()),
+    idp: options.ports?.idp || (await freePort()),
+    verifier: await shape.verifierPort(options.ports?.verifier),
+  };
+  const audience = options.audience ?? 'secret-gate-api';
+  const issuer = `http://127.0.0.1:${ports.idp}`;
+  const verifier = shape.listener(layout, ports.verifier);
+
+  const secretsFile = join(layout.configDir, 'secrets.json');
+  shape.writeFile(
+    secretsFile,
+    readFileSync(options.secretsFile ?? nginxPaths.devSecretsFile),
+    'secrets',
+  );
+  const verifierConfigFile = join(layout.configDir, 'verifier.json');
+  const config = verifierConfig({ issuer, jwksUri: `${issuer}/jwks`, audience });
+  shape.writeFile(verifierConfigFile, `${JSON.stringify(config, null, 2)}\n`, 'config');
+
+  const env: Record<ServiceName, Record<string, string>> = {
+    idp: {
+      ...idpEnv({ host: '127.0.0.1', port: ports.idp, issuer, audience }),
+      ...shape.idpEnv,
+      ...options.env?.idp,
+    },
+    verifier: {
+      ...verifierEnv({ listen: verifier.address, configFile: verifierConfigFile }),
+      ...options.env?.verifier,
+    },
+    nginx: {},
+  };
+  const nginx = await prepareNginx({
+    prefix: join(runtimeDir, 'nginx'),
+    nginx: nginxBinary,
+    listen: `127.0.0.1:${ports.nginx}`,
+    verifierAddr: verifier.address,
+    issuer,
+    audience,
+    secretsFile,
+    overrides: { ...shape.nginxOverrides, ...options.env?.nginx },
+  });
+  env.nginx = { ...nginx.env };
+  if (options.secrets !== undefined) env.nginx.SECRETS = options.secrets;
+  shape.secure(nginx, layout);
+
+  const gate = `http://127.0.0.1:${ports.nginx}`;
+  const logs = {
+    idp: join(layout.logDir, 'idp.log'),
+    verifier: join(layout.logDir, 'verifier.log'),
+    nginx: join(layout.logDir, 'nginx.log'),
+  };
+  const baseEnv = inheritedEnv();
+  const service = (
+    name: ServiceName,
+    [command, args]: [string, string[]],
+    cwd: string,
+    ready: (signal: AbortSignal) => Promise<void>,
+  ): ServiceProcess =>
+    createServiceProcess({
+      name,
+      command,
+      args,
+      env: { ...baseEnv, ...env[name] },
+      cwd,
+      logFile: logs[name],
+      ready,
+    });
+  const services: Record<ServiceName, ServiceProcess> = {
+    // The dev IdP stands in for the organisation's IdP: it is not part of what gets deployed.
+    idp: service(
+      'idp',
+      [process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'idp/main.ts')]],
+      REPO_ROOT,
+      (signal) => waitForHttp(`${issuer}/readyz`, signal),
+    ),
+    verifier: service(
+      'verifier',
+      shape.command('verifier', process.execPath, [
+        ...VERIFIER_NODE_FLAGS,
+        join(REPO_ROOT, 'verifier/dist/main.js'),
+      ]),
+      REPO_ROOT,
+      (signal) => verifier.ready(signal),
+    ),
+    nginx: service(
+      'nginx',
+      shape.command('nginx', nginxBinary.binary, nginx.args),
+      nginx.prefix,
+      (signal) => waitForHttp(`${gate}/hello`, signal),
+    ),
+  };
+
+  return superviseStack({
+    urls: stackUrls(gate, issuer, verifier.url),
+    ports,
+    env,
+    runtimeDir,
+    files: {
+      nginxConf: nginx.confFile,
+      nginxPrefix: nginx.prefix,
+      secrets: secretsFile,
+      verifierConfig: verifierConfigFile,
+      logs,
+    },
+    idp: createIdpClient(issuer),
+    services,
+    readyTimeoutMs: options.readyTimeoutMs,
+    log,
+    ...(shape.label ? { label: shape.label } : {}),
+    cleanUp: () => {
+      if (!ownsDir) return;
+      shape.release();
+      rmSync(runtimeDir, { recursive: true, force: true });
+    },
+  });
+}
