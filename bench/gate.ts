@@ -10,7 +10,8 @@ import {
   type BenchRow,
 } from '../perf/bench-goals.js';
 import { BENCH_USAGE, parseBenchOptions, type BenchOptions } from '../perf/bench-options.js';
-import { runWrk, type WrkResult } from '../perf/wrk.js';
+import { createDpopClient } from '../perf/dpop-proofs.js';
+import { runWrk, type WrkResult, type WrkRun } from '../perf/wrk.js';
 import { createConfinement, PROFILES } from '../perf/limits.js';
 import { createScratchDir } from '../perf/scratch.js';
 import { createUsageSampler } from '../perf/process-stats.js';
@@ -47,11 +48,18 @@ async function measure(
   name: string,
   options: BenchOptions,
   system: SystemInstance,
-  run: { url: string; headers?: Record<string, string>; tokenFile?: string },
+  run: Pick<WrkRun, 'url' | 'headers' | 'tokenFile' | 'dpop'> & {
+    /** Another token file for the warm-up (DPoP proofs must not be reused by the measured run). */
+    warmupTokenFile?: string;
+  },
   notes: string[],
 ): Promise<Row> {
   const base = { ...run, connections: options.connections, cpus: LOAD_CPUS };
-  await runWrk({ ...base, durationSeconds: WARMUP_SECONDS });
+  await runWrk({
+    ...base,
+    tokenFile: run.warmupTokenFile ?? run.tokenFile,
+    durationSeconds: WARMUP_SECONDS,
+  });
   const sampler = createUsageSampler(new Map(system.services.map((s) => [s.name, s.pids])));
   const result: WrkResult = await runWrk({ ...base, durationSeconds: options.durationSeconds });
   const cpu_us = Object.fromEntries(
@@ -63,6 +71,51 @@ async function measure(
     `${name}: ${result.rps.toFixed(0)} req/s, p50 ${result.p50Ms.toFixed(2)} ms, p99 ${result.p99Ms.toFixed(2)} ms`,
   );
   return { name, rps: result.rps, p50_ms: result.p50Ms, p99_ms: result.p99Ms, cpu_us };
+}
+
+/**
+ * /secret with one DPoP-bound token whose decision the verifier caches and a proof per request, so
+ * the row costs one ES256 proof verification (and one replay-store write) per request on top of
+ * the cached bearer row. The proof pool is sized from that row's rate, so it is never exhausted.
+ */
+async function measureDpop(
+  options: BenchOptions,
+  system: SystemInstance,
+  bearerRps: number,
+  scratch: string,
+  notes: string[],
+): Promise<Row> {
+  const secret = `${system.baseUrl}/secret`;
+  const client = await createDpopClient(system.issuer);
+  const authorization = `DPoP ${client.token}`;
+  const warmupFile = join(scratch, 'dpop-warmup.txt');
+  const proofFile = join(scratch, 'dpop-proofs.txt');
+  const perSecond = Math.ceil(Math.max(bearerRps, 1000) * 1.2);
+  const [check, ...warmup] = await client.proofs(secret, perSecond * WARMUP_SECONDS + 1);
+  writeTokenFile(warmupFile, warmup);
+  writeTokenFile(proofFile, await client.proofs(secret, perSecond * options.durationSeconds));
+  // The path end to end before wrk: no proof is a 401, one fresh proof the secret.
+  await expectStatus(secret, 401, authorization);
+  const checked = await fetch(secret, { headers: { Authorization: authorization, DPoP: check! } });
+  await checked.body?.cancel();
+  if (checked.status !== 200)
+    throw new Error(`/secret with a DPoP proof answered ${checked.status}`);
+  notes.push(
+    `cached DPoP: a token bound by the dev IdP, ${perSecond} fresh ES256 proofs per second of run (each used once)`,
+  );
+  return measure(
+    ROW_NAMES.cachedDpop,
+    options,
+    system,
+    {
+      url: secret,
+      headers: { Authorization: authorization },
+      tokenFile: proofFile,
+      warmupTokenFile: warmupFile,
+      dpop: true,
+    },
+    notes,
+  );
 }
 
 async function withSystem<T>(
@@ -105,7 +158,11 @@ async function main(): Promise<number> {
       dir: join(scratch, 'ours'),
       confinement,
       nginxEnv: { SG_WORKER_PROCESSES: '1' },
-      verifierEnv: { VERIFIER_CACHE_MAX_ENTRIES: String(DISTINCT_CACHE_ENTRIES) },
+      verifierEnv: {
+        VERIFIER_CACHE_MAX_ENTRIES: String(DISTINCT_CACHE_ENTRIES),
+        // The DPoP row's proofs are signed before the run starts; they must stay young enough.
+        VERIFIER_DPOP_IAT_WINDOW: '10m',
+      },
     });
     await withSystem(ours, async (system) => {
       log(`ours at ${system.baseUrl}; minting ${DISTINCT_POOL + 1} tokens`);
@@ -136,6 +193,7 @@ async function main(): Promise<number> {
           notes,
         ),
       );
+      rows.push(await measureDpop(options, system, rows.at(-1)?.rps ?? 0, scratch, notes));
       rows.push(
         await measure(ROW_NAMES.distinct, options, system, { url: secret, tokenFile }, notes),
       );

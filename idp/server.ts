@@ -6,6 +6,7 @@ import { OAuth2Service } from 'oauth2-mock-server';
 import { createCodeBook } from './authorization-codes.js';
 import type { IdpConfig } from './config.js';
 import { CONTROL_PREFIX, createControlApi, send } from './control-api.js';
+import { createTokenProofReader } from './dpop.js';
 import { DevIssuer } from './issuer.js';
 import { createIdpState, type IdpState } from './state.js';
 import { applyTokenRules } from './token-rules.js';
@@ -25,7 +26,10 @@ export async function startIdp(config: IdpConfig): Promise<Idp> {
   const service = new OAuth2Service(issuer);
   const state = createIdpState();
   const codes = createCodeBook(config);
-  applyTokenRules(service, { config, state, codes });
+  // Token requests whose DPoP proof checked out, with the proof key's thumbprint.
+  const boundKeys = new WeakMap<IncomingMessage, string>();
+  const readTokenProof = createTokenProofReader();
+  applyTokenRules(service, { config, state, codes, boundKeys });
   const control = config.control ? createControlApi({ config, state, issuer }) : undefined;
   const oidc = service.requestHandler;
 
@@ -57,6 +61,19 @@ export async function startIdp(config: IdpConfig): Promise<Idp> {
       const check = codes.checkAuthorizeRequest(url.searchParams);
       if (!check.ok)
         return send(res, 400, { error: check.error, error_description: check.description });
+    } else if (path === '/token' && req.method === 'POST' && req.headers.dpop !== undefined) {
+      void readTokenProof(req, `${issuer.url}/token`).then((proof) => {
+        if (!proof.ok) {
+          state.counters.tokenErrors += 1;
+          return send(res, 400, {
+            error: 'invalid_dpop_proof',
+            error_description: proof.description,
+          });
+        }
+        boundKeys.set(req, proof.jkt);
+        oidc(req, res);
+      });
+      return;
     }
     oidc(req, res);
   }

@@ -25,9 +25,16 @@ interface RequestFacts {
 /** Wires the token and authorization hooks onto a service; call once per service. */
 export function applyTokenRules(
   service: OAuth2Service,
-  deps: { config: IdpConfig; state: IdpState; codes: CodeBook },
+  deps: {
+    config: IdpConfig;
+    state: IdpState;
+    codes: CodeBook;
+    /** Token requests with a valid DPoP proof → the proof key's RFC 7638 thumbprint. */
+    boundKeys?: WeakMap<IncomingMessage, string>;
+  },
 ): void {
   const { config, state, codes } = deps;
+  const boundKeys = deps.boundKeys ?? new WeakMap<IncomingMessage, string>();
   const clients = new Set(config.clients);
   const facts = new WeakMap<IncomingMessage, RequestFacts>();
 
@@ -87,6 +94,9 @@ export function applyTokenRules(
     });
     if (scope) token.payload.scope = scope;
     else delete token.payload.scope;
+    // RFC 9449 §6.1: the access token names the key its proofs must be signed with.
+    const jkt = boundKeys.get(req);
+    if (jkt !== undefined) token.payload.cnf = { jkt };
     const queued = request.refusal ? undefined : state.nextClaims.shift();
     if (queued) applyClaims(token.payload, queued);
   });
@@ -107,6 +117,7 @@ export function applyTokenRules(
       return;
     }
     state.counters.tokensIssued += 1;
+    if (boundKeys.has(req)) response.body.token_type = 'DPoP';
     // The library mints a refresh token it never checks; a public SPA client gets none here.
     delete response.body.refresh_token;
     const scope = request.code?.scope ?? req.body.scope;
@@ -117,7 +128,7 @@ export function applyTokenRules(
   // The library answers every UserInfo call with `sub: johndoe`. Answer for the demo user, and
   // only to a caller that presents a bearer token (the handler is synchronous, so no verification).
   service.on('beforeUserinfo', (response: MutableResponse, req: IncomingMessage) => {
-    if (!/^Bearer \S+$/i.test(req.headers.authorization ?? '')) {
+    if (!/^(?:Bearer|DPoP) \S+$/i.test(req.headers.authorization ?? '')) {
       response.statusCode = 401;
       response.body = { error: 'invalid_token' };
       return;

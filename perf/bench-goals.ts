@@ -5,6 +5,7 @@ export const ROW_NAMES = {
   ceiling: 'nginx return 200 (/hello, ceiling)',
   cached: '/secret, one cached token',
   cachedAtStart: '/secret, one cached token, secrets read at start',
+  cachedDpop: '/secret, one cached DPoP token, a fresh proof each',
   distinct: '/secret, all-distinct tokens',
   studyNjs: 'study-njs /secret',
   studyNode: 'study-node /secret',

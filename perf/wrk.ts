@@ -13,6 +13,8 @@ export interface WrkRun {
   readonly headers?: Readonly<Record<string, string>>;
   /** One token a line; each request sends the next one as a bearer token. */
   readonly tokenFile?: string;
+  /** With `tokenFile`: its lines are DPoP proofs (each used once), sent beside `headers`. */
+  readonly dpop?: boolean;
 }
 
 export interface WrkResult {
@@ -50,7 +52,7 @@ export function wrkArgs(run: WrkRun): string[] {
   for (const [name, value] of Object.entries(run.headers ?? {}))
     args.push('-H', `${name}: ${value}`);
   args.push('-s', SCRIPT, run.url);
-  if (run.tokenFile) args.push('--', run.tokenFile);
+  if (run.tokenFile) args.push('--', run.tokenFile, ...(run.dpop ? ['dpop'] : []));
   return args;
 }
 

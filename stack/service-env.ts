@@ -36,7 +36,10 @@ export interface Addresses {
   readonly allowHttp?: boolean;
 }
 
-/** The verifier's JSON config (VERIFIER_CONFIG): one issuer, the `secret` policy. */
+/**
+ * The verifier's JSON config (VERIFIER_CONFIG): one issuer, the `secret` policy. DPoP is
+ * `allowed` there: the SPA sends DPoP-bound tokens with proofs, bearer tokens keep working.
+ */
 export function verifierConfig(addresses: Addresses): object {
   return {
     issuers: [
@@ -49,7 +52,9 @@ export function verifierConfig(addresses: Addresses): object {
         ...(addresses.allowHttp === true ? { allowHttp: true } : {}),
       },
     ],
-    policies: { [SECRET_POLICY]: { issuers: [addresses.issuer], scopes: [SECRET_SCOPE] } },
+    policies: {
+      [SECRET_POLICY]: { issuers: [addresses.issuer], scopes: [SECRET_SCOPE], dpop: 'allowed' },
+    },
   };
 }
 

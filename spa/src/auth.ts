@@ -1,5 +1,7 @@
 // OpenID Connect sign-in for a public browser client: authorization code + PKCE (RFC 7636) with
-// oauth4webapi, discovery from the configured issuer. The resulting session lives in memory only.
+// oauth4webapi, discovery from the configured issuer. The code is redeemed with a DPoP proof
+// (RFC 9449) signed by a fresh non-extractable ES256 key, so the access token is bound to a key
+// script cannot read out. The resulting session (key included) lives in this page's memory only.
 import * as oauth from 'oauth4webapi';
 import type { AppConfig } from './config.js';
 import { savePendingSignIn, takePendingSignIn } from './pending-sign-in.js';
@@ -12,6 +14,11 @@ export interface Session {
   readonly subject: string;
   readonly name?: string;
   readonly idToken?: string;
+  /**
+   * The DPoP key handle when the IdP bound the token to it (`token_type: DPoP`). Its private key
+   * is a non-extractable CryptoKey: never in storage, gone with the page.
+   */
+  readonly dpop?: oauth.DPoPHandle;
 }
 
 export type SignInErrorCode =
@@ -44,7 +51,14 @@ export function isAuthorizationResponse(url: URL): boolean {
  * issuers that config parsing lets through.
  */
 export function createAuth(config: AppConfig, env: AuthEnvironment) {
-  const client: oauth.Client = { client_id: config.clientId };
+  // The clock offset goes into every DPoP proof's `iat` (a browser clock off by minutes would
+  // otherwise have each proof refused).
+  const client: oauth.Client = {
+    client_id: config.clientId,
+    ...(config.clockSkewSeconds === undefined
+      ? {}
+      : { [oauth.clockSkew]: config.clockSkewSeconds }),
+  };
   const clientAuth = oauth.None();
   const redirectUri = new URL('/', env.origin).href;
   const http = config.issuer.protocol === 'http:' ? { [oauth.allowInsecureRequests]: true } : {};
@@ -119,20 +133,32 @@ export function createAuth(config: AppConfig, env: AuthEnvironment) {
       );
     }
     let result: oauth.TokenEndpointResponse;
+    let dpop: oauth.DPoPHandle;
     try {
-      const response = await oauth.authorizationCodeGrantRequest(
-        as,
-        client,
-        clientAuth,
-        params,
-        redirectUri,
-        pending.codeVerifier,
-        http,
-      );
-      result = await oauth.processAuthorizationCodeResponse(as, client, response, {
-        expectedNonce: pending.nonce,
-        requireIdToken: true,
-      });
+      dpop = oauth.DPoP(client, await oauth.generateKeyPair('ES256'));
+      const redeem = async () =>
+        oauth.processAuthorizationCodeResponse(
+          as,
+          client,
+          await oauth.authorizationCodeGrantRequest(
+            as,
+            client,
+            clientAuth,
+            params,
+            redirectUri,
+            pending.codeVerifier,
+            { ...http, DPoP: dpop },
+          ),
+          { expectedNonce: pending.nonce, requireIdToken: true },
+        );
+      try {
+        result = await redeem();
+      } catch (error) {
+        // An IdP that wants a DPoP nonce refuses before it spends the code; the handle has the
+        // nonce now, so one retry carries it.
+        if (!oauth.isDPoPNonceError(error)) throw error;
+        result = await redeem();
+      }
     } catch {
       throw new SignInError('exchange-failed', 'Sign-in could not be completed. Sign in again.');
     }
@@ -140,7 +166,8 @@ export function createAuth(config: AppConfig, env: AuthEnvironment) {
     if (!claims?.sub) {
       throw new SignInError('exchange-failed', 'The sign-in service did not name the user.');
     }
-    const name = await displayName(as, claims, result.access_token);
+    const bound = result.token_type === 'dpop';
+    const name = await displayName(as, claims, result.access_token, bound ? dpop : undefined);
     return {
       accessToken: result.access_token,
       ...(typeof result.expires_in === 'number'
@@ -149,6 +176,8 @@ export function createAuth(config: AppConfig, env: AuthEnvironment) {
       subject: claims.sub,
       ...(name ? { name } : {}),
       ...(result.id_token ? { idToken: result.id_token } : {}),
+      // An IdP without DPoP support answers `token_type: Bearer`; the key is then of no use.
+      ...(bound ? { dpop } : {}),
     };
   }
 
@@ -160,12 +189,16 @@ export function createAuth(config: AppConfig, env: AuthEnvironment) {
     as: oauth.AuthorizationServer,
     claims: oauth.IDToken,
     accessToken: string,
+    dpop: oauth.DPoPHandle | undefined,
   ): Promise<string | undefined> {
     const fromIdToken = claims.name ?? claims.preferred_username;
     if (typeof fromIdToken === 'string' && fromIdToken) return fromIdToken;
     if (!as.userinfo_endpoint) return undefined;
     try {
-      const response = await oauth.userInfoRequest(as, client, accessToken, http);
+      const response = await oauth.userInfoRequest(as, client, accessToken, {
+        ...http,
+        ...(dpop ? { DPoP: dpop } : {}),
+      });
       const info = await oauth.processUserInfoResponse(as, client, claims.sub, response);
       const fromUserInfo = info.name ?? info.preferred_username;
       return typeof fromUserInfo === 'string' && fromUserInfo ? fromUserInfo : undefined;

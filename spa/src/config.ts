@@ -1,6 +1,8 @@
 // Runtime configuration read from /config.json, which NGINX renders from its environment so one
 // build runs against the dev IdP and any production IdP. Parsed once, every problem reported.
 
+import { clockSkewSeconds } from './clock-skew.js';
+
 /** What the app needs to sign in and reach the gate. Frozen after parsing. */
 export interface AppConfig {
   /** OpenID Provider issuer identifier; discovery happens at `${issuer}/.well-known/openid-configuration`. */
@@ -12,6 +14,8 @@ export interface AppConfig {
   readonly audience: string;
   /** Present only when CloudFront signed cookies are configured at the gate. */
   readonly cloudfront?: { readonly imageUrl: URL };
+  /** Seconds this browser's clock is behind the gate's (negative: ahead); absent when in step. */
+  readonly clockSkewSeconds?: number;
 }
 
 /** The configuration could not be loaded or is not usable; `problems` lists every reason. */
@@ -130,5 +134,7 @@ export async function loadConfig(
   } catch {
     throw new ConfigError([`${path} is not valid JSON`]);
   }
-  return parseConfig(json, origin);
+  const config = parseConfig(json, origin);
+  const skew = clockSkewSeconds(response.headers.get('Date'), Date.now());
+  return skew === 0 ? config : Object.freeze({ ...config, clockSkewSeconds: skew });
 }

@@ -67,7 +67,7 @@ function run(config: AppConfig): void {
     if (!current) return;
     view.setBusy(true);
     view.setSecretsStatus('Fetching your secrets…');
-    const result = await fetchSecret(current.accessToken, () => new Date());
+    const result = await fetchSecret(current, () => new Date());
     view.setBusy(false);
     if (session !== current) return; // signed out while the request was in flight
     if (result.ok) {

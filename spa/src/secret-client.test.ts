@@ -1,3 +1,5 @@
+import * as oauth from 'oauth4webapi';
+import { decodeJwt, decodeProtectedHeader } from 'jose';
 import { describe, expect, it } from 'vitest';
 import { createSecretClient } from './secret-client.js';
 
@@ -18,7 +20,7 @@ describe('fetchSecret', () => {
     const { fetchSecret, seen } = clientAnswering(
       () => new Response(JSON.stringify({ 'x-api-key': 'k-1' }), { status: 200 }),
     );
-    const result = await fetchSecret('token-abc', now);
+    const result = await fetchSecret({ accessToken: 'token-abc' }, now);
     expect(result).toEqual({
       ok: true,
       entries: [{ name: 'x-api-key', value: 'k-1', sensitive: true }],
@@ -32,7 +34,7 @@ describe('fetchSecret', () => {
       () =>
         new Response('{"error":"unavailable"}', { status: 503, headers: { 'Retry-After': '5' } }),
     );
-    const result = await fetchSecret('t', now);
+    const result = await fetchSecret({ accessToken: 't' }, now);
     expect(result).toMatchObject({
       ok: false,
       notice: { code: 'unavailable', retryAfterSeconds: 5 },
@@ -47,7 +49,7 @@ describe('fetchSecret', () => {
           headers: { 'WWW-Authenticate': 'Bearer realm="secret-gate", error="invalid_token"' },
         }),
     );
-    expect(await fetchSecret('t', now)).toMatchObject({
+    expect(await fetchSecret({ accessToken: 't' }, now)).toMatchObject({
       ok: false,
       notice: { code: 'session-expired' },
     });
@@ -57,14 +59,79 @@ describe('fetchSecret', () => {
     const fetchSecret = createSecretClient(async () => {
       throw new TypeError('Failed to fetch');
     }, URL_);
-    expect(await fetchSecret('t', now)).toMatchObject({ ok: false, notice: { code: 'network' } });
+    expect(await fetchSecret({ accessToken: 't' }, now)).toMatchObject({
+      ok: false,
+      notice: { code: 'network' },
+    });
   });
 
   it.each([['<html>'], ['[1,2]'], ['{"x":{"y":1}}']])('rejects the 200 body %j', async (body) => {
     const { fetchSecret } = clientAnswering(() => new Response(body, { status: 200 }));
-    expect(await fetchSecret('t', now)).toMatchObject({
+    expect(await fetchSecret({ accessToken: 't' }, now)).toMatchObject({
       ok: false,
       notice: { code: 'bad-response' },
     });
+  });
+});
+
+describe('fetchSecret with a DPoP-bound session', () => {
+  async function dpopHandle() {
+    return oauth.DPoP({}, await oauth.generateKeyPair('ES256'));
+  }
+
+  it('sends the DPoP scheme and a fresh proof for this GET and URL on every call', async () => {
+    const { fetchSecret, seen } = clientAnswering(
+      () => new Response(JSON.stringify({ 'x-api-key': 'k-1' }), { status: 200 }),
+    );
+    const dpop = await dpopHandle();
+    expect((await fetchSecret({ accessToken: 'token-abc', dpop }, now)).ok).toBe(true);
+    await fetchSecret({ accessToken: 'token-abc', dpop }, now);
+    const proofs = seen.map((init) => new Headers(init.headers).get('DPoP') ?? '');
+    expect(new Headers(seen[0]?.headers).get('Authorization')).toBe('DPoP token-abc');
+    expect(seen[0]?.cache).toBe('no-store');
+    expect(seen[0]?.credentials).toBe('same-origin');
+    expect(decodeProtectedHeader(proofs[0]!)).toMatchObject({ typ: 'dpop+jwt', alg: 'ES256' });
+    expect(decodeProtectedHeader(proofs[0]!).jwk).not.toHaveProperty('d');
+    expect(decodeJwt(proofs[0]!)).toMatchObject({
+      htm: 'GET',
+      htu: 'https://app.example.com/secret',
+    });
+    expect(decodeJwt(proofs[0]!).ath).toBeTypeOf('string');
+    expect(proofs[1]).not.toBe(proofs[0]);
+  });
+
+  it('retries once with the nonce of a use_dpop_nonce challenge', async () => {
+    let calls = 0;
+    const { fetchSecret, seen } = clientAnswering(() =>
+      ++calls === 1
+        ? new Response('{}', {
+            status: 401,
+            headers: {
+              'WWW-Authenticate': 'DPoP error="use_dpop_nonce", algs="ES256"',
+              'DPoP-Nonce': 'nonce-1',
+            },
+          })
+        : new Response(JSON.stringify({ 'x-api-key': 'k-1' }), { status: 200 }),
+    );
+    const result = await fetchSecret({ accessToken: 't', dpop: await dpopHandle() }, now);
+    expect(result.ok).toBe(true);
+    expect(seen).toHaveLength(2);
+    expect(decodeJwt(new Headers(seen[1]?.headers).get('DPoP') ?? '').nonce).toBe('nonce-1');
+  });
+
+  it('does not retry a second time, and maps a DPoP refusal to the session-expired notice', async () => {
+    const { fetchSecret, seen } = clientAnswering(
+      () =>
+        new Response('{}', {
+          status: 401,
+          headers: {
+            'WWW-Authenticate': 'DPoP error="use_dpop_nonce", algs="ES256"',
+            'DPoP-Nonce': 'nonce-again',
+          },
+        }),
+    );
+    const result = await fetchSecret({ accessToken: 't', dpop: await dpopHandle() }, now);
+    expect(seen).toHaveLength(2);
+    expect(result).toMatchObject({ ok: false, notice: { code: 'session-expired' } });
   });
 });

@@ -1,5 +1,8 @@
-// Fetches the caller's secret set from the gate with the access token as a Bearer credential.
+// Fetches the caller's secret set from the gate. A DPoP session (RFC 9449) sends the token with the
+// `DPoP` scheme and a fresh proof signed by the page's non-extractable key (oauth4webapi), and
+// retries once when the gate asks for a server nonce; a bearer session sends `Bearer`.
 // Every outcome is a value (entries or a notice); nothing here throws or logs the token.
+import * as oauth from 'oauth4webapi';
 import { BAD_RESPONSE, NETWORK_FAILURE, describeGateFailure, type Notice } from './gate-answer.js';
 import { parseSecretSet, type SecretEntry } from './secret-set.js';
 
@@ -7,18 +10,69 @@ export type SecretResult =
   | { readonly ok: true; readonly entries: readonly SecretEntry[] }
   | { readonly ok: false; readonly notice: Notice };
 
-/** Creates the fetcher once for a gate path; each call is one GET that is never cached. */
+/** What a request needs from the session: the token and, for a DPoP-bound one, its key handle. */
+export interface GateCredentials {
+  readonly accessToken: string;
+  readonly dpop?: oauth.DPoPHandle | undefined;
+}
+
+/** Creates the fetcher once for a gate path; each call is one GET (two on a nonce challenge). */
 export function createSecretClient(fetchFn: typeof fetch, url: URL) {
-  return async function fetchSecret(accessToken: string, now: () => Date): Promise<SecretResult> {
+  // Cookies must flow both ways (the gate sets CloudFront cookies here) and nothing is cached.
+  const gateFetch: typeof fetch = (input, init) =>
+    fetchFn(input, { ...init, cache: 'no-store', credentials: 'same-origin' });
+  const dpopOptions = {
+    // Only GETs without a body go through here, so the options map onto RequestInit as they are.
+    [oauth.customFetch]: (
+      input: string,
+      init: oauth.CustomFetchOptions<string, oauth.ProtectedResourceRequestBody>,
+    ) =>
+      gateFetch(input, {
+        method: init.method,
+        headers: init.headers,
+        redirect: init.redirect,
+        signal: init.signal,
+      }),
+    // The page is already on this origin; plain http only happens on a local gate.
+    [oauth.allowInsecureRequests]: url.protocol === 'http:',
+  };
+  const accept = { Accept: 'application/json' };
+
+  async function sendWithProof(accessToken: string, dpop: oauth.DPoPHandle): Promise<Response> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await oauth.protectedResourceRequest(
+          accessToken,
+          'GET',
+          url,
+          new Headers(accept),
+          null,
+          {
+            ...dpopOptions,
+            DPoP: dpop,
+          },
+        );
+      } catch (error) {
+        // The handle has cached the gate's DPoP-Nonce already; one retry carries it.
+        if (attempt === 0 && oauth.isDPoPNonceError(error)) continue;
+        if (error instanceof oauth.WWWAuthenticateChallengeError) return error.response;
+        throw error;
+      }
+    }
+  }
+
+  return async function fetchSecret(
+    credentials: GateCredentials,
+    now: () => Date,
+  ): Promise<SecretResult> {
     let response: Response;
     try {
-      response = await fetchFn(url, {
-        method: 'GET',
-        cache: 'no-store',
-        // Cookies must flow both ways: the gate sets CloudFront cookies on this response.
-        credentials: 'same-origin',
-        headers: { Authorization: `Bearer ${accessToken}`, Accept: 'application/json' },
-      });
+      response = credentials.dpop
+        ? await sendWithProof(credentials.accessToken, credentials.dpop)
+        : await gateFetch(url, {
+            method: 'GET',
+            headers: { Authorization: `Bearer ${credentials.accessToken}`, ...accept },
+          });
     } catch {
       return { ok: false, notice: NETWORK_FAILURE };
     }

@@ -26,7 +26,8 @@ export type NginxVariableName =
   | 'SG_CSP_IMG_SRC'
   | 'SG_CLOUDFRONT_IMAGE_URL'
   | 'SG_SECRET_RATE'
-  | 'SG_SECRET_BURST';
+  | 'SG_SECRET_BURST'
+  | 'SG_EXTERNAL_ORIGIN';
 
 export type NginxEnv = Record<NginxVariableName, string>;
 
@@ -154,6 +155,12 @@ export const nginxVariables: readonly NginxVariable[] = Object.freeze([
     docker: '20',
     description: '`burst` of that limit (served at once, `nodelay`).',
   },
+  {
+    name: 'SG_EXTERNAL_ORIGIN',
+    docker: 'http://localhost:8080',
+    description:
+      'The origin browsers use for the gate (`https://gate.example.com`), sent to the verifier so it can rebuild the URL a DPoP proof must name (`htu`); never taken from a request header.',
+  },
 ] satisfies NginxVariable[]);
 
 export interface LocalNginxOptions {
@@ -179,6 +186,8 @@ export interface LocalNginxOptions {
   /** A whole `user …;` directive; omitted by default so the run needs no privileges. */
   readonly userDirective?: string;
   readonly accessLogOptions?: string;
+  /** Defaults to `http://` + the listen address (loopback when only a port is given). */
+  readonly externalOrigin?: string;
 }
 
 /**
@@ -213,7 +222,13 @@ export function localNginxEnv(options: LocalNginxOptions): NginxEnv {
     SG_CLOUDFRONT_IMAGE_URL: options.cloudFrontImageUrl ?? '',
     SG_SECRET_RATE: options.secretRate ?? '10r/s',
     SG_SECRET_BURST: String(options.secretBurst ?? 20),
+    SG_EXTERNAL_ORIGIN: options.externalOrigin ?? originOf(options.listen ?? '127.0.0.1:8080'),
   };
+}
+
+/** `http://host:port` for a listen address (`host:port` or a bare port, which means loopback). */
+function originOf(listen: string): string {
+  return /^\d+$/.test(listen) ? `http://127.0.0.1:${listen}` : `http://${listen}`;
 }
 
 /** The SG_ values for the official nginx image, as docker compose and Kubernetes set them. */

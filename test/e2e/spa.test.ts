@@ -375,3 +375,62 @@ describe('the SPA when the gate limits how often secrets are fetched', { timeout
     expect(await secretValue(page).innerText()).toBe(MASK);
   });
 });
+
+describe('DPoP in Chromium (RFC 9449)', { timeout: 90_000 }, () => {
+  it('signs in with a DPoP-bound token and shows the secrets; the token alone is refused outside the browser', async () => {
+    const page = await openApp();
+    const captured: Array<Promise<{ url: string; authorization?: string; dpop?: string }>> = [];
+    page.on('request', (request) => {
+      if (!/\/(token|secret)$/.test(request.url()) || request.method() === 'OPTIONS') return;
+      // allHeaders(): headers() leaves out some the browser adds, and DPoP must be seen as sent.
+      captured.push(
+        request.allHeaders().then((headers) => ({
+          url: request.url(),
+          authorization: headers.authorization,
+          dpop: headers.dpop,
+        })),
+      );
+    });
+    await signIn(page);
+    await page.getByRole('button', { name: 'Reveal x-api-key' }).click();
+    expect(await secretValue(page).innerText()).toBe(apiKey);
+    const seen = await Promise.all(captured);
+
+    // The token request and the /secret call each carried a proof, and /secret used the DPoP scheme.
+    expect(seen.find((r) => r.url === stack.urls.tokenEndpoint)?.dpop).toBeTruthy();
+    const secretCall = seen.find((r) => r.url === stack.urls.secret);
+    expect(secretCall?.authorization).toMatch(/^DPoP [\w-]+\.[\w-]+\.[\w-]+$/);
+    expect(secretCall?.dpop).toBeTruthy();
+    const token = (secretCall?.authorization ?? '').slice('DPoP '.length);
+    const claims = JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString()) as {
+      cnf?: { jkt?: string };
+    };
+    expect(claims.cnf?.jkt).toMatch(/^[\w-]{43}$/);
+
+    // The key never left the page: nothing in web storage holds the token or a private key.
+    const stored = await page.evaluate<string>(
+      'JSON.stringify({ ...window.localStorage, ...window.sessionStorage })',
+    );
+    expect(stored).not.toContain(token);
+    expect(stored).not.toMatch(/"d"\s*:/);
+
+    // The same token from outside the browser, where the key is not: 401 each way, no secret.
+    const replays: Array<Record<string, string>> = [
+      { Authorization: `Bearer ${token}` },
+      { Authorization: `DPoP ${token}` },
+      { Authorization: `DPoP ${token}`, DPoP: secretCall?.dpop ?? '' },
+    ];
+    for (const headers of replays) {
+      const response = await fetch(stack.urls.secret, { headers });
+      const body = await response.text();
+      expect(response.status).toBe(401);
+      expect(response.headers.get('www-authenticate')).toMatch(/^DPoP error=/);
+      expect(body).not.toContain(apiKey);
+    }
+
+    // The page itself keeps working: its next call signs a new proof.
+    const again = page.waitForResponse((response) => response.url() === stack.urls.secret);
+    await page.getByRole('button', { name: 'Fetch secrets again' }).click();
+    expect((await again).status()).toBe(200);
+  });
+});

@@ -222,6 +222,8 @@ describe('NGINX in front of a verifier that speaks the contract', () => {
       authorization: `Bearer ${contractTokens.spaDemo}`,
       'x-original-uri': '/secret',
       'x-original-method': 'GET',
+      // SG_EXTERNAL_ORIGIN, for DPoP's `htu`: the configured origin, never the request's Host.
+      'x-original-origin': new URL(site.url).origin,
     });
   });
 

@@ -35,6 +35,7 @@ const policy: PolicyConfig = {
   issuers: [ISS],
   scopes: ['secrets:read'],
   cloudfront: undefined,
+  dpop: 'off',
 };
 
 /** The issuer's published keys, held locally: the network side of key-set.ts has its own tests. */

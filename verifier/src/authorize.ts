@@ -11,7 +11,13 @@ import type { Logger } from './log.js';
 import { fingerprint, tokenHash } from './token-hash.js';
 import type { Metrics } from './metrics.js';
 import type { OpaqueVerifier } from './opaque-verifier.js';
-import { assertBearerSyntax, looksLikeJwt, readBearer } from './token-shape.js';
+import {
+  assertBearerSyntax,
+  looksLikeJwt,
+  readCredentials,
+  type Credentials,
+} from './token-shape.js';
+import type { DpopStep } from './dpop/binding.js';
 import type { VerifiedToken } from './verified-token.js';
 
 export interface VerifyRequest {
@@ -20,6 +26,10 @@ export interface VerifyRequest {
   readonly policy?: string | undefined;
   readonly originalUri?: string | undefined;
   readonly originalMethod?: string | undefined;
+  /** The `DPoP` proof header (RFC 9449), one value, size-capped by NGINX. */
+  readonly dpop?: string | undefined;
+  /** The gate's external origin as configured in NGINX (`SG_EXTERNAL_ORIGIN`), for `htu`. */
+  readonly originalOrigin?: string | undefined;
 }
 
 export type Authorize = (request: VerifyRequest) => Decision | Promise<Decision>;
@@ -33,6 +43,8 @@ export interface AuthorizerParts {
   readonly metrics?: Metrics | undefined;
   /** Per-policy hook for extra allow grants (the CloudFront signer plugs in here). */
   readonly decorators?: ReadonlyMap<string, DecisionDecorator> | undefined;
+  /** The DPoP step (dpop/binding.ts); required when a policy has `dpop` other than `off`. */
+  readonly dpop?: { readonly step: DpopStep; readonly missingToken: Decision } | undefined;
 }
 
 interface PreparedPolicy {
@@ -63,6 +75,8 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
   const { cache, logger, metrics } = parts;
   const policies = new Map<string, PreparedPolicy>();
   for (const policy of parts.config.policies.values()) {
+    if (policy.dpop !== 'off' && parts.dpop === undefined)
+      throw new TypeError(`policy "${policy.name}" uses DPoP but no DPoP step was given`);
     const opaqueIssuer = policy.issuers.find((iss) => parts.opaqueVerifiers.has(iss));
     policies.set(policy.name, {
       config: policy,
@@ -87,6 +101,44 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
           record(request, { decision, detail: outcome.detail }, token, policy),
         )
       : record(request, { decision: decorated, detail: outcome.detail }, token, policy);
+  }
+
+  /** The DPoP step on a token's decision (cached or fresh), then the decorators. */
+  function afterToken(
+    request: VerifyRequest,
+    outcome: Outcome,
+    credentials: Credentials,
+    policy: PreparedPolicy,
+  ): Decision | Promise<Decision> {
+    const mode = policy.config.dpop;
+    if (mode === 'off' && outcome.decision.jkt === undefined)
+      return finish(request, outcome, credentials.token, policy);
+    if (parts.dpop === undefined) {
+      // Only reachable for `off`: a bound token is never a bearer token.
+      const refused = deny('dpop_binding_mismatch');
+      return finish(
+        request,
+        { decision: refused, detail: 'DPoP-bound token as Bearer' },
+        credentials.token,
+        policy,
+      );
+    }
+    const stepped = parts.dpop.step(mode, outcome.decision, {
+      scheme: credentials.scheme,
+      token: credentials.token,
+      proof: request.dpop,
+      method: request.originalMethod,
+      path: request.originalUri,
+      origin: request.originalOrigin,
+    });
+    const done = (result: { decision: Decision; detail: string | undefined }) =>
+      finish(
+        request,
+        { decision: result.decision, detail: result.detail ?? outcome.detail },
+        credentials.token,
+        policy,
+      );
+    return stepped instanceof Promise ? stepped.then(done) : done(stepped);
   }
 
   function record(
@@ -138,10 +190,11 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
     }
     const granted = new Set(verified.identity.scopes);
     const missing = policy.config.scopes.filter((scope) => !granted.has(scope));
-    const decision =
+    const judged =
       missing.length === 0
         ? allow(verified.identity, verified.exp)
         : deny('scope_insufficient', policy.config.scopes, verified.identity);
+    const decision = verified.jkt === undefined ? judged : { ...judged, jkt: verified.jkt };
     cache.set(key, {
       policy: policy.config.name,
       decision: { ...decision, identity: decision.identity ?? verified.identity },
@@ -190,15 +243,19 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
       );
       return finish(request, { decision: UNKNOWN_POLICY, detail: 'unknown policy' }, undefined);
     }
-    let token: string | undefined;
+    let credentials: Credentials | undefined;
     try {
-      token = readBearer(request.authorization);
+      credentials = readCredentials(request.authorization, policy.config.dpop !== 'off');
     } catch (error) {
       const { code, message } = error as VerifyError;
       return finish(request, { decision: deny(code), detail: message }, undefined, policy);
     }
-    if (token === undefined)
-      return finish(request, { decision: MISSING, detail: undefined }, undefined, policy);
+    if (credentials === undefined) {
+      const missing =
+        policy.config.dpop === 'required' && parts.dpop ? parts.dpop.missingToken : MISSING;
+      return finish(request, { decision: missing, detail: undefined }, undefined, policy);
+    }
+    const { token } = credentials;
 
     // One flat digest of policy + token is the key: a concatenated string would be stored twice
     // (V8 flattens a cons-string key into a second copy), which matters at 100,000 entries.
@@ -206,12 +263,12 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
     const hit = cache.get(key, policy.config.name);
     if (hit !== undefined) {
       metrics?.cacheHit();
-      return finish(request, { decision: hit, detail: 'cached' }, token, policy);
+      return afterToken(request, { decision: hit, detail: 'cached' }, credentials, policy);
     }
     metrics?.cacheMiss();
     return cache
       .share(key, () => verifyFresh(token, policy, key))
-      .then((outcome) => finish(request, outcome, token, policy))
+      .then((outcome) => afterToken(request, outcome, credentials, policy))
       .catch((error: unknown) => {
         // A bug must still produce an answer NGINX understands (never a 500, never a hang).
         logger.error(

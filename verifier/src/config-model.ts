@@ -161,6 +161,29 @@ export const rootSettings = {
     env: 'VERIFIER_CLIENT_CLAIM',
     doc: 'Claims tried in order for `X-Auth-Client`; the default `clientClaims` of every issuer.',
   }),
+  /** DPoP (RFC 9449) settings shared by every policy whose `dpop` is not `off`. */
+  dpop: {
+    algorithms: defaulted(algorithms, ['ES256', 'ES384', 'PS256', 'RS256', 'EdDSA'], {
+      env: 'VERIFIER_DPOP_ALGORITHMS',
+      doc: 'Allowed DPoP proof algorithms (asymmetric only), also advertised as `algs` in `DPoP` challenges.',
+    }),
+    iatWindow: defaulted(duration, '60s', {
+      env: 'VERIFIER_DPOP_IAT_WINDOW',
+      doc: "A proof's `iat` may differ from now by this much either way (1s–10m); its `jti` is remembered twice as long.",
+    }),
+    replayStore: defaulted(text, 'memory', {
+      env: 'VERIFIER_DPOP_REPLAY_STORE',
+      doc: '`memory` (one process) or a `redis://` / `rediss://` URL every replica shares. When it does not answer, `required` policies refuse (401) and `allowed` ones check replays per process.',
+    }),
+    replayMaxEntries: defaulted(count, '1000000', {
+      env: 'VERIFIER_DPOP_REPLAY_MAX_ENTRIES',
+      doc: 'Bound of the in-process replay store; when it is full of live `jti`s new proofs are refused rather than one forgotten.',
+    }),
+    nonceKey: optional(text, {
+      env: 'VERIFIER_DPOP_NONCE_KEY',
+      doc: 'At least 32 bytes shared by every replica: turns on stateless server nonces (`DPoP-Nonce`, an HMAC of the time window). Unset: no nonces.',
+    }),
+  },
 } satisfies Table;
 
 export type RootSettings = Values<typeof rootSettings>;
@@ -171,6 +194,13 @@ export function checkRoot(root: RootSettings, label: (path: string) => string, p
   if (root.jwks.maxStale < root.jwks.refresh)
     problems.push(`${label('jwks.maxStale')}: must be at least ${label('jwks.refresh')}`);
   if (root.fetchTimeout <= 0) problems.push(`${label('fetchTimeout')}: must be greater than 0`);
+  const { dpop } = root;
+  if (dpop.iatWindow < 1 || dpop.iatWindow > 600)
+    problems.push(`${label('dpop.iatWindow')}: must be between 1s and 10m`);
+  if (dpop.replayStore !== 'memory' && !/^rediss?:\/\/\S+$/.test(dpop.replayStore))
+    problems.push(`${label('dpop.replayStore')}: expected memory or a redis:// / rediss:// URL`);
+  if (dpop.nonceKey !== undefined && Buffer.byteLength(dpop.nonceKey) < 32)
+    problems.push(`${label('dpop.nonceKey')}: must be at least 32 bytes`);
   const { listen, metricsListen } = root;
   if (metricsListen !== undefined && describeListen(metricsListen) === describeListen(listen))
     problems.push(`${label('metricsListen')}: must differ from ${label('listen')}`);
@@ -292,9 +322,15 @@ export const policySettings = {
     cloudFrontSection,
     'CloudFront signed cookies for allowed requests of this policy (see below).',
   ),
+  dpop: defaulted(oneOf(['off', 'allowed', 'required'], 'off, allowed or required'), 'off', {
+    env: 'VERIFIER_DPOP',
+    doc: 'DPoP (RFC 9449): `off` reads Bearer tokens only; `allowed` also takes DPoP-bound tokens with a proof per request; `required` takes only those. A bound token is never accepted as Bearer.',
+  }),
 } satisfies Table;
 
 export type PolicyConfig = { readonly name: string } & Values<typeof policySettings>;
+export type DpopMode = PolicyConfig['dpop'];
+export type DpopConfig = RootSettings['dpop'];
 
 /** Cross-field rules of one issuer: every URL the verifier will fetch is https or loopback. */
 export function checkIssuer(

@@ -1,5 +1,7 @@
 // The verifier's configuration types, derived from the one model in config-model.ts.
 export type {
+  DpopConfig,
+  DpopMode,
   IntrospectionIssuer,
   IssuerConfig,
   JwtIssuer,

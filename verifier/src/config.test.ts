@@ -43,6 +43,7 @@ describe('configuration from the environment', () => {
         issuers: ['https://idp.test'],
         scopes: ['secrets:read', 'openid'],
         cloudfront: undefined,
+        dpop: 'off',
       },
     ]);
     expect(config.cache).toEqual({ maxEntries: 100_000, maxBytes: 64 * 1024 * 1024, maxTtl: 300 });
@@ -452,3 +453,55 @@ function problemsOfReader(env: Record<string, string>, read: (path: string) => s
   }
   throw new Error('expected a ConfigError');
 }
+
+describe('DPoP settings', () => {
+  const single = { VERIFIER_ISSUER: 'https://idp.test', VERIFIER_AUDIENCE: 'api' };
+
+  it('defaults to off, an in-process replay store, a 60 s window and no nonces', () => {
+    const config = loadConfig(single);
+    expect(config.policies.get('default')?.dpop).toBe('off');
+    expect(config.dpop).toEqual({
+      algorithms: ['ES256', 'ES384', 'PS256', 'RS256', 'EdDSA'],
+      iatWindow: 60,
+      replayStore: 'memory',
+      replayMaxEntries: 1_000_000,
+      nonceKey: undefined,
+    });
+  });
+
+  it('reads the policy mode from VERIFIER_DPOP and the file, and a Redis store URL', () => {
+    const env = loadConfig({
+      ...single,
+      VERIFIER_DPOP: 'required',
+      VERIFIER_DPOP_REPLAY_STORE: 'redis://cache:6379',
+    });
+    expect(env.policies.get('default')?.dpop).toBe('required');
+    expect(env.dpop.replayStore).toBe('redis://cache:6379');
+    const file = {
+      issuers: [{ issuer: 'https://idp.test', audience: 'api' }],
+      policies: { secret: { issuers: ['https://idp.test'], dpop: 'allowed' } },
+    };
+    const fromFile = loadConfig({ VERIFIER_CONFIG: '/x.json' }, () => JSON.stringify(file));
+    expect(fromFile.policies.get('secret')?.dpop).toBe('allowed');
+  });
+
+  it('names every bad DPoP setting at once', () => {
+    const problems = problemsOf({
+      ...single,
+      VERIFIER_DPOP: 'sometimes',
+      VERIFIER_DPOP_ALGORITHMS: 'HS256',
+      VERIFIER_DPOP_IAT_WINDOW: '1h',
+      VERIFIER_DPOP_REPLAY_STORE: 'memcached://x',
+      VERIFIER_DPOP_NONCE_KEY: 'short',
+    });
+    expect(problems).toHaveLength(5);
+    for (const name of [
+      'VERIFIER_DPOP:',
+      'VERIFIER_DPOP_ALGORITHMS',
+      'VERIFIER_DPOP_IAT_WINDOW: must be between 1s and 10m',
+      'VERIFIER_DPOP_REPLAY_STORE: expected memory or a redis://',
+      'VERIFIER_DPOP_NONCE_KEY: must be at least 32 bytes',
+    ])
+      expect(problems.some((problem) => problem.startsWith(name))).toBe(true);
+  });
+});

@@ -50,6 +50,8 @@ interface Shape {
  */
 interface StoredEntry {
   readonly sub: string;
+  /** `cnf.jkt` of a DPoP-bound token; its proof is still checked on every request. */
+  readonly jkt: string | undefined;
   readonly shape: Shape;
   readonly exp: number;
   readonly nbf: number | undefined;
@@ -89,7 +91,13 @@ function decisionOf(entry: StoredEntry): Decision {
     scopes: shape.scopes,
     issuer: shape.issuer,
   };
-  const common = { identity, grants: NO_GRANTS, requiredScopes: shape.requiredScopes };
+  const common = {
+    identity,
+    grants: NO_GRANTS,
+    requiredScopes: shape.requiredScopes,
+    // Only a bound token's decision carries `jkt`; a bearer token's stays the plain shape.
+    ...(entry.jkt === undefined ? {} : { jkt: entry.jkt }),
+  };
   return shape.outcome === 'allow'
     ? { outcome: 'allow', reason: 'allowed', ...common, expires: entry.exp }
     : {
@@ -132,7 +140,7 @@ export interface DecisionCache {
 const ENTRY_OVERHEAD_BYTES = 160;
 
 function estimateBytes(entry: StoredEntry, key: string): number {
-  return ENTRY_OVERHEAD_BYTES + key.length + entry.sub.length;
+  return ENTRY_OVERHEAD_BYTES + key.length + entry.sub.length + (entry.jkt?.length ?? 0);
 }
 
 export function createDecisionCache(options: DecisionCacheOptions): DecisionCache {
@@ -163,6 +171,7 @@ export function createDecisionCache(options: DecisionCacheOptions): DecisionCach
       if (ttl < 1) return;
       const stored = {
         sub: decision.identity.sub,
+        jkt: decision.jkt,
         shape: shapeOf(policy, decision),
         exp,
         nbf,

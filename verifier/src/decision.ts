@@ -26,7 +26,19 @@ export type Decision = (
    * answer's cache bound). Grants that outlive a request (CloudFront cookies) never go past it.
    */
   readonly expires: number | undefined;
+  /** `cnf.jkt` of the accepted token when it is DPoP-bound (RFC 9449 §6). */
+  readonly jkt?: string | undefined;
+  /** Set when the answer speaks DPoP (RFC 9449 §7): a `DPoP` challenge, a nonce to hand out. */
+  readonly dpop?: DpopAnswer | undefined;
 };
+
+/** What a DPoP answer needs besides the reason: the proof algorithms, and a fresh server nonce. */
+export interface DpopAnswer {
+  /** Space-separated, for the challenge's `algs`. */
+  readonly algs: string;
+  /** Sent as `DPoP-Nonce` when nonces are on. */
+  readonly nonce?: string | undefined;
+}
 
 /**
  * Adds grants to an allow decision, e.g. the CloudFront signer's cookies. Runs on every allowed

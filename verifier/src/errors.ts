@@ -22,7 +22,15 @@ export type DenyCode =
   | 'introspection_failed'
   | 'scope_insufficient'
   | 'policy_unknown'
-  | 'internal_error';
+  | 'internal_error'
+  // DPoP (RFC 9449): answered with a `DPoP` challenge (dpop/challenge.ts).
+  | 'dpop_required'
+  | 'dpop_proof_missing'
+  | 'dpop_proof_invalid'
+  | 'dpop_proof_replayed'
+  | 'dpop_nonce_required'
+  | 'dpop_binding_mismatch'
+  | 'dpop_replay_unavailable';
 
 /**
  * A token or key outcome that denies the request. The message names the failing field and never

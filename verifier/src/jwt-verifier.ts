@@ -50,6 +50,7 @@ export function createJwtVerifier(
     checkLifetime(payload.exp!, payload.iat, at / 1000, config);
     const claims = payload as Record<string, unknown>;
     return {
+      jkt: readJkt(claims.cnf),
       identity: readIdentity(claims, config),
       exp: payload.exp!,
       nbf: typeof payload.nbf === 'number' ? payload.nbf - config.clockTolerance : undefined,
@@ -71,6 +72,23 @@ function checkLifetime(exp: number, iat: unknown, nowSeconds: number, config: Jw
       'claim_invalid',
       '"exp" minus "iat" is longer than the longest token age',
     );
+}
+
+/**
+ * `cnf.jkt` (RFC 9449 §6.1), undefined for an unbound token. A `cnf` this gate cannot honour
+ * (another confirmation method, a malformed thumbprint) refuses the token: accepting it as a
+ * bearer token would drop the binding its issuer asked for.
+ */
+export function readJkt(cnf: unknown): string | undefined {
+  if (cnf === undefined) return undefined;
+  if (cnf !== null && typeof cnf === 'object' && !Array.isArray(cnf)) {
+    const { jkt } = cnf as Record<string, unknown>;
+    if (typeof jkt === 'string' && /^[A-Za-z0-9_-]{43}$/.test(jkt)) return jkt;
+  }
+  throw new VerifyError(
+    'claim_invalid',
+    '"cnf" claim is not a DPoP key binding this gate understands',
+  );
 }
 
 /** jose's error classes → our codes; the message keeps jose's wording, which names the claim. */

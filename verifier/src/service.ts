@@ -6,6 +6,7 @@ import type { Listen, VerifierConfig } from './config-types.js';
 import { createDecisionCache, type DecisionCache } from './decision-cache.js';
 import { withGrant, type DecisionDecorator } from './decision.js';
 import { createEndpointResolver } from './discovery.js';
+import { createDpopRuntime } from './dpop/index.js';
 import { createJwtVerifier, type JwtVerifier } from './jwt-verifier.js';
 import { createKeySet, type KeySet } from './key-set.js';
 import type { Logger } from './log.js';
@@ -116,8 +117,14 @@ export function createVerifierService(
     });
   }
 
-  const isReady = () => [...keySets.values()].every((keySet) => keySet.isReady());
+  // Only built when a policy reads DPoP, so a bearer-only gate never connects to a replay store.
+  const dpop = [...config.policies.values()].some((policy) => policy.dpop !== 'off')
+    ? createDpopRuntime(config.dpop, { now, logger })
+    : undefined;
+  const isReady = () =>
+    [...keySets.values()].every((keySet) => keySet.isReady()) && (dpop?.store.isReady() ?? true);
   const authorize = createAuthorizer({
+    dpop,
     config,
     jwtVerifiers,
     opaqueVerifiers,
@@ -170,6 +177,7 @@ export function createVerifierService(
     async stop(graceMs = 4000) {
       for (const keySet of keySets.values()) keySet.stop();
       await Promise.all([transport?.close(graceMs), metricsListener?.close()]);
+      await dpop?.close();
     },
   };
 }

@@ -6,6 +6,7 @@ import { VerifyError } from './errors.js';
 
 const TOKEN68 = /^[A-Za-z0-9\-._~+/]+=*$/;
 const BEARER_PREFIX = /^bearer(?: |$)/i;
+const DPOP_PREFIX = /^dpop(?: |$)/i;
 const JWS_COMPACT = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 
 /**
@@ -15,18 +16,41 @@ const JWS_COMPACT = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
  * checked by `assertBearerSyntax` before anything parses it.
  */
 export function readBearer(authorization: string | undefined): string | undefined {
+  return readCredentials(authorization, false)?.token;
+}
+
+export interface Credentials {
+  /** `bearer` (RFC 6750) or `dpop` (RFC 9449 §7.1). */
+  readonly scheme: 'bearer' | 'dpop';
+  readonly token: string;
+}
+
+/**
+ * The scheme and token of an `Authorization` header. The `DPoP` scheme is read only when `dpop`
+ * is true (a policy that accepts DPoP); otherwise it counts as no token, like any other scheme.
+ */
+export function readCredentials(
+  authorization: string | undefined,
+  dpop: boolean,
+): Credentials | undefined {
   if (authorization === undefined || authorization.length === 0) return undefined;
   if (authorization.length > MAX_TOKEN_BYTES + 64) {
     throw new VerifyError('token_too_large', `token is larger than ${MAX_TOKEN_BYTES} bytes`);
   }
-  if (!BEARER_PREFIX.test(authorization)) return undefined;
-  const token = authorization.slice(6).trim();
+  let scheme: Credentials['scheme'];
+  if (BEARER_PREFIX.test(authorization)) scheme = 'bearer';
+  else if (dpop && DPOP_PREFIX.test(authorization)) scheme = 'dpop';
+  else return undefined;
+  const token = authorization.slice(scheme === 'bearer' ? 6 : 4).trim();
   if (token.length === 0)
-    throw new VerifyError('token_malformed', 'Authorization is "Bearer" without a token');
+    throw new VerifyError(
+      'token_malformed',
+      `Authorization is "${scheme === 'bearer' ? 'Bearer' : 'DPoP'}" without a token`,
+    );
   if (token.length > MAX_TOKEN_BYTES) {
     throw new VerifyError('token_too_large', `token is larger than ${MAX_TOKEN_BYTES} bytes`);
   }
-  return token;
+  return { scheme, token };
 }
 
 /** RFC 6750 §2.1 `b64token` syntax. */

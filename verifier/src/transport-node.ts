@@ -39,6 +39,8 @@ export function createNodeTransport(routes: Routes): Transport {
           policy: query?.get('policy') || undefined,
           originalUri: single(req.headers['x-original-uri']),
           originalMethod: single(req.headers['x-original-method']),
+          dpop: single(req.headers.dpop),
+          originalOrigin: single(req.headers['x-original-origin']),
         });
         if (!(result instanceof Promise)) return writeDecision(res, result);
         inFlight++;

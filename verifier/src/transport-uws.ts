@@ -36,6 +36,8 @@ export function createUwsTransport(uws: UwsModule, routes: Routes): Transport {
       policy: req.getQuery('policy') || undefined,
       originalUri: req.getHeader('x-original-uri') || undefined,
       originalMethod: req.getHeader('x-original-method') || undefined,
+      dpop: req.getHeader('dpop') || undefined,
+      originalOrigin: req.getHeader('x-original-origin') || undefined,
     };
     const result = routes.verify(request);
     if (!(result instanceof Promise)) {

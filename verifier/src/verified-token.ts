@@ -9,4 +9,6 @@ export interface VerifiedToken {
   readonly nbf: number | undefined;
   /** The JWS `kid` the token was verified with, so entries can be dropped when the key leaves. */
   readonly kid: string | undefined;
+  /** `cnf.jkt` of a DPoP-bound token (RFC 9449 §6): the thumbprint its proofs must be signed with. */
+  readonly jkt?: string | undefined;
 }

@@ -3,6 +3,7 @@
 // are built; both transports write what this returns verbatim.
 import type { CloudFrontCookieGrant } from './cloudfront/gate-decorator.js';
 import type { Decision } from './decision.js';
+import { dpopChallengeHeaders } from './dpop/challenge.js';
 import { statusFor } from './errors.js';
 import { headerSafe, scopeHeader } from './identity.js';
 import { createInterner } from './intern.js';
@@ -37,6 +38,9 @@ const INVALID_TOKEN: VerifyAnswer = {
 export function renderDecision(decision: Decision): VerifyAnswer {
   if (decision.outcome === 'allow') return { status: 204, headers: allowHeaders(decision) };
   const status = statusFor(decision.reason);
+  // RFC 9449 §7.1: a DPoP request (or a DPoP-only policy) is answered with a DPoP challenge.
+  if (status === 401 && decision.dpop !== undefined)
+    return { status, headers: dpopChallengeHeaders(decision.reason, decision.dpop) };
   if (status === 401) return decision.reason === 'token_missing' ? NO_TOKEN : INVALID_TOKEN;
   const scope =
     decision.requiredScopes.length > 0
@@ -53,7 +57,7 @@ export function renderDecision(decision: Decision): VerifyAnswer {
   };
 }
 
-function allowHeaders({ identity, grants }: Decision): Header[] {
+function allowHeaders({ identity, grants, dpop }: Decision): Header[] {
   const headers: Header[] = [];
   if (identity !== undefined) {
     const scope = scopeHeader(identity.scopes);
@@ -65,6 +69,7 @@ function allowHeaders({ identity, grants }: Decision): Header[] {
     );
   }
   for (const grant of grants) headers.push(...cloudFrontHeaders(grant));
+  if (dpop?.nonce !== undefined) headers.push(['DPoP-Nonce', dpop.nonce]);
   return headers;
 }
 

@@ -7,7 +7,7 @@ import { Writable } from 'node:stream';
 import { base64url, importJWK, SignJWT, type JWK } from 'jose';
 import { createLogger, type Logger } from '../log.js';
 
-export type KeyName = 'rsaA' | 'rsaB' | 'ec' | 'attacker';
+export type KeyName = 'rsaA' | 'rsaB' | 'ec' | 'ecB' | 'attacker';
 
 export const PRIVATE_JWKS = JSON.parse(
   readFileSync(new URL('./keys.json', import.meta.url), 'utf8'),

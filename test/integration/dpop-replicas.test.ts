@@ -1,0 +1,100 @@
+// Two verifier replicas sharing one real redis-server as their DPoP replay store: a proof used at
+// one replica is refused at the other, and an unreachable store fails closed for `required`.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Decision } from '../../verifier/src/decision.js';
+import { signProof, thumbprintOf } from '../../verifier/src/testing/dpop-proof.js';
+import {
+  AUDIENCE,
+  ISSUER,
+  mintToken,
+  startJwksServer,
+  type JwksServer,
+} from '../../verifier/src/testing/fixtures.js';
+import { buildService, type TestService } from '../../verifier/src/testing/service.js';
+import { answerOf, statusOf } from '../../verifier/src/testing/answer.js';
+import { startRedisServer, type RedisServer } from '../support/redis-server.js';
+
+const ORIGIN = 'https://gate.example.com';
+let redis: RedisServer;
+let jwks: JwksServer;
+const replicas: TestService[] = [];
+let strict: TestService;
+
+function config(dpop: 'allowed' | 'required') {
+  return {
+    issuers: [{ issuer: ISSUER, audience: AUDIENCE, jwksUri: jwks.url, algorithms: ['RS256'] }],
+    policies: { secret: { issuers: [ISSUER], scopes: ['secrets:read'], dpop } },
+  };
+}
+
+async function untilReady(service: TestService['service']): Promise<void> {
+  await service.start();
+  for (let i = 0; i < 100 && !service.isReady(); i++)
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  expect(service.isReady()).toBe(true);
+}
+
+beforeAll(async () => {
+  redis = await startRedisServer();
+  jwks = await startJwksServer(['rsaA']);
+  const env = { VERIFIER_DPOP_REPLAY_STORE: redis.url };
+  for (let i = 0; i < 2; i++) replicas.push(buildService(env, { file: config('allowed') }));
+  strict = buildService(env, { file: config('required') });
+  for (const replica of [...replicas, strict]) await untilReady(replica.service);
+});
+afterAll(async () => {
+  for (const replica of [...replicas, strict]) await replica.service.stop(0);
+  await jwks.close();
+  await redis.stop();
+});
+
+async function boundRequest() {
+  const token = await mintToken({ claims: { cnf: { jkt: await thumbprintOf('ec') } } });
+  const proof = await signProof({ htu: `${ORIGIN}/secret`, accessToken: token });
+  return {
+    policy: 'secret',
+    authorization: `DPoP ${token}`,
+    dpop: proof,
+    originalMethod: 'GET',
+    originalUri: '/secret',
+    originalOrigin: ORIGIN,
+  };
+}
+const ask = (replica: TestService, request: object): Promise<Decision> =>
+  Promise.resolve(replica.service.authorize(request));
+
+describe('DPoP replay store shared through Redis', () => {
+  it('refuses at a second replica a proof the first one accepted', async () => {
+    const request = await boundRequest();
+    expect(statusOf(await ask(replicas[0]!, request))).toBe(204);
+    const replayed = await ask(replicas[1]!, request);
+    expect(statusOf(replayed)).toBe(401);
+    expect(replayed.reason).toBe('dpop_proof_replayed');
+    expect(answerOf(replayed).headers[0]?.[1]).toMatch(/^DPoP error="invalid_dpop_proof"/);
+  });
+
+  it('lets every replica accept a fresh proof for the same token', async () => {
+    const request = await boundRequest();
+    expect(statusOf(await ask(replicas[0]!, request))).toBe(204);
+    const fresh = {
+      ...request,
+      dpop: await signProof({
+        htu: `${ORIGIN}/secret`,
+        accessToken: request.authorization.slice(5),
+      }),
+    };
+    expect(statusOf(await ask(replicas[1]!, fresh))).toBe(204);
+  });
+
+  it('with Redis gone: required fails closed, allowed checks replays in each process', async () => {
+    await redis.stop();
+    const forStrict = await boundRequest();
+    const refused = await ask(strict, forStrict);
+    expect(statusOf(refused)).toBe(401);
+    expect(refused.reason).toBe('dpop_replay_unavailable');
+
+    const request = await boundRequest();
+    expect(statusOf(await ask(replicas[0]!, request))).toBe(204);
+    expect((await ask(replicas[0]!, request)).reason).toBe('dpop_proof_replayed');
+  });
+});

@@ -1,0 +1,139 @@
+// The DPoP step of a decision (RFC 9449 §7): runs after the token's decision (cached or fresh) and
+// before the answer, on every request, so a cached token never skips its proof. It refuses a bound
+// token sent as Bearer (no downgrade), the DPoP scheme with an unbound token, a proof that fails
+// proof.ts, a proof signed by another key than the token's `cnf.jkt`, a missing or stale server
+// nonce (when nonces are on) and a `jti` the replay store has seen.
+import { createHash } from 'node:crypto';
+import type { DpopMode } from '../config-types.js';
+import { deny, type Decision } from '../decision.js';
+import { VerifyError, type DenyCode } from '../errors.js';
+import { dpopDenial } from './challenge.js';
+import { externalUrl } from './htu.js';
+import type { NonceSource } from './nonce.js';
+import type { ProofChecker } from './proof.js';
+import type { ReplayStore } from './replay-store.js';
+
+/** What the DPoP step reads from a /verify request. */
+export interface DpopContext {
+  readonly scheme: 'bearer' | 'dpop';
+  readonly token: string;
+  /** The `DPoP` header NGINX passed (one, size-capped). */
+  readonly proof: string | undefined;
+  /** The original method and path, and the gate's configured external origin. */
+  readonly method: string | undefined;
+  readonly path: string | undefined;
+  readonly origin: string | undefined;
+}
+
+export interface DpopOutcome {
+  readonly decision: Decision;
+  /** Why, for the log line (never a token or proof). */
+  readonly detail: string | undefined;
+}
+
+export type DpopStep = (
+  mode: DpopMode,
+  decision: Decision,
+  context: DpopContext,
+) => DpopOutcome | Promise<DpopOutcome>;
+
+export interface DpopStepParts {
+  readonly checkProof: ProofChecker;
+  /** The configured store (in-process or shared). */
+  readonly store: ReplayStore;
+  /** In-process store used under `allowed` while a shared store does not answer. */
+  readonly fallback: ReplayStore;
+  readonly nonces: NonceSource | undefined;
+  readonly algorithms: readonly string[];
+  /** Seconds; a proof is acceptable for twice this long, so its `jti` is kept that long. */
+  readonly iatWindow: number;
+  /** Told when the shared store failed (message only). */
+  readonly onStoreError?: ((message: string, failedClosed: boolean) => void) | undefined;
+}
+
+export function createDpopStep(parts: DpopStepParts): DpopStep {
+  const algs = parts.algorithms.join(' ');
+  const replayTtl = parts.iatWindow * 2;
+  const refuse = (code: DenyCode, detail: string | undefined, nonce?: string): DpopOutcome => ({
+    decision: dpopDenial(code, nonce === undefined ? { algs } : { algs, nonce }),
+    detail,
+  });
+
+  async function checkBound(
+    mode: DpopMode,
+    decision: Decision,
+    context: DpopContext & { proof: string },
+    htu: string,
+  ): Promise<DpopOutcome> {
+    let jkt: string;
+    let jti: string;
+    let nonce: unknown;
+    try {
+      ({ jkt, jti, nonce } = await parts.checkProof(context.proof, {
+        htm: context.method ?? '',
+        htu,
+        accessToken: context.token,
+      }));
+    } catch (error) {
+      if (error instanceof VerifyError) return refuse(error.code, error.message);
+      return refuse('dpop_proof_invalid', 'unexpected proof failure');
+    }
+    if (jkt !== decision.jkt)
+      return refuse('dpop_binding_mismatch', 'the proof key is not the token\'s "cnf.jkt"');
+    if (parts.nonces !== undefined && !parts.nonces.isValid(nonce))
+      return refuse('dpop_nonce_required', 'no current server nonce', parts.nonces.current());
+
+    const key = createHash('sha256').update(`${jkt}\u0000${jti}`).digest('base64url');
+    let fresh: boolean;
+    try {
+      fresh = await parts.store.remember(key, replayTtl);
+    } catch (error) {
+      const message = (error as Error).message;
+      parts.onStoreError?.(message, mode === 'required');
+      if (mode === 'required' || parts.store === parts.fallback)
+        return refuse('dpop_replay_unavailable', message);
+      try {
+        fresh = await parts.fallback.remember(key, replayTtl);
+      } catch (fallbackError) {
+        return refuse('dpop_replay_unavailable', (fallbackError as Error).message);
+      }
+    }
+    if (!fresh) return refuse('dpop_proof_replayed', '"jti" was seen before');
+    return {
+      decision:
+        parts.nonces === undefined
+          ? decision
+          : { ...decision, dpop: { algs, nonce: parts.nonces.current() } },
+      detail: undefined,
+    };
+  }
+
+  return function dpopStep(mode, decision, context) {
+    if (mode === 'off') {
+      // Not a DPoP policy, but a bound token still never works as a bearer token.
+      if (decision.jkt !== undefined && decision.identity !== undefined)
+        return { decision: deny('dpop_binding_mismatch'), detail: 'DPoP-bound token as Bearer' };
+      return { decision, detail: undefined };
+    }
+    if (decision.identity === undefined) {
+      // The token was refused: a DPoP client (or a DPoP-only policy) gets a DPoP challenge.
+      if ((context.scheme === 'dpop' || mode === 'required') && decision.outcome === 'deny')
+        return refuse(decision.reason, undefined);
+      return { decision, detail: undefined };
+    }
+    if (context.scheme === 'bearer') {
+      if (decision.jkt !== undefined)
+        return refuse('dpop_binding_mismatch', 'DPoP-bound token as Bearer');
+      if (mode === 'required') return refuse('dpop_required', 'bearer token on a DPoP policy');
+      return { decision, detail: undefined };
+    }
+    if (decision.jkt === undefined)
+      return refuse('dpop_binding_mismatch', 'DPoP scheme with an unbound token');
+    if (context.proof === undefined || context.proof === '')
+      return refuse('dpop_proof_missing', 'no DPoP header');
+    const htu = externalUrl(context.origin, context.path);
+    if (htu === undefined)
+      return refuse('dpop_proof_invalid', 'no external origin or path to check "htu" against');
+    return checkBound(mode, decision, { ...context, proof: context.proof }, htu);
+  };
+}

@@ -1,0 +1,46 @@
+// The `DPoP` challenge of RFC 9449 §7.1: DPoP decisions as data, and their rendering for the
+// transport edge (verify-answer.ts). One `WWW-Authenticate` value per answer (NGINX's auth_request
+// passes one on a 401), `algs` always present so a client learns which keys it may use, and
+// `DPoP-Nonce` when a server nonce is handed out (§9).
+import { deny, type Decision, type DpopAnswer } from '../decision.js';
+import type { DenyCode } from '../errors.js';
+import type { Header } from '../verify-answer.js';
+
+/** RFC 9449 §7.1 error codes (plus RFC 6750's `invalid_token` for the token itself). */
+type DpopError = 'invalid_token' | 'invalid_dpop_proof' | 'use_dpop_nonce';
+
+/** Fixed descriptions: never built from input, so nothing from the request reaches a header. */
+const DESCRIPTIONS: Partial<Record<DenyCode, readonly [DpopError, string]>> = {
+  dpop_required: ['invalid_token', 'a DPoP-bound token and proof are required'],
+  dpop_proof_missing: ['invalid_dpop_proof', 'a DPoP proof is required'],
+  dpop_proof_invalid: ['invalid_dpop_proof', 'the DPoP proof is not valid for this request'],
+  dpop_proof_replayed: ['invalid_dpop_proof', 'the DPoP proof was used before'],
+  dpop_nonce_required: ['use_dpop_nonce', 'use the DPoP-Nonce of this answer'],
+  dpop_binding_mismatch: ['invalid_token', 'the token is not bound to the presented DPoP key'],
+  dpop_replay_unavailable: ['invalid_dpop_proof', 'the DPoP proof cannot be checked right now'],
+};
+
+/** A deny answered with a `DPoP` challenge (token errors become `invalid_token`). */
+export function dpopDenial(code: DenyCode, answer: DpopAnswer): Decision {
+  return { ...deny(code), dpop: answer };
+}
+
+/**
+ * The headers of a DPoP 401: `DPoP algs="…"` alone when no token came (RFC 6750 §3.1 style),
+ * else with `error` and a fixed `error_description`; `DPoP-Nonce` when one is handed out.
+ */
+export function dpopChallengeHeaders(reason: DenyCode, answer: DpopAnswer): Header[] {
+  const challenge =
+    reason === 'token_missing'
+      ? `DPoP algs="${answer.algs}"`
+      : (() => {
+          const [error, description] = DESCRIPTIONS[reason] ?? [
+            'invalid_token',
+            'the token is not valid',
+          ];
+          return `DPoP error="${error}", error_description="${description}", algs="${answer.algs}"`;
+        })();
+  const headers: Header[] = [['WWW-Authenticate', challenge]];
+  if (answer.nonce !== undefined) headers.push(['DPoP-Nonce', answer.nonce]);
+  return headers;
+}

@@ -1,0 +1,33 @@
+// The `htu` comparison of RFC 9449 §4.3: the proof names the URL the client meant, the verifier
+// rebuilds the URL NGINX received from the configured external origin and the original path.
+// Both sides go through the WHATWG URL parser, which lowercases scheme and host and drops a
+// default port (the syntax- and scheme-based normalisation RFC 9449 §4.3 asks for); query and
+// fragment are ignored.
+
+/** `scheme://host[:port]/path` of `raw`, or undefined when it is not an absolute http(s) URL. */
+export function normalizeHtu(raw: string): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return undefined;
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') return undefined;
+  if (url.username !== '' || url.password !== '') return undefined;
+  return `${url.protocol}//${url.host}${url.pathname}`;
+}
+
+/**
+ * The external URL of the original request: `origin` is the gate's configured public origin
+ * (never a client header), `path` the raw path NGINX saw (no query). Undefined when either is
+ * missing or unusable, which fails every proof.
+ */
+export function externalUrl(
+  origin: string | undefined,
+  path: string | undefined,
+): string | undefined {
+  if (origin === undefined || path === undefined || !path.startsWith('/')) return undefined;
+  // `//host/x` as a path would change the authority once joined.
+  if (path.startsWith('//')) return undefined;
+  return normalizeHtu(`${origin.replace(/\/+$/, '')}${path}`);
+}

@@ -1,0 +1,160 @@
+// One DPoP proof checked per RFC 9449 §4.3 (and §7 for a proof sent with an access token).
+// Cheap header checks run before any crypto; jose then verifies the signature with the key the
+// proof carries, and the claims are compared with the request the gate received. A client signs
+// every proof with the same key, so the imported key is kept by its RFC 7638 thumbprint: a proof
+// costs one signature check, not a key import and an async digest as well (bench/gate.ts row
+// "one cached DPoP token").
+//
+// Checked: compact JWS of at most MAX_PROOF_BYTES; `typ: dpop+jwt`; `alg` in the allowlist
+// (asymmetric only, so `none` and HMAC never pass); `jwk` a public key (no private members); the
+// signature with that key; `jti` present; `htm` = the original method; `htu` = the external URL
+// without query and fragment; `iat` within ±window; `ath` = base64url(SHA-256(token)) when a
+// token is presented; `nonce` when the caller asks for one. Not checked here: replay of `jti`
+// (binding.ts asks the replay store) and `cnf.jkt` (binding.ts compares the thumbprint).
+import { createHash, createPublicKey, type KeyObject } from 'node:crypto';
+import { decodeProtectedHeader, jwtVerify, type JWK, type JWTPayload } from 'jose';
+import { LRUCache } from 'lru-cache';
+import { VerifyError } from '../errors.js';
+import { normalizeHtu } from './htu.js';
+
+/** A proof is a short JWS with one public key in it; anything larger is refused unparsed. */
+export const MAX_PROOF_BYTES = 2048;
+const MAX_JTI_LENGTH = 256;
+const JWS_COMPACT = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
+/** JWK members that only a private (or symmetric) key has (RFC 7518 §6). */
+const PRIVATE_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'] as const;
+/** RFC 7638 §3.2: the required members per key type, in lexicographic order. */
+const THUMBPRINT_MEMBERS: Readonly<Record<string, readonly string[]>> = {
+  EC: ['crv', 'kty', 'x', 'y'],
+  RSA: ['e', 'kty', 'n'],
+  OKP: ['crv', 'kty', 'x'],
+};
+/** Imported proof keys kept; one per active DPoP client is the working set. */
+const KEY_CACHE_ENTRIES = 10_000;
+
+export interface ProofExpectation {
+  /** The original request method. */
+  readonly htm: string;
+  /** The external request URL, already normalised (htu.ts externalUrl). */
+  readonly htu: string;
+  /** The access token the proof must be bound to with `ath`; undefined at a token endpoint. */
+  readonly accessToken?: string | undefined;
+}
+
+export interface CheckedProof {
+  /** RFC 7638 SHA-256 thumbprint of the proof's public key. */
+  readonly jkt: string;
+  readonly jti: string;
+  readonly iat: number;
+  /** The `nonce` claim, if any (checked by the caller against its nonce source). */
+  readonly nonce: unknown;
+}
+
+export type ProofChecker = (proof: string, expect: ProofExpectation) => Promise<CheckedProof>;
+
+export interface ProofCheckerOptions {
+  /** Allowed proof algorithms; asymmetric only (validated by the configuration). */
+  readonly algorithms: readonly string[];
+  /** Seconds `iat` may differ from now, either way. */
+  readonly iatWindow: number;
+  /** Milliseconds since the epoch. */
+  readonly now: () => number;
+}
+
+const invalid = (message: string) => new VerifyError('dpop_proof_invalid', message);
+
+/** The SHA-256 of an access token as `ath` carries it (RFC 9449 §4.2). */
+export function accessTokenHash(token: string): string {
+  return createHash('sha256').update(token).digest('base64url');
+}
+
+/**
+ * The RFC 7638 SHA-256 thumbprint of a public JWK and the members it is made of (the only ones used
+ * to import the key), or undefined for a key type a proof may not use (`oct`, unknown).
+ */
+export function jwkThumbprint(
+  jwk: JWK,
+): { thumbprint: string; publicJwk: Record<string, string> } | undefined {
+  const members = THUMBPRINT_MEMBERS[String(jwk.kty)];
+  if (members === undefined) return undefined;
+  const publicJwk: Record<string, string> = {};
+  for (const member of members) {
+    const value = (jwk as Record<string, unknown>)[member];
+    if (typeof value !== 'string' || value.length === 0) return undefined;
+    publicJwk[member] = value;
+  }
+  const thumbprint = createHash('sha256').update(JSON.stringify(publicJwk)).digest('base64url');
+  return { thumbprint, publicJwk };
+}
+
+export function createProofChecker(options: ProofCheckerOptions): ProofChecker {
+  const algorithms = new Set(options.algorithms);
+  const verifyOptions = { typ: 'dpop+jwt', algorithms: [...options.algorithms] };
+  const keys = new LRUCache<string, KeyObject>({ max: KEY_CACHE_ENTRIES });
+
+  function importKey(thumbprint: string, publicJwk: Record<string, string>): KeyObject {
+    let key = keys.get(thumbprint);
+    if (key === undefined) {
+      try {
+        key = createPublicKey({ key: publicJwk, format: 'jwk' });
+      } catch {
+        throw invalid('"jwk" header is not a usable public key');
+      }
+      keys.set(thumbprint, key);
+    }
+    return key;
+  }
+
+  return async function checkProof(proof, expect) {
+    if (proof.length > MAX_PROOF_BYTES)
+      throw invalid(`the DPoP proof is larger than ${MAX_PROOF_BYTES} bytes`);
+    if (!JWS_COMPACT.test(proof)) throw invalid('the DPoP proof is not a compact JWS');
+    let header: ReturnType<typeof decodeProtectedHeader>;
+    try {
+      header = decodeProtectedHeader(proof);
+    } catch {
+      throw invalid('the DPoP proof header is not valid JSON');
+    }
+    if (header.typ !== 'dpop+jwt') throw invalid('"typ" header must be "dpop+jwt"');
+    if (typeof header.alg !== 'string' || !algorithms.has(header.alg))
+      throw invalid('"alg" is not an allowed DPoP algorithm');
+    const { jwk } = header;
+    if (jwk === null || typeof jwk !== 'object' || Array.isArray(jwk))
+      throw invalid('"jwk" header must hold the public key');
+    if (PRIVATE_MEMBERS.some((member) => member in jwk))
+      throw invalid('"jwk" header must not carry private key members');
+    const bound = jwkThumbprint(jwk);
+    if (bound === undefined) throw invalid('"jwk" header is not an EC, RSA or OKP public key');
+    const key = importKey(bound.thumbprint, bound.publicJwk);
+
+    let payload: JWTPayload;
+    const at = options.now();
+    try {
+      // jose checks that `alg` fits the key (type, curve) before it verifies the signature.
+      ({ payload } = await jwtVerify(proof, key, { ...verifyOptions, currentDate: new Date(at) }));
+    } catch {
+      throw invalid('the DPoP proof signature or claims did not verify');
+    }
+
+    const { jti, htm, htu, iat, ath } = payload as Record<string, unknown>;
+    if (typeof jti !== 'string' || jti.length === 0 || jti.length > MAX_JTI_LENGTH)
+      throw invalid('"jti" claim is missing or too long');
+    if (htm !== expect.htm) throw invalid('"htm" claim does not match the request method');
+    if (typeof htu !== 'string' || normalizeHtu(htu) !== expect.htu)
+      throw invalid('"htu" claim does not match the request URL');
+    if (typeof iat !== 'number' || !Number.isFinite(iat)) throw invalid('"iat" claim is missing');
+    if (Math.abs(at / 1000 - iat) > options.iatWindow)
+      throw invalid('"iat" claim is outside the accepted window');
+    if (expect.accessToken !== undefined) {
+      if (typeof ath !== 'string') throw invalid('"ath" claim is missing');
+      if (ath !== accessTokenHash(expect.accessToken))
+        throw invalid('"ath" claim does not match the access token');
+    }
+    return {
+      jkt: bound.thumbprint,
+      jti,
+      iat,
+      nonce: (payload as Record<string, unknown>).nonce,
+    };
+  };
+}
