@@ -4,7 +4,7 @@ import { spawn } from 'node:child_process';
 import { closeSync, openSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseLocustCsv } from './locust-csv.js';
-import { CLOCK_TICKS, parseStat } from './process-stats.js';
+import { CLOCK_TICKS, parseStat, runQueueWaitSeconds } from './process-stats.js';
 
 export const LOCUSTFILE = fileURLToPath(new URL('../stresstest/locustfile.py', import.meta.url));
 /** Debian's python3-locust runs with the system python, not whatever python is first on PATH. */
@@ -92,8 +92,22 @@ export function locustArgs(run: LocustRun): string[] {
 export interface LoadGeneratorUsage {
   /** locust's user + system CPU time in that window. */
   readonly cpuSeconds: number;
+  /** Time its threads were runnable but waited for the core (other work on it), when known. */
+  readonly waitSeconds?: number;
   /** The window's wall time, up to the last progress tick before locust exited. */
   readonly wallSeconds: number;
+}
+
+/** A generator's usage between two samples of its CPU time, wall clock and run-queue wait. */
+export function usageBetween(
+  start: { cpu: number; wall: number; wait: number },
+  end: { cpu: number; wall: number; wait: number },
+): LoadGeneratorUsage {
+  return {
+    cpuSeconds: end.cpu - start.cpu,
+    wallSeconds: end.wall - start.wall,
+    waitSeconds: end.wait - start.wait,
+  };
 }
 
 /** Runs locust to completion, calling `onProgress` every couple of seconds. */
@@ -108,8 +122,8 @@ export async function runLocust(
   });
   closeSync(log);
   const startedAt = Date.now() / 1000;
-  let windowStart: { cpu: number; wall: number } | undefined;
-  let latest: { cpu: number; wall: number } | undefined;
+  let windowStart: { cpu: number; wall: number; wait: number } | undefined;
+  let latest: { cpu: number; wall: number; wait: number } | undefined;
   let atFullLoad = false;
   const timer = setInterval(() => {
     const progress = readProgress(`${run.csvPrefix}_stats_history.csv`, startedAt);
@@ -122,7 +136,11 @@ export async function runLocust(
       stat = undefined; // exited between ticks
     }
     if (!stat) return;
-    latest = { cpu: stat.cpuTicks / CLOCK_TICKS, wall: Date.now() / 1000 };
+    latest = {
+      cpu: stat.cpuTicks / CLOCK_TICKS,
+      wall: Date.now() / 1000,
+      wait: runQueueWaitSeconds(child.pid!),
+    };
     windowStart ??= latest;
     if (!atFullLoad && (progress?.users ?? 0) >= run.users) {
       atFullLoad = true;
@@ -142,7 +160,7 @@ export async function runLocust(
     if (code !== 0 && code !== 1)
       throw new Error(`locust exited with code ${code}; see ${run.logFile}`);
     return windowStart && latest
-      ? { cpuSeconds: latest.cpu - windowStart.cpu, wallSeconds: latest.wall - windowStart.wall }
+      ? usageBetween(windowStart, latest)
       : { cpuSeconds: 0, wallSeconds: 0 };
   } finally {
     clearInterval(timer);

@@ -10,6 +10,8 @@ const PROBES: readonly {
 }[] = [
   { what: 'python3-locust', command: PYTHON, args: ['-c', 'import locust'] },
   { what: 'nginx', command: 'nginx', args: ['-v'] },
+  // wrk -v exits 1 even when wrk works.
+  { what: 'wrk', command: 'sh', args: ['-c', 'command -v wrk'] },
   { what: 'util-linux (taskset)', command: 'taskset', args: ['-V'] },
 ];
 
@@ -19,5 +21,5 @@ export function checkStressPrerequisites(): string | undefined {
     (probe) => spawnSync(probe.command, probe.args, { stdio: 'ignore' }).status !== 0,
   ).map((probe) => probe.what);
   if (missing.length === 0) return undefined;
-  return `missing: ${missing.join(', ')}. Install with: apt-get install python3-locust nginx libnginx-mod-http-js util-linux`;
+  return `missing: ${missing.join(', ')}. Install with: apt-get install python3-locust wrk nginx libnginx-mod-http-js util-linux`;
 }

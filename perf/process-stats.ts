@@ -30,6 +30,27 @@ export function parseStat(text: string): { ppid: number; cpuTicks: number } | un
   return Number.isFinite(ppid) && Number.isFinite(cpuTicks) ? { ppid, cpuTicks } : undefined;
 }
 
+/**
+ * Seconds a process's threads spent runnable but waiting for a CPU (second field of each
+ * `/proc/PID/task/TID/schedstat`, in ns): on a machine shared with other work, a process can be
+ * starved of its core while its own CPU time looks low. 0 when schedstat is unavailable.
+ */
+export function runQueueWaitSeconds(pid: number): number {
+  let waitNs = 0;
+  let tasks: string[];
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return 0;
+  }
+  for (const task of tasks) {
+    const fields = readText(`/proc/${pid}/task/${task}/schedstat`)?.split(' ');
+    const wait = Number(fields?.[1]);
+    if (Number.isFinite(wait)) waitNs += wait;
+  }
+  return waitNs / 1e9;
+}
+
 /** Reads `VmHWM` from `/proc/PID/status` in bytes (0 for kernel threads or when absent). */
 export function parseHwm(status: string): number {
   const match = /^VmHWM:\s+(\d+) kB$/m.exec(status);

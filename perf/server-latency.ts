@@ -55,10 +55,20 @@ export function summarize(histograms: ReadonlyMap<string, Histogram>): ServerLat
     .sort((a, b) => b.count - a.count);
 }
 
-/** Streams the access log (a full run writes hundreds of MB) into per-path latency figures. */
-export async function readServerLatency(accessLog: string): Promise<ServerLatency[]> {
+/**
+ * Streams the access log (a full run writes hundreds of MB) into per-path latency figures; with
+ * byte offsets, only the part one generator's run wrote (a line cut at either end is skipped).
+ */
+export async function readServerLatency(
+  accessLog: string,
+  range: { readonly start?: number; readonly end?: number } = {},
+): Promise<ServerLatency[]> {
   const histograms = new Map<string, Histogram>();
-  const lines = createInterface({ input: createReadStream(accessLog), crlfDelay: Infinity });
+  const input = createReadStream(accessLog, {
+    start: range.start ?? 0,
+    ...(range.end === undefined ? {} : { end: Math.max(range.start ?? 0, range.end - 1) }),
+  });
+  const lines = createInterface({ input, crlfDelay: Infinity });
   for await (const line of lines) recordLine(histograms, line);
   return summarize(histograms);
 }

@@ -1,6 +1,7 @@
 // Command-line options of `npm run stress`, parsed once into a frozen object; every problem is
 // reported together.
 import { BASELINE_NAMES } from './baselines.js';
+import { GENERATOR_NAMES, parseGenerators, type GeneratorName } from './generators.js';
 import { PROFILES, type ResourceProfile } from './limits.js';
 
 export const SYSTEM_NAMES = ['ours', ...BASELINE_NAMES] as const;
@@ -8,6 +9,8 @@ export type SystemName = (typeof SYSTEM_NAMES)[number];
 
 export interface StressOptions {
   readonly systems: readonly SystemName[];
+  /** Each system is measured by each of these, in this order, one after the other. */
+  readonly generators: readonly GeneratorName[];
   readonly profile: ResourceProfile;
   readonly users: number;
   readonly spawnRate: number;
@@ -25,10 +28,11 @@ export const STRESS_DEFAULTS = Object.freeze({
 
 export const STRESS_USAGE = `usage: npm run stress -- [options]
   --systems LIST     comma-separated, from ${SYSTEM_NAMES.join(', ')} (default: all)
+  --generators LIST  comma-separated, from ${GENERATOR_NAMES.join(', ')} (default: both)
   --profile NAME     study (0.5 CPU, 400 MB per service) or tight (0.25 CPU, 64 MB) (default: study)
   --users N          simulated users (default: ${STRESS_DEFAULTS.users})
   --spawn-rate N     users started per second (default: ${STRESS_DEFAULTS.spawnRate})
-  --duration T       per system, seconds or e.g. 90s, 5m (default: 5m)
+  --duration T       per system and generator, seconds or e.g. 90s, 5m (default: 5m)
   --quick            ${STRESS_DEFAULTS.quickSeconds} s per system unless --duration is given
   --out DIR          results directory (default: stresstest/results/<timestamp>)`;
 
@@ -53,6 +57,7 @@ export function parseStressOptions(argv: readonly string[]): StressOptions {
   const flags = new Set(['--quick', '--help', '-h']);
   const valued = new Set([
     '--systems',
+    '--generators',
     '--profile',
     '--users',
     '--spawn-rate',
@@ -87,6 +92,16 @@ export function parseStressOptions(argv: readonly string[]): StressOptions {
     if (systems.length === 0 && problems.length === 0) problems.push('"--systems" lists no system');
   }
 
+  let generators: GeneratorName[] = [...GENERATOR_NAMES];
+  const generatorsText = values.get('--generators');
+  if (generatorsText !== undefined) {
+    try {
+      generators = parseGenerators(generatorsText);
+    } catch (error) {
+      problems.push((error as Error).message);
+    }
+  }
+
   const profileName = values.get('--profile') ?? 'study';
   const profile = PROFILES[profileName as ResourceProfile['name']];
   if (!profile)
@@ -114,6 +129,7 @@ export function parseStressOptions(argv: readonly string[]): StressOptions {
   if (problems.length > 0) throw new TypeError(`invalid options: ${problems.join('; ')}`);
   return Object.freeze({
     systems: Object.freeze(systems),
+    generators: Object.freeze(generators),
     profile: profile,
     users,
     spawnRate,

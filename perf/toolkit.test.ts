@@ -1,7 +1,11 @@
 // The stress and bench harness pieces without load: options, limits fallback, CSV → report and
 // chart, wrk output, bench goals. The report is rendered from a locust CSV recorded on a real run.
-import { readFileSync, existsSync } from 'node:fs';
-import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { evaluateBenchGoals, ROW_NAMES, withRatios } from './bench-goals.js';
 import { parseBenchOptions } from './bench-options.js';
@@ -14,15 +18,20 @@ import {
   PROFILES,
   throttlingSince,
   type LimitProbe,
+  type ResourceProfile,
 } from './limits.js';
 import { locustArgs } from './locust.js';
+import { parseStudyOutput, runWrkStudy, studyArgs, studyScript } from './wrk-study.js';
 import { parseCsvRecords, parseLocustCsv } from './locust-csv.js';
 import { parseDuration, parseStressOptions } from './stress-options.js';
-import { parseHwm, parseStat } from './process-stats.js';
+import { parseHwm, parseStat, runQueueWaitSeconds } from './process-stats.js';
+import { isSaturated, judgedRun, parseGenerators } from './generators.js';
 import {
   bottleneckLine,
-  evaluateGoals,
+  judgedLine,
+  locustFigures,
   renderReport,
+  stressGoals,
   studyTable,
   type SystemResult,
 } from './report.js';
@@ -37,6 +46,18 @@ describe('stress options', () => {
     expect(options.systems).toEqual(['ours', 'study-njs', 'study-node', 'njs-verify']);
     expect(options.profile).toBe(PROFILES.study);
     expect([options.users, options.spawnRate, options.durationSeconds]).toEqual([2500, 50, 300]);
+  });
+
+  it('drives each system with locust, then wrk, unless --generators names fewer', () => {
+    expect(parseStressOptions([]).generators).toEqual(['locust', 'wrk']);
+    expect(parseStressOptions(['--generators', 'wrk']).generators).toEqual(['wrk']);
+    expect(parseGenerators('wrk, locust,wrk')).toEqual(['wrk', 'locust']);
+    expect(() => parseStressOptions(['--generators', 'ab,wrk'])).toThrow(
+      'invalid options: unknown generator "ab" (known: locust, wrk)',
+    );
+    expect(() => parseStressOptions(['--generators', ','])).toThrow(
+      '"--generators" lists no generator',
+    );
   });
 
   it('--quick runs 60 s per system unless --duration says otherwise', () => {
@@ -136,7 +157,8 @@ describe('limits: cgroup v1 or pinning only', () => {
       const group = `secret-gate-stress-test-${process.pid}-sleeper`;
       try {
         let cgroups = '';
-        for (let i = 0; i < 50 && !cgroups.includes(group); i++) {
+        // The wrapper joins cpu, memory, then cpuset: wait for the last one.
+        for (let i = 0; i < 50 && !cgroups.includes(`:cpuset:/${group}`); i++) {
           await new Promise((r) => setTimeout(r, 20));
           cgroups = readFileSync(`/proc/${child.pid}/cgroup`, 'utf8');
         }
@@ -162,6 +184,12 @@ describe('limits: cgroup v1 or pinning only', () => {
 
 describe('locust CSV and the report', () => {
   const stats = parseLocustCsv(fixture('study-njs_stats.csv'));
+  const recorded: SystemResult = {
+    name: 'study-njs',
+    stats,
+    services: [],
+    files: { csv: 'study-njs/locust_stats.csv', html: 'study-njs/locust.html' },
+  };
 
   it('reads quoted CSV fields with commas and doubled quotes', () => {
     expect(parseCsvRecords('a,b\n"x, y","say ""hi"""\n')).toEqual([
@@ -184,21 +212,77 @@ describe('locust CSV and the report', () => {
   });
 
   it("judges the goals: throughput only with the study's 2500 users, p99 per profile", () => {
-    const total = stats.find((row) => row.Name === 'Aggregated');
-    expect(evaluateGoals(PROFILES.study, 100, total).map((g) => g.verdict)).toEqual([
-      'met',
-      'met',
-      'n/a',
-    ]);
-    expect(evaluateGoals(PROFILES.study, 2500, total).map((g) => g.verdict)).toEqual([
-      'met',
-      'met',
-      'missed',
-    ]);
-    expect(evaluateGoals(PROFILES.tight, 2500, total).map((g) => g.goal)).toEqual([
+    const run = locustFigures({ ...recorded, loadGenerator: { cpuSeconds: 4, wallSeconds: 8 } })!;
+    const verdicts = (profile: ResourceProfile, users: number) =>
+      stressGoals(profile, users, [run]).goals.map((g) => g.verdict);
+    expect(verdicts(PROFILES.study, 100)).toEqual(['met', 'met', 'n/a']);
+    expect(verdicts(PROFILES.study, 2500)).toEqual(['met', 'met', 'missed']);
+    expect(stressGoals(PROFILES.tight, 2500, [run]).goals.map((g) => g.goal)).toEqual([
       '0 failures',
       'p99 ≤ 250 ms',
     ]);
+  });
+
+  it('judges latency on the generator that kept up, flags the saturated one, counts failures on both', () => {
+    const figures = (
+      generator: 'locust' | 'wrk',
+      p99Ms: number,
+      cpuShare: number | undefined,
+      failures = 0,
+      waitShare: number | undefined = 0,
+    ) => ({
+      generator,
+      requests: 1000,
+      failures,
+      rps: 2500,
+      p50Ms: 1,
+      p95Ms: 2,
+      p99Ms,
+      maxMs: 900,
+      cpuShare,
+      waitShare,
+    });
+    const saturatedLocust = figures('locust', 400, 0.93);
+    const wrk = figures('wrk', 40, 0.2);
+    const { goals, judged } = stressGoals(PROFILES.study, 2500, [saturatedLocust, wrk]);
+    expect(judged?.generator).toBe('wrk');
+    expect(goals.map((g) => [g.goal, ...g.values, g.verdict])).toEqual([
+      ['0 failures', '0', '0', 'met'],
+      ['p99 ≤ 100 ms', '400 ms (saturated)', '40 ms', 'met'],
+      ["requests/s ≥ 10× the study's 206.2 (2,062)", '2500.0 (saturated)', '2500.0', 'met'],
+    ]);
+    expect(judgedLine([saturatedLocust, wrk], '0')).toBe(
+      'Latency and throughput judged on the wrk run, whose generator kept up (CPU 0 share: locust 93 % + 0 % waiting, saturated; wrk 20 % + 0 % waiting).',
+    );
+    // Both kept up: the one with more headroom; a failure on either run misses the goal.
+    expect(judgedRun([figures('locust', 90, 0.6), figures('wrk', 80, 0.3)])?.generator).toBe('wrk');
+    expect(
+      stressGoals(PROFILES.tight, 2500, [figures('locust', 90, 0.6, 3), wrk]).goals[0]?.verdict,
+    ).toBe('missed');
+    // Nobody kept up (or nobody was sampled): latency is not judged at all.
+    const blind = stressGoals(PROFILES.tight, 2500, [
+      saturatedLocust,
+      figures('wrk', 40, undefined),
+    ]);
+    expect(blind.judged).toBeUndefined();
+    expect(blind.goals[1]?.verdict).toBe('n/a');
+    expect(isSaturated({ cpuShare: 0.9, waitShare: undefined })).toBe(true);
+    expect(isSaturated({ cpuShare: 0.89, waitShare: undefined })).toBe(false);
+    // Starved by other work on its core: little CPU time, but it needed the whole core.
+    const starved = figures('locust', 4900, 0.23, 0, 0.79);
+    expect(isSaturated(starved)).toBe(true);
+    expect(judgedRun([starved, figures('wrk', 60, 0.18, 0, 0.3)])?.generator).toBe('wrk');
+    expect(judgedLine([starved], '0')).toBe(
+      'Latency and throughput not judged: every load generator was saturated (needed ≥ 90 % of CPU 0, used or waited for: locust 23 % + 79 % waiting, saturated), so their latencies are partly their own queueing.',
+    );
+    expect(
+      bottleneckLine({
+        ...recorded,
+        loadGenerator: { cpuSeconds: 23, wallSeconds: 100, waitSeconds: 79 },
+      }),
+    ).toBe(
+      'Bottleneck: the load generator — locust used 23 % of its core (and waited for it another 79 %: the core is shared with other work), so much of the latency above is queueing in locust, not in the gate.',
+    );
   });
 
   it("writes a report with the side-by-side summary, the study's figures, resources and a note when only pinned", () => {
@@ -222,6 +306,7 @@ describe('locust CSV and the report', () => {
     const report = renderReport(
       {
         startedAt: new Date('2026-01-01T00:00:00Z'),
+        generators: ['locust'],
         command: 'npm run stress -- --quick',
         profile: PROFILES.study,
         users: 100,
@@ -312,6 +397,122 @@ describe('locust CSV and the report', () => {
   });
 });
 
+describe('the study scenario in wrk', () => {
+  const run = {
+    host: 'http://127.0.0.1:8080',
+    users: 2500,
+    durationSeconds: 300,
+    tokenFile: '/tmp/x/tokens "1".txt',
+    scriptFile: '/r/wrk-study.lua',
+    cpus: '0',
+    logFile: '/r/wrk.log',
+  };
+
+  it('holds one connection per user on one pinned thread, with a timeout as generous as locust’s', () => {
+    expect(studyArgs(run)).toEqual([
+      '-c',
+      '0',
+      'wrk',
+      '-t1',
+      '-c2500',
+      '-d300s',
+      '--timeout',
+      '60s',
+      '-s',
+      '/r/wrk-study.lua',
+      'http://127.0.0.1:8080',
+    ]);
+  });
+
+  it('gives every request a 0–1 s think time and sends /hello and /secret 1:2, tokens round-robin', () => {
+    const script = studyScript(run.tokenFile);
+    expect(script).toContain('for line in io.lines("/tmp/x/tokens \\"1\\".txt") do');
+    expect(script).toMatch(/function delay\(\)\n {2}return math\.random\(0, 1000\)\nend/);
+    expect(script).toContain('if math.random(3) == 1 then');
+    expect(script).toContain(
+      'return wrk.format("GET", "/secret", { ["Authorization"] = tokens[next_token] })',
+    );
+    expect(script).toContain('next_token = next_token % #tokens + 1');
+    // No response() hook: wrk would then parse every body, costing CPU per request.
+    expect(script).not.toContain('function response');
+    expect(studyScript('/t', 250)).toContain('math.random(0, 250)');
+  });
+
+  it.skipIf(spawnSync('sh', ['-c', 'command -v wrk']).status !== 0)(
+    'drives a real server as a closed model: think time between requests, 1:2 paths, every token used',
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'wrk-study-'));
+      const tokens = ['tok-a', 'tok-b', 'tok-c'];
+      writeFileSync(join(dir, 'tokens.txt'), `${tokens.join('\n')}\n`);
+      const seen = { hello: 0, secret: 0, other: 0, tokens: new Map<string, number>() };
+      const server = createServer((req, res) => {
+        if (req.url === '/hello') seen.hello++;
+        else if (req.url === '/secret') {
+          seen.secret++;
+          const token = String(req.headers.authorization).replace('Bearer ', '');
+          seen.tokens.set(token, (seen.tokens.get(token) ?? 0) + 1);
+        } else seen.other++;
+        res.end('ok');
+      });
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const { port } = server.address() as AddressInfo;
+      try {
+        const { result, loadGenerator } = await runWrkStudy({
+          host: `http://127.0.0.1:${port}`,
+          users: 10,
+          durationSeconds: 3,
+          tokenFile: join(dir, 'tokens.txt'),
+          scriptFile: join(dir, 'study.lua'),
+          cpus: '0',
+          logFile: join(dir, 'wrk.log'),
+          maxThinkMs: 100,
+        });
+        expect(seen.other).toBe(0);
+        expect(result.failures).toBe(0);
+        // wrk counts completed answers; the server may have seen a few still in flight at the end.
+        expect(seen.hello + seen.secret).toBeGreaterThanOrEqual(result.requests);
+        expect(result.helloRequests + result.secretRequests).toBeGreaterThanOrEqual(
+          result.requests,
+        );
+        // 10 users thinking 50 ms on average make at most ~200 requests/s; an open loop would make thousands.
+        expect(result.requests).toBeGreaterThan(100);
+        expect(result.requests).toBeLessThan(10 * 3 * (1000 / 40));
+        const secretShare = seen.secret / (seen.hello + seen.secret);
+        expect(secretShare).toBeGreaterThan(0.55);
+        expect(secretShare).toBeLessThan(0.78);
+        expect([...seen.tokens.keys()].sort()).toEqual(tokens);
+        const counts = [...seen.tokens.values()];
+        expect(Math.max(...counts) - Math.min(...counts)).toBeLessThanOrEqual(1);
+        expect(loadGenerator.wallSeconds).toBeGreaterThanOrEqual(0);
+      } finally {
+        server.close();
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+    20_000,
+  );
+
+  it('reads the totals line: per-path counts, socket and status failures, latency in ms', () => {
+    const result = parseStudyOutput(
+      'Running 5m test @ http://127.0.0.1:8080\n  1 threads and 2500 connections\n' +
+        '{"requests":1500000,"hello":500100,"secret":999900,"duration_us":300000000,"socket_errors":3,"status_errors":2,' +
+        '"p50_us":900,"p90_us":2100,"p95_us":3200,"p99_us":8700,"max_us":250000,"mean_us":1234.5}\n',
+    );
+    expect(result).toEqual({
+      requests: 1_500_000,
+      helloRequests: 500_100,
+      secretRequests: 999_900,
+      durationSeconds: 300,
+      rps: 5000,
+      socketErrors: 3,
+      statusErrors: 2,
+      failures: 5,
+      latencyMs: { p50: 0.9, p90: 2.1, p95: 3.2, p99: 8.7, max: 250, mean: 1.2345 },
+    });
+    expect(() => parseStudyOutput('unable to connect')).toThrow('wrk printed no totals');
+  });
+});
+
 describe('latency inside the gate', () => {
   it('reads p50, p99 and max per path from the JSON access log, skipping foreign lines', () => {
     const histograms = new Map();
@@ -335,6 +536,13 @@ describe('process stats', () => {
     const stat =
       '123 (nginx: worker (x)) S 100 123 123 0 -1 4194560 10 0 0 0 250 50 0 0 20 0 1 0 5 0';
     expect(parseStat(stat)).toEqual({ ppid: 100, cpuTicks: 300 });
+  });
+
+  it('reads how long a process waited runnable for a CPU, summed over its threads', () => {
+    const waited = runQueueWaitSeconds(process.pid);
+    expect(waited).toBeGreaterThanOrEqual(0);
+    expect(Number.isFinite(waited)).toBe(true);
+    expect(runQueueWaitSeconds(2 ** 30)).toBe(0);
   });
 
   it('reads the peak resident set from /proc/PID/status', () => {
@@ -375,16 +583,15 @@ describe('bench pieces', () => {
       row(ROW_NAMES.ceiling, 60000),
       row(ROW_NAMES.cached, 24000),
       row(ROW_NAMES.distinct, 5000),
-      row(ROW_NAMES.studyNjs, 4000),
+      row(ROW_NAMES.studyNjs, 8500),
       row(ROW_NAMES.studyNode, 5000),
       row(ROW_NAMES.njsVerify, 5000),
     ]);
     expect(rows[1]?.ratio).toBe(0.4);
     expect(evaluateBenchGoals(rows).map((g) => [g.goal, g.met])).toEqual([
-      ['/secret cached ≥ 0.33× the ceiling', true],
+      ['/secret cached ≥ 0.4× the ceiling', true],
       ['/secret all-distinct ≥ 0.09× the ceiling', false],
-      ['/secret cached ≥ 5× study-njs', true],
-      ['/secret cached ≥ 5× study-node', false],
+      ['/secret cached ≥ 3× study-njs', false],
       ['/secret cached ≥ 4× njs-verify', true],
     ]);
   });

@@ -1,13 +1,15 @@
-// `npm run stress`: the study's locust experiment against each system in turn (ours and the
-// comparison baselines), each started fresh under per-service limits, services on one core and
-// locust on the other; writes locust's CSV/HTML, report.md and chart.svg per run. The study:
-// docs/study.md.
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+// `npm run stress`: the study's experiment against each system in turn (ours and the comparison
+// baselines), each started fresh under per-service limits, services on one core and the load
+// generator on the other. Each system is driven by locust, then by wrk running the same closed
+// scenario at a fraction of locust's CPU per request; writes locust's CSV/HTML, wrk's totals,
+// report.md and chart.svg per run. The study: docs/study.md.
+import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { cpus, release } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { renderChart, seriesFromHistory, type Series } from '../perf/chart.js';
-import { createConfinement, throttlingSince } from '../perf/limits.js';
+import { createConfinement, throttlingSince, type Confinement } from '../perf/limits.js';
 import { runLocust, type Progress } from '../perf/locust.js';
 import { parseLocustCsv, type CsvRow } from '../perf/locust-csv.js';
 import {
@@ -17,12 +19,19 @@ import {
   type SystemName,
 } from '../perf/stress-options.js';
 import { createUsageSampler } from '../perf/process-stats.js';
-import { aggregated, renderReport, type ServiceResult, type SystemResult } from '../perf/report.js';
+import {
+  aggregated,
+  renderReport,
+  type ServiceResult,
+  type SystemResult,
+  type WrkRunResult,
+} from '../perf/report.js';
 import { createScratchDir, keepLogsAndRemove } from '../perf/scratch.js';
-import { readServerLatency } from '../perf/server-latency.js';
+import { readServerLatency, type ServerLatency } from '../perf/server-latency.js';
 import { checkStressPrerequisites } from '../perf/prerequisites.js';
 import { startSystem, type SystemInstance } from '../perf/systems.js';
 import { mintTokens, writeTokenFile } from '../perf/tokens.js';
+import { runWrkStudy } from '../perf/wrk-study.js';
 
 const RESULTS = fileURLToPath(new URL('./results/', import.meta.url));
 
@@ -47,11 +56,63 @@ function printProgress(line: string, lastPrinted: { at: number }): void {
   }
 }
 
+/** Bytes written to the access log so far (0 before NGINX opens it). */
+function logSize(path: string | undefined): number {
+  try {
+    return path === undefined ? 0 : statSync(path).size;
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * Measures the system's services while `drive` runs one generator: CPU and memory per service, CFS
+ * throttling over this run only, and (ours) the gate's own latency from the access-log lines this
+ * run wrote. NGINX flushes its buffered log every second, hence the pause before the end offset.
+ */
+async function whileDriving<T>(
+  instance: SystemInstance,
+  confinement: Confinement,
+  drive: () => Promise<T>,
+): Promise<{ value: T; services: ServiceResult[]; serverLatency?: ServerLatency[] }> {
+  const logStart = logSize(instance.accessLog);
+  const sampler = createUsageSampler(new Map(instance.services.map((s) => [s.name, s.pids])));
+  const throttledBefore = new Map(
+    instance.services.map((s) => [s.name, confinement.cpuThrottling(s.name)]),
+  );
+  let value: T;
+  try {
+    value = await drive();
+  } catch (error) {
+    sampler.stop();
+    throw error;
+  }
+  const usage = sampler.stop();
+  const services: ServiceResult[] = usage.map((u) => {
+    const info = instance.services.find((s) => s.name === u.name)!;
+    const before = throttledBefore.get(u.name);
+    const after = info.limited ? confinement.cpuThrottling(u.name) : undefined;
+    return {
+      ...u,
+      limited: info.limited,
+      cgroupPeakBytes: info.limited ? confinement.peakMemoryBytes(u.name) : undefined,
+      throttling: before && after ? throttlingSince(before, after) : undefined,
+    };
+  });
+  if (instance.accessLog === undefined) return { value, services };
+  await sleep(1500);
+  const serverLatency = await readServerLatency(instance.accessLog, {
+    start: logStart,
+    end: logSize(instance.accessLog),
+  });
+  return { value, services, serverLatency };
+}
+
 async function measureSystem(
   name: SystemName,
   options: StressOptions,
   outDir: string,
-  confinement: ReturnType<typeof createConfinement>,
+  confinement: Confinement,
   cpuPlan: { services: string; load: string },
 ): Promise<{ result: SystemResult; series: Series }> {
   const dir = join(outDir, name);
@@ -66,50 +127,26 @@ async function measureSystem(
     );
     const tokenFile = join(scratch, 'tokens.txt');
     writeTokenFile(tokenFile, await mintTokens({ issuer: instance.issuer, count: options.users }));
-    const sampler = createUsageSampler(new Map(instance.services.map((s) => [s.name, s.pids])));
-    // The groups live for the whole run, so each system's throttling is a difference.
-    const throttledBefore = new Map(
-      instance.services.map((s) => [s.name, confinement.cpuThrottling(s.name)]),
-    );
-    const printed = { at: 0 };
-    const loadGenerator = await runLocust(
-      {
-        host: instance.baseUrl,
-        users: options.users,
-        spawnRate: options.spawnRate,
-        durationSeconds: options.durationSeconds,
-        tokenFile,
-        csvPrefix: join(dir, 'locust'),
-        htmlFile: join(dir, 'locust.html'),
-        logFile: join(dir, 'locust.log'),
-        cpus: cpuPlan.load,
-      },
-      (progress) => printProgress(progressLine(name, options.durationSeconds, progress), printed),
-    );
-    const usage = sampler.stop();
-    const services: ServiceResult[] = usage.map((u) => {
-      const info = instance!.services.find((s) => s.name === u.name)!;
-      const before = throttledBefore.get(u.name);
-      const after = info.limited ? confinement.cpuThrottling(u.name) : undefined;
-      return {
-        ...u,
-        limited: info.limited,
-        cgroupPeakBytes: info.limited ? confinement.peakMemoryBytes(u.name) : undefined,
-        throttling: before && after ? throttlingSince(before, after) : undefined,
-      };
-    });
-    // Stopping flushes NGINX's buffered access log.
+    let locust: Awaited<ReturnType<typeof runLocustOn>> | undefined;
+    let wrk: WrkRunResult | undefined;
+    for (const generator of options.generators) {
+      if (generator === 'locust') {
+        locust = await runLocustOn(instance, name, options, dir, tokenFile, confinement, cpuPlan);
+      } else {
+        wrk = await runWrkOn(instance, name, options, dir, tokenFile, confinement, cpuPlan);
+      }
+    }
     await instance.stop();
-    const serverLatency = instance.accessLog
-      ? await readServerLatency(instance.accessLog)
-      : undefined;
-    const stats = readCsv(join(dir, 'locust_stats.csv'));
-    const total = aggregated(stats);
-    process.stderr.write(
-      `${process.stderr.isTTY ? '\n' : ''}[${name}] done: ${total?.['Request Count']} requests, ${total?.['Failure Count']} failures, ${Number(total?.['Requests/s']).toFixed(1)} req/s, p99 ${total?.['99%']} ms\n`,
-    );
     return {
-      result: { name, stats, services, files, loadGenerator, serverLatency },
+      result: {
+        name,
+        stats: locust?.stats ?? [],
+        services: locust?.services ?? [],
+        files,
+        loadGenerator: locust?.loadGenerator,
+        serverLatency: locust?.serverLatency,
+        wrk,
+      },
       series: seriesFromHistory(name, readCsv(join(dir, 'locust_stats_history.csv'))),
     };
   } catch (error) {
@@ -123,6 +160,80 @@ async function measureSystem(
     await instance?.stop();
     keepLogsAndRemove(scratch, join(dir, 'logs'));
   }
+}
+
+async function runLocustOn(
+  instance: SystemInstance,
+  name: SystemName,
+  options: StressOptions,
+  dir: string,
+  tokenFile: string,
+  confinement: Confinement,
+  cpuPlan: { services: string; load: string },
+) {
+  const printed = { at: 0 };
+  const measured = await whileDriving(instance, confinement, () =>
+    runLocust(
+      {
+        host: instance.baseUrl,
+        users: options.users,
+        spawnRate: options.spawnRate,
+        durationSeconds: options.durationSeconds,
+        tokenFile,
+        csvPrefix: join(dir, 'locust'),
+        htmlFile: join(dir, 'locust.html'),
+        logFile: join(dir, 'locust.log'),
+        cpus: cpuPlan.load,
+      },
+      (progress) => printProgress(progressLine(name, options.durationSeconds, progress), printed),
+    ),
+  );
+  const stats = readCsv(join(dir, 'locust_stats.csv'));
+  const total = aggregated(stats);
+  process.stderr.write(
+    `${process.stderr.isTTY ? '\n' : ''}[${name}] locust done: ${total?.['Request Count']} requests, ${total?.['Failure Count']} failures, ${Number(total?.['Requests/s']).toFixed(1)} req/s, p99 ${total?.['99%']} ms\n`,
+  );
+  return {
+    stats,
+    services: measured.services,
+    loadGenerator: measured.value,
+    serverLatency: measured.serverLatency,
+  };
+}
+
+async function runWrkOn(
+  instance: SystemInstance,
+  name: SystemName,
+  options: StressOptions,
+  dir: string,
+  tokenFile: string,
+  confinement: Confinement,
+  cpuPlan: { services: string; load: string },
+): Promise<WrkRunResult> {
+  process.stderr.write(
+    `[${name}] wrk: ${options.users} connections for ${options.durationSeconds} s\n`,
+  );
+  const measured = await whileDriving(instance, confinement, () =>
+    runWrkStudy({
+      host: instance.baseUrl,
+      users: options.users,
+      durationSeconds: options.durationSeconds,
+      tokenFile,
+      scriptFile: join(dir, 'wrk-study.lua'),
+      cpus: cpuPlan.load,
+      logFile: join(dir, 'wrk.log'),
+    }),
+  );
+  const { result, loadGenerator } = measured.value;
+  process.stderr.write(
+    `[${name}] wrk done: ${result.requests} requests, ${result.failures} failures, ${result.rps.toFixed(1)} req/s, p99 ${result.latencyMs.p99.toFixed(1)} ms, wrk CPU ${((loadGenerator.cpuSeconds / Math.max(loadGenerator.wallSeconds, 1e-9)) * 100).toFixed(0)} %\n`,
+  );
+  return {
+    result,
+    services: measured.services,
+    loadGenerator,
+    serverLatency: measured.serverLatency,
+  };
 }
 
 async function main(): Promise<number> {
@@ -187,6 +298,7 @@ async function main(): Promise<number> {
   const report = renderReport(
     {
       startedAt,
+      generators: options.generators,
       command: `npm run stress -- ${process.argv.slice(2).join(' ')}`.trim(),
       profile: options.profile,
       users: options.users,

@@ -1,7 +1,6 @@
 // The auth endpoint as a function: request headers in, Decision (plain data) out. No sockets and
 // no HTTP here, so tests call it directly and both transports share it. A cache hit answers synchronously (no promise), which
 // keeps the hot path of a busy gate free of microtask hops.
-import { decodeJwt } from 'jose';
 import { DEFAULT_POLICY, type PolicyConfig, type VerifierConfig } from './config-model.js';
 import type { DecisionCache } from './decision-cache.js';
 import { allow, deny, shared, type Decision, type DecisionDecorator } from './decision.js';
@@ -15,6 +14,7 @@ import {
   assertBearerSyntax,
   looksLikeJwt,
   readCredentials,
+  unverifiedIssuer,
   type Credentials,
 } from './token-shape.js';
 import type { DpopStep } from './dpop/binding.js';
@@ -217,7 +217,7 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
     }
     let iss: unknown;
     try {
-      iss = decodeJwt(token).iss;
+      iss = unverifiedIssuer(token);
     } catch {
       // Some authorization servers hand out JWT-shaped tokens that only they can read.
       if (policy.opaque) return policy.opaque(token);

@@ -1,5 +1,7 @@
 // Verifies one issuer's JWT access tokens (RFC 7519, RFC 8725, RFC 9068) with jose and maps every
-// jose outcome to our closed DenyCode union. Only the key getter is ours (see key-set.ts).
+// jose outcome to our closed DenyCode union. The key getter is ours (see key-set.ts), and so is
+// the signature arithmetic (jws-signature.ts: node:crypto instead of a WebCrypto thread-pool job).
+// jose parses the header, picks and imports the key, and validates the claims.
 //
 // Checked: signature with a key from the issuer's JWKS; `alg` in the allowlist (asymmetric only,
 // so `none` and HMAC never pass); unknown `crit` rejected; `iss` exact; `aud` contains the
@@ -8,11 +10,14 @@
 // (RFC 7519 sets no upper bound on `exp`, so a token minted for a hundred years would otherwise
 // outlive every key rotation and revocation plan).
 // Deliberately not used: `jku`, `x5u`, `jwk`, `x5c` headers — keys come only from the JWKS.
-import { errors, jwtVerify, type JWTPayload } from 'jose';
+import { decodeProtectedHeader, errors, type JWTPayload } from 'jose';
 import type { JwtIssuer } from './config-types.js';
 import { VerifyError, type DenyCode } from './errors.js';
 import { readIdentity } from './identity.js';
+import { checkProtectedHeader, validateClaims } from './jwt-claims.js';
 import type { KeySet } from './key-set.js';
+import { signatureScheme, verificationKey, verifySignature } from './jws-signature.js';
+import { looksLikeJwt } from './token-shape.js';
 import type { VerifiedToken } from './verified-token.js';
 
 export type JwtVerifier = (token: string) => Promise<VerifiedToken>;
@@ -25,22 +30,38 @@ export function createJwtVerifier(
   const baseOptions = {
     issuer: config.issuer,
     audience: config.audience,
-    algorithms: [...config.algorithms],
     clockTolerance: config.clockTolerance,
     requiredClaims: ['exp'],
     ...(config.requireTyp === undefined ? {} : { typ: config.requireTyp }),
   };
-  const getKey = (header: Parameters<KeySet['getKey']>[0]) => keySet.getKey(header);
+  const schemes = new Map(
+    config.algorithms.map((alg) => {
+      const scheme = signatureScheme(alg);
+      if (scheme === undefined) throw new TypeError(`no signature scheme for "${alg}"`);
+      return [alg, scheme] as const;
+    }),
+  );
 
+  /** jose's order: header, `crit`, `alg` allowed, key, signature, then the claims. */
   return async function verifyJwt(token) {
     const at = now();
     let payload: JWTPayload;
     let kid: unknown;
     try {
-      ({
-        payload,
-        protectedHeader: { kid },
-      } = await jwtVerify(token, getKey, { ...baseOptions, currentDate: new Date(at) }));
+      if (!looksLikeJwt(token)) throw new errors.JWSInvalid('Invalid Compact JWS');
+      let header: ReturnType<typeof decodeProtectedHeader>;
+      try {
+        header = decodeProtectedHeader(token);
+      } catch {
+        throw new errors.JWSInvalid('JWS Protected Header is invalid');
+      }
+      const scheme = schemes.get(checkProtectedHeader(header, schemes))!;
+      const key = verificationKey(await keySet.getKey(header), scheme);
+      if (key === undefined)
+        throw new VerifyError('alg_not_allowed', 'the token uses an unsupported algorithm or key');
+      if (!verifySignature(token, scheme, key)) throw new errors.JWSSignatureVerificationFailed();
+      payload = validateClaims(token, header, { ...baseOptions, currentDate: new Date(at) });
+      kid = header.kid;
     } catch (error) {
       throw toVerifyError(error);
     }

@@ -66,3 +66,18 @@ export function assertBearerSyntax(token: string): void {
 export function looksLikeJwt(token: string): boolean {
   return JWS_COMPACT.test(token);
 }
+
+/**
+ * The `iss` of a JWT-shaped token's payload, read without any check of the token: it only picks
+ * the issuer whose keys and rules then verify it. Node's native base64url decoder makes this a
+ * fraction of jose's decodeJwt, which matters once per new token. Throws when the payload is not
+ * a JSON object.
+ */
+export function unverifiedIssuer(token: string): unknown {
+  const start = token.indexOf('.') + 1;
+  const segment = token.slice(start, token.indexOf('.', start));
+  const claims: unknown = JSON.parse(Buffer.from(segment, 'base64url').toString('utf8'));
+  if (claims === null || typeof claims !== 'object' || Array.isArray(claims))
+    throw new TypeError('the payload is not a JSON object');
+  return (claims as { iss?: unknown }).iss;
+}

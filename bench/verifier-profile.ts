@@ -1,0 +1,90 @@
+// In-process comparison of the distinct-token path with jose's own loop, for profiling:
+//   node --cpu-prof --import tsx bench/verifier-profile.ts [verifier|jose] [seconds]
+// The verifier mode calls `authorize` (the code /verify runs, minus the socket) over all-distinct
+// RS256 tokens, one at a time as a single connection would; the jose mode runs jwtVerify on the
+// same tokens with the same options. Prints verifications/s and CPU µs per verification.
+import { createPrivateKey, sign } from 'node:crypto';
+import { importJWK, jwtVerify } from 'jose';
+import { createVerifierService } from '../verifier/src/service.js';
+import { loadConfig } from '../verifier/src/config.js';
+import { createLogger } from '../verifier/src/log.js';
+import {
+  AUDIENCE,
+  ISSUER,
+  PRIVATE_JWKS,
+  publicJwk,
+  startJwksServer,
+} from '../verifier/src/testing/fixtures.js';
+
+const mode = process.argv[2] ?? 'verifier';
+const seconds = Number(process.argv[3] ?? 5);
+const COUNT = Number(process.env.PROFILE_TOKENS ?? 20_000);
+
+function mint(count: number): string[] {
+  const key = createPrivateKey({ key: PRIVATE_JWKS.rsaA as never, format: 'jwk' });
+  const b64 = (value: string | Buffer) => Buffer.from(value).toString('base64url');
+  const header = b64(JSON.stringify({ alg: 'RS256', kid: PRIVATE_JWKS.rsaA.kid, typ: 'at+jwt' }));
+  const now = Math.floor(Date.now() / 1000);
+  const tokens: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const payload = b64(
+      JSON.stringify({
+        iss: ISSUER,
+        aud: AUDIENCE,
+        sub: `user-${i}`,
+        azp: 'spa-demo',
+        scope: 'openid secrets:read',
+        iat: now,
+        exp: now + 3600,
+        jti: `p-${i}`,
+      }),
+    );
+    const input = `${header}.${payload}`;
+    tokens.push(`${input}.${b64(sign('sha256', Buffer.from(input), key))}`);
+  }
+  return tokens;
+}
+
+async function loop(verify: (token: string) => Promise<unknown>, tokens: string[]): Promise<void> {
+  for (let i = 0; i < 2000; i++) await verify(tokens[i]!);
+  const started = performance.now();
+  const cpu = process.cpuUsage();
+  let done = 2000;
+  while (performance.now() - started < seconds * 1000 && done < tokens.length) {
+    await verify(tokens[done]!);
+    done++;
+  }
+  const used = process.cpuUsage(cpu);
+  const n = done - 2000;
+  const rate = n / ((performance.now() - started) / 1000);
+  console.log(
+    `${mode}: ${rate.toFixed(0)}/s, ${((used.user + used.system) / n).toFixed(1)} µs CPU each (${n} tokens)`,
+  );
+}
+
+const tokens = mint(COUNT);
+if (mode === 'jose') {
+  const key = await importJWK(publicJwk('rsaA'), 'RS256');
+  const options = { issuer: ISSUER, audience: AUDIENCE, algorithms: ['RS256'] };
+  await loop((token) => jwtVerify(token, key, options), tokens);
+} else {
+  const jwks = await startJwksServer(['rsaA']);
+  const config = loadConfig({
+    VERIFIER_ISSUER: ISSUER,
+    VERIFIER_AUDIENCE: AUDIENCE,
+    VERIFIER_JWKS_URI: jwks.url,
+    VERIFIER_REQUIRED_SCOPES: 'secrets:read',
+    VERIFIER_TRANSPORT: 'node',
+  });
+  const service = createVerifierService(config, {
+    logger: createLogger('warn'),
+    defaultMetrics: false,
+  });
+  await service.start();
+  await loop(async (token) => {
+    const decision = await service.authorize({ authorization: `Bearer ${token}` });
+    if (decision.outcome !== 'allow') throw new Error(`denied: ${decision.reason}`);
+  }, tokens);
+  await service.stop(0);
+  await jwks.close();
+}

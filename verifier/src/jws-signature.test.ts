@@ -1,0 +1,120 @@
+import { generateKeyPairSync, webcrypto } from 'node:crypto';
+import {
+  base64url,
+  CompactSign,
+  exportJWK,
+  generateKeyPair,
+  importJWK,
+  type CryptoKey,
+} from 'jose';
+import { describe, expect, it } from 'vitest';
+import { signatureScheme, verificationKey, verifySignature } from './jws-signature.js';
+
+const encoder = new TextEncoder();
+
+async function signed(alg: string, options: Record<string, unknown> = {}) {
+  const pair = await generateKeyPair(alg, { extractable: true, ...options });
+  const token = await new CompactSign(encoder.encode('{"sub":"user-1"}'))
+    .setProtectedHeader({ alg })
+    .sign(pair.privateKey);
+  return {
+    token,
+    publicKey: pair.publicKey,
+    privateKey: pair.privateKey,
+  };
+}
+
+function check(token: string, alg: string, key: CryptoKey): boolean | 'unusable key' {
+  const scheme = signatureScheme(alg)!;
+  const keyObject = verificationKey(key, scheme);
+  return keyObject === undefined ? 'unusable key' : verifySignature(token, scheme, keyObject);
+}
+
+/** The same token with one character of its payload segment changed. */
+function tampered(token: string): string {
+  const [header, payload, signature] = token.split('.') as [string, string, string];
+  const flipped = payload.startsWith('e') ? `f${payload.slice(1)}` : `e${payload.slice(1)}`;
+  return `${header}.${flipped}.${signature}`;
+}
+
+describe('JWS signatures checked with node:crypto, as jose checks them with WebCrypto', () => {
+  it.each([
+    'RS256',
+    'RS384',
+    'RS512',
+    'PS256',
+    'PS384',
+    'PS512',
+    'ES256',
+    'ES384',
+    'ES512',
+    'EdDSA',
+  ])('accepts a %s signature made by jose and refuses it once the payload changes', async (alg) => {
+    const { token, publicKey } = await signed(alg);
+    expect(check(token, alg, publicKey)).toBe(true);
+    expect(check(tampered(token), alg, publicKey)).toBe(false);
+  });
+
+  it('refuses a signature made by another key of the same kind', async () => {
+    const { token } = await signed('ES256');
+    const other = await signed('ES256');
+    expect(check(token, 'ES256', other.publicKey)).toBe(false);
+  });
+
+  it('refuses an ECDSA signature in DER form (JWS uses raw r‖s) and a truncated one, without throwing', async () => {
+    const { token, publicKey } = await signed('ES256');
+    const [header, payload, signature] = token.split('.') as [string, string, string];
+    const raw = base64url.decode(signature);
+    const der = Buffer.concat([
+      Buffer.from([0x30, raw.length + 4, 0x02, 32]),
+      raw.subarray(0, 32),
+      Buffer.from([0x02, 32]),
+      raw.subarray(32),
+    ]);
+    expect(check(`${header}.${payload}.${base64url.encode(der)}`, 'ES256', publicKey)).toBe(false);
+    expect(check(`${header}.${payload}.${signature.slice(0, 20)}`, 'ES256', publicKey)).toBe(false);
+  });
+
+  it('uses the hash length as the RSA-PSS salt length, as WebCrypto and RFC 7518 do', async () => {
+    const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+    const { sign, constants } = await import('node:crypto');
+    const input = `${base64url.encode('{"alg":"PS256"}')}.${base64url.encode('{}')}`;
+    const withSalt = (saltLength: number) =>
+      `${input}.${base64url.encode(sign('sha256', Buffer.from(input), { key: privateKey, padding: constants.RSA_PKCS1_PSS_PADDING, saltLength }))}`;
+    const key = (await importJWK(await exportJWK(publicKey), 'PS256')) as CryptoKey;
+    expect(check(withSalt(32), 'PS256', key)).toBe(true);
+    expect(check(withSalt(20), 'PS256', key)).toBe(false);
+  });
+
+  it.each([
+    ['a key imported for RS256 used for PS256', 'RS256', {}, 'PS256'],
+    ['a key imported for RS256 used for RS512', 'RS256', {}, 'RS512'],
+    ['a P-384 key used for ES256', 'ES384', {}, 'ES256'],
+  ])('refuses %s before any arithmetic', async (_name, keyAlg, options, tokenAlg) => {
+    const { publicKey } = await signed(keyAlg, options);
+    const { token } = await signed(tokenAlg);
+    expect(check(token, tokenAlg, publicKey)).toBe('unusable key');
+  });
+
+  it('refuses an RSA key under 2048 bits before any arithmetic', async () => {
+    const { publicKey } = generateKeyPairSync('rsa', { modulusLength: 1024 });
+    const key = await webcrypto.subtle.importKey(
+      'jwk',
+      publicKey.export({ format: 'jwk' }),
+      { name: 'RSASSA-PKCS1-v1_5', hash: 'SHA-256' },
+      false,
+      ['verify'],
+    );
+    const { token } = await signed('RS256');
+    expect(check(token, 'RS256', key)).toBe('unusable key');
+  });
+
+  it('refuses a private key as a verification key', async () => {
+    const { token, privateKey } = await signed('ES256');
+    expect(check(token, 'ES256', privateKey)).toBe('unusable key');
+  });
+
+  it.each(['none', 'HS256', 'RS1', ''])('has no scheme for "%s"', (alg) => {
+    expect(signatureScheme(alg)).toBeUndefined();
+  });
+});
