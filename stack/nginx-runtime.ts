@@ -3,6 +3,7 @@
 // foreground so the runner supervises the master process directly.
 import { dirname } from 'node:path';
 import { localNginxEnv, nginxPaths, renderNginxConfig, type NginxEnv } from './nginx/render.js';
+import { assertServableSecrets } from './nginx/secrets-check.js';
 import type { Nginx } from './prerequisites.js';
 
 export interface NginxRuntimeOptions {
@@ -15,6 +16,8 @@ export interface NginxRuntimeOptions {
   readonly secretsFile: string;
   /** SG_* overrides (e.g. a higher SG_SECRET_RATE for load tests). */
   readonly overrides: Readonly<Record<string, string>>;
+  /** The study's flat secrets JSON, when NGINX gets one. */
+  readonly secrets?: string | undefined;
 }
 
 export interface NginxRuntime {
@@ -40,6 +43,8 @@ export async function prepareNginx(options: NginxRuntimeOptions): Promise<NginxR
     }),
     ...options.overrides,
   };
+  // Client ids are unique only per issuer: an ambiguous secrets file stops the start here.
+  assertServableSecrets({ ...env, SECRETS: options.secrets });
   const { confPath } = await renderNginxConfig({
     templatesDir: nginxPaths.templatesDir,
     outDir: options.prefix,

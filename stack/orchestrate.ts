@@ -113,6 +113,7 @@ export async function orchestrate(options: StackOptions, shape: StackShape): Pro
     audience,
     secretsFile,
     overrides: { ...shape.nginxOverrides, ...options.env?.nginx },
+    secrets: options.secrets,
   });
   env.nginx = { ...nginx.env };
   if (options.secrets !== undefined) env.nginx.SECRETS = options.secrets;
@@ -183,6 +184,8 @@ export async function orchestrate(options: StackOptions, shape: StackShape): Pro
     log,
     ...(shape.label ? { label: shape.label } : {}),
     cleanUp: () => {
+      // The edge cache and the per-set secret files live outside the prefix, in memory.
+      rmSync(nginx.env.SG_MEMORY_DIR, { recursive: true, force: true });
       if (!ownsDir) return;
       shape.release();
       rmSync(runtimeDir, { recursive: true, force: true });

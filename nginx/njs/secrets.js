@@ -1,5 +1,7 @@
-// The content-phase handler of /secret. It runs only after auth_request allowed the call, picks the
-// caller's secret set by the verifier's X-Auth-Client and adds CloudFront cookies when granted.
+// The njs content handler of /secret, behind the static fast path (secret-sets.js): it runs only
+// after auth_request allowed the call, when CloudFront cookies must be set, in the at-start mode,
+// or when the per-set files cannot be used. It picks the caller's set by the verifier's
+// X-Auth-Issuer and X-Auth-Client and adds CloudFront cookies when granted.
 import fs from 'fs';
 import secretStore from './secret-store.js';
 import cloudFront from './cloudfront-cookies.js';
@@ -37,7 +39,8 @@ function readSecretsFile(path) {
  * @param {string | undefined} envText the `SECRETS` environment variable
  */
 function sendSecrets(r, file, envText) {
-  var result = secretStore.resolveStore(file, envText);
+  var v = r.variables;
+  var result = secretStore.resolveStore(file, envText, v.sg_secrets_issuer || '');
   if ('problem' in result) {
     r.error('secret-gate: secrets unavailable: ' + result.problem);
     r.headersOut['Content-Type'] = 'application/json';
@@ -45,8 +48,7 @@ function sendSecrets(r, file, envText) {
     r.return(503, '{"error":"secrets_unavailable"}\n');
     return;
   }
-  var v = r.variables;
-  var set = secretStore.selectSecretSet(result.store, v.sg_auth_client);
+  var set = secretStore.selectSecretSet(result.store, v.sg_auth_issuer, v.sg_auth_client);
   var cookies = cloudFront.cloudFrontCookies({
     policy: v.sg_cf_policy,
     signature: v.sg_cf_signature,

@@ -9,6 +9,9 @@ const file = {
   default: { 'x-api-key': 'default-key' },
   clients: { 'spa-demo': { 'x-api-key': 'spa-key' } },
 };
+const ISS = 'https://idp.example';
+/** The verifier's issuer for the call and the issuer owning the file's flat `clients` map. */
+const ISSUED = { sg_auth_issuer: ISS, sg_secrets_issuer: ISS };
 const cloudFrontVariables = {
   sg_cf_policy: 'cG9saWN5',
   sg_cf_signature: 'c2ln~x_',
@@ -18,27 +21,37 @@ const cloudFrontVariables = {
 
 describe('sendSecrets (the /secret content handler)', () => {
   it("answers 200 JSON with the set of the verifier's X-Auth-Client", () => {
-    const r = createFakeRequest({ sg_auth_client: 'spa-demo' });
+    const r = createFakeRequest({ ...ISSUED, sg_auth_client: 'spa-demo' });
     secrets.sendSecrets(r, file, undefined);
     expect(r.status).toBe(200);
     expect(r.headersOut['Content-Type']).toBe('application/json');
     expect(JSON.parse(r.body ?? '')).toEqual({ 'x-api-key': 'spa-key' });
   });
 
+  it("answers the default set to another issuer's client with the same id", () => {
+    const r = createFakeRequest({
+      ...ISSUED,
+      sg_auth_issuer: 'https://other.example',
+      sg_auth_client: 'spa-demo',
+    });
+    secrets.sendSecrets(r, file, undefined);
+    expect(JSON.parse(r.body ?? '')).toEqual({ 'x-api-key': 'default-key' });
+  });
+
   it('answers the default set for a client the file does not list', () => {
-    const r = createFakeRequest({ sg_auth_client: 'unlisted' });
+    const r = createFakeRequest({ ...ISSUED, sg_auth_client: 'unlisted' });
     secrets.sendSecrets(r, file, undefined);
     expect(JSON.parse(r.body ?? '')).toEqual({ 'x-api-key': 'default-key' });
   });
 
   it('answers the flat SECRETS object when that variable is set', () => {
-    const r = createFakeRequest({ sg_auth_client: 'spa-demo' });
+    const r = createFakeRequest({ ...ISSUED, sg_auth_client: 'spa-demo' });
     secrets.sendSecrets(r, file, '{"mysupersecretkey":"1"}');
     expect(JSON.parse(r.body ?? '')).toEqual({ mysupersecretkey: '1' });
   });
 
   it('adds the CloudFront cookies when the verifier granted them', () => {
-    const r = createFakeRequest({ sg_auth_client: 'spa-demo', ...cloudFrontVariables });
+    const r = createFakeRequest({ ...ISSUED, sg_auth_client: 'spa-demo', ...cloudFrontVariables });
     secrets.sendSecrets(r, file, undefined);
     const cookies = r.headersOut['Set-Cookie'] as string[];
     expect(cookies.map((c) => c.split('=')[0])).toEqual([
@@ -50,13 +63,13 @@ describe('sendSecrets (the /secret content handler)', () => {
   });
 
   it('sets no cookie without a grant', () => {
-    const r = createFakeRequest({ sg_auth_client: 'spa-demo' });
+    const r = createFakeRequest({ ...ISSUED, sg_auth_client: 'spa-demo' });
     secrets.sendSecrets(r, file, undefined);
     expect(r.headersOut['Set-Cookie']).toBeUndefined();
   });
 
   it('fails closed with 503 and no set when the secrets source is broken, logging why but no value', () => {
-    const r = createFakeRequest({ sg_auth_client: 'spa-demo' });
+    const r = createFakeRequest({ ...ISSUED, sg_auth_client: 'spa-demo' });
     secrets.sendSecrets(r, file, '{"key":"do-not-log-me"');
     expect(r.status).toBe(503);
     expect(JSON.parse(r.body ?? '')).toEqual({ error: 'secrets_unavailable' });
@@ -76,7 +89,11 @@ describe('respond (js_content secrets.respond)', () => {
   it('with SG_SECRETS_READ=at-start, reads the object js_preload_object defined as the global sg_secrets', () => {
     vi.stubGlobal('sg_secrets', file);
     vi.stubEnv('SECRETS', '');
-    const r = createFakeRequest({ sg_auth_client: 'spa-demo', sg_secrets_read: 'at-start' });
+    const r = createFakeRequest({
+      ...ISSUED,
+      sg_auth_client: 'spa-demo',
+      sg_secrets_read: 'at-start',
+    });
     secrets.respond(r);
     expect(JSON.parse(r.body ?? '')).toEqual({ 'x-api-key': 'spa-key' });
   });
@@ -87,7 +104,7 @@ describe('respond (js_content secrets.respond)', () => {
     writeFileSync(path, JSON.stringify({ default: { 'x-api-key': 'rotated-key' } }));
     vi.stubGlobal('sg_secrets', file);
     vi.stubEnv('SECRETS', '');
-    const r = createFakeRequest({ sg_auth_client: 'spa-demo', sg_secrets_file: path });
+    const r = createFakeRequest({ ...ISSUED, sg_auth_client: 'spa-demo', sg_secrets_file: path });
     secrets.respond(r);
     rmSync(dir, { recursive: true });
     expect(JSON.parse(r.body ?? '')).toEqual({ 'x-api-key': 'rotated-key' });
@@ -104,7 +121,7 @@ describe('respond (js_content secrets.respond)', () => {
   it('prefers the SECRETS environment variable', () => {
     vi.stubGlobal('sg_secrets', file);
     vi.stubEnv('SECRETS', '{"mysupersecretkey":"123123123"}');
-    const r = createFakeRequest({ sg_auth_client: 'spa-demo' });
+    const r = createFakeRequest({ ...ISSUED, sg_auth_client: 'spa-demo' });
     secrets.respond(r);
     expect(JSON.parse(r.body ?? '')).toEqual({ mysupersecretkey: '123123123' });
   });

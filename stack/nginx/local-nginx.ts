@@ -1,7 +1,7 @@
 // Runs the rendered templates with the system's nginx from a prefix directory, unprivileged and
 // in the foreground, for the NGINX tests and benchmarks: render, `nginx -t`, start, wait, stop.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { assertWorkersCanReach } from '../worker-access.js';
@@ -92,6 +92,8 @@ export async function startLocalNginx(options: LocalNginxStart): Promise<LocalNg
         await exited;
         clearTimeout(timer);
       }
+      // The edge cache and the per-set secret files live in memory, outside the prefix.
+      await rm(options.env.SG_MEMORY_DIR, { recursive: true, force: true });
     },
   };
 }

@@ -29,14 +29,15 @@ const REFERENCE = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)/g;
 // the configuration's structure rather than fill in a value.
 const UNSAFE_VALUE = /["\r\n\0]/;
 // Directories the rendered configuration writes into; a prefix run needs them to exist.
-const WRITABLE_DIRS = ['SG_RUN_DIR', 'SG_TEMP_DIR', 'SG_LOG_DIR'] as const;
+const WRITABLE_DIRS = ['SG_RUN_DIR', 'SG_TEMP_DIR', 'SG_LOG_DIR', 'SG_MEMORY_DIR'] as const;
 
 /**
  * Renders every `*.template` below `templatesDir` to the same relative path without the suffix
  * under `outDir`, substituting `${SG_*}` / `$SG_*` from `env` and leaving every other `$name`
  * untouched. Throws one TypeError naming every SG_ variable that is referenced but not given
  * (empty counts as given, as with envsubst) and every value that would break the syntax.
- * Also creates the run, temp and log directories named by SG_RUN_DIR, SG_TEMP_DIR, SG_LOG_DIR.
+ * Also creates the run, temp, log and memory directories named by SG_RUN_DIR, SG_TEMP_DIR,
+ * SG_LOG_DIR and SG_MEMORY_DIR.
  */
 export async function renderNginxConfig(options: RenderOptions): Promise<RenderResult> {
   const env = substitutableEnv(options.env);
@@ -67,6 +68,10 @@ export async function renderNginxConfig(options: RenderOptions): Promise<RenderR
     const dir = env.get(name);
     if (dir) await mkdir(path.resolve(outDir, dir), { recursive: true });
   }
+  // Workers (unprivileged when the master is root) write the per-set secret files here; what they
+  // create inside is theirs alone (0700 / 0600), as in /tmp.
+  const memoryDir = env.get('SG_MEMORY_DIR');
+  if (memoryDir) await chmod(path.resolve(outDir, memoryDir), 0o1777);
   return { confPath: path.join(outDir, 'nginx.conf'), files: files.sort() };
 }
 

@@ -1,5 +1,7 @@
 // The SG_ variables the NGINX templates use: one table for the local runner, docker compose and
 // the README, so the three homes of the config cannot drift apart.
+import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 
@@ -27,6 +29,13 @@ export type NginxVariableName =
   | 'SG_CLOUDFRONT_IMAGE_URL'
   | 'SG_SECRET_RATE'
   | 'SG_SECRET_BURST'
+  | 'SG_SECRETS_ISSUER'
+  | 'SG_MEMORY_DIR'
+  | 'SG_EDGE_CACHE'
+  | 'SG_VERIFY_RATE'
+  | 'SG_VERIFY_BURST'
+  | 'SG_REAL_IP_FROM'
+  | 'SG_REAL_IP_HEADER'
   | 'SG_EXTERNAL_ORIGIN';
 
 export type NginxEnv = Record<NginxVariableName, string>;
@@ -74,9 +83,9 @@ export const nginxVariables: readonly NginxVariable[] = Object.freeze([
   },
   {
     name: 'SG_SECRETS_READ',
-    docker: 'each-request',
+    docker: 'sets',
     description:
-      '`each-request`: njs reads the secrets file on every allowed `/secret`, so a rotated file is served at once with no reload; `at-start`: the `js_preload_object` copy, refreshed only by `nginx -s reload`.',
+      '`sets`: each secret set is a small file written per generation of the secrets file (to `SG_MEMORY_DIR`) and served by NGINX itself; `each-request`: njs reads and parses the secrets file on every allowed `/secret`. Both serve a rotated file at once with no reload. `at-start`: the `js_preload_object` copy, refreshed only by `nginx -s reload`.',
   },
   {
     name: 'SG_NJS_DIR',
@@ -147,13 +156,55 @@ export const nginxVariables: readonly NginxVariable[] = Object.freeze([
   },
   {
     name: 'SG_SECRET_RATE',
-    docker: '10r/s',
-    description: 'Per-client-IP `limit_req` rate on `/secret` (`Nr/s` or `Nr/m`).',
+    docker: '5000r/s',
+    description:
+      'Outer per-client-address `limit_req` rate on every `/secret` request (`Nr/s` or `Nr/m`). Generous on purpose: edge-cache hits cost the verifier nothing, and many users may share one address.',
   },
   {
     name: 'SG_SECRET_BURST',
-    docker: '20',
-    description: '`burst` of that limit (served at once, `nodelay`).',
+    docker: '10000',
+    description:
+      '`burst` of that limit (served at once, `nodelay`). Keep it large: `limit_req` counts in milliseconds.',
+  },
+  {
+    name: 'SG_VERIFY_RATE',
+    docker: '200r/s',
+    description:
+      'Per-client-address rate of calls that reach the verifier (edge-cache misses: new, distinct or garbage tokens, DPoP requests); what bounds the verifier under a flood. Over it: 429 + `Retry-After`.',
+  },
+  {
+    name: 'SG_VERIFY_BURST',
+    docker: '400',
+    description: '`burst` of that limit (`nodelay`).',
+  },
+  {
+    name: 'SG_EDGE_CACHE',
+    docker: 'sg_decisions',
+    description:
+      "`sg_decisions`: NGINX reuses the verifier's answers for `X-Accel-Expires` seconds (the verifier's `VERIFIER_EDGE_CACHE_TTL`, never past `exp`); `off`: every `/secret` asks the verifier.",
+  },
+  {
+    name: 'SG_MEMORY_DIR',
+    docker: '/dev/shm',
+    description:
+      'Memory-backed directory (tmpfs, a `medium: Memory` emptyDir) for the edge cache, whose files hold tokens, and the per-set secret files. Must exist and be writable by the workers.',
+  },
+  {
+    name: 'SG_SECRETS_ISSUER',
+    docker: 'http://localhost:8081',
+    description:
+      "The issuer (`iss`) the secrets file's flat `clients` map belongs to; sets under `issuers` name their own. Empty with a non-empty `clients` map: ambiguous, refused (the local runner stops at start; the image answers 503 and logs why). Locally defaults to the issuer.",
+  },
+  {
+    name: 'SG_REAL_IP_FROM',
+    docker: 'unix:',
+    description:
+      "`set_real_ip_from`: the one CIDR of the proxies whose `SG_REAL_IP_HEADER` is trusted for the client address (e.g. the ingress controllers' pod range). `unix:` trusts no TCP peer.",
+  },
+  {
+    name: 'SG_REAL_IP_HEADER',
+    docker: 'X-Forwarded-For',
+    description: '`real_ip_header`: where those proxies put the client address.',
   },
   {
     name: 'SG_EXTERNAL_ORIGIN',
@@ -170,7 +221,7 @@ export interface LocalNginxOptions {
   readonly verifierAddr?: string;
   readonly spaRoot?: string;
   readonly secretsFile?: string;
-  readonly secretsRead?: 'each-request' | 'at-start';
+  readonly secretsRead?: 'sets' | 'each-request' | 'at-start';
   readonly oidcIssuer?: string;
   readonly oidcClientId?: string;
   readonly oidcScope?: string;
@@ -181,6 +232,12 @@ export interface LocalNginxOptions {
   readonly cloudFrontImageUrl?: string;
   readonly secretRate?: string;
   readonly secretBurst?: number;
+  readonly verifyRate?: string;
+  readonly verifyBurst?: number;
+  /** Defaults to the issuer. */
+  readonly secretsIssuer?: string;
+  /** Defaults to a directory of its own under /dev/shm (memory-backed), else inside the prefix. */
+  readonly memoryDir?: string;
   readonly workerProcesses?: number | 'auto';
   readonly modulesDir?: string;
   /** A whole `user …;` directive; omitted by default so the run needs no privileges. */
@@ -203,7 +260,7 @@ export function localNginxEnv(options: LocalNginxOptions): NginxEnv {
     SG_VERIFIER_ADDR: options.verifierAddr ?? '127.0.0.1:8090',
     SG_SPA_ROOT: options.spaRoot ?? nginxPaths.spaRoot,
     SG_SECRETS_FILE: options.secretsFile ?? nginxPaths.devSecretsFile,
-    SG_SECRETS_READ: options.secretsRead ?? 'each-request',
+    SG_SECRETS_READ: options.secretsRead ?? 'sets',
     SG_NJS_DIR: nginxPaths.njsDir,
     SG_MODULES_DIR: options.modulesDir ?? '/usr/lib/nginx/modules',
     SG_RUN_DIR: path.join(prefix, 'run'),
@@ -220,13 +277,31 @@ export function localNginxEnv(options: LocalNginxOptions): NginxEnv {
     SG_CSP_CONNECT_SRC: options.cspConnectSrc ?? new URL(issuer).origin,
     SG_CSP_IMG_SRC: options.cspImgSrc ?? '',
     SG_CLOUDFRONT_IMAGE_URL: options.cloudFrontImageUrl ?? '',
-    SG_SECRET_RATE: options.secretRate ?? '10r/s',
-    SG_SECRET_BURST: String(options.secretBurst ?? 20),
+    SG_SECRET_RATE: options.secretRate ?? '5000r/s',
+    SG_SECRET_BURST: String(options.secretBurst ?? 10000),
+    SG_VERIFY_RATE: options.verifyRate ?? '200r/s',
+    SG_VERIFY_BURST: String(options.verifyBurst ?? 400),
+    SG_EDGE_CACHE: 'sg_decisions',
+    SG_MEMORY_DIR: options.memoryDir ?? localMemoryDir(prefix),
+    SG_SECRETS_ISSUER: options.secretsIssuer ?? issuer,
+    SG_REAL_IP_FROM: 'unix:',
+    SG_REAL_IP_HEADER: 'X-Forwarded-For',
     SG_EXTERNAL_ORIGIN: options.externalOrigin ?? originOf(options.listen ?? '127.0.0.1:8080'),
   };
 }
 
-/** `http://host:port` for a listen address (`host:port` or a bare port, which means loopback). */
+/**
+ * A memory-backed directory of this prefix's own (the edge cache's files hold tokens): under
+ * /dev/shm when the machine has it, else inside the prefix. Whoever removes the prefix removes
+ * this too (see stack/start-stack.ts).
+ */
+export function localMemoryDir(prefix: string): string {
+  const own = `secret-gate-${createHash('sha256').update(path.resolve(prefix)).digest('hex').slice(0, 12)}`;
+  return existsSync('/dev/shm')
+    ? path.join('/dev/shm', own)
+    : path.join(path.resolve(prefix), 'memory');
+}
+
 function originOf(listen: string): string {
   return /^\d+$/.test(listen) ? `http://127.0.0.1:${listen}` : `http://${listen}`;
 }

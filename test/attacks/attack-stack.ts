@@ -69,8 +69,20 @@ function canarySecrets(): Canaries {
   return { values, sets };
 }
 
+/** The verifier's configuration file as a suite may reshape it before the stack starts. */
+export interface VerifierConfigFile {
+  issuers: Array<Record<string, unknown>>;
+  policies: Record<string, { issuers: string[]; scopes: string[] }>;
+  cache?: Record<string, unknown>;
+}
+
+export interface AttackStackOptions extends StackOptions {
+  /** Changes to the verifier's configuration (extra issuers, cache settings, tolerances). */
+  readonly configure?: (config: VerifierConfigFile) => void;
+}
+
 /** Starts the stack with canary secrets and a strict-typ verifier; extra options pass through. */
-export async function startAttackStack(options: StackOptions = {}): Promise<AttackStack> {
+export async function startAttackStack(options: AttackStackOptions = {}): Promise<AttackStack> {
   const dir = mkdtempSync(join(tmpdir(), 'sg-attacks-'));
   const canaries = canarySecrets();
   const { default: fallback, ...clients } = canaries.sets;
@@ -83,10 +95,9 @@ export async function startAttackStack(options: StackOptions = {}): Promise<Atta
     issuer,
     jwksUri: `${issuer}/jwks`,
     audience: options.audience ?? 'secret-gate-api',
-  }) as {
-    issuers: Array<Record<string, unknown>>;
-  };
+  }) as VerifierConfigFile;
   // No `requireTyp`: RFC 9068 `typ: at+jwt` is the default, and the typ attacks prove it.
+  options.configure?.(config);
   const configFile = join(dir, 'verifier.json');
   writeFileSync(configFile, JSON.stringify(config));
 
@@ -97,8 +108,15 @@ export async function startAttackStack(options: StackOptions = {}): Promise<Atta
     env: {
       ...options.env,
       verifier: { VERIFIER_CONFIG: configFile, ...options.env?.verifier },
-      // The suites send hundreds of requests from one address; the per-IP limit is not under test.
-      nginx: { SG_SECRET_RATE: '100000r/s', SG_SECRET_BURST: '100000', ...options.env?.nginx },
+      // The suites send hundreds of distinct tokens from one address; the limits have a suite of
+      // their own (rate-limits.test.ts).
+      nginx: {
+        SG_SECRET_RATE: '100000r/s',
+        SG_SECRET_BURST: '100000',
+        SG_VERIFY_RATE: '100000r/s',
+        SG_VERIFY_BURST: '100000',
+        ...options.env?.nginx,
+      },
     },
   });
   const watch = createLeakWatch(canaries.values);

@@ -105,13 +105,13 @@ describe('misplaced and duplicated credentials', () => {
     expect(hasSecret(answer)).toBe(false);
   });
 
-  it('ignores a valid token in the query string: 401 without error code, no secret', async () => {
+  it('refuses a valid token in the query string: 400 before anything can log it, no secret', async () => {
     const answer = await gate.send({
       path: `/secret?access_token=${valid}`,
       label: 'token in query',
     });
-    expect(answer.status).toBe(401);
-    expect(answer.headers['www-authenticate']).toBe('Bearer realm="secret-gate"');
+    expect(answer.status).toBe(400);
+    expect(JSON.parse(answer.body)).toEqual({ error: 'bad_request' });
     expect(hasSecret(answer)).toBe(false);
   });
 
@@ -131,7 +131,7 @@ describe('misplaced and duplicated credentials', () => {
       headers: { authorization: 'Bearer not.a.token' },
       label: 'token in query, garbage header',
     });
-    expect(answer.status).toBe(401);
+    expect(answer.status).toBe(400);
     expect(hasSecret(answer)).toBe(false);
   });
 
@@ -167,7 +167,9 @@ describe('misplaced and duplicated credentials', () => {
 // Each trick is either gated (401 without a token, the secret with one) or refused outright; it
 // never hands out a secret without a valid token and never answers 500.
 const TRICKS: ReadonlyArray<{ method: string; path: string; verdict: 'gated' | 'refused' }> = [
-  { method: 'GET', path: '/secret?x=1', verdict: 'gated' },
+  // A query string on /secret is refused (400) before anything can log it.
+  { method: 'GET', path: '/secret?x=1', verdict: 'refused' },
+  { method: 'GET', path: '/%73ecret?x=1', verdict: 'refused' },
   { method: 'GET', path: '//secret', verdict: 'gated' },
   { method: 'GET', path: '/./secret', verdict: 'gated' },
   { method: 'GET', path: '/hello/../secret', verdict: 'gated' },

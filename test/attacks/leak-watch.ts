@@ -12,7 +12,7 @@ export interface RecordedResponse {
 }
 
 export interface Leak {
-  readonly kind: 'secret-in-response' | 'token-in-log';
+  readonly kind: 'secret-in-response' | 'token-in-log' | 'query-in-log';
   /** Where it was seen: the request label or `file:line`. */
   readonly where: string;
   /** A short description that never repeats the secret or the token. */
@@ -34,6 +34,9 @@ export interface LeakWatch {
 const MIN_NEEDLE = 16;
 // A compact JWS/JWT as it would appear if a component logged one verbatim.
 const JWT_SHAPE = /eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{16,}/;
+// A client's query string quoted in an NGINX error-log line (its request line or referrer). The
+// one query NGINX sends itself, to the verifier (`/verify?policy=NAME`), names no client data.
+const CLIENT_QUERY = /(?:request|referrer): "(?![A-Z]+ \/verify\?policy=[\w-]+ )[^"]*\?/;
 
 /** Creates a ledger for one suite; `secretValues` are the values the gate hands out. */
 export function createLeakWatch(secretValues: readonly string[]): LeakWatch {
@@ -88,6 +91,12 @@ export function createLeakWatch(secretValues: readonly string[]): LeakWatch {
               kind: 'token-in-log',
               where: `${name}:${i + 1}`,
               detail: 'a bearer token appears in the line',
+            });
+          else if (name.startsWith('nginx') && CLIENT_QUERY.test(line))
+            leaks.push({
+              kind: 'query-in-log',
+              where: `${name}:${i + 1}`,
+              detail: "a client's query string appears in the line",
             });
         });
       }

@@ -31,8 +31,17 @@ export function chaosVerifierEnv(cacheMaxEntries: number): Record<string, string
     VERIFIER_JWKS_REFRESH: `${JWKS_REFRESH_S}s`,
     // Denials are logged at info: a flood would write one line per request.
     VERIFIER_LOG_LEVEL: 'warn',
+    // The scenarios measure the verifier itself (its cache's hit rate and bounds, key fetches,
+    // restarts); NGINX's edge decision cache would answer most requests before they get there.
+    // It has its own suite (test/attacks/edge-cache.test.ts).
+    VERIFIER_EDGE_CACHE_TTL: '0',
   };
 }
+
+/** NGINX for the chaos scenarios: the edge decision cache off, as chaosVerifierEnv explains. */
+export const CHAOS_NGINX_ENV: Readonly<Record<string, string>> = Object.freeze({
+  SG_EDGE_CACHE: 'off',
+});
 export const CACHE_MAX_BYTES = 2 * 1024 * 1024;
 export const JWKS_COOLDOWN_S = 5;
 export const JWKS_REFRESH_S = 10;

@@ -4,7 +4,13 @@
 // random-kid flood waits for it before it starts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAttackStack, type AttackStack } from '../attacks/attack-stack.js';
-import { chaosVerifierEnv, type ChaosContext, type Timing, type Verdict } from './chaos-kit.js';
+import {
+  CHAOS_NGINX_ENV,
+  chaosVerifierEnv,
+  type ChaosContext,
+  type Timing,
+  type Verdict,
+} from './chaos-kit.js';
 import { randomKidFlood, rotateSigningKey } from './key-faults.js';
 import { floodDecisionCache } from './pressure.js';
 import { killAndRestartVerifier, reloadNginx, stopIdp } from './process-faults.js';
@@ -24,7 +30,9 @@ let gate: AttackStack;
 let ctx: ChaosContext;
 
 beforeAll(async () => {
-  gate = await startAttackStack({ env: { verifier: chaosVerifierEnv(CACHE_ENTRIES) } });
+  gate = await startAttackStack({
+    env: { verifier: chaosVerifierEnv(CACHE_ENTRIES), nginx: CHAOS_NGINX_ENV },
+  });
   ctx = { gate, timing: FAST, cacheMaxEntries: CACHE_ENTRIES, log: () => {} };
 }, 120_000);
 

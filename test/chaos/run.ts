@@ -4,6 +4,7 @@
 import { parseArgs } from 'node:util';
 import { startAttackStack } from '../attacks/attack-stack.js';
 import {
+  CHAOS_NGINX_ENV,
   chaosVerifierEnv,
   JWKS_COOLDOWN_S,
   sleep,
@@ -64,7 +65,10 @@ const chosen = SCENARIOS.filter(([name]) => !only || only.includes(name));
 
 const log = (line: string) => console.error(`[chaos] ${line}`);
 log(`starting the stack (${values.quick ? 'quick' : 'full'} mode)`);
-const gate = await startAttackStack({ env: { verifier: chaosVerifierEnv(1000) }, log });
+const gate = await startAttackStack({
+  env: { verifier: chaosVerifierEnv(1000), nginx: CHAOS_NGINX_ENV },
+  log,
+});
 const ctx: ChaosContext = { gate, timing, cacheMaxEntries: 1000, log };
 const verdicts: Verdict[] = [];
 try {

@@ -45,6 +45,7 @@ function localKeySet(jwks: { keys: JWK[] }): KeySet {
     issuer: ISS,
     start: async () => {},
     isReady: () => true,
+    trustedUntil: () => Infinity,
     getKey: (header) => getter(header),
     refresh: async () => false,
     stop: () => {},

@@ -305,6 +305,7 @@ describe('authorize: answers', () => {
   it('an allow carries the identity headers and nothing else', async () => {
     const decision = await plain.service.authorize(bearer(await mint()));
     expect(answerOf(decision).headers).toEqual([
+      ['X-Accel-Expires', '5'],
       ['X-Auth-Sub', 'user-1'],
       ['X-Auth-Client', 'spa-demo'],
       ['X-Auth-Scope', 'openid secrets:read'],
@@ -343,6 +344,7 @@ describe('authorize: answers', () => {
     const decision = await plain.service.authorize({});
     expect(answerOf(decision).headers).toEqual([
       ['WWW-Authenticate', 'Bearer realm="secret-gate"'],
+      ['X-Accel-Expires', '0'],
     ]);
   });
 
@@ -355,6 +357,7 @@ describe('authorize: answers', () => {
     const decision = await plain.service.authorize(bearer('abc.def.ghi'));
     expect(answerOf(decision).headers).toEqual([
       ['WWW-Authenticate', 'Bearer realm="secret-gate", error="invalid_token"'],
+      ['X-Accel-Expires', '0'],
     ]);
   });
 
@@ -367,6 +370,7 @@ describe('authorize: answers', () => {
         'X-Auth-Challenge',
         'Bearer realm="secret-gate", error="insufficient_scope", scope="secrets:read"',
       ],
+      ['X-Accel-Expires', '5'],
     ]);
   });
 
@@ -537,7 +541,10 @@ describe('authorize: unexpected failures', () => {
     expect(decision).toMatchObject({ outcome: 'deny', reason: 'internal_error' });
     expect(answerOf(decision)).toEqual({
       status: 401,
-      headers: [['WWW-Authenticate', 'Bearer realm="secret-gate", error="invalid_token"']],
+      headers: [
+        ['WWW-Authenticate', 'Bearer realm="secret-gate", error="invalid_token"'],
+        ['X-Accel-Expires', '0'],
+      ],
     });
     expect(lines.join('\n')).toContain('unexpected verification failure');
   });
@@ -547,12 +554,14 @@ describe('authorize: a decision is plain data', () => {
   it('an allow names the outcome, reason, identity, grants and nothing shaped like HTTP', async () => {
     const decision = await plain.service.authorize(bearer(await mint()));
     expect(Object.keys(decision).sort()).toEqual([
+      'edgeTtl',
       'expires',
       'grants',
       'identity',
       'outcome',
       'reason',
       'requiredScopes',
+      'reusableUntil',
     ]);
     expect(decision).toMatchObject({ outcome: 'allow', reason: 'allowed', grants: [] });
   });

@@ -43,6 +43,10 @@ export interface AuthorizerParts {
   readonly metrics?: Metrics | undefined;
   /** Per-policy hook for extra allow grants (the CloudFront signer plugs in here). */
   readonly decorators?: ReadonlyMap<string, DecisionDecorator> | undefined;
+  /** Cap in seconds on how long NGINX may reuse an answer; 0 (the default) never. */
+  readonly edgeTtl?: number | undefined;
+  /** Milliseconds since the epoch; injected so tests can move time. */
+  readonly now?: (() => number) | undefined;
   /** The DPoP step (dpop/binding.ts); required when a policy has `dpop` other than `off`. */
   readonly dpop?: { readonly step: DpopStep; readonly missingToken: Decision } | undefined;
 }
@@ -73,6 +77,8 @@ const UNKNOWN_POLICY = deny('policy_unknown');
  */
 export function createAuthorizer(parts: AuthorizerParts): Authorize {
   const { cache, logger, metrics } = parts;
+  const edgeCap = Math.floor(parts.edgeTtl ?? 0);
+  const now = parts.now ?? Date.now;
   const policies = new Map<string, PreparedPolicy>();
   for (const policy of parts.config.policies.values()) {
     if (policy.dpop !== 'off' && parts.dpop === undefined)
@@ -147,7 +153,7 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
     token: string | undefined,
     policy?: PreparedPolicy,
   ): Decision {
-    const { decision } = outcome;
+    const decision = withEdgeTtl(outcome.decision);
     metrics?.decision(decision);
     if (decision.outcome !== 'allow') {
       logger.info(
@@ -175,6 +181,18 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
     return decision;
   }
 
+  /**
+   * How long NGINX may reuse the answer: only a verified token's outcome (an allow, or a 403 for
+   * missing scopes), never a 401, and never past the cap, the token's `exp` or its key's trust.
+   * Whole seconds rounded down, so a copy never outlives the token.
+   */
+  function withEdgeTtl(decision: Decision): Decision {
+    if (edgeCap <= 0 || decision.reusableUntil === undefined) return decision;
+    const left = Math.floor(decision.reusableUntil - now() / 1000);
+    const edgeTtl = Math.max(0, Math.min(edgeCap, left));
+    return edgeTtl === 0 ? decision : { ...decision, edgeTtl };
+  }
+
   async function verifyFresh(token: string, policy: PreparedPolicy, key: string): Promise<Outcome> {
     const started = performance.now();
     let verified: VerifiedToken;
@@ -190,12 +208,17 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
     }
     const granted = new Set(verified.identity.scopes);
     const missing = policy.config.scopes.filter((scope) => !granted.has(scope));
+    const reusableUntil = Math.min(verified.exp, verified.keyTrustedUntil ?? verified.exp);
     const judged =
       missing.length === 0
         ? allow(verified.identity, verified.exp)
         : deny('scope_insufficient', policy.config.scopes, verified.identity);
-    const decision = verified.jkt === undefined ? judged : { ...judged, jkt: verified.jkt };
+    const decision =
+      verified.jkt === undefined
+        ? { ...judged, reusableUntil }
+        : { ...judged, jkt: verified.jkt, reusableUntil };
     cache.set(key, {
+      reusableUntil,
       policy: policy.config.name,
       decision: { ...decision, identity: decision.identity ?? verified.identity },
       exp: verified.exp,

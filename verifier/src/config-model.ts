@@ -134,6 +134,10 @@ export const rootSettings = {
       env: 'VERIFIER_CACHE_MAX_TTL',
       doc: "Longest time a decision is reused (never past the token's `exp`).",
     }),
+    edgeTtl: defaulted(duration, '5s', {
+      env: 'VERIFIER_EDGE_CACHE_TTL',
+      doc: "Cap on how long NGINX may reuse an answer (`X-Accel-Expires`, never past the token's `exp` or its key set's trust); `0` turns NGINX's decision cache off. Also how long a retired key can still be honoured at the edge.",
+    }),
   },
   jwks: {
     refresh: defaulted(duration, '10m', {

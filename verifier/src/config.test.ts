@@ -46,7 +46,12 @@ describe('configuration from the environment', () => {
         dpop: 'off',
       },
     ]);
-    expect(config.cache).toEqual({ maxEntries: 100_000, maxBytes: 64 * 1024 * 1024, maxTtl: 300 });
+    expect(config.cache).toEqual({
+      maxEntries: 100_000,
+      maxBytes: 64 * 1024 * 1024,
+      maxTtl: 300,
+      edgeTtl: 5,
+    });
     expect(config.jwks).toEqual({ refresh: 600, cooldown: 30, maxStale: 86_400 });
   });
 

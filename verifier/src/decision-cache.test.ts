@@ -63,7 +63,7 @@ describe('decision cache invariants', () => {
     const cache = cacheFor(clock, { maxEntries: 10, maxBytes: 1e6, maxTtl: 3600 });
     const denied = deny('scope_insufficient', ['secrets:read'], identity);
     cache.set('a', { ...entry(clock.seconds() + 60), decision: { ...denied, identity } });
-    expect(cache.get('a', POLICY)).toEqual(denied);
+    expect(cache.get('a', POLICY)).toEqual({ ...denied, reusableUntil: clock.seconds() + 60 });
   });
 
   it('a hit answers exactly the stored decision (outcome, reason, identity)', () => {
@@ -71,7 +71,8 @@ describe('decision cache invariants', () => {
     const cache = cacheFor(clock, { maxEntries: 10, maxBytes: 1e6, maxTtl: 3600 });
     const stored = entry(clock.seconds() + 60);
     cache.set('a', stored);
-    expect(cache.get('a', POLICY)).toEqual(stored.decision);
+    // The hit also says until when any copy may be used: the token's exp here.
+    expect(cache.get('a', POLICY)).toEqual({ ...stored.decision, reusableUntil: stored.exp });
   });
 
   it('an entry never outlives maxTtl', () => {

@@ -29,6 +29,8 @@ export interface CacheEntry {
   /** Seconds since the epoch, tolerance applied; undefined when the token has none. */
   readonly nbf: number | undefined;
   readonly kid: string | undefined;
+  /** Seconds since the epoch: `exp`, or earlier when the key's trust ends first. */
+  readonly reusableUntil?: number | undefined;
 }
 
 /**
@@ -56,6 +58,7 @@ interface StoredEntry {
   readonly exp: number;
   readonly nbf: number | undefined;
   readonly kid: string | undefined;
+  readonly until: number;
 }
 
 const sharedShape = createInterner<Shape>(10_000);
@@ -95,6 +98,7 @@ function decisionOf(entry: StoredEntry): Decision {
     identity,
     grants: NO_GRANTS,
     requiredScopes: shape.requiredScopes,
+    reusableUntil: entry.until,
     // Only a bound token's decision carries `jkt`; a bearer token's stays the plain shape.
     ...(entry.jkt === undefined ? {} : { jkt: entry.jkt }),
   };
@@ -166,7 +170,7 @@ export function createDecisionCache(options: DecisionCacheOptions): DecisionCach
       }
       return decisionOf(entry);
     },
-    set(key, { policy, decision, exp, nbf, kid }) {
+    set(key, { policy, decision, exp, nbf, kid, reusableUntil }) {
       const ttl = Math.min(exp * 1000 - now(), options.maxTtl * 1000);
       if (ttl < 1) return;
       const stored = {
@@ -176,6 +180,7 @@ export function createDecisionCache(options: DecisionCacheOptions): DecisionCach
         exp,
         nbf,
         kid,
+        until: Math.min(exp, reusableUntil ?? exp),
       };
       lru.set(key, stored, { ttl: Math.floor(ttl) });
     },

@@ -26,6 +26,13 @@ export type Decision = (
    * answer's cache bound). Grants that outlive a request (CloudFront cookies) never go past it.
    */
   readonly expires: number | undefined;
+  /**
+   * Whole seconds NGINX may reuse this answer (`X-Accel-Expires`); 0 or absent: never. Set by the
+   * authorizer from the cap, the token's `exp` and its key set's trust.
+   */
+  readonly edgeTtl?: number;
+  /** Seconds since the epoch after which no copy of this decision may be used (exp, key trust). */
+  readonly reusableUntil?: number;
   /** `cnf.jkt` of the accepted token when it is DPoP-bound (RFC 9449 §6). */
   readonly jkt?: string | undefined;
   /** Set when the answer speaks DPoP (RFC 9449 §7): a `DPoP` challenge, a nonce to hand out. */

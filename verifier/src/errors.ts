@@ -20,6 +20,7 @@ export type DenyCode =
   | 'crit_unsupported'
   | 'token_inactive'
   | 'introspection_failed'
+  | 'client_id_invalid'
   | 'scope_insufficient'
   | 'policy_unknown'
   | 'internal_error'

@@ -1,4 +1,5 @@
 // Who a verified token speaks for, reduced to what NGINX needs, and made safe to put in a header.
+import { VerifyError } from './errors.js';
 
 export interface Identity {
   readonly sub: string;
@@ -21,11 +22,28 @@ export function readScopes(claims: Record<string, unknown>): string[] {
   return [];
 }
 
-/** The first string claim among `names` (e.g. azp, client_id, cid), or ''. */
+/**
+ * A client id that reaches NGINX byte for byte: visible ASCII at both ends (NGINX trims spaces
+ * and tabs around a header value), printable ASCII inside (anything else would need encoding),
+ * at most 256 characters (a longer one would need cutting). The secret set is chosen by this
+ * value, so an id that would be altered on the way is refused, never rewritten.
+ */
+const HEADER_EXACT_CLIENT = /^[\x21-\x7e](?:[\x20-\x7e]{0,254}[\x21-\x7e])?$/;
+
+/**
+ * The first string claim among `names` (e.g. azp, client_id, cid), or ''. Throws
+ * `client_id_invalid` when that claim could not pass through a header unchanged.
+ */
 export function readClient(claims: Record<string, unknown>, names: readonly string[]): string {
   for (const name of names) {
     const value = claims[name];
-    if (typeof value === 'string' && value.length > 0) return value;
+    if (typeof value !== 'string' || value.length === 0) continue;
+    if (!HEADER_EXACT_CLIENT.test(value))
+      throw new VerifyError(
+        'client_id_invalid',
+        `"${name}" claim cannot be passed on unchanged (surrounding spaces, non-printable or non-ASCII characters, or over ${MAX_ID_LENGTH} characters)`,
+      );
+    return value;
   }
   return '';
 }

@@ -76,6 +76,7 @@ export function createJwtVerifier(
       exp: payload.exp!,
       nbf: typeof payload.nbf === 'number' ? payload.nbf - config.clockTolerance : undefined,
       kid: typeof kid === 'string' ? kid : undefined,
+      keyTrustedUntil: keySet.trustedUntil() / 1000,
     };
   };
 }

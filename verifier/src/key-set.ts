@@ -41,6 +41,8 @@ export interface KeySet {
   start(): Promise<void>;
   /** True while a key set younger than `maxStale` is held. */
   isReady(): boolean;
+  /** Milliseconds since the epoch until which the held set is trusted (last good fetch + `maxStale`). */
+  trustedUntil(): number;
   /** The key for a token header, refetching once per cooldown for an unknown `kid`. */
   getKey(header: JWSHeaderParameters): Promise<VerificationKey>;
   /** Fetches now (merged with a fetch already running); true when a new set was installed. */
@@ -58,6 +60,7 @@ export function createKeySet(options: KeySetOptions): KeySet {
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
 
+  const trustedUntil = (): number => loadedAt + options.maxStale * 1000;
   const isFresh = (): boolean => local !== undefined && now() - loadedAt <= options.maxStale * 1000;
 
   async function fetchOnce(): Promise<{ ok: boolean; maxAge: number | undefined }> {
@@ -150,6 +153,7 @@ export function createKeySet(options: KeySetOptions): KeySet {
       await refresh();
     },
     isReady: isFresh,
+    trustedUntil,
     getKey,
     refresh,
     stop() {

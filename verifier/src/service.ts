@@ -132,6 +132,8 @@ export function createVerifierService(
     logger,
     metrics,
     decorators,
+    edgeTtl: config.cache.edgeTtl,
+    now,
   });
   const routes = createRoutes({
     authorize,

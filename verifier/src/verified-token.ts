@@ -9,6 +9,8 @@ export interface VerifiedToken {
   readonly nbf: number | undefined;
   /** The JWS `kid` the token was verified with, so entries can be dropped when the key leaves. */
   readonly kid: string | undefined;
+  /** Seconds since the epoch until which the key that verified it is trusted; undefined: no key. */
+  readonly keyTrustedUntil?: number | undefined;
   /** `cnf.jkt` of a DPoP-bound token (RFC 9449 §6): the thumbprint its proofs must be signed with. */
   readonly jkt?: string | undefined;
 }

@@ -22,11 +22,29 @@ const sharedPair = createInterner<Header>(10_000);
 
 const NO_TOKEN: VerifyAnswer = {
   status: 401,
-  headers: [['WWW-Authenticate', `Bearer realm="${REALM}"`]],
+  headers: [
+    ['WWW-Authenticate', `Bearer realm="${REALM}"`],
+    ['X-Accel-Expires', '0'],
+  ],
 };
 const INVALID_TOKEN: VerifyAnswer = {
   status: 401,
-  headers: [['WWW-Authenticate', `Bearer realm="${REALM}", error="invalid_token"`]],
+  headers: [
+    ['WWW-Authenticate', `Bearer realm="${REALM}", error="invalid_token"`],
+    ['X-Accel-Expires', '0'],
+  ],
+};
+// A client id NGINX would have to alter (trim, cut, encode) to carry it; RFC 6750 has no code for
+// "valid token, unusable client", so it is an invalid_token with a description that names it.
+const CLIENT_ID_INVALID: VerifyAnswer = {
+  status: 401,
+  headers: [
+    [
+      'WWW-Authenticate',
+      `Bearer realm="${REALM}", error="invalid_token", error_description="client_id_invalid"`,
+    ],
+    ['X-Accel-Expires', '0'],
+  ],
 };
 
 /**
@@ -38,6 +56,7 @@ const INVALID_TOKEN: VerifyAnswer = {
 export function renderDecision(decision: Decision): VerifyAnswer {
   if (decision.outcome === 'allow') return { status: 204, headers: allowHeaders(decision) };
   const status = statusFor(decision.reason);
+  if (decision.reason === 'client_id_invalid') return CLIENT_ID_INVALID;
   // RFC 9449 §7.1: a DPoP request (or a DPoP-only policy) is answered with a DPoP challenge.
   if (status === 401 && decision.dpop !== undefined)
     return { status, headers: dpopChallengeHeaders(decision.reason, decision.dpop) };
@@ -53,12 +72,26 @@ export function renderDecision(decision: Decision): VerifyAnswer {
         'X-Auth-Challenge',
         `Bearer realm="${REALM}", error="insufficient_scope"${scope}`,
       ]),
+      edgeExpires(decision),
     ],
   };
 }
 
-function allowHeaders({ identity, grants, dpop }: Decision): Header[] {
-  const headers: Header[] = [];
+/**
+ * `X-Accel-Expires`: how many seconds NGINX's decision cache may answer for this one. Always sent,
+ * so 0 ("do not store") is explicit on every answer NGINX must not reuse.
+ */
+function edgeExpires(decision: Decision): Header {
+  return ACCEL_EXPIRES[decision.edgeTtl ?? 0] ?? ['X-Accel-Expires', String(decision.edgeTtl)];
+}
+const ACCEL_EXPIRES: readonly Header[] = Array.from(
+  { length: 301 },
+  (_, seconds) => ['X-Accel-Expires', String(seconds)] as const,
+);
+
+function allowHeaders(decision: Decision): Header[] {
+  const { identity, grants, dpop } = decision;
+  const headers: Header[] = [edgeExpires(decision)];
   if (identity !== undefined) {
     const scope = scopeHeader(identity.scopes);
     headers.push(

@@ -1,0 +1,134 @@
+// Rate limits that protect the verifier without failing real users. With the default settings a
+// burst of one shared token from one address (the study's load shape) is answered in full; a flood
+// of distinct tokens from one address is held to the verifier-call limit with 429 + Retry-After;
+// behind a trusted proxy each browser address has a bucket of its own.
+import { randomBytes } from 'node:crypto';
+import { Agent, request } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startStack, type Stack } from '../../stack/start-stack.js';
+import { startAttackStack, type AttackStack } from './attack-stack.js';
+
+/** Status codes of `count` GETs of /secret, `concurrency` at a time over keep-alive connections. */
+async function hammer(
+  url: string,
+  headersOf: (i: number) => Record<string, string>,
+  count: number,
+  concurrency: number,
+): Promise<Map<number, number>> {
+  const agent = new Agent({ keepAlive: true, maxSockets: concurrency });
+  const statuses = new Map<number, number>();
+  let next = 0;
+  const one = (i: number) =>
+    new Promise<number>((resolve) => {
+      const req = request(url, { agent, headers: headersOf(i) }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      });
+      req.on('error', () => resolve(-1));
+      req.end();
+    });
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < count) {
+        const status = await one(next++);
+        statuses.set(status, (statuses.get(status) ?? 0) + 1);
+      }
+    }),
+  );
+  agent.destroy();
+  return statuses;
+}
+
+/** A well-formed token nobody issued: costs the verifier a parse and a refusal. */
+const randomToken = () =>
+  `eyJhbGciOiJSUzI1NiJ9.${randomBytes(24).toString('base64url')}.${randomBytes(32).toString('base64url')}`;
+
+describe('the default limits and one shared token', () => {
+  let stack: Stack;
+  beforeAll(async () => {
+    stack = await startStack();
+  }, 120_000);
+  afterAll(async () => {
+    await stack?.stop();
+  });
+
+  it('answers 3,000 requests of one token from one address, 100 at a time, all with 200', async () => {
+    const token = await stack.mintToken();
+    const statuses = await hammer(
+      stack.urls.secret,
+      () => ({ authorization: `Bearer ${token}` }),
+      3000,
+      100,
+    );
+    expect(Object.fromEntries(statuses)).toEqual({ 200: 3000 });
+  }, 60_000);
+});
+
+describe('the verifier-call limit', () => {
+  let gate: AttackStack;
+  beforeAll(async () => {
+    gate = await startAttackStack({
+      env: {
+        nginx: {
+          SG_VERIFY_RATE: '5r/s',
+          SG_VERIFY_BURST: '10',
+          SG_REAL_IP_FROM: '127.0.0.1/32',
+          SG_REAL_IP_HEADER: 'X-Forwarded-For',
+        },
+      },
+    });
+  }, 120_000);
+  afterAll(async () => {
+    await gate?.stop();
+  });
+
+  it('holds a flood of distinct tokens from one address to the limit, with 429 + Retry-After', async () => {
+    const statuses = await hammer(
+      gate.stack.urls.secret,
+      () => ({ authorization: `Bearer ${randomToken()}`, 'x-forwarded-for': '203.0.113.7' }),
+      200,
+      10,
+    );
+    // 10 at once plus 5 a second: the verifier saw a few dozen of the 200 at most.
+    expect(statuses.get(401) ?? 0).toBeLessThanOrEqual(30);
+    expect(statuses.get(429) ?? 0).toBeGreaterThanOrEqual(170);
+    // The bucket refills at 5/s: of a few more sent at once, the ones over the limit say when to retry.
+    const more = await Promise.all(
+      Array.from({ length: 5 }, (_, i) =>
+        gate.send({
+          path: '/secret',
+          headers: { authorization: `Bearer ${randomToken()}`, 'x-forwarded-for': '203.0.113.7' },
+          label: `flood: one more (${i})`,
+        }),
+      ),
+    );
+    const limited = more.find((answer) => answer.status === 429)!;
+    expect(limited.status).toBe(429);
+    expect(limited.headers['retry-after']).toBe('1');
+    expect(JSON.parse(limited.body)).toEqual({ error: 'too_many_requests' });
+  });
+
+  it('still answers a cached token from that address, and the next browser behind the proxy', async () => {
+    const token = await gate.stack.mintToken();
+    const other = await gate.send({
+      path: '/secret',
+      headers: { authorization: `Bearer ${token}`, 'x-forwarded-for': '203.0.113.8' },
+      label: 'other browser',
+      earned: true,
+    });
+    expect(other.status).toBe(200);
+    // Now cached at the edge: the flooding address gets it without a verifier call.
+    const same = await gate.send({
+      path: '/secret',
+      headers: { authorization: `Bearer ${token}`, 'x-forwarded-for': '203.0.113.7' },
+      label: 'cached from the flooding address',
+      earned: true,
+    });
+    expect(same.status).toBe(200);
+  });
+
+  it('leaks nothing and answers no 500 along the way', () => {
+    expect(gate.watch.scan(gate.readLogs())).toEqual([]);
+    expect(gate.serverErrors).toEqual([]);
+  });
+});
