@@ -29,6 +29,11 @@ export interface Addresses {
   /** JWKS URL as the verifier reaches it. */
   readonly jwksUri: string;
   readonly audience: string;
+  /**
+   * The issuer's opt-in to plain http on a host that is not loopback: only for a dev IdP reached
+   * by a container name (compose), never for a real one.
+   */
+  readonly allowHttp?: boolean;
 }
 
 /**
@@ -44,6 +49,7 @@ export function verifierConfig(addresses: Addresses): object {
         audience: addresses.audience,
         jwksUri: addresses.jwksUri,
         algorithms: ['RS256', 'ES256'],
+        ...(addresses.allowHttp === true ? { allowHttp: true } : {}),
       },
     ],
     policies: {

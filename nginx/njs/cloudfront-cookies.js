@@ -4,7 +4,7 @@
 /**
  * @typedef {{
  *   policy?: string, signature?: string, keyPairId?: string,
- *   hashAlgorithm?: string, expires?: string, domain?: string
+ *   hashAlgorithm?: string, expires?: string, domain?: string, path?: string
  * }} CloudFrontGrant
  */
 
@@ -13,12 +13,15 @@ var COOKIE_VALUE = /^[A-Za-z0-9\-_~+/=]+$/;
 var HASH_ALGORITHM = /^SHA(1|256)$/;
 var DOMAIN = /^\.?[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*$/;
 var EPOCH_SECONDS = /^[0-9]{1,12}$/;
+// RFC 6265 path-value, narrowed to the characters of a percent-encoded URL path: no `;`, no space.
+var PATH = /^\/[A-Za-z0-9\-._~!$&'()+,=:@%/]{0,1023}$/;
 
 /**
  * Builds the `Set-Cookie` values for a grant: `CloudFront-Policy`, `CloudFront-Signature`,
  * `CloudFront-Key-Pair-Id` and, when given, `CloudFront-Hash-Algorithm`. Returns an empty list
  * when the grant is absent, incomplete or malformed: no cookie is better than a broken one.
- * `expires` (epoch seconds) becomes the cookies' `Expires`; `domain` their `Domain`.
+ * `expires` (epoch seconds) becomes the cookies' `Expires`; `domain` their `Domain`; `path` (the
+ * resource's path, derived by the verifier) their `Path`, `/` when absent.
  * @param {CloudFrontGrant} grant
  * @returns {string[]}
  */
@@ -42,7 +45,10 @@ function cloudFrontCookies(grant) {
   if (grant.domain && !DOMAIN.test(grant.domain)) {
     return [];
   }
-  var attributes = '; Secure; HttpOnly; SameSite=Lax; Path=/';
+  if (grant.path && !PATH.test(grant.path)) {
+    return [];
+  }
+  var attributes = '; Secure; HttpOnly; SameSite=Lax; Path=' + (grant.path || '/');
   if (grant.domain) {
     attributes += '; Domain=' + grant.domain;
   }

@@ -33,6 +33,13 @@ describe('cloudFrontCookies', () => {
     ]);
   });
 
+  it("scopes the cookies to the resource's path the verifier derived", () => {
+    const cookies = cloudFront.cloudFrontCookies({ ...grant, path: '/private/' });
+    expect(cookies[0]).toBe(
+      'CloudFront-Policy=eyJTdGF0ZW1lbnQiOltdfQ__; Secure; HttpOnly; SameSite=Lax; Path=/private/',
+    );
+  });
+
   it('leaves Expires out when the value is not epoch seconds', () => {
     const [first] = cloudFront.cloudFrontCookies({ ...grant, expires: 'tomorrow' });
     expect(first).toBe(`CloudFront-Policy=eyJTdGF0ZW1lbnQiOltdfQ__${attributes}`);
@@ -53,6 +60,8 @@ describe('cloudFrontCookies', () => {
     ['a key pair id with a space', { ...grant, keyPairId: 'K2 X' }],
     ['an unknown hash algorithm', { ...grant, hashAlgorithm: 'MD5' }],
     ['a domain with a semicolon', { ...grant, domain: 'example.test; Path=/x' }],
+    ['a path with a semicolon', { ...grant, path: '/private/; Domain=evil.test' }],
+    ['a path that is not absolute', { ...grant, path: 'private/' }],
   ])('sets no cookie at all for a malformed grant (%s)', (_case, input) => {
     expect(cloudFront.cloudFrontCookies(input)).toEqual([]);
   });

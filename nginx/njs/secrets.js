@@ -56,6 +56,7 @@ function sendSecrets(r, file, envText) {
     hashAlgorithm: v.sg_cf_hash_algorithm,
     expires: v.sg_cf_expires,
     domain: v.sg_cf_domain,
+    path: v.sg_cf_path,
   });
   if (cookies.length > 0) {
     r.headersOut['Set-Cookie'] = cookies;

@@ -1,5 +1,5 @@
 // The real stack as the attack and chaos suites need it: canary secret values (so a leak is
-// unambiguous), the verifier in RFC 9068 strict `typ` mode, a raw HTTP client that sends paths
+// unambiguous), the verifier with its default checks (RFC 9068 `typ` included), a raw HTTP client that sends paths
 // and duplicate headers exactly as written, a leak watch fed by every response, and every log.
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -96,8 +96,7 @@ export async function startAttackStack(options: AttackStackOptions = {}): Promis
     jwksUri: `${issuer}/jwks`,
     audience: options.audience ?? 'secret-gate-api',
   }) as VerifierConfigFile;
-  // RFC 9068 strict mode: the dev IdP issues `typ: at+jwt`, so only the typ attacks notice it.
-  for (const iss of config.issuers) iss.requireTyp = 'at+jwt';
+  // No `requireTyp`: RFC 9068 `typ: at+jwt` is the default, and the typ attacks prove it.
   options.configure?.(config);
   const configFile = join(dir, 'verifier.json');
   writeFileSync(configFile, JSON.stringify(config));

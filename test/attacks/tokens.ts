@@ -41,7 +41,7 @@ export interface AttackKit {
   readonly mint: (change: TokenChange) => Promise<string>;
   /** A URL serving an attacker-controlled JWKS, to prove `jku`/`x5u` are never followed. */
   readonly attackerJwksUrl: string;
-  /** Whether the verifier runs in RFC 9068 strict `typ: at+jwt` mode. */
+  /** Whether the verifier requires RFC 9068 `typ: at+jwt` (its default). */
   readonly strictTyp: boolean;
 }
 
@@ -274,11 +274,18 @@ export async function buildAttackTokens(
     refused('token of 9 KiB', await mint({ claims: { pad: 'p'.repeat(9 * 1024) } }), [400, 401]),
   ];
   if (kit.strictTyp) {
-    rows.push(refused('typ "JWT" in strict at+jwt mode', await mint({ header: { typ: 'JWT' } })));
-    rows.push(refused('typ "JOSE" in strict at+jwt mode', await mint({ header: { typ: 'JOSE' } })));
+    rows.push(
+      refused('typ "JWT" (at+jwt is required by default)', await mint({ header: { typ: 'JWT' } })),
+    );
+    rows.push(
+      refused(
+        'typ "JOSE" (at+jwt is required by default)',
+        await mint({ header: { typ: 'JOSE' } }),
+      ),
+    );
     // RFC 7515 §4.1.9: the "application/" prefix of a typ media type may be omitted or present.
     const longTyp = await mint({ header: { typ: 'application/at+jwt' } });
-    rows.push(accepted('typ "application/at+jwt" in strict mode', `Bearer ${longTyp}`));
+    rows.push(accepted('typ "application/at+jwt" by default', `Bearer ${longTyp}`));
   }
 
   rows.push(
@@ -290,13 +297,17 @@ export async function buildAttackTokens(
       'exp as a float in the future (RFC 7519 NumericDate)',
       `Bearer ${await mint({ claims: { exp: now + 3600.25 } })}`,
     ),
-    // RFC 7519 sets no upper bound on exp; these prove a huge one neither breaks the decision
-    // cache's TTL arithmetic nor turns into a 500.
-    accepted(
-      'exp far in the future (year 9999)',
-      `Bearer ${await mint({ claims: { exp: 253402300799 } })}`,
+  );
+  // RFC 7519 sets no upper bound on exp, the gate does (maxTokenAge, 24 h by default): a token
+  // minted to live for a century is refused, and a huge exp never turns into a 500.
+  rows.push(
+    refused('exp 100 years ahead', await mint({ claims: { exp: now + 100 * 365 * 86_400 } })),
+    refused('exp far in the future (year 9999)', await mint({ claims: { exp: 253402300799 } })),
+    refused('exp of 1e308', await mint({ claims: { exp: 1e308 } })),
+    refused(
+      'exp - iat longer than the max token age, exp itself near',
+      await mint({ claims: { iat: now - 2 * 3600, exp: now + 23 * 3600 } }),
     ),
-    accepted('exp of 1e308', `Bearer ${await mint({ claims: { exp: 1e308 } })}`),
   );
   rows.push(
     {

@@ -175,9 +175,20 @@ describe.each(Object.entries(BUILDS))('the %s', (_, dir) => {
     }
   });
 
-  it('exposes exactly one port, NGINX at the port its SG_LISTEN names; the verifier has none', () => {
+  it('exposes NGINX at the port its SG_LISTEN names; the verifier only its metrics listener, never /verify', () => {
     expect(nginx.ports).toEqual([{ name: 'http', containerPort: listenPort, protocol: 'TCP' }]);
-    expect(verifier.ports ?? []).toEqual([]);
+    const config = loadConfig({
+      ...verifierEnv,
+      VERIFIER_CONFIG: undefined,
+      VERIFIER_ISSUER: 'https://idp.test',
+      VERIFIER_AUDIENCE: 'api',
+    });
+    expect(config.listen.kind).toBe('unix');
+    expect(config.metricsListen).toMatchObject({ kind: 'tcp' });
+    const metricsPort = config.metricsListen?.kind === 'tcp' ? config.metricsListen.port : -1;
+    expect(verifier.ports).toEqual([
+      { name: 'metrics', containerPort: metricsPort, protocol: 'TCP' },
+    ]);
   });
 
   it('probes NGINX on /hello, a location the site template defines without auth', () => {
@@ -390,14 +401,77 @@ describe.each(Object.entries(BUILDS))('the %s', (_, dir) => {
     expect((deployment.spec as { replicas: number }).replicas).toBeGreaterThanOrEqual(2);
   });
 
-  it('admits ingress traffic to the NGINX port only', () => {
-    const spec = one('NetworkPolicy').spec as {
-      policyTypes: string[];
-      ingress: { from?: unknown; ports: unknown[] }[];
-    };
+  type Peer = {
+    namespaceSelector?: { matchLabels: Record<string, string> };
+    podSelector?: unknown;
+    ipBlock?: { cidr: string; except?: string[] };
+  };
+  type Rule = { from?: Peer[]; to?: Peer[]; ports: { port: string | number; protocol: string }[] };
+  const networkPolicy = () =>
+    one('NetworkPolicy').spec as { policyTypes: string[]; ingress: Rule[]; egress: Rule[] };
+  const namespaces = (peers: Peer[] | undefined) =>
+    (peers ?? []).map((peer) => peer.namespaceSelector?.matchLabels['kubernetes.io/metadata.name']);
+
+  it('admits NGINX traffic from the ingress controller only, and metrics from the monitoring namespace only', () => {
+    const spec = networkPolicy();
     expect(spec.policyTypes).toContain('Ingress');
-    const ports = spec.ingress.flatMap((rule) => rule.ports);
-    expect(ports).toEqual([{ port: 'http', protocol: 'TCP' }]);
+    expect(spec.ingress).toHaveLength(2);
+    const [web, scrape] = spec.ingress as [Rule, Rule];
+    expect(web.ports).toEqual([{ port: 'http', protocol: 'TCP' }]);
+    expect(namespaces(web.from)).toEqual(['ingress-nginx']);
+    expect(scrape.ports).toEqual([{ port: 'metrics', protocol: 'TCP' }]);
+    expect(namespaces(scrape.from)).toEqual(['monitoring']);
+    // A rule without `from` (or a podSelector kustomize's labels would rewrite) admits the world.
+    for (const rule of spec.ingress)
+      for (const peer of rule.from ?? []) expect(peer.podSelector).toBeUndefined();
+  });
+
+  it('limits egress to DNS and HTTPS to public addresses (the IdP), never the cluster or cloud metadata', () => {
+    const spec = networkPolicy();
+    expect(spec.policyTypes).toContain('Egress');
+    const [dns, idp, ...rest] = spec.egress as [Rule, Rule];
+    expect(rest).toEqual([]);
+    expect(namespaces(dns.to)).toEqual(['kube-system']);
+    expect(dns.ports).toEqual([
+      { port: 53, protocol: 'UDP' },
+      { port: 53, protocol: 'TCP' },
+    ]);
+    expect(idp.ports).toEqual([{ port: 443, protocol: 'TCP' }]);
+    const except = idp.to?.[0]?.ipBlock?.except ?? [];
+    for (const range of ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '169.254.0.0/16'])
+      expect(except).toContain(range);
+  });
+
+  it('lets an introspection issuer read its client secret from a mounted Secret, never the ConfigMap', () => {
+    const mount = mountOf(verifier, 'introspection-client');
+    expect(mount).toMatchObject({ readOnly: true });
+    expect(volume('introspection-client')?.secret).toMatchObject({
+      secretName: 'secret-gate-introspection',
+      optional: true,
+    });
+    for (const manifest of manifests.filter((m) => m.kind === 'ConfigMap'))
+      expect(JSON.stringify(manifest.data ?? {})).not.toMatch(/"clientSecret":\s*"/);
+    // The documented spelling, loaded by the verifier's own code from where the Secret lands.
+    const secretFile = `${mount?.mountPath ?? '/nowhere'}/client-secret`;
+    const document = {
+      issuers: [
+        {
+          type: 'introspection',
+          issuer: 'https://login.example.com',
+          endpoint: 'https://login.example.com/introspect',
+          clientId: 'secret-gate',
+          clientSecret: { file: secretFile },
+          audience: 'secret-gate-api',
+        },
+      ],
+      policies: { secret: { issuers: ['https://login.example.com'] } },
+    };
+    const config = loadConfig(verifierEnv, (path) =>
+      path === secretFile ? 'from-the-secret\n' : JSON.stringify(document),
+    );
+    expect(config.issuers.get('https://login.example.com')).toMatchObject({
+      clientSecret: 'from-the-secret',
+    });
   });
 });
 
@@ -505,6 +579,8 @@ describe('the verifier probes, run against the real verifier', () => {
       ...env,
       VERIFIER_LISTEN: `unix:${inPod((env.VERIFIER_LISTEN ?? '').slice(5))}`,
       VERIFIER_CONFIG: inPod(env.VERIFIER_CONFIG ?? ''),
+      // The pod's metrics port, moved to a free loopback port so parallel runs never collide.
+      VERIFIER_METRICS_LISTEN: `127.0.0.1:${await freePort()}`,
     };
     const dist = join(REPO_ROOT, 'verifier', 'dist', 'main.js');
     const args = existsSync(dist)

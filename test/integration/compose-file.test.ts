@@ -130,6 +130,9 @@ describe('docker-compose.yaml mirrors the local runner', () => {
         issuer: 'http://localhost:8081',
         jwksUri: 'http://idp:8081/jwks',
         audience: 'secret-gate-api',
+        // The dev IdP is reached by its service name over plain http: the explicit opt-in,
+        // without which the verifier refuses to start.
+        allowHttp: true,
       }),
     );
   });

@@ -508,10 +508,17 @@ describe.skipIf(!existsSync(realVerifierMain))(
         'CloudFront-Key-Pair-Id',
         'CloudFront-Hash-Algorithm',
       ]);
+      // Path from the resource (https://cdn.example.test/private/*), and never past the token.
+      const { exp } = JSON.parse(
+        Buffer.from(token.split('.')[1] ?? '', 'base64url').toString('utf8'),
+      ) as { exp: number };
       for (const cookie of cookies) {
         expect(cookie).toMatch(
-          /; Secure; HttpOnly; SameSite=Lax; Path=\/; Domain=cdn\.example\.test; Expires=/,
+          /; Secure; HttpOnly; SameSite=Lax; Path=\/private\/; Domain=cdn\.example\.test; Expires=/,
         );
+        const expires = Date.parse(/Expires=([^;]+)/.exec(cookie)?.[1] ?? '') / 1000;
+        expect(expires).toBeLessThanOrEqual(exp);
+        expect(expires).toBeGreaterThan(Date.now() / 1000);
       }
       expect(cookies[2]).toMatch(/^CloudFront-Key-Pair-Id=K2JCJMDEHXQW5F;/);
 

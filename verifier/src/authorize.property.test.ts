@@ -25,7 +25,9 @@ const issuer: JwtIssuer = {
   jwksUri: `${ISS}/jwks`,
   algorithms: ['RS256', 'ES256'],
   clockTolerance: TOLERANCE,
-  requireTyp: undefined,
+  requireTyp: 'at+jwt',
+  maxTokenAge: 86_400,
+  allowHttp: false,
   clientClaims: ['client_id', 'azp'],
 };
 const policy: PolicyConfig = {

@@ -36,8 +36,9 @@ beforeAll(async () => {
     VERIFIER_REQUIRED_SCOPES: 'secrets:read',
     VERIFIER_CLOCK_TOLERANCE: '30s',
   };
-  plain = buildService(env, { now: clock.now });
-  strict = buildService({ ...env, VERIFIER_REQUIRE_TYP: 'at+jwt' }, { now: clock.now });
+  plain = buildService({ ...env, VERIFIER_REQUIRE_TYP: 'off' }, { now: clock.now });
+  // No VERIFIER_REQUIRE_TYP: RFC 9068 `typ: at+jwt` is what an issuer gets by default.
+  strict = buildService(env, { now: clock.now });
   await plain.service.start();
   await strict.service.start();
 });
@@ -243,23 +244,47 @@ const matrix: Row[] = [
     403,
     'scope_insufficient',
   ],
-  ['strict mode accepts `typ: at+jwt`', () => mint(), 204, 'allowed', 'strict'],
   [
-    'strict mode accepts `typ: application/at+jwt`',
+    'refuses `exp` 100 years ahead (longer than the 24h max token age)',
+    () => mint({ claims: { exp: T + 100 * 365 * 86_400 } }),
+    401,
+    'claim_invalid',
+  ],
+  [
+    'refuses `exp` in the year 9999',
+    () => mint({ claims: { exp: 253402300799 } }),
+    401,
+    'claim_invalid',
+  ],
+  [
+    'refuses a lifetime `exp - iat` over the max token age even when `exp` is near',
+    () => mint({ claims: { iat: T - 2 * 3600, exp: T + 23 * 3600 } }),
+    401,
+    'claim_invalid',
+  ],
+  [
+    'accepts a token that lives exactly the max token age',
+    () => mint({ claims: { iat: T, exp: T + 86_400 } }),
+    204,
+    'allowed',
+  ],
+  ['by default accepts `typ: at+jwt`', () => mint(), 204, 'allowed', 'strict'],
+  [
+    'by default accepts `typ: application/at+jwt`',
     () => mint({ header: { typ: 'application/at+jwt' } }),
     204,
     'allowed',
     'strict',
   ],
   [
-    'strict mode refuses `typ: JWT`',
+    'by default refuses `typ: JWT` (an ID token or another JWT)',
     () => mint({ header: { typ: 'JWT' } }),
     401,
     'typ_mismatch',
     'strict',
   ],
   [
-    'strict mode refuses a missing `typ`',
+    'by default refuses a missing `typ`',
     () => mint({ header: { typ: undefined } }),
     401,
     'typ_mismatch',
@@ -477,6 +502,7 @@ describe('authorize: the decorator extension point', () => {
               expires: ++calls,
               sha256: false,
               cookieDomain: undefined,
+              path: '/',
             }),
         ],
       ]),
@@ -529,6 +555,7 @@ describe('authorize: a decision is plain data', () => {
     const decision = await plain.service.authorize(bearer(await mint()));
     expect(Object.keys(decision).sort()).toEqual([
       'edgeTtl',
+      'expires',
       'grants',
       'identity',
       'outcome',

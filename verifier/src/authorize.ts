@@ -211,7 +211,7 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
     const reusableUntil = Math.min(verified.exp, verified.keyTrustedUntil ?? verified.exp);
     const judged =
       missing.length === 0
-        ? allow(verified.identity)
+        ? allow(verified.identity, verified.exp)
         : deny('scope_insufficient', policy.config.scopes, verified.identity);
     const decision =
       verified.jkt === undefined

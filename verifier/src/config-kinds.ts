@@ -213,3 +213,115 @@ export interface SettingReference {
   readonly default: string | undefined;
   readonly doc: string;
 }
+
+/** `true` / `false` (also the strings `true`, `false`, `on`, `off`, `1`, `0` from the environment). */
+export const flag: Kind<boolean> = {
+  parse(raw, where, problems) {
+    if (typeof raw === 'boolean') return raw;
+    if (typeof raw === 'string') {
+      const word = raw.trim().toLowerCase();
+      if (['true', 'on', '1'].includes(word)) return true;
+      if (['false', 'off', '0'].includes(word)) return false;
+    }
+    problems.push(`${where}: expected true or false, got "${String(raw)}"`);
+    return false;
+  },
+};
+
+/**
+ * A required JWT `typ` header value, or `false` / `"off"` for none (an issuer that does not
+ * follow RFC 9068). The value is compared the way jose does: `application/` prefix optional.
+ */
+export const typ: Kind<string | undefined> = {
+  parse(raw, where, problems) {
+    if (raw === false || raw === 'off') return undefined;
+    if (typeof raw === 'string' && /^[\x21-\x7e]{1,64}$/.test(raw)) return raw;
+    problems.push(
+      `${where}: expected a media type such as "at+jwt", or "off", got "${String(raw)}"`,
+    );
+    return undefined;
+  },
+};
+
+/** Where a credential comes from: inline, a file (a mounted Kubernetes Secret) or a variable. */
+export type SecretSource =
+  | { readonly from: 'inline'; readonly value: string }
+  | { readonly from: 'file'; readonly path: string }
+  | { readonly from: 'env'; readonly name: string };
+
+const SECRET_ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
+
+/**
+ * A secret written inline (`"s3cret"`), or read at start from `{ "file": "/run/secrets/x" }` or
+ * `{ "env": "NAME" }`. The file and variable forms keep the value out of a ConfigMap.
+ */
+export const secretSource: Kind<SecretSource> = {
+  missing: 'a secret (a string, { "file": PATH } or { "env": NAME }) is required',
+  parse(raw, where, problems) {
+    if (typeof raw === 'string' && raw.length > 0) return { from: 'inline', value: raw };
+    if (typeof raw === 'object' && raw !== null && !Array.isArray(raw)) {
+      const fields = Object.keys(raw);
+      const { file, env } = raw as Record<string, unknown>;
+      if (fields.length === 1 && typeof file === 'string' && file.startsWith('/'))
+        return { from: 'file', path: file };
+      if (fields.length === 1 && typeof env === 'string' && SECRET_ENV_NAME.test(env)) {
+        if (env.startsWith('VERIFIER_'))
+          problems.push(`${where}: "${env}": choose a variable name outside the VERIFIER_ prefix`);
+        return { from: 'env', name: env };
+      }
+    }
+    problems.push(
+      `${where}: expected a non-empty string, { "file": "/absolute/path" } or { "env": "NAME" }`,
+    );
+    return { from: 'inline', value: '' };
+  },
+};
+
+/**
+ * Reads a secret's value once, at start. Never quotes the value in a problem; a file's trailing
+ * newline (as `kubectl create secret --from-file` keeps it) is dropped.
+ */
+export function readSecret(
+  source: SecretSource,
+  where: string,
+  read: FileReader,
+  env: NodeJS.ProcessEnv,
+  problems: Problems,
+): string {
+  if (source.from === 'inline') return source.value;
+  let value: string | undefined;
+  if (source.from === 'env') {
+    value = env[source.name];
+    if (value === undefined || value === '')
+      problems.push(`${where}: variable ${source.name} is not set`);
+  } else {
+    try {
+      value = read(source.path).replace(/\r?\n$/, '');
+    } catch (error) {
+      problems.push(
+        `${where}: cannot read "${source.path}" (${(error as NodeJS.ErrnoException).code ?? 'error'})`,
+      );
+    }
+    if (value === '') problems.push(`${where}: "${source.path}" is empty`);
+  }
+  return value ?? '';
+}
+
+const LOOPBACK_HOSTS = new Set(['localhost', '[::1]']);
+
+/** True for `localhost`, 127.0.0.0/8 and `[::1]`: traffic that never leaves the host. */
+export function isLoopbackHost(hostname: string): boolean {
+  return LOOPBACK_HOSTS.has(hostname.toLowerCase()) || /^127(?:\.\d{1,3}){3}$/.test(hostname);
+}
+
+/** Plain `http:` is allowed only to loopback, unless the issuer opted in (`allowHttp`). */
+export function insecureUrlProblem(url: string, allowHttp: boolean): string | undefined {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return undefined;
+  }
+  if (parsed.protocol !== 'http:' || allowHttp || isLoopbackHost(parsed.hostname)) return undefined;
+  return `"${url}" is plain http to a host that is not loopback; use https, or set "allowHttp": true on this issuer`;
+}

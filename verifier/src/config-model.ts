@@ -15,10 +15,15 @@ import {
   bytes,
   count,
   duration,
+  flag,
+  insecureUrlProblem,
   list,
   listen,
   oneOf,
+  readSecret,
+  secretSource,
   text,
+  typ,
   url,
   type FileReader,
   type Kind,
@@ -35,8 +40,14 @@ export interface Setting<Value> {
   /** The default is this top-level setting's value (an issuer's timeout is `fetchTimeout`). */
   readonly inherit?: 'fetchTimeout' | 'clientClaims';
   readonly optional?: boolean;
-  /** Reads files the value names, after validation (plugins only). */
-  readonly load?: (value: never, where: string, read: FileReader, problems: Problems) => unknown;
+  /** Reads files (or variables) the value names, after validation (plugins, secrets). */
+  readonly load?: (
+    value: never,
+    where: string,
+    read: FileReader,
+    problems: Problems,
+    env: NodeJS.ProcessEnv,
+  ) => unknown;
   /** Never read: carries the validated type. */
   readonly value?: Value;
 }
@@ -69,6 +80,19 @@ export function optional<T>(kind: Kind<T>, spec: Spec): Setting<T | undefined> {
 /** A plugin's own section: validated by it, then loaded through the one file reader. */
 export function plugin<S, L>(section: PluginSection<S, L>, doc: string): Setting<L | undefined> {
   return { kind: section.kind, optional: true, doc, load: section.load };
+}
+
+/**
+ * A credential: inline, or read once at start from a file or a variable, so it can come from a
+ * Kubernetes Secret instead of a ConfigMap. The validated value is the secret itself.
+ */
+export function secret(spec: Spec): Setting<string> {
+  return {
+    kind: secretSource,
+    ...spec,
+    load: (source: never, where, read, problems, env) =>
+      readSecret(source, where, read, env, problems),
+  };
 }
 
 export type Table = { readonly [name: string]: Setting<unknown> | Table };
@@ -133,6 +157,10 @@ export const rootSettings = {
     env: 'VERIFIER_FETCH_TIMEOUT',
     doc: 'Timeout for discovery and JWKS requests, and the default `timeout` of introspection / user-info issuers.',
   }),
+  metricsListen: optional(listen, {
+    env: 'VERIFIER_METRICS_LISTEN',
+    doc: 'When set, `/metrics` is served on this second listener only (`host:port` or `unix:/path`), not on `listen`, so whoever can reach the auth endpoint cannot read the metrics.',
+  }),
   clientClaims: defaulted(list('claim name'), ['azp', 'client_id', 'cid'], {
     env: 'VERIFIER_CLIENT_CLAIM',
     doc: 'Claims tried in order for `X-Auth-Client`; the default `clientClaims` of every issuer.',
@@ -177,6 +205,13 @@ export function checkRoot(root: RootSettings, label: (path: string) => string, p
     problems.push(`${label('dpop.replayStore')}: expected memory or a redis:// / rediss:// URL`);
   if (dpop.nonceKey !== undefined && Buffer.byteLength(dpop.nonceKey) < 32)
     problems.push(`${label('dpop.nonceKey')}: must be at least 32 bytes`);
+  const { listen, metricsListen } = root;
+  if (metricsListen !== undefined && describeListen(metricsListen) === describeListen(listen))
+    problems.push(`${label('metricsListen')}: must differ from ${label('listen')}`);
+}
+
+function describeListen(at: Listen): string {
+  return at.kind === 'unix' ? at.path : `${at.host}:${at.port}`;
 }
 
 const issuerName = required(url, {
@@ -193,6 +228,9 @@ const endpoint = optional(url, {
 });
 const opaqueCacheTtl = defaulted(duration, '60s', {
   doc: "Seconds a positive answer is reused (never past the token's `exp`).",
+});
+const allowHttp = defaulted(flag, false, {
+  doc: "Allow plain `http:` for this issuer's discovery, JWKS, introspection or user-info URLs on a host that is not loopback (`localhost`, 127.0.0.0/8, `[::1]`). Off: such URLs are refused at start and at fetch time.",
 });
 const timeout = defaulted(
   duration,
@@ -220,10 +258,15 @@ export const jwtIssuerSettings = {
     env: 'VERIFIER_CLOCK_TOLERANCE',
     doc: 'Leeway for `exp`, `nbf` and `iat`.',
   }),
-  requireTyp: optional(text, {
+  requireTyp: defaulted(typ, 'at+jwt', {
     env: 'VERIFIER_REQUIRE_TYP',
-    doc: '`at+jwt` turns on RFC 9068 strict mode (`typ` header required and equal, `application/` prefix allowed).',
+    doc: 'RFC 9068 §2.1: the `typ` header every token must carry (`application/` prefix allowed), so an ID token or another JWT cannot pass as an access token. `off` for an issuer that does not type its access tokens.',
   }),
+  maxTokenAge: defaulted(duration, '24h', {
+    env: 'VERIFIER_MAX_TOKEN_AGE',
+    doc: 'Longest lifetime accepted: `exp` may be at most this far after `iat` (when present) and after now (plus `clockTolerance`). A token valid for years is refused.',
+  }),
+  allowHttp: { ...allowHttp, env: 'VERIFIER_ALLOW_HTTP' },
   clientClaims,
 } satisfies Table;
 
@@ -232,20 +275,29 @@ export const introspectionIssuerSettings = {
   issuer: issuerName,
   endpoint,
   clientId: required(text, { doc: 'Client id for `client_secret_basic` at the endpoint.' }),
-  clientSecret: required(text, { doc: 'Client secret for `client_secret_basic`.' }),
-  audience: optional(text, { doc: "When set, the introspection answer's `aud` must contain it." }),
+  clientSecret: secret({
+    doc: 'Client secret for `client_secret_basic`: a string, `{ "file": "/path" }` (e.g. a mounted Kubernetes Secret; one trailing newline dropped) or `{ "env": "NAME" }` (a variable outside the `VERIFIER_` prefix), read once at start.',
+  }),
+  audience: required(text, {
+    doc: "This API's identifier: the introspection answer's `aud` must contain it, so an active token issued for another API is refused (the verifier refuses to start without it).",
+  }),
   cacheTtl: opaqueCacheTtl,
   timeout,
+  allowHttp,
   clientClaims,
 } satisfies Table;
 
-/** An issuer of opaque tokens that are valid exactly when its user-info endpoint answers 200. */
+/**
+ * An issuer of opaque tokens that are valid exactly when its user-info endpoint answers 200.
+ * User-info claims describe the user (and some IdPs let users edit them), so no client id is ever
+ * read from them: `X-Auth-Client` stays empty and NGINX serves its default set.
+ */
 export const userinfoIssuerSettings = {
   issuer: issuerName,
   endpoint,
   cacheTtl: opaqueCacheTtl,
   timeout,
-  clientClaims,
+  allowHttp,
 } satisfies Table;
 
 export const issuerTables = {
@@ -284,6 +336,27 @@ export type PolicyConfig = { readonly name: string } & Values<typeof policySetti
 export type DpopMode = PolicyConfig['dpop'];
 export type DpopConfig = RootSettings['dpop'];
 
+/** Cross-field rules of one issuer: every URL the verifier will fetch is https or loopback. */
+export function checkIssuer(
+  issuer: IssuerConfig,
+  label: (path: string) => string,
+  problems: Problems,
+) {
+  // The URL the verifier fetches first: the one configured, else the issuer's discovery document.
+  const [field, fetched] =
+    issuer.type === 'jwt'
+      ? issuer.jwksUri === undefined
+        ? ['issuer', issuer.issuer]
+        : ['jwksUri', issuer.jwksUri]
+      : issuer.endpoint === undefined
+        ? ['issuer', issuer.issuer]
+        : ['endpoint', issuer.endpoint];
+  const problem = insecureUrlProblem(fetched, issuer.allowHttp);
+  if (problem !== undefined) problems.push(`${label(field)}: ${problem}`);
+  if (issuer.type === 'jwt' && issuer.maxTokenAge <= 0)
+    problems.push(`${label('maxTokenAge')}: must be greater than 0`);
+}
+
 /** Cross-field rules of one policy. */
 export function checkPolicy(
   policy: PolicyConfig,
@@ -312,6 +385,7 @@ export type VerifierConfig = RootSettings & {
 };
 
 export type { Listen } from './config-kinds.js';
+import type { Listen } from './config-kinds.js';
 export type TransportChoice = RootSettings['transport'];
 
 /** Tokens larger than this are refused before any parsing (RFC 8725 hygiene; 8 KiB). */

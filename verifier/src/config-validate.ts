@@ -4,6 +4,7 @@
 // that name files (plugins) are loaded afterwards through the one reader, see `load`.
 import type { FileReader, Problems } from './config-kinds.js';
 import {
+  checkIssuer,
   checkPolicy,
   checkRoot,
   issuerTables,
@@ -29,14 +30,17 @@ export interface Naming {
 /** A validated document, and the file reads its plugin sections still need. */
 export interface Validated {
   readonly config: VerifierConfig;
-  /** Runs every pending load through `read`, filling the config in place before it is frozen. */
-  load(read: FileReader, problems: Problems): void;
+  /**
+   * Runs every pending load through `read` (and `env` for secrets named by variable), filling the
+   * config in place before it is frozen.
+   */
+  load(read: FileReader, problems: Problems, env?: NodeJS.ProcessEnv): void;
 }
 
 type Json = Record<string, unknown>;
 
 export function validateDocument(root: Json, naming: Naming, problems: Problems): Validated {
-  const loads: Array<(read: FileReader) => void> = [];
+  const loads: Array<(read: FileReader, env: NodeJS.ProcessEnv) => void> = [];
   const { label } = naming;
   const join = (path: string, name: string) => (path === '' ? name : `${path}.${name}`);
 
@@ -74,8 +78,8 @@ export function validateDocument(root: Json, naming: Naming, problems: Problems)
       // A plugin section is loaded (its files read) only when it validated cleanly.
       if (load !== undefined && out[name] !== undefined && problems.length === before) {
         const settings = out[name];
-        loads.push((read) => {
-          out[name] = load(settings as never, label(at), read, problems);
+        loads.push((read, env) => {
+          out[name] = load(settings as never, label(at), read, problems, env);
         });
       }
     }
@@ -114,6 +118,7 @@ export function validateDocument(root: Json, naming: Naming, problems: Problems)
     const table: Table = issuerTables[type as IssuerType];
     checkFields(path, raw, ['type', ...Object.keys(table)]);
     const issuer = readTable(table, raw, path, settings, { type }) as IssuerConfig;
+    checkIssuer(issuer, (field) => label(`${path}.${field}`), problems);
     if (issuers.has(issuer.issuer))
       problems.push(`${label(path)}: duplicate issuer "${issuer.issuer}"`);
     issuers.set(issuer.issuer, issuer);
@@ -138,8 +143,8 @@ export function validateDocument(root: Json, naming: Naming, problems: Problems)
 
   return {
     config: { ...settings, issuers, policies },
-    load(read) {
-      for (const run of loads) run(read);
+    load(read, _problems, env = {}) {
+      for (const run of loads) run(read, env);
     },
   };
 }

@@ -31,9 +31,12 @@ describe('configuration from the environment', () => {
       jwksUri: undefined,
       algorithms: ['RS256', 'ES256', 'PS256', 'EdDSA'],
       clockTolerance: 30,
-      requireTyp: undefined,
+      requireTyp: 'at+jwt',
+      maxTokenAge: 86_400,
+      allowHttp: false,
       clientClaims: ['azp', 'client_id', 'cid'],
     });
+    expect(config.metricsListen).toBeUndefined();
     expect([...config.policies.values()]).toEqual([
       {
         name: 'default',
@@ -123,6 +126,7 @@ describe('configuration from a file', () => {
         issuer: 'https://b.test',
         clientId: 'gate',
         clientSecret: 's3cret',
+        audience: 'api',
         cacheTtl: '30s',
       },
       { type: 'userinfo', issuer: 'https://c.test', endpoint: 'https://c.test/userinfo' },
@@ -178,7 +182,8 @@ describe('configuration from a file', () => {
       expect.stringMatching(/^config.issuers\[0\]: unknown field "audiense"/),
       expect.stringMatching(/^config.issuers\[0\].algorithms: "HS256" is not allowed/),
       'config.issuers[1].clientId: a non-empty string is required',
-      'config.issuers[1].clientSecret: a non-empty string is required',
+      'config.issuers[1].clientSecret: a secret (a string, { "file": PATH } or { "env": NAME }) is required',
+      'config.issuers[1].audience: a non-empty string is required',
       'config.issuers[3].type: expected "jwt", "introspection" or "userinfo"',
       expect.stringMatching(/^config.policies.secret: unknown field "scope"/),
       'config.policies.secret.issuers: "https://missing.test" is not a configured issuer',
@@ -207,6 +212,143 @@ describe('configuration from a file', () => {
     expect(
       problems.every((problem) => problem.startsWith('config.policies.secret.cloudfront')),
     ).toBe(true);
+  });
+});
+
+describe('issuer hardening settings', () => {
+  const introspection = (extra: Record<string, unknown> = {}) => ({
+    issuers: [
+      {
+        type: 'introspection',
+        issuer: 'https://as.test',
+        endpoint: 'https://as.test/introspect',
+        clientId: 'gate',
+        clientSecret: 's3cret',
+        audience: 'secret-gate-api',
+        ...extra,
+      },
+    ],
+    policies: { secret: { issuers: ['https://as.test'] } },
+  });
+  const read = (files: Record<string, string>) => (path: string) => {
+    const text = files[path];
+    if (text === undefined) throw Object.assign(new Error('gone'), { code: 'ENOENT' });
+    return text;
+  };
+
+  it('refuses to start an introspection issuer without an audience', () => {
+    const { audience: _audience, ...noAudience } = introspection().issuers[0]!;
+    const document = { ...introspection(), issuers: [noAudience] };
+    expect(problemsOf({ VERIFIER_CONFIG: '/x.json' }, JSON.stringify(document))).toEqual([
+      'config.issuers[0].audience: a non-empty string is required',
+    ]);
+  });
+
+  it('reads the introspection client secret from a file (a mounted Kubernetes Secret) or a variable', () => {
+    const fromFile = loadConfig(
+      { VERIFIER_CONFIG: '/x.json' },
+      read({
+        '/x.json': JSON.stringify(introspection({ clientSecret: { file: '/run/secrets/cs' } })),
+        '/run/secrets/cs': 'from-the-file\n',
+      }),
+    );
+    expect(fromFile.issuers.get('https://as.test')).toMatchObject({
+      clientSecret: 'from-the-file',
+    });
+    const fromEnv = loadConfig(
+      { VERIFIER_CONFIG: '/x.json', INTROSPECTION_SECRET: 'from-the-env' },
+      read({
+        '/x.json': JSON.stringify(introspection({ clientSecret: { env: 'INTROSPECTION_SECRET' } })),
+      }),
+    );
+    expect(fromEnv.issuers.get('https://as.test')).toMatchObject({ clientSecret: 'from-the-env' });
+  });
+
+  it('reports a secret file or variable that is missing, never quoting a value', () => {
+    const problems = problemsOfReader(
+      { VERIFIER_CONFIG: '/x.json' },
+      read({
+        '/x.json': JSON.stringify({
+          ...introspection({ clientSecret: { file: '/run/secrets/none' } }),
+          issuers: [
+            introspection({ clientSecret: { file: '/run/secrets/none' } }).issuers[0],
+            {
+              ...introspection({ clientSecret: { env: 'UNSET_SECRET' } }).issuers[0],
+              issuer: 'https://b.test',
+            },
+            {
+              ...introspection({ clientSecret: { env: 'VERIFIER_SECRET' } }).issuers[0],
+              issuer: 'https://c.test',
+            },
+          ],
+        }),
+      }),
+    );
+    expect(problems).toEqual([
+      'config.issuers[2].clientSecret: "VERIFIER_SECRET": choose a variable name outside the VERIFIER_ prefix',
+      'config.issuers[0].clientSecret: cannot read "/run/secrets/none" (ENOENT)',
+      'config.issuers[1].clientSecret: variable UNSET_SECRET is not set',
+    ]);
+  });
+
+  it('refuses plain http to a host that is not loopback unless the issuer opts in', () => {
+    expect(problemsOf({ VERIFIER_ISSUER: 'http://idp.example', VERIFIER_AUDIENCE: 'api' })).toEqual(
+      [
+        'VERIFIER_ISSUER: "http://idp.example" is plain http to a host that is not loopback; use https, or set "allowHttp": true on this issuer',
+      ],
+    );
+    expect(
+      problemsOf(
+        { VERIFIER_CONFIG: '/x.json' },
+        JSON.stringify(introspection({ endpoint: 'http://as.test/i' })),
+      ),
+    ).toEqual([
+      'config.issuers[0].endpoint: "http://as.test/i" is plain http to a host that is not loopback; use https, or set "allowHttp": true on this issuer',
+    ]);
+    for (const host of ['127.0.0.1:9000', 'localhost:9000', '[::1]:9000'])
+      expect(() =>
+        loadConfig({ VERIFIER_ISSUER: `http://${host}`, VERIFIER_AUDIENCE: 'api' }),
+      ).not.toThrow();
+    const optedIn = loadConfig({
+      VERIFIER_ISSUER: 'http://idp.example',
+      VERIFIER_AUDIENCE: 'api',
+      VERIFIER_ALLOW_HTTP: 'true',
+    });
+    expect(optedIn.issuers.get('http://idp.example')).toMatchObject({ allowHttp: true });
+  });
+
+  it('requires typ at+jwt by default, with an explicit opt-out, and bounds token age', () => {
+    const off = loadConfig({
+      ...minimal,
+      VERIFIER_REQUIRE_TYP: 'off',
+      VERIFIER_MAX_TOKEN_AGE: '1h',
+    });
+    expect(off.issuers.get('https://idp.test')).toMatchObject({
+      requireTyp: undefined,
+      maxTokenAge: 3600,
+    });
+    const fileOff = loadConfig({ VERIFIER_CONFIG: '/x.json' }, () =>
+      JSON.stringify({
+        issuers: [{ issuer: 'https://a.test', audience: 'api', requireTyp: false }],
+        policies: { p: { issuers: ['https://a.test'] } },
+      }),
+    );
+    expect(fileOff.issuers.get('https://a.test')).toMatchObject({ requireTyp: undefined });
+    expect(problemsOf({ ...minimal, VERIFIER_MAX_TOKEN_AGE: '0' })).toEqual([
+      'VERIFIER_MAX_TOKEN_AGE: must be greater than 0',
+    ]);
+  });
+
+  it('serves /metrics on its own listener only when it differs from the main one', () => {
+    const config = loadConfig({ ...minimal, VERIFIER_METRICS_LISTEN: '127.0.0.1:9464' });
+    expect(config.metricsListen).toEqual({ kind: 'tcp', host: '127.0.0.1', port: 9464 });
+    expect(
+      problemsOf({
+        ...minimal,
+        VERIFIER_LISTEN: '127.0.0.1:9000',
+        VERIFIER_METRICS_LISTEN: '127.0.0.1:9000',
+      }),
+    ).toEqual(['VERIFIER_METRICS_LISTEN: must differ from VERIFIER_LISTEN']);
   });
 });
 

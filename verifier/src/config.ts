@@ -71,7 +71,7 @@ export function loadConfig(
     },
   };
   const validated = validateDocument(source.document, naming, problems);
-  validated.load(readFile, problems);
+  validated.load(readFile, problems, env);
   if (problems.length > 0) throw new ConfigError(problems);
   return deepFreeze(validated.config);
 }

@@ -23,7 +23,7 @@ function entry(exp: number, extra: Partial<CacheEntry> & { issuer?: string } = {
   const who = { ...identity, issuer };
   return {
     policy: POLICY,
-    decision: { ...allow(who), identity: who },
+    decision: { ...allow(who, exp), identity: who },
     exp,
     nbf: undefined,
     kid: 'k1',

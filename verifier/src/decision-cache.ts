@@ -103,11 +103,12 @@ function decisionOf(entry: StoredEntry): Decision {
     ...(entry.jkt === undefined ? {} : { jkt: entry.jkt }),
   };
   return shape.outcome === 'allow'
-    ? { outcome: 'allow', reason: 'allowed', ...common }
+    ? { outcome: 'allow', reason: 'allowed', ...common, expires: entry.exp }
     : {
         outcome: 'deny',
         reason: shape.reason as Exclude<Decision['reason'], 'allowed'>,
         ...common,
+        expires: undefined,
       };
 }
 

@@ -22,6 +22,11 @@ export type Decision = (
   /** The scopes the policy requires; named in the `insufficient_scope` challenge. */
   readonly requiredScopes: readonly string[];
   /**
+   * On an allow, epoch seconds after which it no longer holds: the token's `exp` (or an opaque
+   * answer's cache bound). Grants that outlive a request (CloudFront cookies) never go past it.
+   */
+  readonly expires: number | undefined;
+  /**
    * Whole seconds NGINX may reuse this answer (`X-Accel-Expires`); 0 or absent: never. Set by the
    * authorizer from the cap, the token's `exp` and its key set's trust.
    */
@@ -53,13 +58,14 @@ const NONE: readonly never[] = Object.freeze([]);
 const sharedScopes = createInterner<readonly string[]>(10_000);
 const sharedString = createInterner<string>(10_000);
 
-export function allow(identity: Identity): Decision {
+export function allow(identity: Identity, expires: number): Decision {
   return {
     outcome: 'allow',
     reason: 'allowed',
     identity: compactIdentity(identity),
     grants: NONE,
     requiredScopes: NONE,
+    expires,
   };
 }
 
@@ -75,6 +81,7 @@ export function deny(
     identity: identity && compactIdentity(identity),
     grants: NONE,
     requiredScopes,
+    expires: undefined,
   };
 }
 

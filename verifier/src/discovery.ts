@@ -8,9 +8,13 @@ export interface IssuerMetadata {
   readonly userinfo_endpoint?: string;
 }
 
-export async function discover(issuer: string, timeout: number): Promise<IssuerMetadata> {
+export async function discover(
+  issuer: string,
+  timeout: number,
+  allowHttp = false,
+): Promise<IssuerMetadata> {
   const url = `${issuer.replace(/\/$/, '')}/.well-known/openid-configuration`;
-  const { status, body } = await fetchJson(url, { timeout });
+  const { status, body } = await fetchJson(url, { timeout, allowHttp });
   if (status !== 200) throw new FetchError(`${url}: status ${status}`);
   if (typeof body !== 'object' || body === null) throw new FetchError(`${url}: not a JSON object`);
   const metadata = body as Record<string, unknown>;
@@ -36,11 +40,12 @@ export function createEndpointResolver(
   configured: string | undefined,
   field: keyof IssuerMetadata,
   timeout: number,
+  allowHttp = false,
 ): () => Promise<string> {
   let found: string | undefined = configured;
   return async () => {
     if (found !== undefined) return found;
-    const value = (await discover(issuer, timeout))[field];
+    const value = (await discover(issuer, timeout, allowHttp))[field];
     if (value === undefined)
       throw new FetchError(`${issuer}: discovery document has no "${field}"`);
     found = value;

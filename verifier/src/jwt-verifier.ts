@@ -6,7 +6,9 @@
 // Checked: signature with a key from the issuer's JWKS; `alg` in the allowlist (asymmetric only,
 // so `none` and HMAC never pass); unknown `crit` rejected; `iss` exact; `aud` contains the
 // configured audience (string or array); `exp` required; `nbf` and `iat` within the tolerance;
-// `typ` when strict mode is on.
+// `typ` (RFC 9068 `at+jwt` unless the issuer opts out); a lifetime no longer than `maxTokenAge`
+// (RFC 7519 sets no upper bound on `exp`, so a token minted for a hundred years would otherwise
+// outlive every key rotation and revocation plan).
 // Deliberately not used: `jku`, `x5u`, `jwk`, `x5c` headers — keys come only from the JWKS.
 import { decodeProtectedHeader, errors, type JWTPayload } from 'jose';
 import type { JwtIssuer } from './config-types.js';
@@ -66,6 +68,7 @@ export function createJwtVerifier(
     if (typeof payload.iat === 'number' && payload.iat > at / 1000 + config.clockTolerance) {
       throw new VerifyError('claim_invalid', '"iat" claim is in the future');
     }
+    checkLifetime(payload.exp!, payload.iat, at / 1000, config);
     const claims = payload as Record<string, unknown>;
     return {
       jkt: readJkt(claims.cnf),
@@ -76,6 +79,21 @@ export function createJwtVerifier(
       keyTrustedUntil: keySet.trustedUntil() / 1000,
     };
   };
+}
+
+/** `exp` at most `maxTokenAge` after `iat` (when given) and after now, both with the tolerance. */
+function checkLifetime(exp: number, iat: unknown, nowSeconds: number, config: JwtIssuer): void {
+  const longest = config.maxTokenAge + config.clockTolerance;
+  if (exp - nowSeconds > longest)
+    throw new VerifyError(
+      'claim_invalid',
+      '"exp" claim is further ahead than the longest token age',
+    );
+  if (typeof iat === 'number' && exp - iat > longest)
+    throw new VerifyError(
+      'claim_invalid',
+      '"exp" minus "iat" is longer than the longest token age',
+    );
 }
 
 /**

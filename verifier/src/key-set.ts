@@ -23,6 +23,8 @@ export interface KeySetOptions {
   readonly cooldown: number;
   readonly maxStale: number;
   readonly timeout: number;
+  /** The issuer's opt-in to plain http to a host that is not loopback. */
+  readonly allowHttp?: boolean;
   /** Milliseconds since the epoch; injected so tests can move time. */
   readonly now: () => number;
   readonly onFetch?: (outcome: JwksFetchOutcome, detail?: string) => void;
@@ -66,7 +68,10 @@ export function createKeySet(options: KeySetOptions): KeySet {
     let maxAge: number | undefined;
     try {
       const uri = await options.resolveUri();
-      const answer = await fetchJson(uri, { timeout: options.timeout });
+      const answer = await fetchJson(uri, {
+        timeout: options.timeout,
+        allowHttp: options.allowHttp === true,
+      });
       if (answer.status !== 200) throw new FetchError(`${uri}: status ${answer.status}`);
       jwks = answer.body as JSONWebKeySet;
       if (!Array.isArray(jwks?.keys)) {

@@ -30,7 +30,14 @@ async function main(argv: readonly string[]): Promise<void> {
   const logger = createLogger(config.logLevel);
   const service = createVerifierService(config, { logger });
   const { transport } = await service.listen();
-  logger.info({ listen: describe(config.listen), transport: transport.name }, 'verifier listening');
+  logger.info(
+    {
+      listen: describe(config.listen),
+      transport: transport.name,
+      metrics: config.metricsListen === undefined ? 'on listen' : describe(config.metricsListen),
+    },
+    'verifier listening',
+  );
   void service.start().then(() => {
     if (service.isReady()) logger.info('key sets loaded; ready');
     else logger.warn('some key sets did not load yet; /readyz answers 503 until they do');

@@ -37,6 +37,7 @@ const introspection = (): IntrospectionIssuer => ({
   audience: 'secret-gate-api',
   cacheTtl: 60,
   timeout: 1,
+  allowHttp: false,
   clientClaims: ['client_id'],
 });
 const userinfo = (): UserinfoIssuer => ({
@@ -45,7 +46,7 @@ const userinfo = (): UserinfoIssuer => ({
   endpoint: `${base}/userinfo`,
   cacheTtl: 60,
   timeout: 1,
-  clientClaims: ['azp'],
+  allowHttp: false,
 });
 
 describe('introspection (RFC 7662)', () => {
@@ -103,6 +104,22 @@ describe('introspection (RFC 7662)', () => {
       'issuer_unknown',
     ],
     [
+      'an active token with no "aud" (issued for no API in particular)',
+      (res: ServerResponse) => json(res, 200, { active: true, sub: 'u1' }),
+      'audience_mismatch',
+    ],
+    [
+      'an active token whose "aud" array names only other APIs',
+      (res: ServerResponse) => json(res, 200, { active: true, aud: ['billing-api', 'other'] }),
+      'audience_mismatch',
+    ],
+    [
+      'a token_type that is not a string',
+      (res: ServerResponse) =>
+        json(res, 200, { active: true, aud: 'secret-gate-api', token_type: ['Bearer'] }),
+      'token_inactive',
+    ],
+    [
       'a 401 (our credentials refused)',
       (res: ServerResponse) => json(res, 401, { error: 'invalid_client' }),
       'token_inactive',
@@ -129,16 +146,54 @@ describe('introspection (RFC 7662)', () => {
       createOpaqueVerifier(introspection(), clock.now)('opaque-abc'),
     ).rejects.toMatchObject({ code });
   });
+
+  it.each([
+    'refresh_token',
+    'Refresh',
+    'id_token',
+    'urn:ietf:params:oauth:token-type:refresh_token',
+  ])(
+    'refuses an active token of type "%s" (RFC 7662 token_type, RFC 6749 §1.5)',
+    async (tokenType) => {
+      answer = (_req, _body, res) =>
+        json(res, 200, { active: true, aud: 'secret-gate-api', token_type: tokenType });
+      await expect(
+        createOpaqueVerifier(introspection(), clock.now)('opaque-abc'),
+      ).rejects.toMatchObject({
+        code: 'token_inactive',
+        message: '"token_type" in the introspection answer is not an access token',
+      });
+    },
+  );
+
+  it.each([
+    'Bearer',
+    'bearer',
+    'DPoP',
+    'access_token',
+    'urn:ietf:params:oauth:token-type:access_token',
+  ])('accepts token_type "%s" (an access token)', async (tokenType) => {
+    answer = (_req, _body, res) =>
+      json(res, 200, {
+        active: true,
+        sub: 'u1',
+        aud: ['x', 'secret-gate-api'],
+        token_type: tokenType,
+      });
+    const verified = await createOpaqueVerifier(introspection(), clock.now)('opaque-abc');
+    expect(verified.identity.sub).toBe('u1');
+  });
 });
 
 describe('user-info', () => {
-  it('accepts a token the endpoint answers 200 for, forwarding it as a bearer token', async () => {
+  it('accepts a token the endpoint answers 200 for, forwarding it as a bearer token, and never takes a client id from the user claims', async () => {
     seen = [];
-    answer = (_req, _body, res) => json(res, 200, { sub: 'u2', azp: 'partner-app' });
+    answer = (_req, _body, res) =>
+      json(res, 200, { sub: 'u2', azp: 'partner-app', client_id: 'partner-app', cid: 'x' });
     const verified = await createOpaqueVerifier(userinfo(), clock.now)('opaque-xyz');
     expect(verified.identity).toEqual({
       sub: 'u2',
-      client: 'partner-app',
+      client: '',
       scopes: [],
       issuer: base,
     });

@@ -3,9 +3,13 @@
 // non-200 statuses.
 //
 // introspection: RFC 7662 §2; the verifier authenticates with client_secret_basic and requires
-//   `active: true`; `exp`, `nbf`, `iss` and (when configured) `aud` in the answer are honoured.
+//   `active: true`, an `aud` that contains this API's audience (an authorization server answers
+//   `active: true` for every live token it issued, for any API), and a `token_type` that names an
+//   access token when present (a refresh token is active too: RFC 6749 §1.5). `exp`, `nbf` and
+//   `iss` in the answer are honoured.
 // userinfo: OIDC Core §5.3; the token is valid exactly when the endpoint answers 200 with a JSON
-//   object. User-info grants no scopes, so policies that require scopes answer 403 for it.
+//   object. User-info grants no scopes, so policies that require scopes answer 403 for it, and its
+//   claims describe the user, so the client id is never read from them.
 import type { IntrospectionIssuer, UserinfoIssuer } from './config-types.js';
 import { createEndpointResolver } from './discovery.js';
 import { VerifyError } from './errors.js';
@@ -30,6 +34,7 @@ function createIntrospector(config: IntrospectionIssuer, now: () => number): Opa
     config.endpoint,
     'introspection_endpoint',
     config.timeout,
+    config.allowHttp,
   );
   // RFC 7662 §2.1 + RFC 6749 §2.3.1: form-encode the credentials before base64.
   const basic = Buffer.from(
@@ -40,6 +45,7 @@ function createIntrospector(config: IntrospectionIssuer, now: () => number): Opa
     const answer = await ask(endpoint, (url) =>
       fetchJson(url, {
         timeout: config.timeout,
+        allowHttp: config.allowHttp,
         method: 'POST',
         headers: {
           authorization: `Basic ${basic}`,
@@ -54,15 +60,14 @@ function createIntrospector(config: IntrospectionIssuer, now: () => number): Opa
     if (answer.iss !== undefined && answer.iss !== config.issuer) {
       throw new VerifyError('issuer_unknown', '"iss" in the introspection answer does not match');
     }
-    if (config.audience !== undefined) {
-      const aud = answer.aud;
-      const audiences = Array.isArray(aud) ? aud : [aud];
-      if (!audiences.includes(config.audience)) {
-        throw new VerifyError(
-          'audience_mismatch',
-          '"aud" in the introspection answer does not contain the audience',
-        );
-      }
+    checkTokenType(answer);
+    const aud = answer.aud;
+    const audiences = Array.isArray(aud) ? aud : [aud];
+    if (!audiences.includes(config.audience)) {
+      throw new VerifyError(
+        'audience_mismatch',
+        '"aud" in the introspection answer does not contain the audience',
+      );
     }
     const exp = typeof answer.exp === 'number' ? answer.exp : Infinity;
     if (exp <= seconds)
@@ -85,18 +90,47 @@ function createUserinfoChecker(config: UserinfoIssuer, now: () => number): Opaqu
     config.endpoint,
     'userinfo_endpoint',
     config.timeout,
+    config.allowHttp,
   );
+  // No client claims: whatever `azp` or `client_id` a user-info answer holds speaks for the user.
+  const source = { issuer: config.issuer, clientClaims: [] };
   return async function checkUserinfo(token) {
     const answer = await ask(endpoint, (url) =>
-      fetchJson(url, { timeout: config.timeout, headers: { authorization: `Bearer ${token}` } }),
+      fetchJson(url, {
+        timeout: config.timeout,
+        allowHttp: config.allowHttp,
+        headers: { authorization: `Bearer ${token}` },
+      }),
     );
     return {
-      identity: readIdentity(answer, config, []),
+      identity: readIdentity(answer, source, []),
       exp: now() / 1000 + config.cacheTtl,
       nbf: undefined,
       kid: undefined,
     };
   };
+}
+
+/**
+ * `token_type` values that name an access token: RFC 6749 §7.1 types (`Bearer`, RFC 9449's `DPoP`)
+ * and the RFC 8693 / RFC 7662 hint spellings. Anything else (`refresh_token`, Keycloak's
+ * `Refresh`, an ID token) is refused. Absent is accepted: RFC 7662 makes the member optional.
+ */
+const ACCESS_TOKEN_TYPES = new Set([
+  'bearer',
+  'dpop',
+  'access_token',
+  'urn:ietf:params:oauth:token-type:access_token',
+]);
+
+function checkTokenType(answer: Record<string, unknown>): void {
+  const type = answer.token_type;
+  if (type === undefined) return;
+  if (typeof type !== 'string' || !ACCESS_TOKEN_TYPES.has(type.toLowerCase()))
+    throw new VerifyError(
+      'token_inactive',
+      '"token_type" in the introspection answer is not an access token',
+    );
 }
 
 /** One request to the issuer; every failure becomes a 401-class VerifyError. */

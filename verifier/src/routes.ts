@@ -17,8 +17,10 @@ export interface Routes {
   healthz(): Answer;
   /** GET /readyz: 200 once every issuer's key set has loaded (and is not too stale). */
   readyz(): Answer;
-  /** GET /metrics: Prometheus text format. */
+  /** GET /metrics: Prometheus text format; 404 when metrics have a listener of their own. */
   metrics(): Promise<Answer>;
+  /** The metrics answer whatever the listener (for the metrics listener). */
+  scrape(): Promise<Answer>;
   notFound(): Answer;
 }
 
@@ -29,6 +31,8 @@ export function createRoutes(parts: {
   authorize: Authorize;
   isReady: () => boolean;
   metrics: Metrics;
+  /** False when VERIFIER_METRICS_LISTEN moves `/metrics` to its own listener. */
+  metricsOnMain?: boolean;
 }): Routes {
   const ok: Answer = { status: 200, headers: [TEXT, NO_STORE], body: 'ok\n' };
   const notReady: Answer = {
@@ -37,17 +41,18 @@ export function createRoutes(parts: {
     body: 'key sets not loaded\n',
   };
   const notFound: Answer = { status: 404, headers: [TEXT], body: 'not found\n' };
+  const scrape = async (): Promise<Answer> => ({
+    status: 200,
+    headers: [['Content-Type', parts.metrics.registry.contentType], NO_STORE],
+    body: await parts.metrics.render(),
+  });
+  const onMain = parts.metricsOnMain ?? true;
   return {
     verify: parts.authorize,
     healthz: () => ok,
     readyz: () => (parts.isReady() ? ok : notReady),
-    async metrics() {
-      return {
-        status: 200,
-        headers: [['Content-Type', parts.metrics.registry.contentType], NO_STORE],
-        body: await parts.metrics.render(),
-      };
-    },
+    metrics: onMain ? scrape : () => Promise.resolve(notFound),
+    scrape,
     notFound: () => notFound,
   };
 }

@@ -11,6 +11,7 @@ import { createJwtVerifier, type JwtVerifier } from './jwt-verifier.js';
 import { createKeySet, type KeySet } from './key-set.js';
 import type { Logger } from './log.js';
 import { createMetrics, type Metrics } from './metrics.js';
+import { createMetricsListener, type MetricsListener } from './metrics-listener.js';
 import { createOpaqueVerifier, type OpaqueVerifier } from './opaque-verifier.js';
 import { createRoutes, type Routes } from './routes.js';
 import { pickTransport, type Transport } from './transport.js';
@@ -26,8 +27,14 @@ export interface VerifierService {
   isReady(): boolean;
   /** Loads every key set (failures leave the service unready, not dead) and starts refreshing. */
   start(): Promise<void>;
-  /** Starts the HTTP transport; resolves with the TCP port (0 on a unix socket). */
-  listen(listen?: Listen): Promise<{ port: number; transport: Transport }>;
+  /**
+   * Starts the HTTP transport (and the metrics listener when `metricsListen` is set); resolves
+   * with the TCP ports (0 on a unix socket).
+   */
+  listen(
+    listen?: Listen,
+    metricsListen?: Listen,
+  ): Promise<{ port: number; transport: Transport; metricsPort: number | undefined }>;
   /** Stops accepting, lets in-flight requests finish (up to `graceMs`), stops refreshing. */
   stop(graceMs?: number): Promise<void>;
 }
@@ -63,9 +70,11 @@ export function createVerifierService(
         issuer.jwksUri,
         'jwks_uri',
         config.fetchTimeout,
+        issuer.allowHttp,
       ),
       ...config.jwks,
       timeout: config.fetchTimeout,
+      allowHttp: issuer.allowHttp,
       now,
       onFetch(outcome, detail) {
         metrics.jwksFetch(issuer.issuer, outcome);
@@ -94,7 +103,9 @@ export function createVerifierService(
     const cloudFrontCookies = createCloudFrontDecorator(policy.cloudfront);
     decorators.set(policy.name, async (decision) => {
       try {
-        return withGrant(decision, await cloudFrontCookies(now() / 1000));
+        const seconds = now() / 1000;
+        const grant = await cloudFrontCookies(seconds, decision.expires ?? seconds);
+        return grant === undefined ? decision : withGrant(decision, grant);
       } catch (error) {
         // Signing trouble must not turn an authenticated user away; the assets just stay locked.
         logger.error(
@@ -124,12 +135,18 @@ export function createVerifierService(
     edgeTtl: config.cache.edgeTtl,
     now,
   });
-  const routes = createRoutes({ authorize, isReady, metrics });
+  const routes = createRoutes({
+    authorize,
+    isReady,
+    metrics,
+    metricsOnMain: config.metricsListen === undefined,
+  });
   metrics.watchCache(() => ({ entries: cache.size, bytes: cache.bytes }));
   metrics.watchKeySets(() =>
     [...keySets.values()].map((keySet) => ({ issuer: keySet.issuer, ready: keySet.isReady() })),
   );
   let transport: Transport | undefined;
+  let metricsListener: MetricsListener | undefined;
 
   return {
     authorize,
@@ -141,7 +158,7 @@ export function createVerifierService(
     async start() {
       await Promise.all([...keySets.values()].map((keySet) => keySet.start()));
     },
-    async listen(listen = config.listen) {
+    async listen(listen = config.listen, metricsListen = config.metricsListen) {
       const picked = pickTransport(config.transport, logger);
       transport =
         picked.kind === 'uws'
@@ -149,11 +166,19 @@ export function createVerifierService(
           : createNodeTransport(routes);
       metrics.setTransport(transport.name);
       const port = await transport.listen(listen);
-      return { port, transport };
+      let metricsPort: number | undefined;
+      if (metricsListen !== undefined) {
+        metricsListener = createMetricsListener(
+          () => routes.scrape(),
+          () => routes.notFound(),
+        );
+        metricsPort = await metricsListener.listen(metricsListen);
+      }
+      return { port, transport, metricsPort };
     },
     async stop(graceMs = 4000) {
       for (const keySet of keySets.values()) keySet.stop();
-      await transport?.close(graceMs);
+      await Promise.all([transport?.close(graceMs), metricsListener?.close()]);
       await dpop?.close();
     },
   };

@@ -91,6 +91,8 @@ describe.each(['uws', 'node'] as const)('the %s transport over a loopback socket
       VERIFIER_AUDIENCE: 'secret-gate-api',
       VERIFIER_REQUIRED_SCOPES: 'secrets:read',
       VERIFIER_TRANSPORT: transport,
+      // oauth2-mock-server signs access tokens with `typ: JWT`: the documented opt-out.
+      VERIFIER_REQUIRE_TYP: 'off',
     }));
     await service.start();
     ({ port } = await service.listen({ kind: 'tcp', host: '127.0.0.1', port: 0 }));

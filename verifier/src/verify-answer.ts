@@ -113,6 +113,7 @@ export function cloudFrontHeaders(grant: CloudFrontCookieGrant): Header[] {
     ['X-Auth-CF-Signature', grant.signature],
     ['X-Auth-CF-Expires', String(grant.expires)],
     ['X-Auth-CF-Key-Pair-Id', grant.keyPairId],
+    ['X-Auth-CF-Path', grant.path],
     ...(grant.sha256 ? [['X-Auth-CF-Hash-Algorithm', 'SHA256'] as const] : []),
     ...(grant.cookieDomain === undefined
       ? []

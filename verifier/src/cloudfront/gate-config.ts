@@ -5,6 +5,7 @@
 
 import type { KeyObject } from 'node:crypto';
 import type { FileReader, PluginSection, Problems } from '../config-kinds.js';
+import { domainCovers } from './cookie-scope.js';
 import { checkResourcePattern } from './resource.js';
 import {
   cloudFrontAlgorithms,
@@ -23,7 +24,13 @@ export interface CloudFrontSettings {
   readonly resource: string;
   /** Lifetime of the cookies handed out on an allowed request. */
   readonly ttlSeconds: number;
-  /** `Domain` attribute for the cookies; absent: host-only cookies. */
+  /**
+   * `Domain` attribute for the cookies; absent: host-only cookies (they then reach CloudFront
+   * only when the distribution serves the gate's own host). A browser accepts a `Domain` only
+   * when it covers the gate's host, and sends the cookie to CloudFront only when it covers the
+   * resource's host: with the gate on `app.example.com` and assets on `cdn.example.com`, that is
+   * `example.com` (never a public suffix).
+   */
   readonly cookieDomain?: string;
 }
 
@@ -54,9 +61,16 @@ const cookieDomainShape =
   /^\.?(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
 
 /**
+ * CloudFront accepts SHA-256 for signed cookies and URLs (`CloudFront-Hash-Algorithm`), so the
+ * gate prefers it; `RSA-SHA1` stays available for key groups that need it.
+ */
+const DEFAULT_ALGORITHM: CloudFrontAlgorithm = 'RSA-SHA256';
+
+/**
  * Validates `{ keyPairId, privateKeyFile, algorithm, resource, ttlSeconds, cookieDomain }` without
- * reading anything. `algorithm` defaults to `RSA-SHA1`; `cookieDomain` is optional; unknown fields
- * are problems (a misspelt field would otherwise be silently ignored).
+ * reading anything. `algorithm` defaults to `RSA-SHA256`; `cookieDomain` is optional and must
+ * cover the resource's host (else the browser would never send the cookies to CloudFront);
+ * unknown fields are problems (a misspelt field would otherwise be silently ignored).
  */
 export function parseCloudFrontConfig(value: unknown, where: string): ParsedCloudFrontConfig {
   const problems: string[] = [];
@@ -74,7 +88,7 @@ export function parseCloudFrontConfig(value: unknown, where: string): ParsedClou
     if (!fields.has(name)) problem(name, 'is not a known field');
 
   const { keyPairId, privateKeyFile, resource, ttlSeconds, cookieDomain } = input;
-  const algorithm = input['algorithm'] ?? 'RSA-SHA1';
+  const algorithm = input['algorithm'] ?? DEFAULT_ALGORITHM;
 
   if (typeof keyPairId !== 'string' || !keyPairIdShape.test(keyPairId))
     problem('keyPairId', 'must be the CloudFront public key ID (letters and digits)');
@@ -100,6 +114,13 @@ export function parseCloudFrontConfig(value: unknown, where: string): ParsedClou
     (typeof cookieDomain !== 'string' || !cookieDomainShape.test(cookieDomain))
   ) {
     problem('cookieDomain', 'must be a host name such as cdn.example.com');
+  } else if (cookieDomain !== undefined && typeof resource === 'string') {
+    const host = /^[a-z*]+:\/\/([^/:]+)/i.exec(resource)?.[1];
+    if (host !== undefined && !host.includes('*') && !domainCovers(cookieDomain, host))
+      problem(
+        'cookieDomain',
+        `must be "${host}" or a parent domain of it, or the browser never sends the cookies to CloudFront`,
+      );
   }
   if (problems.length > 0) return { config: undefined, problems };
 
@@ -170,8 +191,8 @@ export const cloudFrontSection: PluginSection<CloudFrontSettings, CloudFrontGate
     {
       path: 'algorithm',
       env: undefined,
-      default: 'RSA-SHA1',
-      doc: '`RSA-SHA1`, `RSA-SHA256` or `ECDSA-SHA256`.',
+      default: DEFAULT_ALGORITHM,
+      doc: '`RSA-SHA256` (preferred: CloudFront accepts SHA-256 for cookies and URLs), `ECDSA-SHA256` or `RSA-SHA1`.',
     },
     {
       path: 'resource',
@@ -183,13 +204,13 @@ export const cloudFrontSection: PluginSection<CloudFrontSettings, CloudFrontGate
       path: 'ttlSeconds',
       env: undefined,
       default: undefined,
-      doc: `Lifetime of the cookies, 1 to ${MAX_TTL_SECONDS} seconds.`,
+      doc: `Longest lifetime of the cookies, 1 to ${MAX_TTL_SECONDS} seconds; never past the access token's \`exp\` (expiries are rounded down to a bucket of at most a quarter of it, up to 300 s). The cookies' \`Path\` is the resource's path up to its first wildcard.`,
     },
     {
       path: 'cookieDomain',
       env: undefined,
       default: undefined,
-      doc: '`Domain` attribute of the cookies; unset: host-only cookies.',
+      doc: "`Domain` attribute of the cookies; unset: host-only cookies. Must cover the resource's host, and the browser accepts it only when it also covers the gate's host: gate on `app.example.com`, CDN on `cdn.example.com` → `example.com`.",
     },
   ],
 };

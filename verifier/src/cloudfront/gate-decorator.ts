@@ -1,8 +1,10 @@
 // The verifier's CloudFront step: on an allowed request, the signed-cookie values as a grant that
 // the transport renders as headers NGINX turns into Set-Cookie on /secret (docs/architecture.md).
-// Expiries are bucketed, so every allowed request inside one window gets the same cookies from the
-// signer's cache and only the first pays for a signature.
+// Expiries are bucketed *down* and never pass the token's `exp`, so a cookie never outlives the
+// access that earned it, and every allowed request whose token outlives the window gets the same
+// cookies from the signer's cache (only the first pays for a signature).
 
+import { bucketFor, cookieExpiry, cookiePath } from './cookie-scope.js';
 import type { CloudFrontGateConfig } from './gate-config.js';
 import { createCloudFrontSigner, type CloudFrontSigner } from './signer.js';
 
@@ -17,12 +19,18 @@ export interface CloudFrontCookieGrant {
   /** True for SHA-256 signatures (`CloudFront-Hash-Algorithm: SHA256`). */
   readonly sha256: boolean;
   readonly cookieDomain: string | undefined;
+  /** The cookies' `Path`: the resource's path up to its first wildcard. */
+  readonly path: string;
 }
 
-export type CloudFrontDecorator = (nowSeconds: number) => Promise<CloudFrontCookieGrant>;
-
-/** Widest bucket; narrower when the TTL is shorter, so a cookie lives at most twice its TTL. */
-const MAX_BUCKET_SECONDS = 300;
+/**
+ * The grant for an allow at `nowSeconds` whose token expires at `tokenExp`; undefined when the
+ * token has less than a second left (a cookie that expires as it is set is no use).
+ */
+export type CloudFrontDecorator = (
+  nowSeconds: number,
+  tokenExp: number,
+) => Promise<CloudFrontCookieGrant | undefined>;
 
 /**
  * Starts the one WebCrypto import of the already checked key and returns the per-request
@@ -37,18 +45,23 @@ export function createCloudFrontDecorator(config: CloudFrontGateConfig): CloudFr
     keyPairId: config.keyPairId,
     privateKey: config.privateKey,
     algorithm: config.algorithm,
-    bucketSeconds: Math.min(MAX_BUCKET_SECONDS, config.ttlSeconds),
-    cacheSize: 16,
+    // The expiry is bucketed (downwards) here, before the signer, which would round up.
+    bucketSeconds: 0,
+    cacheSize: 64,
   });
+  const bucket = bucketFor(config.ttlSeconds);
+  const path = cookiePath(config.resource);
   // Failure is reported to every caller below; this only keeps it from being "unhandled" meanwhile.
   ready.catch(() => undefined);
 
-  return async function cloudFrontCookies(nowSeconds) {
+  return async function cloudFrontCookies(nowSeconds, tokenExp) {
     const signer = await ready;
     const now = Math.floor(nowSeconds);
+    const until = cookieExpiry(now, config.ttlSeconds, tokenExp, bucket);
+    if (until === undefined) return undefined;
     const { cookies, expires } = await signer.signCookies({
       resource: config.resource,
-      expires: now + config.ttlSeconds,
+      expires: until,
       now,
     });
     return {
@@ -59,6 +72,7 @@ export function createCloudFrontDecorator(config: CloudFrontGateConfig): CloudFr
       expires,
       sha256: config.algorithm !== 'RSA-SHA1',
       cookieDomain: config.cookieDomain,
+      path,
     };
   };
 }

@@ -51,9 +51,14 @@ function loadProblems(value: CloudFrontSettings): string[] {
   return problems;
 }
 
+/** A token that outlives every cookie in these tests. */
+const FAR = NOW + 86_400;
+
 /** The headers the transport renders for the grant. */
-async function headersOf(config: CloudFrontGateConfig, now: number) {
-  return Object.fromEntries(cloudFrontHeaders(await createCloudFrontDecorator(config)(now)));
+async function headersOf(config: CloudFrontGateConfig, now: number, tokenExp = now + 86_400) {
+  const grant = await createCloudFrontDecorator(config)(now, tokenExp);
+  if (grant === undefined) throw new Error('no grant');
+  return Object.fromEntries(cloudFrontHeaders(grant));
 }
 
 function decode(value: string): Buffer {
@@ -67,10 +72,10 @@ describe('parseCloudFrontConfig', () => {
     expect(Object.isFrozen(config)).toBe(true);
   });
 
-  it('defaults algorithm to RSA-SHA1 and leaves cookieDomain out when absent', () => {
+  it('defaults algorithm to RSA-SHA256 (CloudFront accepts SHA-256) and leaves cookieDomain out when absent', () => {
     const { algorithm: _a, cookieDomain: _d, ...rest } = valid;
     const config = parseOk(rest);
-    expect(config.algorithm).toBe('RSA-SHA1');
+    expect(config.algorithm).toBe('RSA-SHA256');
     expect('cookieDomain' in config).toBe(false);
   });
 
@@ -127,6 +132,20 @@ describe('parseCloudFrontConfig', () => {
     expect(garbage[0]).not.toContain('c2VjcmV0');
   });
 
+  it('refuses a cookieDomain that does not cover the resource host (the browser would never send the cookies)', () => {
+    expect(
+      parseCloudFrontConfig({ ...valid, cookieDomain: 'app.example.com' }, 'cf').problems,
+    ).toEqual([
+      'cf.cookieDomain must be "cdn.example.com" or a parent domain of it, or the browser never sends the cookies to CloudFront',
+    ]);
+    expect(
+      parseCloudFrontConfig({ ...valid, cookieDomain: '.example.com' }, 'cf').problems,
+    ).toEqual([]);
+    expect(
+      parseCloudFrontConfig({ ...valid, cookieDomain: 'cdn.example.com' }, 'cf').problems,
+    ).toEqual([]);
+  });
+
   it('refuses a value that is not an object', () => {
     expect(parseCloudFrontConfig('yes', 'cf').problems).toEqual([
       'cf must be an object with keyPairId, privateKeyFile, resource and ttlSeconds',
@@ -141,11 +160,13 @@ describe('createCloudFrontDecorator', () => {
       'X-Auth-CF-Domain',
       'X-Auth-CF-Expires',
       'X-Auth-CF-Key-Pair-Id',
+      'X-Auth-CF-Path',
       'X-Auth-CF-Policy',
       'X-Auth-CF-Signature',
     ]);
     expect(headers['X-Auth-CF-Key-Pair-Id']).toBe('K2JCJMDEHXQW5F');
     expect(headers['X-Auth-CF-Domain']).toBe('example.com');
+    expect(headers['X-Auth-CF-Path']).toBe('/private/');
     const policy = decode(headers['X-Auth-CF-Policy'] ?? '');
     expect(JSON.parse(policy.toString())).toEqual({
       Statement: [
@@ -161,22 +182,52 @@ describe('createCloudFrontDecorator', () => {
     );
   });
 
-  it('expires at least ttlSeconds from now, at most one 300 s window later', async () => {
+  it('expires at most ttlSeconds from now, rounded down to a bucket of a quarter of the TTL', async () => {
     const headers = await headersOf(loadOk(valid), NOW);
     const expires = Number(headers['X-Auth-CF-Expires']);
-    expect(expires).toBeGreaterThanOrEqual(NOW + 600);
-    expect(expires).toBeLessThan(NOW + 600 + 300);
-    expect(expires % 300).toBe(0);
+    expect(expires).toBeLessThanOrEqual(NOW + 600);
+    expect(expires).toBeGreaterThan(NOW + 600 - 150);
+    expect(expires % 150).toBe(0);
   });
 
-  it('hands every user the same cookies inside one window and new ones in the next', async () => {
+  it.each([
+    // NOW is 1_800_000_123; buckets are 150 s (a quarter of the 600 s TTL).
+    ['a token that ends before the TTL: its exp, rounded down', NOW + 400, 1_800_000_450],
+    ['a token that ends inside the current bucket: its exact exp', NOW + 20, NOW + 20],
+    ['a token with a fractional exp: rounded down', NOW + 20.9, NOW + 20],
+  ])('never expires after the token that earned it (%s)', async (_case, tokenExp, expected) => {
+    const headers = await headersOf(loadOk(valid), NOW, tokenExp);
+    expect(Number(headers['X-Auth-CF-Expires'])).toBe(expected);
+    const policy = JSON.parse(decode(headers['X-Auth-CF-Policy'] ?? '').toString()) as {
+      Statement: [{ Condition: { DateLessThan: { 'AWS:EpochTime': number } } }];
+    };
+    expect(policy.Statement[0].Condition.DateLessThan['AWS:EpochTime']).toBe(expected);
+  });
+
+  it('hands out no cookie for a token with less than a second left', async () => {
+    await expect(createCloudFrontDecorator(loadOk(valid))(NOW, NOW + 0.5)).resolves.toBeUndefined();
+  });
+
+  it.each([
+    ['https://cdn.example.com/private/*', '/private/'],
+    ['https://cdn.example.com/*', '/'],
+    ['https://*.example.com/media/v1/img-*.png', '/media/v1/'],
+    ['https://cdn.example.com/private/report.pdf', '/private/report.pdf'],
+    ['https://cdn.example.com/a/b?.jpg', '/a/'],
+    ['https://cdn.example.com/a;b/c/*', '/'],
+  ])('derives the cookie Path from the resource %s → %s', async (resource, path) => {
+    const headers = await headersOf(loadOk({ ...valid, resource, cookieDomain: undefined }), NOW);
+    expect(headers['X-Auth-CF-Path']).toBe(path);
+  });
+
+  it('hands every user whose token outlives the window the same cookies, and new ones in the next', async () => {
     const decorate = createCloudFrontDecorator(loadOk(valid));
     const windowStart = 1_800_000_000;
-    const a = await decorate(windowStart + 1);
-    const b = await decorate(windowStart + 299);
-    const c = await decorate(windowStart + 301);
+    const a = await decorate(windowStart + 1, FAR);
+    const b = await decorate(windowStart + 149, FAR + 5000);
+    const c = await decorate(windowStart + 151, FAR);
     expect(b).toEqual(a);
-    expect(c.signature).not.toBe(a.signature);
+    expect(c?.signature).not.toBe(a?.signature);
   });
 
   it('adds X-Auth-CF-Hash-Algorithm for ECDSA and omits X-Auth-CF-Domain without cookieDomain', async () => {
@@ -189,6 +240,6 @@ describe('createCloudFrontDecorator', () => {
 
   it('never signs with a key that does not fit its algorithm', async () => {
     const decorate = createCloudFrontDecorator({ ...loadOk(valid), algorithm: 'ECDSA-SHA256' });
-    await expect(decorate(NOW)).rejects.toThrow(TypeError);
+    await expect(decorate(NOW, FAR)).rejects.toThrow(TypeError);
   });
 });

@@ -202,7 +202,10 @@ describe('DPoP replay store trouble', () => {
     algorithms: ['ES256'],
     iatWindow: 60,
   });
-  const bound = { ...allow({ sub: 'u', client: 'c', scopes: [], issuer: ISSUER }), jkt: '' };
+  const bound = {
+    ...allow({ sub: 'u', client: 'c', scopes: [], issuer: ISSUER }, 4_102_444_800),
+    jkt: '',
+  };
 
   it('fails closed for required, and checks replays per process for allowed', async () => {
     const decision = { ...bound, jkt: await thumbprintOf('ec') };
