@@ -88,6 +88,10 @@ const issuer = (algorithms: string[], requireTyp?: string): JwtIssuer => ({
   clockTolerance: TOLERANCE,
   requireTyp,
   clientClaims: ['client_id', 'azp'],
+  // The lifetime cap is ours alone (jose's maxTokenAge measures something else) and has its own
+  // tests; a century keeps it out of this comparison.
+  maxTokenAge: 100 * 365 * 86_400,
+  allowHttp: false,
 });
 
 const CONFIGS: Record<string, JwtIssuer> = {
@@ -106,6 +110,7 @@ function localKeySet(): KeySet {
     getKey: (header) => getter(header),
     refresh: async () => false,
     stop: () => {},
+    trustedUntil: () => Number.MAX_SAFE_INTEGER,
   };
 }
 
@@ -126,7 +131,7 @@ async function runOurs(token: string, config: string): Promise<Outcome> {
   }
 }
 
-/** jose's jwtVerify with the gate's options, within the gate's three documented extra rules. */
+/** jose's jwtVerify with the gate's options, within the gate's four documented extra rules. */
 async function runReference(token: string, config: string): Promise<Outcome> {
   const cfg = CONFIGS[config]!;
   if (!/^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/.test(token)) return { ok: false };
@@ -149,6 +154,8 @@ async function runReference(token: string, config: string): Promise<Outcome> {
   }
   if (typeof payload.iat === 'number' && payload.iat > NOW_S + cfg.clockTolerance)
     return { ok: false };
+  // The gate's lifetime cap (maxTokenAge, from now): an `exp` of 1e999 decodes to Infinity.
+  if (payload.exp! - NOW_S > cfg.maxTokenAge + cfg.clockTolerance) return { ok: false };
   const { cnf } = payload as { cnf?: unknown };
   let jkt: string | undefined;
   if (cnf !== undefined) {
@@ -168,6 +175,7 @@ async function runReference(token: string, config: string): Promise<Outcome> {
       exp: payload.exp,
       nbf: typeof payload.nbf === 'number' ? payload.nbf - cfg.clockTolerance : undefined,
       kid: typeof kid === 'string' ? kid : undefined,
+      keyTrustedUntil: Number.MAX_SAFE_INTEGER / 1000,
     },
   };
 }
