@@ -68,7 +68,13 @@ export async function startContainerStack(
   writeFileSync(
     join(files, 'verifier.json'),
     JSON.stringify(
-      verifierConfig({ issuer: ISSUER, jwksUri: `${ISSUER}/jwks`, audience: AUDIENCE }),
+      verifierConfig({
+        issuer: ISSUER,
+        jwksUri: `${ISSUER}/jwks`,
+        audience: AUDIENCE,
+        // The IdP container is reached by name over plain http on the suite's own network.
+        allowHttp: true,
+      }),
     ),
     { mode: 0o644 },
   );
