@@ -142,6 +142,7 @@ export async function startContainerStack(
           SG_SECRETS_FILE: '/etc/secret-gate/files/secrets.json',
           SG_OIDC_ISSUER: ISSUER,
           SG_CSP_CONNECT_SRC: ISSUER,
+          SG_SECRETS_ISSUER: ISSUER,
           SG_SECRET_RATE: '200r/s',
           SG_SECRET_BURST: '400',
           ...nginxEnv,
