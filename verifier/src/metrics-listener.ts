@@ -4,7 +4,7 @@
 import { createServer } from 'node:http';
 import type { Listen } from './config-types.js';
 import type { Answer } from './routes.js';
-import { describe, removeStaleSocket } from './transport.js';
+import { listenNodeServer } from './transport.js';
 
 export interface MetricsListener {
   /** Resolves with the bound TCP port (0 for a unix socket). */
@@ -26,19 +26,7 @@ export function createMetricsListener(
   });
   return {
     listen(listen) {
-      return new Promise((resolve, reject) => {
-        server.once('error', () => reject(new Error(`cannot listen on ${describe(listen)}`)));
-        const done = () => {
-          const address = server.address();
-          resolve(typeof address === 'object' && address ? address.port : 0);
-        };
-        if (listen.kind === 'unix') {
-          removeStaleSocket(listen.path);
-          server.listen(listen.path, done);
-        } else {
-          server.listen(listen.port, listen.host, done);
-        }
-      });
+      return listenNodeServer(server, listen);
     },
     close() {
       server.closeAllConnections();

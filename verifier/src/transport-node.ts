@@ -3,7 +3,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Decision } from './decision.js';
 import type { Answer, Routes } from './routes.js';
-import { describe, drain, removeStaleSocket, type Transport } from './transport.js';
+import { drain, listenNodeServer, type Transport } from './transport.js';
 import { renderDecision } from './verify-answer.js';
 
 function single(value: string | string[] | undefined): string | undefined {
@@ -67,19 +67,7 @@ export function createNodeTransport(routes: Routes): Transport {
   return {
     name: 'node',
     listen(listen) {
-      return new Promise((resolve, reject) => {
-        server.once('error', () => reject(new Error(`cannot listen on ${describe(listen)}`)));
-        const done = () => {
-          const address = server.address();
-          resolve(typeof address === 'object' && address ? address.port : 0);
-        };
-        if (listen.kind === 'unix') {
-          removeStaleSocket(listen.path);
-          server.listen(listen.path, done);
-        } else {
-          server.listen(listen.port, listen.host, done);
-        }
-      });
+      return listenNodeServer(server, listen);
     },
     async close(graceMs) {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));

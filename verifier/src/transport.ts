@@ -1,6 +1,7 @@
 // The transport contract shared by the uWebSockets.js and node:http adapters, the helpers both use
 // (neither adapter imports the other), and the choice between them (VERIFIER_TRANSPORT).
 import { unlinkSync } from 'node:fs';
+import type { Server } from 'node:http';
 import { createRequire } from 'node:module';
 import type { Listen, TransportChoice } from './config-types.js';
 import type { Logger } from './log.js';
@@ -63,4 +64,21 @@ export function removeStaleSocket(path: string): void {
   } catch {
     // absent: nothing to do
   }
+}
+
+/** Starts a node:http server on a TCP address or a unix socket; resolves with the bound port. */
+export function listenNodeServer(server: Server, listen: Listen): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', () => reject(new Error(`cannot listen on ${describe(listen)}`)));
+    const done = () => {
+      const address = server.address();
+      resolve(typeof address === 'object' && address ? address.port : 0);
+    };
+    if (listen.kind === 'unix') {
+      removeStaleSocket(listen.path);
+      server.listen(listen.path, done);
+    } else {
+      server.listen(listen.port, listen.host, done);
+    }
+  });
 }
