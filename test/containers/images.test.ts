@@ -73,7 +73,13 @@ describe.skipIf(noEngine !== undefined)(
       writeFileSync(
         join(files, 'verifier.json'),
         JSON.stringify(
-          verifierConfig({ issuer, jwksUri: `${issuer}/jwks`, audience: 'secret-gate-api' }),
+          // The IdP container is reached by name over plain http: the issuer opts in.
+          verifierConfig({
+            issuer,
+            jwksUri: `${issuer}/jwks`,
+            audience: 'secret-gate-api',
+            allowHttp: true,
+          }),
         ),
         { mode: 0o644 },
       );
