@@ -116,16 +116,20 @@ export function createDockerEngine(profile: ResourceProfile, cpus: string): Dock
       };
       const projectEnv = { ...env, ...ports };
       const { limited, support } = SYSTEM_SERVICES[name];
+      // NGINX logs to its stdout in the image: `docker logs` is the access log so far.
+      const saveLogs = (service: string) => {
+        const id = containers.get(service);
+        if (id === undefined) return;
+        const logs = spawnSync('docker', ['logs', id], { maxBuffer: 512 * 1024 * 1024 });
+        writeFileSync(join(ctx.dir, `${service}.stdout.log`), logs.stdout ?? '');
+        writeFileSync(join(ctx.dir, `${service}.stderr.log`), logs.stderr ?? '');
+      };
       let stopped: Promise<void> | undefined;
       const stop = () =>
         (stopped ??= (async () => {
           // Stopping flushes NGINX's buffered access log into its stdout.
           await compose(project, projectEnv, '--profile', name, 'stop', '-t', '5').catch(() => '');
-          for (const [service, id] of containers) {
-            const logs = spawnSync('docker', ['logs', id], { maxBuffer: 512 * 1024 * 1024 });
-            writeFileSync(join(ctx.dir, `${service}.stdout.log`), logs.stdout ?? '');
-            writeFileSync(join(ctx.dir, `${service}.stderr.log`), logs.stderr ?? '');
-          }
+          for (const service of containers.keys()) saveLogs(service);
           await compose(project, projectEnv, '--profile', name, 'down', '-v', '-t', '5').catch(
             (error: unknown) =>
               process.stderr.write(`[${name}] compose down: ${(error as Error).message}\n`),
@@ -153,6 +157,7 @@ export function createDockerEngine(profile: ResourceProfile, cpus: string): Dock
           issuer: `http://127.0.0.1:${ports.STRESS_IDP_PORT}`,
           services,
           accessLog: name === 'ours' ? join(ctx.dir, 'nginx.stdout.log') : undefined,
+          syncAccessLog: () => saveLogs('nginx'),
           stop,
         };
       } catch (error) {

@@ -41,6 +41,8 @@ export interface SystemInstance {
   readonly services: readonly ServiceInfo[];
   /** The gate's JSON access log with `request_time`, complete once `stop` resolved (ours only). */
   readonly accessLog?: string;
+  /** Brings `accessLog` up to date while the system runs, where it is not a live file (containers). */
+  syncAccessLog?(): void;
   stop(): Promise<void>;
 }
 

@@ -76,6 +76,7 @@ async function whileDriving<T>(
   confinement: Confinement,
   drive: () => Promise<T>,
 ): Promise<{ value: T; services: ServiceResult[]; serverLatency?: ServerLatency[] }> {
+  instance.syncAccessLog?.();
   const logStart = logSize(instance.accessLog);
   const sampler = createUsageSampler(new Map(instance.services.map((s) => [s.name, s.pids])));
   const throttledBefore = new Map(
@@ -102,6 +103,7 @@ async function whileDriving<T>(
   });
   if (instance.accessLog === undefined) return { value, services };
   await sleep(1500);
+  instance.syncAccessLog?.();
   const serverLatency = await readServerLatency(instance.accessLog, {
     start: logStart,
     end: logSize(instance.accessLog),
