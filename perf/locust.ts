@@ -4,7 +4,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { closeSync, openSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseLocustCsv } from './locust-csv.js';
-import { CLOCK_TICKS, parseStat, runQueueWaitSeconds } from './process-stats.js';
+import { CLOCK_TICKS, exitOf, parseStat, runQueueWaitSeconds } from './process-stats.js';
 import { locustContainerCommand } from './docker-engine.js';
 
 export const LOCUSTFILE = fileURLToPath(new URL('../stresstest/locustfile.py', import.meta.url));
@@ -178,15 +178,9 @@ export async function runLocust(
       windowStart = latest;
     }
   }, 2000);
-  // Stop locust with us if the runner is interrupted.
-  const interrupt = () => child.kill('SIGINT');
-  process.once('SIGINT', interrupt);
-  process.once('SIGTERM', interrupt);
   try {
-    const code = await new Promise<number | null>((resolve, reject) => {
-      child.once('error', reject);
-      child.once('exit', (status) => resolve(status));
-    });
+    // Stopped with the runner if it is interrupted.
+    const code = await exitOf(child);
     // Locust exits 1 when any request failed; that is a result, not a harness error.
     if (code !== 0 && code !== 1)
       throw new Error(`locust exited with code ${code}; see ${run.logFile}`);
@@ -195,7 +189,5 @@ export async function runLocust(
       : { cpuSeconds: 0, wallSeconds: 0 };
   } finally {
     clearInterval(timer);
-    process.off('SIGINT', interrupt);
-    process.off('SIGTERM', interrupt);
   }
 }

@@ -1,5 +1,6 @@
 // Peak RSS and CPU seconds of each service, read from /proc while the run goes on. A service is a
 // root PID plus its descendants (an NGINX master and its workers), found again at every sample.
+import type { ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 
 export interface ServiceUsage {
@@ -141,4 +142,23 @@ export function createUsageSampler(
       });
     },
   };
+}
+
+/**
+ * The exit code of a load generator, which is stopped with the runner: an interrupt (SIGINT or
+ * SIGTERM) of this process is passed on to it as SIGINT, so it still writes its results.
+ */
+export async function exitOf(child: ChildProcess): Promise<number | null> {
+  const interrupt = () => child.kill('SIGINT');
+  process.once('SIGINT', interrupt);
+  process.once('SIGTERM', interrupt);
+  try {
+    return await new Promise<number | null>((resolve, reject) => {
+      child.once('error', reject);
+      child.once('exit', (status) => resolve(status));
+    });
+  } finally {
+    process.off('SIGINT', interrupt);
+    process.off('SIGTERM', interrupt);
+  }
 }

@@ -13,7 +13,7 @@
 import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { usageBetween, type LoadGeneratorUsage } from './locust.js';
-import { CLOCK_TICKS, parseStat, runQueueWaitSeconds } from './process-stats.js';
+import { CLOCK_TICKS, exitOf, parseStat, runQueueWaitSeconds } from './process-stats.js';
 
 export interface WrkStudyRun {
   readonly host: string;
@@ -193,14 +193,9 @@ export async function runWrkStudy(
     if (windowStart === undefined && latest.wall - startedAt >= SETTLE_SECONDS)
       windowStart = latest;
   }, 1000);
-  const interrupt = () => child.kill('SIGINT');
-  process.once('SIGINT', interrupt);
-  process.once('SIGTERM', interrupt);
   try {
-    const code = await new Promise<number | null>((resolve, reject) => {
-      child.once('error', reject);
-      child.once('exit', (status) => resolve(status));
-    });
+    // Stopped with the runner if it is interrupted.
+    const code = await exitOf(child);
     writeFileSync(run.logFile, `${stdout}\n${stderr}`);
     if (code !== 0) throw new Error(`wrk exited with code ${code}: ${stderr.slice(0, 300)}`);
     const loadGenerator =
@@ -208,7 +203,5 @@ export async function runWrkStudy(
     return { result: parseStudyOutput(stdout), loadGenerator };
   } finally {
     clearInterval(timer);
-    process.off('SIGINT', interrupt);
-    process.off('SIGTERM', interrupt);
   }
 }

@@ -133,16 +133,14 @@ async function measureSystem(
     );
     const tokenFile = join(scratch, 'tokens.txt');
     writeTokenFile(tokenFile, await mintTokens({ issuer: instance.issuer, count: options.users }));
+    const run: GeneratorRun = { instance, name, options, dir, tokenFile, confinement, cpuPlan };
     let locust: Awaited<ReturnType<typeof runLocustOn>> | undefined;
     let wrk: WrkRunResult | undefined;
     for (const generator of options.generators) {
       if (generator === 'locust') {
-        locust = await runLocustOn(instance, name, options, dir, tokenFile, confinement, cpuPlan, {
-          scratch,
-          docker,
-        });
+        locust = await runLocustOn(run, { scratch, docker });
       } else {
-        wrk = await runWrkOn(instance, name, options, dir, tokenFile, confinement, cpuPlan);
+        wrk = await runWrkOn(run);
       }
     }
     await instance.stop();
@@ -171,14 +169,19 @@ async function measureSystem(
   }
 }
 
+/** One system under one generator: what both generators' runs need. */
+interface GeneratorRun {
+  readonly instance: SystemInstance;
+  readonly name: SystemName;
+  readonly options: StressOptions;
+  readonly dir: string;
+  readonly tokenFile: string;
+  readonly confinement: Confinement;
+  readonly cpuPlan: { services: string; load: string };
+}
+
 async function runLocustOn(
-  instance: SystemInstance,
-  name: SystemName,
-  options: StressOptions,
-  dir: string,
-  tokenFile: string,
-  confinement: Confinement,
-  cpuPlan: { services: string; load: string },
+  { instance, name, options, dir, tokenFile, confinement, cpuPlan }: GeneratorRun,
   where: { scratch: string; docker: DockerEngine | undefined },
 ) {
   const printed = { at: 0 };
@@ -215,15 +218,15 @@ async function runLocustOn(
   };
 }
 
-async function runWrkOn(
-  instance: SystemInstance,
-  name: SystemName,
-  options: StressOptions,
-  dir: string,
-  tokenFile: string,
-  confinement: Confinement,
-  cpuPlan: { services: string; load: string },
-): Promise<WrkRunResult> {
+async function runWrkOn({
+  instance,
+  name,
+  options,
+  dir,
+  tokenFile,
+  confinement,
+  cpuPlan,
+}: GeneratorRun): Promise<WrkRunResult> {
   process.stderr.write(
     `[${name}] wrk: ${options.users} connections for ${options.durationSeconds} s\n`,
   );
