@@ -11,6 +11,7 @@ const unit = [
   'nginx/njs/**/*.test.ts',
   'stack/nginx/render.test.ts',
   'stack/worker-access.test.ts',
+  'stack/json-schema-file.test.ts',
   'perf/**/*.test.ts',
 ];
 

@@ -6,7 +6,7 @@ import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { statusOf } from './testing/answer.js';
 import { createAuthorizer, type Authorize } from './authorize.js';
-import type { JwtIssuer, PolicyConfig } from './config-types.js';
+import type { JwtIssuer, PolicyConfig } from './config-model.js';
 import { createDecisionCache } from './decision-cache.js';
 import { createJwtVerifier } from './jwt-verifier.js';
 import type { KeySet } from './key-set.js';

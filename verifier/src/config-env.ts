@@ -1,18 +1,81 @@
 // VERIFIER_* variables as a configuration document: each variable is the flat spelling of one
-// setting of config-model.ts (the flags-to-options conversion oauth2-proxy does). The single-issuer
-// variables (VERIFIER_ISSUER, …) spell one JWT issuer and the policy `default`.
-import type { Kind, Problems, SettingReference } from './config-kinds.js';
-import {
-  DEFAULT_POLICY,
-  jwtIssuerSettings,
-  policySettings,
-  rootSettings,
-  type Setting,
-  type Table,
-} from './config-model.js';
+// setting of the schema (the flags-to-options conversion oauth2-proxy does), found through the
+// `env` each row declares. Its string goes where the file's value would, and the same schema
+// reads it. The single-issuer variables (VERIFIER_ISSUER, …) spell one JWT issuer and the policy
+// `default`.
+import { DEFAULT_POLICY, jsonSchema, type JsonSchema } from './config-model.js';
 
 /** Names the JSON file; exclusive with the single-issuer variables. */
 export const CONFIG_FILE_VARIABLE = 'VERIFIER_CONFIG';
+
+/** One setting as the reference lists it, read from the published JSON Schema. */
+export interface SettingRow {
+  readonly path: string;
+  readonly env: string | undefined;
+  /** As an operator would write it; undefined: required or unset. */
+  readonly default: string | undefined;
+  readonly required: boolean;
+  readonly doc: string;
+  readonly node: JsonSchema;
+}
+
+/** The settings of one section, groups (`cache`, `jwks`, …) flattened into dotted paths. */
+export function rowsOf(section: JsonSchema | undefined, prefix = ''): SettingRow[] {
+  return Object.entries(section?.properties ?? {}).flatMap(([name, node]): SettingRow[] => {
+    const path = `${prefix}${name}`;
+    if (node.description === undefined)
+      return node.properties === undefined ? [] : rowsOf(node, `${path}.`);
+    const fallback = node.default;
+    return [
+      {
+        path,
+        env: node.env,
+        default: Array.isArray(fallback) ? fallback.join(',') : fallback?.toString(),
+        required: section?.required?.includes(name) ?? false,
+        doc: node.description,
+        node,
+      },
+    ];
+  });
+}
+
+const schema = jsonSchema();
+/** The issuer sections by `type`, and the policy section, of the published schema. */
+export const issuerSections = new Map(
+  (schema.properties?.issuers?.items?.oneOf ?? []).map((variant) => [
+    String(variant.properties?.type?.const),
+    variant,
+  ]),
+);
+export const policySection = schema.properties?.policies?.additionalProperties as JsonSchema;
+
+const ISSUER_PATH = 'issuers[0]';
+const POLICY_PATH = `policies.${DEFAULT_POLICY}`;
+const withEnv = (rows: SettingRow[]) => rows.filter((row) => row.env !== undefined);
+const rootRows = withEnv(rowsOf(schema));
+const issuerRows = withEnv(rowsOf(issuerSections.get('jwt')));
+const policyRows = withEnv(rowsOf(policySection));
+
+/** Every variable the verifier reads, in the order the reference lists them; `path` in the file. */
+export const ENVIRONMENT: readonly SettingRow[] = [
+  ...issuerRows.map((row) => ({ ...row, path: `${ISSUER_PATH}.${row.path}` })),
+  ...policyRows.map((row) => ({ ...row, path: `${POLICY_PATH}.${row.path}` })),
+  ...rootRows.filter((row) => row.path === 'clientClaims'),
+  {
+    path: '',
+    env: CONFIG_FILE_VARIABLE,
+    default: undefined,
+    required: false,
+    doc: 'Path of a JSON file with several issuers and named policies.',
+    node: {},
+  },
+  ...rootRows.filter((row) => row.path !== 'clientClaims'),
+];
+
+/** Every variable with its default as written in the environment ('' when none). */
+export const ENV_DEFAULTS: Readonly<Record<string, string>> = Object.fromEntries(
+  ENVIRONMENT.map((row) => [row.env ?? '', row.default ?? ''] as const),
+);
 
 export interface EnvDocument {
   readonly document: Record<string, unknown>;
@@ -27,57 +90,6 @@ export interface EnvDocument {
 /** Reads the JSON file into a document; undefined (and a problem) when it cannot. */
 export type DocumentReader = (path: string) => Record<string, unknown> | undefined;
 
-interface Variable {
-  readonly name: string;
-  readonly path: string;
-  readonly setting: Setting<unknown>;
-}
-
-function variablesOf(table: Table, prefix: string): Variable[] {
-  return Object.entries(table).flatMap(([name, entry]): Variable[] => {
-    const path = `${prefix}${name}`;
-    if (!('kind' in entry)) return variablesOf(entry, `${path}.`);
-    const setting = entry as Setting<unknown>;
-    return setting.env === undefined ? [] : [{ name: setting.env, path, setting }];
-  });
-}
-
-const ISSUER_PATH = 'issuers[0]';
-const POLICY_PATH = `policies.${DEFAULT_POLICY}`;
-const rootVariables = variablesOf(rootSettings, '');
-const issuerVariables = variablesOf(jwtIssuerSettings, `${ISSUER_PATH}.`);
-const policyVariables = variablesOf(policySettings, `${POLICY_PATH}.`);
-const singleIssuerVariables = [...issuerVariables, ...policyVariables];
-
-/** Every variable the verifier reads, in the order the reference lists them. */
-const configFileVariable = { name: CONFIG_FILE_VARIABLE, path: '', setting: undefined };
-export const ENVIRONMENT: readonly SettingReference[] = [
-  ...singleIssuerVariables,
-  ...rootVariables.filter((v) => v.path === 'clientClaims'),
-  configFileVariable,
-  ...rootVariables.filter((v) => v.path !== 'clientClaims'),
-].map((v: Variable | typeof configFileVariable) => ({
-  path: v.path,
-  env: v.name,
-  default: v.setting === undefined ? undefined : describeDefault(v.setting),
-  doc: v.setting?.doc ?? 'Path of a JSON file with several issuers and named policies.',
-}));
-
-/** Every variable with its default as written in the environment ('' when none). */
-export const ENV_DEFAULTS: Readonly<Record<string, string>> = Object.fromEntries(
-  ENVIRONMENT.map((row) => [row.env ?? '', row.default ?? ''] as const),
-);
-
-export function describeDefault(setting: Setting<unknown>): string | undefined {
-  if (setting.inherit !== undefined) return undefined;
-  const value = setting.default;
-  if (value === undefined) return undefined;
-  if (Array.isArray(value)) return value.join(',');
-  return typeof value === 'string' || typeof value === 'number'
-    ? String(value)
-    : JSON.stringify(value);
-}
-
 /**
  * The document the environment describes: the file named by VERIFIER_CONFIG (read by `readFile`)
  * with the top-level variables laid over it, or the single-issuer variables.
@@ -85,53 +97,48 @@ export function describeDefault(setting: Setting<unknown>): string | undefined {
 export function documentFromEnv(
   env: NodeJS.ProcessEnv,
   readFile: DocumentReader,
-  problems: Problems,
+  problems: string[],
 ): EnvDocument {
   const known = new Set(ENVIRONMENT.map((row) => row.env));
   for (const name of Object.keys(env)) {
     if (name.startsWith('VERIFIER_') && !known.has(name))
       problems.push(`${name}: unknown variable (known: ${[...known].join(', ')})`);
   }
-  const given = (name: string): string | undefined => {
-    const value = env[name]?.trim();
+  const given = (name: string | undefined): string | undefined => {
+    const value = name === undefined ? undefined : env[name]?.trim();
     return value === undefined || value === '' ? undefined : value;
   };
   const file = given(CONFIG_FILE_VARIABLE);
   const document: Record<string, unknown> = (file === undefined ? {} : readFile(file)) ?? {};
   const labels = new Map<string, string>();
-  const put = ({ name, path, setting }: Variable, into: Record<string, unknown>, at = path) => {
-    const value = given(name);
-    if (value === undefined) return;
-    labels.set(path, name);
-    setPath(into, at.split('.'), fromEnv(setting.kind, value));
+  const put = (rows: SettingRow[], into: Record<string, unknown>, at: string) => {
+    for (const { env: name = '', path } of rows) {
+      labels.set(at + path, name);
+      const value = given(name);
+      if (value !== undefined) setPath(into, path.split('.'), value);
+    }
   };
   // Variables win over the file, as flags win over a config file.
-  for (const variable of rootVariables) put(variable, document);
+  put(
+    rootRows.filter((row) => given(row.env) !== undefined),
+    document,
+    '',
+  );
 
   const issuerGiven = given('VERIFIER_ISSUER') !== undefined;
   if (file !== undefined) {
-    for (const { name } of singleIssuerVariables.filter((v) => given(v.name) !== undefined))
+    for (const { env: name } of [...issuerRows, ...policyRows].filter((row) => given(row.env)))
       problems.push(`${name}: not used together with ${CONFIG_FILE_VARIABLE} (put it in the file)`);
   } else if (issuerGiven) {
     const issuer: Record<string, unknown> = { type: 'jwt' };
     const policy: Record<string, unknown> = { issuers: [given('VERIFIER_ISSUER')] };
-    for (const variable of issuerVariables) {
-      labels.set(variable.path, variable.name);
-      put(variable, issuer, variable.path.slice(ISSUER_PATH.length + 1));
-    }
-    for (const variable of policyVariables) {
-      labels.set(variable.path, variable.name);
-      put(variable, policy, variable.path.slice(POLICY_PATH.length + 1));
-    }
+    put(issuerRows, issuer, `${ISSUER_PATH}.`);
+    put(policyRows, policy, `${POLICY_PATH}.`);
     labels.set(`${POLICY_PATH}.issuers`, 'VERIFIER_ISSUER');
     document.issuers = [issuer];
     document.policies = { [DEFAULT_POLICY]: policy };
   }
   return { document, labels, file, singleIssuer: file === undefined && issuerGiven };
-}
-
-function fromEnv(kind: Kind<unknown>, value: string): unknown {
-  return kind.fromEnv ? kind.fromEnv(value) : value;
 }
 
 function setPath(target: Record<string, unknown>, path: readonly string[], value: unknown): void {

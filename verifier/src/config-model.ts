@@ -1,14 +1,13 @@
-// The verifier's one configuration model: every setting, its kind, its default, its environment
-// variable and its meaning, in one table. The JSON file and the VERIFIER_* variables are two
-// spellings of the same document (config-env.ts converts the variables); config-validate.ts walks
-// these tables to validate it; the types below and docs/configuration.md are derived from them.
+// The verifier's one configuration schema: every setting, its kind, its default, its environment
+// variable and its meaning, declared once with zod. The JSON file and the VERIFIER_* variables are
+// two spellings of one document (config-env.ts lays the variables over it); the types below,
+// verifier/config.schema.json and docs/configuration.md's tables are derived from it.
 //
-// Adding a setting is a one-place change: add a row to the table it belongs to
-// (`rootSettings`, one of the issuer tables, or `policySettings`) with its kind, its default (or
-// `optional`), its `doc` sentence and, if operators may set it from the environment, an `env`
-// name. The type of the validated config, the unknown-field check, the environment variable,
-// `--check-config` and the configuration reference follow. A plugin declares its own section
-// (see `cloudFrontSection`) and is listed here with `plugin()`.
+// Adding a setting is one row in the section it belongs to: `name: kind.prefault(default)` (or
+// `.optional()`) `.meta({ description, env })`, `env` only if operators may set it from the
+// environment. Validation, the unknown-field check, the variable, `--check-config`, the type and
+// the reference follow. Rules between settings go in `checkConfig` at the end of this file.
+import { z } from 'zod';
 import { cloudFrontSection } from './cloudfront/gate-config.js';
 import {
   algorithms,
@@ -20,373 +19,373 @@ import {
   list,
   listen,
   oneOf,
-  readSecret,
-  secretSource,
+  says,
+  secret,
+  section,
   text,
   typ,
   url,
-  type FileReader,
-  type Kind,
-  type PluginSection,
-  type Problems,
-} from './config-kinds.js';
+  DEFAULT_LISTEN,
+  type Listen,
+  type Loaded,
+} from './config-values.js';
 
-export interface Setting<Value> {
-  readonly kind: Kind<unknown>;
-  readonly doc: string;
-  readonly env?: string;
-  /** Document form (what an operator writes), parsed like a given value. */
-  readonly default?: unknown;
-  /** The default is this top-level setting's value (an issuer's timeout is `fetchTimeout`). */
-  readonly inherit?: 'fetchTimeout' | 'clientClaims';
-  readonly optional?: boolean;
-  /** Reads files (or variables) the value names, after validation (plugins, secrets). */
-  readonly load?: (
-    value: never,
-    where: string,
-    read: FileReader,
-    problems: Problems,
-    env: NodeJS.ProcessEnv,
-  ) => unknown;
-  /** Never read: carries the validated type. */
-  readonly value?: Value;
+declare module 'zod' {
+  interface GlobalMeta {
+    /** The VERIFIER_* variable that sets this setting (single-issuer mode for issuer fields). */
+    env?: string;
+  }
 }
-
-interface Spec {
-  readonly doc: string;
-  readonly env?: string;
-}
-
-/** A setting the document must give. */
-export function required<T>(kind: Kind<T>, spec: Spec): Setting<T> {
-  return { kind, ...spec };
-}
-
-/** A setting with a default, written as an operator would (`'30s'`, `['azp']`). */
-export function defaulted<T>(
-  kind: Kind<T>,
-  fallback: unknown,
-  spec: Spec,
-  inherit?: 'fetchTimeout' | 'clientClaims',
-): Setting<T> {
-  return { kind, default: fallback, ...spec, ...(inherit ? { inherit } : {}) };
-}
-
-/** A setting that may be left out (undefined in the validated config). */
-export function optional<T>(kind: Kind<T>, spec: Spec): Setting<T | undefined> {
-  return { kind, optional: true, ...spec };
-}
-
-/** A plugin's own section: validated by it, then loaded through the one file reader. */
-export function plugin<S, L>(section: PluginSection<S, L>, doc: string): Setting<L | undefined> {
-  return { kind: section.kind, optional: true, doc, load: section.load };
-}
-
-/**
- * A credential: inline, or read once at start from a file or a variable, so it can come from a
- * Kubernetes Secret instead of a ConfigMap. The validated value is the secret itself.
- */
-export function secret(spec: Spec): Setting<string> {
-  return {
-    kind: secretSource,
-    ...spec,
-    load: (source: never, where, read, problems, env) =>
-      readSecret(source, where, read, env, problems),
-  };
-}
-
-export type Table = { readonly [name: string]: Setting<unknown> | Table };
-
-/** The validated shape of a table. */
-export type Values<T extends Table> = {
-  readonly [K in keyof T]: T[K] extends Setting<infer V>
-    ? V
-    : T[K] extends Table
-      ? Values<T[K]>
-      : never;
-};
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
-export const rootSettings = {
-  listen: defaulted(listen, '127.0.0.1:8090', {
+export const rootSchema = section({
+  listen: listen.prefault(DEFAULT_LISTEN).meta({
     env: 'VERIFIER_LISTEN',
-    doc: '`host:port`, `[v6]:port` or `unix:/absolute/path.sock`.',
+    description: '`host:port`, `[v6]:port` or `unix:/absolute/path.sock`.',
   }),
-  transport: defaulted(oneOf(['auto', 'uws', 'node'], 'auto, uws or node'), 'auto', {
+  transport: oneOf(['auto', 'uws', 'node'], 'auto, uws or node').default('auto').meta({
     env: 'VERIFIER_TRANSPORT',
-    doc: '`uws`, `node` or `auto` (uWebSockets.js; node:http with a warning only when the native addon cannot load). The transport in use is in `/metrics`.',
+    description:
+      '`uws`, `node` or `auto` (uWebSockets.js; node:http with a warning only when the native addon cannot load). The transport in use is in `/metrics`.',
   }),
-  logLevel: defaulted(oneOf(LOG_LEVELS, `one of ${LOG_LEVELS.join(', ')}`), 'info', {
-    env: 'VERIFIER_LOG_LEVEL',
-    doc: 'pino level: `fatal`, `error`, `warn`, `info`, `debug`, `trace`, `silent`.',
-  }),
-  cache: {
-    maxEntries: defaulted(count, '100000', {
+  logLevel: oneOf(LOG_LEVELS, `one of ${LOG_LEVELS.join(', ')}`)
+    .default('info')
+    .meta({
+      env: 'VERIFIER_LOG_LEVEL',
+      description: 'pino level: `fatal`, `error`, `warn`, `info`, `debug`, `trace`, `silent`.',
+    }),
+  cache: section({
+    maxEntries: count.prefault('100000').meta({
       env: 'VERIFIER_CACHE_MAX_ENTRIES',
-      doc: 'Decision cache bound by count.',
+      description: 'Decision cache bound by count.',
     }),
-    maxBytes: defaulted(bytes, '64m', {
+    maxBytes: bytes.prefault('64m').meta({
       env: 'VERIFIER_CACHE_MAX_BYTES',
-      doc: 'Decision cache bound by estimated bytes.',
+      description: 'Decision cache bound by estimated bytes.',
     }),
-    maxTtl: defaulted(duration, '5m', {
+    maxTtl: duration.prefault('5m').meta({
       env: 'VERIFIER_CACHE_MAX_TTL',
-      doc: "Longest time a decision is reused (never past the token's `exp`).",
+      description: "Longest time a decision is reused (never past the token's `exp`).",
     }),
-    edgeTtl: defaulted(duration, '5s', {
+    edgeTtl: duration.prefault('5s').meta({
       env: 'VERIFIER_EDGE_CACHE_TTL',
-      doc: "Cap on how long NGINX may reuse an answer (`X-Accel-Expires`, never past the token's `exp` or its key set's trust); `0` turns NGINX's decision cache off. Also how long a retired key can still be honoured at the edge.",
+      description:
+        "Cap on how long NGINX may reuse an answer (`X-Accel-Expires`, never past the token's `exp` or its key set's trust); `0` turns NGINX's decision cache off. Also how long a retired key can still be honoured at the edge.",
     }),
-  },
-  jwks: {
-    refresh: defaulted(duration, '10m', {
-      env: 'VERIFIER_JWKS_REFRESH',
-      doc: 'Background refresh interval; a smaller `Cache-Control: max-age` shortens it (not below the cooldown).',
-    }),
-    cooldown: defaulted(duration, '30s', {
+  }).prefault({}),
+  jwks: section({
+    refresh: duration
+      .refine((seconds) => seconds >= 1, 'must be at least 1s')
+      .prefault('10m')
+      .meta({
+        env: 'VERIFIER_JWKS_REFRESH',
+        description:
+          'Background refresh interval; a smaller `Cache-Control: max-age` shortens it (not below the cooldown).',
+      }),
+    cooldown: duration.prefault('30s').meta({
       env: 'VERIFIER_JWKS_COOLDOWN',
-      doc: 'At most one fetch per cooldown for unknown `kid`s; also the retry interval after a failed refresh.',
+      description:
+        'At most one fetch per cooldown for unknown `kid`s; also the retry interval after a failed refresh.',
     }),
-    maxStale: defaulted(duration, '24h', {
+    maxStale: duration.prefault('24h').meta({
       env: 'VERIFIER_JWKS_MAX_STALE',
-      doc: 'How long the last good key set keeps serving after refreshes start failing (measured from the last successful fetch). Must be ≥ the refresh interval.',
+      description:
+        'How long the last good key set keeps serving after refreshes start failing (measured from the last successful fetch). Must be ≥ the refresh interval.',
     }),
-  },
-  fetchTimeout: defaulted(duration, '5s', {
-    env: 'VERIFIER_FETCH_TIMEOUT',
-    doc: 'Timeout for discovery and JWKS requests, and the default `timeout` of introspection / user-info issuers.',
-  }),
-  metricsListen: optional(listen, {
+  }).prefault({}),
+  fetchTimeout: duration
+    .refine((seconds) => seconds > 0, 'must be greater than 0')
+    .prefault('5s')
+    .meta({
+      env: 'VERIFIER_FETCH_TIMEOUT',
+      description:
+        'Timeout for discovery and JWKS requests, and the default `timeout` of introspection / user-info issuers.',
+    }),
+  metricsListen: listen.optional().meta({
     env: 'VERIFIER_METRICS_LISTEN',
-    doc: 'When set, `/metrics` is served on this second listener only (`host:port` or `unix:/path`), not on `listen`, so whoever can reach the auth endpoint cannot read the metrics.',
+    description:
+      'When set, `/metrics` is served on this second listener only (`host:port` or `unix:/path`), not on `listen`, so whoever can reach the auth endpoint cannot read the metrics.',
   }),
-  clientClaims: defaulted(list('claim name'), ['azp', 'client_id', 'cid'], {
+  clientClaims: list('claim name').prefault(['azp', 'client_id', 'cid']).meta({
     env: 'VERIFIER_CLIENT_CLAIM',
-    doc: 'Claims tried in order for `X-Auth-Client`; the default `clientClaims` of every issuer.',
+    description:
+      'Claims tried in order for `X-Auth-Client`; the default `clientClaims` of every issuer.',
   }),
   /** DPoP (RFC 9449) settings shared by every policy whose `dpop` is not `off`. */
-  dpop: {
-    algorithms: defaulted(algorithms, ['ES256', 'ES384', 'PS256', 'RS256', 'EdDSA'], {
+  dpop: section({
+    algorithms: algorithms.prefault(['ES256', 'ES384', 'PS256', 'RS256', 'EdDSA']).meta({
       env: 'VERIFIER_DPOP_ALGORITHMS',
-      doc: 'Allowed DPoP proof algorithms (asymmetric only), also advertised as `algs` in `DPoP` challenges.',
+      description:
+        'Allowed DPoP proof algorithms (asymmetric only), also advertised as `algs` in `DPoP` challenges.',
     }),
-    iatWindow: defaulted(duration, '60s', {
-      env: 'VERIFIER_DPOP_IAT_WINDOW',
-      doc: "A proof's `iat` may differ from now by this much either way (1s–10m); its `jti` is remembered twice as long.",
-    }),
-    replayStore: defaulted(text, 'memory', {
-      env: 'VERIFIER_DPOP_REPLAY_STORE',
-      doc: '`memory` (one process) or a `redis://` / `rediss://` URL every replica shares. When it does not answer, `required` policies refuse (401) and `allowed` ones check replays per process.',
-    }),
-    replayMaxEntries: defaulted(count, '1000000', {
+    iatWindow: duration
+      .refine((seconds) => seconds >= 1 && seconds <= 600, 'must be between 1s and 10m')
+      .prefault('60s')
+      .meta({
+        env: 'VERIFIER_DPOP_IAT_WINDOW',
+        description:
+          "A proof's `iat` may differ from now by this much either way (1s–10m); its `jti` is remembered twice as long.",
+      }),
+    replayStore: text
+      .regex(/^(?:memory|rediss?:\/\/\S+)$/, 'expected memory or a redis:// / rediss:// URL')
+      .default('memory')
+      .meta({
+        env: 'VERIFIER_DPOP_REPLAY_STORE',
+        description:
+          '`memory` (one process) or a `redis://` / `rediss://` URL every replica shares. When it does not answer, `required` policies refuse (401) and `allowed` ones check replays per process.',
+      }),
+    replayMaxEntries: count.prefault('1000000').meta({
       env: 'VERIFIER_DPOP_REPLAY_MAX_ENTRIES',
-      doc: 'Bound of the in-process replay store; when it is full of live `jti`s new proofs are refused rather than one forgotten.',
+      description:
+        'Bound of the in-process replay store; when it is full of live `jti`s new proofs are refused rather than one forgotten.',
     }),
-    nonceKey: optional(text, {
-      env: 'VERIFIER_DPOP_NONCE_KEY',
-      doc: 'At least 32 bytes shared by every replica: turns on stateless server nonces (`DPoP-Nonce`, an HMAC of the time window). Unset: no nonces.',
-    }),
-  },
-} satisfies Table;
-
-export type RootSettings = Values<typeof rootSettings>;
-
-/** Cross-field rules of the top-level settings; `label` names a path as the operator wrote it. */
-export function checkRoot(root: RootSettings, label: (path: string) => string, problems: Problems) {
-  if (root.jwks.refresh < 1) problems.push(`${label('jwks.refresh')}: must be at least 1s`);
-  if (root.jwks.maxStale < root.jwks.refresh)
-    problems.push(`${label('jwks.maxStale')}: must be at least ${label('jwks.refresh')}`);
-  if (root.fetchTimeout <= 0) problems.push(`${label('fetchTimeout')}: must be greater than 0`);
-  const { dpop } = root;
-  if (dpop.iatWindow < 1 || dpop.iatWindow > 600)
-    problems.push(`${label('dpop.iatWindow')}: must be between 1s and 10m`);
-  if (dpop.replayStore !== 'memory' && !/^rediss?:\/\/\S+$/.test(dpop.replayStore))
-    problems.push(`${label('dpop.replayStore')}: expected memory or a redis:// / rediss:// URL`);
-  if (dpop.nonceKey !== undefined && Buffer.byteLength(dpop.nonceKey) < 32)
-    problems.push(`${label('dpop.nonceKey')}: must be at least 32 bytes`);
-  const { listen, metricsListen } = root;
-  if (metricsListen !== undefined && describeListen(metricsListen) === describeListen(listen))
-    problems.push(`${label('metricsListen')}: must differ from ${label('listen')}`);
-}
-
-function describeListen(at: Listen): string {
-  return at.kind === 'unix' ? at.path : `${at.host}:${at.port}`;
-}
-
-const issuerName = required(url, {
-  doc: 'Exact `iss` value (RFC 7519 §4.1.1); also the base for OIDC discovery.',
+    nonceKey: text
+      .refine((key) => Buffer.byteLength(key) >= 32, 'must be at least 32 bytes')
+      .optional()
+      .meta({
+        env: 'VERIFIER_DPOP_NONCE_KEY',
+        description:
+          'At least 32 bytes shared by every replica: turns on stateless server nonces (`DPoP-Nonce`, an HMAC of the time window). Unset: no nonces.',
+      }),
+  }).prefault({}),
 });
-const clientClaims = defaulted(
-  list('claim name'),
-  undefined,
-  { doc: 'Claims tried in order for the client id answered in `X-Auth-Client`.' },
-  'clientClaims',
-);
-const endpoint = optional(url, {
-  doc: 'Introspection / user-info URL. Unset: found through OIDC discovery from `issuer`.',
+
+const issuerName = url.meta({
+  description: 'Exact `iss` value (RFC 7519 §4.1.1); also the base for OIDC discovery.',
 });
-const opaqueCacheTtl = defaulted(duration, '60s', {
-  doc: "Seconds a positive answer is reused (never past the token's `exp`).",
+/** An issuer that leaves these out takes the top-level setting named beside each. */
+export const INHERITED = { clientClaims: 'clientClaims', timeout: 'fetchTimeout' } as const;
+const clientClaims = list('claim name')
+  .optional()
+  .meta({ description: 'Claims tried in order for the client id answered in `X-Auth-Client`.' });
+const endpoint = url.optional().meta({
+  description: 'Introspection / user-info URL. Unset: found through OIDC discovery from `issuer`.',
 });
-const allowHttp = defaulted(flag, false, {
-  doc: "Allow plain `http:` for this issuer's discovery, JWKS, introspection or user-info URLs on a host that is not loopback (`localhost`, 127.0.0.0/8, `[::1]`). Off: such URLs are refused at start and at fetch time.",
+const opaqueCacheTtl = duration.prefault('60s').meta({
+  description: "Seconds a positive answer is reused (never past the token's `exp`).",
 });
-const timeout = defaulted(
-  duration,
-  undefined,
-  { doc: 'Timeout of one introspection / user-info request.' },
-  'fetchTimeout',
-);
+const allowHttp = flag.prefault(false).meta({
+  description:
+    "Allow plain `http:` for this issuer's discovery, JWKS, introspection or user-info URLs on a host that is not loopback (`localhost`, 127.0.0.0/8, `[::1]`). Off: such URLs are refused at start and at fetch time.",
+});
+const timeout = duration
+  .optional()
+  .meta({ description: 'Timeout of one introspection / user-info request.' });
 
 /** An issuer of JWT access tokens, verified locally against its JWKS. */
-export const jwtIssuerSettings = {
-  issuer: { ...issuerName, env: 'VERIFIER_ISSUER' },
-  audience: required(text, {
+const jwtIssuer = section({
+  type: z.literal('jwt').default('jwt'),
+  issuer: issuerName.meta({ ...issuerName.meta(), env: 'VERIFIER_ISSUER' }),
+  audience: text.meta({
     env: 'VERIFIER_AUDIENCE',
-    doc: '`aud` (string or array) must contain it, so an ID token for the SPA is not an access token.',
+    description:
+      '`aud` (string or array) must contain it, so an ID token for the SPA is not an access token.',
   }),
-  jwksUri: optional(url, {
+  jwksUri: url.optional().meta({
     env: 'VERIFIER_JWKS_URI',
-    doc: 'JWKS URL. Unset: `jwks_uri` from `${issuer}/.well-known/openid-configuration` (whose `issuer` must match).',
+    description:
+      'JWKS URL. Unset: `jwks_uri` from `${issuer}/.well-known/openid-configuration` (whose `issuer` must match).',
   }),
-  algorithms: defaulted(algorithms, ['RS256', 'ES256', 'PS256', 'EdDSA'], {
+  algorithms: algorithms.prefault(['RS256', 'ES256', 'PS256', 'EdDSA']).meta({
     env: 'VERIFIER_ALGORITHMS',
-    doc: 'Allowed `alg` values; asymmetric only (RS*, PS*, ES*, EdDSA). `none` and HS* are refused at start.',
+    description:
+      'Allowed `alg` values; asymmetric only (RS*, PS*, ES*, EdDSA). `none` and HS* are refused at start.',
   }),
-  clockTolerance: defaulted(duration, '30s', {
+  clockTolerance: duration.prefault('30s').meta({
     env: 'VERIFIER_CLOCK_TOLERANCE',
-    doc: 'Leeway for `exp`, `nbf` and `iat`.',
+    description: 'Leeway for `exp`, `nbf` and `iat`.',
   }),
-  requireTyp: defaulted(typ, 'at+jwt', {
+  requireTyp: typ.prefault('at+jwt').meta({
     env: 'VERIFIER_REQUIRE_TYP',
-    doc: 'RFC 9068 §2.1: the `typ` header every token must carry (`application/` prefix allowed), so an ID token or another JWT cannot pass as an access token. `off` for an issuer that does not type its access tokens.',
+    description:
+      'RFC 9068 §2.1: the `typ` header every token must carry (`application/` prefix allowed), so an ID token or another JWT cannot pass as an access token. `off` for an issuer that does not type its access tokens.',
   }),
-  maxTokenAge: defaulted(duration, '24h', {
-    env: 'VERIFIER_MAX_TOKEN_AGE',
-    doc: 'Longest lifetime accepted: `exp` may be at most this far after `iat` (when present) and after now (plus `clockTolerance`). A token valid for years is refused.',
-  }),
-  allowHttp: { ...allowHttp, env: 'VERIFIER_ALLOW_HTTP' },
+  maxTokenAge: duration
+    .refine((seconds) => seconds > 0, 'must be greater than 0')
+    .prefault('24h')
+    .meta({
+      env: 'VERIFIER_MAX_TOKEN_AGE',
+      description:
+        'Longest lifetime accepted: `exp` may be at most this far after `iat` (when present) and after now (plus `clockTolerance`). A token valid for years is refused.',
+    }),
+  allowHttp: allowHttp.meta({ ...allowHttp.meta(), env: 'VERIFIER_ALLOW_HTTP' }),
   clientClaims,
-} satisfies Table;
+});
 
 /** An issuer of opaque tokens, checked through RFC 7662 token introspection. */
-export const introspectionIssuerSettings = {
+const introspectionIssuer = section({
+  type: z.literal('introspection'),
   issuer: issuerName,
   endpoint,
-  clientId: required(text, { doc: 'Client id for `client_secret_basic` at the endpoint.' }),
-  clientSecret: secret({
-    doc: 'Client secret for `client_secret_basic`: a string, `{ "file": "/path" }` (e.g. a mounted Kubernetes Secret; one trailing newline dropped) or `{ "env": "NAME" }` (a variable outside the `VERIFIER_` prefix), read once at start.',
+  clientId: text.meta({ description: 'Client id for `client_secret_basic` at the endpoint.' }),
+  clientSecret: secret.meta({
+    description:
+      'Client secret for `client_secret_basic`: a string, `{ "file": "/path" }` (e.g. a mounted Kubernetes Secret; one trailing newline dropped) or `{ "env": "NAME" }` (a variable outside the `VERIFIER_` prefix), read once at start.',
   }),
-  audience: required(text, {
-    doc: "This API's identifier: the introspection answer's `aud` must contain it, so an active token issued for another API is refused (the verifier refuses to start without it).",
+  audience: text.meta({
+    description:
+      "This API's identifier: the introspection answer's `aud` must contain it, so an active token issued for another API is refused (the verifier refuses to start without it).",
   }),
   cacheTtl: opaqueCacheTtl,
   timeout,
   allowHttp,
   clientClaims,
-} satisfies Table;
+});
 
 /**
  * An issuer of opaque tokens that are valid exactly when its user-info endpoint answers 200.
  * User-info claims describe the user (and some IdPs let users edit them), so no client id is ever
  * read from them: `X-Auth-Client` stays empty and NGINX serves its default set.
  */
-export const userinfoIssuerSettings = {
+const userinfoIssuer = section({
+  type: z.literal('userinfo'),
   issuer: issuerName,
   endpoint,
   cacheTtl: opaqueCacheTtl,
   timeout,
   allowHttp,
-} satisfies Table;
+});
 
-export const issuerTables = {
-  jwt: jwtIssuerSettings,
-  introspection: introspectionIssuerSettings,
-  userinfo: userinfoIssuerSettings,
-} as const;
+export const issuerSchema = z.discriminatedUnion(
+  'type',
+  [jwtIssuer, introspectionIssuer, userinfoIssuer],
+  { error: () => 'expected "jwt", "introspection" or "userinfo"' },
+);
 
-export type IssuerType = keyof typeof issuerTables;
-export type JwtIssuer = { readonly type: 'jwt' } & Values<typeof jwtIssuerSettings>;
-export type IntrospectionIssuer = { readonly type: 'introspection' } & Values<
-  typeof introspectionIssuerSettings
->;
-export type UserinfoIssuer = { readonly type: 'userinfo' } & Values<typeof userinfoIssuerSettings>;
-export type IssuerConfig = JwtIssuer | IntrospectionIssuer | UserinfoIssuer;
-
-export const policySettings = {
-  issuers: required(list('issuer'), {
-    doc: '`iss` values this policy accepts (checked before any key fetch); each is a configured issuer, at most one of them opaque.',
+export const policySchema = section({
+  issuers: list('issuer').meta({
+    description:
+      '`iss` values this policy accepts (checked before any key fetch); each is a configured issuer, at most one of them opaque.',
   }),
-  scopes: defaulted(list(), [], {
+  scopes: list().prefault([]).meta({
     env: 'VERIFIER_REQUIRED_SCOPES',
-    doc: 'Scopes (`scope` string or `scp` array) that must all be granted; a missing one gives 403.',
+    description:
+      'Scopes (`scope` string or `scp` array) that must all be granted; a missing one gives 403.',
   }),
-  cloudfront: plugin(
-    cloudFrontSection,
-    'CloudFront signed cookies for allowed requests of this policy (see below).',
-  ),
-  dpop: defaulted(oneOf(['off', 'allowed', 'required'], 'off, allowed or required'), 'off', {
+  cloudfront: cloudFrontSection.optional(),
+  dpop: oneOf(['off', 'allowed', 'required'], 'off, allowed or required').default('off').meta({
     env: 'VERIFIER_DPOP',
-    doc: 'DPoP (RFC 9449): `off` reads Bearer tokens only; `allowed` also takes DPoP-bound tokens with a proof per request; `required` takes only those. A bound token is never accepted as Bearer.',
+    description:
+      'DPoP (RFC 9449): `off` reads Bearer tokens only; `allowed` also takes DPoP-bound tokens with a proof per request; `required` takes only those. A bound token is never accepted as Bearer.',
   }),
-} satisfies Table;
-
-export type PolicyConfig = { readonly name: string } & Values<typeof policySettings>;
-export type DpopMode = PolicyConfig['dpop'];
-export type DpopConfig = RootSettings['dpop'];
-
-/** Cross-field rules of one issuer: every URL the verifier will fetch is https or loopback. */
-export function checkIssuer(
-  issuer: IssuerConfig,
-  label: (path: string) => string,
-  problems: Problems,
-) {
-  // The URL the verifier fetches first: the one configured, else the issuer's discovery document.
-  const [field, fetched] =
-    issuer.type === 'jwt'
-      ? issuer.jwksUri === undefined
-        ? ['issuer', issuer.issuer]
-        : ['jwksUri', issuer.jwksUri]
-      : issuer.endpoint === undefined
-        ? ['issuer', issuer.issuer]
-        : ['endpoint', issuer.endpoint];
-  const problem = insecureUrlProblem(fetched, issuer.allowHttp);
-  if (problem !== undefined) problems.push(`${label(field)}: ${problem}`);
-  if (issuer.type === 'jwt' && issuer.maxTokenAge <= 0)
-    problems.push(`${label('maxTokenAge')}: must be greater than 0`);
-}
-
-/** Cross-field rules of one policy. */
-export function checkPolicy(
-  policy: PolicyConfig,
-  issuers: ReadonlyMap<string, IssuerConfig>,
-  where: string,
-  problems: Problems,
-): void {
-  for (const iss of policy.issuers) {
-    if (!issuers.has(iss)) problems.push(`${where}: "${iss}" is not a configured issuer`);
-  }
-  const opaque = policy.issuers.filter((iss) => (issuers.get(iss)?.type ?? 'jwt') !== 'jwt');
-  // An opaque token does not say who issued it, so a policy can only ask one opaque issuer.
-  if (opaque.length > 1)
-    problems.push(`${where}: at most one introspection/userinfo issuer per policy`);
-}
+});
 
 /** Policy names appear in `?policy=` and in cache keys. */
 export const POLICY_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
 
+/** The JSON file: what verifier/config.schema.json publishes. Sections are checked one by one. */
+export function documentSchema<I extends z.ZodType, P extends z.ZodType>(issuer: I, policy: P) {
+  return section({
+    $schema: z.string().optional(),
+    ...rootSchema.shape,
+    issuers: z
+      .array(issuer, says('an array of issuers', 'at least one issuer is required'))
+      .min(1, 'at least one issuer is required'),
+    policies: z
+      .record(
+        z.string().regex(POLICY_NAME, 'policy names use A-Z a-z 0-9 _ . - only'),
+        policy,
+        says('an object of named policies', 'at least one policy is required'),
+      )
+      .refine((named) => Object.keys(named).length > 0, 'at least one policy is required'),
+  });
+}
+
 /** Names the single-issuer variables' policy. */
 export const DEFAULT_POLICY = 'default';
+
+/** Optional settings read as `undefined`, as the rest of the verifier expects. */
+type Settled<T> = { readonly [K in keyof Required<T>]: T[K] };
+type Inherit<T> = Settled<
+  Omit<T, keyof typeof INHERITED> & {
+    [K in keyof T & keyof typeof INHERITED]-?: Exclude<T[K], undefined>;
+  }
+>;
+type Issuer<S extends z.ZodType> = Inherit<Loaded<z.output<S>>>;
+
+export type RootSettings = Settled<Loaded<z.output<typeof rootSchema>>>;
+export type JwtIssuer = Issuer<typeof jwtIssuer>;
+export type IntrospectionIssuer = Issuer<typeof introspectionIssuer>;
+export type UserinfoIssuer = Issuer<typeof userinfoIssuer>;
+export type IssuerConfig = JwtIssuer | IntrospectionIssuer | UserinfoIssuer;
+export type PolicyConfig = { readonly name: string } & Settled<
+  Loaded<z.output<typeof policySchema>>
+>;
+export type DpopMode = PolicyConfig['dpop'];
+export type DpopConfig = RootSettings['dpop'];
+export type TransportChoice = RootSettings['transport'];
+export type { Listen };
 
 export type VerifierConfig = RootSettings & {
   readonly issuers: ReadonlyMap<string, IssuerConfig>;
   readonly policies: ReadonlyMap<string, PolicyConfig>;
 };
 
-export type { Listen } from './config-kinds.js';
-import type { Listen } from './config-kinds.js';
-export type TransportChoice = RootSettings['transport'];
-
 /** Tokens larger than this are refused before any parsing (RFC 8725 hygiene; 8 KiB). */
 export const MAX_TOKEN_BYTES = 8192;
+
+/** One problem a rule found: the document path it is about, and what is wrong. */
+export type Report = (path: string, message: string) => void;
+
+/** The sections that validated on their own, for the rules between them. */
+export interface Sections {
+  readonly root: RootSettings | undefined;
+  /** Every `iss` the document declares and its `type`, valid or not (reported once, above). */
+  readonly declared: ReadonlyMap<string, unknown>;
+  readonly issuers: ReadonlyArray<{ readonly at: string; readonly issuer: IssuerConfig }>;
+  /** Every policy's `issuers`, also of a policy with a problem elsewhere. */
+  readonly policies: ReadonlyArray<Pick<PolicyConfig, 'name' | 'issuers'>>;
+}
+
+/**
+ * The rules between settings, the ones a schema cannot say. Runs on every section that validated
+ * on its own, so one pass reports both kinds of problem. `label` names a path as it was written.
+ */
+export function checkConfig(sections: Sections, report: Report, label: (path: string) => string) {
+  const { root, declared, issuers, policies } = sections;
+  if (root !== undefined) {
+    if (root.jwks.maxStale < root.jwks.refresh)
+      report('jwks.maxStale', `must be at least ${label('jwks.refresh')}`);
+    const { listen, metricsListen } = root;
+    if (metricsListen !== undefined && describeListen(metricsListen) === describeListen(listen))
+      report('metricsListen', `must differ from ${label('listen')}`);
+  }
+  for (const { at, issuer } of issuers) {
+    // The URL the verifier fetches first: the one configured, else the issuer's discovery document.
+    const own = issuer.type === 'jwt' ? issuer.jwksUri : issuer.endpoint;
+    const field = own === undefined ? 'issuer' : issuer.type === 'jwt' ? 'jwksUri' : 'endpoint';
+    const problem = insecureUrlProblem(own ?? issuer.issuer, issuer.allowHttp);
+    if (problem !== undefined) report(`${at}.${field}`, problem);
+  }
+  for (const policy of policies) {
+    const at = `policies.${policy.name}.issuers`;
+    for (const iss of policy.issuers.filter((iss) => !declared.has(iss)))
+      report(at, `"${iss}" is not a configured issuer`);
+    // An opaque token does not say who issued it, so a policy can only ask one opaque issuer.
+    const opaque = policy.issuers.filter((iss) => (declared.get(iss) ?? 'jwt') !== 'jwt');
+    if (opaque.length > 1) report(at, 'at most one introspection/userinfo issuer per policy');
+  }
+}
+
+function describeListen(at: Listen): string {
+  return at.kind === 'unix' ? at.path : `${at.host}:${at.port}`;
+}
+
+/** The parts of a JSON Schema the reference and the variables are read from. */
+export interface JsonSchema {
+  readonly properties?: Readonly<Record<string, JsonSchema>>;
+  readonly required?: readonly string[];
+  readonly items?: JsonSchema;
+  readonly oneOf?: readonly JsonSchema[];
+  readonly additionalProperties?: JsonSchema | boolean;
+  readonly description?: string;
+  readonly env?: string;
+  readonly default?: unknown;
+  readonly const?: unknown;
+}
+
+/** The JSON Schema of the file, as an operator writes it: verifier/config.schema.json. */
+export function jsonSchema(): JsonSchema {
+  return z.toJSONSchema(documentSchema(issuerSchema, policySchema), { io: 'input' }) as JsonSchema;
+}

@@ -433,6 +433,7 @@ describe('one configuration model', () => {
     });
     expect(reads).toEqual(['/x.json', keyPath]);
     expect(config.policies.get('secret')?.cloudfront?.privateKey.type).toBe('private');
+    expect(Object.isFrozen(config.policies.get('secret')?.cloudfront)).toBe(true);
 
     // A document with a problem elsewhere still has its key checked, so one pass shows both.
     reads.length = 0;
@@ -445,7 +446,7 @@ describe('one configuration model', () => {
       }),
     ).toEqual([
       'config.listen: expected host:port or unix:/path, got "nowhere"',
-      'config.policies.secret.cloudfront.privateKeyFile cannot be read (ENOENT): "/keys/cf.pem"',
+      'config.policies.secret.cloudfront.privateKeyFile: cannot read "/keys/cf.pem" (ENOENT)',
     ]);
   });
 });

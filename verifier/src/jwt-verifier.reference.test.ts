@@ -19,7 +19,7 @@ import type { KeyObject } from 'node:crypto';
 import { base64url, createLocalJWKSet, jwtVerify, type JWK, type JWTPayload } from 'jose';
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { JwtIssuer } from './config-types.js';
+import type { JwtIssuer } from './config-model.js';
 import { readIdentity } from './identity.js';
 import { createJwtVerifier, type JwtVerifier } from './jwt-verifier.js';
 import type { KeySet } from './key-set.js';

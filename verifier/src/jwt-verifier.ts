@@ -11,7 +11,7 @@
 // outlive every key rotation and revocation plan).
 // Deliberately not used: `jku`, `x5u`, `jwk`, `x5c` headers — keys come only from the JWKS.
 import { decodeProtectedHeader, errors, type JWTPayload } from 'jose';
-import type { JwtIssuer } from './config-types.js';
+import type { JwtIssuer } from './config-model.js';
 import { VerifyError, type DenyCode } from './errors.js';
 import { readIdentity } from './identity.js';
 import { checkProtectedHeader, validateClaims } from './jwt-claims.js';

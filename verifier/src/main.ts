@@ -1,7 +1,7 @@
 // The verifier process: read the configuration, start the service, listen, and shut down cleanly
 // on SIGTERM/SIGINT. `--check-config` validates the configuration (and key files) and exits.
 import { ConfigError, loadConfig } from './config.js';
-import type { VerifierConfig } from './config-types.js';
+import type { VerifierConfig } from './config-model.js';
 import { createLogger } from './log.js';
 import { createVerifierService } from './service.js';
 import { describe } from './transport.js';

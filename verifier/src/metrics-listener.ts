@@ -2,7 +2,7 @@
 // be opened to the monitoring namespace while the auth endpoint stays reachable only by NGINX.
 // Low traffic by nature, so plain node:http; it answers GET /metrics and 404 to everything else.
 import { createServer } from 'node:http';
-import type { Listen } from './config-types.js';
+import type { Listen } from './config-model.js';
 import type { Answer } from './routes.js';
 import { listenNodeServer } from './transport.js';
 

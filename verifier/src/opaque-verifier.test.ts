@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { statusOf } from './testing/answer.js';
-import type { IntrospectionIssuer, UserinfoIssuer } from './config-types.js';
+import type { IntrospectionIssuer, UserinfoIssuer } from './config-model.js';
 import { createOpaqueVerifier } from './opaque-verifier.js';
 import { manualClock } from './testing/fixtures.js';
 import { buildService } from './testing/service.js';

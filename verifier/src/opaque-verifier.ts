@@ -10,7 +10,7 @@
 // userinfo: OIDC Core §5.3; the token is valid exactly when the endpoint answers 200 with a JSON
 //   object. User-info grants no scopes, so policies that require scopes answer 403 for it, and its
 //   claims describe the user, so the client id is never read from them.
-import type { IntrospectionIssuer, UserinfoIssuer } from './config-types.js';
+import type { IntrospectionIssuer, UserinfoIssuer } from './config-model.js';
 import { createEndpointResolver } from './discovery.js';
 import { VerifyError } from './errors.js';
 import { FetchError, fetchJson } from './fetch-json.js';

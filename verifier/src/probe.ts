@@ -2,8 +2,7 @@
 // path, 1 otherwise. It asks the listener VERIFIER_LISTEN names (TCP or unix socket), so the
 // image's HEALTHCHECK, compose and Kubernetes exec probes follow the configuration.
 import { request } from 'node:http';
-import { ENV_DEFAULTS } from './config-env.js';
-import { listen as listenKind } from './config-kinds.js';
+import { DEFAULT_LISTEN, listen as listenKind } from './config-values.js';
 
 const TIMEOUT_MS = 2000;
 const PATHS = new Set(['/readyz', '/healthz']);
@@ -12,13 +11,12 @@ const PATHS = new Set(['/readyz', '/healthz']);
 function probeTarget(
   listenValue: string | undefined,
 ): { socketPath: string } | { host: string; port: number } {
-  const problems: string[] = [];
-  const listen = listenKind.parse(
-    listenValue?.trim() || ENV_DEFAULTS.VERIFIER_LISTEN,
-    'VERIFIER_LISTEN',
-    problems,
-  );
-  if (problems.length > 0) throw new Error(problems.join('; '));
+  const parsed = listenKind.safeParse(listenValue?.trim() || DEFAULT_LISTEN);
+  if (!parsed.success)
+    throw new Error(
+      parsed.error.issues.map((issue) => `VERIFIER_LISTEN: ${issue.message}`).join('; '),
+    );
+  const listen = parsed.data;
   if (listen.kind === 'unix') return { socketPath: listen.path };
   const host = listen.host === '0.0.0.0' ? '127.0.0.1' : listen.host === '::' ? '::1' : listen.host;
   return { host, port: listen.port };

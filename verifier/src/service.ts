@@ -2,7 +2,7 @@
 // a transport. main.ts calls this; tests and the benchmark call it too, in-process.
 import { createAuthorizer, type Authorize } from './authorize.js';
 import { createCloudFrontDecorator } from './cloudfront/gate-decorator.js';
-import type { Listen, VerifierConfig } from './config-types.js';
+import type { Listen, VerifierConfig } from './config-model.js';
 import { createDecisionCache, type DecisionCache } from './decision-cache.js';
 import { withGrant, type DecisionDecorator } from './decision.js';
 import { createEndpointResolver } from './discovery.js';

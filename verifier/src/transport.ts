@@ -3,7 +3,7 @@
 import { unlinkSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { createRequire } from 'node:module';
-import type { Listen, TransportChoice } from './config-types.js';
+import type { Listen, TransportChoice } from './config-model.js';
 import type { Logger } from './log.js';
 
 export interface Transport {

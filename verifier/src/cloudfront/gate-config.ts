@@ -1,64 +1,21 @@
 // The per-policy `cloudfront` section of the verifier's configuration, declared by the signer
-// itself: its fields are validated with the rest of the document (every problem prefixed with
-// where it sits), then the key file is read through the configuration's one reader and checked,
-// so `--check-config` catches a wrong key before the first request does.
-
+// itself as a schema the policy includes: its fields are validated with the rest of the document,
+// then the key file is read through the configuration's one reader and checked, so
+// `--check-config` catches a wrong key before the first request does.
 import type { KeyObject } from 'node:crypto';
-import type { FileReader, PluginSection, Problems } from '../config-kinds.js';
+import { z } from 'zod';
+import { Deferred, section, type ConfigIo, type Fail } from '../config-values.js';
 import { domainCovers } from './cookie-scope.js';
 import { checkResourcePattern } from './resource.js';
-import {
-  cloudFrontAlgorithms,
-  isCloudFrontAlgorithm,
-  readPrivateKey,
-  type CloudFrontAlgorithm,
-} from './signing-key.js';
-
-/** The section as written: plain settings, no key material. */
-export interface CloudFrontSettings {
-  readonly keyPairId: string;
-  /** Path of the PEM (or JWK JSON) private key. */
-  readonly privateKeyFile: string;
-  readonly algorithm: CloudFrontAlgorithm;
-  /** Custom-policy resource the cookies grant, e.g. `https://cdn.example.com/private/*`. */
-  readonly resource: string;
-  /** Lifetime of the cookies handed out on an allowed request. */
-  readonly ttlSeconds: number;
-  /**
-   * `Domain` attribute for the cookies; absent: host-only cookies (they then reach CloudFront
-   * only when the distribution serves the gate's own host). A browser accepts a `Domain` only
-   * when it covers the gate's host, and sends the cookie to CloudFront only when it covers the
-   * resource's host: with the gate on `app.example.com` and assets on `cdn.example.com`, that is
-   * `example.com` (never a public suffix).
-   */
-  readonly cookieDomain?: string;
-}
-
-/** The section once loaded: the settings and the checked private key. */
-export interface CloudFrontGateConfig extends CloudFrontSettings {
-  readonly privateKey: KeyObject;
-}
-
-export interface ParsedCloudFrontConfig {
-  /** Present exactly when `problems` is empty. */
-  readonly config: CloudFrontSettings | undefined;
-  readonly problems: string[];
-}
+import { cloudFrontAlgorithms, readPrivateKey, type CloudFrontAlgorithm } from './signing-key.js';
 
 const MAX_TTL_SECONDS = 7 * 24 * 3600;
-const fields = new Set([
-  'keyPairId',
-  'privateKeyFile',
-  'algorithm',
-  'resource',
-  'ttlSeconds',
-  'cookieDomain',
-]);
-const keyPairIdShape = /^[A-Za-z0-9]{1,128}$/;
 // A cookie Domain is a host name (optionally with the legacy leading dot): it goes into a
 // Set-Cookie header, so anything beyond letters, digits, dots and hyphens is refused.
 const cookieDomainShape =
   /^\.?(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
+const must = (phrase: string) => ({ error: `must be ${phrase}` });
+const ttlPhrase = must(`a whole number of seconds from 1 to ${MAX_TTL_SECONDS}`);
 
 /**
  * CloudFront accepts SHA-256 for signed cookies and URLs (`CloudFront-Hash-Algorithm`), so the
@@ -66,151 +23,110 @@ const cookieDomainShape =
  */
 const DEFAULT_ALGORITHM: CloudFrontAlgorithm = 'RSA-SHA256';
 
-/**
- * Validates `{ keyPairId, privateKeyFile, algorithm, resource, ttlSeconds, cookieDomain }` without
- * reading anything. `algorithm` defaults to `RSA-SHA256`; `cookieDomain` is optional and must
- * cover the resource's host (else the browser would never send the cookies to CloudFront);
- * unknown fields are problems (a misspelt field would otherwise be silently ignored).
- */
-export function parseCloudFrontConfig(value: unknown, where: string): ParsedCloudFrontConfig {
-  const problems: string[] = [];
-  const problem = (field: string, message: string) => problems.push(`${where}.${field} ${message}`);
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    return {
-      config: undefined,
-      problems: [
-        `${where} must be an object with keyPairId, privateKeyFile, resource and ttlSeconds`,
-      ],
-    };
-  }
-  const input = value as Record<string, unknown>;
-  for (const name of Object.keys(input))
-    if (!fields.has(name)) problem(name, 'is not a known field');
+/** The section as written: plain settings, no key material. Validating it reads nothing. */
+export const cloudFrontSettings = section({
+  keyPairId: z
+    .string(must('the CloudFront public key ID (letters and digits)'))
+    .regex(/^[A-Za-z0-9]{1,128}$/, must('the CloudFront public key ID (letters and digits)'))
+    .meta({ description: 'The CloudFront public key ID (letters and digits).' }),
+  privateKeyFile: z
+    .string(must('the path of the private key file'))
+    .min(1, must('the path of the private key file'))
+    .meta({
+      description:
+        'Path of the PEM (or JWK JSON) private key: RSA 2048-bit, or ECDSA P-256 for `ECDSA-SHA256`.',
+    }),
+  algorithm: z
+    .enum(
+      cloudFrontAlgorithms as [CloudFrontAlgorithm],
+      must(`one of ${cloudFrontAlgorithms.join(', ')}`),
+    )
+    .default(DEFAULT_ALGORITHM)
+    .meta({
+      description:
+        '`RSA-SHA256` (preferred: CloudFront accepts SHA-256 for cookies and URLs), `ECDSA-SHA256` or `RSA-SHA1`.',
+    }),
+  resource: z
+    .unknown()
+    .transform((value, ctx) => {
+      try {
+        return checkResourcePattern(value);
+      } catch (error) {
+        const message = (error as Error).message.replace(/^"resource" /, '');
+        ctx.issues.push({ code: 'custom', input: value, message });
+        return z.NEVER;
+      }
+    })
+    .pipe(z.string())
+    .meta({
+      description:
+        'Custom-policy resource the cookies grant, e.g. `https://cdn.example.com/private/*`.',
+    }),
+  ttlSeconds: z
+    .number(ttlPhrase)
+    .int(ttlPhrase)
+    .min(1, ttlPhrase)
+    .max(MAX_TTL_SECONDS, ttlPhrase)
+    .meta({
+      description: `Longest lifetime of the cookies, 1 to ${MAX_TTL_SECONDS} seconds; never past the access token's \`exp\` (expiries are rounded down to a bucket of at most a quarter of it, up to 300 s). The cookies' \`Path\` is the resource's path up to its first wildcard.`,
+    }),
+  /**
+   * Absent: host-only cookies (they then reach CloudFront only when the distribution serves the
+   * gate's own host). A browser accepts a `Domain` only when it covers the gate's host, and sends
+   * the cookie to CloudFront only when it covers the resource's host.
+   */
+  cookieDomain: z
+    .string(must('a host name such as cdn.example.com'))
+    .regex(cookieDomainShape, must('a host name such as cdn.example.com'))
+    .optional()
+    .meta({
+      description:
+        "`Domain` attribute of the cookies; unset: host-only cookies. Must cover the resource's host, and the browser accepts it only when it also covers the gate's host: gate on `app.example.com`, CDN on `cdn.example.com` → `example.com`.",
+    }),
+}).check((ctx) => {
+  const { cookieDomain, resource } = ctx.value;
+  const host = /^[a-z*]+:\/\/([^/:]+)/i.exec(resource)?.[1];
+  if (cookieDomain === undefined || host === undefined || host.includes('*')) return;
+  if (!domainCovers(cookieDomain, host))
+    ctx.issues.push({
+      code: 'custom',
+      input: cookieDomain,
+      path: ['cookieDomain'],
+      message: `must be "${host}" or a parent domain of it, or the browser never sends the cookies to CloudFront`,
+    });
+});
 
-  const { keyPairId, privateKeyFile, resource, ttlSeconds, cookieDomain } = input;
-  const algorithm = input['algorithm'] ?? DEFAULT_ALGORITHM;
+export type CloudFrontSettings = z.output<typeof cloudFrontSettings>;
 
-  if (typeof keyPairId !== 'string' || !keyPairIdShape.test(keyPairId))
-    problem('keyPairId', 'must be the CloudFront public key ID (letters and digits)');
-  if (!isCloudFrontAlgorithm(algorithm))
-    problem('algorithm', `must be one of ${cloudFrontAlgorithms.join(', ')}`);
-  if (typeof privateKeyFile !== 'string' || privateKeyFile === '')
-    problem('privateKeyFile', 'must be the path of the private key file');
-  try {
-    checkResourcePattern(resource);
-  } catch (error) {
-    problem('resource', (error as Error).message.replace(/^"resource" /, ''));
-  }
-  if (
-    typeof ttlSeconds !== 'number' ||
-    !Number.isSafeInteger(ttlSeconds) ||
-    ttlSeconds < 1 ||
-    ttlSeconds > MAX_TTL_SECONDS
-  ) {
-    problem('ttlSeconds', `must be a whole number of seconds from 1 to ${MAX_TTL_SECONDS}`);
-  }
-  if (
-    cookieDomain !== undefined &&
-    (typeof cookieDomain !== 'string' || !cookieDomainShape.test(cookieDomain))
-  ) {
-    problem('cookieDomain', 'must be a host name such as cdn.example.com');
-  } else if (cookieDomain !== undefined && typeof resource === 'string') {
-    const host = /^[a-z*]+:\/\/([^/:]+)/i.exec(resource)?.[1];
-    if (host !== undefined && !host.includes('*') && !domainCovers(cookieDomain, host))
-      problem(
-        'cookieDomain',
-        `must be "${host}" or a parent domain of it, or the browser never sends the cookies to CloudFront`,
-      );
-  }
-  if (problems.length > 0) return { config: undefined, problems };
-
-  const config: CloudFrontSettings = {
-    keyPairId: keyPairId as string,
-    privateKeyFile: privateKeyFile as string,
-    algorithm: algorithm as CloudFrontAlgorithm,
-    resource: resource as string,
-    ttlSeconds: ttlSeconds as number,
-    ...(cookieDomain === undefined ? {} : { cookieDomain: cookieDomain as string }),
-  };
-  return { config: Object.freeze(config), problems };
+/** The section once loaded: the settings and the checked private key. */
+export interface CloudFrontGateConfig extends CloudFrontSettings {
+  readonly privateKey: KeyObject;
 }
 
 /**
- * Reads the key file through the configuration's reader and checks it fits the algorithm; pushes
+ * Reads the key file through the configuration's reader and checks it fits the algorithm; reports
  * a problem that names the file but never quotes its contents.
  */
 export function loadCloudFrontKey(
   settings: CloudFrontSettings,
-  where: string,
-  read: FileReader,
-  problems: Problems,
+  io: ConfigIo,
+  fail: Fail,
 ): CloudFrontGateConfig | undefined {
-  const { privateKeyFile: path } = settings;
-  let text: string;
-  try {
-    text = read(path);
-  } catch (error) {
-    problems.push(
-      `${where}.privateKeyFile cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'}): ${JSON.stringify(path)}`,
-    );
-    return undefined;
-  }
+  const at = ['privateKeyFile'];
+  const text = io.readReported(settings.privateKeyFile, (message) => fail(message, at));
+  if (text === undefined) return undefined;
   try {
     return { ...settings, privateKey: readPrivateKey(text, settings.algorithm) };
   } catch (error) {
-    problems.push(
-      `${where}.privateKeyFile ${JSON.stringify(path)}: ${(error as Error).message.replace(/^"privateKey" /, '')}`,
-    );
+    const why = (error as Error).message.replace(/^"privateKey" /, '');
+    fail(`${JSON.stringify(settings.privateKeyFile)}: ${why}`, at);
     return undefined;
   }
 }
 
-/** The section as the configuration model lists it for a policy. */
-export const cloudFrontSection: PluginSection<CloudFrontSettings, CloudFrontGateConfig> = {
-  kind: {
-    parse(raw, where, problems) {
-      const parsed = parseCloudFrontConfig(raw, where);
-      problems.push(...parsed.problems);
-      return parsed.config;
-    },
-  },
-  load: loadCloudFrontKey,
-  reference: [
-    {
-      path: 'keyPairId',
-      env: undefined,
-      default: undefined,
-      doc: 'The CloudFront public key ID (letters and digits).',
-    },
-    {
-      path: 'privateKeyFile',
-      env: undefined,
-      default: undefined,
-      doc: 'Path of the PEM (or JWK JSON) private key: RSA 2048-bit, or ECDSA P-256 for `ECDSA-SHA256`.',
-    },
-    {
-      path: 'algorithm',
-      env: undefined,
-      default: DEFAULT_ALGORITHM,
-      doc: '`RSA-SHA256` (preferred: CloudFront accepts SHA-256 for cookies and URLs), `ECDSA-SHA256` or `RSA-SHA1`.',
-    },
-    {
-      path: 'resource',
-      env: undefined,
-      default: undefined,
-      doc: 'Custom-policy resource the cookies grant, e.g. `https://cdn.example.com/private/*`.',
-    },
-    {
-      path: 'ttlSeconds',
-      env: undefined,
-      default: undefined,
-      doc: `Longest lifetime of the cookies, 1 to ${MAX_TTL_SECONDS} seconds; never past the access token's \`exp\` (expiries are rounded down to a bucket of at most a quarter of it, up to 300 s). The cookies' \`Path\` is the resource's path up to its first wildcard.`,
-    },
-    {
-      path: 'cookieDomain',
-      env: undefined,
-      default: undefined,
-      doc: "`Domain` attribute of the cookies; unset: host-only cookies. Must cover the resource's host, and the browser accepts it only when it also covers the gate's host: gate on `app.example.com`, CDN on `cdn.example.com` → `example.com`.",
-    },
-  ],
-};
+/** The section as a policy includes it: validated settings, then the key read once at start. */
+export const cloudFrontSection = cloudFrontSettings
+  .transform((settings) => new Deferred((io, fail) => loadCloudFrontKey(settings, io, fail)))
+  .meta({
+    description: 'CloudFront signed cookies for allowed requests of this policy (see below).',
+  });

@@ -17,11 +17,10 @@ export {
 } from './signing-key.js';
 export {
   cloudFrontSection,
+  cloudFrontSettings,
   loadCloudFrontKey,
-  parseCloudFrontConfig,
   type CloudFrontGateConfig,
   type CloudFrontSettings,
-  type ParsedCloudFrontConfig,
 } from './gate-config.js';
 export {
   createCloudFrontDecorator,

@@ -1,0 +1,279 @@
+// The kinds of value a setting can hold, as zod schemas. Each accepts the JSON spelling and the
+// environment's string spelling (`"30s"`, `"RS256,ES256"`, `"true"`), so a VERIFIER_* variable is
+// checked by the same schema as the file, and names what it expected in operator words.
+import { z } from 'zod';
+
+/** A value as a problem quotes it; objects are not quoted (they may hold a secret). */
+const got = (value: unknown) =>
+  typeof value === 'string'
+    ? `, got "${value}"`
+    : typeof value === 'number' || typeof value === 'boolean'
+      ? `, got ${value}`
+      : '';
+
+/**
+ * The error option of a kind: "expected …, got …", or the `missing` phrase when the value is
+ * absent (zod reports both as the same issue, told apart by its input).
+ */
+export function says(expected: string, missing = 'a value is required') {
+  return {
+    error: (issue: { input?: unknown }) =>
+      issue.input === undefined ? missing : `expected ${expected}${got(issue.input)}`,
+  };
+}
+
+const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/;
+const UNIT_SECONDS: Record<string, number> = { ms: 0.001, s: 1, m: 60, h: 3600 };
+const durationSays = says('a duration such as 30, 30s, 10m or 24h');
+
+/** `30`, `30s`, `10m`, `24h`, `500ms` → seconds. Plain numbers are seconds. */
+export const duration = z
+  .union([z.number(durationSays).min(0, durationSays), z.string().regex(DURATION, durationSays)])
+  .transform((raw) => {
+    const match = DURATION.exec(String(raw));
+    return match ? Number(match[1]) * (UNIT_SECONDS[match[2] ?? 's'] ?? 1) : Number(raw);
+  });
+
+const countSays = says('a positive integer');
+/** A positive integer, e.g. a cache size. */
+export const count = z
+  .union([
+    z.number(countSays).int(countSays).positive(countSays),
+    z.string().regex(/^0*[1-9]\d*$/, countSays),
+  ])
+  .transform(Number)
+  .pipe(z.number().max(Number.MAX_SAFE_INTEGER, countSays));
+
+const BYTES = /^(\d+)([kmg]i?b?)?$/i;
+const FACTOR: Record<string, number> = { k: 1024, m: 1024 ** 2, g: 1024 ** 3 };
+const bytesSays = says('a size such as 65536, 64k or 64m');
+/** Byte sizes accept `k`, `m`, `g` suffixes (powers of 1024). */
+export const bytes = z
+  .union([
+    z.number(bytesSays).int(bytesSays).positive(bytesSays),
+    z.string().regex(BYTES, bytesSays),
+  ])
+  .transform((raw) => {
+    const [, digits = raw, unit = ''] = BYTES.exec(String(raw)) ?? [];
+    return Number(digits) * (FACTOR[unit.charAt(0).toLowerCase()] ?? 1);
+  })
+  .pipe(z.number().int().positive(bytesSays));
+
+const NON_EMPTY = 'a non-empty string is required';
+/** A non-empty string. */
+export const text = z.string(says('a string', NON_EMPTY)).min(1, NON_EMPTY);
+
+/** An absolute http(s) URL. Plain http is accepted because sidecar IdPs are often on loopback. */
+export const url = text.refine(
+  (value) => ['https:', 'http:'].includes(URL.parse(value)?.protocol ?? ''),
+  says('an absolute http(s) URL'),
+);
+
+/** Space- or comma-separated words, empty entries dropped. */
+export function splitList(raw: string): string[] {
+  return raw.split(/[\s,]+/).filter((word) => word.length > 0);
+}
+
+/**
+ * An array of non-empty strings (a space- or comma-separated list in an environment variable).
+ * `atLeastOne` names what must be present, e.g. "claim name".
+ */
+export function list(atLeastOne?: string) {
+  const none = atLeastOne && `at least one ${atLeastOne} is required`;
+  const listSays = says('an array of non-empty strings', none);
+  const items = z.array(z.string().min(1), listSays);
+  return z
+    .union([items, z.string().transform(splitList)], listSays)
+    .pipe(none ? items.min(1, none) : items);
+}
+
+/** One of a closed set of words. */
+export function oneOf<const T extends readonly [string, ...string[]]>(values: T, say?: string) {
+  return z.enum(values, says(say ?? values.join(', ')));
+}
+
+/** Only asymmetric JWS algorithms: RFC 8725 §3.1/§3.2, never `none`, never HMAC with a JWKS. */
+export const ASYMMETRIC_ALGORITHMS: ReadonlySet<string> = new Set([
+  ...['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512'],
+  ...['ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'],
+]);
+
+export const algorithms = list('algorithm').check((ctx) => {
+  for (const alg of ctx.value.filter((name) => !ASYMMETRIC_ALGORITHMS.has(name)))
+    ctx.issues.push({
+      code: 'custom',
+      input: ctx.value,
+      message: `"${alg}" is not allowed (asymmetric only: ${[...ASYMMETRIC_ALGORITHMS].join(', ')})`,
+    });
+});
+
+/** Reads a file named by the configuration; the one reader, injectable for tests. */
+export type FileReader = (path: string) => string;
+
+/** What a setting may read at start: files through the one reader, and other variables. */
+export interface ConfigIo {
+  readonly read: FileReader;
+  readonly env: NodeJS.ProcessEnv;
+  /** `read`, or undefined after reporting `cannot read "PATH" (ENOENT)`; never quotes contents. */
+  readonly readReported: (path: string, fail: Fail) => string | undefined;
+}
+
+/** The one reader and the environment, as deferred values see them. */
+export function createIo(read: FileReader, env: NodeJS.ProcessEnv): ConfigIo {
+  return {
+    read,
+    env,
+    readReported(path, fail) {
+      try {
+        return read(path);
+      } catch (error) {
+        fail(`cannot read "${path}" (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
+        return undefined;
+      }
+    },
+  };
+}
+
+/** Reports one problem of a deferred value, at the setting or at a field below it. */
+export type Fail = (message: string, path?: readonly string[]) => void;
+
+/**
+ * A value that needs a file or a variable to become what the configuration holds (a secret, a
+ * key). A schema's transform returns one; the loader runs `load` after the whole document has
+ * been validated, so a section that is wrong reads nothing and `--check-config` checks the files.
+ */
+export class Deferred<T> {
+  constructor(readonly load: (io: ConfigIo, fail: Fail) => T) {}
+}
+
+/** The configuration's type once every Deferred is loaded, read-only all the way down. */
+export type Loaded<T> =
+  T extends Deferred<infer U>
+    ? U
+    : T extends readonly (infer E)[]
+      ? readonly Loaded<E>[]
+      : T extends object
+        ? { readonly [K in keyof T]: Loaded<T[K]> }
+        : T;
+
+export type Listen =
+  | { readonly kind: 'tcp'; readonly host: string; readonly port: number }
+  | { readonly kind: 'unix'; readonly path: string };
+
+/** Where the verifier listens unless told otherwise (the probe reads it too). */
+export const DEFAULT_LISTEN = '127.0.0.1:8090';
+
+const TCP = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]*)):(\d{1,5})$/;
+const listenSays = says('host:port or unix:/path');
+/** `host:port`, `[v6]:port`, `:port` (loopback) or `unix:/path/to.sock`. */
+export const listen = z.string(listenSays).transform((value, ctx): Listen => {
+  const fail = (message: string) => {
+    ctx.issues.push({ code: 'custom', input: value, message });
+    return z.NEVER;
+  };
+  if (value.startsWith('unix:')) {
+    const path = value.slice('unix:'.length);
+    if (!path.startsWith('/')) return fail(`unix socket path must be absolute, got "${path}"`);
+    return { kind: 'unix', path };
+  }
+  const [, v6, host, port] = TCP.exec(value) ?? [];
+  if (port === undefined || Number(port) < 1 || Number(port) > 65535)
+    return fail(listenSays.error({ input: value }));
+  return { kind: 'tcp', host: v6 ?? (host || '127.0.0.1'), port: Number(port) };
+});
+
+/** `true` / `false` (also `true`, `false`, `on`, `off`, `1`, `0` … as strings, from the environment). */
+export const flag = z.union([z.boolean(), z.stringbool()], says('true or false'));
+
+/**
+ * A required JWT `typ` header value, or `false` / `"off"` for none (an issuer that does not
+ * follow RFC 9068). The value is compared the way jose does: `application/` prefix optional.
+ */
+export const typ = z
+  .union(
+    [z.literal([false, 'off']), z.string().regex(/^[\x21-\x7e]{1,64}$/)],
+    says('a media type such as "at+jwt", or "off"'),
+  )
+  .transform((value) => (value === false || value === 'off' ? undefined : value));
+
+/** Where a credential comes from: inline, a file (a mounted Kubernetes Secret) or a variable. */
+export type SecretSource =
+  | { readonly from: 'inline'; readonly value: string }
+  | { readonly from: 'file'; readonly path: string }
+  | { readonly from: 'env'; readonly name: string };
+
+const secretSays = says(
+  'a non-empty string, { "file": "/absolute/path" } or { "env": "NAME" }',
+  'a secret (a string, { "file": PATH } or { "env": NAME }) is required',
+);
+/**
+ * A secret written inline (`"s3cret"`), or read at start from `{ "file": "/run/secrets/x" }` or
+ * `{ "env": "NAME" }`. The file and variable forms keep the value out of a ConfigMap.
+ */
+export const secretSource = z
+  .union(
+    [
+      z.string().min(1),
+      z.strictObject({ file: z.string().startsWith('/') }),
+      z.strictObject({ env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/) }),
+    ],
+    secretSays,
+  )
+  .transform((raw, ctx): SecretSource => {
+    if (typeof raw === 'string') return { from: 'inline', value: raw };
+    if ('file' in raw) return { from: 'file', path: raw.file };
+    if (raw.env.startsWith('VERIFIER_'))
+      ctx.issues.push({
+        code: 'custom',
+        input: raw,
+        message: `"${raw.env}": choose a variable name outside the VERIFIER_ prefix`,
+      });
+    return { from: 'env', name: raw.env };
+  });
+
+/** A secret's value, read once at start through the one reader. */
+export const secret = secretSource.transform(
+  (source) =>
+    new Deferred<string>((io, fail) => {
+      if (source.from === 'inline') return source.value;
+      if (source.from === 'env') {
+        const value = io.env[source.name];
+        if (value === undefined || value === '') fail(`variable ${source.name} is not set`);
+        return value ?? '';
+      }
+      // A file's trailing newline (as `kubectl create secret --from-file` keeps it) is dropped.
+      const value = io.readReported(source.path, fail)?.replace(/\r?\n$/, '');
+      if (value === '') fail(`"${source.path}" is empty`);
+      return value ?? '';
+    }),
+);
+
+const LOOPBACK_HOSTS = new Set(['localhost', '[::1]']);
+
+/** True for `localhost`, 127.0.0.0/8 and `[::1]`: traffic that never leaves the host. */
+export function isLoopbackHost(hostname: string): boolean {
+  return LOOPBACK_HOSTS.has(hostname.toLowerCase()) || /^127(?:\.\d{1,3}){3}$/.test(hostname);
+}
+
+/** Plain `http:` is allowed only to loopback, unless the issuer opted in (`allowHttp`). */
+export function insecureUrlProblem(url: string, allowHttp: boolean): string | undefined {
+  const parsed = URL.parse(url);
+  if (parsed?.protocol !== 'http:' || allowHttp || isLoopbackHost(parsed.hostname))
+    return undefined;
+  return `"${url}" is plain http to a host that is not loopback; use https, or set "allowHttp": true on this issuer`;
+}
+
+/**
+ * An object of settings that refuses unknown fields (a misspelt one would otherwise be silently
+ * ignored), naming the known ones.
+ */
+export function section<const Shape extends z.core.$ZodLooseShape>(shape: Shape) {
+  return z.strictObject(shape, {
+    error: (issue) =>
+      issue.code === 'unrecognized_keys'
+        ? `unknown field ${issue.keys.map((key) => `"${key}"`).join(', ')} (known: ${Object.keys(shape).join(', ')})`
+        : issue.input === undefined
+          ? undefined
+          : 'expected an object',
+  });
+}
