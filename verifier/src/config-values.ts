@@ -22,42 +22,37 @@ export function says(expected: string, missing = 'a value is required') {
   };
 }
 
-const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/;
-const UNIT_SECONDS: Record<string, number> = { ms: 0.001, s: 1, m: 60, h: 3600 };
-const durationSays = says('a duration such as 30, 30s, 10m or 24h');
+/**
+ * A number written plainly or as a string with a unit suffix, scaled by `unit(suffix)`; `whole`
+ * values are positive integers (a cache size), the others non-negative (a duration).
+ */
+function measure(expected: string, shape: RegExp, unit: (suffix: string) => number, whole = true) {
+  const said = says(expected);
+  const plain = whole ? z.number(said).int(said).positive(said) : z.number(said).min(0, said);
+  return z
+    .union([plain, z.string().regex(shape, said)], said)
+    .transform((raw) => {
+      const [, digits = raw, suffix = ''] = shape.exec(String(raw)) ?? [];
+      return Number(digits) * unit(suffix.toLowerCase());
+    })
+    .pipe(whole ? z.number().int().positive(said).max(Number.MAX_SAFE_INTEGER, said) : z.number());
+}
 
 /** `30`, `30s`, `10m`, `24h`, `500ms` → seconds. Plain numbers are seconds. */
-export const duration = z
-  .union([z.number(durationSays).min(0, durationSays), z.string().regex(DURATION, durationSays)])
-  .transform((raw) => {
-    const match = DURATION.exec(String(raw));
-    return match ? Number(match[1]) * (UNIT_SECONDS[match[2] ?? 's'] ?? 1) : Number(raw);
-  });
-
-const countSays = says('a positive integer');
+export const duration = measure(
+  'a duration such as 30, 30s, 10m or 24h',
+  /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/,
+  (suffix) => ({ ms: 0.001, m: 60, h: 3600 })[suffix] ?? 1,
+  false,
+);
 /** A positive integer, e.g. a cache size. */
-export const count = z
-  .union([
-    z.number(countSays).int(countSays).positive(countSays),
-    z.string().regex(/^0*[1-9]\d*$/, countSays),
-  ])
-  .transform(Number)
-  .pipe(z.number().max(Number.MAX_SAFE_INTEGER, countSays));
-
-const BYTES = /^(\d+)([kmg]i?b?)?$/i;
-const FACTOR: Record<string, number> = { k: 1024, m: 1024 ** 2, g: 1024 ** 3 };
-const bytesSays = says('a size such as 65536, 64k or 64m');
+export const count = measure('a positive integer', /^(\d+)$/, () => 1);
 /** Byte sizes accept `k`, `m`, `g` suffixes (powers of 1024). */
-export const bytes = z
-  .union([
-    z.number(bytesSays).int(bytesSays).positive(bytesSays),
-    z.string().regex(BYTES, bytesSays),
-  ])
-  .transform((raw) => {
-    const [, digits = raw, unit = ''] = BYTES.exec(String(raw)) ?? [];
-    return Number(digits) * (FACTOR[unit.charAt(0).toLowerCase()] ?? 1);
-  })
-  .pipe(z.number().int().positive(bytesSays));
+export const bytes = measure(
+  'a size such as 65536, 64k or 64m',
+  /^(\d+)([kmg]i?b?)?$/i,
+  (suffix) => 1024 ** Math.max(0, ' kmg'.indexOf(suffix.charAt(0) || ' ')),
+);
 
 const NON_EMPTY = 'a non-empty string is required';
 /** A non-empty string. */
@@ -110,20 +105,19 @@ export const algorithms = list('algorithm').check((ctx) => {
 /** Reads a file named by the configuration; the one reader, injectable for tests. */
 export type FileReader = (path: string) => string;
 
-/** What a setting may read at start: files through the one reader, and other variables. */
+/**
+ * What a deferred value may read at start: files through the one reader (a failure is reported
+ * as `cannot read "PATH" (ENOENT)`, never with contents), and other variables.
+ */
 export interface ConfigIo {
-  readonly read: FileReader;
+  readonly read: (path: string, fail: Fail) => string | undefined;
   readonly env: NodeJS.ProcessEnv;
-  /** `read`, or undefined after reporting `cannot read "PATH" (ENOENT)`; never quotes contents. */
-  readonly readReported: (path: string, fail: Fail) => string | undefined;
 }
 
-/** The one reader and the environment, as deferred values see them. */
 export function createIo(read: FileReader, env: NodeJS.ProcessEnv): ConfigIo {
   return {
-    read,
     env,
-    readReported(path, fail) {
+    read(path, fail) {
       try {
         return read(path);
       } catch (error) {
@@ -196,57 +190,41 @@ export const typ = z
   )
   .transform((value) => (value === false || value === 'off' ? undefined : value));
 
-/** Where a credential comes from: inline, a file (a mounted Kubernetes Secret) or a variable. */
-export type SecretSource =
-  | { readonly from: 'inline'; readonly value: string }
-  | { readonly from: 'file'; readonly path: string }
-  | { readonly from: 'env'; readonly name: string };
-
-const secretSays = says(
-  'a non-empty string, { "file": "/absolute/path" } or { "env": "NAME" }',
-  'a secret (a string, { "file": PATH } or { "env": NAME }) is required',
-);
 /**
- * A secret written inline (`"s3cret"`), or read at start from `{ "file": "/run/secrets/x" }` or
- * `{ "env": "NAME" }`. The file and variable forms keep the value out of a ConfigMap.
+ * A secret written inline (`"s3cret"`), or read once at start from `{ "file": "/run/secrets/x" }`
+ * or `{ "env": "NAME" }`. The file and variable forms keep the value out of a ConfigMap.
  */
-export const secretSource = z
+export const secret = z
   .union(
     [
       z.string().min(1),
-      z.strictObject({ file: z.string().startsWith('/') }),
+      z.strictObject({ file: z.string().regex(/^\//) }),
       z.strictObject({ env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/) }),
     ],
-    secretSays,
+    says(
+      'a non-empty string, { "file": "/absolute/path" } or { "env": "NAME" }',
+      'a secret (a string, { "file": PATH } or { "env": NAME }) is required',
+    ),
   )
-  .transform((raw, ctx): SecretSource => {
-    if (typeof raw === 'string') return { from: 'inline', value: raw };
-    if ('file' in raw) return { from: 'file', path: raw.file };
-    if (raw.env.startsWith('VERIFIER_'))
-      ctx.issues.push({
-        code: 'custom',
-        input: raw,
-        message: `"${raw.env}": choose a variable name outside the VERIFIER_ prefix`,
-      });
-    return { from: 'env', name: raw.env };
-  });
-
-/** A secret's value, read once at start through the one reader. */
-export const secret = secretSource.transform(
-  (source) =>
-    new Deferred<string>((io, fail) => {
-      if (source.from === 'inline') return source.value;
-      if (source.from === 'env') {
-        const value = io.env[source.name];
-        if (value === undefined || value === '') fail(`variable ${source.name} is not set`);
+  .refine((raw) => typeof raw !== 'object' || !('env' in raw) || !/^VERIFIER_/.test(raw.env), {
+    error: (issue) =>
+      `"${(issue.input as { env: string }).env}": choose a variable name outside the VERIFIER_ prefix`,
+  })
+  .transform(
+    (raw) =>
+      new Deferred<string>((io, fail) => {
+        if (typeof raw === 'string') return raw;
+        if ('env' in raw) {
+          const value = io.env[raw.env];
+          if (value === undefined || value === '') fail(`variable ${raw.env} is not set`);
+          return value ?? '';
+        }
+        // A file's trailing newline (as `kubectl create secret --from-file` keeps it) is dropped.
+        const value = io.read(raw.file, fail)?.replace(/\r?\n$/, '');
+        if (value === '') fail(`"${raw.file}" is empty`);
         return value ?? '';
-      }
-      // A file's trailing newline (as `kubectl create secret --from-file` keeps it) is dropped.
-      const value = io.readReported(source.path, fail)?.replace(/\r?\n$/, '');
-      if (value === '') fail(`"${source.path}" is empty`);
-      return value ?? '';
-    }),
-);
+      }),
+  );
 
 const LOOPBACK_HOSTS = new Set(['localhost', '[::1]']);
 

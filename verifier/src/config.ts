@@ -75,14 +75,9 @@ export function loadConfig(
   const sectionsGiven = source.file !== undefined || source.singleIssuer;
   if (!sectionsGiven) problems.push('VERIFIER_ISSUER or VERIFIER_CONFIG: one of them is required');
 
-  const label = (path: string): string => {
-    for (let at = path; ; at = at.replace(/(?:\.[^.[]*|\[\d+\])$/, '')) {
-      const variable = source.labels.get(at);
-      if (variable !== undefined) return variable;
-      if (at === '' || !/[.[]/.test(at)) break;
-    }
-    return source.file === undefined ? path : path === '' ? 'config' : `config.${path}`;
-  };
+  const label = (path: string): string =>
+    source.labels.get(path) ??
+    (source.file === undefined ? path : path === '' ? 'config' : `config.${path}`);
   const report = (path: string, message: string) => problems.push(`${label(path)}: ${message}`);
   /** Parses one section at `at`, reporting its problems; its value when it is valid. */
   function check<T>(schema: z.ZodType<T>, value: unknown, at: string): T | undefined {

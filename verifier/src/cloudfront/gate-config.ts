@@ -47,17 +47,15 @@ export const cloudFrontSettings = section({
         '`RSA-SHA256` (preferred: CloudFront accepts SHA-256 for cookies and URLs), `ECDSA-SHA256` or `RSA-SHA1`.',
     }),
   resource: z
-    .unknown()
-    .transform((value, ctx) => {
+    .string(must('an absolute http:// or https:// URL'))
+    .check((ctx) => {
       try {
-        return checkResourcePattern(value);
+        checkResourcePattern(ctx.value);
       } catch (error) {
         const message = (error as Error).message.replace(/^"resource" /, '');
-        ctx.issues.push({ code: 'custom', input: value, message });
-        return z.NEVER;
+        ctx.issues.push({ code: 'custom', input: ctx.value, message });
       }
     })
-    .pipe(z.string())
     .meta({
       description:
         'Custom-policy resource the cookies grant, e.g. `https://cdn.example.com/private/*`.',
@@ -113,7 +111,7 @@ export function loadCloudFrontKey(
   fail: Fail,
 ): CloudFrontGateConfig | undefined {
   const at = ['privateKeyFile'];
-  const text = io.readReported(settings.privateKeyFile, (message) => fail(message, at));
+  const text = io.read(settings.privateKeyFile, (message) => fail(message, at));
   if (text === undefined) return undefined;
   try {
     return { ...settings, privateKey: readPrivateKey(text, settings.algorithm) };
