@@ -398,6 +398,7 @@ describe('one configuration model', () => {
   it('top-level settings may sit in the file; a variable wins over the file', () => {
     const config = loadConfig({ VERIFIER_CONFIG: '/x.json', VERIFIER_CACHE_MAX_ENTRIES: '7' }, () =>
       JSON.stringify({
+        $schema: '../verifier/config.schema.json',
         logLevel: 'warn',
         cache: { maxEntries: 5, maxTtl: '2m' },
         issuers: [{ issuer: 'https://a.test', audience: 'api' }],

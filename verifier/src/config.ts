@@ -138,49 +138,40 @@ export function loadConfig(
 
   // Values that name a file or a variable are read last, for every section that validated.
   const io = createIo(readFile, env);
+  // Loaded values are frozen on the way; class instances (a loaded key) are left as they are.
   const load = <T>(value: T, at: string): T => {
-    if (value instanceof Deferred)
-      return value.load(io, (message, path = []) => report(path.reduce(join, at), message)) as T;
+    if (value instanceof Deferred) {
+      const loaded: unknown = value.load(io, (why, path = []) =>
+        report(path.reduce(join, at), why),
+      );
+      return load(loaded as T, at);
+    }
+    if (Array.isArray(value))
+      return Object.freeze(value.map((item: unknown, i) => load(item, join(at, i)))) as T;
     if (!isObject(value) || Object.getPrototypeOf(value) !== Object.prototype) return value;
-    return Object.fromEntries(
-      Object.entries(value).map(([key, item]) => [key, load(item, join(at, key))]),
-    ) as T;
+    const entries = Object.entries(value).map(([key, item]) => [key, load(item, join(at, key))]);
+    return Object.freeze(Object.fromEntries(entries)) as T;
   };
   const loadedRoot = root && load(root, '');
   const loadedIssuers = issuers.map(({ at, issuer }) => load(issuer, at));
   const loadedPolicies = policies.map((policy) => load(policy, `policies.${policy.name}`));
 
   if (problems.length > 0 || loadedRoot === undefined) throw new ConfigError(problems);
-  return deepFreeze({
+  return Object.freeze({
     ...loadedRoot,
-    issuers: new Map(loadedIssuers.map((issuer) => [issuer.issuer, issuer])),
-    policies: new Map(loadedPolicies.map((policy) => [policy.name, policy])),
+    issuers: readOnly(new Map(loadedIssuers.map((issuer) => [issuer.issuer, issuer]))),
+    policies: readOnly(new Map(loadedPolicies.map((policy) => [policy.name, policy]))),
   });
 }
 
-/** Freezes plain objects, arrays and Maps; leaves class instances (a loaded key) alone. */
-function deepFreeze<T>(value: T): T {
-  if (value instanceof Map) {
-    for (const item of value.values()) deepFreeze(item);
-    // A frozen Map still has set(): hide the mutators so the object really is read-only.
-    for (const method of ['set', 'delete', 'clear'] as const) {
-      Object.defineProperty(value, method, {
-        value: () => {
-          throw new TypeError('configuration is read-only');
-        },
-      });
-    }
-    return Object.freeze(value);
+/** A frozen Map still has set(): hide the mutators so the object really is read-only. */
+function readOnly<K, V>(map: Map<K, V>): ReadonlyMap<K, V> {
+  for (const method of ['set', 'delete', 'clear'] as const) {
+    Object.defineProperty(map, method, {
+      value: () => {
+        throw new TypeError('configuration is read-only');
+      },
+    });
   }
-  if (Array.isArray(value) || isPlainObject(value)) {
-    for (const item of Object.values(value as object)) deepFreeze(item);
-    return Object.freeze(value);
-  }
-  return value;
-}
-
-function isPlainObject(value: unknown): boolean {
-  if (typeof value !== 'object' || value === null) return false;
-  const proto: unknown = Object.getPrototypeOf(value);
-  return proto === Object.prototype || proto === null;
+  return Object.freeze(map);
 }
