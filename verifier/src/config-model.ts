@@ -250,7 +250,12 @@ const userinfoIssuer = section({
 export const issuerSchema = z.discriminatedUnion(
   'type',
   [jwtIssuer, introspectionIssuer, userinfoIssuer],
-  { error: () => 'expected "jwt", "introspection" or "userinfo"' },
+  {
+    error: (issue: { code: string }) =>
+      issue.code === 'invalid_type'
+        ? 'expected an object'
+        : 'expected "jwt", "introspection" or "userinfo"',
+  },
 );
 
 export const policySchema = section({
@@ -283,11 +288,12 @@ export function documentSchema<I extends z.ZodType, P extends z.ZodType>(issuer:
       .array(issuer, says('an array of issuers', 'at least one issuer is required'))
       .min(1, 'at least one issuer is required'),
     policies: z
-      .record(
-        z.string().regex(POLICY_NAME, 'policy names use A-Z a-z 0-9 _ . - only'),
-        policy,
-        says('an object of named policies', 'at least one policy is required'),
-      )
+      .record(z.string().regex(POLICY_NAME), policy, {
+        error: (issue) =>
+          issue.code === 'invalid_key'
+            ? 'policy names use A-Z a-z 0-9 _ . - only'
+            : says('an object of named policies', 'at least one policy is required').error(issue),
+      })
       .refine((named) => Object.keys(named).length > 0, 'at least one policy is required'),
   });
 }

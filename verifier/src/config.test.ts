@@ -191,6 +191,26 @@ describe('configuration from a file', () => {
     ]);
   });
 
+  it('names a policy name it refuses, an issuer that is not an object and a duplicate issuer', () => {
+    const issuer = { issuer: 'https://a.test', audience: 'api' };
+    const document = {
+      issuers: ['https://a.test', issuer, issuer],
+      policies: { 'bad name': { issuers: ['https://a.test'] }, ok: 5 },
+    };
+    expect(problemsOf({ VERIFIER_CONFIG: '/x.json' }, JSON.stringify(document))).toEqual([
+      'config.policies.bad name: policy names use A-Z a-z 0-9 _ . - only',
+      'config.issuers[0]: expected an object',
+      'config.issuers[2]: duplicate issuer "https://a.test"',
+      'config.policies.ok: expected an object',
+    ]);
+    expect(
+      problemsOf({ VERIFIER_CONFIG: '/x.json' }, JSON.stringify({ issuers: [], policies: {} })),
+    ).toEqual([
+      'config.issuers: at least one issuer is required',
+      'config.policies: at least one policy is required',
+    ]);
+  });
+
   it('reports an unreadable or invalid file', () => {
     expect(problemsOf({ VERIFIER_CONFIG: '/nope.json' })).toEqual([
       expect.stringMatching(/^VERIFIER_CONFIG: cannot read "\/nope.json"/),
