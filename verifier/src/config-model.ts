@@ -3,10 +3,13 @@
 // two spellings of one document (config-env.ts lays the variables over it); the types below,
 // verifier/config.schema.json and docs/configuration.md's tables are derived from it.
 //
-// Adding a setting is one row in the section it belongs to: `name: kind.prefault(default)` (or
-// `.optional()`) `.meta({ description, env })`, `env` only if operators may set it from the
-// environment. Validation, the unknown-field check, the variable, `--check-config`, the type and
-// the reference follow. Rules between settings go in `checkConfig` at the end of this file.
+// Adding a setting is one row in the section it belongs to: `name: kind.prefault(default as an
+// operator writes it)` (or `.optional()`) `.meta({ description, env })`, `env` only if operators
+// may set it from the environment. Validation, the unknown-field check, the variable,
+// `--check-config`, the type and the reference follow. A rule about one value is part of its row
+// (`.refine`); rules between settings go in `checkConfig` at the end of this file. A value that
+// names a file is a kind whose transform returns a Deferred (`secret`); a plugin declares its
+// own section in its folder (cloudfront/gate-config.ts) and a policy includes it as one row.
 import { z } from 'zod';
 import { cloudFrontSection } from './cloudfront/gate-config.js';
 import {
@@ -44,13 +47,13 @@ export const rootSchema = section({
     env: 'VERIFIER_LISTEN',
     description: '`host:port`, `[v6]:port` or `unix:/absolute/path.sock`.',
   }),
-  transport: oneOf(['auto', 'uws', 'node'], 'auto, uws or node').default('auto').meta({
+  transport: oneOf(['auto', 'uws', 'node'], 'auto, uws or node').prefault('auto').meta({
     env: 'VERIFIER_TRANSPORT',
     description:
       '`uws`, `node` or `auto` (uWebSockets.js; node:http with a warning only when the native addon cannot load). The transport in use is in `/metrics`.',
   }),
   logLevel: oneOf(LOG_LEVELS, `one of ${LOG_LEVELS.join(', ')}`)
-    .default('info')
+    .prefault('info')
     .meta({
       env: 'VERIFIER_LOG_LEVEL',
       description: 'pino level: `fatal`, `error`, `warn`, `info`, `debug`, `trace`, `silent`.',
@@ -129,7 +132,7 @@ export const rootSchema = section({
       }),
     replayStore: text
       .regex(/^(?:memory|rediss?:\/\/\S+)$/, 'expected memory or a redis:// / rediss:// URL')
-      .default('memory')
+      .prefault('memory')
       .meta({
         env: 'VERIFIER_DPOP_REPLAY_STORE',
         description:
@@ -269,7 +272,7 @@ export const policySchema = section({
       'Scopes (`scope` string or `scp` array) that must all be granted; a missing one gives 403.',
   }),
   cloudfront: cloudFrontSection.optional(),
-  dpop: oneOf(['off', 'allowed', 'required'], 'off, allowed or required').default('off').meta({
+  dpop: oneOf(['off', 'allowed', 'required'], 'off, allowed or required').prefault('off').meta({
     env: 'VERIFIER_DPOP',
     description:
       'DPoP (RFC 9449): `off` reads Bearer tokens only; `allowed` also takes DPoP-bound tokens with a proof per request; `required` takes only those. A bound token is never accepted as Bearer.',

@@ -41,7 +41,7 @@ export const cloudFrontSettings = section({
       cloudFrontAlgorithms as [CloudFrontAlgorithm],
       must(`one of ${cloudFrontAlgorithms.join(', ')}`),
     )
-    .default(DEFAULT_ALGORITHM)
+    .prefault(DEFAULT_ALGORITHM)
     .meta({
       description:
         '`RSA-SHA256` (preferred: CloudFront accepts SHA-256 for cookies and URLs), `ECDSA-SHA256` or `RSA-SHA1`.',
