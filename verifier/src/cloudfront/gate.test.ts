@@ -80,7 +80,7 @@ function decode(value: string): Buffer {
   return Buffer.from(value.replace(/-/g, '+').replace(/_/g, '=').replace(/~/g, '/'), 'base64');
 }
 
-describe('parseCloudFrontConfig', () => {
+describe('the cloudfront section (cloudFrontSettings)', () => {
   it('accepts a complete block', () => {
     expect(parseOk(valid)).toEqual(valid);
   });
