@@ -12,6 +12,7 @@
 // Deliberately not used: `jku`, `x5u`, `jwk`, `x5c` headers — keys come only from the JWKS.
 import { decodeProtectedHeader, errors, type JWTPayload } from 'jose';
 import type { JwtIssuer } from './config-types.js';
+import { readJkt } from './confirmation.js';
 import { VerifyError, type DenyCode } from './errors.js';
 import { readIdentity } from './identity.js';
 import { checkProtectedHeader, validateClaims } from './jwt-claims.js';
@@ -94,23 +95,6 @@ function checkLifetime(exp: number, iat: unknown, nowSeconds: number, config: Jw
       'claim_invalid',
       '"exp" minus "iat" is longer than the longest token age',
     );
-}
-
-/**
- * `cnf.jkt` (RFC 9449 §6.1), undefined for an unbound token. A `cnf` this gate cannot honour
- * (another confirmation method, a malformed thumbprint) refuses the token: accepting it as a
- * bearer token would drop the binding its issuer asked for.
- */
-export function readJkt(cnf: unknown): string | undefined {
-  if (cnf === undefined) return undefined;
-  if (cnf !== null && typeof cnf === 'object' && !Array.isArray(cnf)) {
-    const { jkt } = cnf as Record<string, unknown>;
-    if (typeof jkt === 'string' && /^[A-Za-z0-9_-]{43}$/.test(jkt)) return jkt;
-  }
-  throw new VerifyError(
-    'claim_invalid',
-    '"cnf" claim is not a DPoP key binding this gate understands',
-  );
 }
 
 /** jose's error classes → our codes; the message keeps jose's wording, which names the claim. */

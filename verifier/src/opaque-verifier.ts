@@ -6,11 +6,14 @@
 //   `active: true`, an `aud` that contains this API's audience (an authorization server answers
 //   `active: true` for every live token it issued, for any API), and a `token_type` that names an
 //   access token when present (a refresh token is active too: RFC 6749 §1.5). `exp`, `nbf` and
-//   `iss` in the answer are honoured.
+//   `iss` in the answer are honoured. A DPoP-bound token (RFC 9449 §6.2) carries `cnf.jkt` in the
+//   answer, read as from a JWT: its proofs are checked on every request and it never works as a
+//   bearer token; a `token_type` of `DPoP` without a usable `cnf.jkt` is refused.
 // userinfo: OIDC Core §5.3; the token is valid exactly when the endpoint answers 200 with a JSON
 //   object. User-info grants no scopes, so policies that require scopes answer 403 for it, and its
 //   claims describe the user, so the client id is never read from them.
 import type { IntrospectionIssuer, UserinfoIssuer } from './config-types.js';
+import { readJkt } from './confirmation.js';
 import { createEndpointResolver } from './discovery.js';
 import { VerifyError } from './errors.js';
 import { FetchError, fetchJson } from './fetch-json.js';
@@ -61,6 +64,7 @@ function createIntrospector(config: IntrospectionIssuer, now: () => number): Opa
       throw new VerifyError('issuer_unknown', '"iss" in the introspection answer does not match');
     }
     checkTokenType(answer);
+    const jkt = readBinding(answer);
     const aud = answer.aud;
     const audiences = Array.isArray(aud) ? aud : [aud];
     if (!audiences.includes(config.audience)) {
@@ -80,6 +84,7 @@ function createIntrospector(config: IntrospectionIssuer, now: () => number): Opa
       exp: Math.min(exp, seconds + config.cacheTtl),
       nbf,
       kid: undefined,
+      jkt,
     };
   };
 }
@@ -131,6 +136,25 @@ function checkTokenType(answer: Record<string, unknown>): void {
       'token_inactive',
       '"token_type" in the introspection answer is not an access token',
     );
+}
+
+/**
+ * The answer's `cnf.jkt` (RFC 9449 §6.2), undefined for a bearer token. The server says the token
+ * is DPoP-bound either way it can (`cnf`, or `token_type: DPoP`); a binding the gate cannot
+ * check is refused rather than dropped.
+ */
+function readBinding(answer: Record<string, unknown>): string | undefined {
+  const jkt = readJkt(answer.cnf, 'in the introspection answer');
+  if (
+    jkt === undefined &&
+    typeof answer.token_type === 'string' &&
+    answer.token_type.toLowerCase() === 'dpop'
+  )
+    throw new VerifyError(
+      'claim_invalid',
+      '"token_type" in the introspection answer is DPoP but it has no "cnf.jkt"',
+    );
+  return jkt;
 }
 
 /** One request to the issuer; every failure becomes a 401-class VerifyError. */
