@@ -17,6 +17,7 @@ import {
   duration,
   flag,
   insecureUrlProblem,
+  isLoopbackHost,
   list,
   listen,
   oneOf,
@@ -84,15 +85,25 @@ export function plugin<S, L>(section: PluginSection<S, L>, doc: string): Setting
 
 /**
  * A credential: inline, or read once at start from a file or a variable, so it can come from a
- * Kubernetes Secret instead of a ConfigMap. The validated value is the secret itself.
+ * Kubernetes Secret instead of a ConfigMap. The validated value is the secret itself; `minBytes`
+ * is checked on the value read, wherever it came from.
  */
-export function secret(spec: Spec): Setting<string> {
+export function secret(spec: Spec, minBytes = 1): Setting<string> {
   return {
     kind: secretSource,
     ...spec,
-    load: (source: never, where, read, problems, env) =>
-      readSecret(source, where, read, env, problems),
+    load: (source: never, where, read, problems, env) => {
+      const value = readSecret(source, where, read, env, problems);
+      if (value !== '' && Buffer.byteLength(value) < minBytes)
+        problems.push(`${where}: must be at least ${minBytes} bytes`);
+      return value;
+    },
   };
+}
+
+/** A credential that may be left out (undefined in the validated config). */
+export function optionalSecret(spec: Spec, minBytes = 1): Setting<string | undefined> {
+  return { ...secret(spec, minBytes), optional: true };
 }
 
 export type Table = { readonly [name: string]: Setting<unknown> | Table };
@@ -177,16 +188,27 @@ export const rootSettings = {
     }),
     replayStore: defaulted(text, 'memory', {
       env: 'VERIFIER_DPOP_REPLAY_STORE',
-      doc: '`memory` (one process) or a `redis://` / `rediss://` URL every replica shares. When it does not answer, `required` policies refuse (401) and `allowed` ones check replays per process.',
+      doc: '`memory` (one process) or a `rediss://` URL every replica shares (`redis://` only to loopback unless `replayAllowPlaintext`). When it does not answer, `required` policies refuse (401) and `allowed` ones check replays per process.',
+    }),
+    replayPassword: optionalSecret({
+      env: 'VERIFIER_DPOP_REPLAY_PASSWORD',
+      doc: 'Password of the replay store (Redis `AUTH`), instead of one inside the URL: a string, `{ "file": "/path" }` (a mounted Kubernetes Secret; one trailing newline dropped) or `{ "env": "NAME" }` (a variable outside the `VERIFIER_` prefix), read once at start.',
+    }),
+    replayAllowPlaintext: defaulted(flag, false, {
+      env: 'VERIFIER_DPOP_REPLAY_ALLOW_PLAINTEXT',
+      doc: 'Allow a plain `redis://` replay store on a host that is not loopback (`localhost`, 127.0.0.0/8, `[::1]`). Off: such a URL is refused at start; use `rediss://` (TLS).',
     }),
     replayMaxEntries: defaulted(count, '1000000', {
       env: 'VERIFIER_DPOP_REPLAY_MAX_ENTRIES',
       doc: 'Bound of the in-process replay store; when it is full of live `jti`s new proofs are refused rather than one forgotten.',
     }),
-    nonceKey: optional(text, {
-      env: 'VERIFIER_DPOP_NONCE_KEY',
-      doc: 'At least 32 bytes shared by every replica: turns on stateless server nonces (`DPoP-Nonce`, an HMAC of the time window). Unset: no nonces.',
-    }),
+    nonceKey: optionalSecret(
+      {
+        env: 'VERIFIER_DPOP_NONCE_KEY',
+        doc: 'At least 32 bytes shared by every replica: turns on stateless server nonces (`DPoP-Nonce`, an HMAC of the time window). A string, `{ "file": "/path" }` or `{ "env": "NAME" }` like `replayPassword`. Unset: no nonces.',
+      },
+      32,
+    ),
   },
 } satisfies Table;
 
@@ -203,11 +225,24 @@ export function checkRoot(root: RootSettings, label: (path: string) => string, p
     problems.push(`${label('dpop.iatWindow')}: must be between 1s and 10m`);
   if (dpop.replayStore !== 'memory' && !/^rediss?:\/\/\S+$/.test(dpop.replayStore))
     problems.push(`${label('dpop.replayStore')}: expected memory or a redis:// / rediss:// URL`);
-  if (dpop.nonceKey !== undefined && Buffer.byteLength(dpop.nonceKey) < 32)
-    problems.push(`${label('dpop.nonceKey')}: must be at least 32 bytes`);
+  else if (!dpop.replayAllowPlaintext && plaintextRedisHost(dpop.replayStore))
+    problems.push(
+      `${label('dpop.replayStore')}: plain redis:// to a host that is not loopback; use rediss://, or opt in with "replayAllowPlaintext": true (VERIFIER_DPOP_REPLAY_ALLOW_PLAINTEXT=true)`,
+    );
   const { listen, metricsListen } = root;
   if (metricsListen !== undefined && describeListen(metricsListen) === describeListen(listen))
     problems.push(`${label('metricsListen')}: must differ from ${label('listen')}`);
+}
+
+/** True for a `redis://` URL (no TLS) whose host is not loopback; proofs' `jti`s and the password
+ *  would cross the network in clear. */
+function plaintextRedisHost(store: string): boolean {
+  if (!store.startsWith('redis://')) return false;
+  try {
+    return !isLoopbackHost(new URL(store).hostname);
+  } catch {
+    return true;
+  }
 }
 
 function describeListen(at: Listen): string {

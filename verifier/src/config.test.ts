@@ -469,6 +469,8 @@ describe('DPoP settings', () => {
       algorithms: ['ES256', 'ES384', 'PS256', 'RS256', 'EdDSA'],
       iatWindow: 60,
       replayStore: 'memory',
+      replayPassword: undefined,
+      replayAllowPlaintext: false,
       replayMaxEntries: 1_000_000,
       nonceKey: undefined,
     });
@@ -478,16 +480,90 @@ describe('DPoP settings', () => {
     const env = loadConfig({
       ...single,
       VERIFIER_DPOP: 'required',
-      VERIFIER_DPOP_REPLAY_STORE: 'redis://cache:6379',
+      VERIFIER_DPOP_REPLAY_STORE: 'rediss://cache:6379',
     });
     expect(env.policies.get('default')?.dpop).toBe('required');
-    expect(env.dpop.replayStore).toBe('redis://cache:6379');
+    expect(env.dpop.replayStore).toBe('rediss://cache:6379');
     const file = {
       issuers: [{ issuer: 'https://idp.test', audience: 'api' }],
       policies: { secret: { issuers: ['https://idp.test'], dpop: 'allowed' } },
     };
     const fromFile = loadConfig({ VERIFIER_CONFIG: '/x.json' }, () => JSON.stringify(file));
     expect(fromFile.policies.get('secret')?.dpop).toBe('allowed');
+  });
+
+  it.each([
+    ['redis://cache:6379', false],
+    ['redis://10.0.0.7:6379/2', false],
+    ['redis://user:pw@cache.internal', false],
+    ['redis://127.0.0.1:6379', true],
+    ['redis://localhost:6379', true],
+    ['redis://[::1]:6379', true],
+    ['rediss://cache:6379', true],
+  ])('a replay store at %s is accepted without opting in to plaintext: %s', (url, accepted) => {
+    const env = { ...single, VERIFIER_DPOP_REPLAY_STORE: url };
+    if (accepted) expect(loadConfig(env).dpop.replayStore).toBe(url);
+    else
+      expect(problemsOf(env)).toEqual([
+        'VERIFIER_DPOP_REPLAY_STORE: plain redis:// to a host that is not loopback; use rediss://, or opt in with "replayAllowPlaintext": true (VERIFIER_DPOP_REPLAY_ALLOW_PLAINTEXT=true)',
+      ]);
+  });
+
+  it('takes plain redis:// to another host only when the operator opts in', () => {
+    const config = loadConfig({
+      ...single,
+      VERIFIER_DPOP_REPLAY_STORE: 'redis://cache:6379',
+      VERIFIER_DPOP_REPLAY_ALLOW_PLAINTEXT: 'true',
+    });
+    expect(config.dpop).toMatchObject({
+      replayStore: 'redis://cache:6379',
+      replayAllowPlaintext: true,
+    });
+  });
+
+  it('reads the replay store password and the nonce key from files or variables, like the introspection secret', () => {
+    const files: Record<string, string> = {
+      '/x.json': JSON.stringify({
+        issuers: [{ issuer: 'https://idp.test', audience: 'api' }],
+        policies: { secret: { issuers: ['https://idp.test'], dpop: 'required' } },
+        dpop: {
+          replayStore: 'rediss://cache:6379',
+          replayPassword: { file: '/run/secrets/redis-password' },
+          nonceKey: { env: 'DPOP_NONCE_KEY' },
+        },
+      }),
+      '/run/secrets/redis-password': 'from-the-file\n',
+    };
+    const config = loadConfig(
+      { VERIFIER_CONFIG: '/x.json', DPOP_NONCE_KEY: 'k'.repeat(32) },
+      (path) => files[path] ?? '',
+    );
+    expect(config.dpop).toMatchObject({
+      replayPassword: 'from-the-file',
+      nonceKey: 'k'.repeat(32),
+    });
+    const fromVariables = loadConfig({
+      ...single,
+      VERIFIER_DPOP_REPLAY_PASSWORD: 'inline-password',
+      VERIFIER_DPOP_NONCE_KEY: 'n'.repeat(40),
+    });
+    expect(fromVariables.dpop).toMatchObject({
+      replayPassword: 'inline-password',
+      nonceKey: 'n'.repeat(40),
+    });
+  });
+
+  it('checks the nonce key length on the value a file holds, never quoting it', () => {
+    const problems = problemsOfReader({ VERIFIER_CONFIG: '/x.json' }, (path) =>
+      path === '/x.json'
+        ? JSON.stringify({
+            issuers: [{ issuer: 'https://idp.test', audience: 'api' }],
+            policies: { default: { issuers: ['https://idp.test'] } },
+            dpop: { nonceKey: { file: '/run/secrets/nonce' } },
+          })
+        : 'too-short-key\n',
+    );
+    expect(problems).toEqual(['config.dpop.nonceKey: must be at least 32 bytes']);
   });
 
   it('names every bad DPoP setting at once', () => {
