@@ -420,6 +420,39 @@ describe('authorize: answers', () => {
     expect(plain.lines.join('\n')).not.toContain(token.split('.')[2]!);
     expect(plain.lines.join('\n')).not.toContain(token.split('.')[1]!);
   });
+  it.each([
+    ['an encoded query', '/secret%3Faccess_token=', '/secret[cut]'],
+    ['an encoded fragment', '/secret%23access_token=', '/secret[cut]'],
+    ['a token as a path segment', '/x/', '/x/[cut]'],
+  ])('a denial logs the path without %s (a hidden token)', async (_title, before, logged) => {
+    const token = await mint({ claims: { aud: 'spa-demo', sub: 'path-check' } });
+    plain.lines.length = 0;
+    await plain.service.authorize({
+      ...bearer('garbage'),
+      originalUri: `${before}${token}/../../secret`,
+      originalMethod: 'GET',
+    });
+    const entry = JSON.parse(plain.lines.find((line) => line.includes('"denied"'))!) as Record<
+      string,
+      unknown
+    >;
+    expect(entry.uri).toBe(logged);
+    for (const part of token.split('.')) expect(plain.lines.join('\n')).not.toContain(part);
+  });
+
+  it('a denial logs at most 200 characters of a 16 KB path', async () => {
+    plain.lines.length = 0;
+    await plain.service.authorize({
+      ...bearer('garbage'),
+      originalUri: `/${'a/'.repeat(8000)}secret`,
+      originalMethod: 'GET',
+    });
+    const entry = JSON.parse(plain.lines.find((line) => line.includes('"denied"'))!) as Record<
+      string,
+      unknown
+    >;
+    expect(entry.uri).toBe(`/${'a/'.repeat(99)}a[cut]`);
+  });
 });
 
 describe('authorize: policies from a config file', () => {
