@@ -16,6 +16,7 @@ const HELP = `usage: npm start -- [options]
   --production        the production shape: unprivileged NGINX and verifier, verifier on a unix
                       socket, read-only config, no dev IdP control API
   --no-build          do not build missing verifier/dist or spa/dist, say which command to run
+  SECRETS='{"k":"v"}' the original study's flat secrets JSON (docs/study.md), passed to NGINX as is
 
   Your own IdP instead of the dev IdP (which is then not started; docs/connect-your-idp.md):
   --issuer URL        the exact "iss" of its access tokens; the SPA signs in against it
@@ -24,7 +25,6 @@ const HELP = `usage: npm start -- [options]
   --preset NAME       rfc9068 (default), auth0, auth0-rfc9068, okta, entra, entra-v1, keycloak,
                       cognito or google
   --client-id ID      the SPA's client id at your IdP (default spa-demo)
-  SECRETS='{"k":"v"}' the original study's flat secrets JSON (docs/study.md), passed to NGINX as is
 `;
 
 function parsePort(raw: string | undefined, fallback: number, name: string): number {
