@@ -3,7 +3,7 @@
 // started here, shaping its tokens as Keycloak does: header `typ: JWT`, claim `typ: Bearer`,
 // `azp`, `aud` = the API plus `account`; https://www.keycloak.org/docs/latest/server_admin/#_audience).
 // Real NGINX, the real verifier, no dev IdP.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { OAuth2Server } from 'oauth2-mock-server';
@@ -123,6 +123,14 @@ describe.sequential('the stack against an own IdP with the keycloak preset', () 
     const response = await secret(await token('kc-spa', 'openid secrets:read', claims));
     expect(response.status).toBe(status);
     expect(await response.text()).not.toContain('kc-');
+  });
+
+  it('logs why: a missing Audience mapper, a token naming no client', async () => {
+    await secret(await token('kc-spa', 'openid secrets:read', { aud: 'account' }));
+    await secret(await token('kc-spa', 'openid secrets:read', { azp: null }));
+    const log = readFileSync(stack.files.logs.verifier, 'utf8');
+    expect(log).toContain('Audience mapper');
+    expect(log).toMatch(/"reason":"client_unknown".*no client claim \(\\"azp\\"\)/);
   });
 
   it('answers 403 to a token without the secrets:read scope', async () => {
