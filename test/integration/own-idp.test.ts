@@ -3,13 +3,16 @@
 // started here, shaping its tokens as Keycloak does: header `typ: JWT`, claim `typ: Bearer`,
 // `azp`, `aud` = the API plus `account`; https://www.keycloak.org/docs/latest/server_admin/#_audience).
 // Real NGINX, the real verifier, no dev IdP.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { OAuth2Server } from 'oauth2-mock-server';
+import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../stack/ports.js';
-import type { Stack } from '../../stack/start-stack.js';
+import { REPO_ROOT, type Stack } from '../../stack/start-stack.js';
 import { startSuiteStack } from '../support/local-target.js';
 
 const AUDIENCE = 'secret-gate-api';
@@ -24,6 +27,7 @@ const SETS = {
 let idp: OAuth2Server;
 let stack: Stack;
 let scratch: string;
+let secretsFile: string;
 /** Claims the next token gets on top of the Keycloak shape (`null` removes one). */
 let shape: Record<string, unknown> = {};
 
@@ -48,7 +52,7 @@ beforeAll(async () => {
     token.payload = payload as typeof token.payload;
   });
   await idp.start(port, '127.0.0.1');
-  const secretsFile = join(scratch, 'secrets.json');
+  secretsFile = join(scratch, 'secrets.json');
   writeFileSync(secretsFile, JSON.stringify(SETS));
   stack = await startSuiteStack({
     secretsFile,
@@ -139,3 +143,62 @@ describe.sequential('the stack against an own IdP with the keycloak preset', () 
     expect(response.headers.get('www-authenticate')).toContain('insufficient_scope');
   });
 });
+
+describe.sequential(
+  'npm start -- --issuer … --preset keycloak --secrets-file F (the command line)',
+  () => {
+    let cli: ChildProcess;
+    let output: string[];
+    let secretUrl: string;
+
+    beforeAll(async () => {
+      output = [];
+      // The runtime directory lives in the scratch dir, which NGINX's workers must be able to enter.
+      chmodSync(scratch, 0o755);
+      const issuer = String(idp.issuer.url);
+      cli = spawn(
+        process.execPath,
+        [
+          ...['--import', 'tsx', 'stack/cli.ts', '--port', '0', '--verifier-port', '0'],
+          ...['--runtime-dir', join(scratch, 'cli-run'), '--no-build'],
+          ...['--issuer', issuer, '--jwks-uri', `${issuer}/jwks`],
+          ...['--audience', AUDIENCE, '--preset', 'keycloak', '--client-id', 'kc-spa'],
+          ...['--secrets-file', secretsFile],
+        ],
+        { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'inherit'] },
+      );
+      const lines = createInterface({ input: cli.stdout! });
+      secretUrl = await new Promise<string>((resolve, reject) => {
+        cli.once('exit', (code) => reject(new Error(`npm start exited with ${code}`)));
+        lines.on('line', (line) => {
+          output.push(line);
+          const found = /^\s+secrets\s+(http\S+)$/.exec(line);
+          if (found?.[1] !== undefined) resolve(found[1]);
+        });
+      });
+    }, 180_000);
+
+    afterAll(async () => {
+      if (cli?.exitCode !== null || cli.signalCode !== null) return;
+      const exited = once(cli, 'exit');
+      cli.kill('SIGTERM');
+      await exited;
+    });
+
+    it('says the dev IdP is not started and names the issuer', () => {
+      expect(output).toContain('· idp: not started (own IdP)');
+      expect(
+        output.some((line) => line.includes(String(idp.issuer.url)) && line.includes('keycloak')),
+      ).toBe(true);
+    });
+
+    it("serves /secret 200 with that client's own set, 401 without a token", async () => {
+      const allowed = await fetch(secretUrl, {
+        headers: { authorization: `Bearer ${await token('kc-partner')}` },
+      });
+      expect(allowed.status).toBe(200);
+      expect(await allowed.json()).toEqual(SETS.clients['kc-partner']);
+      expect((await fetch(secretUrl)).status).toBe(401);
+    });
+  },
+);
