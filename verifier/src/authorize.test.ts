@@ -198,7 +198,8 @@ const matrix: Row[] = [
   ],
   [
     'accepts a hand-signed token (the crit row is not a signing artefact)',
-    async () => signRs256({ alg: 'RS256', kid: PRIVATE_JWKS.rsaA.kid }, claimsAt()),
+    async () =>
+      signRs256({ alg: 'RS256', kid: PRIVATE_JWKS.rsaA.kid }, { ...claimsAt(), azp: 'spa-demo' }),
     204,
     'allowed',
   ],

@@ -1,12 +1,15 @@
 // VERIFIER_* variables as a configuration document: each variable is the flat spelling of one
 // setting of config-model.ts (the flags-to-options conversion oauth2-proxy does). The single-issuer
-// variables (VERIFIER_ISSUER, …) spell one JWT issuer and the policy `default`.
+// variables (VERIFIER_ISSUER, …) spell one issuer (JWT unless its preset says otherwise) and one
+// policy, named `secret` (what NGINX's /secret asks for) and answered as `default` too.
 import type { Kind, Problems, SettingReference } from './config-kinds.js';
 import {
   DEFAULT_POLICY,
+  ENV_POLICY,
   jwtIssuerSettings,
   policySettings,
   rootSettings,
+  tokeninfoIssuerSettings,
   type Setting,
   type Table,
 } from './config-model.js';
@@ -43,9 +46,17 @@ function variablesOf(table: Table, prefix: string): Variable[] {
 }
 
 const ISSUER_PATH = 'issuers[0]';
-const POLICY_PATH = `policies.${DEFAULT_POLICY}`;
+const POLICY_PATH = `policies.${ENV_POLICY}`;
+const ALIAS_PATH = `policies.${DEFAULT_POLICY}`;
 const rootVariables = variablesOf(rootSettings, '');
-const issuerVariables = variablesOf(jwtIssuerSettings, `${ISSUER_PATH}.`);
+const jwtVariables = variablesOf(jwtIssuerSettings, `${ISSUER_PATH}.`);
+// The tokeninfo issuer's own variables (VERIFIER_TOKENINFO_URI) beside the JWT issuer's.
+const issuerVariables = [
+  ...jwtVariables,
+  ...variablesOf(tokeninfoIssuerSettings, `${ISSUER_PATH}.`).filter(
+    (v) => !jwtVariables.some((jwt) => jwt.name === v.name),
+  ),
+];
 const policyVariables = variablesOf(policySettings, `${POLICY_PATH}.`);
 const singleIssuerVariables = [...issuerVariables, ...policyVariables];
 
@@ -113,7 +124,8 @@ export function documentFromEnv(
     for (const { name } of singleIssuerVariables.filter((v) => given(v.name) !== undefined))
       problems.push(`${name}: not used together with ${CONFIG_FILE_VARIABLE} (put it in the file)`);
   } else if (issuerGiven) {
-    const issuer: Record<string, unknown> = { type: 'jwt' };
+    // No `type`: JWT, unless VERIFIER_PRESET names a preset for another kind of issuer.
+    const issuer: Record<string, unknown> = {};
     const policy: Record<string, unknown> = { issuers: [given('VERIFIER_ISSUER')] };
     for (const variable of issuerVariables) {
       labels.set(variable.path, variable.name);
@@ -121,11 +133,15 @@ export function documentFromEnv(
     }
     for (const variable of policyVariables) {
       labels.set(variable.path, variable.name);
+      labels.set(`${ALIAS_PATH}${variable.path.slice(POLICY_PATH.length)}`, variable.name);
       put(variable, policy, variable.path.slice(POLICY_PATH.length + 1));
     }
     labels.set(`${POLICY_PATH}.issuers`, 'VERIFIER_ISSUER');
+    labels.set(`${ALIAS_PATH}.issuers`, 'VERIFIER_ISSUER');
     document.issuers = [issuer];
-    document.policies = { [DEFAULT_POLICY]: policy };
+    // One policy under the name NGINX asks for on /secret, and under `default` for a /verify
+    // without `?policy=`; a problem in it is reported once, for `secret`.
+    document.policies = { [ENV_POLICY]: policy, [DEFAULT_POLICY]: policy };
   }
   return { document, labels, file, singleIssuer: file === undefined && issuerGiven };
 }

@@ -31,6 +31,7 @@ import {
   type PluginSection,
   type Problems,
 } from './config-kinds.js';
+import { checkPresetIssuer, presetSettings } from './presets.js';
 
 export interface Setting<Value> {
   readonly kind: Kind<unknown>;
@@ -303,6 +304,7 @@ export const jwtIssuerSettings = {
   }),
   allowHttp: { ...allowHttp, env: 'VERIFIER_ALLOW_HTTP' },
   clientClaims,
+  ...presetSettings,
 } satisfies Table;
 
 /** An issuer of opaque tokens, checked through RFC 7662 token introspection. */
@@ -335,10 +337,34 @@ export const userinfoIssuerSettings = {
   allowHttp,
 } satisfies Table;
 
+/**
+ * An issuer of opaque tokens only it can check, at a tokeninfo endpoint that is not RFC 7662
+ * (Google, `"preset": "google"`): the answer names the client (`aud`/`azp`) and the scopes.
+ */
+export const tokeninfoIssuerSettings = {
+  issuer: issuerName,
+  audience: required(text, {
+    doc: "The OAuth client id the tokens must be issued to (the answer's `aud`): tokens of every other app of the IdP are refused.",
+  }),
+  endpoint: defaulted(url, 'https://oauth2.googleapis.com/tokeninfo', {
+    env: 'VERIFIER_TOKENINFO_URI',
+    doc: 'Tokeninfo URL; the token is POSTed as the form field `access_token`, never put in a URL.',
+  }),
+  cacheTtl: opaqueCacheTtl,
+  timeout,
+  allowHttp,
+  clientClaims,
+  preset: presetSettings.preset,
+  scopeClaims: presetSettings.scopeClaims,
+  requireClaims: presetSettings.requireClaims,
+  refuseClaims: presetSettings.refuseClaims,
+} satisfies Table;
+
 export const issuerTables = {
   jwt: jwtIssuerSettings,
   introspection: introspectionIssuerSettings,
   userinfo: userinfoIssuerSettings,
+  tokeninfo: tokeninfoIssuerSettings,
 } as const;
 
 export type IssuerType = keyof typeof issuerTables;
@@ -347,7 +373,10 @@ export type IntrospectionIssuer = { readonly type: 'introspection' } & Values<
   typeof introspectionIssuerSettings
 >;
 export type UserinfoIssuer = { readonly type: 'userinfo' } & Values<typeof userinfoIssuerSettings>;
-export type IssuerConfig = JwtIssuer | IntrospectionIssuer | UserinfoIssuer;
+export type TokeninfoIssuer = { readonly type: 'tokeninfo' } & Values<
+  typeof tokeninfoIssuerSettings
+>;
+export type IssuerConfig = JwtIssuer | IntrospectionIssuer | UserinfoIssuer | TokeninfoIssuer;
 
 export const policySettings = {
   issuers: required(list('issuer'), {
@@ -390,6 +419,8 @@ export function checkIssuer(
   if (problem !== undefined) problems.push(`${label(field)}: ${problem}`);
   if (issuer.type === 'jwt' && issuer.maxTokenAge <= 0)
     problems.push(`${label('maxTokenAge')}: must be greater than 0`);
+  if (issuer.type === 'jwt' || issuer.type === 'tokeninfo')
+    checkPresetIssuer(issuer, issuer.audience, label, problems);
 }
 
 /** Cross-field rules of one policy. */
@@ -411,8 +442,11 @@ export function checkPolicy(
 /** Policy names appear in `?policy=` and in cache keys. */
 export const POLICY_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
 
-/** Names the single-issuer variables' policy. */
+/** The policy a /verify without `?policy=` asks for. */
 export const DEFAULT_POLICY = 'default';
+
+/** The single-issuer variables' policy: the one NGINX's /secret asks for (also `default`). */
+export const ENV_POLICY = 'secret';
 
 export type VerifierConfig = RootSettings & {
   readonly issuers: ReadonlyMap<string, IssuerConfig>;

@@ -7,6 +7,7 @@ export type {
   JwtIssuer,
   Listen,
   PolicyConfig,
+  TokeninfoIssuer,
   TransportChoice,
   UserinfoIssuer,
   VerifierConfig,

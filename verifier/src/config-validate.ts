@@ -19,6 +19,7 @@ import {
   type Table,
   type VerifierConfig,
 } from './config-model.js';
+import { presetRow, withPreset } from './presets.js';
 
 /** How document paths are named in problems, and what a missing required value is called. */
 export interface Naming {
@@ -110,14 +111,20 @@ export function validateDocument(root: Json, naming: Naming, problems: Problems)
   issuerList.forEach((raw, index) => {
     const path = `issuers[${index}]`;
     if (!isObject(raw)) return void problems.push(`${label(path)}: expected an object`);
-    const type = raw.type ?? 'jwt';
+    // A preset names the issuer type it is for (Google's tokens go to its tokeninfo endpoint).
+    const preset = presetRow(raw.preset);
+    const type = raw.type ?? preset?.type ?? 'jwt';
     if (typeof type !== 'string' || !(type in issuerTables)) {
-      problems.push(`${label(`${path}.type`)}: expected "jwt", "introspection" or "userinfo"`);
+      problems.push(
+        `${label(`${path}.type`)}: expected "jwt", "introspection", "userinfo" or "tokeninfo"`,
+      );
       return;
     }
     const table: Table = issuerTables[type as IssuerType];
     checkFields(path, raw, ['type', ...Object.keys(table)]);
-    const issuer = readTable(table, raw, path, settings, { type }) as IssuerConfig;
+    const filled =
+      'preset' in table ? withPreset(raw, preset, root.clientClaims !== undefined) : raw;
+    const issuer = readTable(table, filled, path, settings, { type }) as IssuerConfig;
     checkIssuer(issuer, (field) => label(`${path}.${field}`), problems);
     if (issuers.has(issuer.issuer))
       problems.push(`${label(path)}: duplicate issuer "${issuer.issuer}"`);

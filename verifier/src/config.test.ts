@@ -20,7 +20,7 @@ function problemsOf(env: Record<string, string>, file?: string): readonly string
 }
 
 describe('configuration from the environment', () => {
-  it('single-issuer mode defines one JWT issuer and a policy named default, with documented defaults', () => {
+  it('single-issuer mode defines one JWT issuer and the policy NGINX asks for (secret, also answered as default), with documented defaults', () => {
     const config = loadConfig({ ...minimal, VERIFIER_REQUIRED_SCOPES: 'secrets:read  openid' });
     expect(config.listen).toEqual({ kind: 'tcp', host: '127.0.0.1', port: 8090 });
     expect(config.transport).toBe('auto');
@@ -35,16 +35,22 @@ describe('configuration from the environment', () => {
       maxTokenAge: 86_400,
       allowHttp: false,
       clientClaims: ['azp', 'client_id', 'cid'],
+      preset: 'rfc9068',
+      scopeClaims: ['scope', 'scp'],
+      audienceClaim: 'aud',
+      requireClaims: [],
+      refuseClaims: ['nonce', 'at_hash', 'events'],
     });
     expect(config.metricsListen).toBeUndefined();
+    const policy = {
+      issuers: ['https://idp.test'],
+      scopes: ['secrets:read', 'openid'],
+      cloudfront: undefined,
+      dpop: 'off',
+    };
     expect([...config.policies.values()]).toEqual([
-      {
-        name: 'default',
-        issuers: ['https://idp.test'],
-        scopes: ['secrets:read', 'openid'],
-        cloudfront: undefined,
-        dpop: 'off',
-      },
+      { name: 'secret', ...policy },
+      { name: 'default', ...policy },
     ]);
     expect(config.cache).toEqual({
       maxEntries: 100_000,
@@ -184,7 +190,7 @@ describe('configuration from a file', () => {
       'config.issuers[1].clientId: a non-empty string is required',
       'config.issuers[1].clientSecret: a secret (a string, { "file": PATH } or { "env": NAME }) is required',
       'config.issuers[1].audience: a non-empty string is required',
-      'config.issuers[3].type: expected "jwt", "introspection" or "userinfo"',
+      'config.issuers[3].type: expected "jwt", "introspection", "userinfo" or "tokeninfo"',
       expect.stringMatching(/^config.policies.secret: unknown field "scope"/),
       'config.policies.secret.issuers: "https://missing.test" is not a configured issuer',
       'config.policies.both.issuers: at most one introspection/userinfo issuer per policy',
@@ -365,7 +371,10 @@ describe('one configuration model', () => {
       JSON.stringify({
         cache: { maxTtl: '1m' },
         issuers: [{ issuer: 'https://a.test', audience: 'api', algorithms: ['ES256', 'RS256'] }],
-        policies: { default: { issuers: ['https://a.test'], scopes: ['secrets:read'] } },
+        policies: {
+          secret: { issuers: ['https://a.test'], scopes: ['secrets:read'] },
+          default: { issuers: ['https://a.test'], scopes: ['secrets:read'] },
+        },
       }),
     );
     expect(fromFile).toEqual(fromEnv);

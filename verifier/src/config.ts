@@ -72,7 +72,8 @@ export function loadConfig(
   };
   const validated = validateDocument(source.document, naming, problems);
   validated.load(readFile, problems, env);
-  if (problems.length > 0) throw new ConfigError(problems);
+  // The single-issuer policy is validated under two names; say each problem once.
+  if (problems.length > 0) throw new ConfigError([...new Set(problems)]);
   return deepFreeze(validated.config);
 }
 

@@ -174,6 +174,7 @@ describe('introspection (RFC 7662)', () => {
         json(res, 200, {
           active: true,
           sub: 'u1',
+          client_id: 'spa-demo',
           aud: ['x', 'secret-gate-api'],
           token_type: tokenType,
         });

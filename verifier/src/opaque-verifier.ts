@@ -12,23 +12,30 @@
 // userinfo: OIDC Core §5.3; the token is valid exactly when the endpoint answers 200 with a JSON
 //   object. User-info grants no scopes, so policies that require scopes answer 403 for it, and its
 //   claims describe the user, so the client id is never read from them.
-import type { IntrospectionIssuer, UserinfoIssuer } from './config-types.js';
+// tokeninfo: a vendor's own endpoint (Google), in tokeninfo.ts.
+import type { IntrospectionIssuer, TokeninfoIssuer, UserinfoIssuer } from './config-types.js';
 import { readJkt } from './confirmation.js';
 import { createEndpointResolver } from './discovery.js';
 import { VerifyError } from './errors.js';
 import { FetchError, fetchJson } from './fetch-json.js';
 import { readIdentity } from './identity.js';
+import { createTokeninfoChecker } from './tokeninfo.js';
 import type { VerifiedToken } from './verified-token.js';
 
 export type OpaqueVerifier = (token: string) => Promise<VerifiedToken>;
 
 export function createOpaqueVerifier(
-  config: IntrospectionIssuer | UserinfoIssuer,
+  config: IntrospectionIssuer | UserinfoIssuer | TokeninfoIssuer,
   now: () => number,
 ): OpaqueVerifier {
-  return config.type === 'introspection'
-    ? createIntrospector(config, now)
-    : createUserinfoChecker(config, now);
+  switch (config.type) {
+    case 'introspection':
+      return createIntrospector(config, now);
+    case 'userinfo':
+      return createUserinfoChecker(config, now);
+    case 'tokeninfo':
+      return createTokeninfoChecker(config, now);
+  }
 }
 
 function createIntrospector(config: IntrospectionIssuer, now: () => number): OpaqueVerifier {
@@ -158,7 +165,7 @@ function readBinding(answer: Record<string, unknown>): string | undefined {
 }
 
 /** One request to the issuer; every failure becomes a 401-class VerifyError. */
-async function ask(
+export async function ask(
   endpoint: () => Promise<string>,
   send: (url: string) => ReturnType<typeof fetchJson>,
 ): Promise<Record<string, unknown>> {
