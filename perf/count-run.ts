@@ -2,7 +2,8 @@
 // its rendered NGINX configuration counted per request for each kind of request. System calls
 // first, from strace on the stack's own worker; then the stack's NGINX is swapped for the same
 // configuration as one process under callgrind for the instructions (swapped last, since that
-// process runs as root and would leave cache files the unprivileged worker cannot read).
+// process does not drop privileges, and under root would leave cache files the unprivileged
+// worker cannot read).
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SECRET_POLICY } from '../stack/service-env.js';
