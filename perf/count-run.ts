@@ -136,7 +136,8 @@ async function useCloudFront(stack: Stack, on: boolean): Promise<void> {
     policies: Record<string, Record<string, unknown>>;
   };
   const policy = config.policies[SECRET_POLICY]!;
-  if (on === 'cloudfront' in policy) return;
+  const present = 'cloudfront' in policy;
+  if (on === present) return;
   if (on) policy.cloudfront = CLOUDFRONT_SECTION;
   else delete policy.cloudfront;
   writeFileSync(file, `${JSON.stringify(config, null, 2)}\n`);
