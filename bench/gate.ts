@@ -13,6 +13,10 @@ import { BENCH_USAGE, parseBenchOptions, type BenchOptions } from '../perf/bench
 import { createDpopClient } from '../perf/dpop-proofs.js';
 import { runWrk, type WrkResult, type WrkRun } from '../perf/wrk.js';
 import { createConfinement, PROFILES } from '../perf/limits.js';
+import { COUNT_DEFAULTS } from '../perf/count-options.js';
+import { formatCountRun, runNginxCounts } from '../perf/count-run.js';
+import type { CountRow } from '../perf/nginx-counts.js';
+import { assertCountTools } from '../perf/prerequisites.js';
 import { createScratchDir } from '../perf/scratch.js';
 import { createUsageSampler } from '../perf/process-stats.js';
 import { startSystem, type SystemInstance } from '../perf/systems.js';
@@ -143,6 +147,7 @@ async function main(): Promise<number> {
     console.log(BENCH_USAGE);
     return 0;
   }
+  if (options.counts) assertCountTools();
   const scratch = createScratchDir('bench');
   // Pinning only: the benchmark measures what one core gives, not a CPU quota.
   const confinement = createConfinement({
@@ -151,6 +156,7 @@ async function main(): Promise<number> {
     support: { mode: 'pin', reason: 'the benchmark pins, it does not limit' },
   });
   const rows: Row[] = [];
+  let counts: CountRow[] = [];
   const notes: string[] = [
     `all-distinct: a pool of ${DISTINCT_POOL} dev-IdP tokens cycled with VERIFIER_CACHE_MAX_ENTRIES=${DISTINCT_CACHE_ENTRIES}, and the edge cache off, so every request reaches the verifier and misses its cache`,
   ];
@@ -267,6 +273,11 @@ async function main(): Promise<number> {
       mkdirSync(join(scratch, name), { recursive: true });
       await oneTokenRow(rowName, startSystem(name, { dir: join(scratch, name), confinement }));
     }
+    // Counted, not timed: NGINX's instructions and system calls per request of our configuration.
+    if (options.counts) {
+      log('counting NGINX per request (callgrind, strace)');
+      counts = await runNginxCounts({ ...COUNT_DEFAULTS, dir: join(scratch, 'counts'), log });
+    }
   } finally {
     await confinement.release();
     if (!process.env.SG_BENCH_KEEP) rmSync(scratch, { recursive: true, force: true });
@@ -274,9 +285,14 @@ async function main(): Promise<number> {
 
   const ratioed = withRatios(rows);
   if (options.json) {
-    console.log(JSON.stringify({ rows: ratioed }));
+    console.log(JSON.stringify({ rows: ratioed, counts }));
   } else {
     console.log(formatBench(ratioed, evaluateBenchGoals(ratioed), notes));
+    if (counts.length > 0) {
+      console.log(
+        `\nNGINX per request, counted (npm run bench:counts: ${COUNT_DEFAULTS.requests} requests per row):\n${formatCountRun(counts)}`,
+      );
+    }
   }
   return 0;
 }

@@ -4,19 +4,23 @@ export interface BenchOptions {
   readonly durationSeconds: number;
   readonly connections: number;
   readonly json: boolean;
+  /** NGINX's instructions and system calls per request (perf/count-run.ts) after the rates. */
+  readonly counts: boolean;
   readonly help: boolean;
 }
 
-export const BENCH_USAGE = `usage: npm run bench -- [--duration SECONDS] [--connections N] [--json]
+export const BENCH_USAGE = `usage: npm run bench -- [--duration SECONDS] [--connections N] [--no-counts] [--json]
   --duration S      seconds per row (default 10)
   --connections N   wrk connections (default 50)
-  --json            print {"rows":[{"name","rps","p50_ms","p99_ms","ratio"}]} only`;
+  --no-counts       leave out NGINX's counted instructions and system calls (npm run bench:counts)
+  --json            print {"rows":[{"name","rps","p50_ms","p99_ms","ratio"}],"counts":[…]} only`;
 
 export function parseBenchOptions(argv: readonly string[]): BenchOptions {
   const problems: string[] = [];
   let durationSeconds = 10;
   let connections = 50;
   let json = false;
+  let counts = true;
   let help = false;
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
@@ -24,6 +28,7 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions {
       ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)]
       : [arg, undefined];
     if (name === '--json') json = true;
+    else if (name === '--no-counts') counts = false;
     else if (name === '--help' || name === '-h') help = true;
     else if (name === '--duration' || name === '--connections') {
       const text = inline ?? argv[++i];
@@ -34,5 +39,5 @@ export function parseBenchOptions(argv: readonly string[]): BenchOptions {
     } else problems.push(`unknown option "${arg}"`);
   }
   if (problems.length > 0) throw new TypeError(`invalid options: ${problems.join('; ')}`);
-  return Object.freeze({ durationSeconds, connections, json, help });
+  return Object.freeze({ durationSeconds, connections, json, counts, help });
 }

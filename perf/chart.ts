@@ -61,8 +61,11 @@ function polyline(points: readonly [number, number][], colour: string): string {
   return `<polyline fill="none" stroke="${colour}" stroke-width="1.8" points="${d}"/>`;
 }
 
-/** Renders the chart; an empty series list still gives a valid, labelled SVG. */
-export function renderChart(series: readonly Series[], title: string): string {
+/**
+ * Renders the chart; an empty series list still gives a valid, labelled SVG. `xUnit` names what
+ * the points' `t` holds: seconds of a run by default, offered requests/s for a capacity search.
+ */
+export function renderChart(series: readonly Series[], title: string, xUnit = 's'): string {
   const plotWidth = WIDTH - LEFT - RIGHT;
   const height = TOP + PANEL * 2 + GAP + 40;
   const maxT = Math.max(1, ...series.flatMap((s) => s.points.map((p) => p.t)));
@@ -107,7 +110,7 @@ export function renderChart(series: readonly Series[], title: string): string {
   for (let i = 0; i <= 5; i++) {
     const t = (maxT * i) / 5;
     parts.push(
-      `<text x="${x(t)}" y="${top2 + PANEL + 18}" text-anchor="middle">${Math.round(t)} s</text>`,
+      `<text x="${x(t)}" y="${top2 + PANEL + 18}" text-anchor="middle">${Math.round(t)} ${escapeXml(xUnit)}</text>`,
     );
   }
   series.forEach((s, index) => {

@@ -23,3 +23,22 @@ export function checkStressPrerequisites(): string | undefined {
   if (missing.length === 0) return undefined;
   return `missing: ${missing.join(', ')}. Install with: apt-get install python3-locust wrk nginx libnginx-mod-http-js util-linux`;
 }
+
+const COUNT_PROBES: readonly { readonly what: string; readonly command: string }[] = [
+  { what: 'valgrind', command: 'valgrind' },
+  { what: 'valgrind (callgrind_control)', command: 'callgrind_control' },
+  { what: 'strace', command: 'strace' },
+];
+
+/** The counters `npm run bench:counts` runs; throws one message naming what to install. */
+export function assertCountTools(): void {
+  const missing = COUNT_PROBES.filter(
+    (probe) =>
+      spawnSync('sh', ['-c', `command -v ${probe.command}`], { stdio: 'ignore' }).status !== 0,
+  ).map((probe) => probe.what);
+  if (missing.length > 0) {
+    throw new Error(
+      `missing: ${missing.join(', ')}. Install with: apt-get install valgrind strace`,
+    );
+  }
+}

@@ -3,6 +3,7 @@
 import { BASELINE_NAMES } from './baselines.js';
 import { GENERATOR_NAMES, parseGenerators, type GeneratorName } from './generators.js';
 import { PROFILES, type ResourceProfile } from './limits.js';
+import { CAPACITY_STEP_SECONDS } from './capacity.js';
 
 export const SYSTEM_NAMES = ['ours', ...BASELINE_NAMES] as const;
 export type SystemName = (typeof SYSTEM_NAMES)[number];
@@ -18,6 +19,9 @@ export interface StressOptions {
   readonly outDir: string | undefined;
   /** `process`: local processes in cgroups; `docker`: docker-compose-stress.yaml's containers. */
   readonly engine: 'process' | 'docker';
+  /** Raise the users step by step under wrk until the latency goal breaks (perf/capacity.ts). */
+  readonly findCapacity: boolean;
+  readonly quick: boolean;
   readonly help: boolean;
 }
 
@@ -38,7 +42,9 @@ export const STRESS_USAGE = `usage: npm run stress -- [options]
   --quick            ${STRESS_DEFAULTS.quickSeconds} s per system unless --duration is given
   --out DIR          results directory (default: stresstest/results/<timestamp>)
   --engine NAME      process (local processes in cgroups) or docker (docker-compose-stress.yaml)
-                     (default: process)`;
+                     (default: process)
+  --find-capacity    wrk at rising users until p99 > 100 ms or a failure; --duration is per step
+                     (default ${CAPACITY_STEP_SECONDS.full} s, --quick: two small steps of ${CAPACITY_STEP_SECONDS.quick} s)`;
 
 /** Parses `90`, `90s`, `5m`, `1h` into seconds; undefined when malformed or not positive. */
 export function parseDuration(text: string): number | undefined {
@@ -58,7 +64,7 @@ function positiveInteger(text: string | undefined): number | undefined {
 export function parseStressOptions(argv: readonly string[]): StressOptions {
   const problems: string[] = [];
   const values = new Map<string, string | undefined>();
-  const flags = new Set(['--quick', '--help', '-h']);
+  const flags = new Set(['--quick', '--find-capacity', '--help', '-h']);
   const valued = new Set([
     '--systems',
     '--generators',
@@ -121,9 +127,13 @@ export function parseStressOptions(argv: readonly string[]): StressOptions {
   const users = numberOption('--users', STRESS_DEFAULTS.users);
   const spawnRate = numberOption('--spawn-rate', STRESS_DEFAULTS.spawnRate);
 
-  let durationSeconds: number = values.has('--quick')
-    ? STRESS_DEFAULTS.quickSeconds
-    : STRESS_DEFAULTS.durationSeconds;
+  const findCapacity = values.has('--find-capacity');
+  const quick = values.has('--quick');
+  let durationSeconds: number = findCapacity
+    ? CAPACITY_STEP_SECONDS[quick ? 'quick' : 'full']
+    : quick
+      ? STRESS_DEFAULTS.quickSeconds
+      : STRESS_DEFAULTS.durationSeconds;
   if (values.has('--duration')) {
     const parsed = parseDuration(values.get('--duration') ?? '');
     if (parsed === undefined)
@@ -145,6 +155,8 @@ export function parseStressOptions(argv: readonly string[]): StressOptions {
     durationSeconds,
     outDir: values.get('--out'),
     engine: engine as StressOptions['engine'],
+    findCapacity,
+    quick,
     help: values.has('--help') || values.has('-h'),
   });
 }

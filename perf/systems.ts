@@ -112,7 +112,8 @@ async function startOurs(ctx: SystemContext): Promise<SystemInstance> {
   };
 }
 
-function childrenOf(pid: number): number[] {
+/** Direct children of `pid` (an NGINX master's workers). */
+export function childrenOf(pid: number): number[] {
   const children: number[] = [];
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;

@@ -578,8 +578,10 @@ describe('bench pieces', () => {
       durationSeconds: 3,
       connections: 50,
       json: true,
+      counts: true,
       help: false,
     });
+    expect(parseBenchOptions(['--no-counts']).counts).toBe(false);
     expect(() => parseBenchOptions(['--duration', 'x', '--nope'])).toThrow(
       'invalid options: "--duration" must be a positive integer; unknown option "--nope"',
     );

@@ -17,6 +17,14 @@ const HELP = `usage: npm start -- [options]
                       socket, read-only config, no dev IdP control API
   --no-build          do not build missing verifier/dist or spa/dist, say which command to run
   SECRETS='{"k":"v"}' the original study's flat secrets JSON (docs/study.md), passed to NGINX as is
+
+  Your own IdP instead of the dev IdP (which is then not started; docs/connect-your-idp.md):
+  --issuer URL        the exact "iss" of its access tokens; the SPA signs in against it
+  --jwks-uri URL      its JWKS (default: OIDC discovery from the issuer)
+  --audience AUD      the audience the verifier requires (default secret-gate-api)
+  --preset NAME       rfc9068 (default), auth0, auth0-rfc9068, okta, entra, entra-v1, keycloak,
+                      cognito or google
+  --client-id ID      the SPA's client id at your IdP (default spa-demo)
 `;
 
 function parsePort(raw: string | undefined, fallback: number, name: string): number {
@@ -37,6 +45,11 @@ async function main(): Promise<void> {
       'secrets-file': { type: 'string' },
       'no-build': { type: 'boolean', default: false },
       production: { type: 'boolean', default: false },
+      issuer: { type: 'string' },
+      'jwks-uri': { type: 'string' },
+      audience: { type: 'string' },
+      preset: { type: 'string' },
+      'client-id': { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
@@ -54,6 +67,24 @@ async function main(): Promise<void> {
       '--verifier-port',
     ),
   };
+  const ownOnly = (['jwks-uri', 'preset', 'client-id'] as const).filter(
+    (name) => values[name] !== undefined,
+  );
+  if (values.issuer === undefined && ownOnly.length > 0) {
+    console.error(`--${ownOnly.join(', --')}: only with --issuer (your own IdP)`);
+    process.exitCode = 2;
+    return;
+  }
+  const ownIdp =
+    values.issuer === undefined
+      ? undefined
+      : {
+          issuer: values.issuer,
+          jwksUri: values['jwks-uri'],
+          audience: values.audience,
+          preset: values.preset,
+          clientId: values['client-id'],
+        };
   const log = (line: string) => console.log(`· ${line}`);
   let stack: Stack;
   try {
@@ -64,6 +95,8 @@ async function main(): Promise<void> {
       secrets: env.SECRETS || undefined,
       build: !values['no-build'],
       log,
+      ...(values.audience === undefined ? {} : { audience: values.audience }),
+      ...(ownIdp === undefined ? {} : { ownIdp }),
     });
   } catch (error) {
     console.error(`\nsecret-gate could not start: ${(error as Error).message}`);
@@ -71,8 +104,29 @@ async function main(): Promise<void> {
     return;
   }
 
-  const token = await stack.mintToken();
   const { urls } = stack;
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.prependOnceListener(signal, () => console.log(`\n${signal}: stopping secret-gate…`));
+  }
+  if (ownIdp !== undefined) {
+    console.log(`
+secret-gate is running against your IdP (Ctrl-C stops everything)
+
+  app        ${urls.gate}/
+  liveness   ${urls.hello}
+  secrets    ${urls.secret}
+  issuer     ${ownIdp.issuer}${ownIdp.preset === undefined ? '' : `  (preset ${ownIdp.preset})`}
+  verifier   ${urls.verifier}
+  logs       ${join(stack.runtimeDir, 'logs')}
+
+With an access token from your IdP (scope secrets:read):
+
+  curl -i ${urls.secret} -H "Authorization: Bearer $TOKEN"
+`);
+    await new Promise<never>(() => {});
+  }
+
+  const token = await stack.mintToken();
   console.log(`
 secret-gate is running (Ctrl-C stops everything)
 
@@ -92,10 +146,7 @@ A new token any time:
   curl -s -d grant_type=client_credentials -d client_id=spa-demo -d scope=secrets:read ${urls.tokenEndpoint}
 `);
 
-  // Signals also reach the children through the teardown handlers; here we only say goodbye.
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    process.prependOnceListener(signal, () => console.log(`\n${signal}: stopping secret-gate…`));
-  }
+  // Signals also reach the children through the teardown handlers; above we only say goodbye.
   await new Promise<never>(() => {});
 }
 

@@ -13,6 +13,8 @@ export interface NginxRuntimeOptions {
   readonly verifierAddr: string;
   readonly issuer: string;
   readonly audience: string;
+  /** The SPA's client id at the IdP (`clientId` in `/config.json`); the demo client when unset. */
+  readonly clientId?: string | undefined;
   readonly secretsFile: string;
   /** SG_* overrides (e.g. a higher SG_SECRET_RATE for load tests). */
   readonly overrides: Readonly<Record<string, string>>;
@@ -37,6 +39,7 @@ export async function prepareNginx(options: NginxRuntimeOptions): Promise<NginxR
       secretsFile: options.secretsFile,
       oidcIssuer: options.issuer,
       oidcAudience: options.audience,
+      ...(options.clientId === undefined ? {} : { oidcClientId: options.clientId }),
       modulesDir: dirname(options.nginx.njsModule),
       // One worker is plenty on loopback and keeps the process count low when suites run in parallel.
       workerProcesses: 1,

@@ -15,6 +15,7 @@ import { createServiceProcess, waitForHttp, type ServiceProcess } from './servic
 import {
   VERIFIER_NODE_FLAGS,
   idpEnv,
+  ownIdpVerifierConfig,
   verifierConfig,
   verifierEnv,
   type ServiceName,
@@ -78,8 +79,9 @@ export async function orchestrate(options: StackOptions, shape: StackShape): Pro
     idp: options.ports?.idp || (await freePort()),
     verifier: await shape.verifierPort(options.ports?.verifier),
   };
-  const audience = options.audience ?? 'secret-gate-api';
-  const issuer = `http://127.0.0.1:${ports.idp}`;
+  const own = options.ownIdp;
+  const audience = own?.audience ?? options.audience ?? 'secret-gate-api';
+  const issuer = own?.issuer ?? `http://127.0.0.1:${ports.idp}`;
   const verifier = shape.listener(layout, ports.verifier);
 
   const secretsFile = join(layout.configDir, 'secrets.json');
@@ -89,7 +91,10 @@ export async function orchestrate(options: StackOptions, shape: StackShape): Pro
     'secrets',
   );
   const verifierConfigFile = join(layout.configDir, 'verifier.json');
-  const config = verifierConfig({ issuer, jwksUri: `${issuer}/jwks`, audience });
+  const config =
+    own === undefined
+      ? verifierConfig({ issuer, jwksUri: `${issuer}/jwks`, audience })
+      : ownIdpVerifierConfig({ ...own, audience });
   shape.writeFile(verifierConfigFile, `${JSON.stringify(config, null, 2)}\n`, 'config');
 
   const env: Record<ServiceName, Record<string, string>> = {
@@ -111,6 +116,7 @@ export async function orchestrate(options: StackOptions, shape: StackShape): Pro
     verifierAddr: verifier.address,
     issuer,
     audience,
+    clientId: own?.clientId,
     secretsFile,
     overrides: { ...shape.nginxOverrides, ...options.env?.nginx },
     secrets: options.secrets,
@@ -141,14 +147,18 @@ export async function orchestrate(options: StackOptions, shape: StackShape): Pro
       logFile: logs[name],
       ready,
     });
-  const services: Record<ServiceName, ServiceProcess> = {
-    // The dev IdP stands in for the organisation's IdP: it is not part of what gets deployed.
-    idp: service(
-      'idp',
-      [process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'idp/main.ts')]],
-      REPO_ROOT,
-      (signal) => waitForHttp(`${issuer}/readyz`, signal),
-    ),
+  const services: Record<ServiceName, ServiceProcess | undefined> = {
+    // The dev IdP stands in for the organisation's IdP: it is not part of what gets deployed, and
+    // not started at all when the stack runs against an own IdP.
+    idp:
+      own === undefined
+        ? service(
+            'idp',
+            [process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'idp/main.ts')]],
+            REPO_ROOT,
+            (signal) => waitForHttp(`${issuer}/readyz`, signal),
+          )
+        : undefined,
     verifier: service(
       'verifier',
       shape.command('verifier', process.execPath, [
@@ -179,6 +189,7 @@ export async function orchestrate(options: StackOptions, shape: StackShape): Pro
       logs,
     },
     idp: createIdpClient(issuer),
+    ownIdp: own !== undefined,
     services,
     readyTimeoutMs: options.readyTimeoutMs,
     log,

@@ -1,9 +1,13 @@
 // The production-shaped local run (`npm start -- --production`, test/deploy/production.test.ts):
 // the same processes as startStack(), arranged the way the Kubernetes pod runs them, so the
 // production configuration is proven on a laptop before anyone ships it:
-//   - NGINX and the verifier run as one unprivileged user (`nobody` when started as root, else the
-//     caller), with no_new_privs — like the pod's shared runAsUser and allowPrivilegeEscalation off;
-//   - the verifier listens on a unix socket only, and NGINX reaches it there;
+//   - NGINX and the verifier run as two unprivileged users with no_new_privs, like the pod's two
+//     runAsUsers and allowPrivilegeEscalation off. NGINX is `nobody`; the verifier has a uid of
+//     its own, so a bug in it cannot read the secrets file, the per-set files or NGINX's edge
+//     cache. They share one group, the socket's (the pod's fsGroup); NGINX holds it as a
+//     supplementary group. Started as another user than root, both run as the caller;
+//   - the verifier listens on a unix socket only, in a directory of that group (0770), and NGINX
+//     reaches it there;
 //   - configuration directories are read-only (root-owned, or at least not writable), while run,
 //     temp and log directories are the only writable places, like the pod's emptyDirs;
 //   - the dev IdP runs without its control API (IDP_DEV_CONTROL=off), as a real IdP would.
@@ -23,17 +27,30 @@ import { join } from 'node:path';
 import { orchestrate, type StackShape } from './orchestrate.js';
 import type { Stack, StackOptions } from './start-stack.js';
 
-/** Who NGINX and the verifier run as. */
+/** Who a service runs as. */
 export interface RunAs {
   readonly user: string;
   readonly uid: number;
   readonly gid: number;
+  /** Supplementary groups (NGINX: the socket's group). */
+  readonly groups: readonly number[];
   /** True when the runner switches to this user (it runs as root); false: it is the caller. */
   readonly switched: boolean;
 }
 
+/** NGINX's and the verifier's users, and the one group they share (the socket's). */
+export interface ServiceUsers {
+  readonly nginx: RunAs;
+  readonly verifier: RunAs;
+  readonly socketGroup: number;
+}
+
 export interface ProductionStack extends Stack {
+  /** NGINX's user. */
   readonly runAs: RunAs;
+  /** The verifier's user: another uid than NGINX's whenever the runner can switch users. */
+  readonly verifierRunAs: RunAs;
+  readonly socketGroup: number;
   /** The verifier's only listener, `unix:` stripped. */
   readonly verifierSocket: string;
   /** Directories nothing in the stack may write to. */
@@ -42,11 +59,33 @@ export interface ProductionStack extends Stack {
 
 const SETPRIV = ['/usr/bin/setpriv', '/bin/setpriv'].find((path) => existsSync(path));
 
-/** `nobody` from /etc/passwd when we are root, else the current user (already unprivileged). */
-export function chooseRunAs(passwd = '/etc/passwd'): RunAs {
+/** Ids named in an /etc/passwd or /etc/group file (third field). */
+function idsIn(file: string): Set<number> {
+  return new Set(
+    readFileSync(file, 'utf8')
+      .split('\n')
+      .map((line) => Number(line.split(':')[2]))
+      .filter((id) => Number.isInteger(id)),
+  );
+}
+
+/** The highest id below `nobody`'s that no account or group uses: nobody else's files are its. */
+function unusedId(taken: ReadonlySet<number>, below: number): number {
+  for (let id = below - 1; id >= 1000; id--) if (!taken.has(id)) return id;
+  throw new Error('no unused id for the verifier between 1000 and 65533');
+}
+
+/**
+ * As root: NGINX as `nobody`, the verifier as an id no account uses, both in a group of their
+ * own for the socket. Otherwise both are the caller (already unprivileged), who cannot split them.
+ */
+export function chooseServiceUsers(passwd = '/etc/passwd', group = '/etc/group'): ServiceUsers {
   const uid = process.getuid?.() ?? 0;
   const gid = process.getgid?.() ?? 0;
-  if (uid !== 0) return { user: `uid ${uid}`, uid, gid, switched: false };
+  if (uid !== 0) {
+    const caller = { user: `uid ${uid}`, uid, gid, groups: [], switched: false };
+    return { nginx: caller, verifier: caller, socketGroup: gid };
+  }
   const entry = readFileSync(passwd, 'utf8')
     .split('\n')
     .map((line) => line.split(':'))
@@ -56,7 +95,20 @@ export function chooseRunAs(passwd = '/etc/passwd'): RunAs {
       'running as root needs a "nobody" user and setpriv (util-linux) to drop privileges',
     );
   }
-  return { user: 'nobody', uid: Number(entry[2]), gid: Number(entry[3]), switched: true };
+  const nobody = { uid: Number(entry[2]), gid: Number(entry[3]) };
+  const verifierUid = unusedId(idsIn(passwd), nobody.uid);
+  const socketGroup = unusedId(idsIn(group), nobody.gid);
+  return {
+    nginx: { user: 'nobody', ...nobody, groups: [socketGroup], switched: true },
+    verifier: {
+      user: `uid ${verifierUid}`,
+      uid: verifierUid,
+      gid: socketGroup,
+      groups: [],
+      switched: true,
+    },
+    socketGroup,
+  };
 }
 
 /** The command line that runs `command` as `runAs`, with no way to regain privileges. */
@@ -67,7 +119,7 @@ export function asUser(runAs: RunAs, command: string, args: readonly string[]): 
     String(runAs.uid),
     '--regid',
     String(runAs.gid),
-    '--clear-groups',
+    ...(runAs.groups.length === 0 ? ['--clear-groups'] : ['--groups', runAs.groups.join(',')]),
     '--no-new-privs',
   ];
   return [SETPRIV as string, [...drop, '--', command, ...args]];
@@ -121,7 +173,8 @@ function setReadOnly(dirs: readonly string[], readOnly: boolean): void {
 
 /** Starts IdP, verifier and NGINX the production way; on any failure stops what started. */
 export async function startProductionStack(options: StackOptions = {}): Promise<ProductionStack> {
-  const runAs = chooseRunAs();
+  const users = chooseServiceUsers();
+  const runAs = users.nginx;
   let socket = '';
   let readOnlyDirs: string[] = [];
   const shape: StackShape = {
@@ -132,9 +185,10 @@ export async function startProductionStack(options: StackOptions = {}): Promise<
       const configDir = join(runtimeDir, 'config');
       const socketDir = join(runtimeDir, 'socket');
       for (const dir of [logDir, configDir, socketDir]) mkdirSync(dir, { recursive: true });
-      // The socket directory is the pod's shared emptyDir: only the services' user may enter it.
-      chownSync(socketDir, runAs.uid, runAs.gid);
-      chmodSync(socketDir, 0o700);
+      // The socket directory is the pod's shared emptyDir: the verifier's, entered by the socket's
+      // group only (NGINX holds it); the verifier makes the socket 0660.
+      chownSync(socketDir, users.verifier.uid, users.socketGroup);
+      chmodSync(socketDir, 0o770);
       socket = join(socketDir, 'verifier.sock');
       return { runtimeDir, logDir, configDir };
     },
@@ -146,7 +200,8 @@ export async function startProductionStack(options: StackOptions = {}): Promise<
     }),
     writeFile(path, content, kind) {
       if (kind === 'config') return writeFileSync(path, content, { mode: 0o444 });
-      // Secrets readable by the services' group only, like the pod's 0440 Secret volume + fsGroup.
+      // Secrets readable by NGINX's group only, like the pod's 0440 Secret volume mounted in the
+      // NGINX container alone: the verifier's user is neither its owner nor in that group.
       writeFileSync(path, content, { mode: 0o440 });
       chownSync(path, process.getuid?.() ?? 0, runAs.gid);
     },
@@ -160,10 +215,19 @@ export async function startProductionStack(options: StackOptions = {}): Promise<
       readOnlyDirs = [layout.configDir, ...configDirs(nginx.prefix, writable)];
       setReadOnly(readOnlyDirs, true);
     },
-    command: (_name, command, args) => asUser(runAs, command, args),
-    label: (name) => (name === 'idp' ? '' : ` as ${runAs.user}`),
+    command: (name, command, args) =>
+      asUser(name === 'verifier' ? users.verifier : runAs, command, args),
+    label: (name) =>
+      name === 'idp' ? '' : ` as ${(name === 'verifier' ? users.verifier : runAs).user}`,
     release: () => setReadOnly(readOnlyDirs, false),
   };
   const stack = await orchestrate(options, shape);
-  return { ...stack, runAs, verifierSocket: socket, readOnlyDirs };
+  return {
+    ...stack,
+    runAs,
+    verifierRunAs: users.verifier,
+    socketGroup: users.socketGroup,
+    verifierSocket: socket,
+    readOnlyDirs,
+  };
 }

@@ -41,19 +41,39 @@ export interface Addresses {
  * `allowed` there: the SPA sends DPoP-bound tokens with proofs, bearer tokens keep working.
  */
 export function verifierConfig(addresses: Addresses): object {
+  return withSecretPolicy(addresses.issuer, {
+    type: 'jwt',
+    issuer: addresses.issuer,
+    audience: addresses.audience,
+    jwksUri: addresses.jwksUri,
+    algorithms: ['RS256', 'ES256'],
+    ...(addresses.allowHttp === true ? { allowHttp: true } : {}),
+  });
+}
+
+/**
+ * The same for an IdP the stack does not run: its preset decides the issuer type and the token
+ * rules, the key set comes from `jwksUri` or discovery, algorithms are the verifier's defaults.
+ */
+export function ownIdpVerifierConfig(idp: {
+  readonly issuer: string;
+  readonly audience: string;
+  readonly jwksUri?: string | undefined;
+  readonly preset?: string | undefined;
+}): object {
+  return withSecretPolicy(idp.issuer, {
+    issuer: idp.issuer,
+    audience: idp.audience,
+    ...(idp.preset === undefined ? {} : { preset: idp.preset }),
+    ...(idp.jwksUri === undefined ? {} : { jwksUri: idp.jwksUri }),
+  });
+}
+
+function withSecretPolicy(issuer: string, settings: object): object {
   return {
-    issuers: [
-      {
-        type: 'jwt',
-        issuer: addresses.issuer,
-        audience: addresses.audience,
-        jwksUri: addresses.jwksUri,
-        algorithms: ['RS256', 'ES256'],
-        ...(addresses.allowHttp === true ? { allowHttp: true } : {}),
-      },
-    ],
+    issuers: [settings],
     policies: {
-      [SECRET_POLICY]: { issuers: [addresses.issuer], scopes: [SECRET_SCOPE], dpop: 'allowed' },
+      [SECRET_POLICY]: { issuers: [issuer], scopes: [SECRET_SCOPE], dpop: 'allowed' },
     },
   };
 }

@@ -24,6 +24,8 @@ export interface StackOptions {
   readonly secrets?: string;
   /** `aud` the IdP puts in tokens and the verifier requires. */
   readonly audience?: string;
+  /** Your own IdP instead of the dev IdP, which is then not started (`npm start -- --issuer`). */
+  readonly ownIdp?: OwnIdp;
   /** Extra variables per service (e.g. `{ verifier: { VERIFIER_LOG_LEVEL: 'debug' } }`). */
   readonly env?: Partial<Record<ServiceName, Record<string, string>>>;
   /** Build missing `verifier/dist` and `spa/dist` (default true); false only reports them. */
@@ -32,6 +34,20 @@ export interface StackOptions {
   readonly log?: (line: string) => void;
   /** Milliseconds each service may take to become ready. */
   readonly readyTimeoutMs?: number;
+}
+
+/** An issuer the stack does not start: the organisation's IdP, or one a test runs itself. */
+export interface OwnIdp {
+  /** Exact `iss` of its access tokens; also what the SPA signs in against (`/config.json`). */
+  readonly issuer: string;
+  /** JWKS URL; unset: OIDC discovery from the issuer. */
+  readonly jwksUri?: string | undefined;
+  /** The verifier's `audience` (defaults to the stack's `audience`, `secret-gate-api`). */
+  readonly audience?: string | undefined;
+  /** The verifier's issuer preset (`keycloak`, `okta`, …; docs/connect-your-idp.md). */
+  readonly preset?: string | undefined;
+  /** The SPA's client id at that IdP (`clientId` in `/config.json`). */
+  readonly clientId?: string | undefined;
 }
 
 export interface StackUrls {
@@ -62,9 +78,11 @@ export interface Stack {
     readonly verifierConfig: string;
     readonly logs: Readonly<Record<ServiceName, string>>;
   };
-  /** The dev IdP's control API (key rotation, counters, outage). */
+  /** The dev IdP's control API (key rotation, counters, outage); it fails with an own IdP. */
   readonly idp: IdpClient;
-  /** A fresh access token from the real IdP (client-credentials grant unless claims are shaped). */
+  /** True when the stack runs against an own IdP and started no dev IdP. */
+  readonly ownIdp: boolean;
+  /** A fresh access token from the dev IdP (client-credentials grant unless claims are shaped). */
   mintToken(options?: MintOptions): Promise<string>;
   isRunning(name: ServiceName): boolean;
   /** Process id of a running service (its process group id too). */

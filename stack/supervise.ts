@@ -9,7 +9,8 @@ export interface StackParts extends Omit<
   Stack,
   'mintToken' | 'isRunning' | 'pid' | 'stopService' | 'startService' | 'stop'
 > {
-  readonly services: Readonly<Record<ServiceName, ServiceProcess>>;
+  /** Undefined for a service this run does not start (the dev IdP beside an own IdP). */
+  readonly services: Readonly<Record<ServiceName, ServiceProcess | undefined>>;
   readonly readyTimeoutMs?: number;
   /** Says what is starting; `label` may add how (e.g. "as nobody"). */
   readonly log: (line: string) => void;
@@ -24,33 +25,43 @@ export async function superviseStack(parts: StackParts): Promise<Stack> {
   let stopped = false;
   const stack: Stack = {
     ...described,
-    mintToken: (mint = {}) => parts.idp.mintToken(mint),
-    isRunning: (name) => services[name].running,
-    pid: (name) => (services[name].running ? services[name].pid : undefined),
-    stopService: (name, signal) => services[name].stop(signal),
-    startService: (name) => services[name].start(readyTimeoutMs),
+    mintToken: (mint = {}) =>
+      services.idp === undefined
+        ? Promise.reject(new Error('no dev IdP in this stack: get tokens from your own IdP'))
+        : parts.idp.mintToken(mint),
+    isRunning: (name) => services[name]?.running ?? false,
+    pid: (name) => (services[name]?.running ? services[name].pid : undefined),
+    stopService: async (name, signal) => services[name]?.stop(signal),
+    startService: (name) =>
+      services[name]?.start(readyTimeoutMs) ??
+      Promise.reject(new Error(`${name} is not part of this stack`)),
     async stop() {
       if (stopped) return;
       stopped = true;
       untrackStack(tracker);
       // NGINX first so no request reaches a verifier that is going away, then the rest.
-      await services.nginx.stop();
-      await Promise.all([services.verifier.stop(), services.idp.stop()]);
+      await services.nginx?.stop();
+      await Promise.all([services.verifier?.stop(), services.idp?.stop()]);
       cleanUp();
     },
   };
   const tracker = {
     stop: () => stack.stop(),
     killNow: () => {
-      for (const name of SERVICE_NAMES) services[name].killNow();
+      for (const name of SERVICE_NAMES) services[name]?.killNow();
     },
   };
   trackStack(tracker);
 
   try {
     for (const name of SERVICE_NAMES) {
+      const process = services[name];
+      if (process === undefined) {
+        log(`${name}: not started (own IdP)`);
+        continue;
+      }
       log(`starting ${name}${label?.(name) ?? ''}`);
-      await services[name].start(readyTimeoutMs);
+      await process.start(readyTimeoutMs);
     }
   } catch (error) {
     await stack.stop();

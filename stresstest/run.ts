@@ -33,6 +33,16 @@ import { startSystem, type SystemInstance } from '../perf/systems.js';
 import { createDockerEngine, type DockerEngine } from '../perf/docker-engine.js';
 import { mintTokens, writeTokenFile } from '../perf/tokens.js';
 import { runWrkStudy } from '../perf/wrk-study.js';
+import {
+  capacitySeries,
+  CAPACITY_GOAL,
+  CAPACITY_STEPS,
+  formatCapacity,
+  judgeStep,
+  QUICK_CAPACITY_STEPS,
+  shouldContinue,
+  type CapacityStep,
+} from '../perf/capacity.js';
 
 const RESULTS = fileURLToPath(new URL('./results/', import.meta.url));
 
@@ -253,6 +263,101 @@ async function runWrkOn({
   };
 }
 
+/**
+ * `--find-capacity`: one fresh system, wrk at each step's number of users in turn (each user its
+ * own token), until a step breaks the goal. Shared by both engines: only the start differs.
+ */
+async function findCapacity(
+  name: SystemName,
+  options: StressOptions,
+  outDir: string,
+  confinement: Confinement,
+  cpuPlan: { services: string; load: string },
+  docker: DockerEngine | undefined,
+): Promise<{ steps: CapacityStep[]; error?: string }> {
+  const dir = join(outDir, name);
+  mkdirSync(dir, { recursive: true });
+  const scratch = createScratchDir(name);
+  const plan = options.quick ? QUICK_CAPACITY_STEPS : CAPACITY_STEPS;
+  const steps: CapacityStep[] = [];
+  let instance: SystemInstance | undefined;
+  try {
+    instance = docker
+      ? await docker.startSystem(name, { dir: scratch })
+      : await startSystem(name, { dir: scratch, confinement });
+    const most = Math.max(...plan);
+    process.stderr.write(`[${name}] started at ${instance.baseUrl}; minting ${most} tokens\n`);
+    const tokens = await mintTokens({ issuer: instance.issuer, count: most });
+    for (const users of plan) {
+      const tokenFile = join(scratch, `tokens-${users}.txt`);
+      writeTokenFile(tokenFile, tokens.slice(0, users));
+      const measured = await whileDriving(instance, confinement, () =>
+        runWrkStudy({
+          host: instance!.baseUrl,
+          users,
+          durationSeconds: options.durationSeconds,
+          tokenFile,
+          scriptFile: join(dir, `wrk-${users}.lua`),
+          cpus: cpuPlan.load,
+          logFile: join(dir, `wrk-${users}.log`),
+        }),
+      );
+      const step = judgeStep(users, measured.value.result, measured.value.loadGenerator);
+      steps.push(step);
+      process.stderr.write(
+        `[${name}] ${users} users: offered ${step.offeredRps.toFixed(0)} req/s, served ${step.servedRps.toFixed(0)}, ${step.failures} failures, p99 ${step.p99Ms.toFixed(1)} ms, wrk CPU ${((step.generatorCpuShare ?? NaN) * 100).toFixed(0)} %${step.generatorSaturated ? ' (saturated)' : ''}\n`,
+      );
+      if (!shouldContinue(step)) break;
+    }
+    return { steps };
+  } catch (error) {
+    const message = (error as Error).message;
+    process.stderr.write(`\n[${name}] failed: ${message}\n`);
+    return { steps, error: message };
+  } finally {
+    await instance?.stop();
+    keepLogsAndRemove(scratch, join(dir, 'logs'));
+  }
+}
+
+/** The capacity report: per system its steps and capacity, and the chart of p99 against load. */
+function writeCapacityReport(
+  outDir: string,
+  options: StressOptions,
+  results: readonly { name: SystemName; steps: CapacityStep[]; error?: string }[],
+  support: Confinement['support'],
+): string {
+  const chartFile = 'capacity.svg';
+  writeFileSync(
+    join(outDir, chartFile),
+    renderChart(
+      results.map((r) => capacitySeries(r.name, r.steps)),
+      `profile ${options.profile.name}: served requests/s and p99 against offered load`,
+      'req/s offered',
+    ),
+  );
+  const cpu = cpus()[0]?.model ?? 'unknown CPU';
+  const report = [
+    `# Capacity at p99 ≤ ${CAPACITY_GOAL.p99Ms} ms and 0 failures`,
+    '',
+    `\`npm run stress -- ${process.argv.slice(2).join(' ')}\`, ${new Date().toISOString()}, engine ${options.engine}, ` +
+      `profile ${options.profile.name}, ${options.durationSeconds} s per step; wrk, one connection per user with think ` +
+      `time uniform 0–1 s, /hello:/secret = 1:2, a token per user. ${cpus().length} × ${cpu}, Node ${process.version}.`,
+    ...(support.mode === 'pin' ? ['', `Pinning only, no limits: ${support.reason}.`] : []),
+    '',
+    `![p99 against offered load](${chartFile})`,
+    '',
+    ...results.flatMap((r) => [
+      formatCapacity(r.name, r.steps),
+      ...(r.error ? ['', `Stopped by an error: ${r.error}`] : []),
+      '',
+    ]),
+  ].join('\n');
+  const file = join(outDir, 'report.md');
+  writeFileSync(file, report);
+  return file;
+}
+
 async function main(): Promise<number> {
   let options: StressOptions;
   try {
@@ -286,6 +391,23 @@ async function main(): Promise<number> {
   }
   if (confinement.support.mode === 'pin') {
     process.stderr.write(`note: pinning only, no limits: ${confinement.support.reason}\n`);
+  }
+
+  if (options.findCapacity) {
+    const found: { name: SystemName; steps: CapacityStep[]; error?: string }[] = [];
+    try {
+      for (const name of options.systems) {
+        found.push({
+          name,
+          ...(await findCapacity(name, options, outDir, confinement, cpuPlan, docker)),
+        });
+      }
+    } finally {
+      await confinement.release();
+    }
+    const file = writeCapacityReport(outDir, options, found, confinement.support);
+    console.log(`report: ${file}`);
+    return found.some((r) => r.error) ? 1 : 0;
   }
 
   const results: SystemResult[] = [];

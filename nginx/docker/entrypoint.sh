@@ -4,7 +4,28 @@
 # command as PID 1. The checks of nginx/render.ts, in one message: every SG_ name a template uses
 # must be set (empty counts), and no value may hold a quote or a line break. The image ships no
 # secrets: a missing SG_SECRETS_FILE is named here (njs 0.7.9 fails on it without a message).
+# The study's flat SECRETS JSON comes as a file (a Docker or Kubernetes secret at
+# /run/secrets/flat-secrets, or SG_FLAT_SECRETS_FILE), never as a variable `docker inspect` shows;
+# its content is exported as SECRETS to NGINX only (nginx.conf `env SECRETS`, read by njs).
 set -eu
+
+# An empty file (compose mounts /dev/null when no file is given) means "no flat secrets".
+read_flat_secrets() {
+  flat=${SG_FLAT_SECRETS_FILE:-/run/secrets/flat-secrets}
+  [ -e "$flat" ] || return 0
+  if [ ! -r "$flat" ]; then
+    problems="${problems:+$problems; }flat secrets \"$flat\" cannot be read by uid $(id -u): make it readable by that user"
+    return 0
+  fi
+  content=$(cat "$flat")
+  [ -n "$content" ] || return 0
+  if [ -n "${SECRETS:-}" ]; then
+    problems="${problems:+$problems; }SECRETS is set and \"$flat\" holds flat secrets too: keep only the file"
+    return 0
+  fi
+  SECRETS=$content
+  export SECRETS
+}
 
 render() {
   templates=${NGINX_ENVSUBST_TEMPLATE_DIR:-/etc/nginx/templates}
@@ -22,6 +43,7 @@ render() {
   if [ -n "${SG_SECRETS_FILE:-}" ] && [ ! -r "$SG_SECRETS_FILE" ]; then
     problems="${problems:+$problems; }SG_SECRETS_FILE \"$SG_SECRETS_FILE\" cannot be read: mount the secrets file there"
   fi
+  read_flat_secrets
   if [ -n "$problems" ]; then
     echo "sg-entrypoint: $problems" >&2
     exit 1

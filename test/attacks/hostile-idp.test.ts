@@ -1,6 +1,7 @@
 // A hostile or impersonated IdP against the real verifier process: a JWKS that streams without end
 // must not raise the verifier's memory (its pod limit is 192 Mi), and a key URL in plain http to a
-// host that is not loopback must stop it at start, before it trusts a single key from there.
+// host that is not loopback must stop it at start, before it trusts a single key from there; so
+// must a DPoP replay store in plain redis:// off loopback (proof ids and its password in clear).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -125,5 +126,25 @@ describe('key and introspection URLs in plain http', () => {
       'VERIFIER_JWKS_URI: "http://idp.example/jwks" is plain http to a host that is not loopback',
     );
     expect(run.stderr).toContain('"allowHttp": true');
+  });
+
+  it('refuses to start with a plain redis:// replay store on a host that is not loopback, naming the opt-in', () => {
+    const run = spawnSync(process.execPath, verifierArgs, {
+      env: verifierEnv({
+        VERIFIER_LISTEN: '127.0.0.1:1',
+        VERIFIER_ISSUER: 'https://idp.example',
+        VERIFIER_AUDIENCE: 'secret-gate-api',
+        VERIFIER_DPOP: 'required',
+        VERIFIER_DPOP_REPLAY_STORE: 'redis://:hunter2-password@replay-store.internal:6379',
+      }),
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    expect(run.status).toBe(2);
+    expect(run.stderr).toContain(
+      'VERIFIER_DPOP_REPLAY_STORE: plain redis:// to a host that is not loopback',
+    );
+    expect(run.stderr).toContain('VERIFIER_DPOP_REPLAY_ALLOW_PLAINTEXT=true');
+    expect(run.stderr).not.toContain('hunter2-password');
   });
 });

@@ -1,6 +1,9 @@
 // No token and no client query string in any NGINX log line, the error log included. NGINX's
 // error log quotes the request line on limit_req, upstream and auth errors, so the gate must
-// refuse such requests before anything can log them. Every log file is scanned at the end.
+// refuse such requests before anything can log them. A token hidden in the path itself (an
+// encoded `?`, a segment that `..` removes again) or in the User-Agent reaches neither the access
+// log nor the verifier's. Every log file is scanned at the end.
+import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAttackStack, type AttackStack } from './attack-stack.js';
 
@@ -80,5 +83,113 @@ describe('a token in the query string never reaches a log', () => {
     );
     expect(logs.find((log) => log.name === 'nginx/error.log')!.text.length).toBeGreaterThan(0);
     expect(gate.watch.scan(logs)).toEqual([]);
+  });
+});
+
+describe('a token hidden in the path or a header never reaches a log', () => {
+  // A gate of its own, with the suite-wide limits: every one of these reaches the verifier.
+  let gate: AttackStack;
+  let valid: string;
+  beforeAll(async () => {
+    gate = await startAttackStack();
+    valid = await gate.stack.mintToken();
+  }, 120_000);
+  afterAll(async () => {
+    await gate?.stop();
+  });
+  /** An opaque token: no JWT shape for the scan to spot, so only its exact value can. */
+  const opaque = () => randomBytes(30).toString('base64url');
+  const accessLog = () =>
+    gate
+      .readLogs()
+      .find((log) => log.name === 'nginx/access.log')!
+      .text.split('\n')
+      .filter((line) => line.length > 0)
+      .map((line) => JSON.parse(line) as { path: string; user_agent: string });
+
+  /** The access-log line of the request just answered (NGINX writes it after the answer). */
+  let seenLines = 0;
+  const nextAccessLine = async () => {
+    const before = Date.now();
+    for (;;) {
+      const lines = accessLog();
+      if (lines.length > seenLines || Date.now() - before > 2000) {
+        seenLines = lines.length;
+        return lines.at(-1)!;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  };
+
+  /** The `uri` of the verifier's latest "denied" line (its output may lag a little). */
+  const lastDenialPath = async (): Promise<unknown> => {
+    const before = Date.now();
+    for (;;) {
+      const lines = gate
+        .readLogs()
+        .find((log) => log.name === 'verifier')!
+        .text.split('\n')
+        .filter((line) => line.includes('"denied"'));
+      const last = lines.at(-1);
+      if ((last !== undefined && lines.length > denials) || Date.now() - before > 2000) {
+        denials = lines.length;
+        return last === undefined ? undefined : (JSON.parse(last) as { uri: unknown }).uri;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  };
+  let denials = 0;
+
+  it.each([
+    ['an encoded query', (token: string) => `/secret%3Faccess_token=${token}`, '/secret[cut]'],
+    [
+      'an encoded query, lower case',
+      (token: string) => `/secret%3faccess_token=${token}`,
+      '/secret[cut]',
+    ],
+    ['an encoded fragment', (token: string) => `/%23access_token=${token}`, '/[cut]'],
+    ['a path segment that .. removes again', (token: string) => `/${token}/../secret`, '/[cut]'],
+    ['a path segment of the SPA', (token: string) => `/callback/${token}`, '/callback/[cut]'],
+  ])('keeps %s out of the access log and the verifier log', async (_title, pathOf, logged) => {
+    for (const token of [opaque(), valid]) {
+      gate.watch.recordToken(token);
+      const answer = await gate.send({
+        path: pathOf(token),
+        headers: { authorization: 'Bearer not-a-valid-token' },
+        label: `hidden token: ${logged}`,
+      });
+      expect([200, 400, 401]).toContain(answer.status);
+      expect((await nextAccessLine()).path).toBe(logged);
+      if (answer.status === 401) expect(await lastDenialPath()).toBe(logged);
+    }
+  });
+
+  it('keeps a token in the User-Agent out of the access log', async () => {
+    const token = opaque();
+    gate.watch.recordToken(token);
+    await gate.send({
+      path: '/hello',
+      headers: { 'user-agent': `curl/8.0 ${token}` },
+      label: 'token in the User-Agent',
+    });
+    expect((await nextAccessLine()).user_agent).toBe('curl/8.0 [cut]');
+  });
+
+  it('logs ordinary paths and browsers unchanged', async () => {
+    const agent =
+      'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36';
+    await gate.send({
+      path: '/assets/index-3f2a9c.js',
+      headers: { 'user-agent': agent },
+      label: 'asset',
+    });
+    expect(await nextAccessLine()).toMatchObject({
+      path: '/assets/index-3f2a9c.js',
+      user_agent: agent,
+    });
+  });
+
+  it('leaves none of them in any log file', () => {
+    expect(gate.watch.scan(gate.readLogs())).toEqual([]);
   });
 });

@@ -95,7 +95,8 @@ export function renderKustomization(dir: string): Manifest[] {
     if (manifest.kind === 'Deployment') {
       const count = kustomization.replicas?.find((r) => r.name === manifest.metadata.name)?.count;
       if (count !== undefined) (manifest.spec as { replicas: number }).replicas = count;
-      for (const container of podSpec(manifest).containers) {
+      const pod = podSpec(manifest);
+      for (const container of [...(pod.initContainers ?? []), ...pod.containers]) {
         const image = kustomization.images?.find((i) => container.image.split(':')[0] === i.name);
         if (!image) continue;
         const [name, tag] = container.image.split(':');
@@ -186,6 +187,7 @@ function addSelectorLabels(manifest: Manifest, pairs: Record<string, string>): v
 export type Container = {
   name: string;
   image: string;
+  command?: string[];
   args?: string[];
   ports?: { name?: string; containerPort: number; protocol?: string }[];
   env?: { name: string; value?: string }[];
@@ -202,11 +204,12 @@ export type Probe = {
 };
 export type Volume = {
   name: string;
-  emptyDir?: Record<string, unknown>;
+  emptyDir?: { medium?: string; sizeLimit?: string };
   secret?: { secretName: string; optional?: boolean };
   configMap?: { name: string };
 };
 export type PodSpec = {
+  initContainers?: Container[];
   containers: Container[];
   volumes?: Volume[];
   securityContext?: Record<string, unknown>;

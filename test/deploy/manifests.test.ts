@@ -163,8 +163,14 @@ describe.each(Object.entries(BUILDS))('the %s', (_, dir) => {
     }
   });
 
-  it('gives NGINX the memory of the tight profile and the verifier at least that, requests never above limits', () => {
-    expect(mebibytes(nginx.resources?.limits?.memory)).toBe(PROFILES.tight.memoryMb);
+  it('gives NGINX the memory of the tight profile plus its memory directory, the verifier at least the profile, requests never above limits', () => {
+    // tmpfs pages count against the container that writes them: the edge cache and set files.
+    const memoryDir = volume(
+      nginx.volumeMounts?.find((m) => m.mountPath === nginxEnv.SG_MEMORY_DIR)?.name ?? '',
+    );
+    expect(mebibytes(nginx.resources?.limits?.memory)).toBe(
+      PROFILES.tight.memoryMb + mebibytes(memoryDir?.emptyDir?.sizeLimit),
+    );
     expect(mebibytes(verifier.resources?.requests?.memory)).toBeGreaterThanOrEqual(
       PROFILES.tight.memoryMb,
     );
@@ -244,12 +250,71 @@ describe.each(Object.entries(BUILDS))('the %s', (_, dir) => {
     expect(volume(mount?.name ?? '')?.secret?.secretName).toBe('secret-gate-secrets');
   });
 
-  it("lets only the pod's own user and group read the Secret files (mode 0440, group = fsGroup)", () => {
+  it("lets only the pod's own users read the Secret files (mode 0440, group = fsGroup), each Secret mounted only where it is read", () => {
     const secrets = (pod.volumes ?? []).filter((v) => v.secret);
     expect(secrets.length).toBeGreaterThan(0);
     for (const v of secrets)
       expect((v.secret as { defaultMode?: number }).defaultMode, v.name).toBe(0o440);
-    expect(pod.securityContext?.fsGroup).toBe(pod.securityContext?.runAsGroup);
+    expect(pod.securityContext?.fsGroup).toBeGreaterThan(0);
+    const mountedIn = (name: string) =>
+      [...(pod.initContainers ?? []), ...pod.containers]
+        .filter((c) => c.volumeMounts?.some((m) => m.name === name))
+        .map((c) => c.name);
+    expect(mountedIn('secrets')).toEqual(['nginx']);
+    for (const name of ['cloudfront-key', 'introspection-client'])
+      expect(mountedIn(name), name).toEqual(['verifier']);
+  });
+
+  it('runs NGINX and the verifier as two users that share only the socket group (the fsGroup)', () => {
+    const userOf = (c: Container) => ({
+      uid: c.securityContext?.runAsUser,
+      gid: c.securityContext?.runAsGroup,
+    });
+    const fsGroup = pod.securityContext?.fsGroup;
+    expect(userOf(nginx).uid).toBeGreaterThan(0);
+    expect(userOf(verifier).uid).toBeGreaterThan(0);
+    expect(userOf(nginx).uid).not.toBe(userOf(verifier).uid);
+    // The verifier creates its socket with the socket group; NGINX holds that group through fsGroup.
+    expect(userOf(verifier).gid).toBe(fsGroup);
+    expect(userOf(nginx).gid).not.toBe(fsGroup);
+    for (const init of pod.initContainers ?? [])
+      expect(userOf(init), init.name).toEqual(userOf(verifier));
+  });
+
+  it("keeps the socket in a directory of the socket group only (0770), made by an init container as the verifier's user", () => {
+    const socketDir = dirname((verifierEnv.VERIFIER_LISTEN ?? '').replace(/^unix:/, ''));
+    const init = pod.initContainers?.find((c) => c.name === 'socket-dir');
+    const command = init?.command ?? [];
+    expect(command.at(-1)).toBe(socketDir);
+    expect(command.join(' ')).toContain('0o770');
+    const mount = init?.volumeMounts?.[0];
+    expect(within(mount?.mountPath ?? '', socketDir)).toBe(true);
+    expect(mountOf(verifier, mount?.name ?? '')?.mountPath).toBe(mount?.mountPath);
+    expect(init?.securityContext).toMatchObject({
+      readOnlyRootFilesystem: true,
+      allowPrivilegeEscalation: false,
+      capabilities: { drop: ['ALL'] },
+    });
+  });
+
+  it("keeps NGINX's memory directory (edge cache, per-set files) in a Memory emptyDir of the NGINX container only, sized for the edge cache", () => {
+    const memoryDir = nginxEnv.SG_MEMORY_DIR ?? '';
+    const mount = nginx.volumeMounts?.find((m) => m.mountPath === memoryDir);
+    expect(mount, 'memory dir mount').toBeDefined();
+    const emptyDir = volume(mount?.name ?? '')?.emptyDir;
+    expect(emptyDir?.medium).toBe('Memory');
+    // Never the pod-wide /dev/shm, which the verifier shares.
+    expect(memoryDir.startsWith('/dev/shm')).toBe(false);
+    for (const c of [...(pod.initContainers ?? []), verifier])
+      expect(
+        c.volumeMounts?.some((m) => m.name === mount?.name),
+        c.name,
+      ).toBe(false);
+    const tunables = readFileSync(join(nginxPaths.templatesDir, 'tunables.conf.template'), 'utf8');
+    const maxSize = Number(/max_size=(\d+)m/.exec(tunables)?.[1]);
+    expect(maxSize).toBeGreaterThan(0);
+    // The cache's max_size plus room for set files and the cache manager's lag.
+    expect(mebibytes(emptyDir?.sizeLimit)).toBeGreaterThanOrEqual(maxSize + 4);
   });
 
   it('never mounts a Secret or ConfigMap by subPath (a subPath mount never sees an update)', () => {
@@ -543,9 +608,8 @@ describe.skipIf(!kubectl)('kubectl kustomize', () => {
 // socket laid out under a scratch root the way the pod's volumes would lay them out.
 describe('the verifier probes, run against the real verifier', () => {
   const manifests = renderKustomization(BUILDS.base);
-  const verifier = podSpec(
-    manifests.find((m) => m.kind === 'Deployment') as Manifest,
-  ).containers.find((c) => c.name === 'verifier') as Container;
+  const pod = podSpec(manifests.find((m) => m.kind === 'Deployment') as Manifest);
+  const verifier = pod.containers.find((c) => c.name === 'verifier') as Container;
   const env = Object.fromEntries((verifier.env ?? []).map((e) => [e.name, e.value ?? '']));
   let scratch = '';
   let idp: OAuth2Server;
@@ -571,6 +635,15 @@ describe('the verifier probes, run against the real verifier', () => {
     const inPod = (path: string) => join(scratch, path);
     for (const mount of verifier.volumeMounts ?? [])
       mkdirSync(inPod(mount.mountPath), { recursive: true });
+    // The init containers first, as the kubelet runs them (their last argument is a pod path).
+    for (const init of pod.initContainers ?? []) {
+      const [command, ...args] = init.command ?? [];
+      const run = spawnSync(command ?? '', [...args.slice(0, -1), inPod(args.at(-1) ?? '')], {
+        cwd: REPO_ROOT,
+        timeout: 20_000,
+      });
+      expect(run.status, init.name).toBe(0);
+    }
     writeFileSync(
       inPod(env.VERIFIER_CONFIG ?? ''),
       configText.replaceAll(original.issuers[0]?.issuer ?? '', issuer),

@@ -1,6 +1,7 @@
 // The production-shaped local run as a specification: the gate works end to end while NGINX and
-// the verifier run unprivileged, the verifier is reachable only through its unix socket, the
-// configuration cannot be changed by the services, and the dev IdP has no control surface.
+// the verifier run unprivileged as two users, the verifier is reachable only through its unix
+// socket and cannot read the secrets, the configuration cannot be changed by the services, and
+// the dev IdP has no control surface.
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -88,32 +89,66 @@ describe('the production-shaped local run', () => {
     }
   });
 
-  it('runs the NGINX master, its workers and the verifier as one unprivileged user, unable to regain privileges', () => {
+  it('runs the NGINX master and its workers as one unprivileged user and the verifier as another, unable to regain privileges', () => {
     const nginx = stack.pid('nginx') as number;
     const verifier = stack.pid('verifier') as number;
     const workers = childrenOf(nginx);
     expect(workers.length).toBeGreaterThan(0);
-    for (const pid of [nginx, ...workers, verifier]) {
+    const owners: Array<[number, number]> = [
+      ...[nginx, ...workers].map((pid): [number, number] => [pid, stack.runAs.uid]),
+      [verifier, stack.verifierRunAs.uid],
+    ];
+    for (const [pid, uid] of owners) {
       const { uids, noNewPrivs } = processInfo(pid);
-      expect(uids, `pid ${pid}`).toEqual([
-        stack.runAs.uid,
-        stack.runAs.uid,
-        stack.runAs.uid,
-        stack.runAs.uid,
-      ]);
-      expect(stack.runAs.uid).not.toBe(0);
+      expect(uids, `pid ${pid}`).toEqual([uid, uid, uid, uid]);
+      expect(uid).not.toBe(0);
       if (stack.runAs.switched) expect(noNewPrivs, `pid ${pid}`).toBe(true);
     }
+    // Only a runner started as root can split the users (as the pod's runAsUser does).
+    if (stack.runAs.switched) expect(stack.verifierRunAs.uid).not.toBe(stack.runAs.uid);
   });
 
-  it('keeps the verifier off the network: no TCP listener, only its socket, private to the services user', () => {
+  it('keeps the verifier off the network: no TCP listener, only its socket, shared with NGINX through a group', () => {
     expect(tcpListeners(stack.pid('verifier') as number)).toEqual([]);
     expect(stack.urls.verifier).toBe(`unix:${stack.verifierSocket}`);
     const socket = statSync(stack.verifierSocket);
     expect(socket.isSocket()).toBe(true);
-    expect(socket.uid).toBe(stack.runAs.uid);
+    expect(socket.uid).toBe(stack.verifierRunAs.uid);
+    expect(socket.mode & 0o777).toBe(0o660);
     const dir = statSync(join(stack.verifierSocket, '..'));
-    expect(dir.mode & 0o077).toBe(0);
+    expect(dir.mode & 0o777).toBe(0o770);
+    expect(dir.uid).toBe(stack.verifierRunAs.uid);
+    expect(dir.gid).toBe(stack.socketGroup);
+  });
+
+  it("leaves the verifier's user unable to read the secrets file, the per-set files or NGINX's edge cache", async () => {
+    if (!stack.runAs.switched) return; // one caller, one uid: nothing to separate
+    // One allowed request, so the set files and an edge-cache entry exist.
+    const token = await stack.mintToken();
+    const allowed = await fetch(stack.urls.secret, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    expect(allowed.status).toBe(200);
+    const memory = stack.env.nginx.SG_MEMORY_DIR as string;
+    const sets = join(memory, 'sg-secret-sets');
+    const setFiles = readdirSync(sets, { recursive: true, withFileTypes: true })
+      .filter((entry) => entry.isFile())
+      .map((entry) => join(entry.parentPath, entry.name));
+    expect(setFiles.length).toBeGreaterThan(0);
+    const asVerifier = (script: string, path: string) => {
+      const [command, args] = asUser(stack.verifierRunAs, '/bin/sh', ['-c', script, 'sh', path]);
+      return spawnSync(command, args, { encoding: 'utf8' });
+    };
+    for (const file of [stack.files.secrets, ...setFiles]) {
+      // NGINX's user reads it; the verifier's does not.
+      const [command, args] = asUser(stack.runAs, '/bin/cat', [file]);
+      expect(spawnSync(command, args).status, `nginx reads ${file}`).toBe(0);
+      const read = asVerifier('cat "$1"', file);
+      expect(read.status, file).not.toBe(0);
+      expect(read.stdout).toBe('');
+    }
+    for (const dir of [sets, join(memory, 'sg-edge-cache')])
+      expect(asVerifier('ls "$1"', dir).status, dir).not.toBe(0);
   });
 
   it('leaves the configuration unwritable for the services user', () => {

@@ -1,7 +1,9 @@
 // docker-compose.yaml cannot run on every machine, so it is held to the local runner here: the same
 // services, ports, variable names and values (adjusted only for container addresses), health checks
 // on the same endpoints, and the same verifier policy.
-import { readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
@@ -27,12 +29,14 @@ interface ComposeService {
   volumes?: string[];
   depends_on?: Record<string, { condition: string }>;
   healthcheck?: { test: string[] };
+  secrets?: string[];
 }
 
 const compose = parse(readFileSync(join(REPO_ROOT, 'docker-compose.yaml'), 'utf8'), {
   merge: true,
 }) as {
   services: Record<string, ComposeService>;
+  secrets?: Record<string, { file?: string }>;
 };
 const service = (name: string): ComposeService => {
   const found = compose.services[name];
@@ -100,7 +104,16 @@ describe('docker-compose.yaml mirrors the local runner', () => {
     const sg = Object.fromEntries(Object.entries(env).filter(([name]) => name.startsWith('SG_')));
     expect(names(sg)).toEqual(names(runner.nginx));
     expect(sg).toEqual(dockerNginxEnv());
-    expect(env).toHaveProperty('SECRETS');
+  });
+
+  it('passes the flat SECRETS as a mounted file, never as a variable docker inspect would show', () => {
+    for (const [name, definition] of Object.entries(compose.services))
+      expect(Object.keys(definition.environment ?? {}), name).not.toContain('SECRETS');
+    expect(service('nginx').secrets).toEqual(['flat-secrets']);
+    // Unset on the host: an empty file, so the secrets file is served.
+    expect(compose.secrets?.['flat-secrets']).toEqual({
+      file: '${SECRET_GATE_FLAT_SECRETS:-/dev/null}',
+    });
   });
 
   it('gives the IdP and the verifier the variables the runner sets, with container addresses', () => {
@@ -193,4 +206,55 @@ describe('docker-compose.yaml mirrors the local runner', () => {
       );
     },
   );
+});
+
+describe('the NGINX image entrypoint', () => {
+  /** Runs nginx/docker/entrypoint.sh with a stand-in `nginx` that prints the SECRETS it was given. */
+  function entrypoint(flat: string | undefined, extra: Record<string, string> = {}) {
+    const work = mkdtempSync(join(tmpdir(), 'sg-entrypoint-'));
+    try {
+      writeFileSync(join(work, 'nginx'), '#!/bin/sh\nprintf "SECRETS=[%s]" "${SECRETS:-}"\n');
+      chmodSync(join(work, 'nginx'), 0o755);
+      const flatFile = join(work, 'flat-secrets');
+      if (flat !== undefined) writeFileSync(flatFile, flat);
+      const run = spawnSync('sh', [join(REPO_ROOT, 'nginx/docker/entrypoint.sh'), 'nginx'], {
+        env: {
+          PATH: `${work}:${process.env.PATH ?? ''}`,
+          ...dockerNginxEnv(),
+          NGINX_ENVSUBST_TEMPLATE_DIR: join(REPO_ROOT, 'nginx/templates'),
+          NGINX_ENVSUBST_OUTPUT_DIR: join(work, 'out'),
+          SG_RUN_DIR: join(work, 'run'),
+          SG_TEMP_DIR: join(work, 'run/temp'),
+          SG_SECRETS_FILE: join(REPO_ROOT, 'nginx/secrets.dev.json'),
+          SG_FLAT_SECRETS_FILE: flatFile,
+          ...extra,
+        },
+        encoding: 'utf8',
+        timeout: 20_000,
+      });
+      return { status: run.status, stdout: run.stdout, stderr: run.stderr };
+    } finally {
+      rmSync(work, { recursive: true, force: true });
+    }
+  }
+
+  it('hands the mounted flat secrets file to NGINX as SECRETS', () => {
+    const run = entrypoint('{"x-api-key":"from-the-file"}\n');
+    expect(run.stderr).toBe('');
+    expect(run.stdout).toBe('SECRETS=[{"x-api-key":"from-the-file"}]');
+  });
+
+  it.each([
+    ['no file', undefined],
+    ['an empty file (compose mounts /dev/null)', ''],
+  ])('with %s, gives NGINX no SECRETS (the secrets file is served)', (_title, flat) => {
+    expect(entrypoint(flat).stdout).toBe('SECRETS=[]');
+  });
+
+  it('refuses both a SECRETS variable and a flat secrets file, naming no value', () => {
+    const run = entrypoint('{"x-api-key":"from-the-file"}', { SECRETS: '{"x-api-key":"env"}' });
+    expect(run.status).toBe(1);
+    expect(run.stderr).toContain('SECRETS is set and');
+    expect(run.stderr).not.toContain('from-the-file');
+  });
 });

@@ -1,5 +1,6 @@
 // Two verifier replicas sharing one real redis-server as their DPoP replay store: a proof used at
-// one replica is refused at the other, and an unreachable store fails closed for `required`.
+// one replica is refused at the other, and an unreachable store fails closed for `required`; a
+// store with a password is reached with the one the configuration names (a variable or a file).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Decision } from '../../verifier/src/decision.js';
 import { signProof, thumbprintOf } from '../../verifier/src/testing/dpop-proof.js';
@@ -96,5 +97,45 @@ describe('DPoP replay store shared through Redis', () => {
     const request = await boundRequest();
     expect(statusOf(await ask(replicas[0]!, request))).toBe(204);
     expect((await ask(replicas[0]!, request)).reason).toBe('dpop_proof_replayed');
+  });
+});
+
+describe('a replay store that wants a password', () => {
+  const PASSWORD = 'replay-store-password';
+  let guarded: RedisServer;
+  beforeAll(async () => {
+    guarded = await startRedisServer({ requirePass: PASSWORD });
+  });
+  afterAll(() => guarded.stop());
+
+  it('is used with the password the configuration names, and refuses every proof without it', async () => {
+    const withPassword = buildService(
+      { REDIS_PASSWORD: PASSWORD },
+      {
+        file: {
+          ...config('required'),
+          dpop: { replayStore: guarded.url, replayPassword: { env: 'REDIS_PASSWORD' } },
+        },
+      },
+    );
+    const without = buildService(
+      {},
+      { file: { ...config('required'), dpop: { replayStore: guarded.url } } },
+    );
+    try {
+      await untilReady(withPassword.service);
+      const request = await boundRequest();
+      expect(statusOf(await ask(withPassword, request))).toBe(204);
+      expect((await ask(withPassword, request)).reason).toBe('dpop_proof_replayed');
+
+      await without.service.start();
+      const refused = await ask(without, await boundRequest());
+      expect(statusOf(refused)).toBe(401);
+      expect(refused.reason).toBe('dpop_replay_unavailable');
+      expect(without.lines.join('\n')).not.toContain(PASSWORD);
+    } finally {
+      await withPassword.service.stop(0);
+      await without.service.stop(0);
+    }
   });
 });

@@ -12,11 +12,24 @@ export interface RedisServer {
 
 export const REDIS_SERVER_BINARY = '/usr/bin/redis-server';
 
-export async function startRedisServer(): Promise<RedisServer> {
+/** `requirePass`: the server refuses every command until a client sends `AUTH` with it. */
+export async function startRedisServer(
+  options: { requirePass?: string } = {},
+): Promise<RedisServer> {
   const port = await freePort();
   const child: ChildProcess = spawn(
     REDIS_SERVER_BINARY,
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+    [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      ...(options.requirePass === undefined ? [] : ['--requirepass', options.requirePass]),
+    ],
     { stdio: 'ignore' },
   );
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -47,7 +60,8 @@ function ping(port: number): Promise<boolean> {
     socket.once('connect', () => socket.write('PING\r\n'));
     socket.once('data', (data) => {
       socket.destroy();
-      resolve(data.toString().startsWith('+PONG'));
+      // A server with a password answers NOAUTH: it is up all the same.
+      resolve(/^(?:\+PONG|-NOAUTH)/.test(data.toString()));
     });
   });
 }

@@ -11,6 +11,7 @@ import { createDecisionCache } from './decision-cache.js';
 import { createJwtVerifier } from './jwt-verifier.js';
 import type { KeySet } from './key-set.js';
 import { createLogger } from './log.js';
+import { RFC9068_RULES } from './presets.js';
 
 const ISS = 'https://idp.example';
 const AUD = 'secret-gate-api';
@@ -29,6 +30,7 @@ const issuer: JwtIssuer = {
   maxTokenAge: 86_400,
   allowHttp: false,
   clientClaims: ['client_id', 'azp'],
+  ...RFC9068_RULES,
 };
 const policy: PolicyConfig = {
   name: 'secret',

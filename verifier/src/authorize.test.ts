@@ -198,7 +198,8 @@ const matrix: Row[] = [
   ],
   [
     'accepts a hand-signed token (the crit row is not a signing artefact)',
-    async () => signRs256({ alg: 'RS256', kid: PRIVATE_JWKS.rsaA.kid }, claimsAt()),
+    async () =>
+      signRs256({ alg: 'RS256', kid: PRIVATE_JWKS.rsaA.kid }, { ...claimsAt(), azp: 'spa-demo' }),
     204,
     'allowed',
   ],
@@ -419,6 +420,39 @@ describe('authorize: answers', () => {
     expect(entry.fp).toBe(createHash('sha256').update(token).digest('hex').slice(0, 8));
     expect(plain.lines.join('\n')).not.toContain(token.split('.')[2]!);
     expect(plain.lines.join('\n')).not.toContain(token.split('.')[1]!);
+  });
+  it.each([
+    ['an encoded query', '/secret%3Faccess_token=', '/secret[cut]'],
+    ['an encoded fragment', '/secret%23access_token=', '/secret[cut]'],
+    ['a token as a path segment', '/x/', '/x/[cut]'],
+  ])('a denial logs the path without %s (a hidden token)', async (_title, before, logged) => {
+    const token = await mint({ claims: { aud: 'spa-demo', sub: 'path-check' } });
+    plain.lines.length = 0;
+    await plain.service.authorize({
+      ...bearer('garbage'),
+      originalUri: `${before}${token}/../../secret`,
+      originalMethod: 'GET',
+    });
+    const entry = JSON.parse(plain.lines.find((line) => line.includes('"denied"'))!) as Record<
+      string,
+      unknown
+    >;
+    expect(entry.uri).toBe(logged);
+    for (const part of token.split('.')) expect(plain.lines.join('\n')).not.toContain(part);
+  });
+
+  it('a denial logs at most 200 characters of a 16 KB path', async () => {
+    plain.lines.length = 0;
+    await plain.service.authorize({
+      ...bearer('garbage'),
+      originalUri: `/${'a/'.repeat(8000)}secret`,
+      originalMethod: 'GET',
+    });
+    const entry = JSON.parse(plain.lines.find((line) => line.includes('"denied"'))!) as Record<
+      string,
+      unknown
+    >;
+    expect(entry.uri).toBe(`/${'a/'.repeat(99)}a[cut]`);
   });
 });
 

@@ -7,6 +7,7 @@ import { allow, deny, shared, type Decision, type DecisionDecorator } from './de
 import { statusFor, VerifyError } from './errors.js';
 import type { JwtVerifier } from './jwt-verifier.js';
 import type { Logger } from './log.js';
+import { loggablePath } from './log-path.js';
 import { fingerprint, tokenHash } from './token-hash.js';
 import type { Metrics } from './metrics.js';
 import type { OpaqueVerifier } from './opaque-verifier.js';
@@ -162,7 +163,7 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
           reason: decision.reason,
           policy: request.policy ?? DEFAULT_POLICY,
           fp: token === undefined ? undefined : fingerprint(token),
-          uri: request.originalUri,
+          uri: loggablePath(request.originalUri),
           method: request.originalMethod,
           detail: outcome.detail,
         },

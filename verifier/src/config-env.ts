@@ -1,9 +1,10 @@
 // VERIFIER_* variables as a configuration document: each variable is the flat spelling of one
 // setting of the schema (the flags-to-options conversion oauth2-proxy does), found through the
 // `env` each row declares. Its string goes where the file's value would, and the same schema
-// reads it. The single-issuer variables (VERIFIER_ISSUER, …) spell one JWT issuer and the policy
-// `default`.
-import { DEFAULT_POLICY, jsonSchema, type JsonSchema } from './config-model.js';
+// reads it. The single-issuer variables (VERIFIER_ISSUER, …) spell one issuer (JWT unless its
+// preset says otherwise) and one policy, named `secret` (what NGINX's /secret asks for) and
+// answered as `default` too.
+import { DEFAULT_POLICY, ENV_POLICY, jsonSchema, type JsonSchema } from './config-model.js';
 
 /** Names the JSON file; exclusive with the single-issuer variables. */
 export const CONFIG_FILE_VARIABLE = 'VERIFIER_CONFIG';
@@ -50,10 +51,18 @@ export const issuerSections = new Map(
 export const policySection = schema.properties?.policies?.additionalProperties as JsonSchema;
 
 const ISSUER_PATH = 'issuers[0]';
-const POLICY_PATH = `policies.${DEFAULT_POLICY}`;
+const POLICY_PATH = `policies.${ENV_POLICY}`;
+const ALIAS_PATH = `policies.${DEFAULT_POLICY}`;
 const withEnv = (rows: SettingRow[]) => rows.filter((row) => row.env !== undefined);
 const rootRows = withEnv(rowsOf(schema));
-const issuerRows = withEnv(rowsOf(issuerSections.get('jwt')));
+const jwtRows = withEnv(rowsOf(issuerSections.get('jwt')));
+// The tokeninfo issuer's own variables (VERIFIER_TOKENINFO_URI) beside the JWT issuer's.
+const issuerRows = [
+  ...jwtRows,
+  ...withEnv(rowsOf(issuerSections.get('tokeninfo'))).filter(
+    (row) => !jwtRows.some((jwt) => jwt.env === row.env),
+  ),
+];
 const policyRows = withEnv(rowsOf(policySection));
 
 /** Every variable the verifier reads, in the order the reference lists them; `path` in the file. */
@@ -130,13 +139,18 @@ export function documentFromEnv(
     for (const { env: name } of [...issuerRows, ...policyRows].filter((row) => given(row.env)))
       problems.push(`${name}: not used together with ${CONFIG_FILE_VARIABLE} (put it in the file)`);
   } else if (issuerGiven) {
-    const issuer: Record<string, unknown> = { type: 'jwt' };
+    // No `type`: JWT, unless VERIFIER_PRESET names a preset for another kind of issuer.
+    const issuer: Record<string, unknown> = {};
     const policy: Record<string, unknown> = { issuers: [given('VERIFIER_ISSUER')] };
     put(issuerRows, issuer, `${ISSUER_PATH}.`);
     put(policyRows, policy, `${POLICY_PATH}.`);
+    for (const { env: name = '', path } of policyRows) labels.set(`${ALIAS_PATH}.${path}`, name);
     labels.set(`${POLICY_PATH}.issuers`, 'VERIFIER_ISSUER');
+    labels.set(`${ALIAS_PATH}.issuers`, 'VERIFIER_ISSUER');
     document.issuers = [issuer];
-    document.policies = { [DEFAULT_POLICY]: policy };
+    // One policy under the name NGINX asks for on /secret, and under `default` for a /verify
+    // without `?policy=`; a problem in it is named by its variable, so it is reported once.
+    document.policies = { [ENV_POLICY]: policy, [DEFAULT_POLICY]: policy };
   }
   return { document, labels, file, singleIssuer: file === undefined && issuerGiven };
 }

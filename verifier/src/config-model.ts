@@ -8,17 +8,21 @@
 // may set it from the environment. Validation, the unknown-field check, the variable,
 // `--check-config`, the type and the reference follow. A rule about one value is part of its row
 // (`.refine`); rules between settings go in `checkConfig` at the end of this file. A value that
-// names a file is a kind whose transform returns a Deferred (`secret`); a plugin declares its
-// own section in its folder (cloudfront/gate-config.ts) and a policy includes it as one row.
+// names a file is a kind whose transform returns a Deferred (`secret()`); a plugin declares its
+// own section in its folder (cloudfront/gate-config.ts) and a policy includes it as one row. A
+// setting an IdP preset fills is a row here like any other (its default is the `rfc9068` row's)
+// and a value in that preset's row of presets.ts, which is applied before the issuer is read.
 import { z } from 'zod';
 import { cloudFrontSection } from './cloudfront/gate-config.js';
 import {
   algorithms,
   bytes,
+  claimRules,
   count,
   duration,
   flag,
   insecureUrlProblem,
+  isLoopbackHost,
   list,
   listen,
   oneOf,
@@ -32,6 +36,7 @@ import {
   type Listen,
   type Loaded,
 } from './config-values.js';
+import { ALWAYS_REFUSED, checkPresetIssuer, PRESET_NAMES } from './presets.js';
 
 declare module 'zod' {
   interface GlobalMeta {
@@ -136,21 +141,28 @@ export const rootSchema = section({
       .meta({
         env: 'VERIFIER_DPOP_REPLAY_STORE',
         description:
-          '`memory` (one process) or a `redis://` / `rediss://` URL every replica shares. When it does not answer, `required` policies refuse (401) and `allowed` ones check replays per process.',
+          '`memory` (one process) or a `rediss://` URL every replica shares (`redis://` only to loopback unless `replayAllowPlaintext`). When it does not answer, `required` policies refuse (401) and `allowed` ones check replays per process.',
       }),
+    replayPassword: secret().optional().meta({
+      env: 'VERIFIER_DPOP_REPLAY_PASSWORD',
+      description:
+        'Password of the replay store (Redis `AUTH`), instead of one inside the URL: a string, `{ "file": "/path" }` (a mounted Kubernetes Secret; one trailing newline dropped) or `{ "env": "NAME" }` (a variable outside the `VERIFIER_` prefix), read once at start.',
+    }),
+    replayAllowPlaintext: flag.prefault(false).meta({
+      env: 'VERIFIER_DPOP_REPLAY_ALLOW_PLAINTEXT',
+      description:
+        'Allow a plain `redis://` replay store on a host that is not loopback (`localhost`, 127.0.0.0/8, `[::1]`). Off: such a URL is refused at start; use `rediss://` (TLS).',
+    }),
     replayMaxEntries: count.prefault('1000000').meta({
       env: 'VERIFIER_DPOP_REPLAY_MAX_ENTRIES',
       description:
         'Bound of the in-process replay store; when it is full of live `jti`s new proofs are refused rather than one forgotten.',
     }),
-    nonceKey: text
-      .refine((key) => Buffer.byteLength(key) >= 32, 'must be at least 32 bytes')
-      .optional()
-      .meta({
-        env: 'VERIFIER_DPOP_NONCE_KEY',
-        description:
-          'At least 32 bytes shared by every replica: turns on stateless server nonces (`DPoP-Nonce`, an HMAC of the time window). Unset: no nonces.',
-      }),
+    nonceKey: secret(32).optional().meta({
+      env: 'VERIFIER_DPOP_NONCE_KEY',
+      description:
+        'At least 32 bytes shared by every replica: turns on stateless server nonces (`DPoP-Nonce`, an HMAC of the time window). A string, `{ "file": "/path" }` or `{ "env": "NAME" }` like `replayPassword`. Unset: no nonces.',
+    }),
   }).prefault({}),
 });
 
@@ -175,6 +187,35 @@ const allowHttp = flag.prefault(false).meta({
 const timeout = duration
   .optional()
   .meta({ description: 'Timeout of one introspection / user-info request.' });
+
+// What an IdP preset fills (presets.ts); the defaults are the `rfc9068` row's.
+const preset = oneOf(PRESET_NAMES, PRESET_NAMES.join(', ')).prefault('rfc9068').meta({
+  env: 'VERIFIER_PRESET',
+  description:
+    'The IdP whose tokens this issuer accepts (docs/connect-your-idp.md): `rfc9068`, `auth0`, `auth0-rfc9068`, `okta`, `entra`, `entra-v1`, `keycloak`, `cognito` or `google`. It fills the settings below that are not given explicitly.',
+});
+const scopeClaims = list('claim name').prefault(['scope', 'scp']).meta({
+  env: 'VERIFIER_SCOPE_CLAIMS',
+  description:
+    'Claims holding the granted scopes, the first present one counting (a space-separated string or an array): `scope`, `scp`, Entra app-only `roles`.',
+});
+const audienceClaim = oneOf(['aud', 'client_id'], 'aud or client_id').prefault('aud').meta({
+  env: 'VERIFIER_AUDIENCE_CLAIM',
+  description:
+    '`aud`, or `client_id` for an IdP whose access tokens carry no audience (Cognito: `audience` is then the app client id).',
+});
+const requireClaims = claimRules.prefault([]).meta({
+  env: 'VERIFIER_REQUIRE_CLAIMS',
+  description:
+    'Claims an access token of this IdP always has: `name` (present) or `name=value` (e.g. `token_use=access`), so its other tokens are refused.',
+});
+const refuseClaims = list()
+  .prefault([...ALWAYS_REFUSED])
+  .meta({
+    env: 'VERIFIER_REFUSE_CLAIMS',
+    description:
+      'Claims an access token never has: their presence marks an ID token (`nonce`, `at_hash`), a logout or security event token (`events`). Replaces the list when set.',
+  });
 
 /** An issuer of JWT access tokens, verified locally against its JWKS. */
 const jwtIssuer = section({
@@ -214,6 +255,11 @@ const jwtIssuer = section({
     }),
   allowHttp: allowHttp.meta({ ...allowHttp.meta(), env: 'VERIFIER_ALLOW_HTTP' }),
   clientClaims,
+  preset,
+  scopeClaims,
+  audienceClaim,
+  requireClaims,
+  refuseClaims,
 });
 
 /** An issuer of opaque tokens, checked through RFC 7662 token introspection. */
@@ -222,7 +268,7 @@ const introspectionIssuer = section({
   issuer: issuerName,
   endpoint,
   clientId: text.meta({ description: 'Client id for `client_secret_basic` at the endpoint.' }),
-  clientSecret: secret.meta({
+  clientSecret: secret().meta({
     description:
       'Client secret for `client_secret_basic`: a string, `{ "file": "/path" }` (e.g. a mounted Kubernetes Secret; one trailing newline dropped) or `{ "env": "NAME" }` (a variable outside the `VERIFIER_` prefix), read once at start.',
   }),
@@ -250,14 +296,40 @@ const userinfoIssuer = section({
   allowHttp,
 });
 
+/**
+ * An issuer of opaque tokens only it can check, at a tokeninfo endpoint that is not RFC 7662
+ * (Google, `"preset": "google"`): the answer names the client (`aud`/`azp`) and the scopes.
+ */
+const tokeninfoIssuer = section({
+  type: z.literal('tokeninfo'),
+  issuer: issuerName,
+  audience: text.meta({
+    description:
+      "The OAuth client id the tokens must be issued to (the answer's `aud`): tokens of every other app of the IdP are refused.",
+  }),
+  endpoint: url.prefault('https://oauth2.googleapis.com/tokeninfo').meta({
+    env: 'VERIFIER_TOKENINFO_URI',
+    description:
+      'Tokeninfo URL; the token is POSTed as the form field `access_token`, never put in a URL.',
+  }),
+  cacheTtl: opaqueCacheTtl,
+  timeout,
+  allowHttp,
+  clientClaims,
+  preset,
+  scopeClaims,
+  requireClaims,
+  refuseClaims,
+});
+
 export const issuerSchema = z.discriminatedUnion(
   'type',
-  [jwtIssuer, introspectionIssuer, userinfoIssuer],
+  [jwtIssuer, introspectionIssuer, userinfoIssuer, tokeninfoIssuer],
   {
     error: (issue: { code: string }) =>
       issue.code === 'invalid_type'
         ? 'expected an object'
-        : 'expected "jwt", "introspection" or "userinfo"',
+        : 'expected "jwt", "introspection", "userinfo" or "tokeninfo"',
   },
 );
 
@@ -301,8 +373,11 @@ export function documentSchema<I extends z.ZodType, P extends z.ZodType>(issuer:
   });
 }
 
-/** Names the single-issuer variables' policy. */
+/** The policy a /verify without `?policy=` asks for. */
 export const DEFAULT_POLICY = 'default';
+
+/** The single-issuer variables' policy: the one NGINX's /secret asks for (also `default`). */
+export const ENV_POLICY = 'secret';
 
 /** Optional settings read as `undefined`, as the rest of the verifier expects. */
 type Settled<T> = { readonly [K in keyof Required<T>]: T[K] };
@@ -317,7 +392,8 @@ export type RootSettings = Settled<Loaded<z.output<typeof rootSchema>>>;
 export type JwtIssuer = Issuer<typeof jwtIssuer>;
 export type IntrospectionIssuer = Issuer<typeof introspectionIssuer>;
 export type UserinfoIssuer = Issuer<typeof userinfoIssuer>;
-export type IssuerConfig = JwtIssuer | IntrospectionIssuer | UserinfoIssuer;
+export type TokeninfoIssuer = Issuer<typeof tokeninfoIssuer>;
+export type IssuerConfig = JwtIssuer | IntrospectionIssuer | UserinfoIssuer | TokeninfoIssuer;
 export type PolicyConfig = { readonly name: string } & Settled<
   Loaded<z.output<typeof policySchema>>
 >;
@@ -356,6 +432,14 @@ export function checkConfig(sections: Sections, report: Report, label: (path: st
   if (root !== undefined) {
     if (root.jwks.maxStale < root.jwks.refresh)
       report('jwks.maxStale', `must be at least ${label('jwks.refresh')}`);
+    // Proofs' `jti`s and the store's password would cross the network in clear.
+    const { replayStore, replayAllowPlaintext } = root.dpop;
+    const host = replayStore.startsWith('redis://') && URL.parse(replayStore)?.hostname;
+    if (host !== false && !replayAllowPlaintext && !isLoopbackHost(host ?? ''))
+      report(
+        'dpop.replayStore',
+        'plain redis:// to a host that is not loopback; use rediss://, or opt in with "replayAllowPlaintext": true (VERIFIER_DPOP_REPLAY_ALLOW_PLAINTEXT=true)',
+      );
     const { listen, metricsListen } = root;
     if (metricsListen !== undefined && describeListen(metricsListen) === describeListen(listen))
       report('metricsListen', `must differ from ${label('listen')}`);
@@ -366,6 +450,8 @@ export function checkConfig(sections: Sections, report: Report, label: (path: st
     const field = own === undefined ? 'issuer' : issuer.type === 'jwt' ? 'jwksUri' : 'endpoint';
     const problem = insecureUrlProblem(own ?? issuer.issuer, issuer.allowHttp);
     if (problem !== undefined) report(`${at}.${field}`, problem);
+    if (issuer.type === 'jwt' || issuer.type === 'tokeninfo')
+      checkPresetIssuer(issuer, (name, message) => report(`${at}.${name}`, message));
   }
   for (const policy of policies) {
     const at = `policies.${policy.name}.issuers`;

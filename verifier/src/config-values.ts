@@ -193,37 +193,65 @@ export const typ = z
 /**
  * A secret written inline (`"s3cret"`), or read once at start from `{ "file": "/run/secrets/x" }`
  * or `{ "env": "NAME" }`. The file and variable forms keep the value out of a ConfigMap.
+ * `minBytes` holds for the value itself wherever it comes from: an inline one is checked with the
+ * document, one from a file or a variable when it is read (never quoted either way).
  */
-export const secret = z
-  .union(
-    [
-      z.string().min(1),
-      z.strictObject({ file: z.string().regex(/^\//) }),
-      z.strictObject({ env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/) }),
-    ],
-    says(
-      'a non-empty string, { "file": "/absolute/path" } or { "env": "NAME" }',
-      'a secret (a string, { "file": PATH } or { "env": NAME }) is required',
-    ),
-  )
-  .refine((raw) => typeof raw !== 'object' || !('env' in raw) || !/^VERIFIER_/.test(raw.env), {
-    error: (issue) =>
-      `"${(issue.input as { env: string }).env}": choose a variable name outside the VERIFIER_ prefix`,
-  })
-  .transform(
-    (raw) =>
-      new Deferred<string>((io, fail) => {
-        if (typeof raw === 'string') return raw;
-        if ('env' in raw) {
-          const value = io.env[raw.env];
-          if (value === undefined || value === '') fail(`variable ${raw.env} is not set`);
+export function secret(minBytes = 1) {
+  const tooShort = `must be at least ${minBytes} bytes`;
+  const longEnough = (value: string) => Buffer.byteLength(value) >= minBytes;
+  return z
+    .union(
+      [
+        z.string().min(1),
+        z.strictObject({ file: z.string().regex(/^\//) }),
+        z.strictObject({ env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/) }),
+      ],
+      says(
+        'a non-empty string, { "file": "/absolute/path" } or { "env": "NAME" }',
+        'a secret (a string, { "file": PATH } or { "env": NAME }) is required',
+      ),
+    )
+    .refine((raw) => typeof raw !== 'string' || longEnough(raw), tooShort)
+    .refine((raw) => typeof raw !== 'object' || !('env' in raw) || !/^VERIFIER_/.test(raw.env), {
+      error: (issue) =>
+        `"${(issue.input as { env: string }).env}": choose a variable name outside the VERIFIER_ prefix`,
+    })
+    .transform(
+      (raw) =>
+        new Deferred<string>((io, fail) => {
+          if (typeof raw === 'string') return raw;
+          let value: string | undefined;
+          if ('env' in raw) {
+            value = io.env[raw.env];
+            if (value === undefined || value === '') fail(`variable ${raw.env} is not set`);
+          } else {
+            // A file's trailing newline (as `kubectl create secret --from-file` keeps it) is dropped.
+            value = io.read(raw.file, fail)?.replace(/\r?\n$/, '');
+            if (value === '') fail(`"${raw.file}" is empty`);
+          }
+          if (value !== undefined && value !== '' && !longEnough(value)) fail(tooShort);
           return value ?? '';
-        }
-        // A file's trailing newline (as `kubectl create secret --from-file` keeps it) is dropped.
-        const value = io.read(raw.file, fail)?.replace(/\r?\n$/, '');
-        if (value === '') fail(`"${raw.file}" is empty`);
-        return value ?? '';
-      }),
+        }),
+    );
+}
+
+/** A claim an access token must carry (`claim`), or carry with a value (`claim=value`). */
+export interface ClaimRule {
+  readonly claim: string;
+  readonly value?: string | undefined;
+}
+
+/** `claim` or `claim=value` words; a number claim matches its decimal spelling (`ver=1`). */
+export const claimRules = list()
+  .check((ctx) => {
+    for (const word of ctx.value.filter((item) => item.startsWith('=')))
+      ctx.issues.push({ code: 'custom', input: ctx.value, message: `"${word}" names no claim` });
+  })
+  .transform((words): ClaimRule[] =>
+    words.map((word) => {
+      const at = word.indexOf('=');
+      return at < 0 ? { claim: word } : { claim: word.slice(0, at), value: word.slice(at + 1) };
+    }),
   );
 
 const LOOPBACK_HOSTS = new Set(['localhost', '[::1]']);

@@ -20,7 +20,7 @@ function problemsOf(env: Record<string, string>, file?: string): readonly string
 }
 
 describe('configuration from the environment', () => {
-  it('single-issuer mode defines one JWT issuer and a policy named default, with documented defaults', () => {
+  it('single-issuer mode defines one JWT issuer and the policy NGINX asks for (secret, also answered as default), with documented defaults', () => {
     const config = loadConfig({ ...minimal, VERIFIER_REQUIRED_SCOPES: 'secrets:read  openid' });
     expect(config.listen).toEqual({ kind: 'tcp', host: '127.0.0.1', port: 8090 });
     expect(config.transport).toBe('auto');
@@ -35,16 +35,22 @@ describe('configuration from the environment', () => {
       maxTokenAge: 86_400,
       allowHttp: false,
       clientClaims: ['azp', 'client_id', 'cid'],
+      preset: 'rfc9068',
+      scopeClaims: ['scope', 'scp'],
+      audienceClaim: 'aud',
+      requireClaims: [],
+      refuseClaims: ['nonce', 'at_hash', 'events'],
     });
     expect(config.metricsListen).toBeUndefined();
+    const policy = {
+      issuers: ['https://idp.test'],
+      scopes: ['secrets:read', 'openid'],
+      cloudfront: undefined,
+      dpop: 'off',
+    };
     expect([...config.policies.values()]).toEqual([
-      {
-        name: 'default',
-        issuers: ['https://idp.test'],
-        scopes: ['secrets:read', 'openid'],
-        cloudfront: undefined,
-        dpop: 'off',
-      },
+      { name: 'secret', ...policy },
+      { name: 'default', ...policy },
     ]);
     expect(config.cache).toEqual({
       maxEntries: 100_000,
@@ -184,7 +190,7 @@ describe('configuration from a file', () => {
       'config.issuers[1].clientId: a non-empty string is required',
       'config.issuers[1].clientSecret: a secret (a string, { "file": PATH } or { "env": NAME }) is required',
       'config.issuers[1].audience: a non-empty string is required',
-      'config.issuers[3].type: expected "jwt", "introspection" or "userinfo"',
+      'config.issuers[3].type: expected "jwt", "introspection", "userinfo" or "tokeninfo"',
       expect.stringMatching(/^config.policies.secret: unknown field "scope"/),
       'config.policies.secret.issuers: "https://missing.test" is not a configured issuer',
       'config.policies.both.issuers: at most one introspection/userinfo issuer per policy',
@@ -385,7 +391,10 @@ describe('one configuration model', () => {
       JSON.stringify({
         cache: { maxTtl: '1m' },
         issuers: [{ issuer: 'https://a.test', audience: 'api', algorithms: ['ES256', 'RS256'] }],
-        policies: { default: { issuers: ['https://a.test'], scopes: ['secrets:read'] } },
+        policies: {
+          secret: { issuers: ['https://a.test'], scopes: ['secrets:read'] },
+          default: { issuers: ['https://a.test'], scopes: ['secrets:read'] },
+        },
       }),
     );
     expect(fromFile).toEqual(fromEnv);
@@ -491,6 +500,8 @@ describe('DPoP settings', () => {
       algorithms: ['ES256', 'ES384', 'PS256', 'RS256', 'EdDSA'],
       iatWindow: 60,
       replayStore: 'memory',
+      replayPassword: undefined,
+      replayAllowPlaintext: false,
       replayMaxEntries: 1_000_000,
       nonceKey: undefined,
     });
@@ -500,16 +511,90 @@ describe('DPoP settings', () => {
     const env = loadConfig({
       ...single,
       VERIFIER_DPOP: 'required',
-      VERIFIER_DPOP_REPLAY_STORE: 'redis://cache:6379',
+      VERIFIER_DPOP_REPLAY_STORE: 'rediss://cache:6379',
     });
     expect(env.policies.get('default')?.dpop).toBe('required');
-    expect(env.dpop.replayStore).toBe('redis://cache:6379');
+    expect(env.dpop.replayStore).toBe('rediss://cache:6379');
     const file = {
       issuers: [{ issuer: 'https://idp.test', audience: 'api' }],
       policies: { secret: { issuers: ['https://idp.test'], dpop: 'allowed' } },
     };
     const fromFile = loadConfig({ VERIFIER_CONFIG: '/x.json' }, () => JSON.stringify(file));
     expect(fromFile.policies.get('secret')?.dpop).toBe('allowed');
+  });
+
+  it.each([
+    ['redis://cache:6379', false],
+    ['redis://10.0.0.7:6379/2', false],
+    ['redis://user:pw@cache.internal', false],
+    ['redis://127.0.0.1:6379', true],
+    ['redis://localhost:6379', true],
+    ['redis://[::1]:6379', true],
+    ['rediss://cache:6379', true],
+  ])('a replay store at %s is accepted without opting in to plaintext: %s', (url, accepted) => {
+    const env = { ...single, VERIFIER_DPOP_REPLAY_STORE: url };
+    if (accepted) expect(loadConfig(env).dpop.replayStore).toBe(url);
+    else
+      expect(problemsOf(env)).toEqual([
+        'VERIFIER_DPOP_REPLAY_STORE: plain redis:// to a host that is not loopback; use rediss://, or opt in with "replayAllowPlaintext": true (VERIFIER_DPOP_REPLAY_ALLOW_PLAINTEXT=true)',
+      ]);
+  });
+
+  it('takes plain redis:// to another host only when the operator opts in', () => {
+    const config = loadConfig({
+      ...single,
+      VERIFIER_DPOP_REPLAY_STORE: 'redis://cache:6379',
+      VERIFIER_DPOP_REPLAY_ALLOW_PLAINTEXT: 'true',
+    });
+    expect(config.dpop).toMatchObject({
+      replayStore: 'redis://cache:6379',
+      replayAllowPlaintext: true,
+    });
+  });
+
+  it('reads the replay store password and the nonce key from files or variables, like the introspection secret', () => {
+    const files: Record<string, string> = {
+      '/x.json': JSON.stringify({
+        issuers: [{ issuer: 'https://idp.test', audience: 'api' }],
+        policies: { secret: { issuers: ['https://idp.test'], dpop: 'required' } },
+        dpop: {
+          replayStore: 'rediss://cache:6379',
+          replayPassword: { file: '/run/secrets/redis-password' },
+          nonceKey: { env: 'DPOP_NONCE_KEY' },
+        },
+      }),
+      '/run/secrets/redis-password': 'from-the-file\n',
+    };
+    const config = loadConfig(
+      { VERIFIER_CONFIG: '/x.json', DPOP_NONCE_KEY: 'k'.repeat(32) },
+      (path) => files[path] ?? '',
+    );
+    expect(config.dpop).toMatchObject({
+      replayPassword: 'from-the-file',
+      nonceKey: 'k'.repeat(32),
+    });
+    const fromVariables = loadConfig({
+      ...single,
+      VERIFIER_DPOP_REPLAY_PASSWORD: 'inline-password',
+      VERIFIER_DPOP_NONCE_KEY: 'n'.repeat(40),
+    });
+    expect(fromVariables.dpop).toMatchObject({
+      replayPassword: 'inline-password',
+      nonceKey: 'n'.repeat(40),
+    });
+  });
+
+  it('checks the nonce key length on the value a file holds, never quoting it', () => {
+    const problems = problemsOfReader({ VERIFIER_CONFIG: '/x.json' }, (path) =>
+      path === '/x.json'
+        ? JSON.stringify({
+            issuers: [{ issuer: 'https://idp.test', audience: 'api' }],
+            policies: { default: { issuers: ['https://idp.test'] } },
+            dpop: { nonceKey: { file: '/run/secrets/nonce' } },
+          })
+        : 'too-short-key\n',
+    );
+    expect(problems).toEqual(['config.dpop.nonceKey: must be at least 32 bytes']);
   });
 
   it('names every bad DPoP setting at once', () => {

@@ -1,7 +1,7 @@
 // Reads the configuration once, at start, into a frozen VerifierConfig: the environment becomes a
 // document (config-env.ts), the one schema (config-model.ts) checks it section by section, the
 // rules between settings run on what validated, then the files it names are read through the one
-// reader. Every problem is collected and reported in one ConfigError, named as the operator wrote
+// reader. An issuer's preset row (presets.ts) is laid under the issuer before its schema reads it. Every problem is collected and reported in one ConfigError, named as the operator wrote
 // it (`VERIFIER_LISTEN`, `config.issuers[0].audience`).
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
@@ -18,6 +18,7 @@ import {
   type VerifierConfig,
 } from './config-model.js';
 import { createIo, Deferred, type FileReader } from './config-values.js';
+import { withPreset } from './presets.js';
 
 export { ENV_DEFAULTS, ENVIRONMENT } from './config-env.js';
 export type { FileReader } from './config-values.js';
@@ -106,8 +107,10 @@ export function loadConfig(
 
   const declared = new Map<string, unknown>();
   const issuers: Array<{ at: string; issuer: IssuerConfig }> = [];
-  (Array.isArray(document.issuers) ? document.issuers : []).forEach((raw: unknown, index) => {
+  const fieldsOf = (type: string) => Object.keys(issuerSections.get(type)?.properties ?? {});
+  (Array.isArray(document.issuers) ? document.issuers : []).forEach((written: unknown, index) => {
     const at = `issuers[${index}]`;
+    const raw = withPreset(written, fieldsOf, document.clientClaims !== undefined);
     if (isObject(raw) && typeof raw.issuer === 'string') declared.set(raw.issuer, raw.type);
     const parsed = check(issuerSchema, raw, at) as Json | undefined;
     if (parsed === undefined) return;
@@ -156,7 +159,9 @@ export function loadConfig(
   const loadedIssuers = issuers.map(({ at, issuer }) => load(issuer, at));
   const loadedPolicies = policies.map((policy) => load(policy, `policies.${policy.name}`));
 
-  if (problems.length > 0 || loadedRoot === undefined) throw new ConfigError(problems);
+  // The single-issuer policy is checked under both its names; each problem is said once.
+  if (problems.length > 0 || loadedRoot === undefined)
+    throw new ConfigError([...new Set(problems)]);
   return Object.freeze({
     ...loadedRoot,
     issuers: readOnly(new Map(loadedIssuers.map((issuer) => [issuer.issuer, issuer]))),

@@ -127,6 +127,27 @@ describe('decision cache invariants', () => {
     expect(cache.get('k2', POLICY)).toBeDefined();
     expect(cache.get('other-issuer', POLICY)).toBeDefined();
   });
+
+  it("a hit past its issuer's trust horizon is a miss; issuers without a key set keep theirs", () => {
+    const clock = manualClock();
+    const horizon = clock.now() + 120_000;
+    const cache = createDecisionCache({
+      maxEntries: 10,
+      maxBytes: 1e6,
+      maxTtl: 3600,
+      now: clock.now,
+      trustedUntil: (issuer) => (issuer === ISSUER ? horizon : undefined),
+    });
+    const exp = clock.seconds() + 600;
+    cache.set('jwt', entry(exp));
+    cache.set('opaque', entry(exp, { kid: undefined, issuer: 'https://introspection.test' }));
+    clock.advance(120);
+    expect(cache.get('jwt', POLICY)).toBeDefined();
+    clock.advance(1);
+    expect(cache.get('jwt', POLICY)).toBeUndefined();
+    expect(cache.get('opaque', POLICY)).toBeDefined();
+    expect(cache.size).toBe(1);
+  });
 });
 
 describe('decision cache in authorize', () => {
@@ -160,6 +181,43 @@ describe('decision cache in authorize', () => {
       reason: 'token_expired',
     });
     await service.stop(0);
+  });
+
+  it('with the IdP down past maxStale, a cached token gets 401 keys_unavailable like a fresh one', async () => {
+    const clock = manualClock();
+    const idp = await startJwksServer(['rsaA']);
+    const { service } = buildService(
+      {
+        VERIFIER_ISSUER: ISSUER,
+        VERIFIER_AUDIENCE: AUDIENCE,
+        VERIFIER_JWKS_URI: idp.url,
+        VERIFIER_JWKS_REFRESH: '60s',
+        VERIFIER_JWKS_MAX_STALE: '120s',
+      },
+      { now: clock.now },
+    );
+    try {
+      await service.start();
+      const exp = clock.seconds() + 3600;
+      const cached = await mintToken({ now: clock.seconds(), claims: { exp } });
+      const fresh = await mintToken({ now: clock.seconds(), claims: { exp, sub: 'other' } });
+      expect(statusOf(await service.authorize({ authorization: `Bearer ${cached}` }))).toBe(204);
+      idp.setDown(true);
+      clock.advance(120);
+      // Within the trust horizon the last good keys (and decisions made with them) still serve.
+      expect(statusOf(await service.authorize({ authorization: `Bearer ${cached}` }))).toBe(204);
+      clock.advance(1);
+      for (const token of [fresh, cached])
+        expect(
+          verdictOf(await service.authorize({ authorization: `Bearer ${token}` })),
+        ).toMatchObject({ status: 401, reason: 'keys_unavailable' });
+      idp.setDown(false);
+      clock.advance(30);
+      expect(statusOf(await service.authorize({ authorization: `Bearer ${cached}` }))).toBe(204);
+    } finally {
+      await service.stop(0);
+      await idp.close();
+    }
   });
 
   it('100 concurrent requests for one new token cause one verification', async () => {

@@ -14,6 +14,8 @@
 //    are never stored: they are added after the cache on every allowed request.
 // 8. A cached entry never satisfies a policy it was not checked against: the policy is part of
 //    the key, is stored in the entry, and `get` answers only when the asking policy is that one.
+// 9. A hit past its issuer's trust horizon (the key set's last good fetch + `maxStale`) is a miss:
+//    with the IdP down that long a fresh token gets `keys_unavailable`, and so does a cached one.
 import { LRUCache } from 'lru-cache';
 import { shared, type Decision } from './decision.js';
 import type { Identity } from './identity.js';
@@ -119,6 +121,11 @@ export interface DecisionCacheOptions {
   readonly maxTtl: number;
   /** Milliseconds since the epoch. */
   readonly now: () => number;
+  /**
+   * Milliseconds since the epoch until which an issuer's keys are trusted; undefined for an
+   * issuer without a key set (introspection, user-info), whose entries only `exp` bounds.
+   */
+  readonly trustedUntil?: ((issuer: string) => number | undefined) | undefined;
 }
 
 export interface DecisionCache {
@@ -148,7 +155,7 @@ function estimateBytes(entry: StoredEntry, key: string): number {
 }
 
 export function createDecisionCache(options: DecisionCacheOptions): DecisionCache {
-  const { now } = options;
+  const { now, trustedUntil } = options;
   const lru = new LRUCache<string, StoredEntry>({
     max: options.maxEntries,
     maxSize: options.maxBytes,
@@ -163,8 +170,14 @@ export function createDecisionCache(options: DecisionCacheOptions): DecisionCach
     get(key, policy) {
       const entry = lru.get(key);
       if (entry === undefined || entry.shape.policy !== policy) return undefined;
-      const seconds = now() / 1000;
-      if (seconds >= entry.exp || (entry.nbf !== undefined && seconds < entry.nbf)) {
+      const at = now();
+      const seconds = at / 1000;
+      if (
+        seconds >= entry.exp ||
+        (entry.nbf !== undefined && seconds < entry.nbf) ||
+        // The key set trusts its keys up to and including the horizon (key-set.ts).
+        at > (trustedUntil?.(entry.shape.issuer) ?? Infinity)
+      ) {
         lru.delete(key);
         return undefined;
       }

@@ -21,6 +21,8 @@ export type DenyCode =
   | 'token_inactive'
   | 'introspection_failed'
   | 'client_id_invalid'
+  // The token names no client in any of the issuer's client claims: no secret set can be chosen.
+  | 'client_unknown'
   | 'scope_insufficient'
   | 'policy_unknown'
   | 'internal_error'
@@ -51,12 +53,14 @@ export class VerifyError extends Error {
  * 401 means "not authenticated", 403 "authenticated but not allowed" (RFC 6750 §3.1).
  * `internal_error` (a bug or an unexpected failure, never a token outcome) is a 401 too: the token
  * could not be shown valid, and auth_request understands no 5xx.
+ * A token that names no client is a 403: it is valid, but no secret set can be chosen for it.
  * An unknown policy is a 403: the caller may be fine, the gate is misconfigured, and a 401 would
  * make a browser start a pointless sign-in loop.
  */
 export function statusFor(code: DenyCode): 401 | 403 {
   switch (code) {
     case 'scope_insufficient':
+    case 'client_unknown':
     case 'policy_unknown':
       return 403;
     default:

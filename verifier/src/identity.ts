@@ -12,13 +12,24 @@ export interface Identity {
 const MAX_ID_LENGTH = 256;
 const MAX_SCOPE_LENGTH = 1024;
 
-/** Granted scopes: RFC 9068 `scope` (space-separated string) or the common `scp` array. */
-export function readScopes(claims: Record<string, unknown>): string[] {
-  const { scope, scp } = claims;
-  if (typeof scope === 'string') return scope.split(' ').filter((s) => s.length > 0);
-  if (Array.isArray(scp))
-    return scp.filter((s): s is string => typeof s === 'string' && s.length > 0);
-  if (typeof scp === 'string') return scp.split(' ').filter((s) => s.length > 0);
+/** Where scopes are when the issuer does not say: RFC 9068 `scope`, else the common `scp`. */
+const SCOPE_CLAIMS: readonly string[] = ['scope', 'scp'];
+
+/**
+ * Granted scopes from the first of `names` the claims hold: a space-separated string (`scope`,
+ * Entra's `scp`) or an array (Okta's `scp`, Entra's app-only `roles`).
+ */
+export function readScopes(
+  claims: Record<string, unknown>,
+  names: readonly string[] = SCOPE_CLAIMS,
+): string[] {
+  for (const name of names) {
+    const value = claims[name];
+    if (typeof value === 'string') return value.split(' ').filter((s) => s.length > 0);
+    // RFC 9068 §2.2.3 / RFC 8693 §4.2: `scope` is a string; an array there grants nothing.
+    if (Array.isArray(value) && name !== 'scope')
+      return value.filter((s): s is string => typeof s === 'string' && s.length > 0);
+  }
   return [];
 }
 
@@ -54,12 +65,24 @@ export function readClient(claims: Record<string, unknown>, names: readonly stri
  */
 export function readIdentity(
   claims: Record<string, unknown>,
-  issuer: { readonly issuer: string; readonly clientClaims: readonly string[] },
-  scopes: readonly string[] = readScopes(claims),
+  issuer: {
+    readonly issuer: string;
+    readonly clientClaims: readonly string[];
+    readonly scopeClaims?: readonly string[];
+  },
+  scopes: readonly string[] = readScopes(claims, issuer.scopeClaims),
 ): Identity {
+  const client = readClient(claims, issuer.clientClaims);
+  // A token of an issuer that names clients but names none here would get the `default` set
+  // as if it were some known client: refused instead. (User-info issuers name no client at all.)
+  if (client === '' && issuer.clientClaims.length > 0)
+    throw new VerifyError(
+      'client_unknown',
+      `no client claim (${issuer.clientClaims.map((name) => `"${name}"`).join(', ')}) in the token`,
+    );
   return {
     sub: typeof claims.sub === 'string' ? claims.sub : '',
-    client: readClient(claims, issuer.clientClaims),
+    client,
     scopes,
     issuer: issuer.issuer,
   };

@@ -24,6 +24,7 @@ import { readIdentity } from './identity.js';
 import { createJwtVerifier, type JwtVerifier } from './jwt-verifier.js';
 import type { KeySet } from './key-set.js';
 import { AUDIENCE, ISSUER, PRIVATE_JWKS, publicJwk } from './testing/fixtures.js';
+import { RFC9068_RULES } from './presets.js';
 
 const NOW = Date.UTC(2026, 0, 15, 12, 0, 0);
 const NOW_S = NOW / 1000;
@@ -88,6 +89,7 @@ const issuer = (algorithms: string[], requireTyp?: string): JwtIssuer => ({
   clockTolerance: TOLERANCE,
   requireTyp,
   clientClaims: ['client_id', 'azp'],
+  ...RFC9068_RULES,
   // The lifetime cap is ours alone (jose's maxTokenAge measures something else) and has its own
   // tests; a century keeps it out of this comparison.
   maxTokenAge: 100 * 365 * 86_400,

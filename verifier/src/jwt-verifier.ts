@@ -8,15 +8,19 @@
 // configured audience (string or array); `exp` required; `nbf` and `iat` within the tolerance;
 // `typ` (RFC 9068 `at+jwt` unless the issuer opts out); a lifetime no longer than `maxTokenAge`
 // (RFC 7519 sets no upper bound on `exp`, so a token minted for a hundred years would otherwise
-// outlive every key rotation and revocation plan).
+// outlive every key rotation and revocation plan); then the issuer preset's discriminators
+// (presets.ts: claims required or refused, so ID, logout and refresh tokens stay out) and, for
+// Cognito, the audience in `client_id`.
 // Deliberately not used: `jku`, `x5u`, `jwk`, `x5c` headers — keys come only from the JWKS.
-import { decodeProtectedHeader, errors, type JWTPayload } from 'jose';
+import { decodeJwt, decodeProtectedHeader, errors, type JWTPayload } from 'jose';
 import type { JwtIssuer } from './config-model.js';
+import { readJkt } from './confirmation.js';
 import { VerifyError, type DenyCode } from './errors.js';
 import { readIdentity } from './identity.js';
 import { checkProtectedHeader, validateClaims } from './jwt-claims.js';
 import type { KeySet } from './key-set.js';
 import { signatureScheme, verificationKey, verifySignature } from './jws-signature.js';
+import { checkTokenKind, soleAudienceReason } from './presets.js';
 import { looksLikeJwt } from './token-shape.js';
 import type { VerifiedToken } from './verified-token.js';
 
@@ -27,9 +31,10 @@ export function createJwtVerifier(
   keySet: KeySet,
   now: () => number,
 ): JwtVerifier {
+  // `audienceClaim: client_id` (Cognito): jose checks no `aud`; checkAudienceClaim does below.
   const baseOptions = {
     issuer: config.issuer,
-    audience: config.audience,
+    ...(config.audienceClaim === 'aud' ? { audience: config.audience } : {}),
     clockTolerance: config.clockTolerance,
     requiredClaims: ['exp'],
     ...(config.requireTyp === undefined ? {} : { typ: config.requireTyp }),
@@ -63,13 +68,15 @@ export function createJwtVerifier(
       payload = validateClaims(token, header, { ...baseOptions, currentDate: new Date(at) });
       kid = header.kid;
     } catch (error) {
-      throw toVerifyError(error);
+      throw withPresetReason(toVerifyError(error), token, config);
     }
     if (typeof payload.iat === 'number' && payload.iat > at / 1000 + config.clockTolerance) {
       throw new VerifyError('claim_invalid', '"iat" claim is in the future');
     }
     checkLifetime(payload.exp!, payload.iat, at / 1000, config);
     const claims = payload as Record<string, unknown>;
+    checkTokenKind(claims, config);
+    if (config.audienceClaim !== 'aud') checkAudienceClaim(claims, config);
     return {
       jkt: readJkt(claims.cnf),
       identity: readIdentity(claims, config),
@@ -79,6 +86,30 @@ export function createJwtVerifier(
       keyTrustedUntil: keySet.trustedUntil() / 1000,
     };
   };
+}
+
+/** The audience in another claim than `aud` (Cognito's `client_id`): a string or an array. */
+function checkAudienceClaim(claims: Record<string, unknown>, config: JwtIssuer): void {
+  const value = claims[config.audienceClaim];
+  const values = Array.isArray(value) ? (value as unknown[]) : [value];
+  if (!values.includes(config.audience))
+    throw new VerifyError(
+      'audience_mismatch',
+      `"${config.audienceClaim}" claim does not contain the configured audience`,
+    );
+}
+
+/** A preset's own wording for an audience it refuses (Keycloak's bare `account`). */
+function withPresetReason(error: VerifyError, token: string, config: JwtIssuer): VerifyError {
+  if (error.code !== 'audience_mismatch') return error;
+  let aud: unknown;
+  try {
+    aud = decodeJwt(token).aud;
+  } catch {
+    return error;
+  }
+  const reason = soleAudienceReason(config.preset, aud);
+  return reason === undefined ? error : new VerifyError('audience_mismatch', reason);
 }
 
 /** `exp` at most `maxTokenAge` after `iat` (when given) and after now, both with the tolerance. */
@@ -94,23 +125,6 @@ function checkLifetime(exp: number, iat: unknown, nowSeconds: number, config: Jw
       'claim_invalid',
       '"exp" minus "iat" is longer than the longest token age',
     );
-}
-
-/**
- * `cnf.jkt` (RFC 9449 §6.1), undefined for an unbound token. A `cnf` this gate cannot honour
- * (another confirmation method, a malformed thumbprint) refuses the token: accepting it as a
- * bearer token would drop the binding its issuer asked for.
- */
-export function readJkt(cnf: unknown): string | undefined {
-  if (cnf === undefined) return undefined;
-  if (cnf !== null && typeof cnf === 'object' && !Array.isArray(cnf)) {
-    const { jkt } = cnf as Record<string, unknown>;
-    if (typeof jkt === 'string' && /^[A-Za-z0-9_-]{43}$/.test(jkt)) return jkt;
-  }
-  throw new VerifyError(
-    'claim_invalid',
-    '"cnf" claim is not a DPoP key binding this gate understands',
-  );
 }
 
 /** jose's error classes → our codes; the message keeps jose's wording, which names the claim. */

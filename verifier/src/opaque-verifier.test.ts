@@ -4,7 +4,8 @@ import { statusOf } from './testing/answer.js';
 import type { IntrospectionIssuer, UserinfoIssuer } from './config-model.js';
 import { createOpaqueVerifier } from './opaque-verifier.js';
 import { manualClock } from './testing/fixtures.js';
-import { buildService } from './testing/service.js';
+import { buildService, type TestService } from './testing/service.js';
+import { signProof, thumbprintOf } from './testing/dpop-proof.js';
 
 /** A fake IdP whose answer per request the test sets; it records what it was sent. */
 let answer: (req: IncomingMessage, body: string, res: ServerResponse) => void;
@@ -166,23 +167,146 @@ describe('introspection (RFC 7662)', () => {
     },
   );
 
-  it.each([
-    'Bearer',
-    'bearer',
-    'DPoP',
-    'access_token',
-    'urn:ietf:params:oauth:token-type:access_token',
-  ])('accepts token_type "%s" (an access token)', async (tokenType) => {
-    answer = (_req, _body, res) =>
-      json(res, 200, {
-        active: true,
-        sub: 'u1',
-        aud: ['x', 'secret-gate-api'],
-        token_type: tokenType,
-      });
-    const verified = await createOpaqueVerifier(introspection(), clock.now)('opaque-abc');
-    expect(verified.identity.sub).toBe('u1');
+  it.each(['Bearer', 'bearer', 'access_token', 'urn:ietf:params:oauth:token-type:access_token'])(
+    'accepts token_type "%s" (an access token)',
+    async (tokenType) => {
+      answer = (_req, _body, res) =>
+        json(res, 200, {
+          active: true,
+          sub: 'u1',
+          client_id: 'spa-demo',
+          aud: ['x', 'secret-gate-api'],
+          token_type: tokenType,
+        });
+      const verified = await createOpaqueVerifier(introspection(), clock.now)('opaque-abc');
+      expect(verified.identity.sub).toBe('u1');
+    },
+  );
+});
+
+describe('DPoP-bound introspected tokens (RFC 9449 §6.2)', () => {
+  const ORIGIN = 'https://gate.example.com';
+  let jkt: string;
+  const services: Partial<Record<'off' | 'allowed' | 'required', TestService>> = {};
+  const boundAnswer = () => ({
+    active: true,
+    sub: 'u-bound',
+    client_id: 'spa-demo',
+    scope: 'secrets:read',
+    aud: 'secret-gate-api',
+    token_type: 'DPoP',
+    cnf: { jkt },
+    exp: clock.seconds() + 3600,
   });
+
+  beforeAll(async () => {
+    jkt = await thumbprintOf('ec');
+    for (const mode of ['off', 'allowed', 'required'] as const) {
+      const built = buildService(
+        {},
+        {
+          now: clock.now,
+          file: {
+            issuers: [
+              {
+                type: 'introspection',
+                issuer: base,
+                endpoint: `${base}/introspect`,
+                clientId: 'gate',
+                clientSecret: 'se:cret',
+                audience: 'secret-gate-api',
+              },
+            ],
+            policies: { secret: { issuers: [base], scopes: ['secrets:read'], dpop: mode } },
+          },
+        },
+      );
+      services[mode] = built;
+      await built.service.start();
+    }
+  });
+  afterAll(async () => {
+    await Promise.all(Object.values(services).map((built) => built.service.stop(0)));
+  });
+
+  const ask = async (
+    mode: 'off' | 'allowed' | 'required',
+    scheme: 'Bearer' | 'DPoP',
+    token: string,
+    withProof: boolean,
+  ) =>
+    services[mode]!.service.authorize({
+      policy: 'secret',
+      authorization: `${scheme} ${token}`,
+      dpop: withProof
+        ? await signProof({ htu: `${ORIGIN}/secret`, accessToken: token, iat: clock.seconds() })
+        : undefined,
+      originalMethod: 'GET',
+      originalUri: '/secret',
+      originalOrigin: ORIGIN,
+    });
+
+  it('reads "cnf.jkt" from the answer as from a JWT', async () => {
+    answer = (_req, _body, res) => json(res, 200, boundAnswer());
+    const verified = await createOpaqueVerifier(introspection(), clock.now)('opaque-bound');
+    expect(verified.jkt).toBe(jkt);
+    expect(verified.identity.sub).toBe('u-bound');
+  });
+
+  it.each([
+    ['another confirmation method', { 'x5t#S256': 'abc' }],
+    ['a "jkt" that is not a SHA-256 thumbprint', { jkt: 'short' }],
+    ['a "cnf" that is not an object', 'jkt'],
+    ['"cnf": null', null],
+  ])('refuses a "cnf" it cannot honour: %s', async (_title, cnf) => {
+    answer = (_req, _body, res) => json(res, 200, { ...boundAnswer(), cnf });
+    await expect(
+      createOpaqueVerifier(introspection(), clock.now)('opaque-bound'),
+    ).rejects.toMatchObject({
+      code: 'claim_invalid',
+      message: '"cnf" in the introspection answer is not a DPoP key binding this gate understands',
+    });
+  });
+
+  it('refuses token_type "DPoP" without a "cnf.jkt" (a binding it could not check)', async () => {
+    answer = (_req, _body, res) => json(res, 200, { ...boundAnswer(), cnf: undefined });
+    await expect(
+      createOpaqueVerifier(introspection(), clock.now)('opaque-bound'),
+    ).rejects.toMatchObject({
+      code: 'claim_invalid',
+      message: '"token_type" in the introspection answer is DPoP but it has no "cnf.jkt"',
+    });
+  });
+
+  it.each(['off', 'allowed', 'required'] as const)(
+    'dpop: %s refuses the bound token sent as Bearer with no proof, also from the cache',
+    async (mode) => {
+      answer = (_req, _body, res) => json(res, 200, boundAnswer());
+      const token = `opaque-bearer-${mode}`;
+      for (let round = 0; round < 2; round += 1) {
+        const decision = await ask(mode, 'Bearer', token, false);
+        expect(statusOf(decision)).toBe(401);
+        expect(decision.reason).toBe('dpop_binding_mismatch');
+      }
+    },
+  );
+
+  it.each(['allowed', 'required'] as const)(
+    'dpop: %s allows the bound token with a valid proof, and wants a proof every time',
+    async (mode) => {
+      seen = [];
+      answer = (_req, _body, res) => json(res, 200, boundAnswer());
+      const token = `opaque-proof-${mode}`;
+      const first = await ask(mode, 'DPoP', token, true);
+      expect(first.outcome).toBe('allow');
+      expect(first.identity?.sub).toBe('u-bound');
+      expect((await ask(mode, 'DPoP', token, true)).outcome).toBe('allow');
+      expect(seen).toHaveLength(1);
+      const noProof = await ask(mode, 'DPoP', token, false);
+      expect(statusOf(noProof)).toBe(401);
+      expect(noProof.reason).toBe('dpop_proof_missing');
+    },
+  );
 });
 
 describe('user-info', () => {

@@ -6,26 +6,36 @@
 //   `active: true`, an `aud` that contains this API's audience (an authorization server answers
 //   `active: true` for every live token it issued, for any API), and a `token_type` that names an
 //   access token when present (a refresh token is active too: RFC 6749 §1.5). `exp`, `nbf` and
-//   `iss` in the answer are honoured.
+//   `iss` in the answer are honoured. A DPoP-bound token (RFC 9449 §6.2) carries `cnf.jkt` in the
+//   answer, read as from a JWT: its proofs are checked on every request and it never works as a
+//   bearer token; a `token_type` of `DPoP` without a usable `cnf.jkt` is refused.
 // userinfo: OIDC Core §5.3; the token is valid exactly when the endpoint answers 200 with a JSON
 //   object. User-info grants no scopes, so policies that require scopes answer 403 for it, and its
 //   claims describe the user, so the client id is never read from them.
-import type { IntrospectionIssuer, UserinfoIssuer } from './config-model.js';
+// tokeninfo: a vendor's own endpoint (Google), in tokeninfo.ts.
+import type { IntrospectionIssuer, TokeninfoIssuer, UserinfoIssuer } from './config-model.js';
+import { readJkt } from './confirmation.js';
 import { createEndpointResolver } from './discovery.js';
 import { VerifyError } from './errors.js';
 import { FetchError, fetchJson } from './fetch-json.js';
 import { readIdentity } from './identity.js';
+import { createTokeninfoChecker } from './tokeninfo.js';
 import type { VerifiedToken } from './verified-token.js';
 
 export type OpaqueVerifier = (token: string) => Promise<VerifiedToken>;
 
 export function createOpaqueVerifier(
-  config: IntrospectionIssuer | UserinfoIssuer,
+  config: IntrospectionIssuer | UserinfoIssuer | TokeninfoIssuer,
   now: () => number,
 ): OpaqueVerifier {
-  return config.type === 'introspection'
-    ? createIntrospector(config, now)
-    : createUserinfoChecker(config, now);
+  switch (config.type) {
+    case 'introspection':
+      return createIntrospector(config, now);
+    case 'userinfo':
+      return createUserinfoChecker(config, now);
+    case 'tokeninfo':
+      return createTokeninfoChecker(config, now);
+  }
 }
 
 function createIntrospector(config: IntrospectionIssuer, now: () => number): OpaqueVerifier {
@@ -61,6 +71,7 @@ function createIntrospector(config: IntrospectionIssuer, now: () => number): Opa
       throw new VerifyError('issuer_unknown', '"iss" in the introspection answer does not match');
     }
     checkTokenType(answer);
+    const jkt = readBinding(answer);
     const aud = answer.aud;
     const audiences = Array.isArray(aud) ? aud : [aud];
     if (!audiences.includes(config.audience)) {
@@ -80,6 +91,7 @@ function createIntrospector(config: IntrospectionIssuer, now: () => number): Opa
       exp: Math.min(exp, seconds + config.cacheTtl),
       nbf,
       kid: undefined,
+      jkt,
     };
   };
 }
@@ -133,8 +145,27 @@ function checkTokenType(answer: Record<string, unknown>): void {
     );
 }
 
+/**
+ * The answer's `cnf.jkt` (RFC 9449 §6.2), undefined for a bearer token. The server says the token
+ * is DPoP-bound either way it can (`cnf`, or `token_type: DPoP`); a binding the gate cannot
+ * check is refused rather than dropped.
+ */
+function readBinding(answer: Record<string, unknown>): string | undefined {
+  const jkt = readJkt(answer.cnf, 'in the introspection answer');
+  if (
+    jkt === undefined &&
+    typeof answer.token_type === 'string' &&
+    answer.token_type.toLowerCase() === 'dpop'
+  )
+    throw new VerifyError(
+      'claim_invalid',
+      '"token_type" in the introspection answer is DPoP but it has no "cnf.jkt"',
+    );
+  return jkt;
+}
+
 /** One request to the issuer; every failure becomes a 401-class VerifyError. */
-async function ask(
+export async function ask(
   endpoint: () => Promise<string>,
   send: (url: string) => ReturnType<typeof fetchJson>,
 ): Promise<Record<string, unknown>> {

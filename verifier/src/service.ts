@@ -53,8 +53,12 @@ export function createVerifierService(
   const { logger } = options;
   const now = options.now ?? Date.now;
   const metrics = createMetrics({ defaultMetrics: options.defaultMetrics ?? true });
-  const cache = createDecisionCache({ ...config.cache, now });
   const keySets = new Map<string, KeySet>();
+  const cache = createDecisionCache({
+    ...config.cache,
+    now,
+    trustedUntil: (issuer) => keySets.get(issuer)?.trustedUntil(),
+  });
   const jwtVerifiers = new Map<string, JwtVerifier>();
   const opaqueVerifiers = new Map<string, OpaqueVerifier>();
 

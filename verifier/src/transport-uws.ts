@@ -6,7 +6,14 @@ import type { VerifyRequest } from './authorize.js';
 import type { Decision } from './decision.js';
 import type { Answer, Routes } from './routes.js';
 import { STATUS_TEXT } from './routes.js';
-import { describe, drain, removeStaleSocket, type Transport, type UwsModule } from './transport.js';
+import {
+  describe,
+  drain,
+  removeStaleSocket,
+  shareSocket,
+  type Transport,
+  type UwsModule,
+} from './transport.js';
 import { renderDecision } from './verify-answer.js';
 
 export function createUwsTransport(uws: UwsModule, routes: Routes): Transport {
@@ -77,6 +84,7 @@ export function createUwsTransport(uws: UwsModule, routes: Routes): Transport {
             return;
           }
           listenSocket = socket;
+          if (listen.kind === 'unix') shareSocket(listen.path);
           resolve(listen.kind === 'tcp' ? uws.us_socket_local_port(socket) : 0);
         };
         if (listen.kind === 'unix') {

@@ -1,5 +1,5 @@
 import { createServer } from 'node:http';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, statSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -187,6 +187,8 @@ describe.each(['uws', 'node'] as const)('the %s transport lifecycle', (transport
     );
     const socketPath = join(mkdtempSync(join(tmpdir(), 'verifier-')), 'v.sock');
     await service.listen({ kind: 'unix', path: socketPath });
+    // Shared with NGINX's user through a group: read and write for owner and group only.
+    expect(statSync(socketPath).mode & 0o777).toBe(0o660);
     expect((await get({ socketPath }, '/healthz')).status).toBe(200);
     const inFlight = get({ socketPath }, '/verify', { authorization: 'Bearer opaque-token-1' });
     await new Promise((resolve) => setTimeout(resolve, 100));

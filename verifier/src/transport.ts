@@ -1,6 +1,6 @@
 // The transport contract shared by the uWebSockets.js and node:http adapters, the helpers both use
 // (neither adapter imports the other), and the choice between them (VERIFIER_TRANSPORT).
-import { unlinkSync } from 'node:fs';
+import { chmodSync, unlinkSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { createRequire } from 'node:module';
 import type { Listen, TransportChoice } from './config-model.js';
@@ -57,6 +57,15 @@ export function describe(listen: Listen): string {
   return listen.kind === 'unix' ? `unix:${listen.path}` : `${listen.host}:${listen.port}`;
 }
 
+/**
+ * NGINX runs as another user and reaches the socket through a shared group: the socket is 0660
+ * (connecting needs write permission), and its directory (0770, owner and group) decides who
+ * may reach it at all. Called once the socket exists.
+ */
+export function shareSocket(path: string): void {
+  chmodSync(path, 0o660);
+}
+
 /** A socket file left by a crashed run would make listen fail; nothing else is ever removed. */
 export function removeStaleSocket(path: string): void {
   try {
@@ -72,6 +81,7 @@ export function listenNodeServer(server: Server, listen: Listen): Promise<number
     server.once('error', () => reject(new Error(`cannot listen on ${describe(listen)}`)));
     const done = () => {
       const address = server.address();
+      if (listen.kind === 'unix') shareSocket(listen.path);
       resolve(typeof address === 'object' && address ? address.port : 0);
     };
     if (listen.kind === 'unix') {

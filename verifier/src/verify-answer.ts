@@ -47,6 +47,8 @@ const CLIENT_ID_INVALID: VerifyAnswer = {
   ],
 };
 
+const CLIENT_UNKNOWN: VerifyAnswer = { status: 403, headers: [['X-Accel-Expires', '0']] };
+
 /**
  * 204 carries the identity headers (and any grant's); 401 carries `WWW-Authenticate` with
  * `error="invalid_token"` only when a token was sent (RFC 6750 §3.1); 403 carries
@@ -61,6 +63,8 @@ export function renderDecision(decision: Decision): VerifyAnswer {
   if (status === 401 && decision.dpop !== undefined)
     return { status, headers: dpopChallengeHeaders(decision.reason, decision.dpop) };
   if (status === 401) return decision.reason === 'token_missing' ? NO_TOKEN : INVALID_TOKEN;
+  // No client, no secret set: more scopes would not help, so no `insufficient_scope` challenge.
+  if (decision.reason === 'client_unknown') return CLIENT_UNKNOWN;
   const scope =
     decision.requiredScopes.length > 0
       ? `, scope="${scopeHeader(decision.requiredScopes).replace(/"/g, '')}"`

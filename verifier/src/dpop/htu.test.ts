@@ -17,6 +17,15 @@ describe('normalizeHtu', () => {
       expect(normalizeHtu(raw)).toBeUndefined();
     },
   );
+
+  it('gives the same answer for a repeated URL, refused or not, as for its first sight', () => {
+    for (let round = 0; round < 3; round++) {
+      expect(normalizeHtu('https://user:pw@gate/secret')).toBeUndefined();
+      expect(normalizeHtu('https://Gate.Example.com:443/secret?r=1')).toBe(
+        'https://gate.example.com/secret',
+      );
+    }
+  });
 });
 
 describe('externalUrl', () => {

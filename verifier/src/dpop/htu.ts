@@ -2,10 +2,21 @@
 // rebuilds the URL NGINX received from the configured external origin and the original path.
 // Both sides go through the WHATWG URL parser, which lowercases scheme and host and drops a
 // default port (the syntax- and scheme-based normalisation RFC 9449 §4.3 asks for); query and
-// fragment are ignored.
+// fragment are ignored. A client's proofs name the same URL and every request rebuilds the same
+// external URL, so results are kept by their input: a repeat skips the parser (a few µs each).
+import { LRUCache } from 'lru-cache';
+
+/** Normalised URLs by raw input; '' stands for "not an absolute http(s) URL". */
+const normalized = new LRUCache<string, string>({ max: 1024 });
 
 /** `scheme://host[:port]/path` of `raw`, or undefined when it is not an absolute http(s) URL. */
 export function normalizeHtu(raw: string): string | undefined {
+  let result = normalized.get(raw);
+  if (result === undefined) normalized.set(raw, (result = parseHtu(raw) ?? ''));
+  return result === '' ? undefined : result;
+}
+
+function parseHtu(raw: string): string | undefined {
   let url: URL;
   try {
     url = new URL(raw);

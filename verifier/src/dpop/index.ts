@@ -30,6 +30,7 @@ export function createDpopRuntime(
       ? fallback
       : createRedisReplayStore({
           url: config.replayStore,
+          password: config.replayPassword,
           onError: (message) => logger.warn({ err: message }, 'DPoP replay store unreachable'),
         });
   let lastStoreWarning = 0;

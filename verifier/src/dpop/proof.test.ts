@@ -9,7 +9,9 @@ import {
   thumbprintOf,
 } from '../testing/dpop-proof.js';
 import { calculateJwkThumbprint } from 'jose';
-import { createProofChecker, jwkThumbprint, MAX_PROOF_BYTES } from './proof.js';
+import { createHash, generateKeyPairSync, sign } from 'node:crypto';
+import { signatureScheme } from '../jws-signature.js';
+import { createProofChecker, jwkThumbprint, keyFitsScheme, MAX_PROOF_BYTES } from './proof.js';
 
 const NOW = 1_750_000_000;
 const HTU = 'https://gate.example.com/secret';
@@ -124,5 +126,87 @@ describe('DPoP proof check (RFC 9449 §4.3)', () => {
       JSON.stringify({ alg: 'ES256', typ: 'dpop+jwt', jwk: proofJwk('rsaA') }),
     ).toString('base64url');
     expect((await refusal(`${header}.${payload}.${signature}`)).code).toBe('dpop_proof_invalid');
+  });
+
+  it('refuses a proof whose "crit" names an extension jose does not understand', async () => {
+    const proof = handSigned(
+      { alg: 'ES256', typ: 'dpop+jwt', crit: ['urn:example:ext'], 'urn:example:ext': 1 },
+      'P-256',
+    );
+    expect(await refusal(proof)).toEqual({
+      code: 'dpop_proof_invalid',
+      message: 'the DPoP proof signature or claims did not verify',
+    });
+  });
+
+  it('refuses a proof that carries an "exp" in the past, as jose validates it', async () => {
+    const proof = await signProof({
+      htu: HTU,
+      accessToken: TOKEN,
+      iat: NOW,
+      claims: { exp: NOW - 10 },
+    });
+    expect((await refusal(proof)).code).toBe('dpop_proof_invalid');
+  });
+
+  it('refuses a proof whose signature is valid over other claims (the payload was swapped)', async () => {
+    const honest = await signProof({ htu: HTU, accessToken: TOKEN, iat: NOW });
+    const other = await signProof({ htu: HTU, accessToken: TOKEN, iat: NOW });
+    const [header, , signature] = honest.split('.');
+    expect((await refusal(`${header}.${other.split('.')[1]}.${signature}`)).message).toBe(
+      'the DPoP proof signature or claims did not verify',
+    );
+  });
+
+  it('accepts a proof signed by hand with node:crypto, as any client library would', async () => {
+    await expect(
+      check(handSigned({ alg: 'ES256', typ: 'dpop+jwt' }, 'P-256'), expect200),
+    ).resolves.toMatchObject({ jti: 'by-hand' });
+  });
+
+  it('refuses an ES256 proof signed with a P-384 key, even when the signature itself holds', async () => {
+    expect((await refusal(handSigned({ alg: 'ES256', typ: 'dpop+jwt' }, 'P-384'))).code).toBe(
+      'dpop_proof_invalid',
+    );
+  });
+});
+
+/** A proof signed with a fresh EC key on `namedCurve`, with `header` and the key as its `jwk`. */
+function handSigned(header: Record<string, unknown>, namedCurve: string): string {
+  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve });
+  const encode = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+  const claims = {
+    jti: 'by-hand',
+    htm: 'GET',
+    htu: HTU,
+    iat: NOW,
+    ath: createHash('sha256').update(TOKEN).digest('base64url'),
+  };
+  const input = `${encode({ ...header, jwk: publicKey.export({ format: 'jwk' }) })}.${encode(claims)}`;
+  const signature = sign('sha256', Buffer.from(input), {
+    key: privateKey,
+    dsaEncoding: 'ieee-p1363',
+  });
+  return `${input}.${signature.toString('base64url')}`;
+}
+
+describe('which proof keys may verify which "alg"', () => {
+  const ec = (namedCurve: string) => generateKeyPairSync('ec', { namedCurve }).publicKey;
+  const rsa = (modulusLength: number) => generateKeyPairSync('rsa', { modulusLength }).publicKey;
+  const ed25519 = generateKeyPairSync('ed25519').publicKey;
+  const rsa2048 = rsa(2048);
+  it.each([
+    ['ES256', 'a P-256 key', true, ec('P-256')],
+    ['ES256', 'a P-384 key', false, ec('P-384')],
+    ['ES384', 'a P-384 key', true, ec('P-384')],
+    ['ES256', 'an RSA key', false, rsa2048],
+    ['RS256', 'an RSA-2048 key', true, rsa2048],
+    ['PS256', 'an RSA-2048 key', true, rsa2048],
+    ['RS256', 'an RSA-1024 key', false, rsa(1024)],
+    ['RS256', 'a P-256 key', false, ec('P-256')],
+    ['EdDSA', 'an Ed25519 key', true, ed25519],
+    ['EdDSA', 'a P-256 key', false, ec('P-256')],
+  ])('%s with %s fits: %s', (alg, _, fits, key) => {
+    expect(keyFitsScheme(key, signatureScheme(alg)!)).toBe(fits);
   });
 });

@@ -1,20 +1,26 @@
 // One DPoP proof checked per RFC 9449 §4.3 (and §7 for a proof sent with an access token).
-// Cheap header checks run before any crypto; jose then verifies the signature with the key the
-// proof carries, and the claims are compared with the request the gate received. A client signs
-// every proof with the same key, so the imported key is kept by its RFC 7638 thumbprint: a proof
-// costs one signature check, not a key import and an async digest as well (bench/gate.ts row
-// "one cached DPoP token").
+// Cheap header checks run before any crypto; the signature is then checked with the key the proof
+// carries, and the claims are compared with the request the gate received. A client signs every
+// proof with the same key, so the imported key is kept by its RFC 7638 thumbprint: a proof costs
+// one signature check, not a key import and an async digest as well (bench/gate.ts row "one
+// cached DPoP token"). The signature arithmetic is node:crypto's on the calling thread, as for
+// access tokens (../jws-signature.ts): jose 6's jwtVerify turns the KeyObject into a CryptoKey and
+// hands a WebCrypto job to the thread pool on every proof, which cost several times the ES256
+// math itself. jose's header rules (`crit`, `alg`) and claims validation still apply unchanged.
 //
 // Checked: compact JWS of at most MAX_PROOF_BYTES; `typ: dpop+jwt`; `alg` in the allowlist
-// (asymmetric only, so `none` and HMAC never pass); `jwk` a public key (no private members); the
-// signature with that key; `jti` present; `htm` = the original method; `htu` = the external URL
+// (asymmetric only, so `none` and HMAC never pass); unknown `crit` refused; `jwk` a public key (no
+// private members) whose type and curve fit `alg` (RSA at least 2048 bits); the signature with
+// that key; `exp`, `nbf` and `iat` as jose validates them when present; `jti` present; `htm` = the original method; `htu` = the external URL
 // without query and fragment; `iat` within ±window; `ath` = base64url(SHA-256(token)) when a
 // token is presented; `nonce` when the caller asks for one. Not checked here: replay of `jti`
 // (binding.ts asks the replay store) and `cnf.jkt` (binding.ts compares the thumbprint).
 import { createHash, createPublicKey, type KeyObject } from 'node:crypto';
-import { decodeProtectedHeader, jwtVerify, type JWK, type JWTPayload } from 'jose';
+import { decodeProtectedHeader, type JWK, type JWTPayload } from 'jose';
 import { LRUCache } from 'lru-cache';
 import { VerifyError } from '../errors.js';
+import { checkProtectedHeader, validateClaims } from '../jwt-claims.js';
+import { signatureScheme, verifySignature, type SignatureScheme } from '../jws-signature.js';
 import { normalizeHtu } from './htu.js';
 
 /** A proof is a short JWS with one public key in it; anything larger is refused unparsed. */
@@ -63,6 +69,46 @@ export interface ProofCheckerOptions {
 
 const invalid = (message: string) => new VerifyError('dpop_proof_invalid', message);
 
+/** What one protected header decides: the key it carries, its thumbprint and how it verifies. */
+interface PreparedHeader {
+  readonly header: Readonly<Record<string, unknown>>;
+  readonly thumbprint: string;
+  readonly key: KeyObject;
+  readonly scheme: SignatureScheme;
+}
+
+/** WebCrypto curve names → node:crypto's, for the check that a key fits its `alg`. */
+const NODE_CURVES: Readonly<Record<string, string>> = {
+  'P-256': 'prime256v1',
+  'P-384': 'secp384r1',
+  'P-521': 'secp521r1',
+};
+
+/**
+ * True when `key` may verify `scheme`'s signatures, by the rules jose applies before a WebCrypto
+ * verify: ECDSA on the curve `alg` names, RSA (PKCS#1 v1.5 or PSS) of at least 2048 bits, Ed25519
+ * for EdDSA.
+ */
+export function keyFitsScheme(key: KeyObject, scheme: SignatureScheme): boolean {
+  const details = key.asymmetricKeyDetails ?? {};
+  switch (scheme.keyAlgorithm.name) {
+    case 'ECDSA':
+      return (
+        key.asymmetricKeyType === 'ec' &&
+        details.namedCurve === NODE_CURVES[scheme.keyAlgorithm.namedCurve ?? '']
+      );
+    case 'RSASSA-PKCS1-v1_5':
+    case 'RSA-PSS':
+      return (
+        key.asymmetricKeyType === 'rsa' && (details.modulusLength ?? 0) >= (scheme.minRsaBits ?? 0)
+      );
+    case 'Ed25519':
+      return key.asymmetricKeyType === 'ed25519';
+    default:
+      return false;
+  }
+}
+
 /** The SHA-256 of an access token as `ath` carries it (RFC 9449 §4.2). */
 export function accessTokenHash(token: string): string {
   return createHash('sha256').update(token).digest('base64url');
@@ -89,8 +135,18 @@ export function jwkThumbprint(
 
 export function createProofChecker(options: ProofCheckerOptions): ProofChecker {
   const algorithms = new Set(options.algorithms);
-  const verifyOptions = { typ: 'dpop+jwt', algorithms: [...options.algorithms] };
+  const schemes = new Map<string, SignatureScheme>();
+  for (const alg of options.algorithms) {
+    const scheme = signatureScheme(alg);
+    if (scheme === undefined) throw new TypeError(`no signature scheme for DPoP "${alg}"`);
+    schemes.set(alg, scheme);
+  }
   const keys = new LRUCache<string, KeyObject>({ max: KEY_CACHE_ENTRIES });
+  /**
+   * A client's proofs share one protected header (alg, typ, jwk): everything decided from it alone
+   * is kept by its base64url text, so a repeat costs a map lookup. Only headers that passed go in.
+   */
+  const headers = new LRUCache<string, PreparedHeader>({ max: KEY_CACHE_ENTRIES });
 
   function importKey(thumbprint: string, publicJwk: Record<string, string>): KeyObject {
     let key = keys.get(thumbprint);
@@ -105,10 +161,7 @@ export function createProofChecker(options: ProofCheckerOptions): ProofChecker {
     return key;
   }
 
-  return async function checkProof(proof, expect) {
-    if (proof.length > MAX_PROOF_BYTES)
-      throw invalid(`the DPoP proof is larger than ${MAX_PROOF_BYTES} bytes`);
-    if (!JWS_COMPACT.test(proof)) throw invalid('the DPoP proof is not a compact JWS');
+  function prepareHeader(proof: string): PreparedHeader {
     let header: ReturnType<typeof decodeProtectedHeader>;
     try {
       header = decodeProtectedHeader(proof);
@@ -126,14 +179,35 @@ export function createProofChecker(options: ProofCheckerOptions): ProofChecker {
     const bound = jwkThumbprint(jwk);
     if (bound === undefined) throw invalid('"jwk" header is not an EC, RSA or OKP public key');
     const key = importKey(bound.thumbprint, bound.publicJwk);
+    let scheme: SignatureScheme;
+    try {
+      // jose's order: header rules (`crit`, `alg`), then the key must fit `alg`.
+      scheme = schemes.get(checkProtectedHeader(header, schemes))!;
+    } catch {
+      throw invalid('the DPoP proof signature or claims did not verify');
+    }
+    if (!keyFitsScheme(key, scheme))
+      throw invalid('the DPoP proof signature or claims did not verify');
+    return { header, thumbprint: bound.thumbprint, key, scheme };
+  }
+
+  function check(proof: string, expect: ProofExpectation): CheckedProof {
+    if (proof.length > MAX_PROOF_BYTES)
+      throw invalid(`the DPoP proof is larger than ${MAX_PROOF_BYTES} bytes`);
+    if (!JWS_COMPACT.test(proof)) throw invalid('the DPoP proof is not a compact JWS');
+    const segment = proof.slice(0, proof.indexOf('.'));
+    let prepared = headers.get(segment);
+    if (prepared === undefined) headers.set(segment, (prepared = prepareHeader(proof)));
+    const { header, key, scheme } = prepared;
 
     let payload: JWTPayload;
     const at = options.now();
+    const unverified = () => invalid('the DPoP proof signature or claims did not verify');
+    if (!verifySignature(proof, scheme, key)) throw unverified();
     try {
-      // jose checks that `alg` fits the key (type, curve) before it verifies the signature.
-      ({ payload } = await jwtVerify(proof, key, { ...verifyOptions, currentDate: new Date(at) }));
+      payload = validateClaims(proof, header, { typ: 'dpop+jwt', currentDate: new Date(at) });
     } catch {
-      throw invalid('the DPoP proof signature or claims did not verify');
+      throw unverified();
     }
 
     const { jti, htm, htu, iat, ath } = payload as Record<string, unknown>;
@@ -151,10 +225,13 @@ export function createProofChecker(options: ProofCheckerOptions): ProofChecker {
         throw invalid('"ath" claim does not match the access token');
     }
     return {
-      jkt: bound.thumbprint,
+      jkt: prepared.thumbprint,
       jti,
       iat,
       nonce: (payload as Record<string, unknown>).nonce,
     };
-  };
+  }
+
+  // The checks run synchronously; callers get a promise, rejected when a check throws.
+  return (proof, expect) => new Promise((resolve) => resolve(check(proof, expect)));
 }

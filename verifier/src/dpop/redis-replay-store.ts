@@ -8,6 +8,8 @@ import { ReplayStoreUnavailable, type ReplayStore } from './replay-store.js';
 export interface RedisReplayStoreOptions {
   /** `redis://[user:password@]host:port[/db]` or `rediss://…`. */
   readonly url: string;
+  /** Redis `AUTH` password read from a file or variable at start; wins over one in the URL. */
+  readonly password?: string | undefined;
   /** Milliseconds a command may take before the proof is treated as uncheckable. */
   readonly commandTimeoutMs?: number;
   /** Called on connection trouble (never with a key or a token). */
@@ -25,6 +27,7 @@ export function createRedisReplayStore(options: RedisReplayStoreOptions): Replay
     connectTimeout: 2000,
     // Keep trying to reconnect, never more often than every 2 s.
     retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
+    ...(options.password === undefined ? {} : { password: options.password }),
   });
   client.on('ready', () => {
     connectedOnce = true;

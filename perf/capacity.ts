@@ -1,0 +1,119 @@
+// `npm run stress -- --find-capacity`: the study's closed scenario under wrk at rising numbers of
+// users, one step after another on one system, until a step breaks the latency goal (any failure,
+// or p99 above 100 ms). A system's capacity is the highest load of a step that held the goal while
+// wrk itself kept up; a step whose generator saturated its core says more about wrk than about the
+// gate and is flagged, never counted.
+import type { Series } from './chart.js';
+import { isSaturated, SATURATED_LOAD_GENERATOR } from './generators.js';
+import type { LoadGeneratorUsage } from './locust.js';
+import type { WrkStudyResult } from './wrk-study.js';
+
+export const CAPACITY_GOAL = Object.freeze({ p99Ms: 100, failures: 0 });
+/** Users per step: the study's 2,500 in the middle, doubling past it until a step fails. */
+export const CAPACITY_STEPS: readonly number[] = Object.freeze([
+  250, 500, 1000, 1500, 2000, 2500, 3000, 4000, 5000, 6500, 8000,
+]);
+/** `--quick`: two small steps, to keep the harness alive in CI (not to quote). */
+export const QUICK_CAPACITY_STEPS: readonly number[] = Object.freeze([50, 100]);
+export const CAPACITY_STEP_SECONDS = Object.freeze({ full: 30, quick: 8 });
+/** The study's think time, uniform 0–1 s: a user asks once per 0.5 s on average. */
+export const MAX_THINK_MS = 1000;
+
+export interface CapacityStep {
+  readonly users: number;
+  /** What the users ask for in the closed model: one request per mean think time each. */
+  readonly offeredRps: number;
+  readonly servedRps: number;
+  readonly requests: number;
+  readonly failures: number;
+  readonly p99Ms: number;
+  /** wrk's CPU over wall time, and its run-queue wait (undefined when not sampled). */
+  readonly generatorCpuShare: number | undefined;
+  readonly generatorWaitShare: number | undefined;
+  /** wrk needed ≥ 90 % of its core: the step measured the generator, not the gate. */
+  readonly generatorSaturated: boolean;
+  /** 0 failures and p99 ≤ 100 ms. */
+  readonly heldGoal: boolean;
+}
+
+/** Requests per second `users` offer with think time uniform in [0, maxThinkMs]. */
+export function offeredRps(users: number, maxThinkMs = MAX_THINK_MS): number {
+  return users / (maxThinkMs / 2 / 1000);
+}
+
+/** One step's figures from wrk's totals and its own CPU over the measured window. */
+export function judgeStep(
+  users: number,
+  result: WrkStudyResult,
+  generator: LoadGeneratorUsage,
+  maxThinkMs = MAX_THINK_MS,
+): CapacityStep {
+  const wall = generator.wallSeconds;
+  const cpuShare = wall > 0 ? generator.cpuSeconds / wall : undefined;
+  const waitShare =
+    wall > 0 && generator.waitSeconds !== undefined ? generator.waitSeconds / wall : undefined;
+  return {
+    users,
+    offeredRps: offeredRps(users, maxThinkMs),
+    servedRps: result.rps,
+    requests: result.requests,
+    failures: result.failures,
+    p99Ms: result.latencyMs.p99,
+    generatorCpuShare: cpuShare,
+    generatorWaitShare: waitShare,
+    generatorSaturated: isSaturated({ cpuShare, waitShare }),
+    heldGoal:
+      result.failures <= CAPACITY_GOAL.failures && result.latencyMs.p99 <= CAPACITY_GOAL.p99Ms,
+  };
+}
+
+/** The highest step that held the goal with wrk unsaturated; undefined when none did. */
+export function capacityOf(steps: readonly CapacityStep[]): CapacityStep | undefined {
+  return steps
+    .filter((step) => step.heldGoal && !step.generatorSaturated)
+    .reduce<CapacityStep | undefined>(
+      (best, step) => (best === undefined || step.offeredRps > best.offeredRps ? step : best),
+      undefined,
+    );
+}
+
+/** Points for perf/chart.ts: x is the offered load, y the served rate and the p99. */
+export function capacitySeries(name: string, steps: readonly CapacityStep[]): Series {
+  return {
+    name,
+    points: steps.map((step) => ({ t: step.offeredRps, rps: step.servedRps, p99Ms: step.p99Ms })),
+  };
+}
+
+const percent = (share: number | undefined) =>
+  share === undefined ? '—' : `${(share * 100).toFixed(0)} %`;
+
+/** One system's steps as a Markdown table, then its capacity in one sentence. */
+export function formatCapacity(name: string, steps: readonly CapacityStep[]): string {
+  const capacity = capacityOf(steps);
+  const lines = [
+    `### ${name}`,
+    '',
+    '| users | offered req/s | served req/s | failures | p99 ms | wrk CPU | goal |',
+    '| ----: | ------------: | -----------: | -------: | -----: | ------: | ---- |',
+    ...steps.map(
+      (step) =>
+        `| ${step.users} | ${step.offeredRps.toFixed(0)} | ${step.servedRps.toFixed(0)} | ${step.failures} | ${step.p99Ms.toFixed(1)} | ${percent(step.generatorCpuShare)}${step.generatorSaturated ? ' (saturated)' : ''} | ${step.heldGoal ? 'held' : 'broken'} |`,
+    ),
+    '',
+    capacity
+      ? `Capacity of ${name} at p99 ≤ ${CAPACITY_GOAL.p99Ms} ms and 0 failures: **${capacity.offeredRps.toFixed(0)} requests/s offered** (${capacity.users} users, ${capacity.servedRps.toFixed(0)} served).`
+      : `${name} held the goal at no step with wrk below ${SATURATED_LOAD_GENERATOR * 100} % of its core.`,
+  ];
+  if (steps.some((step) => step.generatorSaturated)) {
+    lines.push(
+      `Steps marked saturated measured wrk, not the gate: rerun with \`--profile tight\` so the gate stays the bottleneck.`,
+    );
+  }
+  return lines.join('\n');
+}
+
+/** Steps go on while they hold the goal; the first broken one ends the system's run. */
+export function shouldContinue(step: CapacityStep): boolean {
+  return step.heldGoal;
+}

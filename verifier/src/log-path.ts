@@ -1,0 +1,23 @@
+// The form of the original request path the verifier writes to its log. NGINX sends the path part
+// of the raw request URI, which a client writes as it likes: up to 16 KB, and it may hide a token
+// (`/secret%3Faccess_token=…`, `/<token>/../secret` that NGINX still matches as /secret). The log
+// keeps only what comes before an encoded `?` or `#`, a `?` or `#`, or a run of 32 characters a
+// token is made of (a JWT's header alone is longer), at most 200 characters — the same rule as
+// NGINX's access log (nginx/templates/snippets/access-log.conf.template).
+
+const CUT = /%3f|%23|[?#]|[A-Za-z0-9_~+=-]{32}/i;
+const LONGEST = 200;
+
+/** The bounded, path-only form of X-Original-URI for a log line; `[cut]` marks a cut. */
+export function loggablePath(uri: string | undefined): string | undefined {
+  if (uri === undefined) return undefined;
+  const head = uri.length > LONGEST + 32 ? uri.slice(0, LONGEST + 32) : uri;
+  const match = CUT.exec(head);
+  let kept = match === null ? head : head.slice(0, match.index);
+  let cut = match !== null || head.length < uri.length;
+  if (kept.length > LONGEST) {
+    kept = kept.slice(0, LONGEST);
+    cut = true;
+  }
+  return cut ? `${kept}[cut]` : kept;
+}
