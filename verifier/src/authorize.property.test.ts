@@ -29,6 +29,7 @@ const issuer: JwtIssuer = {
   maxTokenAge: 86_400,
   allowHttp: false,
   clientClaims: ['client_id', 'azp'],
+  logoutAudiences: [],
 };
 const policy: PolicyConfig = {
   name: 'secret',
@@ -36,6 +37,7 @@ const policy: PolicyConfig = {
   scopes: ['secrets:read'],
   cloudfront: undefined,
   dpop: 'off',
+  revocation: 'checked',
 };
 
 /** The issuer's published keys, held locally: the network side of key-set.ts has its own tests. */

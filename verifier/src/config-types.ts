@@ -7,6 +7,7 @@ export type {
   JwtIssuer,
   Listen,
   PolicyConfig,
+  RevocationConfig,
   TransportChoice,
   UserinfoIssuer,
   VerifierConfig,

@@ -88,6 +88,7 @@ const issuer = (algorithms: string[], requireTyp?: string): JwtIssuer => ({
   clockTolerance: TOLERANCE,
   requireTyp,
   clientClaims: ['client_id', 'azp'],
+  logoutAudiences: [],
   // The lifetime cap is ours alone (jose's maxTokenAge measures something else) and has its own
   // tests; a century keeps it out of this comparison.
   maxTokenAge: 100 * 365 * 86_400,

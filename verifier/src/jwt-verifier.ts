@@ -17,6 +17,7 @@ import { readIdentity } from './identity.js';
 import { checkProtectedHeader, validateClaims } from './jwt-claims.js';
 import type { KeySet } from './key-set.js';
 import { signatureScheme, verificationKey, verifySignature } from './jws-signature.js';
+import { readSessionClaims } from './revocation/subjects.js';
 import { looksLikeJwt } from './token-shape.js';
 import type { VerifiedToken } from './verified-token.js';
 
@@ -73,6 +74,7 @@ export function createJwtVerifier(
     return {
       jkt: readJkt(claims.cnf),
       identity: readIdentity(claims, config),
+      session: readSessionClaims(claims),
       exp: payload.exp!,
       nbf: typeof payload.nbf === 'number' ? payload.nbf - config.clockTolerance : undefined,
       kid: typeof kid === 'string' ? kid : undefined,
