@@ -23,6 +23,8 @@ export interface IdpConfig {
   readonly userName: string;
   /** Origins (besides loopback ones) a redirect_uri may point to. */
   readonly redirectOrigins: readonly string[];
+  /** Back-channel logout URIs (the gate's `/backchannel-logout`) that get a logout token at sign-out. */
+  readonly backchannelLogoutUris: readonly string[];
 }
 
 export const IDP_DEFAULTS = Object.freeze({
@@ -60,6 +62,10 @@ export function loadIdpConfig(env: NodeJS.ProcessEnv = process.env): IdpConfig {
     : IDP_DEFAULTS.clients;
   if (clients.length === 0) problems.push('"IDP_CLIENTS" must list at least one client id');
   const redirectOrigins = (env.IDP_REDIRECT_ORIGINS ?? '').split(LIST).filter(Boolean);
+  const backchannelLogoutUris = (env.IDP_BACKCHANNEL_LOGOUT_URIS ?? '').split(LIST).filter(Boolean);
+  for (const uri of backchannelLogoutUris)
+    if (!isHttpUrl(uri))
+      problems.push(`"IDP_BACKCHANNEL_LOGOUT_URIS" entry "${uri}" is not an http(s) URL`);
   for (const origin of redirectOrigins) {
     if (!isHttpUrl(origin))
       problems.push(`"IDP_REDIRECT_ORIGINS" entry "${origin}" is not an http(s) origin`);
@@ -77,6 +83,7 @@ export function loadIdpConfig(env: NodeJS.ProcessEnv = process.env): IdpConfig {
     userSub: env.IDP_USER_SUB?.trim() || IDP_DEFAULTS.userSub,
     userName: env.IDP_USER_NAME?.trim() || IDP_DEFAULTS.userName,
     redirectOrigins: Object.freeze(redirectOrigins.map((o) => new URL(o).origin)),
+    backchannelLogoutUris: Object.freeze(backchannelLogoutUris),
   });
 }
 

@@ -3,6 +3,7 @@
 // under /dev/ and switched off with IDP_DEV_CONTROL=off for production-like runs.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
+import type { LogoutSender } from './backchannel-logout.js';
 import type { IdpConfig } from './config.js';
 import { KEY_ALGS, type DevIssuer, type KeyAlg } from './issuer.js';
 import { OUTAGE_MODES, type IdpState, type OutageMode } from './state.js';
@@ -27,8 +28,13 @@ export interface MintRequest {
 type Handler = (body: Record<string, unknown>) => unknown;
 
 /** Builds the /dev/* handler; answers JSON, 404 for unknown routes, 400 for bad input. */
-export function createControlApi(deps: { config: IdpConfig; state: IdpState; issuer: DevIssuer }) {
-  const { config, state, issuer } = deps;
+export function createControlApi(deps: {
+  config: IdpConfig;
+  state: IdpState;
+  issuer: DevIssuer;
+  logouts: LogoutSender;
+}) {
+  const { config, state, issuer, logouts } = deps;
 
   const routes: Record<string, Handler> = {
     'GET /dev/stats': () => ({ ...state.counters, outage: state.outage }),
@@ -64,6 +70,19 @@ export function createControlApi(deps: { config: IdpConfig; state: IdpState; iss
     'DELETE /dev/next-token-claims': () => {
       state.nextClaims.length = 0;
       return { queued: 0 };
+    },
+    // "Signed out elsewhere": a back-channel logout for `sub` (and `sid`) to every configured URI.
+    'POST /dev/sign-out': async (body) => {
+      const sub = body.sub ?? config.userSub;
+      const clientId = body.clientId ?? config.clients[0];
+      if (typeof sub !== 'string' || sub.length === 0)
+        throw new BadRequest('"sub" must be a string');
+      if (typeof clientId !== 'string') throw new BadRequest('"clientId" must be a string');
+      if (body.sid !== undefined && typeof body.sid !== 'string')
+        throw new BadRequest('"sid" must be a string');
+      return {
+        delivered: await logouts.send({ sub, sid: body.sid, clientId }),
+      };
     },
     'POST /dev/outage': (body) => {
       if (!OUTAGE_MODES.includes(body.mode as OutageMode)) {

@@ -88,6 +88,13 @@ export function createIdpClient(issuer: string) {
       ),
     queueClaims: (claims: Record<string, unknown>, count = 1) =>
       call<{ queued: number }>('POST', '/dev/next-token-claims', { claims, count }),
+    /** "Signed out elsewhere": the IdP sends a back-channel logout token for `sub` to the gate. */
+    signOut: (sub: string, options: { sid?: string; clientId?: string } = {}) =>
+      call<{ delivered: { uri: string; status: number | 'unreachable' }[] }>(
+        'POST',
+        '/dev/sign-out',
+        { sub, ...options },
+      ),
     setOutage: (mode: 'up' | 'error' | 'reset') =>
       call<{ outage: string }>('POST', '/dev/outage', { mode }),
   };
