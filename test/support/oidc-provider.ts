@@ -1,0 +1,230 @@
+// node-oidc-provider (npm `oidc-provider`, a certified OpenID Provider) as a real IdP for the
+// suites: client credentials with resource indicators (RFC 8707), so its access tokens are
+// RFC 9068 JWTs (`typ: at+jwt`, `client_id`, `scope`, `aud` = the resource), DPoP (RFC 9449)
+// bound when the token request carries a proof, key rotation and an outage switch. It serves on
+// loopback from one node:http server whose handler is the current provider, so rotating keys
+// keeps the port (and the issuer) while the key set changes. With `backchannelLogoutUri` every
+// client is registered for OpenID Connect Back-Channel Logout and `backchannelLogout()` makes the
+// provider send its own logout token, exactly as when a session of that user ends.
+// On Node 20 the package prints "Unsupported runtime" once at import; it works.
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { generateKeyPairSync, randomUUID } from 'node:crypto';
+import * as DPoP from 'dpop';
+import Provider, { errors } from 'oidc-provider';
+
+export interface OidcProviderOptions {
+  /** Client ids registered for client credentials; each one's secret is `${id}-secret`. */
+  readonly clients?: readonly string[];
+  /** The resource (RFC 8707) tokens are issued for: their `aud`. */
+  readonly resource?: string;
+  /** Scopes a client may ask for. */
+  readonly scopes?: readonly string[];
+  /** Access token lifetime in seconds. */
+  readonly accessTokenTtl?: number;
+  /** Fixed port (0: any free one). */
+  readonly port?: number;
+  /** Registers every client for back-channel logout (`features.backchannelLogout`) at this URI. */
+  readonly backchannelLogoutUri?: string;
+}
+
+export interface TokenRequest {
+  readonly scope?: string;
+  /** A DPoP key pair (from `generateDpopKeyPair`): the token is bound to it (`cnf.jkt`). */
+  readonly dpop?: DPoP.KeyPair;
+}
+
+export interface OidcProviderHarness {
+  readonly issuer: string;
+  readonly jwksUri: string;
+  readonly tokenEndpoint: string;
+  readonly resource: string;
+  readonly clients: readonly string[];
+  /** An access token from the real token endpoint (client_secret_basic, client credentials). */
+  token(clientId: string, request?: TokenRequest): Promise<string>;
+  /** The `kid`s the provider's JWKS publishes now. */
+  kids(): readonly string[];
+  /**
+   * A new signing key. `keepOld`: the old key stays published (and signs no more); without it
+   * the old key leaves the JWKS at once.
+   */
+  rotateKeys(options?: { keepOld?: boolean }): void;
+  /**
+   * The provider's own back-channel logout for `sub` (and `sid`) to `clientId`'s registered URI,
+   * the call its end-session action makes; rejects unless the receiver answers 200 or 204.
+   */
+  backchannelLogout(clientId: string, sub: string, sid?: string): Promise<void>;
+  /** `down`: every request (discovery, JWKS, token) has its connection dropped. */
+  setOutage(down: boolean): void;
+  /** Requests the provider answered, by path (`/jwks`, `/token`, …). */
+  hits(path: string): number;
+  close(): Promise<void>;
+}
+
+export const PROVIDER_DEFAULTS = Object.freeze({
+  clients: ['spa-demo', 'partner-app'] as readonly string[],
+  resource: 'https://api.secret-gate.test',
+  scopes: ['secrets:read', 'openid'] as readonly string[],
+  accessTokenTtl: 300,
+});
+
+/** A non-extractable ES256 key pair for DPoP proofs (panva's `dpop` package). */
+export function generateDpopKeyPair(): Promise<DPoP.KeyPair> {
+  return DPoP.generateKeyPair('ES256');
+}
+
+/** A DPoP proof (RFC 9449 §4) for one request; `accessToken` adds `ath` for a resource request. */
+export function dpopProof(
+  keyPair: DPoP.KeyPair,
+  url: string,
+  method: string,
+  accessToken?: string,
+  nonce?: string,
+): Promise<string> {
+  return DPoP.generateProof(keyPair, url, method, nonce, accessToken);
+}
+
+function signingKey(): Record<string, unknown> {
+  const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  return { ...privateKey.export({ format: 'jwk' }), kid: randomUUID(), alg: 'ES256', use: 'sig' };
+}
+
+/** Starts the provider on loopback and resolves once it accepts requests. */
+export async function startOidcProvider(
+  options: OidcProviderOptions = {},
+): Promise<OidcProviderHarness> {
+  const clients = options.clients ?? PROVIDER_DEFAULTS.clients;
+  const resource = options.resource ?? PROVIDER_DEFAULTS.resource;
+  const scopes = options.scopes ?? PROVIDER_DEFAULTS.scopes;
+  const ttl = options.accessTokenTtl ?? PROVIDER_DEFAULTS.accessTokenTtl;
+  const counts = new Map<string, number>();
+  let outage = false;
+  let keys = [signingKey()];
+  let provider: Provider | undefined;
+  let handle: ReturnType<Provider['callback']> | undefined;
+
+  const server: Server = createServer((req, res) => {
+    const path = new URL(req.url ?? '/', 'http://x').pathname;
+    counts.set(path, (counts.get(path) ?? 0) + 1);
+    if (outage || handle === undefined) return void req.socket.destroy();
+    void handle(req, res);
+  });
+  await new Promise<void>((resolve) => server.listen(options.port ?? 0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  const issuer = `http://127.0.0.1:${port}`;
+
+  function build(): void {
+    provider = new Provider(issuer, {
+      clients: clients.map((id) => ({
+        client_id: id,
+        client_secret: `${id}-secret`,
+        grant_types: ['client_credentials'],
+        response_types: [],
+        redirect_uris: [],
+        token_endpoint_auth_method: 'client_secret_basic',
+        // Its keys are P-256 only: every signed response of the client uses ES256.
+        id_token_signed_response_alg: 'ES256',
+        scope: scopes.join(' '),
+        ...(options.backchannelLogoutUri === undefined
+          ? {}
+          : {
+              backchannel_logout_uri: options.backchannelLogoutUri,
+              backchannel_logout_session_required: false,
+            }),
+      })),
+      // Signing keys first: the provider signs with the first key of an algorithm.
+      jwks: { keys },
+      scopes: [...scopes],
+      ttl: { ClientCredentials: ttl },
+      features: {
+        devInteractions: { enabled: false },
+        clientCredentials: { enabled: true },
+        dPoP: { enabled: true },
+        backchannelLogout: { enabled: options.backchannelLogoutUri !== undefined },
+        resourceIndicators: {
+          enabled: true,
+          defaultResource: () => resource,
+          useGrantedResource: () => true,
+          getResourceServerInfo: (_ctx, indicator) => {
+            if (indicator !== resource) throw new errors.InvalidTarget();
+            return {
+              scope: scopes.join(' '),
+              audience: resource,
+              accessTokenTTL: ttl,
+              accessTokenFormat: 'jwt',
+              jwt: { sign: { alg: 'ES256' } },
+            };
+          },
+        },
+      },
+      routes: { jwks: '/jwks', token: '/token' },
+      // The provider's outgoing requests (logout tokens) refuse special-use addresses to guard
+      // against SSRF; the receivers here are on loopback, so its dispatcher is left out.
+      fetch: (input: string | URL | Request, init?: RequestInit) => {
+        const { dispatcher: _guard, ...rest } = (init ?? {}) as RequestInit & {
+          dispatcher?: unknown;
+        };
+        return fetch(input, rest);
+      },
+    });
+    handle = provider.callback();
+  }
+  build();
+
+  return {
+    issuer,
+    jwksUri: `${issuer}/jwks`,
+    tokenEndpoint: `${issuer}/token`,
+    resource,
+    clients,
+    async token(clientId, request = {}) {
+      const form = new URLSearchParams({ grant_type: 'client_credentials', resource });
+      form.set('scope', request.scope ?? 'secrets:read');
+      if (request.scope === '') form.delete('scope');
+      const headers: Record<string, string> = {
+        authorization: `Basic ${Buffer.from(`${clientId}:${clientId}-secret`).toString('base64')}`,
+        'content-type': 'application/x-www-form-urlencoded',
+      };
+      if (request.dpop !== undefined)
+        headers.dpop = await dpopProof(request.dpop, `${issuer}/token`, 'POST');
+      const response = await fetch(`${issuer}/token`, {
+        method: 'POST',
+        headers,
+        body: form,
+        signal: AbortSignal.timeout(10_000),
+      });
+      const body = (await response.json()) as {
+        access_token?: string;
+        error?: string;
+        error_description?: string;
+      };
+      if (!response.ok || body.access_token === undefined)
+        throw new Error(
+          `oidc-provider token for "${clientId}": ${response.status} ${body.error ?? ''} ${body.error_description ?? ''}`,
+        );
+      return body.access_token;
+    },
+    async backchannelLogout(clientId, sub, sid) {
+      const client = await provider!.Client.find(clientId);
+      if (client === undefined) throw new Error(`oidc-provider has no client "${clientId}"`);
+      await (
+        client as unknown as { backchannelLogout(sub: string, sid?: string): Promise<void> }
+      ).backchannelLogout(sub, sid);
+    },
+    kids: () => keys.map((key) => String(key.kid)),
+    rotateKeys({ keepOld = false } = {}) {
+      const next = signingKey();
+      // The new key first, so it is the one that signs; the old one stays only to verify.
+      keys = keepOld ? [next, ...keys] : [next];
+      build();
+    },
+    setOutage(down) {
+      outage = down;
+    },
+    hits: (path) => counts.get(path) ?? 0,
+    async close() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
