@@ -5,6 +5,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import type { LogoutSender } from './backchannel-logout.js';
 import type { IdpConfig } from './config.js';
+import { CAEP_EVENTS, type CaepEvent, type SsfTransmitter } from './ssf-transmitter.js';
 import { KEY_ALGS, type DevIssuer, type KeyAlg } from './issuer.js';
 import { OUTAGE_MODES, type IdpState, type OutageMode } from './state.js';
 import { applyClaims } from './token-rules.js';
@@ -33,8 +34,9 @@ export function createControlApi(deps: {
   state: IdpState;
   issuer: DevIssuer;
   logouts: LogoutSender;
+  ssf: SsfTransmitter;
 }) {
-  const { config, state, issuer, logouts } = deps;
+  const { config, state, issuer, logouts, ssf } = deps;
 
   const routes: Record<string, Handler> = {
     'GET /dev/stats': () => ({ ...state.counters, outage: state.outage }),
@@ -84,6 +86,24 @@ export function createControlApi(deps: {
         delivered: await logouts.send({ sub, sid: body.sid, clientId }),
       };
     },
+    // A CAEP event for a user (`sub`) or an address (`email`), pushed and queued for polling.
+    'POST /dev/ssf/events': (body) => {
+      const event = body.event ?? 'session-revoked';
+      if (!CAEP_EVENTS.includes(event as CaepEvent))
+        throw new BadRequest(`"event" must be one of ${CAEP_EVENTS.join(', ')}`);
+      for (const field of ['sub', 'email'] as const)
+        if (body[field] !== undefined && typeof body[field] !== 'string')
+          throw new BadRequest(`"${field}" must be a string`);
+      if (body.delivery !== undefined && body.delivery !== 'push' && body.delivery !== 'poll')
+        throw new BadRequest('"delivery" must be push or poll');
+      return ssf.raise({
+        event: event as CaepEvent,
+        delivery: body.delivery,
+        sub: body.sub as string | undefined,
+        email: body.email as string | undefined,
+      });
+    },
+    'GET /dev/ssf/stats': () => ({ pending: ssf.pending, acknowledged: ssf.acknowledged }),
     'POST /dev/outage': (body) => {
       if (!OUTAGE_MODES.includes(body.mode as OutageMode)) {
         throw new BadRequest(`"mode" must be one of ${OUTAGE_MODES.join(', ')}`);

@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { OAuth2Service } from 'oauth2-mock-server';
 import { createCodeBook } from './authorization-codes.js';
 import { createLogoutSender } from './backchannel-logout.js';
+import { createSsfTransmitter } from './ssf-transmitter.js';
 import type { IdpConfig } from './config.js';
 import { CONTROL_PREFIX, createControlApi, send } from './control-api.js';
 import { createTokenProofReader } from './dpop.js';
@@ -32,7 +33,10 @@ export async function startIdp(config: IdpConfig): Promise<Idp> {
   const readTokenProof = createTokenProofReader();
   applyTokenRules(service, { config, state, codes, boundKeys });
   const logouts = createLogoutSender({ config, state, issuer });
-  const control = config.control ? createControlApi({ config, state, issuer, logouts }) : undefined;
+  const ssf = createSsfTransmitter({ config, issuer });
+  const control = config.control
+    ? createControlApi({ config, state, issuer, logouts, ssf })
+    : undefined;
   const oidc = service.requestHandler;
 
   function handle(req: IncomingMessage, res: ServerResponse): void {
@@ -55,6 +59,11 @@ export async function startIdp(config: IdpConfig): Promise<Idp> {
     if (state.outage === 'error') {
       res.setHeader('retry-after', '1');
       return send(res, 503, { error: 'temporarily_unavailable' });
+    }
+    if (path === '/.well-known/ssf-configuration') return send(res, 200, ssf.configuration());
+    if (path === '/ssf/poll' && req.method === 'POST') {
+      void ssf.poll(req, res);
+      return;
     }
     if (path === '/.well-known/openid-configuration') state.counters.discoveryFetches += 1;
     else if (path === '/jwks') state.counters.jwksFetches += 1;

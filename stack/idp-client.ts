@@ -95,6 +95,19 @@ export function createIdpClient(issuer: string) {
         '/dev/sign-out',
         { sub, ...options },
       ),
+    /** A CAEP event from the IdP's Shared Signals transmitter (pushed, and queued for polling). */
+    raiseSecurityEvent: (event: {
+      event?: 'session-revoked' | 'credential-change';
+      sub?: string;
+      email?: string;
+      delivery?: 'push' | 'poll';
+    }) =>
+      call<{
+        jti: string;
+        pushed: { uri: string; status: number | 'unreachable' }[];
+        queued: boolean;
+      }>('POST', '/dev/ssf/events', event),
+    ssfStats: () => call<{ pending: number; acknowledged: number }>('GET', '/dev/ssf/stats'),
     setOutage: (mode: 'up' | 'error' | 'reset') =>
       call<{ outage: string }>('POST', '/dev/outage', { mode }),
   };
