@@ -7,6 +7,8 @@ export interface IdpStats {
   authorizeRequests: number;
   tokensIssued: number;
   tokenErrors: number;
+  /** Back-channel logout tokens delivered (any answer). */
+  logoutTokensSent: number;
   outage: 'up' | 'error' | 'reset';
 }
 

@@ -258,6 +258,7 @@ describe('the SPA in Chromium against the running gate', { timeout: 90_000 }, ()
     const page = await openApp();
     await signIn(page);
     await page.getByRole('button', { name: 'Reveal x-api-key' }).click();
+    const sentBefore = (await stack.idp.stats()).logoutTokensSent;
     // Sign-out also ends the dev IdP's session, which redirects back to a fresh page load.
     const backFromIdp = page.waitForEvent('load');
     await page.getByRole('button', { name: 'Sign out' }).click();
@@ -268,6 +269,8 @@ describe('the SPA in Chromium against the running gate', { timeout: 90_000 }, ()
     expect(text).not.toContain(apiKey);
     expect(text).not.toContain('demo-user');
     expect(await page.getByRole('heading', { name: 'Your secrets' }).isVisible()).toBe(false);
+    // The SPA's sign-out went through the IdP, which sent the gate a back-channel logout token.
+    expect((await stack.idp.stats()).logoutTokensSent).toBe(sentBefore + 1);
     // The IdP told the gate (back-channel logout): a token of the logout's own second counts as
     // older, so the next test's sign-in waits that second out.
     await page.waitForTimeout(1_100);
