@@ -211,6 +211,55 @@ export const rootSettings = {
       32,
     ),
   },
+  /** Pushed revocation (docs/revocation.md): back-channel logout, Shared Signals, one store. */
+  revocation: {
+    store: defaulted(text, 'memory', {
+      env: 'VERIFIER_REVOCATION_STORE',
+      doc: '`memory` (one process) or a `redis://` / `rediss://` URL every replica shares (revocation watermarks and the `jti`s of received logout tokens and SETs).',
+    }),
+    maxLatency: defaulted(duration, '6s', {
+      env: 'VERIFIER_REVOCATION_MAX_LATENCY',
+      doc: "Longest time a revoked token may still get its secret through NGINX's edge cache while a receiver is on: the edge reuse becomes at most this minus 1 s (NGINX expires entries in whole seconds), and never more than `cache.edgeTtl`.",
+    }),
+    logoutTokenMaxAge: defaulted(duration, '2m', {
+      env: 'VERIFIER_LOGOUT_TOKEN_MAX_AGE',
+      doc: 'How old (by `iat`) a logout token or SET may be; its `jti` is remembered for twice this long.',
+    }),
+    replayMaxEntries: defaulted(count, '100000', {
+      env: 'VERIFIER_REVOCATION_REPLAY_MAX_ENTRIES',
+      doc: 'Bound of the in-process `jti` set of received logout tokens and SETs; when it is full of live entries new ones are refused (400) rather than one forgotten.',
+    }),
+    ssf: {
+      transmitter: optional(url, {
+        env: 'VERIFIER_SSF_TRANSMITTER',
+        doc: 'Shared Signals transmitter issuer: its `/.well-known/ssf-configuration` gives the `jwks_uri`, and SETs must carry it as `iss`. Unset: no Shared Signals receiver.',
+      }),
+      audience: optional(text, {
+        env: 'VERIFIER_SSF_AUDIENCE',
+        doc: "This receiver's name in the SETs' `aud` (as registered with the transmitter's stream). Required with `transmitter`.",
+      }),
+      push: defaulted(flag, true, {
+        env: 'VERIFIER_SSF_PUSH',
+        doc: 'Accept pushed SETs (RFC 8935) at `POST /ssf/events`.',
+      }),
+      pollEndpoint: optional(url, {
+        env: 'VERIFIER_SSF_POLL_ENDPOINT',
+        doc: "The stream's RFC 8936 poll endpoint; when set the verifier polls it, acknowledging the SETs it processed (no inbound route needed).",
+      }),
+      pollInterval: defaulted(duration, '10s', {
+        env: 'VERIFIER_SSF_POLL_INTERVAL',
+        doc: 'Pause between polls when nothing more is waiting; errors back off from this up to ten times as long.',
+      }),
+      pollToken: optional(text, {
+        env: 'VERIFIER_SSF_POLL_TOKEN',
+        doc: 'Bearer token the transmitter requires on poll requests, if any.',
+      }),
+      allowHttp: defaulted(flag, false, {
+        env: 'VERIFIER_SSF_ALLOW_HTTP',
+        doc: "Allow plain `http:` for the transmitter's URLs on a host that is not loopback.",
+      }),
+    },
+  },
 } satisfies Table;
 
 export type RootSettings = Values<typeof rootSettings>;
@@ -230,6 +279,33 @@ export function checkRoot(root: RootSettings, label: (path: string) => string, p
     problems.push(
       `${label('dpop.replayStore')}: plain redis:// to a host that is not loopback; use rediss://, or opt in with "replayAllowPlaintext": true (VERIFIER_DPOP_REPLAY_ALLOW_PLAINTEXT=true)`,
     );
+  const { revocation } = root;
+  if (revocation.store !== 'memory' && !/^rediss?:\/\/\S+$/.test(revocation.store))
+    problems.push(`${label('revocation.store')}: expected memory or a redis:// / rediss:// URL`);
+  else if (!dpop.replayAllowPlaintext && plaintextRedisHost(revocation.store))
+    problems.push(
+      `${label('revocation.store')}: plain redis:// to a host that is not loopback; use rediss://, or opt in with "replayAllowPlaintext": true (VERIFIER_DPOP_REPLAY_ALLOW_PLAINTEXT=true)`,
+    );
+  if (revocation.maxLatency < 1)
+    problems.push(`${label('revocation.maxLatency')}: must be at least 1s`);
+  if (revocation.logoutTokenMaxAge < 1)
+    problems.push(`${label('revocation.logoutTokenMaxAge')}: must be at least 1s`);
+  const { ssf } = revocation;
+  if (ssf.transmitter !== undefined) {
+    if (ssf.audience === undefined)
+      problems.push(`${label('revocation.ssf.audience')}: required with a transmitter`);
+    for (const [field, at] of [
+      ['transmitter', ssf.transmitter],
+      ['pollEndpoint', ssf.pollEndpoint],
+    ] as const) {
+      const problem = at === undefined ? undefined : insecureUrlProblem(at, ssf.allowHttp);
+      if (problem !== undefined) problems.push(`${label(`revocation.ssf.${field}`)}: ${problem}`);
+    }
+  } else if (ssf.pollEndpoint !== undefined) {
+    problems.push(`${label('revocation.ssf.pollEndpoint')}: needs a transmitter`);
+  }
+  if (ssf.pollInterval < 1)
+    problems.push(`${label('revocation.ssf.pollInterval')}: must be at least 1s`);
   const { listen, metricsListen } = root;
   if (metricsListen !== undefined && describeListen(metricsListen) === describeListen(listen))
     problems.push(`${label('metricsListen')}: must differ from ${label('listen')}`);
@@ -305,6 +381,10 @@ export const jwtIssuerSettings = {
   allowHttp: { ...allowHttp, env: 'VERIFIER_ALLOW_HTTP' },
   clientClaims,
   ...presetSettings,
+  logoutAudiences: defaulted(list(), [], {
+    env: 'VERIFIER_LOGOUT_AUDIENCES',
+    doc: "Client ids (the SPA's) whose back-channel logout tokens from this issuer are accepted at `POST /backchannel-logout` (OIDC Back-Channel Logout 1.0). Empty: this issuer's logout tokens are refused.",
+  }),
 } satisfies Table;
 
 /** An issuer of opaque tokens, checked through RFC 7662 token introspection. */
@@ -394,11 +474,16 @@ export const policySettings = {
     env: 'VERIFIER_DPOP',
     doc: 'DPoP (RFC 9449): `off` reads Bearer tokens only; `allowed` also takes DPoP-bound tokens with a proof per request; `required` takes only those. A bound token is never accepted as Bearer.',
   }),
+  revocation: defaulted(oneOf(['checked', 'required'], 'checked or required'), 'checked', {
+    env: 'VERIFIER_REVOCATION',
+    doc: 'With a revocation receiver on, every token is checked against the revocation store. When the shared store is unreachable, `checked` serves (and counts it in `verifier_revocation_unchecked_total`) and `required` refuses (401 `revocation_unavailable`).',
+  }),
 } satisfies Table;
 
 export type PolicyConfig = { readonly name: string } & Values<typeof policySettings>;
 export type DpopMode = PolicyConfig['dpop'];
 export type DpopConfig = RootSettings['dpop'];
+export type RevocationConfig = RootSettings['revocation'];
 
 /** Cross-field rules of one issuer: every URL the verifier will fetch is https or loopback. */
 export function checkIssuer(

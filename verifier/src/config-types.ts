@@ -8,6 +8,7 @@ export type {
   Listen,
   PolicyConfig,
   TokeninfoIssuer,
+  RevocationConfig,
   TransportChoice,
   UserinfoIssuer,
   VerifierConfig,
