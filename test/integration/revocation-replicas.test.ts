@@ -133,3 +133,47 @@ describe('revocation store shared through Redis', () => {
     expect(refused.status).toBe(503);
   });
 });
+
+describe('a revocation store that wants a password', () => {
+  const PASSWORD = 'revocation-store-password';
+  let guarded: RedisServer;
+  beforeAll(async () => {
+    guarded = await startRedisServer({ requirePass: PASSWORD });
+  });
+  afterAll(() => guarded.stop());
+
+  it("is reached with the replay store's password, and is never current without it", async () => {
+    const file = (password?: object) => ({
+      issuers: [
+        {
+          issuer: ISSUER,
+          audience: AUDIENCE,
+          jwksUri: jwks.url,
+          algorithms: ['RS256'],
+          logoutAudiences: [SPA_CLIENT],
+        },
+      ],
+      policies: { secret: { issuers: [ISSUER], scopes: ['secrets:read'] } },
+      revocation: { store: guarded.url },
+      ...(password === undefined ? {} : { dpop: { replayPassword: password } }),
+    });
+    const withPassword = buildService(
+      { REDIS_PASSWORD: PASSWORD },
+      { file: file({ env: 'REDIS_PASSWORD' }) },
+    );
+    const without = buildService({}, { file: file() });
+    running.push(withPassword, without);
+    await withPassword.service.start();
+    await until(() => withPassword.service.revocation!.store.isCurrent());
+    const token = await mintToken({ claims: { sub: 'ana' }, now: seconds() - 10 });
+    expect(
+      (await logout(withPassword, await mintLogoutToken({ claims: { sub: 'ana' } }))).status,
+    ).toBe(200);
+    expect((await ask(withPassword, token)).reason).toBe('token_revoked');
+
+    await without.service.start();
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(without.service.revocation!.store.isCurrent()).toBe(false);
+    expect(without.lines.join('\n')).not.toContain(PASSWORD);
+  });
+});

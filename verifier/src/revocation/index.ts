@@ -71,6 +71,7 @@ export function createRevocationRuntime(
       ? createMemoryRevocationStore({ maxEntries: settings.replayMaxEntries, replayTtl, now })
       : createRedisRevocationStore({
           url: settings.store,
+          password: config.dpop.replayPassword,
           maxEntries: settings.replayMaxEntries,
           replayTtl,
           now,

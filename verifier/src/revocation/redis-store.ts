@@ -10,6 +10,8 @@ import { createWatermarkView, RevocationStoreUnavailable, type RevocationStore }
 
 export interface RedisRevocationStoreOptions {
   readonly url: string;
+  /** Redis `AUTH` password read at start (the replay store's `dpop.replayPassword`); wins over one in the URL. */
+  readonly password?: string | undefined;
   readonly maxEntries: number;
   /** The one lifetime of every remembered `jti` (seconds). */
   readonly replayTtl: number;
@@ -47,6 +49,7 @@ export function createRedisRevocationStore(options: RedisRevocationStoreOptions)
     commandTimeout: options.commandTimeoutMs ?? 500,
     connectTimeout: 2000,
     retryStrategy: (attempt: number) => Math.min(attempt * 200, 2000),
+    ...(options.password === undefined ? {} : { password: options.password }),
   };
   const client = new Redis(options.url, settings);
   // A subscribed connection can run no other command, so the view is fed by a second one; it
