@@ -5,6 +5,8 @@
 //   cached     /verify with one token (decision cache hit)
 //   distinct   /verify with all-distinct RS256 tokens (full verification each time)
 //   node:http  /verify cached, VERIFIER_TRANSPORT=node
+//   revocation /verify cached with back-channel logout on and 1,000 other users signed out: the
+//              per-request revocation check (cache hits included)
 //   jose       jwtVerify in a loop, in-process, no HTTP
 // Servers run pinned to core 0 and wrk to core 1 (taskset), so one core serves, as in a sidecar.
 // Last, peak RSS of a verifier holding 100,000 distinct cached decisions (ES256 tokens, because
@@ -12,7 +14,7 @@
 // with Node's default heap sizing and with the lean V8 limits the README recommends.
 // BENCH_ROWS=throughput or BENCH_ROWS=rss runs one part only.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { generateKeyPairSync, type KeyObject } from 'node:crypto';
+import { generateKeyPairSync, randomUUID, sign, type KeyObject } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, get } from 'node:http';
 import { cpus, tmpdir } from 'node:os';
@@ -360,6 +362,14 @@ async function throughputRows(
   const nodeCached = wrk(nodeUrl, { token: rsTokens[0]!, pid: node.child.pid! });
   await stop(node.child);
 
+  // 4b. revocation on: the cached token checked against the watermarks of other signed-out users
+  const revoking = await startVerifier(jwksUri, { VERIFIER_LOGOUT_AUDIENCES: 'spa-demo' });
+  await signOutOthers(revoking.port, rsa.privateKey, REVOKED_USERS);
+  const revokingUrl = `http://127.0.0.1:${revoking.port}/verify`;
+  wrk(revokingUrl, { token: rsTokens[0]!, seconds: 1 });
+  const revokedCached = wrk(revokingUrl, { token: rsTokens[0]!, pid: revoking.child.pid! });
+  await stop(revoking.child);
+
   // 5. jose's own verify loop, same core
   const tokensFile = join(work, 'jose-tokens.txt');
   writeFileSync(tokensFile, rsTokens.join('\n'));
@@ -392,6 +402,7 @@ async function throughputRows(
     `uWS, same I/O as /verify       ${fmt(sameIo.rate)}  ${x(sameIo.rate, ceiling.rate)}   ${us(sameIo.cpuPerRequest)}           ${x(ceiling.cpuPerRequest, sameIo.cpuPerRequest)}  of ceiling: reads 3 headers + query, writes 4 headers`,
     `/verify cached, uWS            ${fmt(cached.rate)}  ${x(cached.rate, ceiling.rate)}   ${us(cached.cpuPerRequest)}           ${x(ceiling.cpuPerRequest, cached.cpuPerRequest)}  of ceiling (goal >= 0.85); ${x(sameIo.cpuPerRequest, cached.cpuPerRequest)} of same I/O`,
     `/verify cached, node:http      ${fmt(nodeCached.rate)}  ${x(nodeCached.rate, ceiling.rate)}   ${us(nodeCached.cpuPerRequest)}           ${x(ceiling.cpuPerRequest, nodeCached.cpuPerRequest)}  of ceiling; ${x(cached.cpuPerRequest, nodeCached.cpuPerRequest)} of uWS cached`,
+    `/verify cached, revocation on  ${fmt(revokedCached.rate)}  ${x(revokedCached.rate, ceiling.rate)}   ${us(revokedCached.cpuPerRequest)}           ${x(ceiling.cpuPerRequest, revokedCached.cpuPerRequest)}  of ceiling; ${x(cached.cpuPerRequest, revokedCached.cpuPerRequest)} of uWS cached (${REVOKED_USERS} watermarks)`,
     `/verify distinct RS256, uWS    ${fmt(distinct.rate)}  ${x(distinct.rate, joseRate)}   ${us(distinct.cpuPerRequest)}           ${x(joseCpu, distinct.cpuPerRequest)}  of jose (goal >= 0.80)`,
     `jose jwtVerify loop            ${fmt(joseRate)}   1.00   ${us(joseCpu)}            1.00`,
   ];
@@ -404,10 +415,38 @@ async function throughputRows(
       `note: ${distinct.requests} requests > ${measuredTokens.length} tokens: the rest were cache hits; raise BENCH_DISTINCT_TOKENS`,
     );
   }
-  for (const [name, result] of Object.entries({ cached, distinct, nodeCached })) {
+  for (const [name, result] of Object.entries({ cached, distinct, nodeCached, revokedCached })) {
     if (result.non2xx > 0) lines.push(`warning: ${name} had ${result.non2xx} non-2xx answers`);
   }
   return lines;
+}
+
+/** Users signed out (other than the measured token's) before the revocation-on row. */
+const REVOKED_USERS = 1_000;
+
+/** Back-channel logouts for `count` other users, signed with the bench issuer's key. */
+async function signOutOthers(port: number, privateKey: KeyObject, count: number): Promise<void> {
+  const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+  const header = b64({ alg: 'RS256', kid: 'bench-rsa', typ: 'logout+jwt' });
+  const now = Math.floor(Date.now() / 1000);
+  for (let i = 0; i < count; i++) {
+    const payload = b64({
+      iss: ISSUER,
+      aud: 'spa-demo',
+      iat: now,
+      jti: randomUUID(),
+      sub: `signed-out-${i}`,
+      events: { 'http://schemas.openid.net/event/backchannel-logout': {} },
+    });
+    const input = `${header}.${payload}`;
+    const token = `${input}.${sign('sha256', Buffer.from(input), privateKey).toString('base64url')}`;
+    const answer = await fetch(`http://127.0.0.1:${port}/backchannel-logout`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: `logout_token=${token}`,
+    });
+    if (answer.status !== 200) throw new Error(`back-channel logout answered ${answer.status}`);
+  }
 }
 
 /** V8 limits that keep a full cache inside 128 MB; see verifier/README.md, "Memory". */

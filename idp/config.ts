@@ -23,6 +23,12 @@ export interface IdpConfig {
   readonly userName: string;
   /** Origins (besides loopback ones) a redirect_uri may point to. */
   readonly redirectOrigins: readonly string[];
+  /** Back-channel logout URIs (the gate's `/backchannel-logout`) that get a logout token at sign-out. */
+  readonly backchannelLogoutUris: readonly string[];
+  /** Receivers (the gate's `/ssf/events`) that get each Shared Signals event pushed. */
+  readonly ssfPushUris: readonly string[];
+  /** `aud` of the SETs: the receiver's name in its stream. */
+  readonly ssfAudience: string;
 }
 
 export const IDP_DEFAULTS = Object.freeze({
@@ -32,6 +38,7 @@ export const IDP_DEFAULTS = Object.freeze({
   tokenTtlSeconds: 3600,
   userSub: 'demo-user',
   userName: 'Dana Demo',
+  ssfAudience: 'secret-gate',
 });
 
 const LIST = /[\s,]+/;
@@ -60,6 +67,13 @@ export function loadIdpConfig(env: NodeJS.ProcessEnv = process.env): IdpConfig {
     : IDP_DEFAULTS.clients;
   if (clients.length === 0) problems.push('"IDP_CLIENTS" must list at least one client id');
   const redirectOrigins = (env.IDP_REDIRECT_ORIGINS ?? '').split(LIST).filter(Boolean);
+  const backchannelLogoutUris = (env.IDP_BACKCHANNEL_LOGOUT_URIS ?? '').split(LIST).filter(Boolean);
+  const ssfPushUris = (env.IDP_SSF_PUSH_URIS ?? '').split(LIST).filter(Boolean);
+  for (const uri of ssfPushUris)
+    if (!isHttpUrl(uri)) problems.push(`"IDP_SSF_PUSH_URIS" entry "${uri}" is not an http(s) URL`);
+  for (const uri of backchannelLogoutUris)
+    if (!isHttpUrl(uri))
+      problems.push(`"IDP_BACKCHANNEL_LOGOUT_URIS" entry "${uri}" is not an http(s) URL`);
   for (const origin of redirectOrigins) {
     if (!isHttpUrl(origin))
       problems.push(`"IDP_REDIRECT_ORIGINS" entry "${origin}" is not an http(s) origin`);
@@ -77,6 +91,9 @@ export function loadIdpConfig(env: NodeJS.ProcessEnv = process.env): IdpConfig {
     userSub: env.IDP_USER_SUB?.trim() || IDP_DEFAULTS.userSub,
     userName: env.IDP_USER_NAME?.trim() || IDP_DEFAULTS.userName,
     redirectOrigins: Object.freeze(redirectOrigins.map((o) => new URL(o).origin)),
+    backchannelLogoutUris: Object.freeze(backchannelLogoutUris),
+    ssfPushUris: Object.freeze(ssfPushUris),
+    ssfAudience: env.IDP_SSF_AUDIENCE?.trim() || IDP_DEFAULTS.ssfAudience,
   });
 }
 

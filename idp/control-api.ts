@@ -3,7 +3,9 @@
 // under /dev/ and switched off with IDP_DEV_CONTROL=off for production-like runs.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
+import type { LogoutSender } from './backchannel-logout.js';
 import type { IdpConfig } from './config.js';
+import { CAEP_EVENTS, type CaepEvent, type SsfTransmitter } from './ssf-transmitter.js';
 import { KEY_ALGS, type DevIssuer, type KeyAlg } from './issuer.js';
 import { OUTAGE_MODES, type IdpState, type OutageMode } from './state.js';
 import { applyClaims } from './token-rules.js';
@@ -27,8 +29,14 @@ export interface MintRequest {
 type Handler = (body: Record<string, unknown>) => unknown;
 
 /** Builds the /dev/* handler; answers JSON, 404 for unknown routes, 400 for bad input. */
-export function createControlApi(deps: { config: IdpConfig; state: IdpState; issuer: DevIssuer }) {
-  const { config, state, issuer } = deps;
+export function createControlApi(deps: {
+  config: IdpConfig;
+  state: IdpState;
+  issuer: DevIssuer;
+  logouts: LogoutSender;
+  ssf: SsfTransmitter;
+}) {
+  const { config, state, issuer, logouts, ssf } = deps;
 
   const routes: Record<string, Handler> = {
     'GET /dev/stats': () => ({ ...state.counters, outage: state.outage }),
@@ -65,6 +73,37 @@ export function createControlApi(deps: { config: IdpConfig; state: IdpState; iss
       state.nextClaims.length = 0;
       return { queued: 0 };
     },
+    // "Signed out elsewhere": a back-channel logout for `sub` (and `sid`) to every configured URI.
+    'POST /dev/sign-out': async (body) => {
+      const sub = body.sub ?? config.userSub;
+      const clientId = body.clientId ?? config.clients[0];
+      if (typeof sub !== 'string' || sub.length === 0)
+        throw new BadRequest('"sub" must be a string');
+      if (typeof clientId !== 'string') throw new BadRequest('"clientId" must be a string');
+      if (body.sid !== undefined && typeof body.sid !== 'string')
+        throw new BadRequest('"sid" must be a string');
+      return {
+        delivered: await logouts.send({ sub, sid: body.sid, clientId }),
+      };
+    },
+    // A CAEP event for a user (`sub`) or an address (`email`), pushed and queued for polling.
+    'POST /dev/ssf/events': (body) => {
+      const event = body.event ?? 'session-revoked';
+      if (!CAEP_EVENTS.includes(event as CaepEvent))
+        throw new BadRequest(`"event" must be one of ${CAEP_EVENTS.join(', ')}`);
+      for (const field of ['sub', 'email'] as const)
+        if (body[field] !== undefined && typeof body[field] !== 'string')
+          throw new BadRequest(`"${field}" must be a string`);
+      if (body.delivery !== undefined && body.delivery !== 'push' && body.delivery !== 'poll')
+        throw new BadRequest('"delivery" must be push or poll');
+      return ssf.raise({
+        event: event as CaepEvent,
+        delivery: body.delivery,
+        sub: body.sub as string | undefined,
+        email: body.email as string | undefined,
+      });
+    },
+    'GET /dev/ssf/stats': () => ({ pending: ssf.pending, acknowledged: ssf.acknowledged }),
     'POST /dev/outage': (body) => {
       if (!OUTAGE_MODES.includes(body.mode as OutageMode)) {
         throw new BadRequest(`"mode" must be one of ${OUTAGE_MODES.join(', ')}`);

@@ -4,6 +4,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { OAuth2Service } from 'oauth2-mock-server';
 import { createCodeBook } from './authorization-codes.js';
+import { createLogoutSender } from './backchannel-logout.js';
+import { createSsfTransmitter } from './ssf-transmitter.js';
 import type { IdpConfig } from './config.js';
 import { CONTROL_PREFIX, createControlApi, send } from './control-api.js';
 import { createTokenProofReader } from './dpop.js';
@@ -30,7 +32,11 @@ export async function startIdp(config: IdpConfig): Promise<Idp> {
   const boundKeys = new WeakMap<IncomingMessage, string>();
   const readTokenProof = createTokenProofReader();
   applyTokenRules(service, { config, state, codes, boundKeys });
-  const control = config.control ? createControlApi({ config, state, issuer }) : undefined;
+  const logouts = createLogoutSender({ config, state, issuer });
+  const ssf = createSsfTransmitter({ config, issuer });
+  const control = config.control
+    ? createControlApi({ config, state, issuer, logouts, ssf })
+    : undefined;
   const oidc = service.requestHandler;
 
   function handle(req: IncomingMessage, res: ServerResponse): void {
@@ -54,6 +60,11 @@ export async function startIdp(config: IdpConfig): Promise<Idp> {
       res.setHeader('retry-after', '1');
       return send(res, 503, { error: 'temporarily_unavailable' });
     }
+    if (path === '/.well-known/ssf-configuration') return send(res, 200, ssf.configuration());
+    if (path === '/ssf/poll' && req.method === 'POST') {
+      void ssf.poll(req, res);
+      return;
+    }
     if (path === '/.well-known/openid-configuration') state.counters.discoveryFetches += 1;
     else if (path === '/jwks') state.counters.jwksFetches += 1;
     else if (path === '/authorize') {
@@ -61,6 +72,13 @@ export async function startIdp(config: IdpConfig): Promise<Idp> {
       const check = codes.checkAuthorizeRequest(url.searchParams);
       if (!check.ok)
         return send(res, 400, { error: check.error, error_description: check.description });
+    } else if (path === '/endsession') {
+      // RP-initiated logout: the gate hears of it (back-channel logout) before the browser returns.
+      void logouts.subjectOfHint(url.searchParams.get('id_token_hint')).then(async (signOut) => {
+        if (signOut !== undefined) await logouts.send(signOut);
+        oidc(req, res);
+      });
+      return;
     } else if (path === '/token' && req.method === 'POST' && req.headers.dpop !== undefined) {
       void readTokenProof(req, `${issuer.url}/token`).then((proof) => {
         if (!proof.ok) {

@@ -11,6 +11,8 @@ export interface IdpCounters {
   authorizeRequests: number;
   tokensIssued: number;
   tokenErrors: number;
+  /** Logout tokens delivered to a back-channel logout URI (any answer). */
+  logoutTokensSent: number;
 }
 
 export interface IdpState {
@@ -28,6 +30,7 @@ export function createIdpState(): IdpState {
     authorizeRequests: 0,
     tokensIssued: 0,
     tokenErrors: 0,
+    logoutTokensSent: 0,
   };
   return {
     counters,

@@ -7,6 +7,8 @@ export interface IdpStats {
   authorizeRequests: number;
   tokensIssued: number;
   tokenErrors: number;
+  /** Back-channel logout tokens delivered (any answer). */
+  logoutTokensSent: number;
   outage: 'up' | 'error' | 'reset';
 }
 
@@ -88,6 +90,26 @@ export function createIdpClient(issuer: string) {
       ),
     queueClaims: (claims: Record<string, unknown>, count = 1) =>
       call<{ queued: number }>('POST', '/dev/next-token-claims', { claims, count }),
+    /** "Signed out elsewhere": the IdP sends a back-channel logout token for `sub` to the gate. */
+    signOut: (sub: string, options: { sid?: string; clientId?: string } = {}) =>
+      call<{ delivered: { uri: string; status: number | 'unreachable' }[] }>(
+        'POST',
+        '/dev/sign-out',
+        { sub, ...options },
+      ),
+    /** A CAEP event from the IdP's Shared Signals transmitter (pushed, and queued for polling). */
+    raiseSecurityEvent: (event: {
+      event?: 'session-revoked' | 'credential-change';
+      sub?: string;
+      email?: string;
+      delivery?: 'push' | 'poll';
+    }) =>
+      call<{
+        jti: string;
+        pushed: { uri: string; status: number | 'unreachable' }[];
+        queued: boolean;
+      }>('POST', '/dev/ssf/events', event),
+    ssfStats: () => call<{ pending: number; acknowledged: number }>('GET', '/dev/ssf/stats'),
     setOutage: (mode: 'up' | 'error' | 'reset') =>
       call<{ outage: string }>('POST', '/dev/outage', { mode }),
   };

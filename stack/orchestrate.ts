@@ -99,7 +99,13 @@ export async function orchestrate(options: StackOptions, shape: StackShape): Pro
 
   const env: Record<ServiceName, Record<string, string>> = {
     idp: {
-      ...idpEnv({ host: '127.0.0.1', port: ports.idp, issuer, audience }),
+      ...idpEnv({
+        host: '127.0.0.1',
+        port: ports.idp,
+        issuer,
+        audience,
+        logoutUri: `http://127.0.0.1:${ports.nginx}/backchannel-logout`,
+      }),
       ...shape.idpEnv,
       ...options.env?.idp,
     },

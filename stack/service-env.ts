@@ -47,6 +47,8 @@ export function verifierConfig(addresses: Addresses): object {
     audience: addresses.audience,
     jwksUri: addresses.jwksUri,
     algorithms: ['RS256', 'ES256'],
+    // The dev IdP signs users out over back-channel logout to the SPA's client id.
+    logoutAudiences: [IDP_DEFAULTS.clients[0]],
     ...(addresses.allowHttp === true ? { allowHttp: true } : {}),
   });
 }
@@ -78,8 +80,16 @@ function withSecretPolicy(issuer: string, settings: object): object {
   };
 }
 
-export function idpEnv(options: { host: string; port: number; issuer: string; audience: string }) {
+export function idpEnv(options: {
+  host: string;
+  port: number;
+  issuer: string;
+  audience: string;
+  /** The gate's back-channel logout receiver, told of every sign-out. */
+  logoutUri?: string;
+}) {
   return {
+    ...(options.logoutUri === undefined ? {} : { IDP_BACKCHANNEL_LOGOUT_URIS: options.logoutUri }),
     IDP_HOST: options.host,
     IDP_PORT: String(options.port),
     IDP_ISSUER: options.issuer,

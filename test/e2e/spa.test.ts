@@ -258,6 +258,7 @@ describe('the SPA in Chromium against the running gate', { timeout: 90_000 }, ()
     const page = await openApp();
     await signIn(page);
     await page.getByRole('button', { name: 'Reveal x-api-key' }).click();
+    const sentBefore = (await stack.idp.stats()).logoutTokensSent;
     // Sign-out also ends the dev IdP's session, which redirects back to a fresh page load.
     const backFromIdp = page.waitForEvent('load');
     await page.getByRole('button', { name: 'Sign out' }).click();
@@ -268,6 +269,11 @@ describe('the SPA in Chromium against the running gate', { timeout: 90_000 }, ()
     expect(text).not.toContain(apiKey);
     expect(text).not.toContain('demo-user');
     expect(await page.getByRole('heading', { name: 'Your secrets' }).isVisible()).toBe(false);
+    // The SPA's sign-out went through the IdP, which sent the gate a back-channel logout token.
+    expect((await stack.idp.stats()).logoutTokensSent).toBe(sentBefore + 1);
+    // The IdP told the gate (back-channel logout): a token of the logout's own second counts as
+    // older, so the next test's sign-in waits that second out.
+    await page.waitForTimeout(1_100);
   });
 
   it('hides the CloudFront panel when the configuration names no CloudFront image', async () => {
@@ -432,5 +438,32 @@ describe('DPoP in Chromium (RFC 9449)', { timeout: 90_000 }, () => {
     const again = page.waitForResponse((response) => response.url() === stack.urls.secret);
     await page.getByRole('button', { name: 'Fetch secrets again' }).click();
     expect((await again).status()).toBe(200);
+  });
+
+  it('refuses the SPA within the revocation bound once the person is signed out elsewhere', async () => {
+    const page = await openApp();
+    await signIn(page);
+    const sub = await page.locator('#user-sub').innerText();
+    // The dev IdP ends the session elsewhere and tells the gate over back-channel logout.
+    const signedOut = Date.now();
+    const { delivered } = await stack.idp.signOut(sub);
+    expect(delivered.map((delivery) => delivery.status)).toEqual([200]);
+
+    let refusedAfter: number | undefined;
+    while (refusedAfter === undefined && Date.now() - signedOut < 8_000) {
+      const answer = page.waitForResponse((response) => response.url() === stack.urls.secret);
+      await page.getByRole('button', { name: 'Fetch secrets again' }).click();
+      if ((await answer).status() === 401) refusedAfter = Date.now() - signedOut;
+      else await page.waitForTimeout(200);
+    }
+    expect(refusedAfter).toBeDefined();
+    expect(refusedAfter!).toBeLessThanOrEqual(6_000);
+    await page.getByRole('heading', { name: 'Your session has expired' }).waitFor();
+    expect(await page.locator('main').innerText()).not.toContain(apiKey);
+
+    // A token of the logout's own second counts as older; signing in again afterwards works.
+    await page.waitForTimeout(1_100);
+    await page.getByRole('button', { name: 'Sign in again' }).click();
+    await page.getByText(/^Fetched at /).waitFor();
   });
 });

@@ -3,7 +3,9 @@
 // RFC 9068 JWTs (`typ: at+jwt`, `client_id`, `scope`, `aud` = the resource), DPoP (RFC 9449)
 // bound when the token request carries a proof, key rotation and an outage switch. It serves on
 // loopback from one node:http server whose handler is the current provider, so rotating keys
-// keeps the port (and the issuer) while the key set changes.
+// keeps the port (and the issuer) while the key set changes. With `backchannelLogoutUri` every
+// client is registered for OpenID Connect Back-Channel Logout and `backchannelLogout()` makes the
+// provider send its own logout token, exactly as when a session of that user ends.
 // On Node 20 the package prints "Unsupported runtime" once at import; it works.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -22,6 +24,8 @@ export interface OidcProviderOptions {
   readonly accessTokenTtl?: number;
   /** Fixed port (0: any free one). */
   readonly port?: number;
+  /** Registers every client for back-channel logout (`features.backchannelLogout`) at this URI. */
+  readonly backchannelLogoutUri?: string;
 }
 
 export interface TokenRequest {
@@ -45,6 +49,11 @@ export interface OidcProviderHarness {
    * the old key leaves the JWKS at once.
    */
   rotateKeys(options?: { keepOld?: boolean }): void;
+  /**
+   * The provider's own back-channel logout for `sub` (and `sid`) to `clientId`'s registered URI,
+   * the call its end-session action makes; rejects unless the receiver answers 200 or 204.
+   */
+  backchannelLogout(clientId: string, sub: string, sid?: string): Promise<void>;
   /** `down`: every request (discovery, JWKS, token) has its connection dropped. */
   setOutage(down: boolean): void;
   /** Requests the provider answered, by path (`/jwks`, `/token`, …). */
@@ -116,6 +125,12 @@ export async function startOidcProvider(
         // Its keys are P-256 only: every signed response of the client uses ES256.
         id_token_signed_response_alg: 'ES256',
         scope: scopes.join(' '),
+        ...(options.backchannelLogoutUri === undefined
+          ? {}
+          : {
+              backchannel_logout_uri: options.backchannelLogoutUri,
+              backchannel_logout_session_required: false,
+            }),
       })),
       // Signing keys first: the provider signs with the first key of an algorithm.
       jwks: { keys },
@@ -125,6 +140,7 @@ export async function startOidcProvider(
         devInteractions: { enabled: false },
         clientCredentials: { enabled: true },
         dPoP: { enabled: true },
+        backchannelLogout: { enabled: options.backchannelLogoutUri !== undefined },
         resourceIndicators: {
           enabled: true,
           defaultResource: () => resource,
@@ -142,6 +158,14 @@ export async function startOidcProvider(
         },
       },
       routes: { jwks: '/jwks', token: '/token' },
+      // The provider's outgoing requests (logout tokens) refuse special-use addresses to guard
+      // against SSRF; the receivers here are on loopback, so its dispatcher is left out.
+      fetch: (input: string | URL | Request, init?: RequestInit) => {
+        const { dispatcher: _guard, ...rest } = (init ?? {}) as RequestInit & {
+          dispatcher?: unknown;
+        };
+        return fetch(input, rest);
+      },
     });
     handle = provider.callback();
   }
@@ -179,6 +203,13 @@ export async function startOidcProvider(
           `oidc-provider token for "${clientId}": ${response.status} ${body.error ?? ''} ${body.error_description ?? ''}`,
         );
       return body.access_token;
+    },
+    async backchannelLogout(clientId, sub, sid) {
+      const client = await provider!.Client.find(clientId);
+      if (client === undefined) throw new Error(`oidc-provider has no client "${clientId}"`);
+      await (
+        client as unknown as { backchannelLogout(sub: string, sid?: string): Promise<void> }
+      ).backchannelLogout(sub, sid);
     },
     kids: () => keys.map((key) => String(key.kid)),
     rotateKeys({ keepOld = false } = {}) {

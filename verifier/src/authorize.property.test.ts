@@ -31,6 +31,7 @@ const issuer: JwtIssuer = {
   allowHttp: false,
   clientClaims: ['client_id', 'azp'],
   ...RFC9068_RULES,
+  logoutAudiences: [],
 };
 const policy: PolicyConfig = {
   name: 'secret',
@@ -38,6 +39,7 @@ const policy: PolicyConfig = {
   scopes: ['secrets:read'],
   cloudfront: undefined,
   dpop: 'off',
+  revocation: 'checked',
 };
 
 /** The issuer's published keys, held locally: the network side of key-set.ts has its own tests. */

@@ -19,6 +19,7 @@ import {
   type Credentials,
 } from './token-shape.js';
 import type { DpopStep } from './dpop/binding.js';
+import type { RevocationCheck } from './revocation/check.js';
 import type { VerifiedToken } from './verified-token.js';
 
 export interface VerifyRequest {
@@ -50,6 +51,8 @@ export interface AuthorizerParts {
   readonly now?: (() => number) | undefined;
   /** The DPoP step (dpop/binding.ts); required when a policy has `dpop` other than `off`. */
   readonly dpop?: { readonly step: DpopStep; readonly missingToken: Decision } | undefined;
+  /** The pushed-revocation check (revocation/check.ts); set when a receiver is on. */
+  readonly revocation?: RevocationCheck | undefined;
 }
 
 interface PreparedPolicy {
@@ -66,6 +69,8 @@ interface Outcome {
 }
 
 const MISSING = deny('token_missing');
+const REVOKED = deny('token_revoked');
+const REVOCATION_UNAVAILABLE = deny('revocation_unavailable');
 const UNKNOWN_POLICY = deny('policy_unknown');
 
 /**
@@ -117,6 +122,17 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
     credentials: Credentials,
     policy: PreparedPolicy,
   ): Decision | Promise<Decision> {
+    if (parts.revocation !== undefined) {
+      const verdict = parts.revocation(outcome.decision, policy.config.revocation);
+      if (verdict !== 'valid') {
+        const refused = verdict === 'revoked' ? REVOKED : REVOCATION_UNAVAILABLE;
+        const detail =
+          verdict === 'revoked'
+            ? 'a logout or revocation event covers the token'
+            : 'the shared revocation store is unreachable';
+        return finish(request, { decision: refused, detail }, credentials.token, policy);
+      }
+    }
     const mode = policy.config.dpop;
     if (mode === 'off' && outcome.decision.jkt === undefined)
       return finish(request, outcome, credentials.token, policy);
@@ -214,10 +230,15 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
       missing.length === 0
         ? allow(verified.identity, verified.exp)
         : deny('scope_insufficient', policy.config.scopes, verified.identity);
-    const decision =
+    const bound =
       verified.jkt === undefined
         ? { ...judged, reusableUntil }
         : { ...judged, jkt: verified.jkt, reusableUntil };
+    // Kept only when something reads it: a gate without receivers caches no session claims.
+    const decision =
+      parts.revocation === undefined || verified.session === undefined
+        ? bound
+        : { ...bound, session: verified.session };
     cache.set(key, {
       reusableUntil,
       policy: policy.config.name,

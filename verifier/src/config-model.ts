@@ -7,7 +7,9 @@
 // operator writes it)` (or `.optional()`) `.meta({ description, env })`, `env` only if operators
 // may set it from the environment. Validation, the unknown-field check, the variable,
 // `--check-config`, the type and the reference follow. A rule about one value is part of its row
-// (`.refine`); rules between settings go in `checkConfig` at the end of this file. A value that
+// (`.refine`); rules between settings go in `checkConfig` at the end of this file, except rules
+// among one small section's own settings, which may be that section's `.check` so they are
+// reported even when a sibling section is wrong (`revocation.ssf`). A value that
 // names a file is a kind whose transform returns a Deferred (`secret()`); a plugin declares its
 // own section in its folder (cloudfront/gate-config.ts) and a policy includes it as one row. A
 // setting an IdP preset fills is a row here like any other (its default is the `rfc9068` row's)
@@ -46,6 +48,12 @@ declare module 'zod' {
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+/** Where replicas share state: in this process, or a Redis every replica reaches. */
+const redisStore = text.regex(
+  /^(?:memory|rediss?:\/\/\S+)$/,
+  'expected memory or a redis:// / rediss:// URL',
+);
+const atLeastOneSecond = (seconds: number) => seconds >= 1;
 
 export const rootSchema = section({
   listen: listen.prefault(DEFAULT_LISTEN).meta({
@@ -135,14 +143,11 @@ export const rootSchema = section({
         description:
           "A proof's `iat` may differ from now by this much either way (1s–10m); its `jti` is remembered twice as long.",
       }),
-    replayStore: text
-      .regex(/^(?:memory|rediss?:\/\/\S+)$/, 'expected memory or a redis:// / rediss:// URL')
-      .prefault('memory')
-      .meta({
-        env: 'VERIFIER_DPOP_REPLAY_STORE',
-        description:
-          '`memory` (one process) or a `rediss://` URL every replica shares (`redis://` only to loopback unless `replayAllowPlaintext`). When it does not answer, `required` policies refuse (401) and `allowed` ones check replays per process.',
-      }),
+    replayStore: redisStore.prefault('memory').meta({
+      env: 'VERIFIER_DPOP_REPLAY_STORE',
+      description:
+        '`memory` (one process) or a `rediss://` URL every replica shares (`redis://` only to loopback unless `replayAllowPlaintext`). When it does not answer, `required` policies refuse (401) and `allowed` ones check replays per process.',
+    }),
     replayPassword: secret().optional().meta({
       env: 'VERIFIER_DPOP_REPLAY_PASSWORD',
       description:
@@ -163,6 +168,84 @@ export const rootSchema = section({
       description:
         'At least 32 bytes shared by every replica: turns on stateless server nonces (`DPoP-Nonce`, an HMAC of the time window). A string, `{ "file": "/path" }` or `{ "env": "NAME" }` like `replayPassword`. Unset: no nonces.',
     }),
+  }).prefault({}),
+  /** Pushed revocation (docs/revocation.md): back-channel logout, Shared Signals, one store. */
+  revocation: section({
+    store: redisStore.prefault('memory').meta({
+      env: 'VERIFIER_REVOCATION_STORE',
+      description:
+        '`memory` (one process) or a `redis://` / `rediss://` URL every replica shares (revocation watermarks and the `jti`s of received logout tokens and SETs).',
+    }),
+    maxLatency: duration.refine(atLeastOneSecond, 'must be at least 1s').prefault('6s').meta({
+      env: 'VERIFIER_REVOCATION_MAX_LATENCY',
+      description:
+        "Longest time a revoked token may still get its secret through NGINX's edge cache while a receiver is on: the edge reuse becomes at most this minus 1 s (NGINX expires entries in whole seconds), and never more than `cache.edgeTtl`.",
+    }),
+    logoutTokenMaxAge: duration
+      .refine(atLeastOneSecond, 'must be at least 1s')
+      .prefault('2m')
+      .meta({
+        env: 'VERIFIER_LOGOUT_TOKEN_MAX_AGE',
+        description:
+          'How old (by `iat`) a logout token or SET may be; its `jti` is remembered for twice this long.',
+      }),
+    replayMaxEntries: count.prefault('100000').meta({
+      env: 'VERIFIER_REVOCATION_REPLAY_MAX_ENTRIES',
+      description:
+        'Bound of the in-process `jti` set of received logout tokens and SETs; when it is full of live entries new ones are refused (400) rather than one forgotten.',
+    }),
+    ssf: section({
+      transmitter: url.optional().meta({
+        env: 'VERIFIER_SSF_TRANSMITTER',
+        description:
+          'Shared Signals transmitter issuer: its `/.well-known/ssf-configuration` gives the `jwks_uri`, and SETs must carry it as `iss`. Unset: no Shared Signals receiver.',
+      }),
+      audience: text.optional().meta({
+        env: 'VERIFIER_SSF_AUDIENCE',
+        description:
+          "This receiver's name in the SETs' `aud` (as registered with the transmitter's stream). Required with `transmitter`.",
+      }),
+      push: flag.prefault(true).meta({
+        env: 'VERIFIER_SSF_PUSH',
+        description: 'Accept pushed SETs (RFC 8935) at `POST /ssf/events`.',
+      }),
+      pollEndpoint: url.optional().meta({
+        env: 'VERIFIER_SSF_POLL_ENDPOINT',
+        description:
+          "The stream's RFC 8936 poll endpoint; when set the verifier polls it, acknowledging the SETs it processed (no inbound route needed).",
+      }),
+      pollInterval: duration.refine(atLeastOneSecond, 'must be at least 1s').prefault('10s').meta({
+        env: 'VERIFIER_SSF_POLL_INTERVAL',
+        description:
+          'Pause between polls when nothing more is waiting; errors back off from this up to ten times as long.',
+      }),
+      pollToken: text.optional().meta({
+        env: 'VERIFIER_SSF_POLL_TOKEN',
+        description: 'Bearer token the transmitter requires on poll requests, if any.',
+      }),
+      allowHttp: flag.prefault(false).meta({
+        env: 'VERIFIER_SSF_ALLOW_HTTP',
+        description:
+          "Allow plain `http:` for the transmitter's URLs on a host that is not loopback.",
+      }),
+    })
+      // The rules between the receiver's own settings sit on its section, so they are checked
+      // even when another revocation setting is wrong (checkConfig sees only valid sections).
+      .check((ctx) => {
+        const { transmitter, audience, pollEndpoint, allowHttp } = ctx.value;
+        const problem = (path: string, message: string) =>
+          ctx.issues.push({ code: 'custom', input: ctx.value, path: [path], message });
+        if (transmitter === undefined) {
+          if (pollEndpoint !== undefined) problem('pollEndpoint', 'needs a transmitter');
+          return;
+        }
+        if (audience === undefined) problem('audience', 'required with a transmitter');
+        for (const [field, at] of Object.entries({ transmitter, pollEndpoint })) {
+          const insecure = at === undefined ? undefined : insecureUrlProblem(at, allowHttp);
+          if (insecure !== undefined) problem(field, insecure);
+        }
+      })
+      .prefault({}),
   }).prefault({}),
 });
 
@@ -260,6 +343,11 @@ const jwtIssuer = section({
   audienceClaim,
   requireClaims,
   refuseClaims,
+  logoutAudiences: list().prefault([]).meta({
+    env: 'VERIFIER_LOGOUT_AUDIENCES',
+    description:
+      "Client ids (the SPA's) whose back-channel logout tokens from this issuer are accepted at `POST /backchannel-logout` (OIDC Back-Channel Logout 1.0). Empty: this issuer's logout tokens are refused.",
+  }),
 });
 
 /** An issuer of opaque tokens, checked through RFC 7662 token introspection. */
@@ -349,6 +437,11 @@ export const policySchema = section({
     description:
       'DPoP (RFC 9449): `off` reads Bearer tokens only; `allowed` also takes DPoP-bound tokens with a proof per request; `required` takes only those. A bound token is never accepted as Bearer.',
   }),
+  revocation: oneOf(['checked', 'required'], 'checked or required').prefault('checked').meta({
+    env: 'VERIFIER_REVOCATION',
+    description:
+      'With a revocation receiver on, every token is checked against the revocation store. When the shared store is unreachable, `checked` serves (and counts it in `verifier_revocation_unchecked_total`) and `required` refuses (401 `revocation_unavailable`).',
+  }),
 });
 
 /** Policy names appear in `?policy=` and in cache keys. */
@@ -399,6 +492,7 @@ export type PolicyConfig = { readonly name: string } & Settled<
 >;
 export type DpopMode = PolicyConfig['dpop'];
 export type DpopConfig = RootSettings['dpop'];
+export type RevocationConfig = RootSettings['revocation'];
 export type TransportChoice = RootSettings['transport'];
 export type { Listen };
 
@@ -432,14 +526,17 @@ export function checkConfig(sections: Sections, report: Report, label: (path: st
   if (root !== undefined) {
     if (root.jwks.maxStale < root.jwks.refresh)
       report('jwks.maxStale', `must be at least ${label('jwks.refresh')}`);
-    // Proofs' `jti`s and the store's password would cross the network in clear.
-    const { replayStore, replayAllowPlaintext } = root.dpop;
-    const host = replayStore.startsWith('redis://') && URL.parse(replayStore)?.hostname;
-    if (host !== false && !replayAllowPlaintext && !isLoopbackHost(host ?? ''))
-      report(
-        'dpop.replayStore',
-        'plain redis:// to a host that is not loopback; use rediss://, or opt in with "replayAllowPlaintext": true (VERIFIER_DPOP_REPLAY_ALLOW_PLAINTEXT=true)',
-      );
+    // Proofs' `jti`s, revocations and the stores' password would cross the network in clear;
+    // the revocation store shares the replay store's password and its opt-in.
+    for (const [path, store] of [
+      ['dpop.replayStore', root.dpop.replayStore],
+      ['revocation.store', root.revocation.store],
+    ] as const)
+      if (!root.dpop.replayAllowPlaintext && plaintextRedis(store))
+        report(
+          path,
+          'plain redis:// to a host that is not loopback; use rediss://, or opt in with "replayAllowPlaintext": true (VERIFIER_DPOP_REPLAY_ALLOW_PLAINTEXT=true)',
+        );
     const { listen, metricsListen } = root;
     if (metricsListen !== undefined && describeListen(metricsListen) === describeListen(listen))
       report('metricsListen', `must differ from ${label('listen')}`);
@@ -461,6 +558,11 @@ export function checkConfig(sections: Sections, report: Report, label: (path: st
     const opaque = policy.issuers.filter((iss) => (declared.get(iss) ?? 'jwt') !== 'jwt');
     if (opaque.length > 1) report(at, 'at most one introspection/userinfo issuer per policy');
   }
+}
+
+/** A `redis://` URL (no TLS) whose host is not loopback. */
+function plaintextRedis(store: string): boolean {
+  return store.startsWith('redis://') && !isLoopbackHost(URL.parse(store)?.hostname ?? '');
 }
 
 function describeListen(at: Listen): string {

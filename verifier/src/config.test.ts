@@ -40,6 +40,7 @@ describe('configuration from the environment', () => {
       audienceClaim: 'aud',
       requireClaims: [],
       refuseClaims: ['nonce', 'at_hash', 'events'],
+      logoutAudiences: [],
     });
     expect(config.metricsListen).toBeUndefined();
     const policy = {
@@ -47,6 +48,7 @@ describe('configuration from the environment', () => {
       scopes: ['secrets:read', 'openid'],
       cloudfront: undefined,
       dpop: 'off',
+      revocation: 'checked',
     };
     expect([...config.policies.values()]).toEqual([
       { name: 'secret', ...policy },
@@ -59,6 +61,21 @@ describe('configuration from the environment', () => {
       edgeTtl: 5,
     });
     expect(config.jwks).toEqual({ refresh: 600, cooldown: 30, maxStale: 86_400 });
+    expect(config.revocation).toMatchObject({ store: 'memory', maxLatency: 6 });
+    expect(config.revocation.ssf.transmitter).toBeUndefined();
+  });
+
+  it('reports every revocation setting problem at once', () => {
+    expect(() =>
+      loadConfig({
+        ...minimal,
+        VERIFIER_REVOCATION_STORE: 'memcached://x',
+        VERIFIER_REVOCATION_MAX_LATENCY: '0s',
+        VERIFIER_SSF_TRANSMITTER: 'http://ssf.example.com',
+      }),
+    ).toThrow(
+      /VERIFIER_REVOCATION_STORE[\s\S]*VERIFIER_REVOCATION_MAX_LATENCY[\s\S]*audience[^\n]*required with a transmitter[\s\S]*VERIFIER_SSF_TRANSMITTER: [^\n]*plain http/,
+    );
   });
 
   it('is frozen', () => {

@@ -20,6 +20,7 @@ import { LRUCache } from 'lru-cache';
 import { shared, type Decision } from './decision.js';
 import type { Identity } from './identity.js';
 import { createInterner } from './intern.js';
+import type { SessionClaims } from './revocation/subjects.js';
 
 /** One outcome to cache: a decision about a verified token, the policy it was checked against,
  *  and the token's time window and key id. */
@@ -56,6 +57,8 @@ interface StoredEntry {
   readonly sub: string;
   /** `cnf.jkt` of a DPoP-bound token; its proof is still checked on every request. */
   readonly jkt: string | undefined;
+  /** `iat`/`sid`/`email` for the revocation check on every hit; one shared object when empty. */
+  readonly session: SessionClaims | undefined;
   readonly shape: Shape;
   readonly exp: number;
   readonly nbf: number | undefined;
@@ -103,6 +106,7 @@ function decisionOf(entry: StoredEntry): Decision {
     reusableUntil: entry.until,
     // Only a bound token's decision carries `jkt`; a bearer token's stays the plain shape.
     ...(entry.jkt === undefined ? {} : { jkt: entry.jkt }),
+    ...(entry.session === undefined ? {} : { session: entry.session }),
   };
   return shape.outcome === 'allow'
     ? { outcome: 'allow', reason: 'allowed', ...common, expires: entry.exp }
@@ -149,9 +153,18 @@ export interface DecisionCache {
  * Node 20 with 100,000 entries.
  */
 const ENTRY_OVERHEAD_BYTES = 160;
+/** The session claims object (three fields) on top of its strings. */
+const SESSION_OVERHEAD_BYTES = 40;
 
 function estimateBytes(entry: StoredEntry, key: string): number {
-  return ENTRY_OVERHEAD_BYTES + key.length + entry.sub.length + (entry.jkt?.length ?? 0);
+  const session = entry.session;
+  const sessionBytes =
+    session === undefined
+      ? 0
+      : SESSION_OVERHEAD_BYTES + (session.sid?.length ?? 0) + (session.email?.length ?? 0);
+  return (
+    ENTRY_OVERHEAD_BYTES + key.length + entry.sub.length + (entry.jkt?.length ?? 0) + sessionBytes
+  );
 }
 
 export function createDecisionCache(options: DecisionCacheOptions): DecisionCache {
@@ -189,6 +202,7 @@ export function createDecisionCache(options: DecisionCacheOptions): DecisionCach
       const stored = {
         sub: decision.identity.sub,
         jkt: decision.jkt,
+        session: decision.session,
         shape: shapeOf(policy, decision),
         exp,
         nbf,

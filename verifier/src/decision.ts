@@ -5,6 +5,7 @@ import type { CloudFrontCookieGrant } from './cloudfront/gate-decorator.js';
 import type { DenyCode } from './errors.js';
 import type { Identity } from './identity.js';
 import { createInterner } from './intern.js';
+import type { SessionClaims } from './revocation/subjects.js';
 
 export type Reason = 'allowed' | DenyCode;
 
@@ -35,6 +36,8 @@ export type Decision = (
   readonly reusableUntil?: number;
   /** `cnf.jkt` of the accepted token when it is DPoP-bound (RFC 9449 §6). */
   readonly jkt?: string | undefined;
+  /** The token's `iat`, `sid` and `email`, which pushed revocations are matched against. */
+  readonly session?: SessionClaims | undefined;
   /** Set when the answer speaks DPoP (RFC 9449 §7): a `DPoP` challenge, a nonce to hand out. */
   readonly dpop?: DpopAnswer | undefined;
 };

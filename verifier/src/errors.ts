@@ -33,7 +33,11 @@ export type DenyCode =
   | 'dpop_proof_replayed'
   | 'dpop_nonce_required'
   | 'dpop_binding_mismatch'
-  | 'dpop_replay_unavailable';
+  | 'dpop_replay_unavailable'
+  // Pushed revocation (revocation/): a logout or Shared Signals event covers the token, or the
+  // shared revocation store cannot be read for a policy that requires the check.
+  | 'token_revoked'
+  | 'revocation_unavailable';
 
 /**
  * A token or key outcome that denies the request. The message names the failing field and never

@@ -21,6 +21,7 @@ import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { JwtIssuer } from './config-model.js';
 import { readIdentity } from './identity.js';
+import { readSessionClaims } from './revocation/subjects.js';
 import { createJwtVerifier, type JwtVerifier } from './jwt-verifier.js';
 import type { KeySet } from './key-set.js';
 import { AUDIENCE, ISSUER, PRIVATE_JWKS, publicJwk } from './testing/fixtures.js';
@@ -90,6 +91,7 @@ const issuer = (algorithms: string[], requireTyp?: string): JwtIssuer => ({
   requireTyp,
   clientClaims: ['client_id', 'azp'],
   ...RFC9068_RULES,
+  logoutAudiences: [],
   // The lifetime cap is ours alone (jose's maxTokenAge measures something else) and has its own
   // tests; a century keeps it out of this comparison.
   maxTokenAge: 100 * 365 * 86_400,
@@ -174,6 +176,7 @@ async function runReference(token: string, config: string): Promise<Outcome> {
     result: {
       jkt,
       identity: readIdentity(payload, cfg),
+      session: readSessionClaims(payload),
       exp: payload.exp,
       nbf: typeof payload.nbf === 'number' ? payload.nbf - cfg.clockTolerance : undefined,
       kid: typeof kid === 'string' ? kid : undefined,

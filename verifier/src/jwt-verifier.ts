@@ -21,6 +21,7 @@ import { checkProtectedHeader, validateClaims } from './jwt-claims.js';
 import type { KeySet } from './key-set.js';
 import { signatureScheme, verificationKey, verifySignature } from './jws-signature.js';
 import { checkTokenKind, soleAudienceReason } from './presets.js';
+import { readSessionClaims } from './revocation/subjects.js';
 import { looksLikeJwt } from './token-shape.js';
 import type { VerifiedToken } from './verified-token.js';
 
@@ -80,6 +81,7 @@ export function createJwtVerifier(
     return {
       jkt: readJkt(claims.cnf),
       identity: readIdentity(claims, config),
+      session: readSessionClaims(claims),
       exp: payload.exp!,
       nbf: typeof payload.nbf === 'number' ? payload.nbf - config.clockTolerance : undefined,
       kid: typeof kid === 'string' ? kid : undefined,

@@ -35,6 +35,12 @@ async function main(argv: readonly string[]): Promise<void> {
       listen: describe(config.listen),
       transport: transport.name,
       metrics: config.metricsListen === undefined ? 'on listen' : describe(config.metricsListen),
+      revocation:
+        service.revocation === undefined
+          ? 'off'
+          : [...service.routes.receivers.keys(), service.revocation.poller ? 'poll' : undefined]
+              .filter(Boolean)
+              .join(' '),
     },
     'verifier listening',
   );

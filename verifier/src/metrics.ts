@@ -19,8 +19,22 @@ export interface Metrics {
   watchCache(read: () => { entries: number; bytes: number }): void;
   /** Reads key-set readiness when scraped. */
   watchKeySets(read: () => ReadonlyArray<{ issuer: string; ready: boolean }>): void;
+  /** Pushed revocation (revocation/): one logout token or SET arrived on `channel`. */
+  revocationReceived(channel: RevocationChannel): void;
+  /** It was verified and acted on (`event`: backchannel-logout, session-revoked, …). */
+  revocationApplied(channel: RevocationChannel, event: string): void;
+  /** It was refused (`reason`: the error code answered or logged). */
+  revocationRefused(channel: RevocationChannel, reason: string): void;
+  /** A token served without a current revocation view (shared store unreachable, `checked`). */
+  revocationUnchecked(): void;
+  /** Seconds one shared-store command took. */
+  observeRevocationStore(operation: string, seconds: number): void;
+  /** Reads the store's watermark count and whether its view is current, when scraped. */
+  watchRevocation(read: () => { watermarks: number; current: boolean }): void;
   render(): Promise<string>;
 }
+
+export type RevocationChannel = 'backchannel_logout' | 'ssf_push' | 'ssf_poll';
 
 export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metrics {
   const registry = new Registry();
@@ -101,6 +115,61 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     registers: [registry],
   });
 
+  const revocations = {
+    received: new Counter({
+      name: 'verifier_revocations_received_total',
+      help: 'Logout tokens and SETs received, by channel (backchannel_logout, ssf_push, ssf_poll).',
+      labelNames: ['channel'] as const,
+      registers: [registry],
+    }),
+    applied: new Counter({
+      name: 'verifier_revocations_applied_total',
+      help: 'Logout tokens and SETs verified and acted on, by channel and event type.',
+      labelNames: ['channel', 'event'] as const,
+      registers: [registry],
+    }),
+    refused: new Counter({
+      name: 'verifier_revocations_refused_total',
+      help: 'Logout tokens and SETs refused, by channel and reason.',
+      labelNames: ['channel', 'reason'] as const,
+      registers: [registry],
+    }),
+    store: new Histogram({
+      name: 'verifier_revocation_store_seconds',
+      help: 'Time of one shared revocation store command, by operation.',
+      labelNames: ['operation'] as const,
+      buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.25, 1],
+      registers: [registry],
+    }),
+  };
+  let unchecked = 0;
+  new Counter({
+    name: 'verifier_revocation_unchecked_total',
+    help: 'Tokens served while the shared revocation store was unreachable (`checked` policies).',
+    registers: [registry],
+    collect() {
+      if (unchecked > 0) this.inc(unchecked);
+      unchecked = 0;
+    },
+  });
+  let readRevocation: (() => { watermarks: number; current: boolean }) | undefined;
+  new Gauge({
+    name: 'verifier_revocation_watermarks',
+    help: 'Revocation watermarks held (per subject, session or e-mail address).',
+    registers: [registry],
+    collect() {
+      if (readRevocation) this.set(readRevocation().watermarks);
+    },
+  });
+  new Gauge({
+    name: 'verifier_revocation_store_current',
+    help: '1 while the revocation view is current (0: the shared store is unreachable).',
+    registers: [registry],
+    collect() {
+      if (readRevocation) this.set(readRevocation().current ? 1 : 0);
+    },
+  });
+
   return {
     registry,
     decision(decision) {
@@ -126,6 +195,15 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
     },
     watchKeySets(read) {
       readKeySets = read;
+    },
+    revocationReceived: (channel) => revocations.received.labels(channel).inc(),
+    revocationApplied: (channel, event) => revocations.applied.labels(channel, event).inc(),
+    revocationRefused: (channel, reason) => revocations.refused.labels(channel, reason).inc(),
+    revocationUnchecked: () => void unchecked++,
+    observeRevocationStore: (operation, seconds) =>
+      revocations.store.labels(operation).observe(seconds),
+    watchRevocation(read) {
+      readRevocation = read;
     },
     render: () => registry.metrics(),
   };

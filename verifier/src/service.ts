@@ -13,7 +13,12 @@ import type { Logger } from './log.js';
 import { createMetrics, type Metrics } from './metrics.js';
 import { createMetricsListener, type MetricsListener } from './metrics-listener.js';
 import { createOpaqueVerifier, type OpaqueVerifier } from './opaque-verifier.js';
-import { createRoutes, type Routes } from './routes.js';
+import {
+  createRevocationRuntime,
+  revocationEnabled,
+  type RevocationRuntime,
+} from './revocation/index.js';
+import { createRoutes, type Receiver, type Routes } from './routes.js';
 import { pickTransport, type Transport } from './transport.js';
 import { createNodeTransport } from './transport-node.js';
 import { createUwsTransport } from './transport-uws.js';
@@ -24,6 +29,8 @@ export interface VerifierService {
   readonly cache: DecisionCache;
   readonly keySets: ReadonlyMap<string, KeySet>;
   readonly metrics: Metrics;
+  /** Pushed revocation; undefined when no receiver is configured. */
+  readonly revocation: RevocationRuntime | undefined;
   isReady(): boolean;
   /** Loads every key set (failures leave the service unready, not dead) and starts refreshing. */
   start(): Promise<void>;
@@ -125,8 +132,16 @@ export function createVerifierService(
   const dpop = [...config.policies.values()].some((policy) => policy.dpop !== 'off')
     ? createDpopRuntime(config.dpop, { now, logger })
     : undefined;
+  const revocation = revocationEnabled(config)
+    ? createRevocationRuntime(config, { keySets, metrics, logger, now })
+    : undefined;
   const isReady = () =>
-    [...keySets.values()].every((keySet) => keySet.isReady()) && (dpop?.store.isReady() ?? true);
+    [...keySets.values()].every((keySet) => keySet.isReady()) &&
+    (dpop?.store.isReady() ?? true) &&
+    (revocation?.isReady() ?? true);
+  const receivers = new Map<string, Receiver>();
+  if (revocation?.receiveLogout) receivers.set('/backchannel-logout', revocation.receiveLogout);
+  if (revocation?.receivePush) receivers.set('/ssf/events', revocation.receivePush);
   const authorize = createAuthorizer({
     dpop,
     config,
@@ -136,7 +151,9 @@ export function createVerifierService(
     logger,
     metrics,
     decorators,
-    edgeTtl: config.cache.edgeTtl,
+    // With a receiver on, NGINX may reuse an answer only within the revocation latency bound.
+    edgeTtl: revocation?.edgeTtl ?? config.cache.edgeTtl,
+    revocation: revocation?.check,
     now,
   });
   const routes = createRoutes({
@@ -144,6 +161,8 @@ export function createVerifierService(
     isReady,
     metrics,
     metricsOnMain: config.metricsListen === undefined,
+    receivers,
+    readinessNote: () => revocation?.note(),
   });
   metrics.watchCache(() => ({ entries: cache.size, bytes: cache.bytes }));
   metrics.watchKeySets(() =>
@@ -158,8 +177,10 @@ export function createVerifierService(
     cache,
     keySets,
     metrics,
+    revocation,
     isReady,
     async start() {
+      revocation?.start();
       await Promise.all([...keySets.values()].map((keySet) => keySet.start()));
     },
     async listen(listen = config.listen, metricsListen = config.metricsListen) {
@@ -184,6 +205,7 @@ export function createVerifierService(
       for (const keySet of keySets.values()) keySet.stop();
       await Promise.all([transport?.close(graceMs), metricsListener?.close()]);
       await dpop?.close();
+      await revocation?.close();
     },
   };
 }

@@ -5,6 +5,7 @@ import type { Decision } from './decision.js';
 import type { Answer, Routes } from './routes.js';
 import { drain, listenNodeServer, type Transport } from './transport.js';
 import { renderDecision } from './verify-answer.js';
+import { MAX_RECEIVER_BODY_BYTES } from './revocation/index.js';
 
 function single(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value || undefined;
@@ -27,10 +28,42 @@ export function createNodeTransport(routes: Routes): Transport {
     res.end(answer.body);
   }
 
+  /** A revocation receiver: POST only, the body read up to its cap. */
+  function receive(req: IncomingMessage, res: ServerResponse, path: string): void {
+    const receiver = routes.receivers.get(path)!;
+    if (req.method !== 'POST') return writeAnswer(res, routes.methodNotAllowed());
+    const chunks: Buffer[] = [];
+    let size = 0;
+    inFlight++;
+    let done = false;
+    const finish = (answer: Answer) => {
+      if (done) return;
+      done = true;
+      inFlight--;
+      if (!res.destroyed) writeAnswer(res, answer);
+    };
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_RECEIVER_BODY_BYTES) {
+        finish(routes.bodyTooLarge());
+        req.destroy();
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('error', () => finish(routes.bodyTooLarge()));
+    req.on('end', () => {
+      if (done) return;
+      const body = Buffer.concat(chunks).toString('utf8');
+      void receiver({ contentType: single(req.headers['content-type']), body }).then(finish);
+    });
+  }
+
   function handle(req: IncomingMessage, res: ServerResponse): void {
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const path = q === -1 ? url : url.slice(0, q);
+    if (routes.receivers.has(path)) return receive(req, res, path);
     switch (path) {
       case '/verify': {
         const query = q === -1 ? undefined : new URLSearchParams(url.slice(q + 1));

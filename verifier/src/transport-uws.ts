@@ -15,6 +15,7 @@ import {
   type UwsModule,
 } from './transport.js';
 import { renderDecision } from './verify-answer.js';
+import { MAX_RECEIVER_BODY_BYTES } from './revocation/index.js';
 
 export function createUwsTransport(uws: UwsModule, routes: Routes): Transport {
   const app = uws.App();
@@ -61,6 +62,42 @@ export function createUwsTransport(uws: UwsModule, routes: Routes): Transport {
       if (!aborted) res.cork(() => writeDecision(res, decision));
     });
   });
+  // Revocation receivers: the body arrives in chunks uWS reuses, so each is copied at once.
+  for (const [path, receiver] of routes.receivers) {
+    app.post(path, (res: HttpResponse, req: HttpRequest) => {
+      const contentType = req.getHeader('content-type') || undefined;
+      let aborted = false;
+      let refused = false;
+      const chunks: Buffer[] = [];
+      let size = 0;
+      inFlight++;
+      res.onAborted(() => {
+        aborted = true;
+        if (!refused) inFlight--;
+        refused = true;
+      });
+      res.onData((chunk, isLast) => {
+        if (refused) return;
+        size += chunk.byteLength;
+        if (size > MAX_RECEIVER_BODY_BYTES) {
+          refused = true;
+          inFlight--;
+          res.cork(() => writeAnswer(res, routes.bodyTooLarge()));
+          return;
+        }
+        chunks.push(Buffer.from(chunk.slice(0)));
+        if (!isLast) return;
+        const body = Buffer.concat(chunks).toString('utf8');
+        void receiver({ contentType, body }).then((answer) => {
+          if (refused) return;
+          inFlight--;
+          refused = true;
+          if (!aborted) res.cork(() => writeAnswer(res, answer));
+        });
+      });
+    });
+    app.any(path, (res) => writeAnswer(res, routes.methodNotAllowed()));
+  }
   app.get('/healthz', (res) => writeAnswer(res, routes.healthz()));
   app.get('/readyz', (res) => writeAnswer(res, routes.readyz()));
   app.get('/metrics', (res) => {

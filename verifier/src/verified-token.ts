@@ -1,5 +1,6 @@
 // The outcome of a successful token check, whatever the token type; what the decision cache keeps.
 import type { Identity } from './identity.js';
+import type { SessionClaims } from './revocation/subjects.js';
 
 export interface VerifiedToken {
   readonly identity: Identity;
@@ -13,4 +14,6 @@ export interface VerifiedToken {
   readonly keyTrustedUntil?: number | undefined;
   /** `cnf.jkt` of a DPoP-bound token (RFC 9449 §6): the thumbprint its proofs must be signed with. */
   readonly jkt?: string | undefined;
+  /** What pushed revocations are matched against (`iat`, `sid`, `email`). */
+  readonly session?: SessionClaims | undefined;
 }

@@ -1,0 +1,252 @@
+// POST /backchannel-logout as a specification: a valid logout token revokes the subject's older
+// tokens at once (cached decisions included) and nothing else; each invalid variant gets its 400
+// and changes nothing.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { statusOf } from '../testing/answer.js';
+import { LOGOUT_EVENT, mintLogoutToken, SPA_CLIENT } from '../testing/event-tokens.js';
+import {
+  AUDIENCE,
+  ISSUER,
+  mintToken,
+  PRIVATE_JWKS,
+  startJwksServer,
+  type JwksServer,
+} from '../testing/fixtures.js';
+import { buildService, type TestService } from '../testing/service.js';
+
+let jwks: JwksServer;
+let gate: TestService;
+
+beforeAll(async () => {
+  jwks = await startJwksServer(['rsaA']);
+  gate = buildService(
+    {},
+    {
+      file: {
+        issuers: [
+          {
+            issuer: ISSUER,
+            audience: AUDIENCE,
+            jwksUri: jwks.url,
+            algorithms: ['RS256'],
+            logoutAudiences: [SPA_CLIENT],
+          },
+          { issuer: 'https://other.test', audience: AUDIENCE, jwksUri: jwks.url },
+        ],
+        policies: { secret: { issuers: [ISSUER], scopes: ['secrets:read'] } },
+      },
+    },
+  );
+  await gate.service.start();
+});
+afterAll(async () => {
+  await gate.service.stop(0);
+  await jwks.close();
+});
+
+const seconds = () => Math.floor(Date.now() / 1000);
+
+function logout(body: string, contentType = 'application/x-www-form-urlencoded') {
+  return gate.service.routes.receivers.get('/backchannel-logout')!({ contentType, body });
+}
+const form = (token: string) => `logout_token=${encodeURIComponent(token)}`;
+
+async function secretStatus(token: string): Promise<{ status: number; reason: string }> {
+  const decision = await gate.service.authorize({
+    policy: 'secret',
+    authorization: `Bearer ${token}`,
+  });
+  return { status: statusOf(decision), reason: decision.reason };
+}
+
+describe('a valid logout token', () => {
+  it("refuses the subject's older tokens with 401 token_revoked, cached or not", async () => {
+    const older = await mintToken({ claims: { sub: 'alice' }, now: seconds() - 10 });
+    const uncached = await mintToken({ claims: { sub: 'alice', jti: 'b' }, now: seconds() - 5 });
+    expect((await secretStatus(older)).status).toBe(204);
+
+    const answer = await logout(form(await mintLogoutToken({ claims: { sub: 'alice' } })));
+    expect(answer.status).toBe(200);
+    expect(answer.headers).toContainEqual(['Cache-Control', 'no-store']);
+
+    expect(await secretStatus(older)).toEqual({ status: 401, reason: 'token_revoked' });
+    expect(await secretStatus(uncached)).toEqual({ status: 401, reason: 'token_revoked' });
+  });
+
+  it("keeps serving other subjects and the subject's newer tokens", async () => {
+    await logout(form(await mintLogoutToken({ claims: { sub: 'bob' }, now: seconds() - 20 })));
+    const other = await mintToken({ claims: { sub: 'carol' }, now: seconds() - 30 });
+    const newer = await mintToken({ claims: { sub: 'bob' }, now: seconds() });
+    expect((await secretStatus(other)).status).toBe(204);
+    expect((await secretStatus(newer)).status).toBe(204);
+  });
+
+  it('revokes by session id alone, for tokens that carry that sid', async () => {
+    const inSession = await mintToken({ claims: { sub: 'dave', sid: 's-1' }, now: seconds() - 5 });
+    const otherSession = await mintToken({
+      claims: { sub: 'dave', sid: 's-2' },
+      now: seconds() - 5,
+    });
+    const token = await mintLogoutToken({ claims: { sub: undefined, sid: 's-1' } });
+    expect((await logout(form(token))).status).toBe(200);
+    expect((await secretStatus(inSession)).reason).toBe('token_revoked');
+    expect((await secretStatus(otherSession)).status).toBe(204);
+  });
+});
+
+describe('an invalid logout token gets 400 and changes nothing', () => {
+  const victim = 'erin';
+  const base = { sub: victim };
+  const variants: Array<[string, () => Promise<string>, RegExp]> = [
+    [
+      'a bad signature',
+      () =>
+        mintLogoutToken({
+          key: 'attacker',
+          header: { kid: PRIVATE_JWKS.rsaA.kid },
+          claims: base,
+        }),
+      /key|signature/,
+    ],
+    [
+      'another issuer',
+      () => mintLogoutToken({ claims: { ...base, iss: 'https://other.test' } }),
+      /"iss"/,
+    ],
+    [
+      'an unknown issuer',
+      () => mintLogoutToken({ claims: { ...base, iss: 'https://evil.test' } }),
+      /"iss"/,
+    ],
+    [
+      'another audience',
+      () => mintLogoutToken({ claims: { ...base, aud: 'partner-app' } }),
+      /"aud"/,
+    ],
+    ['the wrong typ', () => mintLogoutToken({ claims: base, header: { typ: 'at+jwt' } }), /"typ"/],
+    [
+      'no back-channel-logout member in events',
+      () => mintLogoutToken({ claims: { ...base, events: { 'urn:other': {} } } }),
+      /"events"/,
+    ],
+    [
+      'events missing',
+      () => mintLogoutToken({ claims: { ...base, events: undefined } }),
+      /"events"/,
+    ],
+    ['a nonce', () => mintLogoutToken({ claims: { ...base, nonce: 'n-1' } }), /"nonce"/],
+    [
+      'neither sub nor sid',
+      () => mintLogoutToken({ claims: { sub: undefined } }),
+      /"sub" or "sid"/,
+    ],
+    [
+      'an old iat',
+      () => mintLogoutToken({ claims: { ...base, exp: seconds() + 60 }, now: seconds() - 3600 }),
+      /"iat"/,
+    ],
+    ['no jti', () => mintLogoutToken({ claims: { ...base, jti: undefined } }), /"jti"/],
+  ];
+  for (const [name, make, description] of variants) {
+    it(name, async () => {
+      const token = await make();
+      const held = await mintToken({ claims: { sub: victim }, now: seconds() - 10 });
+      const before = gate.service.revocation!.store.size;
+      const answer = await logout(form(token));
+      expect(answer.status).toBe(400);
+      expect(answer.headers).toContainEqual(['Cache-Control', 'no-store']);
+      const body = JSON.parse(answer.body) as { error: string; error_description: string };
+      expect(body.error).toBe('invalid_request');
+      expect(body.error_description).toMatch(description);
+      expect(answer.body).not.toContain(token);
+      expect(gate.service.revocation!.store.size).toBe(before);
+      expect((await secretStatus(held)).status).toBe(204);
+    });
+  }
+
+  it('a replayed jti', async () => {
+    const first = await mintLogoutToken({
+      claims: { sub: 'frank', jti: 'once' },
+      now: seconds() - 30,
+    });
+    expect((await logout(form(first))).status).toBe(200);
+    const newer = await mintToken({ claims: { sub: 'frank' } });
+    // Same jti, newer iat, another subject: applying it would revoke tokens the first one spared.
+    const replay = await mintLogoutToken({ claims: { sub: victim, jti: 'once' } });
+    const held = await mintToken({ claims: { sub: victim }, now: seconds() - 10 });
+    const before = gate.service.revocation!.store.size;
+    const answer = await logout(form(replay));
+    expect(answer.status).toBe(400);
+    expect((JSON.parse(answer.body) as { error_description: string }).error_description).toBe(
+      '"jti" was seen before',
+    );
+    expect(gate.service.revocation!.store.size).toBe(before);
+    expect((await secretStatus(held)).status).toBe(204);
+    expect((await secretStatus(newer)).status).toBe(204);
+  });
+
+  it('a body that is not one form-encoded logout_token', async () => {
+    const token = await mintLogoutToken();
+    expect((await logout(token, 'application/jwt')).status).toBe(400);
+    expect((await logout(`${form(token)}&${form(token)}`)).status).toBe(400);
+    expect((await logout('logout_token=not.a.jwt')).status).toBe(400);
+  });
+});
+
+describe('the receiver', () => {
+  it('is off unless an issuer lists logout audiences', () => {
+    const plain = buildService({
+      VERIFIER_ISSUER: ISSUER,
+      VERIFIER_AUDIENCE: AUDIENCE,
+      VERIFIER_JWKS_URI: jwks.url,
+    });
+    expect(plain.service.routes.receivers.size).toBe(0);
+    expect(plain.service.revocation).toBeUndefined();
+  });
+
+  it('bounds the edge reuse by the revocation latency (NGINX rounds up a second)', async () => {
+    const token = await mintToken({ claims: { sub: 'gina' } });
+    const decision = await gate.service.authorize({
+      policy: 'secret',
+      authorization: `Bearer ${token}`,
+    });
+    expect(decision.edgeTtl).toBe(5);
+    const tight = buildService(
+      { VERIFIER_REVOCATION_MAX_LATENCY: '3s', VERIFIER_EDGE_CACHE_TTL: '5s' },
+      {
+        file: {
+          issuers: [
+            {
+              issuer: ISSUER,
+              audience: AUDIENCE,
+              jwksUri: jwks.url,
+              logoutAudiences: [SPA_CLIENT],
+            },
+          ],
+          policies: { secret: { issuers: [ISSUER] } },
+        },
+      },
+    );
+    await tight.service.start();
+    const tightDecision = await tight.service.authorize({
+      policy: 'secret',
+      authorization: `Bearer ${token}`,
+    });
+    expect(tightDecision.edgeTtl).toBe(2);
+    await tight.service.stop(0);
+  });
+
+  it('counts received, applied and refused logout tokens', async () => {
+    await logout(form(await mintLogoutToken({ claims: { sub: 'hank' } })));
+    await logout(form(await mintLogoutToken({ claims: { sub: 'hank', nonce: 'x' } })));
+    const text = await gate.service.metrics.render();
+    expect(text).toMatch(/verifier_revocations_received_total\{channel="backchannel_logout"\} \d+/);
+    expect(text).toMatch(
+      /verifier_revocations_applied_total\{channel="backchannel_logout",event="backchannel-logout"\} [1-9]/,
+    );
+    expect(text).toMatch(
+      /verifier_revocations_refused_total\{channel="backchannel_logout",reason="nonce_present"\} [1-9]/,
+    );
+    expect(LOGOUT_EVENT).toMatch(/backchannel-logout$/);
+  });
+});

@@ -1,0 +1,187 @@
+// Pushed revocation for the verifier: builds the store, the per-request check and the receivers
+// from the configuration. Parts: store.ts / redis-store.ts (watermarks and `jti`s), check.ts (per
+// request), revocation.ts (writing watermarks), event-token.ts with logout-token.ts (OIDC
+// Back-Channel Logout) and set-token.ts / set-events.ts (Shared Signals SETs), receiver.ts (the
+// endpoints), transmitter.ts (SSF discovery and keys), poller.ts (RFC 8936 poll).
+import type { VerifierConfig } from '../config-model.js';
+import type { KeySet } from '../key-set.js';
+import type { Logger } from '../log.js';
+import type { Metrics } from '../metrics.js';
+import type { Answer } from '../routes.js';
+import { createRevocationCheck, type RevocationCheck } from './check.js';
+import { createLogoutTokenVerifier, type LogoutIssuer } from './logout-token.js';
+import { createPoller, type Poller } from './poller.js';
+import {
+  createLogoutReceiver,
+  createPushReceiver,
+  createSetProcessor,
+  type ReceivedRequest,
+} from './receiver.js';
+import { createRedisRevocationStore } from './redis-store.js';
+import { createRevocationApplier, tokenLifetimes } from './revocation.js';
+import { createSetVerifier } from './set-token.js';
+import { createMemoryRevocationStore, type RevocationStore } from './store.js';
+import { createTransmitterKeySet } from './transmitter.js';
+
+export { MAX_RECEIVER_BODY_BYTES, type ReceivedRequest } from './receiver.js';
+
+export interface RevocationRuntime {
+  readonly store: RevocationStore;
+  readonly check: RevocationCheck;
+  /** POST /backchannel-logout; undefined when no issuer lists logout audiences. */
+  readonly receiveLogout: ((request: ReceivedRequest) => Promise<Answer>) | undefined;
+  /** POST /ssf/events; undefined without a transmitter or with push off. */
+  readonly receivePush: ((request: ReceivedRequest) => Promise<Answer>) | undefined;
+  readonly poller: Poller | undefined;
+  /** The transmitter's key set, loaded with the issuers' ones. */
+  readonly transmitterKeys: KeySet | undefined;
+  /** Cap on NGINX's reuse of an answer: the latency bound minus NGINX's rounding second. */
+  readonly edgeTtl: number;
+  /** True when the view is current, or no policy has to refuse without it. */
+  isReady(): boolean;
+  /** Why /readyz is not a plain `ok`, or undefined. */
+  note(): string | undefined;
+  start(): void;
+  close(): Promise<void>;
+}
+
+/** True when anything can push a revocation here: the whole feature is off otherwise. */
+export function revocationEnabled(config: VerifierConfig): boolean {
+  return (
+    config.revocation.ssf.transmitter !== undefined ||
+    [...config.issuers.values()].some((i) => i.type === 'jwt' && i.logoutAudiences.length > 0)
+  );
+}
+
+export function createRevocationRuntime(
+  config: VerifierConfig,
+  deps: {
+    readonly keySets: ReadonlyMap<string, KeySet>;
+    readonly metrics: Metrics;
+    readonly logger: Logger;
+    readonly now: () => number;
+  },
+): RevocationRuntime {
+  const { metrics, logger, now } = deps;
+  const settings = config.revocation;
+  const replayTtl = settings.logoutTokenMaxAge * 2;
+  let lastStoreWarning = 0;
+  const store =
+    settings.store === 'memory'
+      ? createMemoryRevocationStore({ maxEntries: settings.replayMaxEntries, replayTtl, now })
+      : createRedisRevocationStore({
+          url: settings.store,
+          password: config.dpop.replayPassword,
+          maxEntries: settings.replayMaxEntries,
+          replayTtl,
+          now,
+          onError(message) {
+            if (now() - lastStoreWarning < 1000) return;
+            lastStoreWarning = now();
+            logger.warn({ err: message }, 'revocation store unreachable');
+          },
+          onLatency: (operation, seconds) => metrics.observeRevocationStore(operation, seconds),
+        });
+  const parts = {
+    store,
+    apply: createRevocationApplier(store, tokenLifetimes(config), now),
+    metrics,
+    logger,
+    now,
+  };
+
+  const logoutIssuers = new Map<string, LogoutIssuer>();
+  for (const issuer of config.issuers.values()) {
+    const keys = deps.keySets.get(issuer.issuer);
+    if (issuer.type !== 'jwt' || issuer.logoutAudiences.length === 0 || keys === undefined)
+      continue;
+    logoutIssuers.set(issuer.issuer, {
+      issuer: issuer.issuer,
+      audiences: issuer.logoutAudiences,
+      algorithms: issuer.algorithms,
+      clockTolerance: issuer.clockTolerance,
+      keys,
+    });
+  }
+  const receiveLogout =
+    logoutIssuers.size === 0
+      ? undefined
+      : createLogoutReceiver(
+          parts,
+          createLogoutTokenVerifier({
+            issuers: logoutIssuers,
+            maxAge: settings.logoutTokenMaxAge,
+            now,
+          }),
+        );
+
+  const { ssf } = settings;
+  let transmitterKeys: KeySet | undefined;
+  let receivePush: RevocationRuntime['receivePush'];
+  let poller: Poller | undefined;
+  if (ssf.transmitter !== undefined && ssf.audience !== undefined) {
+    transmitterKeys = createTransmitterKeySet(config, {
+      now,
+      onFetch(outcome, detail) {
+        metrics.jwksFetch(ssf.transmitter!, outcome);
+        if (outcome !== 'ok')
+          logger.warn(
+            { transmitter: ssf.transmitter, outcome, detail },
+            'SSF key set fetch failed',
+          );
+      },
+    });
+    const processSet = createSetProcessor(
+      parts,
+      createSetVerifier({
+        transmitter: ssf.transmitter,
+        audience: ssf.audience,
+        // The SSF interoperability profile signs with RS256; the other asymmetric ones are fine.
+        algorithms: ['RS256', 'PS256', 'ES256', 'EdDSA'],
+        keys: transmitterKeys,
+        clockTolerance: 30,
+        now,
+      }),
+      ssf.transmitter,
+    );
+    if (ssf.push) receivePush = createPushReceiver(processSet);
+    if (ssf.pollEndpoint !== undefined)
+      poller = createPoller({
+        endpoint: ssf.pollEndpoint,
+        interval: ssf.pollInterval,
+        token: ssf.pollToken,
+        timeout: config.fetchTimeout,
+        allowHttp: ssf.allowHttp,
+        processSet,
+        logger,
+      });
+  }
+
+  const required = [...config.policies.values()].some((p) => p.revocation === 'required');
+  metrics.watchRevocation(() => ({ watermarks: store.size, current: store.isCurrent() }));
+  return {
+    store,
+    check: createRevocationCheck(store, () => metrics.revocationUnchecked()),
+    receiveLogout,
+    receivePush,
+    poller,
+    transmitterKeys,
+    edgeTtl: Math.max(0, Math.min(config.cache.edgeTtl, settings.maxLatency - 1)),
+    isReady: () => !required || store.isCurrent(),
+    note: () =>
+      store.isCurrent()
+        ? undefined
+        : required
+          ? 'revocation store unreachable: policies that require revocation checks refuse'
+          : 'revocation store unreachable: tokens served without revocation checks',
+    start() {
+      void transmitterKeys?.start();
+      poller?.start();
+    },
+    async close() {
+      poller?.stop();
+      transmitterKeys?.stop();
+      await store.close();
+    },
+  };
+}

@@ -1,0 +1,121 @@
+// RFC 8936 poll delivery: the receiver asks the transmitter for SETs and acknowledges the ones it
+// processed in the next request, so a sidecar needs no inbound route. SETs it refused are reported
+// in `setErrs` (and so never redelivered); SETs it could not process right now (store or keys
+// unavailable) are neither acknowledged nor reported, so the transmitter delivers them again.
+// Errors back off from the interval up to ten times it; `moreAvailable` polls again at once.
+import { fetchJson } from '../fetch-json.js';
+import type { Logger } from '../log.js';
+import type { createSetProcessor } from './receiver.js';
+
+export interface PollerOptions {
+  readonly endpoint: string;
+  /** Seconds between polls when the transmitter has nothing more. */
+  readonly interval: number;
+  readonly token: string | undefined;
+  readonly timeout: number;
+  readonly allowHttp: boolean;
+  readonly maxEvents?: number;
+  readonly processSet: ReturnType<typeof createSetProcessor>;
+  readonly logger: Logger;
+}
+
+export interface Poller {
+  start(): void;
+  /** One poll now (acknowledging what is pending); resolves with the number of SETs received. */
+  pollOnce(): Promise<number>;
+  stop(): void;
+}
+
+const MAX_SETS_PER_POLL = 100;
+
+export function createPoller(options: PollerOptions): Poller {
+  const { logger } = options;
+  let ack: string[] = [];
+  let setErrs: Record<string, { err: string; description: string }> = {};
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = true;
+  let failures = 0;
+  let running: Promise<number> | undefined;
+
+  async function poll(): Promise<{ received: number; more: boolean }> {
+    const request = {
+      ack,
+      ...(Object.keys(setErrs).length > 0 ? { setErrs } : {}),
+      maxEvents: options.maxEvents ?? 25,
+      returnImmediately: true,
+    };
+    const answer = await fetchJson(options.endpoint, {
+      method: 'POST',
+      timeout: options.timeout,
+      allowHttp: options.allowHttp,
+      headers: {
+        'content-type': 'application/json',
+        ...(options.token === undefined ? {} : { authorization: `Bearer ${options.token}` }),
+      },
+      body: JSON.stringify(request),
+    });
+    if (answer.status !== 200) throw new Error(`poll answered ${answer.status}`);
+    // Delivered: the transmitter has them now.
+    ack = [];
+    setErrs = {};
+    const body = (answer.body ?? {}) as { sets?: unknown; moreAvailable?: unknown };
+    const sets = body.sets !== null && typeof body.sets === 'object' ? body.sets : {};
+    const entries = Object.entries(sets as Record<string, unknown>).slice(0, MAX_SETS_PER_POLL);
+    for (const [jti, set] of entries) {
+      if (typeof set !== 'string') {
+        setErrs[jti] = { err: 'invalid_request', description: 'the SET is not a string' };
+        continue;
+      }
+      const outcome = await options.processSet(set, 'ssf_poll');
+      if (outcome.ok) ack.push(jti);
+      else if (!outcome.retry)
+        setErrs[jti] = { err: outcome.err, description: outcome.description };
+    }
+    return { received: entries.length, more: body.moreAvailable === true };
+  }
+
+  function schedule(seconds: number): void {
+    if (stopped) return;
+    clearTimeout(timer);
+    timer = setTimeout(() => void cycle(), seconds * 1000);
+    timer.unref();
+  }
+
+  async function cycle(): Promise<number> {
+    running ??= poll()
+      .then(({ received, more }) => {
+        failures = 0;
+        // Acknowledgements go out with the next poll; send them soon when there were any.
+        schedule(
+          more ? 0 : ack.length > 0 || Object.keys(setErrs).length > 0 ? 0.05 : options.interval,
+        );
+        return received;
+      })
+      .catch((error: unknown) => {
+        failures++;
+        const wait = Math.min(options.interval * 2 ** (failures - 1), options.interval * 10);
+        logger.warn(
+          { err: (error as Error).message, retryIn: wait },
+          'SSF poll failed; backing off',
+        );
+        schedule(wait);
+        return 0;
+      })
+      .finally(() => {
+        running = undefined;
+      });
+    return running;
+  }
+
+  return {
+    start() {
+      stopped = false;
+      void cycle();
+    },
+    pollOnce: cycle,
+    stop() {
+      stopped = true;
+      clearTimeout(timer);
+    },
+  };
+}

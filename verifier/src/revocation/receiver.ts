@@ -1,0 +1,188 @@
+// The two receiving endpoints as functions of (content type, body) → Answer, independent of the
+// HTTP library. Order everywhere: verify everything, then remember the `jti` (a replay is refused
+// here), then write the watermarks; a refused token changes nothing.
+import type { Logger } from '../log.js';
+import type { Metrics, RevocationChannel } from '../metrics.js';
+import type { Answer } from '../routes.js';
+import type { LogoutTokenVerifier } from './logout-token.js';
+import { ReceiverError, setDeliveryError } from './receiver-error.js';
+import type { ApplyRevocations } from './revocation.js';
+import { interpretSet } from './set-events.js';
+import type { SetVerifier } from './set-token.js';
+import { RevocationStoreUnavailable, type RevocationStore } from './store.js';
+
+export interface ReceivedRequest {
+  readonly contentType: string | undefined;
+  readonly body: string;
+}
+
+/** Bodies above this are refused by the transports before they reach here. */
+export const MAX_RECEIVER_BODY_BYTES = 16 * 1024;
+
+export interface ReceiverParts {
+  readonly store: RevocationStore;
+  readonly apply: ApplyRevocations;
+  readonly metrics: Metrics;
+  readonly logger: Logger;
+  readonly now: () => number;
+}
+
+const JSON_NO_STORE: Answer['headers'] = [
+  ['Content-Type', 'application/json'],
+  ['Cache-Control', 'no-store'],
+];
+
+function json(status: number, body: unknown): Answer {
+  return { status, headers: JSON_NO_STORE, body: JSON.stringify(body) };
+}
+
+function mediaType(contentType: string | undefined): string {
+  return (contentType ?? '').split(';')[0]!.trim().toLowerCase();
+}
+
+/** Remembers the `jti`, then writes; the `jti` is forgotten again when the write fails. */
+async function rememberAndApply(
+  parts: ReceiverParts,
+  replayKey: string,
+  write: () => Promise<number>,
+): Promise<number> {
+  let fresh: boolean;
+  try {
+    fresh = await parts.store.remember(replayKey);
+  } catch (error) {
+    throw new ReceiverError('store_unavailable', (error as Error).message);
+  }
+  if (!fresh) throw new ReceiverError('jti_replayed', '"jti" was seen before');
+  try {
+    return await write();
+  } catch (error) {
+    if (!(error instanceof RevocationStoreUnavailable)) throw error;
+    // The sender retries a 503; a remembered `jti` would turn that retry into a replay.
+    await parts.store.forget(replayKey).catch(() => undefined);
+    throw new ReceiverError('store_unavailable', error.message);
+  }
+}
+
+/** POST /backchannel-logout: `logout_token=…` (form), 200 or 400 `{"error", "error_description"}`. */
+export function createLogoutReceiver(parts: ReceiverParts, verify: LogoutTokenVerifier) {
+  const channel: RevocationChannel = 'backchannel_logout';
+  return async function receiveLogout(request: ReceivedRequest): Promise<Answer> {
+    parts.metrics.revocationReceived(channel);
+    try {
+      if (mediaType(request.contentType) !== 'application/x-www-form-urlencoded')
+        throw new ReceiverError(
+          'request_invalid',
+          'the body must be application/x-www-form-urlencoded',
+        );
+      const tokens = new URLSearchParams(request.body).getAll('logout_token');
+      if (tokens.length !== 1)
+        throw new ReceiverError(
+          'request_invalid',
+          'the body must carry exactly one "logout_token"',
+        );
+      const logout = await verify(tokens[0]!);
+      const written = await rememberAndApply(parts, `bcl\n${logout.issuer}\n${logout.jti}`, () =>
+        parts.apply(logout.revocations),
+      );
+      parts.metrics.revocationApplied(channel, 'backchannel-logout');
+      parts.logger.info(
+        {
+          issuer: logout.issuer,
+          watermarks: written,
+          kinds: logout.revocations.map((r) => r.kind),
+        },
+        'back-channel logout applied',
+      );
+      return { status: 200, headers: [['Cache-Control', 'no-store']], body: '' };
+    } catch (error) {
+      const refused = asReceiverError(error, parts.logger);
+      parts.metrics.revocationRefused(channel, refused.reason);
+      parts.logger.info(
+        { reason: refused.reason, detail: refused.message },
+        'logout token refused',
+      );
+      if (refused.reason === 'store_unavailable' || refused.reason === 'keys_unavailable')
+        return json(503, { error: 'temporarily_unavailable', error_description: refused.message });
+      return json(400, { error: 'invalid_request', error_description: refused.message });
+    }
+  };
+}
+
+export type SetOutcome =
+  | { readonly ok: true }
+  | {
+      readonly ok: false;
+      readonly err: string;
+      readonly description: string;
+      readonly retry: boolean;
+    };
+
+/** Verifies one SET, checks its `jti` and acts on it; shared by push and poll. */
+export function createSetProcessor(parts: ReceiverParts, verify: SetVerifier, transmitter: string) {
+  return async function processSet(token: string, channel: RevocationChannel): Promise<SetOutcome> {
+    parts.metrics.revocationReceived(channel);
+    try {
+      const set = await verify(token);
+      const meaning = interpretSet(set, parts.now() / 1000);
+      await rememberAndApply(parts, `set\n${transmitter}\n${set.jti}`, () =>
+        meaning.kind === 'revoke' ? parts.apply(meaning.revocations) : Promise.resolve(0),
+      );
+      if (meaning.kind === 'revoke') {
+        parts.metrics.revocationApplied(channel, meaning.event);
+        parts.logger.info({ channel, event: meaning.event }, 'security event applied');
+      } else if (meaning.kind === 'verification') {
+        parts.metrics.revocationApplied(channel, 'verification');
+        parts.logger.info({ channel }, 'stream verification event received');
+      } else {
+        parts.metrics.revocationRefused(channel, meaning.why);
+        parts.logger.info(
+          {
+            channel,
+            event: meaning.event,
+            eventType: set.eventType.slice(0, 200),
+            why: meaning.why,
+          },
+          'security event acknowledged and ignored',
+        );
+      }
+      return { ok: true };
+    } catch (error) {
+      const refused = asReceiverError(error, parts.logger);
+      parts.metrics.revocationRefused(channel, refused.reason);
+      parts.logger.info(
+        { channel, reason: refused.reason, detail: refused.message },
+        'SET refused',
+      );
+      const retry = refused.reason === 'store_unavailable' || refused.reason === 'keys_unavailable';
+      return {
+        ok: false,
+        err: setDeliveryError(refused.reason),
+        description: refused.message,
+        retry,
+      };
+    }
+  };
+}
+
+/** POST /ssf/events (RFC 8935): one SET as `application/secevent+jwt`; 202, or 400 `{"err", …}`. */
+export function createPushReceiver(processSet: ReturnType<typeof createSetProcessor>) {
+  return async function receivePush(request: ReceivedRequest): Promise<Answer> {
+    if (mediaType(request.contentType) !== 'application/secevent+jwt')
+      return json(400, {
+        err: 'invalid_request',
+        description: 'the body must be one SET sent as application/secevent+jwt',
+      });
+    const outcome = await processSet(request.body.trim(), 'ssf_push');
+    if (outcome.ok) return { status: 202, headers: [['Cache-Control', 'no-store']], body: '' };
+    return json(outcome.retry ? 503 : 400, { err: outcome.err, description: outcome.description });
+  };
+}
+
+function asReceiverError(error: unknown, logger: Logger): ReceiverError {
+  if (error instanceof ReceiverError) return error;
+  logger.error(
+    { err: (error as Error).message },
+    'unexpected failure while receiving a revocation',
+  );
+  return new ReceiverError('request_invalid', 'the request could not be processed');
+}

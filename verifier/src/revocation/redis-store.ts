@@ -1,0 +1,177 @@
+// The shared revocation store on a Redis (or Valkey) server, with the DPoP replay store's client
+// settings (no offline queue, short command timeouts, reconnects every ≤ 2 s). Every replica keeps
+// the watermarks in an in-process view so the per-request check never waits on the network:
+// a write raises the key on the server (a script keeps the higher value) and publishes it; every
+// replica's subscriber raises its view. After each (re)connection the subscriber reloads every
+// watermark, so a restarted replica or one that missed messages catches up. While the subscriber
+// is down the view may be behind: `isCurrent()` says so, and `required` policies refuse.
+import { Redis } from 'ioredis';
+import { createWatermarkView, RevocationStoreUnavailable, type RevocationStore } from './store.js';
+
+export interface RedisRevocationStoreOptions {
+  readonly url: string;
+  /** Redis `AUTH` password read at start (the replay store's `dpop.replayPassword`); wins over one in the URL. */
+  readonly password?: string | undefined;
+  readonly maxEntries: number;
+  /** The one lifetime of every remembered `jti` (seconds). */
+  readonly replayTtl: number;
+  readonly now: () => number;
+  readonly commandTimeoutMs?: number;
+  /** Connection trouble (never a key: keys hold subjects). */
+  readonly onError?: (message: string) => void;
+  /** Seconds one store command took, for the latency histogram. */
+  readonly onLatency?: (operation: 'revoke' | 'remember' | 'load', seconds: number) => void;
+}
+
+const WATERMARK_PREFIX = 'sg:rev:wm:';
+const REPLAY_PREFIX = 'sg:rev:jti:';
+const CHANNEL = 'sg:rev:watermarks';
+
+/** Keeps the higher watermark, extends the expiry, and tells the other replicas. */
+const RAISE = `
+local held = redis.call('GET', KEYS[1])
+if held and tonumber(held) >= tonumber(ARGV[1]) then
+  local left = redis.call('PTTL', KEYS[1])
+  if left >= tonumber(ARGV[2]) then return 0 end
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 0
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+redis.call('PUBLISH', ARGV[3], ARGV[2] .. ' ' .. ARGV[1] .. ' ' .. ARGV[4])
+return 1
+`;
+
+export function createRedisRevocationStore(options: RedisRevocationStoreOptions): RevocationStore {
+  const { now } = options;
+  const settings = {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    commandTimeout: options.commandTimeoutMs ?? 500,
+    connectTimeout: 2000,
+    retryStrategy: (attempt: number) => Math.min(attempt * 200, 2000),
+    ...(options.password === undefined ? {} : { password: options.password }),
+  };
+  const client = new Redis(options.url, settings);
+  // A subscribed connection can run no other command, so the view is fed by a second one; it
+  // queues its SUBSCRIBE until connected.
+  const subscriber = new Redis(options.url, {
+    ...settings,
+    enableOfflineQueue: true,
+    commandTimeout: undefined,
+  });
+  const view = createWatermarkView(options.maxEntries, now);
+  let current = false;
+  let closed = false;
+
+  client.on('error', (error: Error) => options.onError?.(error.message));
+  subscriber.on('error', (error: Error) => options.onError?.(error.message));
+  subscriber.on('close', () => {
+    current = false;
+  });
+  subscriber.on('message', (_channel: string, message: string) => {
+    const first = message.indexOf(' ');
+    const second = message.indexOf(' ', first + 1);
+    const ttl = Number(message.slice(0, first));
+    const at = Number(message.slice(first + 1, second));
+    if (Number.isFinite(ttl) && Number.isFinite(at))
+      view.raise(message.slice(second + 1), at, now() + ttl);
+  });
+  subscriber.on('ready', () => void resync());
+
+  async function timed<T>(operation: 'revoke' | 'remember' | 'load', run: () => Promise<T>) {
+    const started = performance.now();
+    try {
+      return await run();
+    } finally {
+      options.onLatency?.(operation, (performance.now() - started) / 1000);
+    }
+  }
+
+  /** Subscribes first, then loads every watermark: nothing published meanwhile is missed. */
+  async function resync(): Promise<void> {
+    try {
+      await subscriber.subscribe(CHANNEL);
+      await timed('load', async () => {
+        let cursor = '0';
+        do {
+          const [next, keys] = await client.scan(
+            cursor,
+            'MATCH',
+            `${WATERMARK_PREFIX}*`,
+            'COUNT',
+            500,
+          );
+          cursor = next;
+          if (keys.length === 0) continue;
+          const batch = client.multi();
+          for (const key of keys) batch.get(key).pttl(key);
+          const answers = (await batch.exec()) ?? [];
+          keys.forEach((key, i) => {
+            const at = Number(answers[2 * i]?.[1]);
+            const ttl = Number(answers[2 * i + 1]?.[1]);
+            if (Number.isFinite(at) && ttl > 0)
+              view.raise(key.slice(WATERMARK_PREFIX.length), at, now() + ttl);
+          });
+        } while (cursor !== '0');
+      });
+      current = subscriber.status === 'ready' && !closed;
+    } catch (error) {
+      options.onError?.(`revocation store reload failed: ${(error as Error).message}`);
+      // The next reconnection retries; a failed reload on a live connection is retried here.
+      if (!closed) setTimeout(() => void resync(), 1000).unref();
+    }
+  }
+
+  function unavailable(error: unknown): RevocationStoreUnavailable {
+    return new RevocationStoreUnavailable(
+      `the revocation store did not answer (${(error as Error).message})`,
+    );
+  }
+
+  return {
+    kind: 'redis',
+    revokedBefore: (key) => view.get(key),
+    get size() {
+      return view.size;
+    },
+    async revoke(key, at, ttlSeconds) {
+      const ttl = Math.max(1, Math.ceil(ttlSeconds * 1000));
+      try {
+        await timed('revoke', () =>
+          client.eval(RAISE, 1, `${WATERMARK_PREFIX}${key}`, String(at), String(ttl), CHANNEL, key),
+        );
+      } catch (error) {
+        throw unavailable(error);
+      }
+      // This replica knows at once, whether or not its subscriber is connected.
+      view.raise(key, at, now() + ttl);
+    },
+    async remember(key) {
+      const ttl = Math.max(1, Math.ceil(options.replayTtl * 1000));
+      try {
+        const answer = await timed('remember', () =>
+          client.set(`${REPLAY_PREFIX}${key}`, '1', 'PX', ttl, 'NX'),
+        );
+        return answer === 'OK';
+      } catch (error) {
+        throw unavailable(error);
+      }
+    },
+    async forget(key) {
+      try {
+        await client.del(`${REPLAY_PREFIX}${key}`);
+      } catch (error) {
+        throw unavailable(error);
+      }
+    },
+    isCurrent: () => current && client.status === 'ready',
+    close() {
+      closed = true;
+      current = false;
+      client.disconnect();
+      subscriber.disconnect();
+      view.clear();
+      return Promise.resolve();
+    },
+  };
+}

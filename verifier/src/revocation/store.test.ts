@@ -1,0 +1,107 @@
+// The in-process revocation store and the per-request check as specifications: the higher
+// watermark wins, a watermark lives until no token it matches can still be valid, a token without
+// `iat` cannot be shown newer, and a full store refuses rather than forgets.
+import { describe, expect, it } from 'vitest';
+import { allow } from '../decision.js';
+import { manualClock } from '../testing/fixtures.js';
+import { createRevocationCheck } from './check.js';
+import { createRevocationApplier } from './revocation.js';
+import { createMemoryRevocationStore } from './store.js';
+import { watermarkKey } from './subjects.js';
+
+const ISS = 'https://idp.test';
+
+function setup(maxEntries = 100) {
+  const clock = manualClock();
+  const store = createMemoryRevocationStore({ maxEntries, replayTtl: 240, now: clock.now });
+  // Tokens of ISS live at most 300 s (maxTokenAge + clockTolerance).
+  const apply = createRevocationApplier(store, new Map([[ISS, 300]]), clock.now);
+  let unchecked = 0;
+  const check = createRevocationCheck(store, () => void unchecked++);
+  const decision = (
+    sub: string,
+    iat: number | undefined,
+    extra: { sid?: string; email?: string } = {},
+  ) => ({
+    ...allow({ sub, client: 'spa-demo', scopes: [], issuer: ISS }, clock.seconds() + 300),
+    session: { iat, sid: extra.sid, email: extra.email },
+  });
+  return { clock, store, apply, check, decision, unchecked: () => unchecked };
+}
+
+describe('revocation watermarks', () => {
+  it('refuse tokens issued before the watermark, not at or after it', async () => {
+    const { clock, apply, check, decision } = setup();
+    const t = clock.seconds();
+    await apply([{ kind: 'sub', iss: ISS, value: 'ann', at: t }]);
+    expect(check(decision('ann', t - 1), 'checked')).toBe('revoked');
+    expect(check(decision('ann', t), 'checked')).toBe('valid');
+    expect(check(decision('bob', t - 1), 'checked')).toBe('valid');
+  });
+
+  it('keep the higher of two watermarks', async () => {
+    const { clock, apply, check, decision } = setup();
+    const t = clock.seconds();
+    await apply([{ kind: 'sub', iss: ISS, value: 'ann', at: t }]);
+    await apply([{ kind: 'sub', iss: ISS, value: 'ann', at: t - 100 }]);
+    expect(check(decision('ann', t - 50), 'checked')).toBe('revoked');
+  });
+
+  it('expire once no token they match can still be valid (watermark + longest lifetime)', async () => {
+    const { clock, store, apply, check, decision } = setup();
+    const t = clock.seconds();
+    await apply([{ kind: 'sub', iss: ISS, value: 'ann', at: t }]);
+    clock.advance(299);
+    expect(check(decision('ann', t - 1), 'checked')).toBe('revoked');
+    clock.advance(2);
+    expect(store.revokedBefore(watermarkKey('sub', ISS, 'ann'))).toBeUndefined();
+  });
+
+  it('are not written for issuers the gate accepts no tokens from, nor when already moot', async () => {
+    const { clock, store, apply } = setup();
+    expect(
+      await apply([
+        { kind: 'sub', iss: 'https://elsewhere.test', value: 'x', at: clock.seconds() },
+      ]),
+    ).toBe(0);
+    expect(await apply([{ kind: 'sub', iss: ISS, value: 'x', at: clock.seconds() - 400 }])).toBe(0);
+    expect(store.size).toBe(0);
+  });
+
+  it('match a session id and a verified e-mail address (case-insensitively)', async () => {
+    const { clock, apply, check, decision } = setup();
+    const t = clock.seconds();
+    await apply([
+      { kind: 'sid', iss: ISS, value: 's-1', at: t },
+      { kind: 'email', iss: '', value: 'cy@example.com', at: t },
+    ]);
+    expect(check(decision('u', t - 1, { sid: 's-1' }), 'checked')).toBe('revoked');
+    expect(check(decision('u', t - 1, { sid: 's-2' }), 'checked')).toBe('valid');
+    expect(check(decision('v', t - 1, { email: 'cy@example.com' }), 'checked')).toBe('revoked');
+  });
+
+  it('refuse a token without iat once its subject has a watermark', async () => {
+    const { clock, apply, check, decision } = setup();
+    await apply([{ kind: 'sub', iss: ISS, value: 'ann', at: clock.seconds() }]);
+    expect(check(decision('ann', undefined), 'checked')).toBe('revoked');
+  });
+
+  it('refuse new watermarks when full of live ones, never forgetting one', async () => {
+    const { clock, apply, check, decision } = setup(2);
+    const t = clock.seconds();
+    await apply([{ kind: 'sub', iss: ISS, value: 'a', at: t }]);
+    await apply([{ kind: 'sub', iss: ISS, value: 'b', at: t }]);
+    await expect(apply([{ kind: 'sub', iss: ISS, value: 'c', at: t }])).rejects.toThrow(/full/);
+    expect(check(decision('a', t - 1), 'checked')).toBe('revoked');
+  });
+});
+
+describe('the jti set', () => {
+  it('answers true once, false for a replay, and forgets on request', async () => {
+    const { store } = setup();
+    expect(await store.remember('bcl\nx')).toBe(true);
+    expect(await store.remember('bcl\nx')).toBe(false);
+    await store.forget('bcl\nx');
+    expect(await store.remember('bcl\nx')).toBe(true);
+  });
+});
