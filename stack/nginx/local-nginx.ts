@@ -1,11 +1,12 @@
 // Runs the rendered templates with the system's nginx from a prefix directory, unprivileged and
 // in the foreground, for the NGINX tests and benchmarks: render, `nginx -t`, start, wait, stop.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { readFile, rm } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { assertWorkersCanReach } from '../worker-access.js';
 import { nginxPaths, renderNginxConfig } from './render.js';
+import { removeMemoryDir, withSecretSets } from './secret-sets-watcher.js';
 import type { NginxEnv } from './variables.js';
 
 export interface LocalNginxStart {
@@ -13,7 +14,10 @@ export interface LocalNginxStart {
   readonly prefix: string;
   /** SG_ values, usually from localNginxEnv(). */
   readonly env: NginxEnv;
-  /** Environment of the nginx process itself (e.g. SECRETS); nothing else is inherited. */
+  /**
+   * More environment for NGINX and its secret-set watcher (e.g. SECRETS) besides the SG_ values;
+   * nothing else is inherited.
+   */
   readonly processEnv?: Readonly<Record<string, string>>;
   readonly nginxBin?: string;
 }
@@ -35,7 +39,7 @@ function argsFor(prefix: string): string[] {
 
 /**
  * Renders, checks with `nginx -t` (its output becomes the error when the check fails) and starts
- * nginx with `daemon off`, resolving once /hello answers.
+ * nginx with `daemon off` under the secret-set watcher, resolving once /hello answers.
  */
 export async function startLocalNginx(options: LocalNginxStart): Promise<LocalNginx> {
   const nginxBin = options.nginxBin ?? 'nginx';
@@ -49,12 +53,17 @@ export async function startLocalNginx(options: LocalNginxStart): Promise<LocalNg
     env: options.env,
   });
   const args = argsFor(options.prefix);
-  const processEnv = { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin', ...options.processEnv };
+  const processEnv = {
+    PATH: process.env.PATH ?? '/usr/sbin:/usr/bin',
+    ...options.env,
+    ...options.processEnv,
+  };
   const check = spawnSync(nginxBin, ['-t', '-q', ...args], { env: processEnv, encoding: 'utf8' });
   if (check.status !== 0) {
     throw new Error(`nginx -t failed for ${options.prefix}:\n${check.stderr}${check.stdout}`);
   }
-  const child = spawn(nginxBin, [...args, '-g', 'daemon off;'], {
+  const [command, commandArgs] = withSecretSets(nginxBin, [...args, '-g', 'daemon off;']);
+  const child = spawn(command, commandArgs, {
     env: processEnv,
     stdio: ['ignore', 'ignore', 'pipe'],
   });
@@ -93,7 +102,7 @@ export async function startLocalNginx(options: LocalNginxStart): Promise<LocalNg
         clearTimeout(timer);
       }
       // The edge cache and the per-set secret files live in memory, outside the prefix.
-      await rm(options.env.SG_MEMORY_DIR, { recursive: true, force: true });
+      removeMemoryDir(options.env.SG_MEMORY_DIR, options.env.SG_RUN_DIR);
     },
   };
 }

@@ -92,6 +92,7 @@ async function startSite(
     spaRoot,
     workerProcesses: 1,
     secretRate: '1000r/s',
+    cloudFrontCookies: 'on',
     ...options,
   });
   const nginx = await startLocalNginx({ prefix, env, processEnv });
@@ -253,14 +254,13 @@ describe('NGINX in front of a verifier that speaks the contract', () => {
   it('turns a CloudFront grant into the CloudFront cookies on the allowed /secret answer', async () => {
     const answer = await get(`${site.url}/secret`, bearer(contractTokens.cloudFront));
     expect(answer.status).toBe(200);
-    const attributes =
-      '; Secure; HttpOnly; SameSite=Lax; Path=/; Domain=example.test; Expires=Tue, 01 Jan 2030 00:00:00 GMT';
     expect(answer.headers.getSetCookie()).toEqual([
-      `CloudFront-Policy=${contractCloudFrontGrant['x-auth-cf-policy']}${attributes}`,
-      `CloudFront-Signature=${contractCloudFrontGrant['x-auth-cf-signature']}${attributes}`,
-      `CloudFront-Key-Pair-Id=${contractCloudFrontGrant['x-auth-cf-key-pair-id']}${attributes}`,
-      `CloudFront-Hash-Algorithm=SHA256${attributes}`,
+      contractCloudFrontGrant['x-auth-cf-policy'],
+      contractCloudFrontGrant['x-auth-cf-signature'],
+      contractCloudFrontGrant['x-auth-cf-key-pair-id'],
+      contractCloudFrontGrant['x-auth-cf-hash-algorithm'],
     ]);
+    expect(JSON.parse(answer.body)).toEqual(devSecrets.clients['spa-demo']);
   });
 
   it.each([
