@@ -1,11 +1,15 @@
-// The secret sets as NGINX serves them: one small JSON file per set, in a generation directory
-// named by the content it came from, and a `current` symlink that is swapped in one step. NGINX
-// serves `current/<set name>.json` with its static handler, so an allowed /secret runs no njs.
+// The secret sets as NGINX serves them: one small JSON file per set, `<set name>/secret`, in a
+// generation directory named by the content it came from, and a `current` symlink swapped in one
+// step. NGINX serves `current/<set name>/secret` for the URI /secret with its static handler (the
+// set name is in `root`, so no try_files lookup either): an allowed /secret runs no njs.
 // Written by the secret-set watcher (nginx/bin/sg-secret-sets) outside NGINX, with the njs CLI in
 // the image or Node locally: this module uses only what both runtimes share.
 import fs from 'fs';
 import crypto from 'crypto';
 import secretStore from './secret-store.js';
+
+/** The set of every client without one of its own. */
+var DEFAULT_SET = 'default';
 
 /** @param {string} text */
 function digest(text) {
@@ -13,7 +17,7 @@ function digest(text) {
 }
 
 /**
- * The file name (without `.json`) of the set of (`issuer`, `clientId`): the verifier answers the
+ * The directory name of the set of (`issuer`, `clientId`): the verifier answers the
  * same name as `X-Auth-Set` (verifier/src/secret-set.ts). A digest, so no client id can name a
  * path, and the issuer is part of it, so equal client ids of two issuers never share a file.
  * @param {string} issuer
@@ -23,7 +27,7 @@ function setName(issuer, clientId) {
   return 'c' + digest(issuer + '\n' + clientId);
 }
 
-/** @param {string} dir */
+/** A directory and everything below it (generations are two levels deep). @param {string} dir */
 function removeTree(dir) {
   var names;
   try {
@@ -32,8 +36,10 @@ function removeTree(dir) {
     return;
   }
   for (var i = 0; i < names.length; i++) {
+    var path = dir + '/' + names[i];
     try {
-      fs.unlinkSync(dir + '/' + names[i]);
+      if (fs.lstatSync(path).isDirectory()) removeTree(path);
+      else fs.unlinkSync(path);
     } catch (e) {
       // already gone
     }
@@ -78,9 +84,10 @@ function writeGeneration(setsDir, target, store) {
   try {
     fs.mkdirSync(tmp, 0o755);
     var write = function (/** @type {string} */ name, /** @type {unknown} */ set) {
-      fs.writeFileSync(tmp + '/' + name + '.json', JSON.stringify(set) + '\n', { mode: 0o644 });
+      fs.mkdirSync(tmp + '/' + name, 0o755);
+      fs.writeFileSync(tmp + '/' + name + '/secret', JSON.stringify(set) + '\n', { mode: 0o644 });
     };
-    write('default', store.default);
+    write(DEFAULT_SET, store.default);
     var issuers = Object.keys(store.issuers);
     for (var i = 0; i < issuers.length; i++) {
       var sets = store.issuers[issuers[i]];
