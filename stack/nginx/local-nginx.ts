@@ -20,6 +20,8 @@ export interface LocalNginxStart {
    */
   readonly processEnv?: Readonly<Record<string, string>>;
   readonly nginxBin?: string;
+  /** Runs on the rendered prefix before `nginx -t` (tests that change the configuration). */
+  readonly edit?: (prefix: string) => Promise<void>;
 }
 
 export interface LocalNginx {
@@ -28,6 +30,8 @@ export interface LocalNginx {
   readonly process: ChildProcess;
   /** The JSON access log lines written so far. */
   accessLog(): Promise<string>;
+  /** What NGINX and the secret-set watcher wrote to stderr so far. */
+  output(): string;
   /** Graceful stop; resolves once the master has exited. */
   stop(): Promise<void>;
 }
@@ -52,6 +56,7 @@ export async function startLocalNginx(options: LocalNginxStart): Promise<LocalNg
     outDir: options.prefix,
     env: options.env,
   });
+  await options.edit?.(options.prefix);
   const args = argsFor(options.prefix);
   const processEnv = {
     PATH: process.env.PATH ?? '/usr/sbin:/usr/bin',
@@ -93,6 +98,7 @@ export async function startLocalNginx(options: LocalNginxStart): Promise<LocalNg
     baseUrl,
     process: child,
     accessLog: () => readFile(path.join(options.env.SG_LOG_DIR, 'access.log'), 'utf8'),
+    output: () => stderr,
     async stop() {
       if (child.exitCode === null && child.signalCode === null) {
         // SIGQUIT: graceful shutdown, workers finish their requests and the master removes its pid.
