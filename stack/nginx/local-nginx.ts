@@ -56,6 +56,16 @@ export async function startLocalNginx(options: LocalNginxStart): Promise<LocalNg
     outDir: options.prefix,
     env: options.env,
   });
+  try {
+    return await startRendered(options, nginxBin);
+  } catch (error) {
+    // The memory directory lives outside the prefix: a start that fails must not leave it.
+    removeMemoryDir(options.env.SG_MEMORY_DIR, options.env.SG_RUN_DIR);
+    throw error;
+  }
+}
+
+async function startRendered(options: LocalNginxStart, nginxBin: string): Promise<LocalNginx> {
   await options.edit?.(options.prefix);
   const args = argsFor(options.prefix);
   const processEnv = {

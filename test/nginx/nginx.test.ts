@@ -502,6 +502,25 @@ describe('the fast path of /secret: static set files, no njs', () => {
   });
 });
 
+describe('the memory directory of a local run', () => {
+  it('is removed again when the start fails after rendering', async () => {
+    const work = await mkdtemp(path.join(tmpdir(), 'sg-failed-start-'));
+    cleanups.push(() => rm(work, { recursive: true, force: true }));
+    const prefix = path.join(work, 'prefix');
+    const env = localNginxEnv({ prefix, listen: `127.0.0.1:${await freePort()}` });
+    const start = startLocalNginx({
+      prefix,
+      env,
+      edit: async () => {
+        expect(existsSync(env.SG_MEMORY_DIR)).toBe(true);
+        throw new Error('broken on purpose');
+      },
+    });
+    await expect(start).rejects.toThrow('broken on purpose');
+    expect(existsSync(env.SG_MEMORY_DIR)).toBe(false);
+  });
+});
+
 describe('secret rotation through the secret-set watcher', () => {
   let verifier: ContractVerifier;
   let site: Site;
