@@ -1,5 +1,6 @@
 // The secret-set watcher's one step (nginx/bin/sg-secret-sets), run by the njs CLI or Node:
-//   secret-sets-cli.js publish SETS_DIR SECRETS_FILE CLIENTS_ISSUER  (SECRETS from the environment)
+//   secret-sets-cli.js publish SETS_DIR SECRETS_FILE CLIENTS_ISSUER [shared]  (SECRETS from the
+//   environment; `shared`: readable by NGINX's workers running as another user)
 //   secret-sets-cli.js withdraw SETS_DIR
 // Prints one line for the watcher to act on: `ok <generation>`, `problem <text>` or
 // `failed <code>`. The text never quotes a value of the secrets source.
@@ -17,6 +18,7 @@ if (command === 'withdraw') {
     secretsFile: args[2] || '',
     clientsIssuer: args[3] || '',
     envText: process.env.SECRETS,
+    shared: args[4] === 'shared',
   });
   if ('generation' in result) console.log('ok ' + result.generation);
   else if ('problem' in result) console.log('problem ' + result.problem);

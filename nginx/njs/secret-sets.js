@@ -61,11 +61,23 @@ function exists(path) {
   }
 }
 
-/** @param {string} setsDir */
-function ensureDir(setsDir) {
+/**
+ * Modes of what is written: the watcher's alone (0700 / 0600) when it runs as NGINX's workers do
+ * (the image, an unprivileged local run); readable by them (0755 / 0644) when it runs as root and
+ * they as `nobody`, inside a memory directory only they can enter (0700, theirs).
+ * @param {boolean} shared
+ */
+function modesFor(shared) {
+  return shared ? { dir: 0o755, file: 0o644 } : { dir: 0o700, file: 0o600 };
+}
+
+/**
+ * @param {string} setsDir
+ * @param {number} mode
+ */
+function ensureDir(setsDir, mode) {
   try {
-    // 0755 inside the memory directory, which alone is closed (0700, owned by the workers' user).
-    fs.mkdirSync(setsDir, 0o755);
+    fs.mkdirSync(setsDir, mode);
   } catch (e) {
     if (!exists(setsDir)) throw e;
   }
@@ -78,14 +90,17 @@ function ensureDir(setsDir) {
  * @param {string} setsDir
  * @param {string} target
  * @param {import('./secret-store.js').SecretStore} store
+ * @param {{ dir: number, file: number }} modes
  */
-function writeGeneration(setsDir, target, store) {
+function writeGeneration(setsDir, target, store, modes) {
   var tmp = setsDir + '/.tmp-' + Math.random().toString(36).slice(2);
   try {
-    fs.mkdirSync(tmp, 0o755);
+    fs.mkdirSync(tmp, modes.dir);
     var write = function (/** @type {string} */ name, /** @type {unknown} */ set) {
-      fs.mkdirSync(tmp + '/' + name, 0o755);
-      fs.writeFileSync(tmp + '/' + name + '/secret', JSON.stringify(set) + '\n', { mode: 0o644 });
+      fs.mkdirSync(tmp + '/' + name, modes.dir);
+      fs.writeFileSync(tmp + '/' + name + '/secret', JSON.stringify(set) + '\n', {
+        mode: modes.file,
+      });
     };
     write(DEFAULT_SET, store.default);
     var issuers = Object.keys(store.issuers);
@@ -162,7 +177,7 @@ function removeOthers(setsDir, keep) {
  * Publishes the sets of the secrets source: `SECRETS` when set and not empty, else the file.
  * `problem`: the source is broken or ambiguous (the caller decides when to withdraw); `failed`:
  * it is fine but could not be written (e.g. ENOSPC), nothing partial is left behind.
- * @param {{ setsDir: string, secretsFile: string, clientsIssuer: string, envText?: string }} options
+ * @param {{ setsDir: string, secretsFile: string, clientsIssuer: string, envText?: string, shared?: boolean }} options
  * @returns {PublishResult}
  */
 function publish(options) {
@@ -182,10 +197,11 @@ function publish(options) {
   if ('problem' in result) return { problem: result.problem };
   var generation =
     'g' + digest((fromEnv ? 'env\n' + envText : 'file\n' + text) + '\n' + options.clientsIssuer);
+  var modes = modesFor(options.shared === true);
   try {
-    ensureDir(options.setsDir);
+    ensureDir(options.setsDir, modes.dir);
     var target = options.setsDir + '/' + generation;
-    if (!exists(target)) writeGeneration(options.setsDir, target, result.store);
+    if (!exists(target)) writeGeneration(options.setsDir, target, result.store, modes);
     switchTo(options.setsDir, generation);
   } catch (e) {
     return { failed: /** @type {{ code?: string }} */ (e).code || 'write error' };

@@ -5,6 +5,7 @@ import {
   readdirSync,
   readlinkSync,
   rmSync,
+  statSync,
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -83,6 +84,17 @@ describe('publish: the secret sets as the files NGINX serves', () => {
       problem: expect.stringContaining('ambiguous'),
     });
     expect(served(ISS_A, 'spa-demo')).toEqual({ k: 'spa' });
+  });
+
+  it("writes the sets for the watcher's own user only, unless NGINX's workers run as another", () => {
+    publishText(JSON.stringify(file));
+    const own = path.join(setsDir, 'current', 'default');
+    expect(statSync(own).mode & 0o777).toBe(0o700);
+    expect(statSync(path.join(own, 'secret')).mode & 0o777).toBe(0o600);
+    const secretsFile = path.join(work, 'secrets.json');
+    writeFileSync(secretsFile, JSON.stringify({ default: { k: 'shared' } }));
+    secretSets.publish({ setsDir, secretsFile, clientsIssuer: ISS_A, shared: true });
+    expect(statSync(path.join(setsDir, 'current', 'default', 'secret')).mode & 0o777).toBe(0o644);
   });
 
   it('withdraws every set, so NGINX answers 503', () => {
