@@ -124,6 +124,15 @@ describe('secret rotation under steady load', () => {
       ),
     );
     const agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY });
+    // The volume replaced the stack's own secrets file: the load starts once generation 0 shows.
+    const started = performance.now();
+    while (
+      (await getSecret(stack.urls.secret, tokens['spa-demo'] as string, agent, '')).generation !== 0
+    ) {
+      if (performance.now() - started > 10_000) throw new Error('generation 0 never served');
+      await sleep(50);
+    }
+    swappedAt[0] = performance.now();
     let running = true;
     const load = Array.from({ length: CONCURRENCY }, async (_, i) => {
       const client = CLIENTS[i % CLIENTS.length] as (typeof CLIENTS)[number];
