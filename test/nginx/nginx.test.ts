@@ -202,6 +202,16 @@ describe('NGINX in front of a verifier that speaks the contract', () => {
     },
   );
 
+  it.each([{}, bearer(contractTokens.spaDemo)])(
+    'keeps the DPoP location of /secret internal: a JSON 404 and no secret (%o)',
+    async (init) => {
+      const answer = await get(`${site.url}/_sg_secret_dpop`, init);
+      expect(answer.status).toBe(404);
+      expect(JSON.parse(answer.body)).toEqual({ error: 'not_found' });
+      expectNoSecret(answer);
+    },
+  );
+
   it('keeps /_verify internal', async () => {
     const answer = await get(`${site.url}/_verify`, bearer(contractTokens.spaDemo));
     expect(answer.status).toBe(404);
