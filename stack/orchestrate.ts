@@ -9,7 +9,11 @@ import { join, resolve } from 'node:path';
 import { createIdpClient } from './idp-client.js';
 import { nginxPaths } from './nginx/render.js';
 import { prepareNginx, type NginxRuntime } from './nginx-runtime.js';
-import { removeMemoryDir, withSecretSets } from './nginx/secret-sets-watcher.js';
+import {
+  OWN_MEMORY_DIR_ENV,
+  removeMemoryDir,
+  withSecretSets,
+} from './nginx/secret-sets-watcher.js';
 import { freePort } from './ports.js';
 import { artefacts, ensureArtefacts, findNginx } from './prerequisites.js';
 import { createServiceProcess, waitForHttp, type ServiceProcess } from './service-process.js';
@@ -116,7 +120,7 @@ export async function orchestrate(options: StackOptions, shape: StackShape): Pro
     overrides: { ...shape.nginxOverrides, ...options.env?.nginx },
     secrets: options.secrets,
   });
-  env.nginx = { ...nginx.env };
+  env.nginx = { ...nginx.env, ...OWN_MEMORY_DIR_ENV };
   if (options.secrets !== undefined) env.nginx.SECRETS = options.secrets;
   shape.secure(nginx, layout);
 

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { assertWorkersCanReach } from '../worker-access.js';
 import { nginxPaths, renderNginxConfig } from './render.js';
-import { removeMemoryDir, withSecretSets } from './secret-sets-watcher.js';
+import { OWN_MEMORY_DIR_ENV, removeMemoryDir, withSecretSets } from './secret-sets-watcher.js';
 import type { NginxEnv } from './variables.js';
 
 export interface LocalNginxStart {
@@ -71,6 +71,7 @@ async function startRendered(options: LocalNginxStart, nginxBin: string): Promis
   const processEnv = {
     PATH: process.env.PATH ?? '/usr/sbin:/usr/bin',
     ...options.env,
+    ...OWN_MEMORY_DIR_ENV,
     ...options.processEnv,
   };
   const check = spawnSync(nginxBin, ['-t', '-q', ...args], { env: processEnv, encoding: 'utf8' });

@@ -8,6 +8,12 @@ import { nginxPaths } from './variables.js';
 /** The watcher script of this repository. */
 export const secretSetsScript = path.join(nginxPaths.templatesDir, '..', 'bin', 'sg-secret-sets');
 
+/**
+ * Environment for the watcher of a local run: the memory directory is the run's own, so the
+ * watcher removes it once NGINX is gone (even when the runner was killed outright).
+ */
+export const OWN_MEMORY_DIR_ENV = Object.freeze({ SECRET_GATE_OWN_MEMORY_DIR: '1' });
+
 /** `sg-secret-sets run NGINX ARGS…`: the same pid as NGINX once it runs. */
 export function withSecretSets(nginxBinary: string, args: readonly string[]): [string, string[]] {
   return [secretSetsScript, ['run', nginxBinary, ...args]];

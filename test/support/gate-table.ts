@@ -52,7 +52,7 @@ export async function call(
 }
 
 /** A denial as the table expects it: the status, JSON, no secret anywhere in it. */
-export function expectDenied(answer: GateAnswer, status: 401 | 403 | 503): void {
+export function expectDenied(answer: GateAnswer, status: 401 | 403 | 404 | 503): void {
   expect({ status: answer.status, leaked: leakedSecrets(answer.body) }).toEqual({
     status,
     leaked: [],
