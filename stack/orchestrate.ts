@@ -9,6 +9,11 @@ import { join, resolve } from 'node:path';
 import { createIdpClient } from './idp-client.js';
 import { nginxPaths } from './nginx/render.js';
 import { prepareNginx, type NginxRuntime } from './nginx-runtime.js';
+import {
+  OWN_MEMORY_DIR_ENV,
+  removeMemoryDir,
+  withSecretSets,
+} from './nginx/secret-sets-watcher.js';
 import { freePort } from './ports.js';
 import { artefacts, ensureArtefacts, findNginx } from './prerequisites.js';
 import { createServiceProcess, waitForHttp, type ServiceProcess } from './service-process.js';
@@ -127,7 +132,7 @@ export async function orchestrate(options: StackOptions, shape: StackShape): Pro
     overrides: { ...shape.nginxOverrides, ...options.env?.nginx },
     secrets: options.secrets,
   });
-  env.nginx = { ...nginx.env };
+  env.nginx = { ...nginx.env, ...OWN_MEMORY_DIR_ENV };
   if (options.secrets !== undefined) env.nginx.SECRETS = options.secrets;
   shape.secure(nginx, layout);
 
@@ -176,7 +181,8 @@ export async function orchestrate(options: StackOptions, shape: StackShape): Pro
     ),
     nginx: service(
       'nginx',
-      shape.command('nginx', nginxBinary.binary, nginx.args),
+      // NGINX under the secret-set watcher, which keeps the /secret sets in step with the file.
+      shape.command('nginx', ...withSecretSets(nginxBinary.binary, nginx.args)),
       nginx.prefix,
       (signal) => waitForHttp(`${gate}/hello`, signal),
     ),
@@ -202,7 +208,7 @@ export async function orchestrate(options: StackOptions, shape: StackShape): Pro
     ...(shape.label ? { label: shape.label } : {}),
     cleanUp: () => {
       // The edge cache and the per-set secret files live outside the prefix, in memory.
-      rmSync(nginx.env.SG_MEMORY_DIR, { recursive: true, force: true });
+      removeMemoryDir(nginx.env.SG_MEMORY_DIR, nginx.env.SG_RUN_DIR);
       if (!ownsDir) return;
       shape.release();
       rmSync(runtimeDir, { recursive: true, force: true });

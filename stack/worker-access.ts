@@ -13,6 +13,13 @@ function nobody(): { uid: number; gid: number } {
   return { uid: Number(uid ?? 65534), gid: Number(gid ?? 65534) };
 }
 
+/** Who NGINX's workers run as: `nobody` when we are root, else ourselves. */
+export function workerOwner(): { uid: number; gid: number } {
+  if (process.getuid?.() !== 0)
+    return { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 };
+  return nobody();
+}
+
 /** Lets NGINX's unprivileged workers read `secretsFile` inside `runtimeDir`. */
 export function letWorkersRead(runtimeDir: string, secretsFile: string): void {
   if (process.getuid?.() !== 0) return;

@@ -3,10 +3,11 @@
 # only the variables matching $NGINX_ENVSUBST_FILTER (NGINX's own $variables stay), then runs the
 # command as PID 1. The checks of nginx/render.ts, in one message: every SG_ name a template uses
 # must be set (empty counts), and no value may hold a quote or a line break. The image ships no
-# secrets: a missing SG_SECRETS_FILE is named here (njs 0.7.9 fails on it without a message).
+# secrets: a missing SG_SECRETS_FILE is named here. NGINX then runs under the secret-set watcher
+# (sg-secret-sets run), which keeps the per-set files of /secret in step with the secrets file.
 # The study's flat SECRETS JSON comes as a file (a Docker or Kubernetes secret at
 # /run/secrets/flat-secrets, or SG_FLAT_SECRETS_FILE), never as a variable `docker inspect` shows;
-# its content is exported as SECRETS to NGINX only (nginx.conf `env SECRETS`, read by njs).
+# its content is exported as SECRETS to the watcher only, which publishes it as the default set.
 set -eu
 
 # An empty file (compose mounts /dev/null when no file is given) means "no flat secrets".
@@ -62,6 +63,10 @@ render() {
 }
 
 case "${1:-}" in
-  nginx | nginx-debug) render ;;
+  nginx | nginx-debug)
+    render
+    # The secret-set watcher publishes the sets before NGINX starts, then lives beside it.
+    exec sg-secret-sets run "$@"
+    ;;
 esac
 exec "$@"

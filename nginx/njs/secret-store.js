@@ -1,5 +1,6 @@
-// Where the secret sets come from and which one a caller gets. Pure functions: the njs handlers in
-// secrets.js and secret-sets.js feed them the secrets file and the SECRETS environment variable.
+// Where the secret sets come from and which one a caller gets. Pure functions: the secret-set
+// watcher (secret-sets.js) feeds them the secrets file and the SECRETS environment variable;
+// selectSecretSet is the rule the published files and NGINX's try_files carry out together.
 //
 // Client ids are unique only within one issuer, so a set belongs to an (issuer, client id) pair:
 // `issuers: { "<iss>": { "<client id>": {...} } }`. The flat `clients` map of one-issuer setups

@@ -1,11 +1,12 @@
 // Runs the rendered templates with the system's nginx from a prefix directory, unprivileged and
 // in the foreground, for the NGINX tests and benchmarks: render, `nginx -t`, start, wait, stop.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { readFile, rm } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { assertWorkersCanReach } from '../worker-access.js';
 import { nginxPaths, renderNginxConfig } from './render.js';
+import { OWN_MEMORY_DIR_ENV, removeMemoryDir, withSecretSets } from './secret-sets-watcher.js';
 import type { NginxEnv } from './variables.js';
 
 export interface LocalNginxStart {
@@ -13,9 +14,14 @@ export interface LocalNginxStart {
   readonly prefix: string;
   /** SG_ values, usually from localNginxEnv(). */
   readonly env: NginxEnv;
-  /** Environment of the nginx process itself (e.g. SECRETS); nothing else is inherited. */
+  /**
+   * More environment for NGINX and its secret-set watcher (e.g. SECRETS) besides the SG_ values;
+   * nothing else is inherited.
+   */
   readonly processEnv?: Readonly<Record<string, string>>;
   readonly nginxBin?: string;
+  /** Runs on the rendered prefix before `nginx -t` (tests that change the configuration). */
+  readonly edit?: (prefix: string) => Promise<void>;
 }
 
 export interface LocalNginx {
@@ -24,6 +30,8 @@ export interface LocalNginx {
   readonly process: ChildProcess;
   /** The JSON access log lines written so far. */
   accessLog(): Promise<string>;
+  /** What NGINX and the secret-set watcher wrote to stderr so far. */
+  output(): string;
   /** Graceful stop; resolves once the master has exited. */
   stop(): Promise<void>;
 }
@@ -35,7 +43,7 @@ function argsFor(prefix: string): string[] {
 
 /**
  * Renders, checks with `nginx -t` (its output becomes the error when the check fails) and starts
- * nginx with `daemon off`, resolving once /hello answers.
+ * nginx with `daemon off` under the secret-set watcher, resolving once /hello answers.
  */
 export async function startLocalNginx(options: LocalNginxStart): Promise<LocalNginx> {
   const nginxBin = options.nginxBin ?? 'nginx';
@@ -48,13 +56,30 @@ export async function startLocalNginx(options: LocalNginxStart): Promise<LocalNg
     outDir: options.prefix,
     env: options.env,
   });
+  try {
+    return await startRendered(options, nginxBin);
+  } catch (error) {
+    // The memory directory lives outside the prefix: a start that fails must not leave it.
+    removeMemoryDir(options.env.SG_MEMORY_DIR, options.env.SG_RUN_DIR);
+    throw error;
+  }
+}
+
+async function startRendered(options: LocalNginxStart, nginxBin: string): Promise<LocalNginx> {
+  await options.edit?.(options.prefix);
   const args = argsFor(options.prefix);
-  const processEnv = { PATH: process.env.PATH ?? '/usr/sbin:/usr/bin', ...options.processEnv };
+  const processEnv = {
+    PATH: process.env.PATH ?? '/usr/sbin:/usr/bin',
+    ...options.env,
+    ...OWN_MEMORY_DIR_ENV,
+    ...options.processEnv,
+  };
   const check = spawnSync(nginxBin, ['-t', '-q', ...args], { env: processEnv, encoding: 'utf8' });
   if (check.status !== 0) {
     throw new Error(`nginx -t failed for ${options.prefix}:\n${check.stderr}${check.stdout}`);
   }
-  const child = spawn(nginxBin, [...args, '-g', 'daemon off;'], {
+  const [command, commandArgs] = withSecretSets(nginxBin, [...args, '-g', 'daemon off;']);
+  const child = spawn(command, commandArgs, {
     env: processEnv,
     stdio: ['ignore', 'ignore', 'pipe'],
   });
@@ -84,6 +109,7 @@ export async function startLocalNginx(options: LocalNginxStart): Promise<LocalNg
     baseUrl,
     process: child,
     accessLog: () => readFile(path.join(options.env.SG_LOG_DIR, 'access.log'), 'utf8'),
+    output: () => stderr,
     async stop() {
       if (child.exitCode === null && child.signalCode === null) {
         // SIGQUIT: graceful shutdown, workers finish their requests and the master removes its pid.
@@ -93,7 +119,7 @@ export async function startLocalNginx(options: LocalNginxStart): Promise<LocalNg
         clearTimeout(timer);
       }
       // The edge cache and the per-set secret files live in memory, outside the prefix.
-      await rm(options.env.SG_MEMORY_DIR, { recursive: true, force: true });
+      removeMemoryDir(options.env.SG_MEMORY_DIR, options.env.SG_RUN_DIR);
     },
   };
 }

@@ -1,8 +1,21 @@
-import { mkdir, mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import {
+  chmod,
+  chown,
+  lstat,
+  mkdir,
+  mkdtemp,
+  readFile,
+  readdir,
+  rm,
+  stat,
+  symlink,
+  writeFile,
+} from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
+  createMemoryDir,
   dockerNginxEnv,
   localNginxEnv,
   nginxPaths,
@@ -11,6 +24,7 @@ import {
   renderNginxConfig,
   substitute,
 } from './render.js';
+import { secretSetsScript } from './secret-sets-watcher.js';
 
 let work: string;
 beforeEach(async () => {
@@ -149,9 +163,16 @@ describe('the project templates', () => {
     return texts.join('\n');
   }
 
-  it('use exactly the SG_ variables the table lists', async () => {
-    const used = referencedNames(await allTemplateText()).sort();
-    expect(used).toEqual(nginxVariables.map((v) => v.name).sort());
+  it('use exactly the SG_ variables the table lists (the secret-set watcher reads some of them)', async () => {
+    const watcher = await readFile(secretSetsScript, 'utf8');
+    const used = new Set([
+      ...referencedNames(await allTemplateText()),
+      ...[...watcher.matchAll(/\$\{?(SG_[A-Z_]+)/g)].map((m) => m[1] as string),
+    ]);
+    // SG_SECRETS_POLL and SG_JS_RUNTIME are the watcher's own knobs, not NGINX settings.
+    used.delete('SG_SECRETS_POLL');
+    used.delete('SG_JS_RUNTIME');
+    expect([...used].sort()).toEqual(nginxVariables.map((v) => v.name).sort());
   });
 
   it('are documented: the NGINX table of docs/configuration.md has a row for every variable', async () => {
@@ -166,10 +187,11 @@ describe('the project templates', () => {
 
   it('render with the local defaults and with the values of the project image', async () => {
     const prefix = path.join(work, 'prefix');
+    const env = localNginxEnv({ prefix, memoryDir: path.join(work, 'memory') });
     const local = await renderNginxConfig({
       templatesDir: nginxPaths.templatesDir,
       outDir: prefix,
-      env: localNginxEnv({ prefix }),
+      env,
     });
     const conf = await readFile(local.confPath, 'utf8');
     expect(conf).toContain('load_module /usr/lib/nginx/modules/ngx_http_js_module.so;');
@@ -179,7 +201,8 @@ describe('the project templates', () => {
     const docker = await renderNginxConfig({
       templatesDir: nginxPaths.templatesDir,
       outDir: path.join(work, 'etc-nginx'),
-      env: dockerNginxEnv(),
+      // The image's own /dev/shm is its alone; here it would be the machine's.
+      env: { ...dockerNginxEnv(), SG_MEMORY_DIR: path.join(work, 'image-shm') },
     });
     const dockerConf = await readFile(docker.confPath, 'utf8');
     expect(dockerConf).toContain('load_module /usr/lib/nginx/modules/ngx_http_js_module.so;');
@@ -192,5 +215,43 @@ describe('the project templates', () => {
   it('derive connect-src from the issuer so the SPA may call its token endpoint', () => {
     const env = localNginxEnv({ prefix: work, oidcIssuer: 'https://idp.example.test/realms/demo' });
     expect(env.SG_CSP_CONNECT_SRC).toBe('https://idp.example.test');
+  });
+});
+
+describe('the memory directory (edge-cache files and secret sets)', () => {
+  it('is created fresh for each local run: a random name nobody can claim ahead of it', () => {
+    const a = localNginxEnv({ prefix: work }).SG_MEMORY_DIR;
+    const b = localNginxEnv({ prefix: work }).SG_MEMORY_DIR;
+    expect(a).not.toBe(b);
+    expect(path.basename(a)).toMatch(/^secret-gate-[0-9a-f]{16}$|^memory$/);
+  });
+
+  it('is created 0700 and accepted again by a second render of the same run', async () => {
+    const dir = path.join(work, 'memory');
+    await createMemoryDir(dir);
+    expect((await lstat(dir)).mode & 0o7777).toBe(0o700);
+    await expect(createMemoryDir(dir)).resolves.toBeUndefined();
+  });
+
+  it('refuses a directory someone else made open to others', async () => {
+    const dir = path.join(work, 'planted');
+    await mkdir(dir);
+    await chmod(dir, 0o1777);
+    await expect(createMemoryDir(dir)).rejects.toThrow(/refusing the memory directory .*mode 1777/);
+    expect((await lstat(dir)).mode & 0o7777).toBe(0o1777);
+  });
+
+  it('refuses a symlink in its place', async () => {
+    const dir = path.join(work, 'link');
+    await mkdir(path.join(work, 'elsewhere'), { mode: 0o700 });
+    await symlink(path.join(work, 'elsewhere'), dir);
+    await expect(createMemoryDir(dir)).rejects.toThrow(/refusing .*a symlink/);
+  });
+
+  it.skipIf(process.getuid?.() !== 0)('refuses a 0700 directory of another user', async () => {
+    const dir = path.join(work, 'theirs');
+    await mkdir(dir, { mode: 0o700 });
+    await chown(dir, 4242, 4242);
+    await expect(createMemoryDir(dir)).rejects.toThrow(/owner uid 4242/);
   });
 });

@@ -1,7 +1,8 @@
 // Renders nginx/templates the way the official nginx image does at start (envsubst with
 // NGINX_ENVSUBST_FILTER=^SG_), into a prefix directory a local `nginx -p` run can use as is.
-import { chmod, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { chmod, chown, lstat, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { workerOwner } from '../worker-access.js';
 
 export { dockerNginxEnv, localNginxEnv, nginxPaths, nginxVariables } from './variables.js';
 export type { LocalNginxOptions, NginxEnv, NginxVariable, NginxVariableName } from './variables.js';
@@ -29,15 +30,15 @@ const REFERENCE = /\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)/g;
 // the configuration's structure rather than fill in a value.
 const UNSAFE_VALUE = /["\r\n\0]/;
 // Directories the rendered configuration writes into; a prefix run needs them to exist.
-const WRITABLE_DIRS = ['SG_RUN_DIR', 'SG_TEMP_DIR', 'SG_LOG_DIR', 'SG_MEMORY_DIR'] as const;
+const WRITABLE_DIRS = ['SG_RUN_DIR', 'SG_TEMP_DIR', 'SG_LOG_DIR'] as const;
 
 /**
  * Renders every `*.template` below `templatesDir` to the same relative path without the suffix
  * under `outDir`, substituting `${SG_*}` / `$SG_*` from `env` and leaving every other `$name`
  * untouched. Throws one TypeError naming every SG_ variable that is referenced but not given
  * (empty counts as given, as with envsubst) and every value that would break the syntax.
- * Also creates the run, temp, log and memory directories named by SG_RUN_DIR, SG_TEMP_DIR,
- * SG_LOG_DIR and SG_MEMORY_DIR.
+ * Also creates the run, temp and log directories named by SG_RUN_DIR, SG_TEMP_DIR and SG_LOG_DIR,
+ * and the memory directory SG_MEMORY_DIR exclusively (createMemoryDir).
  */
 export async function renderNginxConfig(options: RenderOptions): Promise<RenderResult> {
   const env = substitutableEnv(options.env);
@@ -68,11 +69,41 @@ export async function renderNginxConfig(options: RenderOptions): Promise<RenderR
     const dir = env.get(name);
     if (dir) await mkdir(path.resolve(outDir, dir), { recursive: true });
   }
-  // Workers (unprivileged when the master is root) write the per-set secret files here; what they
-  // create inside is theirs alone (0700 / 0600), as in /tmp.
   const memoryDir = env.get('SG_MEMORY_DIR');
-  if (memoryDir) await chmod(path.resolve(outDir, memoryDir), 0o1777);
+  if (memoryDir) await createMemoryDir(path.resolve(outDir, memoryDir));
   return { confPath: path.join(outDir, 'nginx.conf'), files: files.sort() };
+}
+
+/**
+ * The memory directory holds edge-cache files (which begin with the token) and the secret sets:
+ * whoever could write into it could plant an allow or replace a set. So it is created with a
+ * plain `mkdir` (never `-p` over someone else's), mode 0700, owned by the workers' user; one that
+ * exists already is accepted only when it is a real directory of ours or theirs that nobody else
+ * can enter (a render of the same run again), and refused otherwise.
+ */
+export async function createMemoryDir(dir: string): Promise<void> {
+  const owner = workerOwner();
+  await mkdir(path.dirname(dir), { recursive: true });
+  const created = await mkdir(dir, { mode: 0o700 }).then(
+    () => true,
+    (error: NodeJS.ErrnoException) => {
+      if (error.code !== 'EEXIST') throw error;
+      return false;
+    },
+  );
+  if (!created) {
+    const found = await lstat(dir);
+    const ours = found.uid === owner.uid || found.uid === process.getuid?.();
+    if (!found.isDirectory() || !ours || (found.mode & 0o077) !== 0) {
+      throw new TypeError(
+        `refusing the memory directory "${dir}": it exists and is not this run's own ` +
+          `(${found.isSymbolicLink() ? 'a symlink' : found.isDirectory() ? 'a directory' : 'not a directory'}, ` +
+          `owner uid ${found.uid}, mode ${(found.mode & 0o7777).toString(8)}); remove it or choose another SG_MEMORY_DIR`,
+      );
+    }
+  }
+  await chmod(dir, 0o700);
+  if (process.getuid?.() === 0) await chown(dir, owner.uid, owner.gid);
 }
 
 /** Replaces the SG_ references that `env` defines, exactly like `envsubst '${SG_A} ${SG_B}…'`. */

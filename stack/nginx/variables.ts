@@ -1,6 +1,6 @@
 // The SG_ variables the NGINX templates use: one table for the local runner, docker compose and
 // the README, so the three homes of the config cannot drift apart.
-import { createHash } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
@@ -10,7 +10,6 @@ export type NginxVariableName =
   | 'SG_VERIFIER_ADDR'
   | 'SG_SPA_ROOT'
   | 'SG_SECRETS_FILE'
-  | 'SG_SECRETS_READ'
   | 'SG_NJS_DIR'
   | 'SG_MODULES_DIR'
   | 'SG_RUN_DIR'
@@ -27,6 +26,7 @@ export type NginxVariableName =
   | 'SG_CSP_CONNECT_SRC'
   | 'SG_CSP_IMG_SRC'
   | 'SG_CLOUDFRONT_IMAGE_URL'
+  | 'SG_CLOUDFRONT_COOKIES'
   | 'SG_SECRET_RATE'
   | 'SG_SECRET_BURST'
   | 'SG_SECRETS_ISSUER'
@@ -79,13 +79,7 @@ export const nginxVariables: readonly NginxVariable[] = Object.freeze([
     name: 'SG_SECRETS_FILE',
     docker: '/etc/secret-gate/secrets.json',
     description:
-      'Secrets file (`default` + `clients`). Must exist; `SECRETS` replaces its content when set.',
-  },
-  {
-    name: 'SG_SECRETS_READ',
-    docker: 'sets',
-    description:
-      '`sets`: each secret set is a small file written per generation of the secrets file (to `SG_MEMORY_DIR`) and served by NGINX itself; `each-request`: njs reads and parses the secrets file on every allowed `/secret`. Both serve a rotated file at once with no reload. `at-start`: the `js_preload_object` copy, refreshed only by `nginx -s reload`.',
+      'Secrets file (`default`, `clients`, `issuers`). Must exist; `SECRETS` replaces its content when set. Read only by the secret-set watcher (`nginx/bin/sg-secret-sets`), which writes one small file per set to `SG_MEMORY_DIR` for NGINX to serve: a rotated file (replaced, edited in place, a Kubernetes `..data` swap) is served within 2 s, with no reload.',
   },
   {
     name: 'SG_NJS_DIR',
@@ -155,6 +149,12 @@ export const nginxVariables: readonly NginxVariable[] = Object.freeze([
       'A private CloudFront image the SPA shows once the signed cookies are set (`cloudfront.imageUrl` in `/config.json`); empty hides that panel. Add its origin to `SG_CSP_IMG_SRC`.',
   },
   {
+    name: 'SG_CLOUDFRONT_COOKIES',
+    docker: 'off',
+    description:
+      "`on`: the verifier's `X-Auth-CF-*` values (complete `Set-Cookie` lines) are added to the allowed `/secret` answer; `off`: they are not even looked up. Turn it on with a `cloudfront` block in the verifier's policy.",
+  },
+  {
     name: 'SG_SECRET_RATE',
     docker: '5000r/s',
     description:
@@ -187,7 +187,7 @@ export const nginxVariables: readonly NginxVariable[] = Object.freeze([
     name: 'SG_MEMORY_DIR',
     docker: '/dev/shm',
     description:
-      'Memory-backed directory (tmpfs, a `medium: Memory` emptyDir) for the edge cache, whose files hold tokens, and the per-set secret files. Must exist and be writable by the workers.',
+      "Memory-backed directory (tmpfs, a `medium: Memory` emptyDir) for the edge cache, whose files hold tokens, and the per-set secret files. Must be NGINX's alone: the local runner creates a fresh one (`mkdir` 0700, owned by the workers' user) and refuses one it did not create.",
   },
   {
     name: 'SG_SECRETS_ISSUER',
@@ -221,7 +221,6 @@ export interface LocalNginxOptions {
   readonly verifierAddr?: string;
   readonly spaRoot?: string;
   readonly secretsFile?: string;
-  readonly secretsRead?: 'sets' | 'each-request' | 'at-start';
   readonly oidcIssuer?: string;
   readonly oidcClientId?: string;
   readonly oidcScope?: string;
@@ -230,13 +229,15 @@ export interface LocalNginxOptions {
   readonly cspConnectSrc?: string;
   readonly cspImgSrc?: string;
   readonly cloudFrontImageUrl?: string;
+  /** Adds the verifier's CloudFront cookies to /secret (default off). */
+  readonly cloudFrontCookies?: 'on' | 'off';
   readonly secretRate?: string;
   readonly secretBurst?: number;
   readonly verifyRate?: string;
   readonly verifyBurst?: number;
   /** Defaults to the issuer. */
   readonly secretsIssuer?: string;
-  /** Defaults to a directory of its own under /dev/shm (memory-backed), else inside the prefix. */
+  /** Defaults to a fresh name under /dev/shm (memory-backed), else inside the prefix. */
   readonly memoryDir?: string;
   readonly workerProcesses?: number | 'auto';
   readonly modulesDir?: string;
@@ -260,7 +261,6 @@ export function localNginxEnv(options: LocalNginxOptions): NginxEnv {
     SG_VERIFIER_ADDR: options.verifierAddr ?? '127.0.0.1:8090',
     SG_SPA_ROOT: options.spaRoot ?? nginxPaths.spaRoot,
     SG_SECRETS_FILE: options.secretsFile ?? nginxPaths.devSecretsFile,
-    SG_SECRETS_READ: options.secretsRead ?? 'sets',
     SG_NJS_DIR: nginxPaths.njsDir,
     SG_MODULES_DIR: options.modulesDir ?? '/usr/lib/nginx/modules',
     SG_RUN_DIR: path.join(prefix, 'run'),
@@ -277,6 +277,7 @@ export function localNginxEnv(options: LocalNginxOptions): NginxEnv {
     SG_CSP_CONNECT_SRC: options.cspConnectSrc ?? new URL(issuer).origin,
     SG_CSP_IMG_SRC: options.cspImgSrc ?? '',
     SG_CLOUDFRONT_IMAGE_URL: options.cloudFrontImageUrl ?? '',
+    SG_CLOUDFRONT_COOKIES: options.cloudFrontCookies ?? 'off',
     SG_SECRET_RATE: options.secretRate ?? '5000r/s',
     SG_SECRET_BURST: String(options.secretBurst ?? 10000),
     SG_VERIFY_RATE: options.verifyRate ?? '200r/s',
@@ -291,12 +292,13 @@ export function localNginxEnv(options: LocalNginxOptions): NginxEnv {
 }
 
 /**
- * A memory-backed directory of this prefix's own (the edge cache's files hold tokens): under
- * /dev/shm when the machine has it, else inside the prefix. Whoever removes the prefix removes
- * this too (see stack/start-stack.ts).
+ * A memory-backed directory for one run (the edge cache's files hold tokens): a random name under
+ * /dev/shm when the machine has it, else inside the prefix. Nobody else can guess it ahead of the
+ * run, and renderNginxConfig creates it exclusively; whoever stops the run removes it
+ * (stack/orchestrate.ts, local-nginx.ts).
  */
 export function localMemoryDir(prefix: string): string {
-  const own = `secret-gate-${createHash('sha256').update(path.resolve(prefix)).digest('hex').slice(0, 12)}`;
+  const own = `secret-gate-${randomBytes(8).toString('hex')}`;
   return existsSync('/dev/shm')
     ? path.join('/dev/shm', own)
     : path.join(path.resolve(prefix), 'memory');

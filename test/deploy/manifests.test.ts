@@ -23,6 +23,7 @@ import {
   referencedNames,
   renderNginxConfig,
 } from '../../stack/nginx/render.js';
+import { secretSetsScript } from '../../stack/nginx/secret-sets-watcher.js';
 import { findNginx } from '../../stack/prerequisites.js';
 import { PROFILES } from '../../perf/limits.js';
 import { REPO_ROOT } from '../../stack/start-stack.js';
@@ -57,6 +58,9 @@ function templateVariables(): Set<string> {
     }
   };
   walk(nginxPaths.templatesDir);
+  // The secret-set watcher beside NGINX reads the secrets file's settings.
+  for (const m of readFileSync(secretSetsScript, 'utf8').matchAll(/\$\{?(SG_[A-Z_]+)/g))
+    if (m[1] !== 'SG_SECRETS_POLL' && m[1] !== 'SG_JS_RUNTIME') names.add(m[1] as string);
   return names;
 }
 
@@ -222,7 +226,7 @@ describe.each(Object.entries(BUILDS))('the %s', (_, dir) => {
     ]);
   });
 
-  it('sets every SG_ variable the NGINX templates reference, and no other', () => {
+  it('sets every SG_ variable the NGINX templates and the secret-set watcher reference, and no other', () => {
     const set = Object.keys(nginxEnv).filter((name) => name.startsWith('SG_'));
     expect(new Set(set)).toEqual(templateVariables());
     expect(new Set(set)).toEqual(new Set(nginxVariables.map((v) => v.name)));
@@ -357,6 +361,8 @@ describe.each(Object.entries(BUILDS))('the %s', (_, dir) => {
         SG_RUN_DIR: join(scratch, 'run'),
         SG_TEMP_DIR: join(scratch, 'temp'),
         SG_LOG_DIR: join(scratch, 'logs'),
+        // The pod's memory volume; the renderer creates it exclusively (0700).
+        SG_MEMORY_DIR: join(scratch, 'memory'),
       };
       const prefix = join(scratch, 'prefix');
       const { confPath } = await renderNginxConfig({

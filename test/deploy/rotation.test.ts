@@ -1,8 +1,10 @@
-// Secret rotation as Kubernetes does it, under load, against the real stack: the secrets file sits
-// behind the kubelet's `..data` symlink, a rotation swaps that symlink atomically, and keep-alive
-// clients (as browsers are) keep asking for /secret the whole time. No request may fail, none may
-// see a mix of two generations, and every request sent after a swap sees the new generation.
-import { mkdirSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
+// Secret rotation under load, against the real stack: the secrets file sits behind the kubelet's
+// `..data` symlink and is rotated 20 times, in turn the three ways it happens (Kubernetes swaps the
+// `..data` symlink, a deploy replaces the file, an operator edits it in place), while keep-alive
+// clients (as browsers are) keep asking for /secret. No request may fail, none may see a mix of
+// two generations, and every request sent 2 s after a rotation sees the new generation (the
+// secret-set watcher publishes it, NGINX serves it without a reload).
+import { mkdirSync, realpathSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -11,7 +13,11 @@ import { startStack, type Stack } from '../../stack/start-stack.js';
 
 const CLIENTS = ['spa-demo', 'partner-app'] as const;
 const CONCURRENCY = 16;
-const GENERATIONS = 3;
+/** 20 rotations. */
+const GENERATIONS = 21;
+/** How soon a rotation must show (the watcher's poll plus NGINX's open_file_cache_valid). */
+const VISIBLE_WITHIN_MS = 2_000;
+const ROTATION_EVERY_MS = 2_600;
 
 /** Every value carries its generation, so one response can be checked for a mix. */
 function secretsFile(generation: number): string {
@@ -31,22 +37,30 @@ function generationOf(body: Record<string, string>): number {
 
 /**
  * The layout the kubelet gives a Secret volume: `secrets.json -> ..data/secrets.json`,
- * `..data -> ..<version>`. A rotation writes a new version directory and renames a fresh
- * `..data` symlink over the old one — one atomic step.
+ * `..data -> ..<version>`. Rotations, in turn: the kubelet's (a new version directory and a fresh
+ * `..data` symlink renamed over the old one, one atomic step), a replaced file (renamed over the
+ * current one) and an in-place edit (the same file truncated and written again).
  */
 function createSecretVolume(file: string) {
   const dir = dirname(file);
-  const publish = (generation: number) => {
+  const swap = (generation: number) => {
     const version = `..g${generation}`;
     mkdirSync(join(dir, version));
     writeFileSync(join(dir, version, 'secrets.json'), secretsFile(generation), { mode: 0o644 });
     symlinkSync(version, join(dir, '..data_tmp'));
     renameSync(join(dir, '..data_tmp'), join(dir, '..data'));
   };
-  publish(0);
+  const replace = (generation: number) => {
+    const target = realpathSync(file);
+    writeFileSync(`${target}.next`, secretsFile(generation), { mode: 0o644 });
+    renameSync(`${target}.next`, target);
+  };
+  const editInPlace = (generation: number) => writeFileSync(file, secretsFile(generation));
+  swap(0);
   symlinkSync('..data/secrets.json', `${file}.tmp`);
   renameSync(`${file}.tmp`, file);
-  return { rotateTo: publish };
+  const ways = [swap, replace, editInPlace] as const;
+  return { rotateTo: (generation: number) => ways[generation % ways.length]!(generation) };
 }
 
 type Outcome = {
@@ -110,22 +124,31 @@ describe('secret rotation under steady load', () => {
       ),
     );
     const agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY });
+    // The volume replaced the stack's own secrets file: the load starts once generation 0 shows.
+    const started = performance.now();
+    while (
+      (await getSecret(stack.urls.secret, tokens['spa-demo'] as string, agent, '')).generation !== 0
+    ) {
+      if (performance.now() - started > 10_000) throw new Error('generation 0 never served');
+      await sleep(50);
+    }
+    swappedAt[0] = performance.now();
     let running = true;
     const load = Array.from({ length: CONCURRENCY }, async (_, i) => {
       const client = CLIENTS[i % CLIENTS.length] as (typeof CLIENTS)[number];
       while (running)
         outcomes.push(await getSecret(stack.urls.secret, tokens[client] as string, agent, client));
     });
+    await sleep(ROTATION_EVERY_MS);
     for (let generation = 1; generation < GENERATIONS; generation++) {
-      await sleep(1500);
       volume.rotateTo(generation);
       swappedAt.push(performance.now());
+      await sleep(ROTATION_EVERY_MS);
     }
-    await sleep(1500);
     running = false;
     await Promise.all(load);
     agent.destroy();
-  }, 120_000);
+  }, 150_000);
 
   afterAll(async () => {
     await stack?.stop();
@@ -141,17 +164,28 @@ describe('secret rotation under steady load', () => {
     expect(outcomes.filter((o) => o.status === 200 && Number.isNaN(o.generation))).toEqual([]);
   });
 
-  it('serves the old generation before each swap and the new one to every request sent after it', () => {
+  it('serves the old generation before each rotation and the new one to every request sent 2 s after it', () => {
+    expect(swappedAt).toHaveLength(GENERATIONS);
     for (let generation = 1; generation < GENERATIONS; generation++) {
       const swap = swappedAt[generation] as number;
       const before = outcomes.filter(
-        (o) => o.doneAt < swappedAt[generation]! && o.sentAt > swappedAt[generation - 1]!,
+        (o) =>
+          o.doneAt < swappedAt[generation]! &&
+          o.sentAt > swappedAt[generation - 1]! + VISIBLE_WITHIN_MS,
       );
       const after = outcomes.filter(
         (o) =>
-          o.sentAt > swap &&
+          o.sentAt > swap + VISIBLE_WITHIN_MS &&
           (generation + 1 === GENERATIONS || o.doneAt < swappedAt[generation + 1]!),
       );
+      // In between, either generation, never an older one or a newer one.
+      const between = outcomes.filter(
+        (o) => o.sentAt > swap && o.sentAt <= swap + VISIBLE_WITHIN_MS && o.status === 200,
+      );
+      expect(
+        between.filter((o) => o.generation !== generation && o.generation !== generation - 1),
+        `between swap ${generation} and 2 s later`,
+      ).toEqual([]);
       expect(before.length, `requests before swap ${generation}`).toBeGreaterThan(0);
       expect(after.length, `requests after swap ${generation}`).toBeGreaterThan(0);
       expect(new Set(before.map((o) => o.generation)), `before swap ${generation}`).toEqual(

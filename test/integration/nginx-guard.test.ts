@@ -41,8 +41,10 @@ describe('protected locations in the rendered NGINX config', () => {
     for (const location of locations.filter(hasAuthRequest)) {
       if (location.path.startsWith('@')) continue;
       const url = `${stack.urls.gate}${samplePath(location)}`;
-      expectDenied(await call(url), 401);
-      expectDenied(await call(url, 'garbage.token.value'), 401);
+      // An internal location (reached by a rewrite only) is not there for a client at all.
+      const refused = location.body.some((d) => d.name === 'internal') ? 404 : 401;
+      expectDenied(await call(url), refused);
+      expectDenied(await call(url, 'garbage.token.value'), refused);
       checked.push(location.path);
     }
     expect(checked.length).toBeGreaterThan(0);

@@ -2,6 +2,10 @@
 // exactly as docs/architecture.md specifies, decided by fixed bearer tokens instead of JWTs, and
 // remembers the headers it received so tests can prove what NGINX forwards.
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import { secretSetName } from '../../verifier/src/secret-set.js';
+
+/** The issuer the stand-in speaks for (the local default of SG_SECRETS_ISSUER). */
+export const contractIssuer = 'http://127.0.0.1:8081';
 
 /** The fixed tokens and what the stand-in answers for each. */
 export const contractTokens = Object.freeze({
@@ -15,15 +19,25 @@ export const contractTokens = Object.freeze({
   cloudFront: 'allow-cloudfront',
   /** 403 with an insufficient_scope challenge. */
   missingScope: 'forbid-missing-scope',
+  /** 204 as `spa-demo` that NGINX may reuse for 60 s (X-Accel-Expires). */
+  cached: 'allow-cached-spa-demo',
+  /** 204 as `spa-demo` after 300 ms, never to be stored (X-Accel-Expires: 0). */
+  slowUncached: 'allow-slow-uncached',
 });
 
+/** A token this long (or any other starting `allow-long-`) is allowed and may be cached. */
+export function longCachedToken(length: number): string {
+  return `allow-long-${'x'.repeat(length - 'allow-long-'.length)}`;
+}
+
+const CF_ATTRIBUTES =
+  '; Secure; HttpOnly; SameSite=Lax; Path=/; Domain=example.test; Expires=Tue, 01 Jan 2030 00:00:00 GMT';
+/** The verifier's CloudFront grant: complete Set-Cookie values (verifier/src/verify-answer.ts). */
 export const contractCloudFrontGrant = Object.freeze({
-  'x-auth-cf-policy': 'eyJTdGF0ZW1lbnQiOltdfQ__',
-  'x-auth-cf-signature': 'c2lnbmF0dXJl~abc-_',
-  'x-auth-cf-key-pair-id': 'K2JCJMDEHXQW5F',
-  'x-auth-cf-expires': '1893456000',
-  'x-auth-cf-hash-algorithm': 'SHA256',
-  'x-auth-cf-domain': 'example.test',
+  'x-auth-cf-policy': `CloudFront-Policy=eyJTdGF0ZW1lbnQiOltdfQ__${CF_ATTRIBUTES}`,
+  'x-auth-cf-signature': `CloudFront-Signature=c2lnbmF0dXJl~abc-_${CF_ATTRIBUTES}`,
+  'x-auth-cf-key-pair-id': `CloudFront-Key-Pair-Id=K2JCJMDEHXQW5F${CF_ATTRIBUTES}`,
+  'x-auth-cf-hash-algorithm': `CloudFront-Hash-Algorithm=SHA256${CF_ATTRIBUTES}`,
 });
 
 export interface ReceivedRequest {
@@ -49,10 +63,8 @@ export function startContractVerifier(port: number): Promise<ContractVerifier> {
     const token = auth?.startsWith('Bearer ') ? auth.slice('Bearer '.length) : undefined;
     const allow = (client: string, extra: Record<string, string> = {}) => {
       res.writeHead(204, {
-        'X-Auth-Sub': `user-of-${client}`,
         'X-Auth-Client': client,
-        'X-Auth-Scope': 'openid secrets:read',
-        'X-Auth-Issuer': 'http://127.0.0.1:8081',
+        'X-Auth-Set': secretSetName(contractIssuer, client) ?? '',
         ...extra,
       });
       res.end();
@@ -69,6 +81,10 @@ export function startContractVerifier(port: number): Promise<ContractVerifier> {
       allow('someone-else');
     } else if (token === contractTokens.cloudFront) {
       allow('spa-demo', contractCloudFrontGrant);
+    } else if (token === contractTokens.cached || token?.startsWith('allow-long-')) {
+      allow('spa-demo', { 'X-Accel-Expires': '60' });
+    } else if (token === contractTokens.slowUncached) {
+      setTimeout(() => allow('spa-demo', { 'X-Accel-Expires': '0' }), 300);
     } else if (token === contractTokens.missingScope) {
       res.writeHead(403, {
         'X-Auth-Challenge': `${REALM}, error="insufficient_scope", scope="secrets:read"`,

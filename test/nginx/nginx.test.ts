@@ -2,8 +2,9 @@
 // first in front of a stand-in that speaks the verifier contract (so every answer and every header
 // NGINX forwards can be checked), then in front of the real verifier and dev IdP when built.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync } from 'node:fs';
+import { chmod, mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -13,9 +14,11 @@ import { freePort } from '../../stack/ports.js';
 import {
   contractCloudFrontGrant,
   contractTokens,
+  longCachedToken,
   startContractVerifier,
   type ContractVerifier,
 } from './contract-verifier.js';
+import { secretSetsWatcherPid } from '../../stack/nginx/secret-sets-watcher.js';
 import { startLocalNginx, type LocalNginx } from '../../stack/nginx/local-nginx.js';
 import { localNginxEnv, nginxPaths, type LocalNginxOptions } from '../../stack/nginx/render.js';
 
@@ -68,6 +71,7 @@ async function createSpaRoot(dir: string): Promise<string> {
 interface Site {
   nginx: LocalNginx;
   url: string;
+  prefix: string;
 }
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -79,6 +83,7 @@ async function startSite(
   verifierAddr: string,
   options: Partial<LocalNginxOptions> = {},
   processEnv: Record<string, string> = {},
+  edit?: (prefix: string) => Promise<void>,
 ): Promise<Site> {
   const work = await mkdtemp(path.join(tmpdir(), 'sg-nginx-'));
   await chmod(work, 0o755);
@@ -92,14 +97,15 @@ async function startSite(
     spaRoot,
     workerProcesses: 1,
     secretRate: '1000r/s',
+    cloudFrontCookies: 'on',
     ...options,
   });
-  const nginx = await startLocalNginx({ prefix, env, processEnv });
+  const nginx = await startLocalNginx({ prefix, env, processEnv, ...(edit ? { edit } : {}) });
   cleanups.push(async () => {
     await nginx.stop();
     await rm(work, { recursive: true, force: true });
   });
-  return { nginx, url: nginx.baseUrl };
+  return { nginx, url: nginx.baseUrl, prefix };
 }
 
 describe('NGINX in front of a verifier that speaks the contract', () => {
@@ -196,6 +202,16 @@ describe('NGINX in front of a verifier that speaks the contract', () => {
     },
   );
 
+  it.each([{}, bearer(contractTokens.spaDemo)])(
+    'keeps the DPoP location of /secret internal: a JSON 404 and no secret (%o)',
+    async (init) => {
+      const answer = await get(`${site.url}/_sg_secret_dpop`, init);
+      expect(answer.status).toBe(404);
+      expect(JSON.parse(answer.body)).toEqual({ error: 'not_found' });
+      expectNoSecret(answer);
+    },
+  );
+
   it('keeps /_verify internal', async () => {
     const answer = await get(`${site.url}/_verify`, bearer(contractTokens.spaDemo));
     expect(answer.status).toBe(404);
@@ -253,14 +269,13 @@ describe('NGINX in front of a verifier that speaks the contract', () => {
   it('turns a CloudFront grant into the CloudFront cookies on the allowed /secret answer', async () => {
     const answer = await get(`${site.url}/secret`, bearer(contractTokens.cloudFront));
     expect(answer.status).toBe(200);
-    const attributes =
-      '; Secure; HttpOnly; SameSite=Lax; Path=/; Domain=example.test; Expires=Tue, 01 Jan 2030 00:00:00 GMT';
     expect(answer.headers.getSetCookie()).toEqual([
-      `CloudFront-Policy=${contractCloudFrontGrant['x-auth-cf-policy']}${attributes}`,
-      `CloudFront-Signature=${contractCloudFrontGrant['x-auth-cf-signature']}${attributes}`,
-      `CloudFront-Key-Pair-Id=${contractCloudFrontGrant['x-auth-cf-key-pair-id']}${attributes}`,
-      `CloudFront-Hash-Algorithm=SHA256${attributes}`,
+      contractCloudFrontGrant['x-auth-cf-policy'],
+      contractCloudFrontGrant['x-auth-cf-signature'],
+      contractCloudFrontGrant['x-auth-cf-key-pair-id'],
+      contractCloudFrontGrant['x-auth-cf-hash-algorithm'],
     ]);
+    expect(JSON.parse(answer.body)).toEqual(devSecrets.clients['spa-demo']);
   });
 
   it.each([
@@ -415,6 +430,253 @@ describe('NGINX rate limit and SECRETS compatibility', () => {
     expect(denied.body).not.toContain('123123123');
   });
 });
+
+/** Drops the njs module and everything that uses it from a rendered prefix. */
+async function withoutNjs(prefix: string): Promise<void> {
+  const edit = async (rel: string, change: (text: string) => string) => {
+    const file = path.join(prefix, rel);
+    await writeFile(file, change(await readFile(file, 'utf8')));
+  };
+  await edit('nginx.conf', (text) =>
+    text
+      .replace(/^load_module .*ngx_http_js_module\.so;$/m, '')
+      .replace(/^\s*js_\w+ .*;$/gm, '')
+      .replace('include snippets/dpop.conf;', 'map "" $sg_dpop_proof { default ""; }'),
+  );
+  await edit('conf.d/default.conf', (text) =>
+    text.replace('js_content runtime_config.respond;', 'return 404;'),
+  );
+  // The one snippet made of njs, no longer included.
+  await rm(path.join(prefix, 'snippets', 'dpop.conf'));
+  const rendered = readdirSync(prefix, { recursive: true }).map(String);
+  for (const rel of rendered.filter((f) => f.endsWith('.conf'))) {
+    const text = await readFile(path.join(prefix, rel), 'utf8');
+    if (/^\s*(js_|load_module .*js)/m.test(text)) throw new Error(`${rel} still uses njs`);
+  }
+}
+
+describe('the fast path of /secret: static set files, no njs', () => {
+  let verifier: ContractVerifier;
+  let site: Site;
+
+  beforeAll(async () => {
+    const port = await freePort();
+    verifier = await startContractVerifier(port);
+    cleanups.push(() => verifier.close());
+    site = await startSite(`127.0.0.1:${port}`, {}, {}, withoutNjs);
+  });
+
+  it('serves a cached allowed /secret, its own set and the default set with the njs module not even loaded', async () => {
+    const before = verifier.received.length;
+    for (let i = 0; i < 3; i++) {
+      const answer = await get(`${site.url}/secret`, bearer(contractTokens.cached));
+      expect(answer.status).toBe(200);
+      expect(answer.headers.get('cache-control')).toBe('no-store');
+      expect(answer.headers.get('content-type')).toBe('application/json');
+      expect(JSON.parse(answer.body)).toEqual(devSecrets.clients['spa-demo']);
+    }
+    // One verifier call: the other two were edge-cache hits.
+    expect(verifier.received.length).toBe(before + 1);
+    const other = await get(`${site.url}/secret`, bearer(contractTokens.unknownClient));
+    expect(JSON.parse(other.body)).toEqual(devSecrets.default);
+    const cookies = await get(`${site.url}/secret`, bearer(contractTokens.cloudFront));
+    expect(cookies.headers.getSetCookie()).toHaveLength(4);
+    expect((await get(`${site.url}/secret`)).status).toBe(401);
+  });
+
+  it('keeps one edge-cache entry for an Authorization of 3,700 characters, without an [error]', async () => {
+    const token = longCachedToken(3_700 - 'Bearer '.length);
+    const before = verifier.received.length;
+    for (let i = 0; i < 3; i++) {
+      const answer = await get(`${site.url}/secret`, bearer(token));
+      expect(answer.status).toBe(200);
+    }
+    expect(verifier.received.length).toBe(before + 1);
+    const errors = await readFile(path.join(site.prefix, 'logs', 'error.log'), 'utf8').catch(
+      () => '',
+    );
+    expect(errors).not.toMatch(/\[error\]|buffer_size/);
+  });
+
+  it('answers concurrent requests of one token promptly when the answer cannot be stored', async () => {
+    const started = performance.now();
+    const answers = await Promise.all(
+      Array.from({ length: 4 }, () =>
+        get(`${site.url}/secret`, bearer(contractTokens.slowUncached)),
+      ),
+    );
+    const took = performance.now() - started;
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200]);
+    // Each verifier answer takes 300 ms; a waiter gives up on the lock after 50 ms, not 5 s.
+    expect(took).toBeLessThan(1_200);
+  });
+});
+
+describe('the memory directory of a local run', () => {
+  it('is removed again when the start fails after rendering', async () => {
+    const work = await mkdtemp(path.join(tmpdir(), 'sg-failed-start-'));
+    cleanups.push(() => rm(work, { recursive: true, force: true }));
+    const prefix = path.join(work, 'prefix');
+    const env = localNginxEnv({ prefix, listen: `127.0.0.1:${await freePort()}` });
+    const start = startLocalNginx({
+      prefix,
+      env,
+      edit: async () => {
+        expect(existsSync(env.SG_MEMORY_DIR)).toBe(true);
+        throw new Error('broken on purpose');
+      },
+    });
+    await expect(start).rejects.toThrow('broken on purpose');
+    expect(existsSync(env.SG_MEMORY_DIR)).toBe(false);
+  });
+});
+
+describe('secret rotation through the secret-set watcher', () => {
+  let verifier: ContractVerifier;
+  let site: Site;
+  let secretsFile: string;
+
+  const setOf = (generation: number, clients: readonly string[]) =>
+    `${JSON.stringify({
+      default: { key: `default-g${generation}` },
+      clients: Object.fromEntries(clients.map((c) => [c, { key: `${c}-g${generation}` }])),
+    })}\n`;
+  const keyOf = async (token: string) => {
+    const answer = await get(`${site.url}/secret`, bearer(token));
+    return answer.status === 200 ? (JSON.parse(answer.body) as { key: string }).key : answer.status;
+  };
+  /** Polls until `token` gets `expected`, and returns how long that took. */
+  const shows = async (token: string, expected: string | number) => {
+    const started = performance.now();
+    while ((await keyOf(token)) !== expected) {
+      if (performance.now() - started > 5_000) throw new Error(`never saw ${expected}`);
+      await sleep(50);
+    }
+    return performance.now() - started;
+  };
+
+  beforeAll(async () => {
+    const port = await freePort();
+    verifier = await startContractVerifier(port);
+    cleanups.push(() => verifier.close());
+    const dir = await mkdtemp(path.join(tmpdir(), 'sg-rotation-'));
+    await chmod(dir, 0o755);
+    cleanups.push(() => rm(dir, { recursive: true, force: true }));
+    secretsFile = path.join(dir, 'secrets.json');
+    await writeFile(secretsFile, setOf(1, ['spa-demo', 'partner-app']), { mode: 0o644 });
+    site = await startSite(`127.0.0.1:${port}`, { secretsFile });
+  });
+
+  it('serves a replaced file within 2 s, without a reload', async () => {
+    expect(await keyOf(contractTokens.spaDemo)).toBe('spa-demo-g1');
+    const master = site.nginx.process.pid;
+    const workers = nginxWorkers(master);
+    await writeFile(`${secretsFile}.next`, setOf(2, ['spa-demo', 'partner-app']), { mode: 0o644 });
+    await rename(`${secretsFile}.next`, secretsFile);
+    expect(await shows(contractTokens.spaDemo, 'spa-demo-g2')).toBeLessThan(2_000);
+    expect(nginxWorkers(master)).toEqual(workers);
+  });
+
+  it('serves a file edited in place within 2 s, and a removed client gets the default set', async () => {
+    await writeFile(secretsFile, setOf(3, ['spa-demo']));
+    expect(await shows(contractTokens.partnerApp, 'default-g3')).toBeLessThan(2_000);
+    expect(await keyOf(contractTokens.spaDemo)).toBe('spa-demo-g3');
+  });
+
+  it('answers 503 with a log line, never an old set, once the file is broken; recovers when fixed', async () => {
+    await writeFile(secretsFile, '{"clients": ');
+    expect(await shows(contractTokens.spaDemo, 503)).toBeLessThan(3_000);
+    const answer = await get(`${site.url}/secret`, bearer(contractTokens.spaDemo));
+    expect(JSON.parse(answer.body)).toEqual({ error: 'secrets_unavailable' });
+    expect(answer.headers.get('retry-after')).toBe('30');
+    expect(site.nginx.output()).toMatch(
+      /secret sets: secrets file cannot be read as JSON; \/secret answers 503/,
+    );
+    await writeFile(secretsFile, setOf(4, ['spa-demo']));
+    expect(await shows(contractTokens.spaDemo, 'spa-demo-g4')).toBeLessThan(2_000);
+  });
+
+  it('keeps watching after its watcher is killed: the supervisor starts it again', async () => {
+    const runDir = path.join(site.prefix, 'run');
+    const first = secretSetsWatcherPid(runDir);
+    expect(first).toBeDefined();
+    process.kill(first as number, 'SIGKILL');
+    await writeFile(secretsFile, setOf(5, ['spa-demo']));
+    expect(await shows(contractTokens.spaDemo, 'spa-demo-g5')).toBeLessThan(2_000);
+    const second = secretSetsWatcherPid(runDir);
+    expect(second).toBeDefined();
+    expect(second).not.toBe(first);
+    expect(site.nginx.output()).toMatch(/watcher stopped \(status \d+\); restarting it/);
+  });
+});
+
+describe.skipIf(process.getuid?.() !== 0)('a full memory directory', () => {
+  let verifier: ContractVerifier;
+  let site: Site;
+  let secretsFile: string;
+  let memoryDir: string;
+
+  beforeAll(async () => {
+    const port = await freePort();
+    verifier = await startContractVerifier(port);
+    cleanups.push(() => verifier.close());
+    const dir = await mkdtemp(path.join(tmpdir(), 'sg-full-'));
+    await chmod(dir, 0o755);
+    const mount = path.join(dir, 'tmpfs');
+    await mkdir(mount);
+    expect(spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=256k', 'tmpfs', mount]).status).toBe(0);
+    cleanups.push(async () => {
+      spawnSync('umount', [mount]);
+      await rm(dir, { recursive: true, force: true });
+    });
+    memoryDir = path.join(mount, 'memory');
+    secretsFile = path.join(dir, 'secrets.json');
+    await writeFile(secretsFile, `${JSON.stringify({ default: { key: 'small' } })}\n`, {
+      mode: 0o644,
+    });
+    site = await startSite(`127.0.0.1:${port}`, { secretsFile, memoryDir });
+  });
+
+  it('answers 503 when a rotation does not fit, logs it once, leaves nothing partial and never retries per request', async () => {
+    expect(
+      JSON.parse((await get(`${site.url}/secret`, bearer(contractTokens.spaDemo))).body),
+    ).toEqual({ key: 'small' });
+    const big = Object.fromEntries(
+      Array.from({ length: 400 }, (_, i) => [`client-${i}`, { key: 'x'.repeat(1000) }]),
+    );
+    await writeFile(secretsFile, `${JSON.stringify({ default: { key: 'big' }, clients: big })}\n`);
+    const started = performance.now();
+    let status = 200;
+    while (status !== 503 && performance.now() - started < 5_000) {
+      status = (await get(`${site.url}/secret`, bearer(contractTokens.spaDemo))).status;
+      await sleep(50);
+    }
+    expect(status).toBe(503);
+    for (let i = 0; i < 20; i++) await get(`${site.url}/secret`, bearer(contractTokens.spaDemo));
+    const lines = site.nginx.output().match(/cannot write the sets \(ENOSPC\)/g) ?? [];
+    expect(lines).toHaveLength(1);
+    const setsDir = path.join(memoryDir, 'sg-secret-sets');
+    expect(readdirSync(setsDir).filter((name) => name.startsWith('.tmp-'))).toEqual([]);
+    // Once it fits again, it is served.
+    await writeFile(secretsFile, `${JSON.stringify({ default: { key: 'fits' } })}\n`);
+    expect(
+      await (async () => {
+        const until = performance.now() + 3_000;
+        for (;;) {
+          const answer = await get(`${site.url}/secret`, bearer(contractTokens.spaDemo));
+          if (answer.status === 200) return (JSON.parse(answer.body) as { key: string }).key;
+          if (performance.now() > until) return answer.status;
+          await sleep(50);
+        }
+      })(),
+    ).toBe('fits');
+  });
+});
+
+/** The worker pids of an NGINX master (a reload would replace them). */
+function nginxWorkers(master: number | undefined): string {
+  return spawnSync('pgrep', ['-P', String(master)], { encoding: 'utf8' }).stdout.trim();
+}
 
 describe.skipIf(!existsSync(realVerifierMain))(
   'NGINX in front of the real verifier and dev IdP',

@@ -52,7 +52,7 @@ export async function call(
 }
 
 /** A denial as the table expects it: the status, JSON, no secret anywhere in it. */
-export function expectDenied(answer: GateAnswer, status: 401 | 403 | 503): void {
+export function expectDenied(answer: GateAnswer, status: 401 | 403 | 404 | 503): void {
   expect({ status: answer.status, leaked: leakedSecrets(answer.body) }).toEqual({
     status,
     leaked: [],
@@ -261,6 +261,45 @@ export function defineGateTable(target: () => GateTarget): void {
       await load.stop();
       await target().writeSecrets(demoSecrets);
       await target().reloadGate();
+    }
+    const restored = await eventually(async () => servedSet(demoSecrets), 200);
+    expect(JSON.parse(restored.body)).toEqual(demoSecrets.clients['spa-demo']);
+  });
+
+  it('serves 20 rotations of the secrets file without a reload, each within 2 s, with 0 failures under steady load', async () => {
+    const generation = (n: number): SecretsFile => {
+      const mark = (set: Record<string, string>) =>
+        Object.fromEntries(Object.entries(set).map(([name, value]) => [name, `${value}-g${n}`]));
+      return {
+        default: mark(demoSecrets.default),
+        clients: Object.fromEntries(
+          Object.entries(demoSecrets.clients).map(([client, set]) => [client, mark(set)]),
+        ),
+      };
+    };
+    const token = await target().mintToken();
+    const load = startSteadyLoad(target().urls.secret, token);
+    const generations = Array.from({ length: 21 }, (_, n) => generation(n));
+    try {
+      for (let n = 1; n < generations.length; n++) {
+        const next = generations[n]!;
+        await target().writeSecrets(next);
+        const started = performance.now();
+        let served = await servedSet(next);
+        while (served.status !== 200 && performance.now() - started < 3_000) {
+          await new Promise((resolve) => setTimeout(resolve, 50));
+          served = await servedSet(next);
+        }
+        expect(served.status, `generation ${n} served`).toBe(200);
+        expect(performance.now() - started, `generation ${n} within 2 s`).toBeLessThan(2_000);
+      }
+      const outcomes = await load.stop();
+      expect(outcomes.length).toBeGreaterThan(20);
+      const sets = generations.map((g) => g.clients['spa-demo']!);
+      expect(failures(outcomes, demoSecrets.clients['spa-demo']!, ...sets).slice(0, 3)).toEqual([]);
+    } finally {
+      await load.stop();
+      await target().writeSecrets(demoSecrets);
     }
     const restored = await eventually(async () => servedSet(demoSecrets), 200);
     expect(JSON.parse(restored.body)).toEqual(demoSecrets.clients['spa-demo']);

@@ -7,6 +7,7 @@ import { dpopChallengeHeaders } from './dpop/challenge.js';
 import { statusFor } from './errors.js';
 import { headerSafe, scopeHeader } from './identity.js';
 import { createInterner } from './intern.js';
+import { secretSetName } from './secret-set.js';
 
 export const REALM = 'secret-gate';
 
@@ -93,16 +94,22 @@ const ACCEL_EXPIRES: readonly Header[] = Array.from(
   (_, seconds) => ['X-Accel-Expires', String(seconds)] as const,
 );
 
+/**
+ * An allow is short on purpose: NGINX stores it in its edge cache and parses every header again
+ * on each hit. `X-Auth-Set` names the secret set (secret-set.ts), `X-Auth-Client` is for the
+ * access log; both are built once per (issuer, client) and shared by every decision that has it.
+ */
 function allowHeaders(decision: Decision): Header[] {
   const { identity, grants, dpop } = decision;
   const headers: Header[] = [edgeExpires(decision)];
-  if (identity !== undefined) {
-    const scope = scopeHeader(identity.scopes);
+  if (identity !== undefined && identity.client !== '') {
+    const key = `${identity.issuer}\n${identity.client}`;
     headers.push(
-      ['X-Auth-Sub', headerSafe(identity.sub)],
-      sharedPair(`c ${identity.client}`, () => ['X-Auth-Client', headerSafe(identity.client)]),
-      sharedPair(`s ${scope}`, () => ['X-Auth-Scope', scope]),
-      sharedPair(`i ${identity.issuer}`, () => ['X-Auth-Issuer', headerSafe(identity.issuer)]),
+      sharedPair(`c ${key}`, () => ['X-Auth-Client', headerSafe(identity.client)]),
+      sharedPair(`n ${key}`, () => [
+        'X-Auth-Set',
+        secretSetName(identity.issuer, identity.client) as string,
+      ]),
     );
   }
   for (const grant of grants) headers.push(...cloudFrontHeaders(grant));
@@ -110,17 +117,23 @@ function allowHeaders(decision: Decision): Header[] {
   return headers;
 }
 
-/** The `X-Auth-CF-*` headers NGINX turns into the three CloudFront Set-Cookie lines. */
+/**
+ * The CloudFront grant as complete `Set-Cookie` values, one header per cookie, which NGINX adds
+ * to the allowed /secret answer as they are (`add_header Set-Cookie`). Built here, where every
+ * part was produced or checked (CloudFront's base64 alphabet, the configured domain, a path of
+ * URL characters), so NGINX needs no code to assemble or check them.
+ */
 export function cloudFrontHeaders(grant: CloudFrontCookieGrant): Header[] {
+  const attributes =
+    `; Secure; HttpOnly; SameSite=Lax; Path=${grant.path}` +
+    (grant.cookieDomain === undefined ? '' : `; Domain=${grant.cookieDomain}`) +
+    `; Expires=${new Date(grant.expires * 1000).toUTCString()}`;
   return [
-    ['X-Auth-CF-Policy', grant.policy],
-    ['X-Auth-CF-Signature', grant.signature],
-    ['X-Auth-CF-Expires', String(grant.expires)],
-    ['X-Auth-CF-Key-Pair-Id', grant.keyPairId],
-    ['X-Auth-CF-Path', grant.path],
-    ...(grant.sha256 ? [['X-Auth-CF-Hash-Algorithm', 'SHA256'] as const] : []),
-    ...(grant.cookieDomain === undefined
-      ? []
-      : [['X-Auth-CF-Domain', grant.cookieDomain] as const]),
+    ['X-Auth-CF-Policy', `CloudFront-Policy=${grant.policy}${attributes}`],
+    ['X-Auth-CF-Signature', `CloudFront-Signature=${grant.signature}${attributes}`],
+    ['X-Auth-CF-Key-Pair-Id', `CloudFront-Key-Pair-Id=${grant.keyPairId}${attributes}`],
+    ...(grant.sha256
+      ? [['X-Auth-CF-Hash-Algorithm', `CloudFront-Hash-Algorithm=SHA256${attributes}`] as const]
+      : []),
   ];
 }

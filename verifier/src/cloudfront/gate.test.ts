@@ -69,11 +69,20 @@ function loadProblems(value: CloudFrontSettings): string[] {
 /** A token that outlives every cookie in these tests. */
 const FAR = NOW + 86_400;
 
-/** The headers the transport renders for the grant. */
+/** The grant's cookie values and attributes, by the cookie or attribute they become. */
 async function headersOf(config: CloudFrontGateConfig, now: number, tokenExp = now + 86_400) {
   const grant = await createCloudFrontDecorator(config)(now, tokenExp);
   if (grant === undefined) throw new Error('no grant');
-  return Object.fromEntries(cloudFrontHeaders(grant));
+  const fields: Record<string, string> = {
+    Policy: grant.policy,
+    Signature: grant.signature,
+    Expires: String(grant.expires),
+    'Key-Pair-Id': grant.keyPairId,
+    Path: grant.path,
+  };
+  if (grant.sha256) fields['Hash-Algorithm'] = 'SHA256';
+  if (grant.cookieDomain !== undefined) fields['Domain'] = grant.cookieDomain;
+  return fields;
 }
 
 function decode(value: string): Buffer {
@@ -164,38 +173,66 @@ describe('the cloudfront section (cloudFrontSettings)', () => {
   });
 });
 
+describe('cloudFrontHeaders', () => {
+  it('renders complete Set-Cookie values, one header per cookie, for NGINX to add as they are', () => {
+    const attributes =
+      '; Secure; HttpOnly; SameSite=Lax; Path=/private/; Domain=example.com; Expires=Tue, 01 Jan 2030 00:00:00 GMT';
+    const grant = {
+      kind: 'cloudfront-cookies',
+      keyPairId: 'K2JCJMDEHXQW5F',
+      policy: 'eyJTdGF0ZW1lbnQiOltdfQ__',
+      signature: 'c2ln~bmF0-dXJl_',
+      expires: 1_893_456_000,
+      sha256: true,
+      cookieDomain: 'example.com',
+      path: '/private/',
+    } as const;
+    expect(cloudFrontHeaders(grant)).toEqual([
+      ['X-Auth-CF-Policy', `CloudFront-Policy=eyJTdGF0ZW1lbnQiOltdfQ__${attributes}`],
+      ['X-Auth-CF-Signature', `CloudFront-Signature=c2ln~bmF0-dXJl_${attributes}`],
+      ['X-Auth-CF-Key-Pair-Id', `CloudFront-Key-Pair-Id=K2JCJMDEHXQW5F${attributes}`],
+      ['X-Auth-CF-Hash-Algorithm', `CloudFront-Hash-Algorithm=SHA256${attributes}`],
+    ]);
+    const hostOnly = cloudFrontHeaders({ ...grant, sha256: false, cookieDomain: undefined });
+    expect(hostOnly.map(([name]) => name)).toEqual([
+      'X-Auth-CF-Policy',
+      'X-Auth-CF-Signature',
+      'X-Auth-CF-Key-Pair-Id',
+    ]);
+    expect(hostOnly[0]?.[1]).not.toContain('Domain=');
+  });
+});
+
 describe('createCloudFrontDecorator', () => {
   it('answers the architecture headers, signed over the policy they carry', async () => {
     const headers = await headersOf(loadOk(valid), NOW);
     expect(Object.keys(headers).sort()).toEqual([
-      'X-Auth-CF-Domain',
-      'X-Auth-CF-Expires',
-      'X-Auth-CF-Key-Pair-Id',
-      'X-Auth-CF-Path',
-      'X-Auth-CF-Policy',
-      'X-Auth-CF-Signature',
+      'Domain',
+      'Expires',
+      'Key-Pair-Id',
+      'Path',
+      'Policy',
+      'Signature',
     ]);
-    expect(headers['X-Auth-CF-Key-Pair-Id']).toBe('K2JCJMDEHXQW5F');
-    expect(headers['X-Auth-CF-Domain']).toBe('example.com');
-    expect(headers['X-Auth-CF-Path']).toBe('/private/');
-    const policy = decode(headers['X-Auth-CF-Policy'] ?? '');
+    expect(headers['Key-Pair-Id']).toBe('K2JCJMDEHXQW5F');
+    expect(headers['Domain']).toBe('example.com');
+    expect(headers['Path']).toBe('/private/');
+    const policy = decode(headers['Policy'] ?? '');
     expect(JSON.parse(policy.toString())).toEqual({
       Statement: [
         {
           Resource: 'https://cdn.example.com/private/*',
-          Condition: { DateLessThan: { 'AWS:EpochTime': Number(headers['X-Auth-CF-Expires']) } },
+          Condition: { DateLessThan: { 'AWS:EpochTime': Number(headers['Expires']) } },
         },
       ],
     });
     const publicKey = createPublicKey(readFileSync(rsaFile, 'utf8'));
-    expect(verify('sha1', policy, publicKey, decode(headers['X-Auth-CF-Signature'] ?? ''))).toBe(
-      true,
-    );
+    expect(verify('sha1', policy, publicKey, decode(headers['Signature'] ?? ''))).toBe(true);
   });
 
   it('expires at most ttlSeconds from now, rounded down to a bucket of a quarter of the TTL', async () => {
     const headers = await headersOf(loadOk(valid), NOW);
-    const expires = Number(headers['X-Auth-CF-Expires']);
+    const expires = Number(headers['Expires']);
     expect(expires).toBeLessThanOrEqual(NOW + 600);
     expect(expires).toBeGreaterThan(NOW + 600 - 150);
     expect(expires % 150).toBe(0);
@@ -208,8 +245,8 @@ describe('createCloudFrontDecorator', () => {
     ['a token with a fractional exp: rounded down', NOW + 20.9, NOW + 20],
   ])('never expires after the token that earned it (%s)', async (_case, tokenExp, expected) => {
     const headers = await headersOf(loadOk(valid), NOW, tokenExp);
-    expect(Number(headers['X-Auth-CF-Expires'])).toBe(expected);
-    const policy = JSON.parse(decode(headers['X-Auth-CF-Policy'] ?? '').toString()) as {
+    expect(Number(headers['Expires'])).toBe(expected);
+    const policy = JSON.parse(decode(headers['Policy'] ?? '').toString()) as {
       Statement: [{ Condition: { DateLessThan: { 'AWS:EpochTime': number } } }];
     };
     expect(policy.Statement[0].Condition.DateLessThan['AWS:EpochTime']).toBe(expected);
@@ -228,7 +265,7 @@ describe('createCloudFrontDecorator', () => {
     ['https://cdn.example.com/a;b/c/*', '/'],
   ])('derives the cookie Path from the resource %s → %s', async (resource, path) => {
     const headers = await headersOf(loadOk({ ...valid, resource, cookieDomain: undefined }), NOW);
-    expect(headers['X-Auth-CF-Path']).toBe(path);
+    expect(headers['Path']).toBe(path);
   });
 
   it('hands every user whose token outlives the window the same cookies, and new ones in the next', async () => {
@@ -245,8 +282,8 @@ describe('createCloudFrontDecorator', () => {
     const { cookieDomain: _d, ...rest } = valid;
     const config = loadOk({ ...rest, privateKeyFile: ecFile, algorithm: 'ECDSA-SHA256' });
     const headers = await headersOf(config, NOW);
-    expect(headers['X-Auth-CF-Hash-Algorithm']).toBe('SHA256');
-    expect('X-Auth-CF-Domain' in headers).toBe(false);
+    expect(headers['Hash-Algorithm']).toBe('SHA256');
+    expect('Domain' in headers).toBe(false);
   });
 
   it('never signs with a key that does not fit its algorithm', async () => {
