@@ -1,8 +1,9 @@
 // Reads the configuration once, at start, into a frozen VerifierConfig: the environment becomes a
 // document (config-env.ts), the one schema (config-model.ts) checks it section by section, the
 // rules between settings run on what validated, then the files it names are read through the one
-// reader. An issuer's preset row (presets.ts) is laid under the issuer before its schema reads it. Every problem is collected and reported in one ConfigError, named as the operator wrote
-// it (`VERIFIER_LISTEN`, `config.issuers[0].audience`).
+// reader. An issuer's preset row (presets.ts) is laid under the issuer before its schema reads
+// it. Every problem is collected and reported in one ConfigError, named as the operator wrote it
+// (`VERIFIER_LISTEN`, `config.issuers[0].audience`).
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { CONFIG_FILE_VARIABLE, documentFromEnv, issuerSections } from './config-env.js';
