@@ -38,9 +38,12 @@ describe('a cached decision after the key set lost its trust', () => {
         expect(answer.status, label).toBe(401);
         expect(gate.canaries.values.some((value) => answer.body.includes(value))).toBe(false);
       }
-      // The verifier says why, for both.
-      const verifierLog = gate.readLogs().find((log) => log.name === 'verifier')?.text ?? '';
-      expect(verifierLog.match(/"reason":"keys_unavailable"/g)?.length).toBeGreaterThanOrEqual(2);
+      // The verifier says why, for both (its log lines are written asynchronously).
+      const keysUnavailable = () =>
+        (gate.readLogs().find((log) => log.name === 'verifier')?.text ?? '').match(
+          /"reason":"keys_unavailable"/g,
+        )?.length ?? 0;
+      await expect.poll(keysUnavailable, { timeout: 2_000 }).toBeGreaterThanOrEqual(2);
     } finally {
       await gate.stack.startService('idp');
     }

@@ -135,9 +135,10 @@ describe('docker-compose.yaml mirrors the local runner', () => {
     const target = verifier.environment?.VERIFIER_CONFIG ?? '';
     const mount = verifier.volumes?.find((volume) => volume.split(':')[1] === target);
     expect(mount).toBeDefined();
-    const file = JSON.parse(
+    // `$schema` is for editors (verifier/config.schema.json); the verifier ignores it.
+    const { $schema: _schema, ...file } = JSON.parse(
       readFileSync(join(REPO_ROOT, (mount ?? '').split(':')[0] ?? ''), 'utf8'),
-    ) as object;
+    ) as Record<string, unknown>;
     expect(file).toEqual(
       verifierConfig({
         issuer: 'http://localhost:8081',
@@ -209,12 +210,16 @@ describe('docker-compose.yaml mirrors the local runner', () => {
 });
 
 describe('the NGINX image entrypoint', () => {
-  /** Runs nginx/docker/entrypoint.sh with a stand-in `nginx` that prints the SECRETS it was given. */
+  /**
+   * Runs nginx/docker/entrypoint.sh with a stand-in for the secret-set watcher (which publishes
+   * SECRETS as the default set and then runs NGINX) that prints the SECRETS it was given.
+   */
   function entrypoint(flat: string | undefined, extra: Record<string, string> = {}) {
     const work = mkdtempSync(join(tmpdir(), 'sg-entrypoint-'));
     try {
-      writeFileSync(join(work, 'nginx'), '#!/bin/sh\nprintf "SECRETS=[%s]" "${SECRETS:-}"\n');
-      chmodSync(join(work, 'nginx'), 0o755);
+      const watcher = join(work, 'sg-secret-sets');
+      writeFileSync(watcher, '#!/bin/sh\nprintf "SECRETS=[%s]" "${SECRETS:-}"\n');
+      chmodSync(watcher, 0o755);
       const flatFile = join(work, 'flat-secrets');
       if (flat !== undefined) writeFileSync(flatFile, flat);
       const run = spawnSync('sh', [join(REPO_ROOT, 'nginx/docker/entrypoint.sh'), 'nginx'], {
@@ -238,7 +243,7 @@ describe('the NGINX image entrypoint', () => {
     }
   }
 
-  it('hands the mounted flat secrets file to NGINX as SECRETS', () => {
+  it('hands the mounted flat secrets file to the set watcher as SECRETS', () => {
     const run = entrypoint('{"x-api-key":"from-the-file"}\n');
     expect(run.stderr).toBe('');
     expect(run.stdout).toBe('SECRETS=[{"x-api-key":"from-the-file"}]');
@@ -247,7 +252,7 @@ describe('the NGINX image entrypoint', () => {
   it.each([
     ['no file', undefined],
     ['an empty file (compose mounts /dev/null)', ''],
-  ])('with %s, gives NGINX no SECRETS (the secrets file is served)', (_title, flat) => {
+  ])('with %s, gives the set watcher no SECRETS (the secrets file is served)', (_title, flat) => {
     expect(entrypoint(flat).stdout).toBe('SECRETS=[]');
   });
 
