@@ -4,10 +4,7 @@
 export const ROW_NAMES = {
   ceiling: 'nginx return 200 (/hello, ceiling)',
   cached: '/secret, one cached token',
-  cachedAtStart: '/secret, one cached token, secrets read at start',
   cachedNoEdge: '/secret, one cached token, edge cache off',
-  cachedNjsRead: '/secret, one cached token, njs reads the file per request',
-  cachedNjsReadNoEdge: '/secret, one cached token, njs read, edge cache off',
   cachedDpop: '/secret, one cached DPoP token, a fresh proof each',
   distinct: '/secret, all-distinct tokens',
   studyNjs: 'study-njs /secret',
