@@ -5,7 +5,7 @@
 // process does not drop privileges, and under root would leave cache files the unprivileged
 // worker cannot read). The CloudFront row runs on a second stack whose NGINX is rendered with
 // SG_CLOUDFRONT_COOKIES=on.
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SECRET_POLICY } from '../stack/service-env.js';
 import { findNginx } from '../stack/prerequisites.js';
@@ -185,8 +185,12 @@ async function countOnOneStack(
 ): Promise<CountRow[]> {
   const log = options.log ?? (() => {});
   const nginx = await findNginx();
+  // A directory per stack: callgrind numbers its dumps from 1 in each process, so the second
+  // stack's would overwrite the first's (kept with SG_BENCH_KEEP for callgrind_annotate).
+  const dir = join(options.dir, cloudFront ? 'cloudfront' : 'default');
+  mkdirSync(dir, { recursive: true });
   const stack = await startStack({
-    runtimeDir: join(options.dir, cloudFront ? 'stack-cloudfront' : 'stack'),
+    runtimeDir: join(dir, 'stack'),
     env: {
       nginx: {
         ...LOAD_TEST_NGINX_ENV,
@@ -207,7 +211,7 @@ async function countOnOneStack(
     );
     if (workers.length !== 1) throw new Error(`expected one NGINX worker, found ${workers.length}`);
     for (const [index, plan] of plans.entries()) {
-      const summary = join(options.dir, `strace-${cloudFront ? 'cf-' : ''}${index}.txt`);
+      const summary = join(dir, `strace-${index}.txt`);
       await onOneConnection(stack, plan, options, async (send) => {
         syscalls.set(plan.name, await countSyscalls(workers[0]!, summary, send));
       });
@@ -219,7 +223,7 @@ async function countOnOneStack(
       prefix: stack.files.nginxPrefix,
       confFile: stack.files.nginxConf,
       env: stack.env.nginx,
-      outDir: options.dir,
+      outDir: dir,
       readyUrl: stack.urls.hello,
     });
     try {
