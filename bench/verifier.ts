@@ -1,6 +1,6 @@
 // Verifier throughput, in one run so the ratios are comparable on a noisy machine:
 //   ceiling    bare uWS handler answering 204
-//   same I/O   uWS reading the headers /verify reads and writing the 4 headers of an allow (no
+//   same I/O   uWS reading the headers /verify reads and writing the 3 headers of an allow (no
 //              logic): splits the cached row's cost into transport work and ours
 //   cached     /verify with one token (decision cache hit)
 //   distinct   /verify with all-distinct RS256 tokens (full verification each time)
@@ -12,7 +12,8 @@
 // Last, peak RSS of a verifier holding 100,000 distinct cached decisions (ES256 tokens, because
 // minting 100k RS256 tokens would dominate the run; the cache entry does not depend on `alg`),
 // with Node's default heap sizing and with the lean V8 limits the README recommends.
-// BENCH_ROWS=throughput or BENCH_ROWS=rss runs one part only.
+// BENCH_ROWS=throughput, BENCH_ROWS=rss or BENCH_ROWS=revocation (the ceiling, the cached row and
+// the revocation-on row only) runs one part.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync, randomUUID, sign, type KeyObject } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -23,6 +24,7 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { freePort } from '../stack/ports.js';
 import { VERIFIER_NODE_FLAGS } from '../stack/service-env.js';
+import { secretSetName } from '../verifier/src/secret-set.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const ISSUER = 'https://bench.issuer.test';
@@ -274,15 +276,22 @@ uws.App().any('/*', (res) => { res.writeStatus('204 No Content').endWithoutBody(
   .listen('127.0.0.1', Number(process.env.PORT), (ok) => { if (!ok) process.exit(1); });
 `;
 
-/** The transport work of a cached /verify and nothing else: where the ceiling's gap comes from. */
+/**
+ * The transport work of a cached /verify and nothing else: where the ceiling's gap comes from. It
+ * reads the headers and query the uWS transport reads for a bearer /verify and writes the three
+ * headers of an allow as the verifier sends them (verify-answer.ts): the edge cache lifetime, the
+ * client id and the set name — computed by the verifier's own function, so it cannot drift.
+ */
+const SAME_IO_CLIENT = 'spa-demo';
 const SAME_IO_UWS = `
 const uws = require('uWebSockets.js');
 uws.App().any('/*', (res, req) => {
   const seen = [req.getHeader('authorization'), req.getQuery('policy'),
-    req.getHeader('x-original-uri'), req.getHeader('x-original-method')];
-  res.writeStatus('204 No Content').writeHeader('X-Auth-Sub', 'user-' + seen[0].length)
-    .writeHeader('X-Auth-Client', 'spa-demo').writeHeader('X-Auth-Scope', 'openid secrets:read')
-    .writeHeader('X-Auth-Issuer', '${ISSUER}').endWithoutBody();
+    req.getHeader('x-original-uri'), req.getHeader('x-original-method'), req.getHeader('dpop'),
+    req.getHeader('x-original-origin')];
+  res.writeStatus('204 No Content').writeHeader('X-Accel-Expires', seen[0] ? '5' : '0')
+    .writeHeader('X-Auth-Client', '${SAME_IO_CLIENT}')
+    .writeHeader('X-Auth-Set', '${secretSetName(ISSUER, SAME_IO_CLIENT)}').endWithoutBody();
 }).listen('127.0.0.1', Number(process.env.PORT), (ok) => { if (!ok) process.exit(1); });
 `;
 
@@ -321,6 +330,7 @@ async function main(): Promise<void> {
   ]);
   const report: string[] = [];
   if (rows.has('throughput')) report.push(...(await throughputRows(rsa, jwks.url)));
+  if (rows.has('revocation')) report.push(...(await revocationRows(rsa, jwks.url)));
   if (rows.has('rss')) report.push(...(await rssRows(ec.privateKey, jwks.url)));
   jwks.close();
   console.log(['', ...report].join('\n'));
@@ -363,12 +373,7 @@ async function throughputRows(
   await stop(node.child);
 
   // 4b. revocation on: the cached token checked against the watermarks of other signed-out users
-  const revoking = await startVerifier(jwksUri, { VERIFIER_LOGOUT_AUDIENCES: 'spa-demo' });
-  await signOutOthers(revoking.port, rsa.privateKey, REVOKED_USERS);
-  const revokingUrl = `http://127.0.0.1:${revoking.port}/verify`;
-  wrk(revokingUrl, { token: rsTokens[0]!, seconds: 1 });
-  const revokedCached = wrk(revokingUrl, { token: rsTokens[0]!, pid: revoking.child.pid! });
-  await stop(revoking.child);
+  const revokedCached = await measureRevocationOn(jwksUri, rsa.privateKey, rsTokens[0]!);
 
   // 5. jose's own verify loop, same core
   const tokensFile = join(work, 'jose-tokens.txt');
@@ -393,16 +398,13 @@ async function throughputRows(
   );
   const [joseRate, joseCpu] = loop.stdout.trim().split(' ').map(Number) as [number, number];
 
-  const fmt = (n: number, width = 8) => n.toFixed(0).padStart(width);
-  const us = (n: number) => n.toFixed(1).padStart(7);
-  const x = (a: number, b: number) => (a / b).toFixed(2).padStart(5);
   const lines = [
     'row                               req/s  ratio   server CPU µs/req  ratio by CPU',
     `bare uWS 204 (ceiling)         ${fmt(ceiling.rate)}   1.00   ${us(ceiling.cpuPerRequest)}            1.00`,
-    `uWS, same I/O as /verify       ${fmt(sameIo.rate)}  ${x(sameIo.rate, ceiling.rate)}   ${us(sameIo.cpuPerRequest)}           ${x(ceiling.cpuPerRequest, sameIo.cpuPerRequest)}  of ceiling: reads 3 headers + query, writes 4 headers`,
+    `uWS, same I/O as /verify       ${fmt(sameIo.rate)}  ${x(sameIo.rate, ceiling.rate)}   ${us(sameIo.cpuPerRequest)}           ${x(ceiling.cpuPerRequest, sameIo.cpuPerRequest)}  of ceiling: reads 5 headers + query, writes 3 headers`,
     `/verify cached, uWS            ${fmt(cached.rate)}  ${x(cached.rate, ceiling.rate)}   ${us(cached.cpuPerRequest)}           ${x(ceiling.cpuPerRequest, cached.cpuPerRequest)}  of ceiling (goal >= 0.85); ${x(sameIo.cpuPerRequest, cached.cpuPerRequest)} of same I/O`,
     `/verify cached, node:http      ${fmt(nodeCached.rate)}  ${x(nodeCached.rate, ceiling.rate)}   ${us(nodeCached.cpuPerRequest)}           ${x(ceiling.cpuPerRequest, nodeCached.cpuPerRequest)}  of ceiling; ${x(cached.cpuPerRequest, nodeCached.cpuPerRequest)} of uWS cached`,
-    `/verify cached, revocation on  ${fmt(revokedCached.rate)}  ${x(revokedCached.rate, ceiling.rate)}   ${us(revokedCached.cpuPerRequest)}           ${x(ceiling.cpuPerRequest, revokedCached.cpuPerRequest)}  of ceiling; ${x(cached.cpuPerRequest, revokedCached.cpuPerRequest)} of uWS cached (${REVOKED_USERS} watermarks)`,
+    revocationLine(ceiling, cached, revokedCached),
     `/verify distinct RS256, uWS    ${fmt(distinct.rate)}  ${x(distinct.rate, joseRate)}   ${us(distinct.cpuPerRequest)}           ${x(joseCpu, distinct.cpuPerRequest)}  of jose (goal >= 0.80)`,
     `jose jwtVerify loop            ${fmt(joseRate)}   1.00   ${us(joseCpu)}            1.00`,
   ];
@@ -423,6 +425,82 @@ async function throughputRows(
 
 /** Users signed out (other than the measured token's) before the revocation-on row. */
 const REVOKED_USERS = 1_000;
+
+const fmt = (n: number, width = 8) => n.toFixed(0).padStart(width);
+const us = (n: number) => n.toFixed(1).padStart(7);
+const x = (a: number, b: number) => (a / b).toFixed(2).padStart(5);
+
+function revocationLine(ceiling: WrkResult, cached: WrkResult, revoked: WrkResult): string {
+  return `/verify cached, revocation on  ${fmt(revoked.rate)}  ${x(revoked.rate, ceiling.rate)}   ${us(revoked.cpuPerRequest)}           ${x(ceiling.cpuPerRequest, revoked.cpuPerRequest)}  of ceiling; ${x(cached.cpuPerRequest, revoked.cpuPerRequest)} of uWS cached (${REVOKED_USERS} watermarks)`;
+}
+
+/**
+ * The cached `token` on a verifier with the back-channel logout receiver on, after
+ * REVOKED_USERS other users signed out: the per-request revocation check, cache hits included.
+ * Before it is measured, a token of a signed-out user issued before the logout must get 401, so
+ * the row never times a store that does not act.
+ */
+async function measureRevocationOn(
+  jwksUri: string,
+  privateKey: KeyObject,
+  token: string,
+): Promise<WrkResult> {
+  const revoking = await startVerifier(jwksUri, { VERIFIER_LOGOUT_AUDIENCES: 'spa-demo' });
+  const now = Math.floor(Date.now() / 1000);
+  const before = signRs256(privateKey, {
+    iss: ISSUER,
+    aud: AUDIENCE,
+    sub: 'signed-out-0',
+    azp: 'spa-demo',
+    scope: 'openid secrets:read',
+    iat: now - 60,
+    exp: now + 3600,
+    jti: randomUUID(),
+  });
+  await signOutOthers(revoking.port, privateKey, REVOKED_USERS);
+  const url = `http://127.0.0.1:${revoking.port}/verify`;
+  const refused = await fetch(url, { headers: { authorization: `Bearer ${before}` } });
+  await refused.arrayBuffer();
+  if (refused.status !== 401) {
+    throw new Error(`a signed-out user's older token answered ${refused.status}, expected 401`);
+  }
+  wrk(url, { token, seconds: 1 });
+  const result = wrk(url, { token, pid: revoking.child.pid! });
+  await stop(revoking.child);
+  return result;
+}
+
+/** `BENCH_ROWS=revocation`: the revocation-on row beside the rows it is read against only. */
+async function revocationRows(
+  rsa: { privateKey: KeyObject; publicKey: KeyObject },
+  jwksUri: string,
+): Promise<string[]> {
+  const [token] = await mintMany(rsa.privateKey, 'RS256', 'bench-rsa', 1);
+  const ceiling = await measureInlineUws(BARE_UWS);
+  const uws = await startVerifier(jwksUri);
+  const verifyUrl = `http://127.0.0.1:${uws.port}/verify`;
+  wrk(verifyUrl, { token: token!, seconds: 1 }); // warm-up
+  const cached = wrk(verifyUrl, { token: token!, pid: uws.child.pid! });
+  await stop(uws.child);
+  const revoked = await measureRevocationOn(jwksUri, rsa.privateKey, token!);
+  const lines = [
+    'row                               req/s  ratio   server CPU µs/req  ratio by CPU',
+    `bare uWS 204 (ceiling)         ${fmt(ceiling.rate)}   1.00   ${us(ceiling.cpuPerRequest)}            1.00`,
+    `/verify cached, uWS            ${fmt(cached.rate)}  ${x(cached.rate, ceiling.rate)}   ${us(cached.cpuPerRequest)}           ${x(ceiling.cpuPerRequest, cached.cpuPerRequest)}  of ceiling`,
+    revocationLine(ceiling, cached, revoked),
+  ];
+  for (const [name, result] of Object.entries({ cached, revoked })) {
+    if (result.non2xx > 0) lines.push(`warning: ${name} had ${result.non2xx} non-2xx answers`);
+  }
+  return lines;
+}
+
+/** A compact RS256 JWS of `payload` with the bench issuer's key. */
+function signRs256(privateKey: KeyObject, payload: Record<string, unknown>): string {
+  const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+  const input = `${b64({ alg: 'RS256', kid: 'bench-rsa', typ: 'at+jwt' })}.${b64(payload)}`;
+  return `${input}.${sign('sha256', Buffer.from(input), privateKey).toString('base64url')}`;
+}
 
 /** Back-channel logouts for `count` other users, signed with the bench issuer's key. */
 async function signOutOthers(port: number, privateKey: KeyObject, count: number): Promise<void> {

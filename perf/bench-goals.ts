@@ -1,13 +1,10 @@
-// The benchmark's rows as ratios to the NGINX ceiling, and the goals of the hot-path issue (14) as
-// met / missed.
+// The benchmark's rows as ratios to the NGINX ceiling, and the goals of the hot-path issues (14, 20)
+// as met / missed.
 
 export const ROW_NAMES = {
   ceiling: 'nginx return 200 (/hello, ceiling)',
   cached: '/secret, one cached token',
-  cachedAtStart: '/secret, one cached token, secrets read at start',
   cachedNoEdge: '/secret, one cached token, edge cache off',
-  cachedNjsRead: '/secret, one cached token, njs reads the file per request',
-  cachedNjsReadNoEdge: '/secret, one cached token, njs read, edge cache off',
   cachedDpop: '/secret, one cached DPoP token, a fresh proof each',
   distinct: '/secret, all-distinct tokens',
   studyNjs: 'study-njs /secret',
@@ -40,21 +37,32 @@ export function withRatios(rows: readonly Omit<BenchRow, 'ratio'>[]): BenchRow[]
 }
 
 /**
- * The issue's goals. "Ours" against the baselines is /secret with a cached token — a signed-in
- * user's SPA repeats its token — while all-distinct tokens are judged against the ceiling.
+ * The goals of the hot-path issues (14 and 20). "Ours" against the baselines is /secret with a
+ * cached token — a signed-in user's SPA repeats its token — while all-distinct tokens are judged
+ * against the ceiling, and a cached DPoP request by the verifier's CPU per request (at most).
  */
 export function evaluateBenchGoals(rows: readonly BenchRow[]): BenchGoal[] {
   const rps = (name: string) => rows.find((row) => row.name === name)?.rps ?? NaN;
   const ceiling = rps(ROW_NAMES.ceiling);
   const cached = rps(ROW_NAMES.cached);
   const distinct = rps(ROW_NAMES.distinct);
-  const goals: [string, number, number][] = [
+  const dpopVerifierUs =
+    rows.find((row) => row.name === ROW_NAMES.cachedDpop)?.cpu_us?.verifier ?? NaN;
+  const atLeast: [string, number, number][] = [
     ['/secret cached ≥ 0.4× the ceiling', cached / ceiling, 0.4],
-    ['/secret all-distinct ≥ 0.09× the ceiling', distinct / ceiling, 0.09],
+    ['/secret all-distinct ≥ 0.15× the ceiling', distinct / ceiling, 0.15],
     ['/secret cached ≥ 3× study-njs', cached / rps(ROW_NAMES.studyNjs), 3],
     ['/secret cached ≥ 4× njs-verify', cached / rps(ROW_NAMES.njsVerify), 4],
   ];
-  return goals.map(([goal, value, target]) => ({ goal, value, target, met: value >= target }));
+  return [
+    ...atLeast.map(([goal, value, target]) => ({ goal, value, target, met: value >= target })),
+    {
+      goal: '/secret cached DPoP: verifier ≤ 150 µs CPU per request',
+      value: dpopVerifierUs,
+      target: 150,
+      met: dpopVerifierUs <= 150,
+    },
+  ];
 }
 
 function cpuColumn(row: BenchRow): string {

@@ -3,8 +3,9 @@
 // first, from strace on the stack's own worker; then the stack's NGINX is swapped for the same
 // configuration as one process under callgrind for the instructions (swapped last, since that
 // process does not drop privileges, and under root would leave cache files the unprivileged
-// worker cannot read).
-import { readFileSync, writeFileSync } from 'node:fs';
+// worker cannot read). The CloudFront row runs on a second stack whose NGINX is rendered with
+// SG_CLOUDFRONT_COOKIES=on.
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SECRET_POLICY } from '../stack/service-env.js';
 import { findNginx } from '../stack/prerequisites.js';
@@ -53,7 +54,7 @@ interface Traffic {
 interface RowPlan {
   readonly name: string;
   readonly status: number;
-  /** Runs the row on CloudFront's verifier configuration. */
+  /** Runs the row on CloudFront's configuration: the verifier's section and SG_CLOUDFRONT_COOKIES=on. */
   readonly cloudFront: boolean;
   prepare(stack: Stack, options: CountRunOptions): Promise<Traffic>;
 }
@@ -152,7 +153,6 @@ async function onOneConnection(
   options: CountRunOptions,
   counted: (send: () => Promise<void>) => Promise<void>,
 ): Promise<void> {
-  await useCloudFront(stack, plan.cloudFront);
   const traffic = await plan.prepare(stack, options);
   const client: KeepAliveClient = createKeepAliveClient(stack.urls.gate);
   try {
@@ -163,14 +163,40 @@ async function onOneConnection(
   }
 }
 
-/** Counts every row; the stack is started and stopped here. */
+/**
+ * Counts every row. NGINX looks the CloudFront values up only when its configuration says so
+ * (`SG_CLOUDFRONT_COOKIES=on`, rendered at start), so the rows run on two stacks: the CloudFront
+ * row on one rendered with it on, every other row on the default configuration, as deployed.
+ */
 export async function runNginxCounts(options: CountRunOptions): Promise<CountRow[]> {
+  const counted = new Map<string, CountRow>();
+  for (const cloudFront of [false, true]) {
+    const plans = ROWS.filter((plan) => plan.cloudFront === cloudFront);
+    for (const row of await countOnOneStack(plans, cloudFront, options)) counted.set(row.name, row);
+  }
+  return ROWS.map((plan) => counted.get(plan.name)!);
+}
+
+/** Counts `plans` on a stack of their own; the stack is started and stopped here. */
+async function countOnOneStack(
+  plans: readonly RowPlan[],
+  cloudFront: boolean,
+  options: CountRunOptions,
+): Promise<CountRow[]> {
   const log = options.log ?? (() => {});
   const nginx = await findNginx();
+  // A directory per stack: callgrind numbers its dumps from 1 in each process, so the second
+  // stack's would overwrite the first's (kept with SG_BENCH_KEEP for callgrind_annotate).
+  const dir = join(options.dir, cloudFront ? 'cloudfront' : 'default');
+  mkdirSync(dir, { recursive: true });
   const stack = await startStack({
-    runtimeDir: join(options.dir, 'stack'),
+    runtimeDir: join(dir, 'stack'),
     env: {
-      nginx: { ...LOAD_TEST_NGINX_ENV, SG_WORKER_PROCESSES: '1' },
+      nginx: {
+        ...LOAD_TEST_NGINX_ENV,
+        SG_WORKER_PROCESSES: '1',
+        SG_CLOUDFRONT_COOKIES: cloudFront ? 'on' : 'off',
+      },
       // The DPoP rows' proofs are signed before their row starts.
       verifier: { VERIFIER_DPOP_IAT_WINDOW: '10m', VERIFIER_LOG_LEVEL: 'warn' },
     },
@@ -178,45 +204,47 @@ export async function runNginxCounts(options: CountRunOptions): Promise<CountRow
   const syscalls = new Map<string, Map<string, number>>();
   const instructions = new Map<string, number>();
   try {
+    await useCloudFront(stack, cloudFront);
     // The master's children are its worker and the cache manager and loader.
     const workers = childrenOf(stack.pid('nginx')!).filter((pid) =>
       readFileSync(`/proc/${pid}/cmdline`, 'utf8').startsWith('nginx: worker process'),
     );
     if (workers.length !== 1) throw new Error(`expected one NGINX worker, found ${workers.length}`);
-    // CloudFront rows last in the strace phase and first in the callgrind one: one switch each way.
-    const byCloudFront = [...ROWS].sort((a, b) => Number(a.cloudFront) - Number(b.cloudFront));
-    for (const [index, plan] of byCloudFront.entries()) {
-      const summary = join(options.dir, `strace-${index}.txt`);
+    for (const [index, plan] of plans.entries()) {
+      const summary = join(dir, `strace-${index}.txt`);
       await onOneConnection(stack, plan, options, async (send) => {
         syscalls.set(plan.name, await countSyscalls(workers[0]!, summary, send));
       });
       log(`counted system calls: ${plan.name}`);
     }
     await stack.stopService('nginx');
-    const counted = await startCallgrindNginx({
+    const callgrind = await startCallgrindNginx({
       binary: nginx.binary,
       prefix: stack.files.nginxPrefix,
       confFile: stack.files.nginxConf,
       env: stack.env.nginx,
-      outDir: options.dir,
+      outDir: dir,
       readyUrl: stack.urls.hello,
     });
     try {
-      for (const [index, plan] of [...byCloudFront].reverse().entries()) {
+      for (const [index, plan] of plans.entries()) {
         await onOneConnection(stack, plan, options, async (send) => {
-          await counted.zero();
+          await callgrind.zero();
           await send();
-          instructions.set(plan.name, await counted.dump(`row${index}`));
+          instructions.set(
+            plan.name,
+            await callgrind.dump(`${cloudFront ? 'cf-' : ''}row${index}`),
+          );
         });
         log(`counted instructions: ${plan.name}`);
       }
     } finally {
-      await counted.stop();
+      await callgrind.stop();
     }
   } finally {
     await stack.stop();
   }
-  return ROWS.map((plan) => ({
+  return plans.map((plan) => ({
     name: plan.name,
     requests: options.requests,
     instructions: instructions.get(plan.name)! / options.requests,

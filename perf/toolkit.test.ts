@@ -593,6 +593,7 @@ describe('bench pieces', () => {
       row(ROW_NAMES.ceiling, 60000),
       row(ROW_NAMES.cached, 24000),
       row(ROW_NAMES.distinct, 5000),
+      { ...row(ROW_NAMES.cachedDpop, 3000), cpu_us: { nginx: 100, verifier: 150 } },
       row(ROW_NAMES.studyNjs, 8500),
       row(ROW_NAMES.studyNode, 5000),
       row(ROW_NAMES.njsVerify, 5000),
@@ -600,10 +601,18 @@ describe('bench pieces', () => {
     expect(rows[1]?.ratio).toBe(0.4);
     expect(evaluateBenchGoals(rows).map((g) => [g.goal, g.met])).toEqual([
       ['/secret cached ≥ 0.4× the ceiling', true],
-      ['/secret all-distinct ≥ 0.09× the ceiling', false],
+      ['/secret all-distinct ≥ 0.15× the ceiling', false],
       ['/secret cached ≥ 3× study-njs', false],
       ['/secret cached ≥ 4× njs-verify', true],
+      ['/secret cached DPoP: verifier ≤ 150 µs CPU per request', true],
     ]);
+    const slowProof = withRatios([
+      row(ROW_NAMES.ceiling, 60000),
+      { ...row(ROW_NAMES.cachedDpop, 3000), cpu_us: { verifier: 151 } },
+    ]);
+    expect(evaluateBenchGoals(slowProof).at(-1)?.met).toBe(false);
+    // A run without the DPoP row cannot meet its goal.
+    expect(evaluateBenchGoals(rows.slice(0, 3)).at(-1)?.met).toBe(false);
   });
 });
 

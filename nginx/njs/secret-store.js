@@ -156,8 +156,9 @@ function resolveStore(file, envText, clientsIssuer) {
  * properties count, so an id such as `__proto__` or `constructor` never reaches an inherited
  * object.
  * @param {SecretStore} store
- * @param {string | undefined} issuer the verifier's `X-Auth-Issuer`
- * @param {string | undefined} clientId the verifier's `X-Auth-Client`
+ * @param {string | undefined} issuer the issuer that signed the token (NGINX never sees it: the
+ *   verifier's `X-Auth-Set` is a digest of it and the client id, verifier/src/secret-set.ts)
+ * @param {string | undefined} clientId the client id the verifier read from the token
  * @returns {SecretSet}
  */
 function selectSecretSet(store, issuer, clientId) {
