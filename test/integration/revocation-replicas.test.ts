@@ -19,27 +19,28 @@ let redis: RedisServer;
 let jwks: JwksServer;
 const running: TestService[] = [];
 
-function replica(): TestService {
-  const built = buildService(
-    { VERIFIER_REVOCATION_STORE: redis.url },
-    {
-      file: {
-        issuers: [
-          {
-            issuer: ISSUER,
-            audience: AUDIENCE,
-            jwksUri: jwks.url,
-            algorithms: ['RS256'],
-            logoutAudiences: [SPA_CLIENT],
-          },
-        ],
-        policies: {
-          secret: { issuers: [ISSUER], scopes: ['secrets:read'] },
-          strict: { issuers: [ISSUER], scopes: ['secrets:read'], revocation: 'required' },
-        },
+/** The replicas' configuration: one issuer with back-channel logout, a `required` policy too. */
+function replicaFile(extra: object = {}): object {
+  return {
+    issuers: [
+      {
+        issuer: ISSUER,
+        audience: AUDIENCE,
+        jwksUri: jwks.url,
+        algorithms: ['RS256'],
+        logoutAudiences: [SPA_CLIENT],
       },
+    ],
+    policies: {
+      secret: { issuers: [ISSUER], scopes: ['secrets:read'] },
+      strict: { issuers: [ISSUER], scopes: ['secrets:read'], revocation: 'required' },
     },
-  );
+    ...extra,
+  };
+}
+
+function replica(): TestService {
+  const built = buildService({ VERIFIER_REVOCATION_STORE: redis.url }, { file: replicaFile() });
   running.push(built);
   return built;
 }
@@ -143,20 +144,11 @@ describe('a revocation store that wants a password', () => {
   afterAll(() => guarded.stop());
 
   it("is reached with the replay store's password, and is never current without it", async () => {
-    const file = (password?: object) => ({
-      issuers: [
-        {
-          issuer: ISSUER,
-          audience: AUDIENCE,
-          jwksUri: jwks.url,
-          algorithms: ['RS256'],
-          logoutAudiences: [SPA_CLIENT],
-        },
-      ],
-      policies: { secret: { issuers: [ISSUER], scopes: ['secrets:read'] } },
-      revocation: { store: guarded.url },
-      ...(password === undefined ? {} : { dpop: { replayPassword: password } }),
-    });
+    const file = (password?: object) =>
+      replicaFile({
+        revocation: { store: guarded.url },
+        ...(password === undefined ? {} : { dpop: { replayPassword: password } }),
+      });
     const withPassword = buildService(
       { REDIS_PASSWORD: PASSWORD },
       { file: file({ env: 'REDIS_PASSWORD' }) },
