@@ -225,6 +225,16 @@ export function defineGateTable(target: () => GateTarget): void {
       : { ...answer, status: 0 };
   }
 
+  /**
+   * Waits until `secrets` is served, then for every worker to have revalidated its open_file_cache
+   * entry (1 s each) and for old workers to be gone, so the next row meets one set only.
+   */
+  async function settledOn(secrets: SecretsFile): Promise<void> {
+    const restored = await eventually(async () => servedSet(secrets), 200);
+    expect(JSON.parse(restored.body)).toEqual(secrets.clients['spa-demo']);
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+  }
+
   it('reloads NGINX under steady load without failing a request', async () => {
     const load = startSteadyLoad(target().urls.secret, await target().mintToken());
     await new Promise((resolve) => setTimeout(resolve, 300));
@@ -264,8 +274,7 @@ export function defineGateTable(target: () => GateTarget): void {
       await target().writeSecrets(demoSecrets);
       await target().reloadGate();
     }
-    const restored = await eventually(async () => servedSet(demoSecrets), 200);
-    expect(JSON.parse(restored.body)).toEqual(demoSecrets.clients['spa-demo']);
+    await settledOn(demoSecrets);
   });
 
   it('serves 20 rotations of the secrets file without a reload, each within 2 s, with 0 failures under steady load', async () => {
@@ -303,8 +312,7 @@ export function defineGateTable(target: () => GateTarget): void {
       await load.stop();
       await target().writeSecrets(demoSecrets);
     }
-    const restored = await eventually(async () => servedSet(demoSecrets), 200);
-    expect(JSON.parse(restored.body)).toEqual(demoSecrets.clients['spa-demo']);
+    await settledOn(demoSecrets);
   });
 
   it('answers 503 with Retry-After and no secret while the verifier is down, 200 once it is back', async () => {

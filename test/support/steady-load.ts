@@ -3,6 +3,7 @@
 // Paced (about 100 requests/s in all) to stay inside the suites' per-IP rate limit. As a browser
 // does, a request that meets a keep-alive connection the server has just closed (an NGINX reload
 // retires its old workers' idle connections) is sent once more, and that answer counts.
+import { Agent, get } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 export interface LoadOutcome {
@@ -22,33 +23,53 @@ export interface SteadyLoad {
 const CLIENTS = 2;
 const PAUSE_MS = 20;
 
-async function getOnce(url: string, token: string): Promise<LoadOutcome> {
-  const first = await send(url, token);
-  return typeof first.status === 'string' ? send(url, token) : first;
+/**
+ * Each client keeps one connection of its own, so the retry after a closed keep-alive connection
+ * goes out on a new one (a pool would hand it the next idle connection the old worker is closing).
+ */
+async function getOnce(agent: Agent, url: string, token: string): Promise<LoadOutcome> {
+  const first = await send(agent, url, token);
+  return typeof first.status === 'string' ? send(agent, url, token) : first;
 }
 
-async function send(url: string, token: string): Promise<LoadOutcome> {
+function send(agent: Agent, url: string, token: string): Promise<LoadOutcome> {
   const sentAt = performance.now();
-  try {
-    const response = await fetch(url, {
-      headers: { authorization: `Bearer ${token}` },
-      signal: AbortSignal.timeout(10_000),
-    });
-    return { sentAt, status: response.status, body: await response.text() };
-  } catch (error) {
-    const cause = (error as { cause?: { code?: string } }).cause;
-    return { sentAt, status: cause?.code ?? (error as Error).name, body: '' };
-  }
+  return new Promise((resolve) => {
+    const request = get(
+      url,
+      { agent, headers: { authorization: `Bearer ${token}` }, timeout: 10_000 },
+      (response) => {
+        let body = '';
+        response.setEncoding('utf8');
+        response.on('data', (chunk: string) => (body += chunk));
+        response.on('end', () => resolve({ sentAt, status: response.statusCode ?? 0, body }));
+        response.on('error', (error: NodeJS.ErrnoException) =>
+          resolve({ sentAt, status: error.code ?? error.name, body: '' }),
+        );
+      },
+    );
+    request.on('timeout', () =>
+      request.destroy(Object.assign(new Error('timeout'), { code: 'TIMEOUT' })),
+    );
+    request.on('error', (error: NodeJS.ErrnoException) =>
+      resolve({ sentAt, status: error.code ?? error.name, body: '' }),
+    );
+  });
 }
 
 export function startSteadyLoad(url: string, token: string): SteadyLoad {
   const outcomes: LoadOutcome[] = [];
   let running = true;
-  const loops = Array.from({ length: CLIENTS }, async () => {
+  const agents = Array.from(
+    { length: CLIENTS },
+    () => new Agent({ keepAlive: true, maxSockets: 1 }),
+  );
+  const loops = agents.map(async (agent) => {
     while (running) {
-      outcomes.push(await getOnce(url, token));
+      outcomes.push(await getOnce(agent, url, token));
       await sleep(PAUSE_MS);
     }
+    agent.destroy();
   });
   return {
     outcomes,
