@@ -6,7 +6,7 @@
 import { createPrivateKey, sign } from 'node:crypto';
 import { importJWK, jwtVerify } from 'jose';
 import { createVerifierService } from '../verifier/src/service.js';
-import { loadConfig } from '../verifier/src/config.js';
+import { loadConfig } from '../verifier/src/config/load.js';
 import { createLogger } from '../verifier/src/log.js';
 import {
   AUDIENCE,

@@ -11,7 +11,7 @@ import {
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { secretSetName } from '../../verifier/src/secret-set.js';
+import { secretSetName } from '../../verifier/src/decision/secret-set.js';
 import secretSets from './secret-sets.js';
 import secretStore from './secret-store.js';
 

@@ -157,7 +157,7 @@ function resolveStore(file, envText, clientsIssuer) {
  * object.
  * @param {SecretStore} store
  * @param {string | undefined} issuer the issuer that signed the token (NGINX never sees it: the
- *   verifier's `X-Auth-Set` is a digest of it and the client id, verifier/src/secret-set.ts)
+ *   verifier's `X-Auth-Set` is a digest of it and the client id, verifier/src/decision/secret-set.ts)
  * @param {string | undefined} clientId the client id the verifier read from the token
  * @returns {SecretSet}
  */

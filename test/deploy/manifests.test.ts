@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { OAuth2Server } from 'oauth2-mock-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ENV_DEFAULTS, loadConfig } from '../../verifier/src/config.js';
+import { ENV_DEFAULTS, loadConfig } from '../../verifier/src/config/load.js';
 import {
   nginxPaths,
   nginxVariables,

@@ -7,7 +7,7 @@ import { parse, type ScalarTag } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { dockerNginxEnv } from '../../stack/nginx/render.js';
 import { REPO_ROOT } from '../../stack/start-stack.js';
-import { ENVIRONMENT } from '../../verifier/src/config.js';
+import { ENVIRONMENT } from '../../verifier/src/config/load.js';
 
 interface Service {
   profiles?: string[];

@@ -2,7 +2,7 @@
 // one replica is refused at the other, and an unreachable store fails closed for `required`; a
 // store with a password is reached with the one the configuration names (a variable or a file).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Decision } from '../../verifier/src/decision.js';
+import type { Decision } from '../../verifier/src/decision/decision.js';
 import { signProof, thumbprintOf } from '../../verifier/src/testing/dpop-proof.js';
 import {
   AUDIENCE,

@@ -2,7 +2,7 @@
 // received by one is honoured by the other and by a replica started afterwards; with Redis gone,
 // `required` policies fail closed, `checked` ones serve and count it, and /readyz says so.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Decision } from '../../verifier/src/decision.js';
+import type { Decision } from '../../verifier/src/decision/decision.js';
 import { statusOf } from '../../verifier/src/testing/answer.js';
 import { mintLogoutToken, SPA_CLIENT } from '../../verifier/src/testing/event-tokens.js';
 import {

@@ -2,7 +2,7 @@
 // exactly as docs/architecture.md specifies, decided by fixed bearer tokens instead of JWTs, and
 // remembers the headers it received so tests can prove what NGINX forwards.
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import { secretSetName } from '../../verifier/src/secret-set.js';
+import { secretSetName } from '../../verifier/src/decision/secret-set.js';
 
 /** The issuer the stand-in speaks for (the local default of SG_SECRETS_ISSUER). */
 export const contractIssuer = 'http://127.0.0.1:8081';
@@ -32,7 +32,7 @@ export function longCachedToken(length: number): string {
 
 const CF_ATTRIBUTES =
   '; Secure; HttpOnly; SameSite=Lax; Path=/; Domain=example.test; Expires=Tue, 01 Jan 2030 00:00:00 GMT';
-/** The verifier's CloudFront grant: complete Set-Cookie values (verifier/src/verify-answer.ts). */
+/** The verifier's CloudFront grant: complete Set-Cookie values (verifier/src/http/verify-answer.ts). */
 export const contractCloudFrontGrant = Object.freeze({
   'x-auth-cf-policy': `CloudFront-Policy=eyJTdGF0ZW1lbnQiOltdfQ__${CF_ATTRIBUTES}`,
   'x-auth-cf-signature': `CloudFront-Signature=c2lnbmF0dXJl~abc-_${CF_ATTRIBUTES}`,

@@ -5,13 +5,13 @@ import { createLocalJWKSet, exportJWK, generateKeyPair, SignJWT, type JWK } from
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { statusOf } from './testing/answer.js';
-import { createAuthorizer, type Authorize } from './authorize.js';
-import type { JwtIssuer, PolicyConfig } from './config-model.js';
-import { createDecisionCache } from './decision-cache.js';
-import { createJwtVerifier } from './jwt-verifier.js';
-import type { KeySet } from './key-set.js';
+import { createAuthorizer, type Authorize } from './decision/authorize.js';
+import type { JwtIssuer, PolicyConfig } from './config/model.js';
+import { createDecisionCache } from './decision/decision-cache.js';
+import { createJwtVerifier } from './token/jwt-verifier.js';
+import type { KeySet } from './token/key-set.js';
 import { createLogger } from './log.js';
-import { RFC9068_RULES } from './presets.js';
+import { RFC9068_RULES } from './config/presets.js';
 
 const ISS = 'https://idp.example';
 const AUD = 'secret-gate-api';

@@ -2,7 +2,7 @@
 // key set's trust; never for a 401; 0 when the cap is 0. And client ids NGINX would alter are
 // refused with their own code instead of being passed on changed.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Decision } from './decision.js';
+import type { Decision } from './decision/decision.js';
 import {
   AUDIENCE,
   ISSUER,

@@ -2,7 +2,7 @@
 // plain http only to loopback (unless the issuer opted in), and no redirects. A redirect from a
 // JWKS or discovery URL is refused because following it would let whoever controls the redirect
 // target choose the keys we trust.
-import { insecureUrlProblem } from './config-values.js';
+import { insecureUrlProblem } from './config/values.js';
 
 export interface FetchedJson {
   readonly status: number;

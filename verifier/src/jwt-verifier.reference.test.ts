@@ -19,13 +19,13 @@ import type { KeyObject } from 'node:crypto';
 import { base64url, createLocalJWKSet, jwtVerify, type JWK, type JWTPayload } from 'jose';
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { JwtIssuer } from './config-model.js';
-import { readIdentity } from './identity.js';
+import type { JwtIssuer } from './config/model.js';
+import { readIdentity } from './token/identity.js';
 import { readSessionClaims } from './revocation/subjects.js';
-import { createJwtVerifier, type JwtVerifier } from './jwt-verifier.js';
-import type { KeySet } from './key-set.js';
+import { createJwtVerifier, type JwtVerifier } from './token/jwt-verifier.js';
+import type { KeySet } from './token/key-set.js';
 import { AUDIENCE, ISSUER, PRIVATE_JWKS, publicJwk } from './testing/fixtures.js';
-import { RFC9068_RULES } from './presets.js';
+import { RFC9068_RULES } from './config/presets.js';
 
 const NOW = Date.UTC(2026, 0, 15, 12, 0, 0);
 const NOW_S = NOW / 1000;

@@ -1,10 +1,10 @@
 // The verifier process: read the configuration, start the service, listen, and shut down cleanly
 // on SIGTERM/SIGINT. `--check-config` validates the configuration (and key files) and exits.
-import { ConfigError, loadConfig } from './config.js';
-import type { VerifierConfig } from './config-model.js';
+import { ConfigError, loadConfig } from './config/load.js';
+import type { VerifierConfig } from './config/model.js';
 import { createLogger } from './log.js';
 import { createVerifierService } from './service.js';
-import { describe } from './transport.js';
+import { describe } from './http/transport.js';
 
 /** Exit code for an unusable configuration (distinct from a crash). */
 const EXIT_CONFIG = 2;

@@ -2,9 +2,9 @@
 // they are handed to prom-client when /metrics is scraped, because prom-client hashes the label set
 // on every inc() and a cached allow should cost less than that.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { Decision } from './decision.js';
+import type { Decision } from './decision/decision.js';
 import { statusFor } from './errors.js';
-import type { JwksFetchOutcome } from './key-set.js';
+import type { JwksFetchOutcome } from './token/key-set.js';
 
 export interface Metrics {
   readonly registry: Registry;

@@ -2,7 +2,7 @@
 // path, 1 otherwise. It asks the listener VERIFIER_LISTEN names (TCP or unix socket), so the
 // image's HEALTHCHECK, compose and Kubernetes exec probes follow the configuration.
 import { request } from 'node:http';
-import { DEFAULT_LISTEN, listen as listenKind } from './config-values.js';
+import { DEFAULT_LISTEN, listen as listenKind } from './config/values.js';
 
 const TIMEOUT_MS = 2000;
 const PATHS = new Set(['/readyz', '/healthz']);

@@ -1,27 +1,27 @@
 // Builds a running verifier from a configuration: key sets, verifiers, cache, metrics, routes and
 // a transport. main.ts calls this; tests and the benchmark call it too, in-process.
-import { createAuthorizer, type Authorize } from './authorize.js';
+import { createAuthorizer, type Authorize } from './decision/authorize.js';
 import { createCloudFrontDecorator } from './cloudfront/gate-decorator.js';
-import type { Listen, VerifierConfig } from './config-model.js';
-import { createDecisionCache, type DecisionCache } from './decision-cache.js';
-import { withGrant, type DecisionDecorator } from './decision.js';
-import { createEndpointResolver } from './discovery.js';
+import type { Listen, VerifierConfig } from './config/model.js';
+import { createDecisionCache, type DecisionCache } from './decision/decision-cache.js';
+import { withGrant, type DecisionDecorator } from './decision/decision.js';
+import { createEndpointResolver } from './token/discovery.js';
 import { createDpopRuntime } from './dpop/index.js';
-import { createJwtVerifier, type JwtVerifier } from './jwt-verifier.js';
-import { createKeySet, type KeySet } from './key-set.js';
+import { createJwtVerifier, type JwtVerifier } from './token/jwt-verifier.js';
+import { createKeySet, type KeySet } from './token/key-set.js';
 import type { Logger } from './log.js';
 import { createMetrics, type Metrics } from './metrics.js';
-import { createMetricsListener, type MetricsListener } from './metrics-listener.js';
-import { createOpaqueVerifier, type OpaqueVerifier } from './opaque-verifier.js';
+import { createMetricsListener, type MetricsListener } from './http/metrics-listener.js';
+import { createOpaqueVerifier, type OpaqueVerifier } from './token/opaque-verifier.js';
 import {
   createRevocationRuntime,
   revocationEnabled,
   type RevocationRuntime,
 } from './revocation/index.js';
-import { createRoutes, type Receiver, type Routes } from './routes.js';
-import { pickTransport, type Transport } from './transport.js';
-import { createNodeTransport } from './transport-node.js';
-import { createUwsTransport } from './transport-uws.js';
+import { createRoutes, type Receiver, type Routes } from './http/routes.js';
+import { pickTransport, type Transport } from './http/transport.js';
+import { createNodeTransport } from './http/transport-node.js';
+import { createUwsTransport } from './http/transport-uws.js';
 
 export interface VerifierService {
   readonly authorize: Authorize;

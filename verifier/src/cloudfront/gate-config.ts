@@ -4,7 +4,7 @@
 // `--check-config` catches a wrong key before the first request does.
 import type { KeyObject } from 'node:crypto';
 import { z } from 'zod';
-import { Deferred, section, type ConfigIo, type Fail } from '../config-values.js';
+import { Deferred, section, type ConfigIo, type Fail } from '../config/values.js';
 import { domainCovers } from './cookie-scope.js';
 import { checkResourcePattern } from './resource.js';
 import { cloudFrontAlgorithms, readPrivateKey, type CloudFrontAlgorithm } from './signing-key.js';

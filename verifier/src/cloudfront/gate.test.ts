@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { createIo } from '../config-values.js';
-import { cloudFrontHeaders } from '../verify-answer.js';
+import { createIo } from '../config/values.js';
+import { cloudFrontHeaders } from '../http/verify-answer.js';
 import {
   createCloudFrontDecorator,
   cloudFrontSettings,

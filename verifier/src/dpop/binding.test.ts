@@ -1,7 +1,7 @@
 // The DPoP step inside the real authorizer: fixed keys, a frozen clock, a local JWKS server.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Decision } from '../decision.js';
-import { allow } from '../decision.js';
+import type { Decision } from '../decision/decision.js';
+import { allow } from '../decision/decision.js';
 import {
   AUDIENCE,
   ISSUER,

@@ -4,8 +4,8 @@
 // proof.ts, a proof signed by another key than the token's `cnf.jkt`, a missing or stale server
 // nonce (when nonces are on) and a `jti` the replay store has seen.
 import { createHash } from 'node:crypto';
-import type { DpopMode } from '../config-model.js';
-import { deny, type Decision } from '../decision.js';
+import type { DpopMode } from '../config/model.js';
+import { deny, type Decision } from '../decision/decision.js';
 import { VerifyError, type DenyCode } from '../errors.js';
 import { dpopDenial } from './challenge.js';
 import { externalUrl } from './htu.js';

@@ -2,9 +2,9 @@
 // transport edge (verify-answer.ts). One `WWW-Authenticate` value per answer (NGINX's auth_request
 // passes one on a 401), `algs` always present so a client learns which keys it may use, and
 // `DPoP-Nonce` when a server nonce is handed out (§9).
-import { deny, type Decision, type DpopAnswer } from '../decision.js';
+import { deny, type Decision, type DpopAnswer } from '../decision/decision.js';
 import type { DenyCode } from '../errors.js';
-import type { Header } from '../verify-answer.js';
+import type { Header } from '../http/verify-answer.js';
 
 /** RFC 9449 §7.1 error codes (plus RFC 6750's `invalid_token` for the token itself). */
 type DpopError = 'invalid_token' | 'invalid_dpop_proof' | 'use_dpop_nonce';

@@ -2,8 +2,8 @@
 // live in small modules: proof.ts (one proof), htu.ts (the URL it must name), replay-store.ts and
 // redis-replay-store.ts (used `jti`s), nonce.ts (stateless server nonces), challenge.ts (answers),
 // binding.ts (the step itself).
-import type { DpopConfig } from '../config-model.js';
-import type { Decision } from '../decision.js';
+import type { DpopConfig } from '../config/model.js';
+import type { Decision } from '../decision/decision.js';
 import type { Logger } from '../log.js';
 import { createDpopStep, type DpopStep } from './binding.js';
 import { dpopDenial } from './challenge.js';

@@ -10,7 +10,7 @@ import {
 } from '../testing/dpop-proof.js';
 import { calculateJwkThumbprint } from 'jose';
 import { createHash, generateKeyPairSync, sign } from 'node:crypto';
-import { signatureScheme } from '../jws-signature.js';
+import { signatureScheme } from '../token/jws-signature.js';
 import { createProofChecker, jwkThumbprint, keyFitsScheme, MAX_PROOF_BYTES } from './proof.js';
 
 const NOW = 1_750_000_000;

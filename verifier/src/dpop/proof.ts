@@ -19,8 +19,8 @@ import { createHash, createPublicKey, type KeyObject } from 'node:crypto';
 import { decodeProtectedHeader, type JWK, type JWTPayload } from 'jose';
 import { LRUCache } from 'lru-cache';
 import { VerifyError } from '../errors.js';
-import { checkProtectedHeader, validateClaims } from '../jwt-claims.js';
-import { signatureScheme, verifySignature, type SignatureScheme } from '../jws-signature.js';
+import { checkProtectedHeader, validateClaims } from '../token/jwt-claims.js';
+import { signatureScheme, verifySignature, type SignatureScheme } from '../token/jws-signature.js';
 import { normalizeHtu } from './htu.js';
 
 /** A proof is a short JWS with one public key in it; anything larger is refused unparsed. */

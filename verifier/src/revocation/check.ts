@@ -1,8 +1,8 @@
 // The per-request revocation check: after the decision cache, before anything is answered, so a
 // revoked token is refused even when its decision was cached. A map lookup per key; nothing at all
 // while the store holds no watermark.
-import type { PolicyConfig } from '../config-model.js';
-import type { Decision } from '../decision.js';
+import type { PolicyConfig } from '../config/model.js';
+import type { Decision } from '../decision/decision.js';
 import { keysOfToken } from './subjects.js';
 import type { RevocationStore } from './store.js';
 

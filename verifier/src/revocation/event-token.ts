@@ -3,7 +3,7 @@
 // `iss`, an `aud` naming us, an explicit `typ`, a `jti`, an `iat`, and an `events` object. The
 // callers add their own rules (logout-token.ts, set-token.ts).
 import { decodeProtectedHeader, errors, jwtVerify, type JWTPayload } from 'jose';
-import type { KeySet } from '../key-set.js';
+import type { KeySet } from '../token/key-set.js';
 import { VerifyError } from '../errors.js';
 import { ReceiverError } from './receiver-error.js';
 

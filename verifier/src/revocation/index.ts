@@ -3,11 +3,11 @@
 // request), revocation.ts (writing watermarks), event-token.ts with logout-token.ts (OIDC
 // Back-Channel Logout) and set-token.ts / set-events.ts (Shared Signals SETs), receiver.ts (the
 // endpoints), transmitter.ts (SSF discovery and keys), poller.ts (RFC 8936 poll).
-import type { VerifierConfig } from '../config-model.js';
-import type { KeySet } from '../key-set.js';
+import type { VerifierConfig } from '../config/model.js';
+import type { KeySet } from '../token/key-set.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
-import type { Answer } from '../routes.js';
+import type { Answer } from '../http/routes.js';
 import { createRevocationCheck, type RevocationCheck } from './check.js';
 import { createLogoutTokenVerifier, type LogoutIssuer } from './logout-token.js';
 import { createPoller, type Poller } from './poller.js';

@@ -2,7 +2,7 @@
 // the issuer's keys, `iss`, `aud` one of our client ids, `iat` recent, `typ: logout+jwt` when
 // sent), MUST carry `sub` or `sid` and the back-channel-logout member in `events`, MUST NOT carry
 // `nonce`. What it revokes: every token of that subject and/or session issued before its `iat`.
-import type { KeySet } from '../key-set.js';
+import type { KeySet } from '../token/key-set.js';
 import { unverifiedSender, verifyEventToken } from './event-token.js';
 import { ReceiverError } from './receiver-error.js';
 import type { Revocation } from './revocation.js';

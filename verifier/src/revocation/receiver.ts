@@ -3,7 +3,7 @@
 // here), then write the watermarks; a refused token changes nothing.
 import type { Logger } from '../log.js';
 import type { Metrics, RevocationChannel } from '../metrics.js';
-import type { Answer } from '../routes.js';
+import type { Answer } from '../http/routes.js';
 import type { LogoutTokenVerifier } from './logout-token.js';
 import { ReceiverError, setDeliveryError } from './receiver-error.js';
 import type { ApplyRevocations } from './revocation.js';

@@ -1,6 +1,6 @@
 // Applying revocations: one watermark per subject, session or address, kept until no token it can
 // match is still valid (the watermark plus the longest lifetime a matching token can have).
-import type { VerifierConfig } from '../config-model.js';
+import type { VerifierConfig } from '../config/model.js';
 import { watermarkKey, type WatermarkKind } from './subjects.js';
 import type { RevocationStore } from './store.js';
 

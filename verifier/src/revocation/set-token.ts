@@ -2,7 +2,7 @@
 // `exp`, `iss` the transmitter whose ssf-configuration was read, `aud` naming this receiver, a
 // `jti` (replay-checked by the caller) and exactly one event. What the event means for tokens is
 // in set-events.ts.
-import type { KeySet } from '../key-set.js';
+import type { KeySet } from '../token/key-set.js';
 import { verifyEventToken } from './event-token.js';
 import { ReceiverError } from './receiver-error.js';
 

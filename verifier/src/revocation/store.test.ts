@@ -2,7 +2,7 @@
 // watermark wins, a watermark lives until no token it matches can still be valid, a token without
 // `iat` cannot be shown newer, and a full store refuses rather than forgets.
 import { describe, expect, it } from 'vitest';
-import { allow } from '../decision.js';
+import { allow } from '../decision/decision.js';
 import { manualClock } from '../testing/fixtures.js';
 import { createRevocationCheck } from './check.js';
 import { createRevocationApplier } from './revocation.js';

@@ -1,9 +1,9 @@
 // The Shared Signals transmitter we trust: its `/.well-known/ssf-configuration` (SSF 1.0 §7.1)
 // must name it as `issuer`, and its `jwks_uri` is the only place SET keys come from. The key set
 // is ours (key-set.ts): background refresh, refetch on an unknown `kid`, last good keys kept.
-import type { VerifierConfig } from '../config-model.js';
+import type { VerifierConfig } from '../config/model.js';
 import { FetchError, fetchJson } from '../fetch-json.js';
-import { createKeySet, type KeySet, type KeySetOptions } from '../key-set.js';
+import { createKeySet, type KeySet, type KeySetOptions } from '../token/key-set.js';
 
 export function ssfConfigurationUrl(transmitter: string): string {
   return `${transmitter.replace(/\/$/, '')}/.well-known/ssf-configuration`;

@@ -1,6 +1,6 @@
 // Builds an in-process verifier for tests from env-style settings, with a manual clock and a
 // captured log.
-import { loadConfig } from '../config.js';
+import { loadConfig } from '../config/load.js';
 import { createVerifierService, type VerifierService } from '../service.js';
 import { captureLogger } from './fixtures.js';
 

@@ -1,0 +1,636 @@
+import { describe, expect, it } from 'vitest';
+import { readFileSync } from 'node:fs';
+import { ConfigError, ENV_DEFAULTS, ENVIRONMENT, loadConfig } from './load.js';
+import { withReference } from './reference.js';
+
+const minimal = { VERIFIER_ISSUER: 'https://idp.test', VERIFIER_AUDIENCE: 'secret-gate-api' };
+
+function problemsOf(env: Record<string, string>, file?: string): readonly string[] {
+  try {
+    loadConfig(env, () => {
+      if (file === undefined) throw new Error('ENOENT');
+      return file;
+    });
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    expect(error).toBeInstanceOf(TypeError);
+    return (error as ConfigError).problems;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('configuration from the environment', () => {
+  it('single-issuer mode defines one JWT issuer and the policy NGINX asks for (secret, also answered as default), with documented defaults', () => {
+    const config = loadConfig({ ...minimal, VERIFIER_REQUIRED_SCOPES: 'secrets:read  openid' });
+    expect(config.listen).toEqual({ kind: 'tcp', host: '127.0.0.1', port: 8090 });
+    expect(config.transport).toBe('auto');
+    expect(config.issuers.get('https://idp.test')).toEqual({
+      type: 'jwt',
+      issuer: 'https://idp.test',
+      audience: 'secret-gate-api',
+      jwksUri: undefined,
+      algorithms: ['RS256', 'ES256', 'PS256', 'EdDSA'],
+      clockTolerance: 30,
+      requireTyp: 'at+jwt',
+      maxTokenAge: 86_400,
+      allowHttp: false,
+      clientClaims: ['azp', 'client_id', 'cid'],
+      preset: 'rfc9068',
+      scopeClaims: ['scope', 'scp'],
+      audienceClaim: 'aud',
+      requireClaims: [],
+      refuseClaims: ['nonce', 'at_hash', 'events'],
+      logoutAudiences: [],
+    });
+    expect(config.metricsListen).toBeUndefined();
+    const policy = {
+      issuers: ['https://idp.test'],
+      scopes: ['secrets:read', 'openid'],
+      cloudfront: undefined,
+      dpop: 'off',
+      revocation: 'checked',
+    };
+    expect([...config.policies.values()]).toEqual([
+      { name: 'secret', ...policy },
+      { name: 'default', ...policy },
+    ]);
+    expect(config.cache).toEqual({
+      maxEntries: 100_000,
+      maxBytes: 64 * 1024 * 1024,
+      maxTtl: 300,
+      edgeTtl: 5,
+    });
+    expect(config.jwks).toEqual({ refresh: 600, cooldown: 30, maxStale: 86_400 });
+    expect(config.revocation).toMatchObject({ store: 'memory', maxLatency: 6 });
+    expect(config.revocation.ssf.transmitter).toBeUndefined();
+  });
+
+  it('reports every revocation setting problem at once', () => {
+    expect(() =>
+      loadConfig({
+        ...minimal,
+        VERIFIER_REVOCATION_STORE: 'memcached://x',
+        VERIFIER_REVOCATION_MAX_LATENCY: '0s',
+        VERIFIER_SSF_TRANSMITTER: 'http://ssf.example.com',
+      }),
+    ).toThrow(
+      /VERIFIER_REVOCATION_STORE[\s\S]*VERIFIER_REVOCATION_MAX_LATENCY[\s\S]*audience[^\n]*required with a transmitter[\s\S]*VERIFIER_SSF_TRANSMITTER: [^\n]*plain http/,
+    );
+  });
+
+  it('is frozen', () => {
+    const config = loadConfig(minimal);
+    expect(Object.isFrozen(config)).toBe(true);
+    expect(Object.isFrozen(config.cache)).toBe(true);
+    expect(() => (config.policies as Map<string, unknown>).set('x', {})).toThrow(TypeError);
+  });
+
+  it('reads durations, sizes and unix sockets', () => {
+    const config = loadConfig({
+      ...minimal,
+      VERIFIER_LISTEN: 'unix:/run/verifier.sock',
+      VERIFIER_CLOCK_TOLERANCE: '500ms',
+      VERIFIER_JWKS_REFRESH: '2m',
+      VERIFIER_JWKS_MAX_STALE: '1h',
+      VERIFIER_CACHE_MAX_BYTES: '16k',
+    });
+    expect(config.listen).toEqual({ kind: 'unix', path: '/run/verifier.sock' });
+    expect(config.issuers.get('https://idp.test')).toMatchObject({ clockTolerance: 0.5 });
+    expect(config.jwks).toMatchObject({ refresh: 120, maxStale: 3600 });
+    expect(config.cache.maxBytes).toBe(16 * 1024);
+  });
+
+  it('reports every problem in one error', () => {
+    const problems = problemsOf({
+      VERIFIER_ISSUER: 'not a url',
+      VERIFIER_ALGORITHMS: 'RS256,HS256,none',
+      VERIFIER_LISTEN: 'localhost',
+      VERIFIER_TRANSPORT: 'fast',
+      VERIFIER_LOG_LEVEL: 'loud',
+      VERIFIER_CACHE_MAX_ENTRIES: '-3',
+      VERIFIER_JWKS_COOLDOWN: 'soon',
+      VERIFIER_TYPO: '1',
+    });
+    expect(problems).toEqual([
+      expect.stringMatching(/^VERIFIER_TYPO: unknown variable/),
+      'VERIFIER_LISTEN: expected host:port or unix:/path, got "localhost"',
+      'VERIFIER_TRANSPORT: expected auto, uws or node, got "fast"',
+      expect.stringMatching(/^VERIFIER_LOG_LEVEL: expected one of/),
+      'VERIFIER_CACHE_MAX_ENTRIES: expected a positive integer, got "-3"',
+      'VERIFIER_JWKS_COOLDOWN: expected a duration such as 30, 30s, 10m or 24h, got "soon"',
+      'VERIFIER_ISSUER: expected an absolute http(s) URL, got "not a url"',
+      'VERIFIER_AUDIENCE: required with VERIFIER_ISSUER',
+      expect.stringMatching(/^VERIFIER_ALGORITHMS: "HS256" is not allowed \(asymmetric only/),
+      expect.stringMatching(/^VERIFIER_ALGORITHMS: "none" is not allowed/),
+    ]);
+  });
+
+  it('needs an issuer or a config file', () => {
+    expect(problemsOf({})).toEqual(['VERIFIER_ISSUER or VERIFIER_CONFIG: one of them is required']);
+  });
+
+  it('docs/configuration.md carries the reference generated from the model, every variable with its default', () => {
+    const doc = readFileSync(new URL('../../../docs/configuration.md', import.meta.url), 'utf8');
+    expect(withReference(doc), 'run npm run docs:config').toBe(doc);
+    for (const [name, fallback] of Object.entries(ENV_DEFAULTS)) {
+      const shown =
+        fallback === '' ? '(—|none)' : `\`${fallback.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\``;
+      expect(doc).toMatch(new RegExp(`\\| \`${name}\` \\| ${shown} \\|`));
+    }
+  });
+});
+
+describe('configuration from a file', () => {
+  const file = {
+    issuers: [
+      { issuer: 'https://a.test', audience: 'api', algorithms: ['ES256'], requireTyp: 'at+jwt' },
+      {
+        type: 'introspection',
+        issuer: 'https://b.test',
+        clientId: 'gate',
+        clientSecret: 's3cret',
+        audience: 'api',
+        cacheTtl: '30s',
+      },
+      { type: 'userinfo', issuer: 'https://c.test', endpoint: 'https://c.test/userinfo' },
+    ],
+    policies: {
+      secret: { issuers: ['https://a.test', 'https://b.test'], scopes: ['secrets:read'] },
+      profile: { issuers: ['https://c.test'] },
+    },
+  };
+
+  it('defines several issuers and named policies', () => {
+    const config = loadConfig({ VERIFIER_CONFIG: '/etc/verifier.json' }, () =>
+      JSON.stringify(file),
+    );
+    expect([...config.issuers.keys()]).toEqual([
+      'https://a.test',
+      'https://b.test',
+      'https://c.test',
+    ]);
+    expect(config.issuers.get('https://b.test')).toMatchObject({
+      type: 'introspection',
+      cacheTtl: 30,
+      timeout: 5,
+    });
+    expect(config.policies.get('secret')).toMatchObject({
+      issuers: ['https://a.test', 'https://b.test'],
+      scopes: ['secrets:read'],
+    });
+    expect(config.policies.get('profile')).toMatchObject({ scopes: [] });
+  });
+
+  it('reports every problem in the file together, including unknown fields', () => {
+    const broken = {
+      issuers: [
+        { issuer: 'https://a.test', audience: 'api', algorithms: ['HS256'], audiense: 'typo' },
+        { type: 'introspection', issuer: 'https://b.test' },
+        { type: 'userinfo', issuer: 'https://c.test' },
+        { type: 'saml', issuer: 'https://d.test' },
+      ],
+      policies: {
+        secret: { issuers: ['https://missing.test'], scope: ['x'] },
+        both: { issuers: ['https://b.test', 'https://c.test'] },
+      },
+      extra: true,
+    };
+    const problems = problemsOf(
+      { VERIFIER_CONFIG: '/x.json', VERIFIER_AUDIENCE: 'api' },
+      JSON.stringify(broken),
+    );
+    expect(problems).toEqual([
+      'VERIFIER_AUDIENCE: not used together with VERIFIER_CONFIG (put it in the file)',
+      expect.stringMatching(/^config: unknown field "extra"/),
+      expect.stringMatching(/^config.issuers\[0\]: unknown field "audiense"/),
+      expect.stringMatching(/^config.issuers\[0\].algorithms: "HS256" is not allowed/),
+      'config.issuers[1].clientId: a non-empty string is required',
+      'config.issuers[1].clientSecret: a secret (a string, { "file": PATH } or { "env": NAME }) is required',
+      'config.issuers[1].audience: a non-empty string is required',
+      'config.issuers[3].type: expected "jwt", "introspection", "userinfo" or "tokeninfo"',
+      expect.stringMatching(/^config.policies.secret: unknown field "scope"/),
+      'config.policies.secret.issuers: "https://missing.test" is not a configured issuer',
+      'config.policies.both.issuers: at most one introspection/userinfo issuer per policy',
+    ]);
+  });
+
+  it('names a policy name it refuses, an issuer that is not an object and a duplicate issuer', () => {
+    const issuer = { issuer: 'https://a.test', audience: 'api' };
+    const document = {
+      issuers: ['https://a.test', issuer, issuer],
+      policies: { 'bad name': { issuers: ['https://a.test'] }, ok: 5 },
+    };
+    expect(problemsOf({ VERIFIER_CONFIG: '/x.json' }, JSON.stringify(document))).toEqual([
+      'config.policies.bad name: policy names use A-Z a-z 0-9 _ . - only',
+      'config.issuers[0]: expected an object',
+      'config.issuers[2]: duplicate issuer "https://a.test"',
+      'config.policies.ok: expected an object',
+    ]);
+    expect(
+      problemsOf({ VERIFIER_CONFIG: '/x.json' }, JSON.stringify({ issuers: [], policies: {} })),
+    ).toEqual([
+      'config.issuers: at least one issuer is required',
+      'config.policies: at least one policy is required',
+    ]);
+  });
+
+  it('reports an unreadable or invalid file', () => {
+    expect(problemsOf({ VERIFIER_CONFIG: '/nope.json' })).toEqual([
+      expect.stringMatching(/^VERIFIER_CONFIG: cannot read "\/nope.json"/),
+    ]);
+    expect(problemsOf({ VERIFIER_CONFIG: '/bad.json' }, '{ not json')).toEqual([
+      expect.stringMatching(/^VERIFIER_CONFIG: not valid JSON/),
+    ]);
+  });
+
+  it('hands a policy cloudfront block to the signer validation and reports its problems', () => {
+    const withCloudFront = {
+      issuers: [{ issuer: 'https://a.test', audience: 'api' }],
+      policies: {
+        secret: { issuers: ['https://a.test'], cloudfront: { keyPairId: 'K1', ttlSeconds: 0 } },
+      },
+    };
+    const problems = problemsOf({ VERIFIER_CONFIG: '/x.json' }, JSON.stringify(withCloudFront));
+    expect(problems.length).toBeGreaterThan(0);
+    expect(
+      problems.every((problem) => problem.startsWith('config.policies.secret.cloudfront')),
+    ).toBe(true);
+  });
+});
+
+describe('issuer hardening settings', () => {
+  const introspection = (extra: Record<string, unknown> = {}) => ({
+    issuers: [
+      {
+        type: 'introspection',
+        issuer: 'https://as.test',
+        endpoint: 'https://as.test/introspect',
+        clientId: 'gate',
+        clientSecret: 's3cret',
+        audience: 'secret-gate-api',
+        ...extra,
+      },
+    ],
+    policies: { secret: { issuers: ['https://as.test'] } },
+  });
+  const read = (files: Record<string, string>) => (path: string) => {
+    const text = files[path];
+    if (text === undefined) throw Object.assign(new Error('gone'), { code: 'ENOENT' });
+    return text;
+  };
+
+  it('refuses to start an introspection issuer without an audience', () => {
+    const { audience: _audience, ...noAudience } = introspection().issuers[0]!;
+    const document = { ...introspection(), issuers: [noAudience] };
+    expect(problemsOf({ VERIFIER_CONFIG: '/x.json' }, JSON.stringify(document))).toEqual([
+      'config.issuers[0].audience: a non-empty string is required',
+    ]);
+  });
+
+  it('reads the introspection client secret from a file (a mounted Kubernetes Secret) or a variable', () => {
+    const fromFile = loadConfig(
+      { VERIFIER_CONFIG: '/x.json' },
+      read({
+        '/x.json': JSON.stringify(introspection({ clientSecret: { file: '/run/secrets/cs' } })),
+        '/run/secrets/cs': 'from-the-file\n',
+      }),
+    );
+    expect(fromFile.issuers.get('https://as.test')).toMatchObject({
+      clientSecret: 'from-the-file',
+    });
+    const fromEnv = loadConfig(
+      { VERIFIER_CONFIG: '/x.json', INTROSPECTION_SECRET: 'from-the-env' },
+      read({
+        '/x.json': JSON.stringify(introspection({ clientSecret: { env: 'INTROSPECTION_SECRET' } })),
+      }),
+    );
+    expect(fromEnv.issuers.get('https://as.test')).toMatchObject({ clientSecret: 'from-the-env' });
+  });
+
+  it('reports a secret file or variable that is missing, never quoting a value', () => {
+    const problems = problemsOfReader(
+      { VERIFIER_CONFIG: '/x.json' },
+      read({
+        '/x.json': JSON.stringify({
+          ...introspection({ clientSecret: { file: '/run/secrets/none' } }),
+          issuers: [
+            introspection({ clientSecret: { file: '/run/secrets/none' } }).issuers[0],
+            {
+              ...introspection({ clientSecret: { env: 'UNSET_SECRET' } }).issuers[0],
+              issuer: 'https://b.test',
+            },
+            {
+              ...introspection({ clientSecret: { env: 'VERIFIER_SECRET' } }).issuers[0],
+              issuer: 'https://c.test',
+            },
+          ],
+        }),
+      }),
+    );
+    expect(problems).toEqual([
+      'config.issuers[2].clientSecret: "VERIFIER_SECRET": choose a variable name outside the VERIFIER_ prefix',
+      'config.issuers[0].clientSecret: cannot read "/run/secrets/none" (ENOENT)',
+      'config.issuers[1].clientSecret: variable UNSET_SECRET is not set',
+    ]);
+  });
+
+  it('refuses plain http to a host that is not loopback unless the issuer opts in', () => {
+    expect(problemsOf({ VERIFIER_ISSUER: 'http://idp.example', VERIFIER_AUDIENCE: 'api' })).toEqual(
+      [
+        'VERIFIER_ISSUER: "http://idp.example" is plain http to a host that is not loopback; use https, or set "allowHttp": true on this issuer',
+      ],
+    );
+    expect(
+      problemsOf(
+        { VERIFIER_CONFIG: '/x.json' },
+        JSON.stringify(introspection({ endpoint: 'http://as.test/i' })),
+      ),
+    ).toEqual([
+      'config.issuers[0].endpoint: "http://as.test/i" is plain http to a host that is not loopback; use https, or set "allowHttp": true on this issuer',
+    ]);
+    for (const host of ['127.0.0.1:9000', 'localhost:9000', '[::1]:9000'])
+      expect(() =>
+        loadConfig({ VERIFIER_ISSUER: `http://${host}`, VERIFIER_AUDIENCE: 'api' }),
+      ).not.toThrow();
+    const optedIn = loadConfig({
+      VERIFIER_ISSUER: 'http://idp.example',
+      VERIFIER_AUDIENCE: 'api',
+      VERIFIER_ALLOW_HTTP: 'true',
+    });
+    expect(optedIn.issuers.get('http://idp.example')).toMatchObject({ allowHttp: true });
+  });
+
+  it('requires typ at+jwt by default, with an explicit opt-out, and bounds token age', () => {
+    const off = loadConfig({
+      ...minimal,
+      VERIFIER_REQUIRE_TYP: 'off',
+      VERIFIER_MAX_TOKEN_AGE: '1h',
+    });
+    expect(off.issuers.get('https://idp.test')).toMatchObject({
+      requireTyp: undefined,
+      maxTokenAge: 3600,
+    });
+    const fileOff = loadConfig({ VERIFIER_CONFIG: '/x.json' }, () =>
+      JSON.stringify({
+        issuers: [{ issuer: 'https://a.test', audience: 'api', requireTyp: false }],
+        policies: { p: { issuers: ['https://a.test'] } },
+      }),
+    );
+    expect(fileOff.issuers.get('https://a.test')).toMatchObject({ requireTyp: undefined });
+    expect(problemsOf({ ...minimal, VERIFIER_MAX_TOKEN_AGE: '0' })).toEqual([
+      'VERIFIER_MAX_TOKEN_AGE: must be greater than 0',
+    ]);
+  });
+
+  it('serves /metrics on its own listener only when it differs from the main one', () => {
+    const config = loadConfig({ ...minimal, VERIFIER_METRICS_LISTEN: '127.0.0.1:9464' });
+    expect(config.metricsListen).toEqual({ kind: 'tcp', host: '127.0.0.1', port: 9464 });
+    expect(
+      problemsOf({
+        ...minimal,
+        VERIFIER_LISTEN: '127.0.0.1:9000',
+        VERIFIER_METRICS_LISTEN: '127.0.0.1:9000',
+      }),
+    ).toEqual(['VERIFIER_METRICS_LISTEN: must differ from VERIFIER_LISTEN']);
+  });
+});
+
+describe('one configuration model', () => {
+  it('the variables and the file are two spellings of one document', () => {
+    const fromEnv = loadConfig({
+      VERIFIER_ISSUER: 'https://a.test',
+      VERIFIER_AUDIENCE: 'api',
+      VERIFIER_ALGORITHMS: 'ES256 RS256',
+      VERIFIER_REQUIRED_SCOPES: 'secrets:read',
+      VERIFIER_CACHE_MAX_TTL: '1m',
+    });
+    const fromFile = loadConfig({ VERIFIER_CONFIG: '/etc/verifier.json' }, () =>
+      JSON.stringify({
+        cache: { maxTtl: '1m' },
+        issuers: [{ issuer: 'https://a.test', audience: 'api', algorithms: ['ES256', 'RS256'] }],
+        policies: {
+          secret: { issuers: ['https://a.test'], scopes: ['secrets:read'] },
+          default: { issuers: ['https://a.test'], scopes: ['secrets:read'] },
+        },
+      }),
+    );
+    expect(fromFile).toEqual(fromEnv);
+  });
+
+  it('every default lives in one table, and is what a configuration without the setting gets', () => {
+    const config = loadConfig(minimal);
+    const rows = new Map(ENVIRONMENT.map((row) => [row.env, row.default]));
+    expect(rows.get('VERIFIER_CLOCK_TOLERANCE')).toBe('30s');
+    expect(rows.get('VERIFIER_ALGORITHMS')).toBe('RS256,ES256,PS256,EdDSA');
+    expect(config.issuers.get('https://idp.test')).toMatchObject({
+      clockTolerance: 30,
+      algorithms: ['RS256', 'ES256', 'PS256', 'EdDSA'],
+    });
+    // The file's issuers get the same defaults as the variables' one.
+    const file = loadConfig({ VERIFIER_CONFIG: '/x.json' }, () =>
+      JSON.stringify({
+        issuers: [{ issuer: 'https://idp.test', audience: 'secret-gate-api' }],
+        policies: { default: { issuers: ['https://idp.test'] } },
+      }),
+    );
+    expect(file.issuers.get('https://idp.test')).toEqual(config.issuers.get('https://idp.test'));
+    expect(ENV_DEFAULTS).toMatchObject({
+      VERIFIER_LISTEN: '127.0.0.1:8090',
+      VERIFIER_CACHE_MAX_BYTES: '64m',
+      VERIFIER_FETCH_TIMEOUT: '5s',
+    });
+  });
+
+  it('top-level settings may sit in the file; a variable wins over the file', () => {
+    const config = loadConfig({ VERIFIER_CONFIG: '/x.json', VERIFIER_CACHE_MAX_ENTRIES: '7' }, () =>
+      JSON.stringify({
+        $schema: '../verifier/config.schema.json',
+        logLevel: 'warn',
+        cache: { maxEntries: 5, maxTtl: '2m' },
+        issuers: [{ issuer: 'https://a.test', audience: 'api' }],
+        policies: { p: { issuers: ['https://a.test'] } },
+      }),
+    );
+    expect(config.logLevel).toBe('warn');
+    expect(config.cache).toMatchObject({ maxEntries: 7, maxTtl: 120 });
+  });
+
+  it('reads the files a section names only through the one reader, after validation', () => {
+    const fixtures = new URL('../../../test/fixtures/cloudfront/', import.meta.url);
+    const keyPath = '/keys/cf.pem';
+    const key = readFileSync(new URL('rsa-2048.pkcs8.pem', fixtures), 'utf8');
+    const reads: string[] = [];
+    const document = {
+      issuers: [{ issuer: 'https://a.test', audience: 'api' }],
+      policies: {
+        secret: {
+          issuers: ['https://a.test'],
+          cloudfront: {
+            keyPairId: 'K1',
+            privateKeyFile: keyPath,
+            resource: 'https://cdn.test/*',
+            ttlSeconds: 60,
+          },
+        },
+      },
+    };
+    const config = loadConfig({ VERIFIER_CONFIG: '/x.json' }, (path) => {
+      reads.push(path);
+      return path === keyPath ? key : JSON.stringify(document);
+    });
+    expect(reads).toEqual(['/x.json', keyPath]);
+    expect(config.policies.get('secret')?.cloudfront?.privateKey.type).toBe('private');
+    expect(Object.isFrozen(config.policies.get('secret')?.cloudfront)).toBe(true);
+
+    // A document with a problem elsewhere still has its key checked, so one pass shows both.
+    reads.length = 0;
+    const broken = { ...document, listen: 'nowhere' };
+    expect(
+      problemsOfReader({ VERIFIER_CONFIG: '/x.json' }, (path) => {
+        reads.push(path);
+        if (path === keyPath) throw Object.assign(new Error('gone'), { code: 'ENOENT' });
+        return JSON.stringify(broken);
+      }),
+    ).toEqual([
+      'config.listen: expected host:port or unix:/path, got "nowhere"',
+      'config.policies.secret.cloudfront.privateKeyFile: cannot read "/keys/cf.pem" (ENOENT)',
+    ]);
+  });
+});
+
+function problemsOfReader(env: Record<string, string>, read: (path: string) => string) {
+  try {
+    loadConfig(env, read);
+  } catch (error) {
+    return (error as ConfigError).problems;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('DPoP settings', () => {
+  const single = { VERIFIER_ISSUER: 'https://idp.test', VERIFIER_AUDIENCE: 'api' };
+
+  it('defaults to off, an in-process replay store, a 60 s window and no nonces', () => {
+    const config = loadConfig(single);
+    expect(config.policies.get('default')?.dpop).toBe('off');
+    expect(config.dpop).toEqual({
+      algorithms: ['ES256', 'ES384', 'PS256', 'RS256', 'EdDSA'],
+      iatWindow: 60,
+      replayStore: 'memory',
+      replayPassword: undefined,
+      replayAllowPlaintext: false,
+      replayMaxEntries: 1_000_000,
+      nonceKey: undefined,
+    });
+  });
+
+  it('reads the policy mode from VERIFIER_DPOP and the file, and a Redis store URL', () => {
+    const env = loadConfig({
+      ...single,
+      VERIFIER_DPOP: 'required',
+      VERIFIER_DPOP_REPLAY_STORE: 'rediss://cache:6379',
+    });
+    expect(env.policies.get('default')?.dpop).toBe('required');
+    expect(env.dpop.replayStore).toBe('rediss://cache:6379');
+    const file = {
+      issuers: [{ issuer: 'https://idp.test', audience: 'api' }],
+      policies: { secret: { issuers: ['https://idp.test'], dpop: 'allowed' } },
+    };
+    const fromFile = loadConfig({ VERIFIER_CONFIG: '/x.json' }, () => JSON.stringify(file));
+    expect(fromFile.policies.get('secret')?.dpop).toBe('allowed');
+  });
+
+  it.each([
+    ['redis://cache:6379', false],
+    ['redis://10.0.0.7:6379/2', false],
+    ['redis://user:pw@cache.internal', false],
+    ['redis://127.0.0.1:6379', true],
+    ['redis://localhost:6379', true],
+    ['redis://[::1]:6379', true],
+    ['rediss://cache:6379', true],
+  ])('a replay store at %s is accepted without opting in to plaintext: %s', (url, accepted) => {
+    const env = { ...single, VERIFIER_DPOP_REPLAY_STORE: url };
+    if (accepted) expect(loadConfig(env).dpop.replayStore).toBe(url);
+    else
+      expect(problemsOf(env)).toEqual([
+        'VERIFIER_DPOP_REPLAY_STORE: plain redis:// to a host that is not loopback; use rediss://, or opt in with "replayAllowPlaintext": true (VERIFIER_DPOP_REPLAY_ALLOW_PLAINTEXT=true)',
+      ]);
+  });
+
+  it('takes plain redis:// to another host only when the operator opts in', () => {
+    const config = loadConfig({
+      ...single,
+      VERIFIER_DPOP_REPLAY_STORE: 'redis://cache:6379',
+      VERIFIER_DPOP_REPLAY_ALLOW_PLAINTEXT: 'true',
+    });
+    expect(config.dpop).toMatchObject({
+      replayStore: 'redis://cache:6379',
+      replayAllowPlaintext: true,
+    });
+  });
+
+  it('reads the replay store password and the nonce key from files or variables, like the introspection secret', () => {
+    const files: Record<string, string> = {
+      '/x.json': JSON.stringify({
+        issuers: [{ issuer: 'https://idp.test', audience: 'api' }],
+        policies: { secret: { issuers: ['https://idp.test'], dpop: 'required' } },
+        dpop: {
+          replayStore: 'rediss://cache:6379',
+          replayPassword: { file: '/run/secrets/redis-password' },
+          nonceKey: { env: 'DPOP_NONCE_KEY' },
+        },
+      }),
+      '/run/secrets/redis-password': 'from-the-file\n',
+    };
+    const config = loadConfig(
+      { VERIFIER_CONFIG: '/x.json', DPOP_NONCE_KEY: 'k'.repeat(32) },
+      (path) => files[path] ?? '',
+    );
+    expect(config.dpop).toMatchObject({
+      replayPassword: 'from-the-file',
+      nonceKey: 'k'.repeat(32),
+    });
+    const fromVariables = loadConfig({
+      ...single,
+      VERIFIER_DPOP_REPLAY_PASSWORD: 'inline-password',
+      VERIFIER_DPOP_NONCE_KEY: 'n'.repeat(40),
+    });
+    expect(fromVariables.dpop).toMatchObject({
+      replayPassword: 'inline-password',
+      nonceKey: 'n'.repeat(40),
+    });
+  });
+
+  it('checks the nonce key length on the value a file holds, never quoting it', () => {
+    const problems = problemsOfReader({ VERIFIER_CONFIG: '/x.json' }, (path) =>
+      path === '/x.json'
+        ? JSON.stringify({
+            issuers: [{ issuer: 'https://idp.test', audience: 'api' }],
+            policies: { default: { issuers: ['https://idp.test'] } },
+            dpop: { nonceKey: { file: '/run/secrets/nonce' } },
+          })
+        : 'too-short-key\n',
+    );
+    expect(problems).toEqual(['config.dpop.nonceKey: must be at least 32 bytes']);
+  });
+
+  it('names every bad DPoP setting at once', () => {
+    const problems = problemsOf({
+      ...single,
+      VERIFIER_DPOP: 'sometimes',
+      VERIFIER_DPOP_ALGORITHMS: 'HS256',
+      VERIFIER_DPOP_IAT_WINDOW: '1h',
+      VERIFIER_DPOP_REPLAY_STORE: 'memcached://x',
+      VERIFIER_DPOP_NONCE_KEY: 'short',
+    });
+    expect(problems).toHaveLength(5);
+    for (const name of [
+      'VERIFIER_DPOP:',
+      'VERIFIER_DPOP_ALGORITHMS',
+      'VERIFIER_DPOP_IAT_WINDOW: must be between 1s and 10m',
+      'VERIFIER_DPOP_REPLAY_STORE: expected memory or a redis://',
+      'VERIFIER_DPOP_NONCE_KEY: must be at least 32 bytes',
+    ])
+      expect(problems.some((problem) => problem.startsWith(name))).toBe(true);
+  });
+});

@@ -1,0 +1,588 @@
+// The verifier's one configuration schema: every setting, its kind, its default, its environment
+// variable and its meaning, declared once with zod. The JSON file and the VERIFIER_* variables are
+// two spellings of one document (config-env.ts lays the variables over it); the types below,
+// verifier/config.schema.json and docs/configuration.md's tables are derived from it.
+//
+// Adding a setting is one row in the section it belongs to: `name: kind.prefault(default as an
+// operator writes it)` (or `.optional()`) `.meta({ description, env })`, `env` only if operators
+// may set it from the environment. Validation, the unknown-field check, the variable,
+// `--check-config`, the type and the reference follow. A rule about one value is part of its row
+// (`.refine`); rules between settings go in `checkConfig` at the end of this file, except rules
+// among one small section's own settings, which may be that section's `.check` so they are
+// reported even when a sibling section is wrong (`revocation.ssf`). A value that
+// names a file is a kind whose transform returns a Deferred (`secret()`); a plugin declares its
+// own section in its folder (cloudfront/gate-config.ts) and a policy includes it as one row. A
+// setting an IdP preset fills is a row here like any other (its default is the `rfc9068` row's)
+// and a value in that preset's row of presets.ts, which is applied before the issuer is read.
+import { z } from 'zod';
+import { cloudFrontSection } from '../cloudfront/gate-config.js';
+import {
+  algorithms,
+  bytes,
+  claimRules,
+  count,
+  duration,
+  flag,
+  insecureUrlProblem,
+  isLoopbackHost,
+  list,
+  listen,
+  oneOf,
+  says,
+  secret,
+  section,
+  text,
+  typ,
+  url,
+  DEFAULT_LISTEN,
+  type Listen,
+  type Loaded,
+} from './values.js';
+import { ALWAYS_REFUSED, checkPresetIssuer, PRESET_NAMES } from './presets.js';
+
+declare module 'zod' {
+  interface GlobalMeta {
+    /** The VERIFIER_* variable that sets this setting (single-issuer mode for issuer fields). */
+    env?: string;
+  }
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+/** Where replicas share state: in this process, or a Redis every replica reaches. */
+const redisStore = text.regex(
+  /^(?:memory|rediss?:\/\/\S+)$/,
+  'expected memory or a redis:// / rediss:// URL',
+);
+const atLeastOneSecond = (seconds: number) => seconds >= 1;
+
+export const rootSchema = section({
+  listen: listen.prefault(DEFAULT_LISTEN).meta({
+    env: 'VERIFIER_LISTEN',
+    description: '`host:port`, `[v6]:port` or `unix:/absolute/path.sock`.',
+  }),
+  transport: oneOf(['auto', 'uws', 'node'], 'auto, uws or node').prefault('auto').meta({
+    env: 'VERIFIER_TRANSPORT',
+    description:
+      '`uws`, `node` or `auto` (uWebSockets.js; node:http with a warning only when the native addon cannot load). The transport in use is in `/metrics`.',
+  }),
+  logLevel: oneOf(LOG_LEVELS, `one of ${LOG_LEVELS.join(', ')}`)
+    .prefault('info')
+    .meta({
+      env: 'VERIFIER_LOG_LEVEL',
+      description: 'pino level: `fatal`, `error`, `warn`, `info`, `debug`, `trace`, `silent`.',
+    }),
+  cache: section({
+    maxEntries: count.prefault('100000').meta({
+      env: 'VERIFIER_CACHE_MAX_ENTRIES',
+      description: 'Decision cache bound by count.',
+    }),
+    maxBytes: bytes.prefault('64m').meta({
+      env: 'VERIFIER_CACHE_MAX_BYTES',
+      description: 'Decision cache bound by estimated bytes.',
+    }),
+    maxTtl: duration.prefault('5m').meta({
+      env: 'VERIFIER_CACHE_MAX_TTL',
+      description: "Longest time a decision is reused (never past the token's `exp`).",
+    }),
+    edgeTtl: duration.prefault('5s').meta({
+      env: 'VERIFIER_EDGE_CACHE_TTL',
+      description:
+        "Cap on how long NGINX may reuse an answer (`X-Accel-Expires`, never past the token's `exp` or its key set's trust); `0` turns NGINX's decision cache off. Also how long a retired key can still be honoured at the edge.",
+    }),
+  }).prefault({}),
+  jwks: section({
+    refresh: duration
+      .refine((seconds) => seconds >= 1, 'must be at least 1s')
+      .prefault('10m')
+      .meta({
+        env: 'VERIFIER_JWKS_REFRESH',
+        description:
+          'Background refresh interval; a smaller `Cache-Control: max-age` shortens it (not below the cooldown).',
+      }),
+    cooldown: duration.prefault('30s').meta({
+      env: 'VERIFIER_JWKS_COOLDOWN',
+      description:
+        'At most one fetch per cooldown for unknown `kid`s; also the retry interval after a failed refresh.',
+    }),
+    maxStale: duration.prefault('24h').meta({
+      env: 'VERIFIER_JWKS_MAX_STALE',
+      description:
+        'How long the last good key set keeps serving after refreshes start failing (measured from the last successful fetch). Must be ≥ the refresh interval.',
+    }),
+  }).prefault({}),
+  fetchTimeout: duration
+    .refine((seconds) => seconds > 0, 'must be greater than 0')
+    .prefault('5s')
+    .meta({
+      env: 'VERIFIER_FETCH_TIMEOUT',
+      description:
+        'Timeout for discovery and JWKS requests, and the default `timeout` of introspection / user-info issuers.',
+    }),
+  metricsListen: listen.optional().meta({
+    env: 'VERIFIER_METRICS_LISTEN',
+    description:
+      'When set, `/metrics` is served on this second listener only (`host:port` or `unix:/path`), not on `listen`, so whoever can reach the auth endpoint cannot read the metrics.',
+  }),
+  clientClaims: list('claim name').prefault(['azp', 'client_id', 'cid']).meta({
+    env: 'VERIFIER_CLIENT_CLAIM',
+    description:
+      'Claims tried in order for `X-Auth-Client`; the default `clientClaims` of every issuer.',
+  }),
+  /** DPoP (RFC 9449) settings shared by every policy whose `dpop` is not `off`. */
+  dpop: section({
+    algorithms: algorithms.prefault(['ES256', 'ES384', 'PS256', 'RS256', 'EdDSA']).meta({
+      env: 'VERIFIER_DPOP_ALGORITHMS',
+      description:
+        'Allowed DPoP proof algorithms (asymmetric only), also advertised as `algs` in `DPoP` challenges.',
+    }),
+    iatWindow: duration
+      .refine((seconds) => seconds >= 1 && seconds <= 600, 'must be between 1s and 10m')
+      .prefault('60s')
+      .meta({
+        env: 'VERIFIER_DPOP_IAT_WINDOW',
+        description:
+          "A proof's `iat` may differ from now by this much either way (1s–10m); its `jti` is remembered twice as long.",
+      }),
+    replayStore: redisStore.prefault('memory').meta({
+      env: 'VERIFIER_DPOP_REPLAY_STORE',
+      description:
+        '`memory` (one process) or a `rediss://` URL every replica shares (`redis://` only to loopback unless `replayAllowPlaintext`). When it does not answer, `required` policies refuse (401) and `allowed` ones check replays per process.',
+    }),
+    replayPassword: secret().optional().meta({
+      env: 'VERIFIER_DPOP_REPLAY_PASSWORD',
+      description:
+        'Password of the replay store (Redis `AUTH`), instead of one inside the URL: a string, `{ "file": "/path" }` (a mounted Kubernetes Secret; one trailing newline dropped) or `{ "env": "NAME" }` (a variable outside the `VERIFIER_` prefix), read once at start.',
+    }),
+    replayAllowPlaintext: flag.prefault(false).meta({
+      env: 'VERIFIER_DPOP_REPLAY_ALLOW_PLAINTEXT',
+      description:
+        'Allow a plain `redis://` replay store on a host that is not loopback (`localhost`, 127.0.0.0/8, `[::1]`). Off: such a URL is refused at start; use `rediss://` (TLS).',
+    }),
+    replayMaxEntries: count.prefault('1000000').meta({
+      env: 'VERIFIER_DPOP_REPLAY_MAX_ENTRIES',
+      description:
+        'Bound of the in-process replay store; when it is full of live `jti`s new proofs are refused rather than one forgotten.',
+    }),
+    nonceKey: secret(32).optional().meta({
+      env: 'VERIFIER_DPOP_NONCE_KEY',
+      description:
+        'At least 32 bytes shared by every replica: turns on stateless server nonces (`DPoP-Nonce`, an HMAC of the time window). A string, `{ "file": "/path" }` or `{ "env": "NAME" }` like `replayPassword`. Unset: no nonces.',
+    }),
+  }).prefault({}),
+  /** Pushed revocation (docs/revocation.md): back-channel logout, Shared Signals, one store. */
+  revocation: section({
+    store: redisStore.prefault('memory').meta({
+      env: 'VERIFIER_REVOCATION_STORE',
+      description:
+        '`memory` (one process) or a `redis://` / `rediss://` URL every replica shares (revocation watermarks and the `jti`s of received logout tokens and SETs).',
+    }),
+    maxLatency: duration.refine(atLeastOneSecond, 'must be at least 1s').prefault('6s').meta({
+      env: 'VERIFIER_REVOCATION_MAX_LATENCY',
+      description:
+        "Longest time a revoked token may still get its secret through NGINX's edge cache while a receiver is on: the edge reuse becomes at most this minus 1 s (NGINX expires entries in whole seconds), and never more than `cache.edgeTtl`.",
+    }),
+    logoutTokenMaxAge: duration
+      .refine(atLeastOneSecond, 'must be at least 1s')
+      .prefault('2m')
+      .meta({
+        env: 'VERIFIER_LOGOUT_TOKEN_MAX_AGE',
+        description:
+          'How old (by `iat`) a logout token or SET may be; its `jti` is remembered for twice this long.',
+      }),
+    replayMaxEntries: count.prefault('100000').meta({
+      env: 'VERIFIER_REVOCATION_REPLAY_MAX_ENTRIES',
+      description:
+        'Bound of the in-process `jti` set of received logout tokens and SETs; when it is full of live entries new ones are refused (400) rather than one forgotten.',
+    }),
+    ssf: section({
+      transmitter: url.optional().meta({
+        env: 'VERIFIER_SSF_TRANSMITTER',
+        description:
+          'Shared Signals transmitter issuer: its `/.well-known/ssf-configuration` gives the `jwks_uri`, and SETs must carry it as `iss`. Unset: no Shared Signals receiver.',
+      }),
+      audience: text.optional().meta({
+        env: 'VERIFIER_SSF_AUDIENCE',
+        description:
+          "This receiver's name in the SETs' `aud` (as registered with the transmitter's stream). Required with `transmitter`.",
+      }),
+      push: flag.prefault(true).meta({
+        env: 'VERIFIER_SSF_PUSH',
+        description: 'Accept pushed SETs (RFC 8935) at `POST /ssf/events`.',
+      }),
+      pollEndpoint: url.optional().meta({
+        env: 'VERIFIER_SSF_POLL_ENDPOINT',
+        description:
+          "The stream's RFC 8936 poll endpoint; when set the verifier polls it, acknowledging the SETs it processed (no inbound route needed).",
+      }),
+      pollInterval: duration.refine(atLeastOneSecond, 'must be at least 1s').prefault('10s').meta({
+        env: 'VERIFIER_SSF_POLL_INTERVAL',
+        description:
+          'Pause between polls when nothing more is waiting; errors back off from this up to ten times as long.',
+      }),
+      pollToken: text.optional().meta({
+        env: 'VERIFIER_SSF_POLL_TOKEN',
+        description: 'Bearer token the transmitter requires on poll requests, if any.',
+      }),
+      allowHttp: flag.prefault(false).meta({
+        env: 'VERIFIER_SSF_ALLOW_HTTP',
+        description:
+          "Allow plain `http:` for the transmitter's URLs on a host that is not loopback.",
+      }),
+    })
+      // The rules between the receiver's own settings sit on its section, so they are checked
+      // even when another revocation setting is wrong (checkConfig sees only valid sections).
+      .check((ctx) => {
+        const { transmitter, audience, pollEndpoint, allowHttp } = ctx.value;
+        const problem = (path: string, message: string) =>
+          ctx.issues.push({ code: 'custom', input: ctx.value, path: [path], message });
+        if (transmitter === undefined) {
+          if (pollEndpoint !== undefined) problem('pollEndpoint', 'needs a transmitter');
+          return;
+        }
+        if (audience === undefined) problem('audience', 'required with a transmitter');
+        for (const [field, at] of Object.entries({ transmitter, pollEndpoint })) {
+          const insecure = at === undefined ? undefined : insecureUrlProblem(at, allowHttp);
+          if (insecure !== undefined) problem(field, insecure);
+        }
+      })
+      .prefault({}),
+  }).prefault({}),
+});
+
+const issuerName = url.meta({
+  description: 'Exact `iss` value (RFC 7519 §4.1.1); also the base for OIDC discovery.',
+});
+/** An issuer that leaves these out takes the top-level setting named beside each. */
+export const INHERITED = { clientClaims: 'clientClaims', timeout: 'fetchTimeout' } as const;
+const clientClaims = list('claim name')
+  .optional()
+  .meta({ description: 'Claims tried in order for the client id answered in `X-Auth-Client`.' });
+const endpoint = url.optional().meta({
+  description: 'Introspection / user-info URL. Unset: found through OIDC discovery from `issuer`.',
+});
+const opaqueCacheTtl = duration.prefault('60s').meta({
+  description: "Seconds a positive answer is reused (never past the token's `exp`).",
+});
+const allowHttp = flag.prefault(false).meta({
+  description:
+    "Allow plain `http:` for this issuer's discovery, JWKS, introspection or user-info URLs on a host that is not loopback (`localhost`, 127.0.0.0/8, `[::1]`). Off: such URLs are refused at start and at fetch time.",
+});
+const timeout = duration
+  .optional()
+  .meta({ description: 'Timeout of one introspection / user-info request.' });
+
+// What an IdP preset fills (presets.ts); the defaults are the `rfc9068` row's.
+const preset = oneOf(PRESET_NAMES, PRESET_NAMES.join(', ')).prefault('rfc9068').meta({
+  env: 'VERIFIER_PRESET',
+  description:
+    'The IdP whose tokens this issuer accepts (docs/connect-your-idp.md): `rfc9068`, `auth0`, `auth0-rfc9068`, `okta`, `entra`, `entra-v1`, `keycloak`, `cognito` or `google`. It fills the settings below that are not given explicitly.',
+});
+const scopeClaims = list('claim name').prefault(['scope', 'scp']).meta({
+  env: 'VERIFIER_SCOPE_CLAIMS',
+  description:
+    'Claims holding the granted scopes, the first present one counting (a space-separated string or an array): `scope`, `scp`, Entra app-only `roles`.',
+});
+const audienceClaim = oneOf(['aud', 'client_id'], 'aud or client_id').prefault('aud').meta({
+  env: 'VERIFIER_AUDIENCE_CLAIM',
+  description:
+    '`aud`, or `client_id` for an IdP whose access tokens carry no audience (Cognito: `audience` is then the app client id).',
+});
+const requireClaims = claimRules.prefault([]).meta({
+  env: 'VERIFIER_REQUIRE_CLAIMS',
+  description:
+    'Claims an access token of this IdP always has: `name` (present) or `name=value` (e.g. `token_use=access`), so its other tokens are refused.',
+});
+const refuseClaims = list()
+  .prefault([...ALWAYS_REFUSED])
+  .meta({
+    env: 'VERIFIER_REFUSE_CLAIMS',
+    description:
+      'Claims an access token never has: their presence marks an ID token (`nonce`, `at_hash`), a logout or security event token (`events`). Replaces the list when set.',
+  });
+
+/** An issuer of JWT access tokens, verified locally against its JWKS. */
+const jwtIssuer = section({
+  type: z.literal('jwt').default('jwt'),
+  issuer: issuerName.meta({ ...issuerName.meta(), env: 'VERIFIER_ISSUER' }),
+  audience: text.meta({
+    env: 'VERIFIER_AUDIENCE',
+    description:
+      '`aud` (string or array) must contain it, so an ID token for the SPA is not an access token.',
+  }),
+  jwksUri: url.optional().meta({
+    env: 'VERIFIER_JWKS_URI',
+    description:
+      'JWKS URL. Unset: `jwks_uri` from `${issuer}/.well-known/openid-configuration` (whose `issuer` must match).',
+  }),
+  algorithms: algorithms.prefault(['RS256', 'ES256', 'PS256', 'EdDSA']).meta({
+    env: 'VERIFIER_ALGORITHMS',
+    description:
+      'Allowed `alg` values; asymmetric only (RS*, PS*, ES*, EdDSA). `none` and HS* are refused at start.',
+  }),
+  clockTolerance: duration.prefault('30s').meta({
+    env: 'VERIFIER_CLOCK_TOLERANCE',
+    description: 'Leeway for `exp`, `nbf` and `iat`.',
+  }),
+  requireTyp: typ.prefault('at+jwt').meta({
+    env: 'VERIFIER_REQUIRE_TYP',
+    description:
+      'RFC 9068 §2.1: the `typ` header every token must carry (`application/` prefix allowed), so an ID token or another JWT cannot pass as an access token. `off` for an issuer that does not type its access tokens.',
+  }),
+  maxTokenAge: duration
+    .refine((seconds) => seconds > 0, 'must be greater than 0')
+    .prefault('24h')
+    .meta({
+      env: 'VERIFIER_MAX_TOKEN_AGE',
+      description:
+        'Longest lifetime accepted: `exp` may be at most this far after `iat` (when present) and after now (plus `clockTolerance`). A token valid for years is refused.',
+    }),
+  allowHttp: allowHttp.meta({ ...allowHttp.meta(), env: 'VERIFIER_ALLOW_HTTP' }),
+  clientClaims,
+  preset,
+  scopeClaims,
+  audienceClaim,
+  requireClaims,
+  refuseClaims,
+  logoutAudiences: list().prefault([]).meta({
+    env: 'VERIFIER_LOGOUT_AUDIENCES',
+    description:
+      "Client ids (the SPA's) whose back-channel logout tokens from this issuer are accepted at `POST /backchannel-logout` (OIDC Back-Channel Logout 1.0). Empty: this issuer's logout tokens are refused.",
+  }),
+});
+
+/** An issuer of opaque tokens, checked through RFC 7662 token introspection. */
+const introspectionIssuer = section({
+  type: z.literal('introspection'),
+  issuer: issuerName,
+  endpoint,
+  clientId: text.meta({ description: 'Client id for `client_secret_basic` at the endpoint.' }),
+  clientSecret: secret().meta({
+    description:
+      'Client secret for `client_secret_basic`: a string, `{ "file": "/path" }` (e.g. a mounted Kubernetes Secret; one trailing newline dropped) or `{ "env": "NAME" }` (a variable outside the `VERIFIER_` prefix), read once at start.',
+  }),
+  audience: text.meta({
+    description:
+      "This API's identifier: the introspection answer's `aud` must contain it, so an active token issued for another API is refused (the verifier refuses to start without it).",
+  }),
+  cacheTtl: opaqueCacheTtl,
+  timeout,
+  allowHttp,
+  clientClaims,
+});
+
+/**
+ * An issuer of opaque tokens that are valid exactly when its user-info endpoint answers 200.
+ * User-info claims describe the user (and some IdPs let users edit them), so no client id is ever
+ * read from them: `X-Auth-Client` stays empty and NGINX serves its default set.
+ */
+const userinfoIssuer = section({
+  type: z.literal('userinfo'),
+  issuer: issuerName,
+  endpoint,
+  cacheTtl: opaqueCacheTtl,
+  timeout,
+  allowHttp,
+});
+
+/**
+ * An issuer of opaque tokens only it can check, at a tokeninfo endpoint that is not RFC 7662
+ * (Google, `"preset": "google"`): the answer names the client (`aud`/`azp`) and the scopes.
+ */
+const tokeninfoIssuer = section({
+  type: z.literal('tokeninfo'),
+  issuer: issuerName,
+  audience: text.meta({
+    description:
+      "The OAuth client id the tokens must be issued to (the answer's `aud`): tokens of every other app of the IdP are refused.",
+  }),
+  endpoint: url.prefault('https://oauth2.googleapis.com/tokeninfo').meta({
+    env: 'VERIFIER_TOKENINFO_URI',
+    description:
+      'Tokeninfo URL; the token is POSTed as the form field `access_token`, never put in a URL.',
+  }),
+  cacheTtl: opaqueCacheTtl,
+  timeout,
+  allowHttp,
+  clientClaims,
+  preset,
+  scopeClaims,
+  requireClaims,
+  refuseClaims,
+});
+
+export const issuerSchema = z.discriminatedUnion(
+  'type',
+  [jwtIssuer, introspectionIssuer, userinfoIssuer, tokeninfoIssuer],
+  {
+    error: (issue: { code: string }) =>
+      issue.code === 'invalid_type'
+        ? 'expected an object'
+        : 'expected "jwt", "introspection", "userinfo" or "tokeninfo"',
+  },
+);
+
+export const policySchema = section({
+  issuers: list('issuer').meta({
+    description:
+      '`iss` values this policy accepts (checked before any key fetch); each is a configured issuer, at most one of them opaque.',
+  }),
+  scopes: list().prefault([]).meta({
+    env: 'VERIFIER_REQUIRED_SCOPES',
+    description:
+      'Scopes (`scope` string or `scp` array) that must all be granted; a missing one gives 403.',
+  }),
+  cloudfront: cloudFrontSection.optional(),
+  dpop: oneOf(['off', 'allowed', 'required'], 'off, allowed or required').prefault('off').meta({
+    env: 'VERIFIER_DPOP',
+    description:
+      'DPoP (RFC 9449): `off` reads Bearer tokens only; `allowed` also takes DPoP-bound tokens with a proof per request; `required` takes only those. A bound token is never accepted as Bearer.',
+  }),
+  revocation: oneOf(['checked', 'required'], 'checked or required').prefault('checked').meta({
+    env: 'VERIFIER_REVOCATION',
+    description:
+      'With a revocation receiver on, every token is checked against the revocation store. When the shared store is unreachable, `checked` serves (and counts it in `verifier_revocation_unchecked_total`) and `required` refuses (401 `revocation_unavailable`).',
+  }),
+});
+
+/** Policy names appear in `?policy=` and in cache keys. */
+export const POLICY_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
+
+/** The JSON file: what verifier/config.schema.json publishes. Sections are checked one by one. */
+export function documentSchema<I extends z.ZodType, P extends z.ZodType>(issuer: I, policy: P) {
+  return section({
+    $schema: z.string().optional(),
+    ...rootSchema.shape,
+    issuers: z
+      .array(issuer, says('an array of issuers', 'at least one issuer is required'))
+      .min(1, 'at least one issuer is required'),
+    policies: z
+      .record(z.string().regex(POLICY_NAME), policy, {
+        error: (issue) =>
+          issue.code === 'invalid_key'
+            ? 'policy names use A-Z a-z 0-9 _ . - only'
+            : says('an object of named policies', 'at least one policy is required').error(issue),
+      })
+      .refine((named) => Object.keys(named).length > 0, 'at least one policy is required'),
+  });
+}
+
+/** The policy a /verify without `?policy=` asks for. */
+export const DEFAULT_POLICY = 'default';
+
+/** The single-issuer variables' policy: the one NGINX's /secret asks for (also `default`). */
+export const ENV_POLICY = 'secret';
+
+/** Optional settings read as `undefined`, as the rest of the verifier expects. */
+type Settled<T> = { readonly [K in keyof Required<T>]: T[K] };
+type Inherit<T> = Settled<
+  Omit<T, keyof typeof INHERITED> & {
+    [K in keyof T & keyof typeof INHERITED]-?: Exclude<T[K], undefined>;
+  }
+>;
+type Issuer<S extends z.ZodType> = Inherit<Loaded<z.output<S>>>;
+
+export type RootSettings = Settled<Loaded<z.output<typeof rootSchema>>>;
+export type JwtIssuer = Issuer<typeof jwtIssuer>;
+export type IntrospectionIssuer = Issuer<typeof introspectionIssuer>;
+export type UserinfoIssuer = Issuer<typeof userinfoIssuer>;
+export type TokeninfoIssuer = Issuer<typeof tokeninfoIssuer>;
+export type IssuerConfig = JwtIssuer | IntrospectionIssuer | UserinfoIssuer | TokeninfoIssuer;
+export type PolicyConfig = { readonly name: string } & Settled<
+  Loaded<z.output<typeof policySchema>>
+>;
+export type DpopMode = PolicyConfig['dpop'];
+export type DpopConfig = RootSettings['dpop'];
+export type RevocationConfig = RootSettings['revocation'];
+export type TransportChoice = RootSettings['transport'];
+export type { Listen };
+
+export type VerifierConfig = RootSettings & {
+  readonly issuers: ReadonlyMap<string, IssuerConfig>;
+  readonly policies: ReadonlyMap<string, PolicyConfig>;
+};
+
+/** Tokens larger than this are refused before any parsing (RFC 8725 hygiene; 8 KiB). */
+export const MAX_TOKEN_BYTES = 8192;
+
+/** One problem a rule found: the document path it is about, and what is wrong. */
+export type Report = (path: string, message: string) => void;
+
+/** The sections that validated on their own, for the rules between them. */
+export interface Sections {
+  readonly root: RootSettings | undefined;
+  /** Every `iss` the document declares and its `type`, valid or not (reported once, above). */
+  readonly declared: ReadonlyMap<string, unknown>;
+  readonly issuers: ReadonlyArray<{ readonly at: string; readonly issuer: IssuerConfig }>;
+  /** Every policy's `issuers`, also of a policy with a problem elsewhere. */
+  readonly policies: ReadonlyArray<Pick<PolicyConfig, 'name' | 'issuers'>>;
+}
+
+/**
+ * The rules between settings, the ones a schema cannot say. Runs on every section that validated
+ * on its own, so one pass reports both kinds of problem. `label` names a path as it was written.
+ */
+export function checkConfig(sections: Sections, report: Report, label: (path: string) => string) {
+  const { root, declared, issuers, policies } = sections;
+  if (root !== undefined) {
+    if (root.jwks.maxStale < root.jwks.refresh)
+      report('jwks.maxStale', `must be at least ${label('jwks.refresh')}`);
+    // Proofs' `jti`s, revocations and the stores' password would cross the network in clear;
+    // the revocation store shares the replay store's password and its opt-in.
+    for (const [path, store] of [
+      ['dpop.replayStore', root.dpop.replayStore],
+      ['revocation.store', root.revocation.store],
+    ] as const)
+      if (!root.dpop.replayAllowPlaintext && plaintextRedis(store))
+        report(
+          path,
+          'plain redis:// to a host that is not loopback; use rediss://, or opt in with "replayAllowPlaintext": true (VERIFIER_DPOP_REPLAY_ALLOW_PLAINTEXT=true)',
+        );
+    const { listen, metricsListen } = root;
+    if (metricsListen !== undefined && describeListen(metricsListen) === describeListen(listen))
+      report('metricsListen', `must differ from ${label('listen')}`);
+  }
+  for (const { at, issuer } of issuers) {
+    // The URL the verifier fetches first: the one configured, else the issuer's discovery document.
+    const own = issuer.type === 'jwt' ? issuer.jwksUri : issuer.endpoint;
+    const field = own === undefined ? 'issuer' : issuer.type === 'jwt' ? 'jwksUri' : 'endpoint';
+    const problem = insecureUrlProblem(own ?? issuer.issuer, issuer.allowHttp);
+    if (problem !== undefined) report(`${at}.${field}`, problem);
+    if (issuer.type === 'jwt' || issuer.type === 'tokeninfo')
+      checkPresetIssuer(issuer, (name, message) => report(`${at}.${name}`, message));
+  }
+  for (const policy of policies) {
+    const at = `policies.${policy.name}.issuers`;
+    for (const iss of policy.issuers.filter((iss) => !declared.has(iss)))
+      report(at, `"${iss}" is not a configured issuer`);
+    // An opaque token does not say who issued it, so a policy can only ask one opaque issuer.
+    const opaque = policy.issuers.filter((iss) => (declared.get(iss) ?? 'jwt') !== 'jwt');
+    if (opaque.length > 1) report(at, 'at most one introspection/userinfo issuer per policy');
+  }
+}
+
+/** A `redis://` URL (no TLS) whose host is not loopback. */
+function plaintextRedis(store: string): boolean {
+  return store.startsWith('redis://') && !isLoopbackHost(URL.parse(store)?.hostname ?? '');
+}
+
+function describeListen(at: Listen): string {
+  return at.kind === 'unix' ? at.path : `${at.host}:${at.port}`;
+}
+
+/** The parts of a JSON Schema the reference and the variables are read from. */
+export interface JsonSchema {
+  readonly properties?: Readonly<Record<string, JsonSchema>>;
+  readonly required?: readonly string[];
+  readonly items?: JsonSchema;
+  readonly oneOf?: readonly JsonSchema[];
+  readonly additionalProperties?: JsonSchema | boolean;
+  readonly description?: string;
+  readonly env?: string;
+  readonly default?: unknown;
+  readonly const?: unknown;
+}
+
+/** The JSON Schema of the file, as an operator writes it: verifier/config.schema.json. */
+export function jsonSchema(): JsonSchema {
+  return z.toJSONSchema(documentSchema(issuerSchema, policySchema), { io: 'input' }) as JsonSchema;
+}

@@ -1,0 +1,302 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { statusOf, verdictOf } from '../testing/answer.js';
+import { createAuthorizer } from './authorize.js';
+import { loadConfig } from '../config/load.js';
+import { createDecisionCache, type CacheEntry } from './decision-cache.js';
+import { allow, deny, type Decision } from './decision.js';
+import type { JwtVerifier } from '../token/jwt-verifier.js';
+import {
+  AUDIENCE,
+  captureLogger,
+  ISSUER,
+  manualClock,
+  mintToken,
+  startJwksServer,
+  type JwksServer,
+} from '../testing/fixtures.js';
+import { buildService } from '../testing/service.js';
+
+const POLICY = 'secret';
+const identity = { sub: 'u', client: 'c', scopes: ['s'], issuer: ISSUER };
+function entry(exp: number, extra: Partial<CacheEntry> & { issuer?: string } = {}): CacheEntry {
+  const { issuer = ISSUER, ...rest } = extra;
+  const who = { ...identity, issuer };
+  return {
+    policy: POLICY,
+    decision: { ...allow(who, exp), identity: who },
+    exp,
+    nbf: undefined,
+    kid: 'k1',
+    ...rest,
+  };
+}
+
+function cacheFor(
+  clock: ReturnType<typeof manualClock>,
+  bounds: { maxEntries: number; maxBytes: number; maxTtl: number },
+) {
+  return createDecisionCache({ ...bounds, now: clock.now });
+}
+
+describe('decision cache invariants', () => {
+  it('an entry never outlives its token exp', () => {
+    const clock = manualClock();
+    const cache = cacheFor(clock, { maxEntries: 10, maxBytes: 1e6, maxTtl: 3600 });
+    cache.set('a', entry(clock.seconds() + 60));
+    clock.advance(59);
+    expect(cache.get('a', POLICY)).toBeDefined();
+    clock.advance(1);
+    expect(cache.get('a', POLICY)).toBeUndefined();
+    expect(cache.size).toBe(0);
+  });
+
+  it('an entry never satisfies a policy it was not checked against, even under the same key', () => {
+    const clock = manualClock();
+    const cache = cacheFor(clock, { maxEntries: 10, maxBytes: 1e6, maxTtl: 3600 });
+    cache.set('same-key', entry(clock.seconds() + 60, { policy: 'open' }));
+    expect(cache.get('same-key', 'open')).toMatchObject({ outcome: 'allow' });
+    expect(cache.get('same-key', 'admin')).toBeUndefined();
+  });
+
+  it('keeps plain data: a 403 for missing scopes comes back with the scopes the policy asked for', () => {
+    const clock = manualClock();
+    const cache = cacheFor(clock, { maxEntries: 10, maxBytes: 1e6, maxTtl: 3600 });
+    const denied = deny('scope_insufficient', ['secrets:read'], identity);
+    cache.set('a', { ...entry(clock.seconds() + 60), decision: { ...denied, identity } });
+    expect(cache.get('a', POLICY)).toEqual({ ...denied, reusableUntil: clock.seconds() + 60 });
+  });
+
+  it('a hit answers exactly the stored decision (outcome, reason, identity)', () => {
+    const clock = manualClock();
+    const cache = cacheFor(clock, { maxEntries: 10, maxBytes: 1e6, maxTtl: 3600 });
+    const stored = entry(clock.seconds() + 60);
+    cache.set('a', stored);
+    // The hit also says until when any copy may be used: the token's exp here.
+    expect(cache.get('a', POLICY)).toEqual({ ...stored.decision, reusableUntil: stored.exp });
+  });
+
+  it('an entry never outlives maxTtl', () => {
+    const clock = manualClock();
+    const cache = cacheFor(clock, { maxEntries: 10, maxBytes: 1e6, maxTtl: 30 });
+    cache.set('a', entry(clock.seconds() + 3600));
+    clock.advance(29);
+    expect(cache.get('a', POLICY)).toBeDefined();
+    clock.advance(2);
+    expect(cache.get('a', POLICY)).toBeUndefined();
+  });
+
+  it('re-checks nbf on every hit', () => {
+    const clock = manualClock();
+    const cache = cacheFor(clock, { maxEntries: 10, maxBytes: 1e6, maxTtl: 3600 });
+    cache.set('a', entry(clock.seconds() + 600, { nbf: clock.seconds() + 10 }));
+    expect(cache.get('a', POLICY)).toBeUndefined();
+  });
+
+  it('an already expired token is not stored', () => {
+    const clock = manualClock();
+    const cache = cacheFor(clock, { maxEntries: 10, maxBytes: 1e6, maxTtl: 3600 });
+    cache.set('a', entry(clock.seconds() - 1));
+    expect(cache.size).toBe(0);
+  });
+
+  it('is bounded by entries', () => {
+    const clock = manualClock();
+    const cache = cacheFor(clock, { maxEntries: 3, maxBytes: 1e6, maxTtl: 3600 });
+    for (const key of ['a', 'b', 'c', 'd']) cache.set(key, entry(clock.seconds() + 600));
+    expect(cache.size).toBe(3);
+    expect(cache.get('a', POLICY)).toBeUndefined();
+  });
+
+  it('is bounded by bytes', () => {
+    const clock = manualClock();
+    const cache = cacheFor(clock, { maxEntries: 1000, maxBytes: 5000, maxTtl: 3600 });
+    for (let i = 0; i < 100; i++) cache.set(`key-${i}`, entry(clock.seconds() + 600));
+    expect(cache.size).toBeLessThan(100);
+    expect(cache.bytes).toBeLessThanOrEqual(5000);
+  });
+
+  it('drops the entries of a kid that left, and entries without a kid', () => {
+    const clock = manualClock();
+    const cache = cacheFor(clock, { maxEntries: 10, maxBytes: 1e6, maxTtl: 3600 });
+    const exp = clock.seconds() + 600;
+    cache.set('k1', entry(exp, { kid: 'k1' }));
+    cache.set('k2', entry(exp, { kid: 'k2' }));
+    cache.set('none', entry(exp, { kid: undefined }));
+    cache.set('other-issuer', entry(exp, { kid: 'k1', issuer: 'https://x' }));
+    expect(cache.dropKeys(ISSUER, new Set(['k1']))).toBe(2);
+    expect(cache.get('k2', POLICY)).toBeDefined();
+    expect(cache.get('other-issuer', POLICY)).toBeDefined();
+  });
+
+  it("a hit past its issuer's trust horizon is a miss; issuers without a key set keep theirs", () => {
+    const clock = manualClock();
+    const horizon = clock.now() + 120_000;
+    const cache = createDecisionCache({
+      maxEntries: 10,
+      maxBytes: 1e6,
+      maxTtl: 3600,
+      now: clock.now,
+      trustedUntil: (issuer) => (issuer === ISSUER ? horizon : undefined),
+    });
+    const exp = clock.seconds() + 600;
+    cache.set('jwt', entry(exp));
+    cache.set('opaque', entry(exp, { kid: undefined, issuer: 'https://introspection.test' }));
+    clock.advance(120);
+    expect(cache.get('jwt', POLICY)).toBeDefined();
+    clock.advance(1);
+    expect(cache.get('jwt', POLICY)).toBeUndefined();
+    expect(cache.get('opaque', POLICY)).toBeDefined();
+    expect(cache.size).toBe(1);
+  });
+});
+
+describe('decision cache in authorize', () => {
+  let jwks: JwksServer;
+  beforeAll(async () => {
+    jwks = await startJwksServer(['rsaA']);
+  });
+  afterAll(() => jwks.close());
+
+  it('a token expiring while cached is rejected', async () => {
+    const clock = manualClock();
+    const { service } = buildService(
+      {
+        VERIFIER_ISSUER: ISSUER,
+        VERIFIER_AUDIENCE: AUDIENCE,
+        VERIFIER_JWKS_URI: jwks.url,
+        VERIFIER_CLOCK_TOLERANCE: '0',
+      },
+      { now: clock.now },
+    );
+    await service.start();
+    const token = await mintToken({ now: clock.seconds(), claims: { exp: clock.seconds() + 60 } });
+    expect(statusOf(await service.authorize({ authorization: `Bearer ${token}` }))).toBe(204);
+    clock.advance(30);
+    const hit = service.authorize({ authorization: `Bearer ${token}` });
+    expect(hit).not.toBeInstanceOf(Promise);
+    expect(statusOf(hit as Decision)).toBe(204);
+    clock.advance(30);
+    expect(verdictOf(await service.authorize({ authorization: `Bearer ${token}` }))).toMatchObject({
+      status: 401,
+      reason: 'token_expired',
+    });
+    await service.stop(0);
+  });
+
+  it('with the IdP down past maxStale, a cached token gets 401 keys_unavailable like a fresh one', async () => {
+    const clock = manualClock();
+    const idp = await startJwksServer(['rsaA']);
+    const { service } = buildService(
+      {
+        VERIFIER_ISSUER: ISSUER,
+        VERIFIER_AUDIENCE: AUDIENCE,
+        VERIFIER_JWKS_URI: idp.url,
+        VERIFIER_JWKS_REFRESH: '60s',
+        VERIFIER_JWKS_MAX_STALE: '120s',
+      },
+      { now: clock.now },
+    );
+    try {
+      await service.start();
+      const exp = clock.seconds() + 3600;
+      const cached = await mintToken({ now: clock.seconds(), claims: { exp } });
+      const fresh = await mintToken({ now: clock.seconds(), claims: { exp, sub: 'other' } });
+      expect(statusOf(await service.authorize({ authorization: `Bearer ${cached}` }))).toBe(204);
+      idp.setDown(true);
+      clock.advance(120);
+      // Within the trust horizon the last good keys (and decisions made with them) still serve.
+      expect(statusOf(await service.authorize({ authorization: `Bearer ${cached}` }))).toBe(204);
+      clock.advance(1);
+      for (const token of [fresh, cached])
+        expect(
+          verdictOf(await service.authorize({ authorization: `Bearer ${token}` })),
+        ).toMatchObject({ status: 401, reason: 'keys_unavailable' });
+      idp.setDown(false);
+      clock.advance(30);
+      expect(statusOf(await service.authorize({ authorization: `Bearer ${cached}` }))).toBe(204);
+    } finally {
+      await service.stop(0);
+      await idp.close();
+    }
+  });
+
+  it('100 concurrent requests for one new token cause one verification', async () => {
+    const clock = manualClock();
+    const config = loadConfig({
+      VERIFIER_ISSUER: ISSUER,
+      VERIFIER_AUDIENCE: AUDIENCE,
+      VERIFIER_JWKS_URI: jwks.url,
+    });
+    let verifications = 0;
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const countingVerifier: JwtVerifier = async () => {
+      verifications++;
+      await gate;
+      return {
+        identity: { ...identity, scopes: [] },
+        exp: clock.seconds() + 300,
+        nbf: undefined,
+        kid: 'k1',
+      };
+    };
+    const authorize = createAuthorizer({
+      config,
+      jwtVerifiers: new Map([[ISSUER, countingVerifier]]),
+      opaqueVerifiers: new Map(),
+      cache: createDecisionCache({ ...config.cache, now: clock.now }),
+      logger: captureLogger().logger,
+    });
+    const token = await mintToken({ now: clock.seconds() });
+    const pending = Array.from({ length: 100 }, () =>
+      authorize({ authorization: `Bearer ${token}` }),
+    );
+    release();
+    const decisions = await Promise.all(pending.map((decision) => Promise.resolve(decision)));
+    expect(verifications).toBe(1);
+    expect(decisions.every((decision) => statusOf(decision) === 204)).toBe(true);
+  });
+
+  it('the same token is cached per policy', async () => {
+    const clock = manualClock();
+    const { service } = buildService(
+      {},
+      {
+        now: clock.now,
+        file: {
+          issuers: [{ issuer: ISSUER, audience: AUDIENCE, jwksUri: jwks.url }],
+          policies: {
+            open: { issuers: [ISSUER] },
+            admin: { issuers: [ISSUER], scopes: ['admin'] },
+          },
+        },
+      },
+    );
+    await service.start();
+    const token = await mintToken({ now: clock.seconds() });
+    expect(
+      statusOf(await service.authorize({ authorization: `Bearer ${token}`, policy: 'open' })),
+    ).toBe(204);
+    expect(
+      statusOf(await service.authorize({ authorization: `Bearer ${token}`, policy: 'admin' })),
+    ).toBe(403);
+    expect(
+      statusOf(await service.authorize({ authorization: `Bearer ${token}`, policy: 'admin' })),
+    ).toBe(403);
+    expect(service.cache.size).toBe(2);
+    await service.stop(0);
+  });
+
+  it('a 401 is never cached', async () => {
+    const clock = manualClock();
+    const { service } = buildService(
+      { VERIFIER_ISSUER: ISSUER, VERIFIER_AUDIENCE: AUDIENCE, VERIFIER_JWKS_URI: jwks.url },
+      { now: clock.now },
+    );
+    await service.start();
+    const token = await mintToken({ now: clock.seconds(), claims: { aud: 'someone-else' } });
+    await service.authorize({ authorization: `Bearer ${token}` });
+    expect(service.cache.size).toBe(0);
+    await service.stop(0);
+  });
+});

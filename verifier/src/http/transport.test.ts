@@ -1,0 +1,203 @@
+import { createServer } from 'node:http';
+import { mkdtempSync, statSync } from 'node:fs';
+import { request } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { OAuth2Server } from 'oauth2-mock-server';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { secretSetName } from '../decision/secret-set.js';
+import { loadUws, pickTransport } from './transport.js';
+import { captureLogger } from '../testing/fixtures.js';
+import { buildService } from '../testing/service.js';
+
+interface Reply {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+}
+
+function get(
+  target: { port?: number; socketPath?: string },
+  path: string,
+  headers: Record<string, string> = {},
+): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', ...target, path, headers, agent: false }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (body += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+describe('transport choice', () => {
+  const broken = () => new Error('uWebSockets.js native addon did not load (shim in use)');
+
+  it('auto falls back to node:http with a warning when the addon cannot load', () => {
+    const { logger, lines } = captureLogger();
+    expect(pickTransport('auto', logger, broken)).toEqual({ kind: 'node' });
+    expect(lines.join('\n')).toContain('falling back to the node:http transport');
+  });
+
+  it('uws refuses to start without the addon', () => {
+    expect(() => pickTransport('uws', captureLogger().logger, broken)).toThrow(/did not load/);
+  });
+
+  it('node never loads the addon', () => {
+    expect(
+      pickTransport('node', captureLogger().logger, () => {
+        throw new Error('must not load');
+      }),
+    ).toEqual({ kind: 'node' });
+  });
+});
+
+describe('the uWS addon', () => {
+  it('is the native addon, not the ws shim', () => {
+    const uws = loadUws();
+    expect(uws).not.toBeInstanceOf(Error);
+    expect(typeof (uws as { getParts: unknown }).getParts).toBe('function');
+  });
+});
+
+describe.each(['uws', 'node'] as const)('the %s transport over a loopback socket', (transport) => {
+  let idp: OAuth2Server;
+  let issuer: string;
+  let service: ReturnType<typeof buildService>['service'];
+  let port: number;
+
+  async function token(scope = 'secrets:read'): Promise<string> {
+    const answer = await fetch(`${issuer}/token`, {
+      method: 'POST',
+      body: new URLSearchParams({ grant_type: 'client_credentials', client_id: 'spa-demo', scope }),
+    });
+    return ((await answer.json()) as { access_token: string }).access_token;
+  }
+
+  beforeAll(async () => {
+    idp = new OAuth2Server();
+    await idp.issuer.keys.generate('RS256');
+    await idp.start(0, '127.0.0.1');
+    issuer = `http://127.0.0.1:${idp.address().port}`;
+    idp.issuer.url = issuer;
+    idp.service.on('beforeTokenSigning', (jwt) => {
+      jwt.payload.aud = 'secret-gate-api';
+      jwt.payload.azp = 'spa-demo';
+    });
+    ({ service } = buildService({
+      VERIFIER_ISSUER: issuer,
+      VERIFIER_AUDIENCE: 'secret-gate-api',
+      VERIFIER_REQUIRED_SCOPES: 'secrets:read',
+      VERIFIER_TRANSPORT: transport,
+      // oauth2-mock-server signs access tokens with `typ: JWT`: the documented opt-out.
+      VERIFIER_REQUIRE_TYP: 'off',
+    }));
+    await service.start();
+    ({ port } = await service.listen({ kind: 'tcp', host: '127.0.0.1', port: 0 }));
+  });
+  afterAll(async () => {
+    await service.stop(0);
+    await idp.stop();
+  });
+
+  it('allows a token from the IdP found by OIDC discovery: 204 with identity headers and no body', async () => {
+    const reply = await get({ port }, '/verify', { authorization: `Bearer ${await token()}` });
+    expect(reply.status).toBe(204);
+    expect(reply.body).toBe('');
+    expect(reply.headers).toMatchObject({
+      'x-auth-client': 'spa-demo',
+      'x-auth-set': secretSetName(issuer, 'spa-demo'),
+    });
+    const same = await token();
+    const first = await get({ port }, '/verify?policy=default', {
+      authorization: `Bearer ${same}`,
+    });
+    const cached = await get({ port }, '/verify?policy=default', {
+      authorization: `Bearer ${same}`,
+    });
+    expect([first.status, cached.status]).toEqual([204, 204]);
+    expect(cached.headers['x-auth-set']).toBe(secretSetName(issuer, 'spa-demo'));
+  });
+
+  it('answers 401 with a challenge and an empty body', async () => {
+    const missing = await get({ port }, '/verify');
+    expect(missing).toMatchObject({ status: 401, body: '' });
+    expect(missing.headers['www-authenticate']).toBe('Bearer realm="secret-gate"');
+    const bad = await get({ port }, '/verify', { authorization: 'Bearer abc.def.ghi' });
+    expect(bad.headers['www-authenticate']).toBe(
+      'Bearer realm="secret-gate", error="invalid_token"',
+    );
+    expect(bad.headers['content-length']).toBe('0');
+  });
+
+  it('answers 403 with X-Auth-Challenge for a missing scope and for an unknown policy', async () => {
+    const scope = await get({ port }, '/verify', {
+      authorization: `Bearer ${await token('openid')}`,
+    });
+    expect(scope.status).toBe(403);
+    expect(scope.headers['x-auth-challenge']).toBe(
+      'Bearer realm="secret-gate", error="insufficient_scope", scope="secrets:read"',
+    );
+    const policy = await get({ port }, '/verify?policy=nope', {
+      authorization: `Bearer ${await token()}`,
+    });
+    expect(policy.status).toBe(403);
+  });
+
+  it('serves /healthz, /readyz, /metrics and 404 elsewhere', async () => {
+    expect((await get({ port }, '/healthz')).status).toBe(200);
+    expect((await get({ port }, '/readyz')).status).toBe(200);
+    const metrics = await get({ port }, '/metrics');
+    expect(metrics.status).toBe(200);
+    expect(metrics.body).toContain(`verifier_transport_info{transport="${transport}"} 1`);
+    expect(metrics.body).toMatch(/verifier_decisions_total\{result="allow",reason="allowed"\} \d+/);
+    expect(metrics.body).toMatch(
+      /verifier_decisions_total\{result="deny_401",reason="token_missing"\} \d+/,
+    );
+    expect(metrics.body).toMatch(/verifier_cache_lookups_total\{outcome="hit"\} \d+/);
+    expect(metrics.body).toMatch(/verifier_jwks_fetches_total\{issuer="[^"]+",outcome="ok"\} 1/);
+    expect(metrics.body).toContain('verifier_verification_seconds_bucket');
+    expect(metrics.body).toMatch(/verifier_cache_entries \d+/);
+    expect((await get({ port }, '/other')).status).toBe(404);
+  });
+});
+
+describe.each(['uws', 'node'] as const)('the %s transport lifecycle', (transport) => {
+  it('listens on a unix socket, finishes in-flight requests on close and then stops accepting', async () => {
+    // A user-info IdP that answers slowly keeps one request in flight while we close.
+    const idp = createServer((_req, res) => {
+      setTimeout(
+        () => res.writeHead(200, { 'content-type': 'application/json' }).end('{"sub":"slow"}'),
+        300,
+      );
+    });
+    await new Promise<void>((resolve) => idp.listen(0, '127.0.0.1', resolve));
+    const idpUrl = `http://127.0.0.1:${(idp.address() as { port: number }).port}`;
+    const { service } = buildService(
+      { VERIFIER_TRANSPORT: transport },
+      {
+        file: {
+          issuers: [{ type: 'userinfo', issuer: idpUrl, endpoint: `${idpUrl}/userinfo` }],
+          policies: { default: { issuers: [idpUrl] } },
+        },
+      },
+    );
+    const socketPath = join(mkdtempSync(join(tmpdir(), 'verifier-')), 'v.sock');
+    await service.listen({ kind: 'unix', path: socketPath });
+    // Shared with NGINX's user through a group: read and write for owner and group only.
+    expect(statSync(socketPath).mode & 0o777).toBe(0o660);
+    expect((await get({ socketPath }, '/healthz')).status).toBe(200);
+    const inFlight = get({ socketPath }, '/verify', { authorization: 'Bearer opaque-token-1' });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const closed = service.stop(3000);
+    const reply = await inFlight;
+    expect(reply.status).toBe(204);
+    expect(reply.headers['x-accel-expires']).toBeDefined();
+    await closed;
+    await expect(get({ socketPath }, '/healthz')).rejects.toThrow();
+    await new Promise((resolve) => idp.close(resolve));
+  });
+});

@@ -1,0 +1,110 @@
+// Who a verified token speaks for, reduced to what NGINX needs, and made safe to put in a header.
+import { VerifyError } from '../errors.js';
+
+export interface Identity {
+  readonly sub: string;
+  readonly client: string;
+  readonly scopes: readonly string[];
+  readonly issuer: string;
+}
+
+/** Header values stay short: NGINX and uWS cap header sizes, and these only select a secret set. */
+const MAX_ID_LENGTH = 256;
+const MAX_SCOPE_LENGTH = 1024;
+
+/** Where scopes are when the issuer does not say: RFC 9068 `scope`, else the common `scp`. */
+const SCOPE_CLAIMS: readonly string[] = ['scope', 'scp'];
+
+/**
+ * Granted scopes from the first of `names` the claims hold: a space-separated string (`scope`,
+ * Entra's `scp`) or an array (Okta's `scp`, Entra's app-only `roles`).
+ */
+export function readScopes(
+  claims: Record<string, unknown>,
+  names: readonly string[] = SCOPE_CLAIMS,
+): string[] {
+  for (const name of names) {
+    const value = claims[name];
+    if (typeof value === 'string') return value.split(' ').filter((s) => s.length > 0);
+    // RFC 9068 §2.2.3 / RFC 8693 §4.2: `scope` is a string; an array there grants nothing.
+    if (Array.isArray(value) && name !== 'scope')
+      return value.filter((s): s is string => typeof s === 'string' && s.length > 0);
+  }
+  return [];
+}
+
+/**
+ * A client id that reaches NGINX byte for byte: visible ASCII at both ends (NGINX trims spaces
+ * and tabs around a header value), printable ASCII inside (anything else would need encoding),
+ * at most 256 characters (a longer one would need cutting). The secret set is chosen by this
+ * value, so an id that would be altered on the way is refused, never rewritten.
+ */
+const HEADER_EXACT_CLIENT = /^[\x21-\x7e](?:[\x20-\x7e]{0,254}[\x21-\x7e])?$/;
+
+/**
+ * The first string claim among `names` (e.g. azp, client_id, cid), or ''. Throws
+ * `client_id_invalid` when that claim could not pass through a header unchanged.
+ */
+export function readClient(claims: Record<string, unknown>, names: readonly string[]): string {
+  for (const name of names) {
+    const value = claims[name];
+    if (typeof value !== 'string' || value.length === 0) continue;
+    if (!HEADER_EXACT_CLIENT.test(value))
+      throw new VerifyError(
+        'client_id_invalid',
+        `"${name}" claim cannot be passed on unchanged (surrounding spaces, non-printable or non-ASCII characters, or over ${MAX_ID_LENGTH} characters)`,
+      );
+    return value;
+  }
+  return '';
+}
+
+/**
+ * The identity claims of a verified token or introspection answer speak for. `scopes` defaults to
+ * the claims' own; a user-info answer grants none.
+ */
+export function readIdentity(
+  claims: Record<string, unknown>,
+  issuer: {
+    readonly issuer: string;
+    readonly clientClaims: readonly string[];
+    readonly scopeClaims?: readonly string[];
+  },
+  scopes: readonly string[] = readScopes(claims, issuer.scopeClaims),
+): Identity {
+  const client = readClient(claims, issuer.clientClaims);
+  // A token of an issuer that names clients but names none here would get the `default` set
+  // as if it were some known client: refused instead. (User-info issuers name no client at all.)
+  if (client === '' && issuer.clientClaims.length > 0)
+    throw new VerifyError(
+      'client_unknown',
+      `no client claim (${issuer.clientClaims.map((name) => `"${name}"`).join(', ')}) in the token`,
+    );
+  return {
+    sub: typeof claims.sub === 'string' ? claims.sub : '',
+    client,
+    scopes,
+    issuer: issuer.issuer,
+  };
+}
+
+/**
+ * Printable ASCII passes unchanged; anything else is percent-encoded so a claim can never inject a
+ * header line or a byte NGINX would reject.
+ */
+export function headerSafe(value: string, max = MAX_ID_LENGTH): string {
+  const safe = /^[\x20-\x7e]*$/.test(value) ? value : encodeURIComponent(value);
+  return safe.length <= max ? safe : safe.slice(0, max);
+}
+
+/** Scopes joined by spaces, cut at a whole scope so a truncated value never names a wrong scope. */
+export function scopeHeader(scopes: readonly string[]): string {
+  let out = '';
+  for (const scope of scopes) {
+    const safe = headerSafe(scope, MAX_SCOPE_LENGTH);
+    const next = out.length === 0 ? safe : `${out} ${safe}`;
+    if (next.length > MAX_SCOPE_LENGTH) break;
+    out = next;
+  }
+  return out;
+}

@@ -1,0 +1,85 @@
+// The JWS checks around the signature, as jose's jwtVerify makes them, for a verifier that does
+// the signature arithmetic itself (jws-signature.ts): the protected header before any key is
+// fetched, and the claims after the signature held.
+//
+// The claims go through jose itself: jose exports no "claims only" call, but UnsecuredJWT.decode
+// is exactly jose's claims validation (typ, required claims, iss, aud, exp, nbf, iat, tolerance)
+// behind an `alg: none` envelope. The envelope is built here, from the payload segment of a token
+// whose signature was already verified and the token's own `typ`; it never leaves this module, and
+// no token is ever accepted without its signature (RFC 8725 §3.1).
+import { errors, UnsecuredJWT, type JWTClaimVerificationOptions, type JWTPayload } from 'jose';
+import { createInterner } from '../intern.js';
+
+type Header = Readonly<Record<string, unknown>>;
+
+/** The only `crit` extension jose understands for a JWS; RFC 7797 forbids `b64: false` in a JWT. */
+const RECOGNIZED_CRIT: ReadonlySet<string> = new Set(['b64']);
+
+/**
+ * jose's header rules, in its order: `crit` integrity-protected, a non-empty list of understood
+ * extensions each present in the header; `b64` a boolean and never false; `alg` a non-empty
+ * string in the allowlist. Returns the `alg`; throws jose's own error classes.
+ */
+export function checkProtectedHeader(
+  header: Header,
+  allowed: ReadonlyMap<string, unknown>,
+): string {
+  const { crit } = header;
+  if (crit !== undefined) {
+    if (
+      !Array.isArray(crit) ||
+      crit.length === 0 ||
+      crit.some((name) => typeof name !== 'string' || name.length === 0)
+    ) {
+      throw new errors.JWSInvalid(
+        '"crit" (Critical) Header Parameter MUST be an array of non-empty strings when present',
+      );
+    }
+    for (const name of crit as string[]) {
+      if (!RECOGNIZED_CRIT.has(name))
+        throw new errors.JOSENotSupported(`Extension Header Parameter "${name}" is not recognized`);
+      if (!Object.hasOwn(header, name) || header[name] === undefined)
+        throw new errors.JWSInvalid(`Extension Header Parameter "${name}" is missing`);
+    }
+    if (crit.includes('b64')) {
+      if (typeof header.b64 !== 'boolean')
+        throw new errors.JWSInvalid(
+          'The "b64" (base64url-encode payload) Header Parameter must be a boolean',
+        );
+      if (!header.b64) throw new errors.JWTInvalid('JWTs MUST NOT use unencoded payload');
+    }
+  }
+  const { alg } = header;
+  if (typeof alg !== 'string' || alg.length === 0)
+    throw new errors.JWSInvalid('JWS "alg" (Algorithm) Header Parameter missing or invalid');
+  if (!allowed.has(alg))
+    throw new errors.JOSEAlgNotAllowed('"alg" (Algorithm) Header Parameter value not allowed');
+  return alg;
+}
+
+/** Issuers send one or two `typ` values: each envelope header is encoded once. */
+const envelopeHeader = createInterner<string>(64);
+
+function encodeEnvelope(typ: unknown): string {
+  return Buffer.from(JSON.stringify({ alg: 'none', typ })).toString('base64url');
+}
+
+function envelopeOf(typ: unknown): string {
+  return typeof typ === 'string'
+    ? envelopeHeader(typ, () => encodeEnvelope(typ))
+    : encodeEnvelope(typ);
+}
+
+/**
+ * The verified token's claims after jose's validation with `options` (the same options jwtVerify
+ * takes for its claims). Call only once the signature of `token` has been verified.
+ */
+export function validateClaims(
+  token: string,
+  header: Header,
+  options: JWTClaimVerificationOptions,
+): JWTPayload {
+  const start = token.indexOf('.') + 1;
+  const payload = token.slice(start, token.indexOf('.', start));
+  return UnsecuredJWT.decode(`${envelopeOf(header.typ)}.${payload}.`, options).payload;
+}

@@ -1,0 +1,164 @@
+// One issuer's signing keys, driven by us rather than by jose's remote set: jose's own remote set
+// fails closed once its cache is stale, and we want the last good keys to keep serving while the
+// IdP is down. jose still does the key matching (createLocalJWKSet) and all the crypto.
+//
+// Behaviour:
+// - loaded at start, refreshed in the background every `refresh` seconds (a smaller
+//   `Cache-Control: max-age` shortens it, never below `cooldown`); failures retry every `cooldown`;
+// - an unknown `kid` triggers at most one fetch per `cooldown`; concurrent fetches are merged;
+// - after a failed refresh the last good set keeps serving for `maxStale` seconds after the last
+//   successful fetch, then tokens are refused (keys_unavailable);
+// - no redirects (see fetch-json.ts); keys that leave the set are reported to `onKeysRemoved`.
+import { createLocalJWKSet, errors, type JSONWebKeySet, type JWSHeaderParameters } from 'jose';
+import { VerifyError } from '../errors.js';
+import { FetchError, fetchJson } from '../fetch-json.js';
+
+export type JwksFetchOutcome = 'ok' | 'error' | 'invalid';
+
+export interface KeySetOptions {
+  readonly issuer: string;
+  /** The JWKS URL, configured or discovered. */
+  readonly resolveUri: () => Promise<string>;
+  readonly refresh: number;
+  readonly cooldown: number;
+  readonly maxStale: number;
+  readonly timeout: number;
+  /** The issuer's opt-in to plain http to a host that is not loopback. */
+  readonly allowHttp?: boolean;
+  /** Milliseconds since the epoch; injected so tests can move time. */
+  readonly now: () => number;
+  readonly onFetch?: (outcome: JwksFetchOutcome, detail?: string) => void;
+  /** Called with the `kid`s (undefined for keys without one) that left the set. */
+  readonly onKeysRemoved?: (kids: ReadonlySet<string | undefined>) => void;
+}
+
+type KeyGetter = ReturnType<typeof createLocalJWKSet>;
+export type VerificationKey = Awaited<ReturnType<KeyGetter>>;
+
+export interface KeySet {
+  readonly issuer: string;
+  /** Loads the set once and schedules refreshes; resolves whether or not the first fetch worked. */
+  start(): Promise<void>;
+  /** True while a key set younger than `maxStale` is held. */
+  isReady(): boolean;
+  /** Milliseconds since the epoch until which the held set is trusted (last good fetch + `maxStale`). */
+  trustedUntil(): number;
+  /** The key for a token header, refetching once per cooldown for an unknown `kid`. */
+  getKey(header: JWSHeaderParameters): Promise<VerificationKey>;
+  /** Fetches now (merged with a fetch already running); true when a new set was installed. */
+  refresh(): Promise<boolean>;
+  stop(): void;
+}
+
+export function createKeySet(options: KeySetOptions): KeySet {
+  const { issuer, now } = options;
+  let local: KeyGetter | undefined;
+  let kids = new Set<string | undefined>();
+  let loadedAt = -Infinity;
+  let lastOnDemandAt = -Infinity;
+  let inFlight: Promise<boolean> | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+
+  const trustedUntil = (): number => loadedAt + options.maxStale * 1000;
+  const isFresh = (): boolean => local !== undefined && now() - loadedAt <= options.maxStale * 1000;
+
+  async function fetchOnce(): Promise<{ ok: boolean; maxAge: number | undefined }> {
+    let jwks: JSONWebKeySet;
+    let maxAge: number | undefined;
+    try {
+      const uri = await options.resolveUri();
+      const answer = await fetchJson(uri, {
+        timeout: options.timeout,
+        allowHttp: options.allowHttp === true,
+      });
+      if (answer.status !== 200) throw new FetchError(`${uri}: status ${answer.status}`);
+      jwks = answer.body as JSONWebKeySet;
+      if (!Array.isArray(jwks?.keys)) {
+        options.onFetch?.('invalid', `${uri}: no "keys" array`);
+        return { ok: false, maxAge: undefined };
+      }
+      const match = /(?:^|,)\s*max-age=(\d+)/i.exec(answer.headers.get('cache-control') ?? '');
+      maxAge = match ? Number(match[1]) : undefined;
+    } catch (error) {
+      options.onFetch?.('error', (error as Error).message);
+      return { ok: false, maxAge: undefined };
+    }
+    let getter: KeyGetter;
+    try {
+      getter = createLocalJWKSet(jwks);
+    } catch (error) {
+      options.onFetch?.('invalid', (error as Error).message);
+      return { ok: false, maxAge: undefined };
+    }
+    const nextKids = new Set(jwks.keys.map((key) => key.kid));
+    const removed = new Set([...kids].filter((kid) => !nextKids.has(kid)));
+    local = getter;
+    kids = nextKids;
+    loadedAt = now();
+    options.onFetch?.('ok');
+    if (removed.size > 0) options.onKeysRemoved?.(removed);
+    return { ok: true, maxAge };
+  }
+
+  function schedule(seconds: number): void {
+    if (stopped) return;
+    clearTimeout(timer);
+    timer = setTimeout(() => void refresh(), seconds * 1000);
+    timer.unref();
+  }
+
+  function refresh(): Promise<boolean> {
+    inFlight ??= fetchOnce().then(({ ok, maxAge }) => {
+      inFlight = undefined;
+      const floor = Math.min(options.cooldown, options.refresh);
+      schedule(ok ? Math.max(floor, Math.min(maxAge ?? options.refresh, options.refresh)) : floor);
+      return ok;
+    });
+    return inFlight;
+  }
+
+  /** An on-demand fetch, allowed once per cooldown; callers wait for a fetch already running. */
+  async function refetchForUnknownKey(): Promise<boolean> {
+    if (inFlight) return inFlight;
+    if (now() - lastOnDemandAt < options.cooldown * 1000) return false;
+    lastOnDemandAt = now();
+    return refresh();
+  }
+
+  async function getKey(header: JWSHeaderParameters): Promise<VerificationKey> {
+    if (!isFresh()) {
+      await refetchForUnknownKey();
+      if (!isFresh())
+        throw new VerifyError('keys_unavailable', `keys of "${issuer}" are not available`);
+    }
+    try {
+      return await local!(header);
+    } catch (error) {
+      if (!(error instanceof errors.JWKSNoMatchingKey)) throw error;
+    }
+    if (await refetchForUnknownKey()) {
+      try {
+        return await local!(header);
+      } catch (error) {
+        if (!(error instanceof errors.JWKSNoMatchingKey)) throw error;
+      }
+    }
+    throw new VerifyError('key_unknown', `no key of "${issuer}" matches the token's "kid"`);
+  }
+
+  return {
+    issuer,
+    async start() {
+      await refresh();
+    },
+    isReady: isFresh,
+    trustedUntil,
+    getKey,
+    refresh,
+    stop() {
+      stopped = true;
+      clearTimeout(timer);
+    },
+  };
+}

@@ -1,0 +1,83 @@
+// Cheap checks that run before any hashing, crypto or fetch (RFC 8725 §3.1; verifier/README.md
+// "What is checked"): a size cap, the Bearer syntax of RFC 6750 §2.1 and the three base64url
+// segments.
+import { MAX_TOKEN_BYTES } from '../config/model.js';
+import { VerifyError } from '../errors.js';
+
+const TOKEN68 = /^[A-Za-z0-9\-._~+/]+=*$/;
+const BEARER_PREFIX = /^bearer(?: |$)/i;
+const DPOP_PREFIX = /^dpop(?: |$)/i;
+const JWS_COMPACT = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
+
+/**
+ * The token from an `Authorization` header, or undefined when none was sent. Another scheme
+ * (Basic, DPoP) counts as no bearer token, which RFC 6750 §3.1 answers without an error code.
+ * Only the size is checked here, so a cache hit never scans the token; the token68 syntax is
+ * checked by `assertBearerSyntax` before anything parses it.
+ */
+export function readBearer(authorization: string | undefined): string | undefined {
+  return readCredentials(authorization, false)?.token;
+}
+
+export interface Credentials {
+  /** `bearer` (RFC 6750) or `dpop` (RFC 9449 §7.1). */
+  readonly scheme: 'bearer' | 'dpop';
+  readonly token: string;
+}
+
+/**
+ * The scheme and token of an `Authorization` header. The `DPoP` scheme is read only when `dpop`
+ * is true (a policy that accepts DPoP); otherwise it counts as no token, like any other scheme.
+ */
+export function readCredentials(
+  authorization: string | undefined,
+  dpop: boolean,
+): Credentials | undefined {
+  if (authorization === undefined || authorization.length === 0) return undefined;
+  if (authorization.length > MAX_TOKEN_BYTES + 64) {
+    throw new VerifyError('token_too_large', `token is larger than ${MAX_TOKEN_BYTES} bytes`);
+  }
+  let scheme: Credentials['scheme'];
+  if (BEARER_PREFIX.test(authorization)) scheme = 'bearer';
+  else if (dpop && DPOP_PREFIX.test(authorization)) scheme = 'dpop';
+  else return undefined;
+  const token = authorization.slice(scheme === 'bearer' ? 6 : 4).trim();
+  if (token.length === 0)
+    throw new VerifyError(
+      'token_malformed',
+      `Authorization is "${scheme === 'bearer' ? 'Bearer' : 'DPoP'}" without a token`,
+    );
+  if (token.length > MAX_TOKEN_BYTES) {
+    throw new VerifyError('token_too_large', `token is larger than ${MAX_TOKEN_BYTES} bytes`);
+  }
+  return { scheme, token };
+}
+
+/** RFC 6750 §2.1 `b64token` syntax. */
+export function assertBearerSyntax(token: string): void {
+  if (!TOKEN68.test(token))
+    throw new VerifyError(
+      'token_malformed',
+      'the bearer token has characters outside RFC 6750 b64token',
+    );
+}
+
+/** True for the JWS compact serialisation; false means an opaque token. */
+export function looksLikeJwt(token: string): boolean {
+  return JWS_COMPACT.test(token);
+}
+
+/**
+ * The `iss` of a JWT-shaped token's payload, read without any check of the token: it only picks
+ * the issuer whose keys and rules then verify it. Node's native base64url decoder makes this a
+ * fraction of jose's decodeJwt, which matters once per new token. Throws when the payload is not
+ * a JSON object.
+ */
+export function unverifiedIssuer(token: string): unknown {
+  const start = token.indexOf('.') + 1;
+  const segment = token.slice(start, token.indexOf('.', start));
+  const claims: unknown = JSON.parse(Buffer.from(segment, 'base64url').toString('utf8'));
+  if (claims === null || typeof claims !== 'object' || Array.isArray(claims))
+    throw new TypeError('the payload is not a JSON object');
+  return (claims as { iss?: unknown }).iss;
+}
