@@ -8,14 +8,14 @@ import { describe, expect, it } from 'vitest';
 import { cfSignMain } from './cf-sign.js';
 import { parseCliArgs } from './cli-args.js';
 
-const root = fileURLToPath(new URL('../../../', import.meta.url));
+const root = fileURLToPath(new URL('../../../../', import.meta.url));
 const fixtures = `${root}test/fixtures/cloudfront/`;
 const rsaFile = `${fixtures}rsa-2048.pkcs8.pem`;
 const rsaPkcs1File = `${fixtures}rsa-2048.pkcs1.pem`;
 const ecFile = `${fixtures}ec-p256.pkcs8.pem`;
 const EXPIRES = 4_000_000_000; // far enough ahead for the real clock the CLI uses
 
-/** Runs the command in-process, as the process entry (cli.ts) does, and collects what it prints. */
+/** Runs the command in-process, as the process entry (main.ts) does, and collects what it prints. */
 async function cfSign(...args: string[]) {
   let stdout = '';
   let stderr = '';
@@ -31,7 +31,7 @@ async function cfSignProcess(...args: string[]) {
   try {
     const { stdout, stderr } = await promisify(execFile)(
       process.execPath,
-      ['--import', 'tsx', 'verifier/src/cloudfront/cli.ts', ...args],
+      ['--import', 'tsx', 'packages/cloudfront-signer/src/cli/main.ts', ...args],
       { cwd: root },
     );
     return { code: 0, stdout, stderr };
