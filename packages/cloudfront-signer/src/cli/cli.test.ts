@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { createPublicKey, verify } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { getSignedCookies, getSignedUrl } from '@aws-sdk/cloudfront-signer';
@@ -146,6 +146,24 @@ describe('cf-sign', () => {
     const run = await cfSignProcess('--help');
     expect(run.code).toBe(0);
     expect(run.stdout).toMatch(/^usage:\n {2}cf-sign url/);
+  });
+
+  it('the package bin runs the built command, or names the build step while there is none', async () => {
+    const manifest = JSON.parse(
+      readFileSync(`${root}packages/cloudfront-signer/package.json`, 'utf8'),
+    ) as { bin: Record<string, string> };
+    const bin = `${root}packages/cloudfront-signer/${manifest.bin['cf-sign']}`;
+    const built = existsSync(`${root}packages/cloudfront-signer/dist/cli/main.js`);
+    const run = await promisify(execFile)(process.execPath, [bin, '--help']).then(
+      ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
+      (error: { code: number; stdout: string; stderr: string }) => error,
+    );
+    if (built) expect(run).toMatchObject({ code: 0, stdout: expect.stringMatching(/^usage:/) });
+    else
+      expect(run).toMatchObject({
+        code: 2,
+        stderr: expect.stringContaining('npm run build:cloudfront-signer'),
+      });
   });
 
   it.each([
