@@ -8,6 +8,10 @@ const harnessImport = {
   regex: '^(\\.\\./)+(stack|idp|perf|bench|stresstest|test)/',
   message: 'product code must not import from the harness (docs/architecture.md, "Layout")',
 };
+const verifierImport = {
+  regex: '^(\\.\\./)+verifier/',
+  message: 'a workspace package must not import the verifier (docs/architecture.md, "Layout")',
+};
 const testSupportImport = {
   regex: '(^|/)(testing/|fake-request)',
   message: 'test support is for tests only',
@@ -67,21 +71,42 @@ export default tseslint.config(
     },
   },
   {
-    // The layout rule: product folders (verifier/, nginx/, spa/) never import from the harness
-    // (stack runner, dev IdP, perf toolkit, benches, suites); product code never imports the
-    // tests' own support either.
-    files: ['verifier/src/**/*.ts', 'nginx/njs/**/*.{js,ts}', 'spa/**/*.ts'],
+    // The layout rule: product folders (packages/, verifier/, nginx/, spa/) never import from the
+    // harness (stack runner, dev IdP, perf toolkit, benches, suites); product code never imports
+    // the tests' own support either.
+    files: [
+      'packages/*/src/**/*.ts',
+      'verifier/src/**/*.ts',
+      'nginx/njs/**/*.{js,ts}',
+      'spa/**/*.ts',
+    ],
     rules: { 'no-restricted-imports': ['error', { patterns: [harnessImport] }] },
   },
   {
-    files: ['verifier/src/**/*.ts', 'nginx/njs/**/*.js', 'spa/src/**/*.ts'],
+    files: [
+      'packages/*/src/**/*.ts',
+      'verifier/src/**/*.ts',
+      'nginx/njs/**/*.js',
+      'spa/src/**/*.ts',
+    ],
     ignores: ['**/*.test.ts', 'verifier/src/testing/**', 'nginx/njs/fake-request.ts'],
     rules: {
       'no-restricted-imports': ['error', { patterns: [harnessImport, testSupportImport] }],
     },
   },
   {
-    files: ['eslint.config.js'],
+    // A workspace package stands on its own: the verifier depends on it, never the reverse.
+    files: ['packages/*/src/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        { patterns: [harnessImport, testSupportImport, verifierImport] },
+      ],
+    },
+  },
+  {
+    // Plain JavaScript outside every tsconfig: the config itself and the packages' bin stubs.
+    files: ['eslint.config.js', 'packages/*/bin/*.js'],
     ...tseslint.configs.disableTypeChecked,
   },
 );

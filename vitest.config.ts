@@ -6,6 +6,7 @@ import { defineConfig } from 'vitest/config';
 // The JSON report is what .ci/run counts.
 const unit = [
   'verifier/src/**/*.test.ts',
+  'packages/*/src/**/*.test.ts',
   'idp/**/*.test.ts',
   'spa/src/**/*.test.ts',
   'nginx/njs/**/*.test.ts',
@@ -16,6 +17,8 @@ const unit = [
 ];
 
 export default defineConfig({
+  // The workspace packages from their sources, as tsconfig.json maps them (no build needed).
+  resolve: { tsconfigPaths: true },
   test: {
     exclude: ['**/node_modules/**', '**/dist/**'],
     testTimeout: 30_000,

@@ -12,7 +12,7 @@ import { availableParallelism, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { getSignedUrl as sdkGetSignedUrl } from '@aws-sdk/cloudfront-signer';
 import { getSignedUrl as legacyGetSignedUrl } from 'aws-cloudfront-sign';
-import { createCloudFrontSigner } from '../verifier/src/cloudfront/index.js';
+import { createCloudFrontSigner } from '@secret-gate/cloudfront-signer';
 
 const SLICES = Number(process.env['BENCH_SLICES'] ?? 15);
 const SLICE_MS = Number(process.env['BENCH_SLICE_MS'] ?? 300);

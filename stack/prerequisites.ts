@@ -55,6 +55,12 @@ export interface Artefact {
 
 export function artefacts(root: string): Artefact[] {
   return [
+    // The verifier loads the signer package's dist: a verifier built before it is not enough.
+    {
+      name: 'cloudfront-signer',
+      marker: join(root, 'packages/cloudfront-signer/dist/index.js'),
+      script: 'build:cloudfront-signer',
+    },
     { name: 'verifier', marker: join(root, 'verifier/dist/main.js'), script: 'build:verifier' },
     { name: 'spa', marker: join(root, 'spa/dist/index.html'), script: 'build:spa' },
   ];

@@ -4,15 +4,19 @@
 // image is the same nginx 1.22.1 + njs 0.7.9 the local runner uses, and the verifier listens on
 // loopback unless told otherwise. Everything it starts is removed in afterAll, even on failure.
 import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../stack/ports.js';
 import { verifierConfig, type ServiceName } from '../../stack/service-env.js';
 import { IMAGES, buildImages, docker, missingEngine } from './engine.js';
 
+const fixtureKey = fileURLToPath(
+  new URL('../fixtures/cloudfront/rsa-2048.pkcs8.pem', import.meta.url),
+);
 const noEngine = await missingEngine();
 if (noEngine) console.warn(`image suite skipped: no container engine (${noEngine})`);
 
@@ -158,6 +162,60 @@ describe.skipIf(noEngine !== undefined)(
         () => 'unreachable',
       );
       expect(reached).toBe('unreachable');
+    });
+
+    it('the verifier image signs CloudFront cookies with the signer package and carries no cf-sign', async () => {
+      const cloudFront = {
+        keyPairId: 'K2JCJMDEHXQW5F',
+        privateKeyFile: '/etc/secret-gate/files/cloudfront.pem',
+        algorithm: 'RSA-SHA256',
+        resource: 'https://cdn.example.test/private/*',
+        ttlSeconds: 300,
+      };
+      const config = verifierConfig({
+        issuer: 'https://idp.example.test',
+        jwksUri: 'https://idp.example.test/jwks',
+        audience: 'secret-gate-api',
+      }) as { policies: { secret: Record<string, unknown> } };
+      config.policies.secret.cloudfront = cloudFront;
+      writeFileSync(join(files, 'cloudfront.json'), JSON.stringify(config), { mode: 0o644 });
+      copyFileSync(fixtureKey, join(files, 'cloudfront.pem'));
+      chmodSync(join(files, 'cloudfront.pem'), 0o644);
+      // The signer as the grant uses it, run inside the image on the mounted key.
+      const sign = [
+        "const { createCloudFrontSigner } = await import('@secret-gate/cloudfront-signer');",
+        "const privateKey = (await import('node:fs')).readFileSync(process.env.KEY, 'utf8');",
+        "const signer = await createCloudFrontSigner({ keyPairId: 'K2JCJMDEHXQW5F', privateKey, algorithm: 'RSA-SHA256' });",
+        'const expires = Math.floor(Date.now() / 1000) + 60;',
+        "const { cookies } = await signer.signCookies({ resource: 'https://cdn.example.test/private/*', expires });",
+        "console.log(Object.keys(cookies).join(' '));",
+      ].join('\n');
+      const output = await docker(
+        'run',
+        '--rm',
+        '--read-only',
+        '-v',
+        `${files}:/etc/secret-gate/files:ro`,
+        '-e',
+        'VERIFIER_CONFIG=/etc/secret-gate/files/cloudfront.json',
+        '-e',
+        `KEY=${cloudFront.privateKeyFile}`,
+        '-e',
+        `SIGN=${sign}`,
+        '--entrypoint',
+        'sh',
+        IMAGES.verifier,
+        '-c',
+        'node verifier/dist/main.js --check-config >/dev/null && node --input-type=module -e "$SIGN"' +
+          ' && { find / -xdev \\( -name "cf-sign*" -o -name "cli-args*" \\) -print 2>/dev/null || true; };' +
+          ' ls -d packages/cloudfront-signer/dist/cli node_modules/.bin/cf-sign 2>&1 || true',
+      );
+      // The key passed --check-config, the package signed, and no cf-sign file is anywhere.
+      expect(output.split('\n')).toEqual([
+        'CloudFront-Policy CloudFront-Signature CloudFront-Key-Pair-Id CloudFront-Hash-Algorithm',
+        expect.stringMatching(/dist\/cli.*No such file or directory/),
+        expect.stringMatching(/\.bin\/cf-sign.*No such file or directory/),
+      ]);
     });
 
     it('the NGINX image is the nginx 1.22.1 + njs 0.7.9 of the local runner', async () => {

@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildService } from './testing/service.js';
@@ -73,5 +73,37 @@ describe('the health probe follows VERIFIER_LISTEN', () => {
     expect(closed.stderr).toContain('/readyz: connect ECONNREFUSED');
     expect((await probe(`unix:${socketPath}`, '/verify')).code).toBe(2);
     expect((await probe('not an address')).stderr).toContain('VERIFIER_LISTEN: expected host:port');
+  });
+});
+
+/** Every module probe.ts loads: its own files (followed, relative to it) and the packages named. */
+function probeImports(): { files: string[]; packages: string[] } {
+  const files = new Set<string>();
+  const packages = new Set<string>();
+  const visit = (file: string) => {
+    if (files.has(file)) return;
+    files.add(file);
+    const source = readFileSync(file, 'utf8');
+    for (const [, specifier = ''] of source.matchAll(
+      /^\s*(?:import|export)\b[^'"]*['"]([^'"]+)['"]/gm,
+    )) {
+      if (specifier.startsWith('.'))
+        visit(resolve(dirname(file), specifier.replace(/\.js$/, '.ts')));
+      else packages.add(specifier);
+    }
+  };
+  visit(PROBE);
+  return {
+    files: [...files].map((file) => relative(dirname(PROBE), file)),
+    packages: [...packages],
+  };
+}
+
+describe('the health probe stays small', () => {
+  it('loads no CloudFront code: every 5 s it runs as a fresh process in the image', () => {
+    const { files, packages } = probeImports();
+    expect(files.length).toBeGreaterThan(1);
+    expect(files.filter((file) => file.includes('cloudfront'))).toEqual([]);
+    expect(packages.filter((name) => name.includes('cloudfront'))).toEqual([]);
   });
 });

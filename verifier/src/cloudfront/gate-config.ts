@@ -1,13 +1,17 @@
-// The per-policy `cloudfront` section of the verifier's configuration, declared by the signer
+// The per-policy `cloudfront` section of the verifier's configuration, declared by the plugin
 // itself as a schema the policy includes: its fields are validated with the rest of the document,
 // then the key file is read through the configuration's one reader and checked, so
 // `--check-config` catches a wrong key before the first request does.
 import type { KeyObject } from 'node:crypto';
 import { z } from 'zod';
+import {
+  checkResourcePattern,
+  cloudFrontAlgorithms,
+  readPrivateKey,
+  type CloudFrontAlgorithm,
+} from '@secret-gate/cloudfront-signer';
 import { Deferred, section, type ConfigIo, type Fail } from '../config/values.js';
 import { domainCovers } from './cookie-scope.js';
-import { checkResourcePattern } from './resource.js';
-import { cloudFrontAlgorithms, readPrivateKey, type CloudFrontAlgorithm } from './signing-key.js';
 
 const MAX_TTL_SECONDS = 7 * 24 * 3600;
 // A cookie Domain is a host name (optionally with the legacy leading dot): it goes into a

@@ -4,9 +4,9 @@
 // access that earned it, and every allowed request whose token outlives the window gets the same
 // cookies from the signer's cache (only the first pays for a signature).
 
+import { createCloudFrontSigner, type CloudFrontSigner } from '@secret-gate/cloudfront-signer';
 import { bucketFor, cookieExpiry, cookiePath } from './cookie-scope.js';
 import type { CloudFrontGateConfig } from './gate-config.js';
-import { createCloudFrontSigner, type CloudFrontSigner } from './signer.js';
 
 /** Signed CloudFront cookies handed out with an allow, as plain data. */
 export interface CloudFrontCookieGrant {

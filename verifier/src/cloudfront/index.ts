@@ -1,20 +1,6 @@
-// CloudFront signed URLs and cookies: the signer, and the pieces the verifier wires into a policy.
+// The verifier's CloudFront plugin: the per-policy `cloudfront` section and the signed-cookie
+// grant. The signer itself is the @secret-gate/cloudfront-signer package.
 
-export { createCloudFrontSigner } from './signer.js';
-export type {
-  CloudFrontCookies,
-  CloudFrontSigner,
-  CloudFrontSignerOptions,
-  SignCookiesInput,
-  SignedCookies,
-  SignedUrl,
-  SignUrlInput,
-} from './signer.js';
-export {
-  cloudFrontAlgorithms,
-  type CloudFrontAlgorithm,
-  type PrivateKeyInput,
-} from './signing-key.js';
 export {
   cloudFrontSection,
   cloudFrontSettings,

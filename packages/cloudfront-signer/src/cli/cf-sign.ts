@@ -1,13 +1,12 @@
 // cf-sign: sign a CloudFront URL or a set of signed cookies from the command line, for operators
 // checking a key or handing out a one-off link. Exit 0 on success, 2 on any bad argument or key
-// (with a message that names the argument, never the key), 1 on anything unexpected. cli.ts is the
+// (with a message that names the argument, never the key), 1 on anything unexpected. main.ts is the
 // process entry; this module is callable in-process, so tests need no subprocess per case.
 
 import { readFileSync } from 'node:fs';
 import { createPrivateKey, type JsonWebKey } from 'node:crypto';
 import { parseCliArgs, usage, type CliCommand } from './cli-args.js';
-import type { CloudFrontAlgorithm } from './signing-key.js';
-import { createCloudFrontSigner } from './signer.js';
+import { createCloudFrontSigner, type CloudFrontAlgorithm } from '../index.js';
 
 class UsageError extends Error {}
 
@@ -54,7 +53,7 @@ function algorithmFor(keyText: string, hash: 'SHA1' | 'SHA256' | undefined): Clo
   if (type === 'ec') {
     if (hash === 'SHA1')
       throw new UsageError(
-        '--hash SHA1 is not available for ECDSA keys (CloudFront verifies ECDSA with SHA-256)',
+        '--hash SHA1 is not available for ECDSA keys (cf-sign signs ECDSA with SHA-256 only)',
       );
     return 'ECDSA-SHA256';
   }

@@ -1,4 +1,5 @@
-// `npm run cf-sign -- …`: the cf-sign command as a process (see cf-sign.ts).
+// The cf-sign command as a process: the `cf-sign` bin runs it from dist, `npm run cf-sign -- …`
+// from its sources. See cf-sign.ts.
 import { cfSignMain } from './cf-sign.js';
 
 process.exitCode = await cfSignMain(process.argv.slice(2), {

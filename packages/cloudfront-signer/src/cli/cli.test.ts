@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { createPublicKey, verify } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { getSignedCookies, getSignedUrl } from '@aws-sdk/cloudfront-signer';
@@ -8,14 +8,14 @@ import { describe, expect, it } from 'vitest';
 import { cfSignMain } from './cf-sign.js';
 import { parseCliArgs } from './cli-args.js';
 
-const root = fileURLToPath(new URL('../../../', import.meta.url));
+const root = fileURLToPath(new URL('../../../../', import.meta.url));
 const fixtures = `${root}test/fixtures/cloudfront/`;
 const rsaFile = `${fixtures}rsa-2048.pkcs8.pem`;
 const rsaPkcs1File = `${fixtures}rsa-2048.pkcs1.pem`;
 const ecFile = `${fixtures}ec-p256.pkcs8.pem`;
 const EXPIRES = 4_000_000_000; // far enough ahead for the real clock the CLI uses
 
-/** Runs the command in-process, as the process entry (cli.ts) does, and collects what it prints. */
+/** Runs the command in-process, as the process entry (main.ts) does, and collects what it prints. */
 async function cfSign(...args: string[]) {
   let stdout = '';
   let stderr = '';
@@ -31,7 +31,7 @@ async function cfSignProcess(...args: string[]) {
   try {
     const { stdout, stderr } = await promisify(execFile)(
       process.execPath,
-      ['--import', 'tsx', 'verifier/src/cloudfront/cli.ts', ...args],
+      ['--import', 'tsx', 'packages/cloudfront-signer/src/cli/main.ts', ...args],
       { cwd: root },
     );
     return { code: 0, stdout, stderr };
@@ -146,6 +146,24 @@ describe('cf-sign', () => {
     const run = await cfSignProcess('--help');
     expect(run.code).toBe(0);
     expect(run.stdout).toMatch(/^usage:\n {2}cf-sign url/);
+  });
+
+  it('the package bin runs the built command, or names the build step while there is none', async () => {
+    const manifest = JSON.parse(
+      readFileSync(`${root}packages/cloudfront-signer/package.json`, 'utf8'),
+    ) as { bin: Record<string, string> };
+    const bin = `${root}packages/cloudfront-signer/${manifest.bin['cf-sign']}`;
+    const built = existsSync(`${root}packages/cloudfront-signer/dist/cli/main.js`);
+    const run = await promisify(execFile)(process.execPath, [bin, '--help']).then(
+      ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
+      (error: { code: number; stdout: string; stderr: string }) => error,
+    );
+    if (built) expect(run).toMatchObject({ code: 0, stdout: expect.stringMatching(/^usage:/) });
+    else
+      expect(run).toMatchObject({
+        code: 2,
+        stderr: expect.stringContaining('npm run build:cloudfront-signer'),
+      });
   });
 
   it.each([
