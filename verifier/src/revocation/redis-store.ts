@@ -16,7 +16,6 @@ export interface RedisRevocationStoreOptions {
   /** The one lifetime of every remembered `jti` (seconds). */
   readonly replayTtl: number;
   readonly now: () => number;
-  readonly commandTimeoutMs?: number;
   /** Connection trouble (never a key: keys hold subjects). */
   readonly onError?: (message: string) => void;
   /** Seconds one store command took, for the latency histogram. */
@@ -48,7 +47,7 @@ export function createRedisRevocationStore(options: RedisRevocationStoreOptions)
   const client = new Redis(options.url, {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
-    commandTimeout: options.commandTimeoutMs ?? 500,
+    commandTimeout: 500,
     connectTimeout: 2000,
     retryStrategy: (attempt: number) => Math.min(attempt * 200, 2000),
     ...(options.password === undefined ? {} : { password: options.password }),
