@@ -176,8 +176,8 @@ export function createLogoutTokenVerifier(
       );
     if ('nonce' in claims)
       throw new ReceiverError('nonce_present', 'a logout token must not carry "nonce"');
-    const sub = nonEmpty(claims.sub);
-    const sid = nonEmpty(claims.sid);
+    const sub = subjectString(claims.sub);
+    const sid = subjectString(claims.sid);
     if (sub === undefined && sid === undefined)
       throw new ReceiverError('subject_missing', 'a logout token must carry "sub" or "sid"');
     // The IdP's own clock dated the logout; its tokens are dated by the same clock. A token issued
@@ -190,7 +190,8 @@ export function createLogoutTokenVerifier(
   };
 }
 
-function nonEmpty(value: unknown): string | undefined {
+/** A subject, session or address as a string of 1 to 1024 characters; anything else is ignored. */
+export function subjectString(value: unknown): string | undefined {
   return typeof value === 'string' && value.length > 0 && value.length <= 1024 ? value : undefined;
 }
 

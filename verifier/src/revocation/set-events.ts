@@ -5,7 +5,7 @@
 // `complex` with a `user` of those formats; `opaque` only names a stream. Anything else is a
 // subject we cannot match: acknowledged and ignored, as is an unknown event type.
 import type { Revocation } from './revocation.js';
-import type { VerifiedSet } from './event-token.js';
+import { subjectString, type VerifiedSet } from './event-token.js';
 
 const CAEP = 'https://schemas.openid.net/secevent/caep/event-type/';
 const RISC = 'https://schemas.openid.net/secevent/risc/event-type/';
@@ -47,18 +47,14 @@ type Subject = Omit<Revocation, 'at'>;
 function readSubject(value: unknown, depth = 0): Subject | undefined {
   if (value === null || typeof value !== 'object' || depth > 1) return undefined;
   const id = value as Record<string, unknown>;
-  const text = (field: string) => {
-    const got = id[field];
-    return typeof got === 'string' && got.length > 0 && got.length <= 1024 ? got : undefined;
-  };
   switch (id.format) {
     case 'iss_sub': {
-      const iss = text('iss');
-      const sub = text('sub');
+      const iss = subjectString(id.iss);
+      const sub = subjectString(id.sub);
       return iss && sub ? { kind: 'sub', iss, value: sub } : undefined;
     }
     case 'email': {
-      const email = text('email');
+      const email = subjectString(id.email);
       return email ? { kind: 'email', iss: '', value: email.toLowerCase() } : undefined;
     }
     case 'complex':
