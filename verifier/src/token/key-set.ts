@@ -1,6 +1,7 @@
 // One issuer's signing keys, driven by us rather than by jose's remote set: jose's own remote set
-// fails closed once its cache is stale, and we want the last good keys to keep serving while the
-// IdP is down. jose still does the key matching (createLocalJWKSet) and all the crypto.
+// fails closed once its cache is stale (we want the last good keys to keep serving while the IdP
+// is down), reads no Cache-Control, and times its cooldown by the wall clock rather than an
+// injected one. jose still checks the document, matches and imports the keys (createLocalJWKSet).
 //
 // Behaviour:
 // - loaded at start, refreshed in the background every `refresh` seconds (a smaller
