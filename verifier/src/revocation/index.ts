@@ -1,15 +1,17 @@
 // Pushed revocation for the verifier: builds the store, the per-request check and the receivers
 // from the configuration. Parts: store.ts / redis-store.ts (watermarks and `jti`s), check.ts (per
-// request), revocation.ts (writing watermarks), event-token.ts with logout-token.ts (OIDC
-// Back-Channel Logout) and set-token.ts / set-events.ts (Shared Signals SETs), receiver.ts (the
-// endpoints), transmitter.ts (SSF discovery and keys), poller.ts (RFC 8936 poll).
+// request), revocation.ts (writing watermarks), event-token.ts (verifying logout tokens and
+// Shared Signals SETs), set-events.ts (what a SET asks for), receiver.ts (the endpoints),
+// poller.ts (RFC 8936 poll). The transmitter's keys come only from the `jwks_uri` of its
+// `/.well-known/ssf-configuration` (SSF 1.0 §7.1), which must name it as `issuer`.
 import type { VerifierConfig } from '../config/model.js';
-import type { KeySet } from '../token/key-set.js';
+import { createEndpointResolver } from '../token/discovery.js';
+import { createKeySet, type KeySet } from '../token/key-set.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import type { Answer } from '../http/routes.js';
 import { createRevocationCheck, type RevocationCheck } from './check.js';
-import { createLogoutTokenVerifier, type LogoutIssuer } from './logout-token.js';
+import { createLogoutTokenVerifier, createSetVerifier } from './event-token.js';
 import { createPoller, type Poller } from './poller.js';
 import {
   createLogoutReceiver,
@@ -19,9 +21,7 @@ import {
 } from './receiver.js';
 import { createRedisRevocationStore } from './redis-store.js';
 import { createRevocationApplier, tokenLifetimes } from './revocation.js';
-import { createSetVerifier } from './set-token.js';
 import { createMemoryRevocationStore, type RevocationStore } from './store.js';
-import { createTransmitterKeySet } from './transmitter.js';
 
 export { MAX_RECEIVER_BODY_BYTES, type ReceivedRequest } from './receiver.js';
 
@@ -89,60 +89,38 @@ export function createRevocationRuntime(
     logger,
     now,
   };
-
-  const logoutIssuers = new Map<string, LogoutIssuer>();
-  for (const issuer of config.issuers.values()) {
-    const keys = deps.keySets.get(issuer.issuer);
-    if (issuer.type !== 'jwt' || issuer.logoutAudiences.length === 0 || keys === undefined)
-      continue;
-    logoutIssuers.set(issuer.issuer, {
-      issuer: issuer.issuer,
-      audiences: issuer.logoutAudiences,
-      algorithms: issuer.algorithms,
-      clockTolerance: issuer.clockTolerance,
-      keys,
-    });
-  }
-  const receiveLogout =
-    logoutIssuers.size === 0
-      ? undefined
-      : createLogoutReceiver(
-          parts,
-          createLogoutTokenVerifier({
-            issuers: logoutIssuers,
-            maxAge: settings.logoutTokenMaxAge,
-            now,
-          }),
-        );
+  const verifyLogout = createLogoutTokenVerifier(config, deps.keySets, now);
 
   const { ssf } = settings;
   let transmitterKeys: KeySet | undefined;
   let receivePush: RevocationRuntime['receivePush'];
   let poller: Poller | undefined;
   if (ssf.transmitter !== undefined && ssf.audience !== undefined) {
-    transmitterKeys = createTransmitterKeySet(config, {
+    const transmitter = ssf.transmitter;
+    transmitterKeys = createKeySet({
+      issuer: transmitter,
+      resolveUri: createEndpointResolver(
+        transmitter,
+        undefined,
+        'jwks_uri',
+        config.fetchTimeout,
+        ssf.allowHttp,
+        'ssf-configuration',
+      ),
+      ...config.jwks,
+      timeout: config.fetchTimeout,
+      allowHttp: ssf.allowHttp,
       now,
       onFetch(outcome, detail) {
-        metrics.jwksFetch(ssf.transmitter!, outcome);
+        metrics.jwksFetch(transmitter, outcome);
         if (outcome !== 'ok')
-          logger.warn(
-            { transmitter: ssf.transmitter, outcome, detail },
-            'SSF key set fetch failed',
-          );
+          logger.warn({ transmitter, outcome, detail }, 'SSF key set fetch failed');
       },
     });
     const processSet = createSetProcessor(
       parts,
-      createSetVerifier({
-        transmitter: ssf.transmitter,
-        audience: ssf.audience,
-        // The SSF interoperability profile signs with RS256; the other asymmetric ones are fine.
-        algorithms: ['RS256', 'PS256', 'ES256', 'EdDSA'],
-        keys: transmitterKeys,
-        clockTolerance: 30,
-        now,
-      }),
-      ssf.transmitter,
+      createSetVerifier(transmitter, ssf.audience, transmitterKeys, now),
+      transmitter,
     );
     if (ssf.push) receivePush = createPushReceiver(processSet);
     if (ssf.pollEndpoint !== undefined)
@@ -162,7 +140,7 @@ export function createRevocationRuntime(
   return {
     store,
     check: createRevocationCheck(store, () => metrics.revocationUnchecked()),
-    receiveLogout,
+    receiveLogout: verifyLogout && createLogoutReceiver(parts, verifyLogout),
     receivePush,
     poller,
     transmitterKeys,

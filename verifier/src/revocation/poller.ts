@@ -5,7 +5,7 @@
 // Errors back off from the interval up to ten times it; `moreAvailable` polls again at once.
 import { fetchJson } from '../fetch-json.js';
 import type { Logger } from '../log.js';
-import type { createSetProcessor } from './receiver.js';
+import type { SetProcessor } from './receiver.js';
 
 export interface PollerOptions {
   readonly endpoint: string;
@@ -14,8 +14,7 @@ export interface PollerOptions {
   readonly token: string | undefined;
   readonly timeout: number;
   readonly allowHttp: boolean;
-  readonly maxEvents?: number;
-  readonly processSet: ReturnType<typeof createSetProcessor>;
+  readonly processSet: SetProcessor;
   readonly logger: Logger;
 }
 
@@ -41,7 +40,7 @@ export function createPoller(options: PollerOptions): Poller {
     const request = {
       ack,
       ...(Object.keys(setErrs).length > 0 ? { setErrs } : {}),
-      maxEvents: options.maxEvents ?? 25,
+      maxEvents: 25,
       returnImmediately: true,
     };
     const answer = await fetchJson(options.endpoint, {

@@ -4,11 +4,14 @@
 import type { Logger } from '../log.js';
 import type { Metrics, RevocationChannel } from '../metrics.js';
 import type { Answer } from '../http/routes.js';
-import type { LogoutTokenVerifier } from './logout-token.js';
-import { ReceiverError, setDeliveryError } from './receiver-error.js';
+import {
+  ReceiverError,
+  type LogoutTokenVerifier,
+  type RefusalReason,
+  type SetVerifier,
+} from './event-token.js';
 import type { ApplyRevocations } from './revocation.js';
 import { interpretSet } from './set-events.js';
-import type { SetVerifier } from './set-token.js';
 import { RevocationStoreUnavailable, type RevocationStore } from './store.js';
 
 export interface ReceivedRequest {
@@ -27,10 +30,8 @@ export interface ReceiverParts {
   readonly now: () => number;
 }
 
-const JSON_NO_STORE: Answer['headers'] = [
-  ['Content-Type', 'application/json'],
-  ['Cache-Control', 'no-store'],
-];
+const NO_STORE: Answer['headers'] = [['Cache-Control', 'no-store']];
+const JSON_NO_STORE: Answer['headers'] = [['Content-Type', 'application/json'], ...NO_STORE];
 
 function json(status: number, body: unknown): Answer {
   return { status, headers: JSON_NO_STORE, body: JSON.stringify(body) };
@@ -38,6 +39,27 @@ function json(status: number, body: unknown): Answer {
 
 function mediaType(contentType: string | undefined): string {
   return (contentType ?? '').split(';')[0]!.trim().toLowerCase();
+}
+
+/** Refusals the sender should retry later (503): the token may be fine, we could not check it. */
+function retryable(reason: RefusalReason): boolean {
+  return reason === 'store_unavailable' || reason === 'keys_unavailable';
+}
+
+/** RFC 8935 §2.3 / RFC 8936 error codes (the SET delivery error registry). */
+function setDeliveryError(reason: RefusalReason): string {
+  switch (reason) {
+    case 'issuer_unknown':
+      return 'invalid_issuer';
+    case 'audience_mismatch':
+      return 'invalid_audience';
+    case 'key_unknown':
+    case 'signature_invalid':
+    case 'alg_not_allowed':
+      return 'invalid_key';
+    default:
+      return 'invalid_request';
+  }
 }
 
 /** Remembers the `jti`, then writes; the `jti` is forgotten again when the write fails. */
@@ -61,6 +83,30 @@ async function rememberAndApply(
     await parts.store.forget(replayKey).catch(() => undefined);
     throw new ReceiverError('store_unavailable', error.message);
   }
+}
+
+/** Counts and logs a refusal; anything but a ReceiverError is logged as the bug it is. */
+function refusal(
+  parts: ReceiverParts,
+  channel: RevocationChannel,
+  error: unknown,
+  what: string,
+): ReceiverError {
+  let refused: ReceiverError;
+  if (error instanceof ReceiverError) refused = error;
+  else {
+    parts.logger.error(
+      { err: (error as Error).message },
+      'unexpected failure while receiving a revocation',
+    );
+    refused = new ReceiverError('request_invalid', 'the request could not be processed');
+  }
+  parts.metrics.revocationRefused(channel, refused.reason);
+  parts.logger.info(
+    { channel, reason: refused.reason, detail: refused.message },
+    `${what} refused`,
+  );
+  return refused;
 }
 
 /** POST /backchannel-logout: `logout_token=…` (form), 200 or 400 `{"error", "error_description"}`. */
@@ -93,17 +139,12 @@ export function createLogoutReceiver(parts: ReceiverParts, verify: LogoutTokenVe
         },
         'back-channel logout applied',
       );
-      return { status: 200, headers: [['Cache-Control', 'no-store']], body: '' };
+      return { status: 200, headers: NO_STORE, body: '' };
     } catch (error) {
-      const refused = asReceiverError(error, parts.logger);
-      parts.metrics.revocationRefused(channel, refused.reason);
-      parts.logger.info(
-        { reason: refused.reason, detail: refused.message },
-        'logout token refused',
-      );
-      if (refused.reason === 'store_unavailable' || refused.reason === 'keys_unavailable')
-        return json(503, { error: 'temporarily_unavailable', error_description: refused.message });
-      return json(400, { error: 'invalid_request', error_description: refused.message });
+      const { reason, message } = refusal(parts, channel, error, 'logout token');
+      return retryable(reason)
+        ? json(503, { error: 'temporarily_unavailable', error_description: message })
+        : json(400, { error: 'invalid_request', error_description: message });
     }
   };
 }
@@ -117,55 +158,47 @@ export type SetOutcome =
       readonly retry: boolean;
     };
 
+export type SetProcessor = (token: string, channel: RevocationChannel) => Promise<SetOutcome>;
+
 /** Verifies one SET, checks its `jti` and acts on it; shared by push and poll. */
-export function createSetProcessor(parts: ReceiverParts, verify: SetVerifier, transmitter: string) {
-  return async function processSet(token: string, channel: RevocationChannel): Promise<SetOutcome> {
+export function createSetProcessor(
+  parts: ReceiverParts,
+  verify: SetVerifier,
+  transmitter: string,
+): SetProcessor {
+  return async function processSet(token, channel) {
     parts.metrics.revocationReceived(channel);
     try {
       const set = await verify(token);
-      const meaning = interpretSet(set, parts.now() / 1000);
+      const { event, revocations, ignored } = interpretSet(set, parts.now() / 1000);
       await rememberAndApply(parts, `set\n${transmitter}\n${set.jti}`, () =>
-        meaning.kind === 'revoke' ? parts.apply(meaning.revocations) : Promise.resolve(0),
+        parts.apply(revocations),
       );
-      if (meaning.kind === 'revoke') {
-        parts.metrics.revocationApplied(channel, meaning.event);
-        parts.logger.info({ channel, event: meaning.event }, 'security event applied');
-      } else if (meaning.kind === 'verification') {
-        parts.metrics.revocationApplied(channel, 'verification');
-        parts.logger.info({ channel }, 'stream verification event received');
+      if (ignored === undefined) {
+        parts.metrics.revocationApplied(channel, event);
+        parts.logger.info({ channel, event }, 'security event applied');
       } else {
-        parts.metrics.revocationRefused(channel, meaning.why);
+        parts.metrics.revocationRefused(channel, ignored);
         parts.logger.info(
-          {
-            channel,
-            event: meaning.event,
-            eventType: set.eventType.slice(0, 200),
-            why: meaning.why,
-          },
+          { channel, event, eventType: set.eventType.slice(0, 200), why: ignored },
           'security event acknowledged and ignored',
         );
       }
       return { ok: true };
     } catch (error) {
-      const refused = asReceiverError(error, parts.logger);
-      parts.metrics.revocationRefused(channel, refused.reason);
-      parts.logger.info(
-        { channel, reason: refused.reason, detail: refused.message },
-        'SET refused',
-      );
-      const retry = refused.reason === 'store_unavailable' || refused.reason === 'keys_unavailable';
+      const { reason, message } = refusal(parts, channel, error, 'SET');
       return {
         ok: false,
-        err: setDeliveryError(refused.reason),
-        description: refused.message,
-        retry,
+        err: setDeliveryError(reason),
+        description: message,
+        retry: retryable(reason),
       };
     }
   };
 }
 
 /** POST /ssf/events (RFC 8935): one SET as `application/secevent+jwt`; 202, or 400 `{"err", …}`. */
-export function createPushReceiver(processSet: ReturnType<typeof createSetProcessor>) {
+export function createPushReceiver(processSet: SetProcessor) {
   return async function receivePush(request: ReceivedRequest): Promise<Answer> {
     if (mediaType(request.contentType) !== 'application/secevent+jwt')
       return json(400, {
@@ -173,16 +206,7 @@ export function createPushReceiver(processSet: ReturnType<typeof createSetProces
         description: 'the body must be one SET sent as application/secevent+jwt',
       });
     const outcome = await processSet(request.body.trim(), 'ssf_push');
-    if (outcome.ok) return { status: 202, headers: [['Cache-Control', 'no-store']], body: '' };
+    if (outcome.ok) return { status: 202, headers: NO_STORE, body: '' };
     return json(outcome.retry ? 503 : 400, { err: outcome.err, description: outcome.description });
   };
-}
-
-function asReceiverError(error: unknown, logger: Logger): ReceiverError {
-  if (error instanceof ReceiverError) return error;
-  logger.error(
-    { err: (error as Error).message },
-    'unexpected failure while receiving a revocation',
-  );
-  return new ReceiverError('request_invalid', 'the request could not be processed');
 }

@@ -16,12 +16,13 @@ export interface RedisRevocationStoreOptions {
   /** The one lifetime of every remembered `jti` (seconds). */
   readonly replayTtl: number;
   readonly now: () => number;
-  readonly commandTimeoutMs?: number;
   /** Connection trouble (never a key: keys hold subjects). */
   readonly onError?: (message: string) => void;
   /** Seconds one store command took, for the latency histogram. */
-  readonly onLatency?: (operation: 'revoke' | 'remember' | 'load', seconds: number) => void;
+  readonly onLatency?: (operation: Operation, seconds: number) => void;
 }
+
+type Operation = 'revoke' | 'remember' | 'load';
 
 const WATERMARK_PREFIX = 'sg:rev:wm:';
 const REPLAY_PREFIX = 'sg:rev:jti:';
@@ -43,22 +44,17 @@ return 1
 
 export function createRedisRevocationStore(options: RedisRevocationStoreOptions): RevocationStore {
   const { now } = options;
-  const settings = {
+  const client = new Redis(options.url, {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
-    commandTimeout: options.commandTimeoutMs ?? 500,
+    commandTimeout: 500,
     connectTimeout: 2000,
     retryStrategy: (attempt: number) => Math.min(attempt * 200, 2000),
     ...(options.password === undefined ? {} : { password: options.password }),
-  };
-  const client = new Redis(options.url, settings);
+  });
   // A subscribed connection can run no other command, so the view is fed by a second one; it
   // queues its SUBSCRIBE until connected.
-  const subscriber = new Redis(options.url, {
-    ...settings,
-    enableOfflineQueue: true,
-    commandTimeout: undefined,
-  });
+  const subscriber = client.duplicate({ enableOfflineQueue: true, commandTimeout: undefined });
   const view = createWatermarkView(options.maxEntries, now);
   let current = false;
   let closed = false;
@@ -78,12 +74,18 @@ export function createRedisRevocationStore(options: RedisRevocationStoreOptions)
   });
   subscriber.on('ready', () => void resync());
 
-  async function timed<T>(operation: 'revoke' | 'remember' | 'load', run: () => Promise<T>) {
+  /** One command; timed for the latency histogram, and any failure means the store is unavailable. */
+  async function send<T>(operation: Operation | undefined, run: () => Promise<T>): Promise<T> {
     const started = performance.now();
     try {
       return await run();
+    } catch (error) {
+      throw new RevocationStoreUnavailable(
+        `the revocation store did not answer (${(error as Error).message})`,
+      );
     } finally {
-      options.onLatency?.(operation, (performance.now() - started) / 1000);
+      if (operation !== undefined)
+        options.onLatency?.(operation, (performance.now() - started) / 1000);
     }
   }
 
@@ -91,17 +93,9 @@ export function createRedisRevocationStore(options: RedisRevocationStoreOptions)
   async function resync(): Promise<void> {
     try {
       await subscriber.subscribe(CHANNEL);
-      await timed('load', async () => {
-        let cursor = '0';
-        do {
-          const [next, keys] = await client.scan(
-            cursor,
-            'MATCH',
-            `${WATERMARK_PREFIX}*`,
-            'COUNT',
-            500,
-          );
-          cursor = next;
+      await send('load', async () => {
+        const batches = client.scanStream({ match: `${WATERMARK_PREFIX}*`, count: 500 });
+        for await (const keys of batches as AsyncIterable<string[]>) {
           if (keys.length === 0) continue;
           const batch = client.multi();
           for (const key of keys) batch.get(key).pttl(key);
@@ -112,7 +106,7 @@ export function createRedisRevocationStore(options: RedisRevocationStoreOptions)
             if (Number.isFinite(at) && ttl > 0)
               view.raise(key.slice(WATERMARK_PREFIX.length), at, now() + ttl);
           });
-        } while (cursor !== '0');
+        }
       });
       current = subscriber.status === 'ready' && !closed;
     } catch (error) {
@@ -122,47 +116,28 @@ export function createRedisRevocationStore(options: RedisRevocationStoreOptions)
     }
   }
 
-  function unavailable(error: unknown): RevocationStoreUnavailable {
-    return new RevocationStoreUnavailable(
-      `the revocation store did not answer (${(error as Error).message})`,
-    );
-  }
-
   return {
-    kind: 'redis',
     revokedBefore: (key) => view.get(key),
     get size() {
       return view.size;
     },
     async revoke(key, at, ttlSeconds) {
       const ttl = Math.max(1, Math.ceil(ttlSeconds * 1000));
-      try {
-        await timed('revoke', () =>
-          client.eval(RAISE, 1, `${WATERMARK_PREFIX}${key}`, String(at), String(ttl), CHANNEL, key),
-        );
-      } catch (error) {
-        throw unavailable(error);
-      }
+      await send('revoke', () =>
+        client.eval(RAISE, 1, `${WATERMARK_PREFIX}${key}`, String(at), String(ttl), CHANNEL, key),
+      );
       // This replica knows at once, whether or not its subscriber is connected.
       view.raise(key, at, now() + ttl);
     },
     async remember(key) {
       const ttl = Math.max(1, Math.ceil(options.replayTtl * 1000));
-      try {
-        const answer = await timed('remember', () =>
-          client.set(`${REPLAY_PREFIX}${key}`, '1', 'PX', ttl, 'NX'),
-        );
-        return answer === 'OK';
-      } catch (error) {
-        throw unavailable(error);
-      }
+      const answer = await send('remember', () =>
+        client.set(`${REPLAY_PREFIX}${key}`, '1', 'PX', ttl, 'NX'),
+      );
+      return answer === 'OK';
     },
     async forget(key) {
-      try {
-        await client.del(`${REPLAY_PREFIX}${key}`);
-      } catch (error) {
-        throw unavailable(error);
-      }
+      await send(undefined, () => client.del(`${REPLAY_PREFIX}${key}`));
     },
     isCurrent: () => current && client.status === 'ready',
     close() {

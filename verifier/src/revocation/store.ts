@@ -4,7 +4,6 @@
 // (redis-store.ts) that every replica mirrors.
 
 export interface RevocationStore {
-  readonly kind: 'memory' | 'redis';
   /** The watermark of `key` in seconds since the epoch, or undefined. */
   revokedBefore(key: string): number | undefined;
   /** Number of live watermarks in the view; 0 lets the check skip building keys. */
@@ -24,11 +23,16 @@ export class RevocationStoreUnavailable extends Error {
   override readonly name = 'RevocationStoreUnavailable';
 }
 
-/** Watermarks in a Map with their own expiry; swept when the bound is reached. */
+/**
+ * Watermarks in a Map with their own expiry; swept when the bound is reached. When full of live
+ * entries it refuses a new key rather than forget one: a forgotten watermark un-revokes tokens,
+ * a forgotten `jti` admits a replay.
+ */
 export interface WatermarkView {
   get(key: string): number | undefined;
   /** Keeps the higher watermark; false when full of live entries. */
   raise(key: string, at: number, expiresAt: number): boolean;
+  delete(key: string): void;
   readonly size: number;
   clear(): void;
 }
@@ -56,6 +60,7 @@ export function createWatermarkView(maxEntries: number, now: () => number): Wate
       marks.set(key, { at, expires: Math.max(expires, held?.expires ?? 0) });
       return true;
     },
+    delete: (key) => void marks.delete(key),
     get size() {
       return marks.size;
     },
@@ -72,57 +77,31 @@ export function createMemoryRevocationStore(options: {
 }): RevocationStore {
   const { now } = options;
   const view = createWatermarkView(options.maxEntries, now);
-  const seen = createJtiSet(options.maxEntries, now);
+  // A remembered `jti` is a mark of its own that expires with the replay lifetime.
+  const seen = createWatermarkView(options.maxEntries, now);
+  const full = (what: string) => Promise.reject(new RevocationStoreUnavailable(`${what} is full`));
   return {
-    kind: 'memory',
     revokedBefore: (key) => view.get(key),
     get size() {
       return view.size;
     },
     revoke(key, at, ttlSeconds) {
-      if (!view.raise(key, at, now() + ttlSeconds * 1000))
-        return Promise.reject(new RevocationStoreUnavailable('the revocation store is full'));
+      if (!view.raise(key, at, now() + ttlSeconds * 1000)) return full('the revocation store');
       return Promise.resolve();
     },
     remember(key) {
-      try {
-        return Promise.resolve(seen.remember(key, options.replayTtl));
-      } catch (error) {
-        return Promise.reject(new RevocationStoreUnavailable((error as Error).message));
-      }
+      if (seen.get(key) !== undefined) return Promise.resolve(false);
+      if (!seen.raise(key, 0, now() + options.replayTtl * 1000))
+        return full('the in-process jti set');
+      return Promise.resolve(true);
     },
     forget(key) {
-      seen.forget(key);
+      seen.delete(key);
       return Promise.resolve();
     },
     isCurrent: () => true,
-    async close() {
-      view.clear();
-      await seen.close();
-    },
-  };
-}
-
-/** `jti`s with one lifetime, so insertion order is expiry order; refuses when full of live ones. */
-function createJtiSet(maxEntries: number, now: () => number) {
-  const seen = new Map<string, number>();
-  return {
-    remember(key: string, ttlSeconds: number): boolean {
-      const at = now();
-      const expires = seen.get(key);
-      if (expires !== undefined && expires > at) return false;
-      seen.delete(key);
-      if (seen.size >= maxEntries)
-        for (const [k, until] of seen) {
-          if (until > at) break;
-          seen.delete(k);
-        }
-      if (seen.size >= maxEntries) throw new Error('the in-process jti set is full');
-      seen.set(key, at + ttlSeconds * 1000);
-      return true;
-    },
-    forget: (key: string) => void seen.delete(key),
     close() {
+      view.clear();
       seen.clear();
       return Promise.resolve();
     },

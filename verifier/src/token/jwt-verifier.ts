@@ -129,12 +129,17 @@ function checkLifetime(exp: number, iat: unknown, nowSeconds: number, config: Jw
     );
 }
 
-/** jose's error classes → our codes; the message keeps jose's wording, which names the claim. */
-function toVerifyError(error: unknown): VerifyError {
+/**
+ * jose's error classes (and the key set's VerifyErrors) → our codes; the message keeps jose's
+ * wording, which names the claim. Anything else is a bug, rethrown so that the caller answers it
+ * as `internal_error`, never as a token outcome. The receivers of revocation/ share this mapping.
+ */
+export function toVerifyError(error: unknown): VerifyError {
   if (error instanceof VerifyError) return error;
   const fail = (code: DenyCode, message: string) => new VerifyError(code, message);
+  // `iat` when a `maxTokenAge` was exceeded, else `exp`.
   if (error instanceof errors.JWTExpired)
-    return fail('token_expired', '"exp" claim timestamp check failed');
+    return fail('token_expired', `"${error.claim}" claim timestamp check failed`);
   if (error instanceof errors.JWTClaimValidationFailed) {
     switch (error.claim) {
       case 'nbf':
@@ -153,7 +158,7 @@ function toVerifyError(error: unknown): VerifyError {
     return fail('alg_not_allowed', '"alg" is not allowed');
   if (error instanceof errors.JWSSignatureVerificationFailed)
     return fail('signature_invalid', 'signature verification failed');
-  if (error instanceof errors.JWKSNoMatchingKey)
+  if (error instanceof errors.JWKSNoMatchingKey || error instanceof errors.JWKSMultipleMatchingKeys)
     return fail('key_unknown', 'no key matches the token');
   if (error instanceof errors.JOSENotSupported) {
     return /crit|extension/i.test(error.message)
@@ -162,5 +167,5 @@ function toVerifyError(error: unknown): VerifyError {
   }
   if (error instanceof errors.JOSEError)
     return fail('token_malformed', 'the token is not a valid JWS/JWT');
-  return fail('signature_invalid', 'the token could not be verified');
+  throw error;
 }

@@ -1,6 +1,7 @@
 // One issuer's signing keys, driven by us rather than by jose's remote set: jose's own remote set
-// fails closed once its cache is stale, and we want the last good keys to keep serving while the
-// IdP is down. jose still does the key matching (createLocalJWKSet) and all the crypto.
+// fails closed once its cache is stale (we want the last good keys to keep serving while the IdP
+// is down), reads no Cache-Control, and times its cooldown by the wall clock rather than an
+// injected one. jose still checks the document, matches and imports the keys (createLocalJWKSet).
 //
 // Behaviour:
 // - loaded at start, refreshed in the background every `refresh` seconds (a smaller
@@ -11,7 +12,7 @@
 // - no redirects (see fetch-json.ts); keys that leave the set are reported to `onKeysRemoved`.
 import { createLocalJWKSet, errors, type JSONWebKeySet, type JWSHeaderParameters } from 'jose';
 import { VerifyError } from '../errors.js';
-import { FetchError, fetchJson } from '../fetch-json.js';
+import { FetchError, fetchJson, type FetchedJson } from '../fetch-json.js';
 
 export type JwksFetchOutcome = 'ok' | 'error' | 'invalid';
 
@@ -64,32 +65,26 @@ export function createKeySet(options: KeySetOptions): KeySet {
   const isFresh = (): boolean => local !== undefined && now() - loadedAt <= options.maxStale * 1000;
 
   async function fetchOnce(): Promise<{ ok: boolean; maxAge: number | undefined }> {
-    let jwks: JSONWebKeySet;
-    let maxAge: number | undefined;
-    try {
-      const uri = await options.resolveUri();
-      const answer = await fetchJson(uri, {
-        timeout: options.timeout,
-        allowHttp: options.allowHttp === true,
-      });
-      if (answer.status !== 200) throw new FetchError(`${uri}: status ${answer.status}`);
-      jwks = answer.body as JSONWebKeySet;
-      if (!Array.isArray(jwks?.keys)) {
-        options.onFetch?.('invalid', `${uri}: no "keys" array`);
-        return { ok: false, maxAge: undefined };
-      }
-      const match = /(?:^|,)\s*max-age=(\d+)/i.exec(answer.headers.get('cache-control') ?? '');
-      maxAge = match ? Number(match[1]) : undefined;
-    } catch (error) {
-      options.onFetch?.('error', (error as Error).message);
+    const failed = (outcome: JwksFetchOutcome, detail: string) => {
+      options.onFetch?.(outcome, detail);
       return { ok: false, maxAge: undefined };
+    };
+    let uri: string;
+    let answer: FetchedJson;
+    try {
+      uri = await options.resolveUri();
+      answer = await fetchJson(uri, { timeout: options.timeout, allowHttp: options.allowHttp });
+      if (answer.status !== 200) throw new FetchError(`${uri}: status ${answer.status}`);
+    } catch (error) {
+      return failed('error', (error as Error).message);
     }
+    // jose checks the document's shape (a `keys` array of objects) and matches keys later.
+    const jwks = answer.body as JSONWebKeySet;
     let getter: KeyGetter;
     try {
       getter = createLocalJWKSet(jwks);
     } catch (error) {
-      options.onFetch?.('invalid', (error as Error).message);
-      return { ok: false, maxAge: undefined };
+      return failed('invalid', `${uri}: ${(error as Error).message}`);
     }
     const nextKids = new Set(jwks.keys.map((key) => key.kid));
     const removed = new Set([...kids].filter((kid) => !nextKids.has(kid)));
@@ -98,7 +93,8 @@ export function createKeySet(options: KeySetOptions): KeySet {
     loadedAt = now();
     options.onFetch?.('ok');
     if (removed.size > 0) options.onKeysRemoved?.(removed);
-    return { ok: true, maxAge };
+    const maxAge = /(?:^|,)\s*max-age=(\d+)/i.exec(answer.headers.get('cache-control') ?? '');
+    return { ok: true, maxAge: maxAge ? Number(maxAge[1]) : undefined };
   }
 
   function schedule(seconds: number): void {
@@ -126,25 +122,27 @@ export function createKeySet(options: KeySetOptions): KeySet {
     return refresh();
   }
 
+  /** jose's match in the held set; undefined when no key matches. */
+  async function match(header: JWSHeaderParameters): Promise<VerificationKey | undefined> {
+    try {
+      return await local!(header);
+    } catch (error) {
+      if (error instanceof errors.JWKSNoMatchingKey) return undefined;
+      throw error;
+    }
+  }
+
   async function getKey(header: JWSHeaderParameters): Promise<VerificationKey> {
     if (!isFresh()) {
       await refetchForUnknownKey();
       if (!isFresh())
         throw new VerifyError('keys_unavailable', `keys of "${issuer}" are not available`);
     }
-    try {
-      return await local!(header);
-    } catch (error) {
-      if (!(error instanceof errors.JWKSNoMatchingKey)) throw error;
-    }
-    if (await refetchForUnknownKey()) {
-      try {
-        return await local!(header);
-      } catch (error) {
-        if (!(error instanceof errors.JWKSNoMatchingKey)) throw error;
-      }
-    }
-    throw new VerifyError('key_unknown', `no key of "${issuer}" matches the token's "kid"`);
+    const key =
+      (await match(header)) ?? ((await refetchForUnknownKey()) ? await match(header) : undefined);
+    if (key === undefined)
+      throw new VerifyError('key_unknown', `no key of "${issuer}" matches the token's "kid"`);
+    return key;
   }
 
   return {

@@ -9,16 +9,6 @@ const BEARER_PREFIX = /^bearer(?: |$)/i;
 const DPOP_PREFIX = /^dpop(?: |$)/i;
 const JWS_COMPACT = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 
-/**
- * The token from an `Authorization` header, or undefined when none was sent. Another scheme
- * (Basic, DPoP) counts as no bearer token, which RFC 6750 §3.1 answers without an error code.
- * Only the size is checked here, so a cache hit never scans the token; the token68 syntax is
- * checked by `assertBearerSyntax` before anything parses it.
- */
-export function readBearer(authorization: string | undefined): string | undefined {
-  return readCredentials(authorization, false)?.token;
-}
-
 export interface Credentials {
   /** `bearer` (RFC 6750) or `dpop` (RFC 9449 §7.1). */
   readonly scheme: 'bearer' | 'dpop';
@@ -26,8 +16,11 @@ export interface Credentials {
 }
 
 /**
- * The scheme and token of an `Authorization` header. The `DPoP` scheme is read only when `dpop`
- * is true (a policy that accepts DPoP); otherwise it counts as no token, like any other scheme.
+ * The scheme and token of an `Authorization` header, or undefined when none was sent. Another
+ * scheme (Basic, or DPoP unless `dpop` is true: a policy that accepts DPoP) counts as no token,
+ * which RFC 6750 §3.1 answers without an error code. Only the size is checked here, so a cache
+ * hit never scans the token; the token68 syntax is checked by `assertBearerSyntax` before
+ * anything parses it.
  */
 export function readCredentials(
   authorization: string | undefined,
