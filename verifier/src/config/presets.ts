@@ -1,6 +1,6 @@
 // Issuer presets: one row of settings per identity provider, so `VERIFIER_PRESET=okta` is all an
 // operator writes to accept that IdP's access tokens and refuse its ID tokens. A row is data read
-// by the generic checks (jwt-verifier.ts, tokeninfo.ts, identity.ts): the `typ` rule, the claims
+// by the generic checks (jwt-verifier.ts, opaque-verifier.ts, identity.ts): the `typ` rule, the claims
 // that tell an access token from the IdP's other tokens, where the client id and the scopes are,
 // what `audience` is matched against, and the longest lifetime. Every setting a row fills can be
 // given explicitly on the issuer instead; what a row refuses at start (Okta's org authorization
@@ -28,7 +28,7 @@ export type PresetName = (typeof PRESET_NAMES)[number];
 export const ALWAYS_REFUSED = ['nonce', 'at_hash', 'events'] as const;
 
 interface PresetRow {
-  /** `tokeninfo`: opaque tokens checked at the IdP's tokeninfo endpoint (tokeninfo.ts). */
+  /** `tokeninfo`: opaque tokens checked at the IdP's tokeninfo endpoint (opaque-verifier.ts). */
   readonly type: 'jwt' | 'tokeninfo';
   /** Issuer settings in document form, used where the issuer does not set them itself. */
   readonly settings: Readonly<Record<string, unknown>>;
