@@ -40,7 +40,6 @@ export async function prepareNginx(options: NginxRuntimeOptions): Promise<NginxR
       oidcIssuer: options.issuer,
       oidcAudience: options.audience,
       ...(options.clientId === undefined ? {} : { oidcClientId: options.clientId }),
-      modulesDir: dirname(options.nginx.njsModule),
       // One worker is plenty on loopback and keeps the process count low when suites run in parallel.
       workerProcesses: 1,
     }),
@@ -52,6 +51,7 @@ export async function prepareNginx(options: NginxRuntimeOptions): Promise<NginxR
     templatesDir: nginxPaths.templatesDir,
     outDir: options.prefix,
     env,
+    modulesDir: dirname(options.nginx.njsModule),
   });
   return {
     prefix: options.prefix,

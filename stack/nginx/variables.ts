@@ -10,13 +10,7 @@ export type NginxVariableName =
   | 'SG_VERIFIER_ADDR'
   | 'SG_SPA_ROOT'
   | 'SG_SECRETS_FILE'
-  | 'SG_NJS_DIR'
-  | 'SG_MODULES_DIR'
-  | 'SG_RUN_DIR'
-  | 'SG_TEMP_DIR'
-  | 'SG_LOG_DIR'
   | 'SG_ACCESS_LOG_OPTIONS'
-  | 'SG_USER_DIRECTIVE'
   | 'SG_WORKER_PROCESSES'
   | 'SG_WORKER_CONNECTIONS'
   | 'SG_OIDC_ISSUER'
@@ -82,36 +76,10 @@ export const nginxVariables: readonly NginxVariable[] = Object.freeze([
       'Secrets file (`default`, `clients`, `issuers`). Must exist; `SECRETS` replaces its content when set. Read only by the secret-set watcher (`nginx/bin/sg-secret-sets`), which writes one small file per set to `SG_MEMORY_DIR` for NGINX to serve: a rotated file (replaced, edited in place, a Kubernetes `..data` swap) is served within 2 s, with no reload.',
   },
   {
-    name: 'SG_NJS_DIR',
-    docker: '/etc/nginx/njs',
-    description: 'Directory of the njs modules (`nginx/njs`).',
-  },
-  {
-    name: 'SG_MODULES_DIR',
-    docker: '/usr/lib/nginx/modules',
-    description: 'Directory holding `ngx_http_js_module.so` (Debian: `/usr/lib/nginx/modules`).',
-  },
-  { name: 'SG_RUN_DIR', docker: '/tmp/nginx', description: 'Directory of `nginx.pid`.' },
-  {
-    name: 'SG_TEMP_DIR',
-    docker: '/tmp/nginx/temp',
-    description: 'Parent of the client body / proxy temp directories.',
-  },
-  {
-    name: 'SG_LOG_DIR',
-    docker: '/var/log/nginx',
-    description: '`access.log` (JSON lines) and `error.log`.',
-  },
-  {
     name: 'SG_ACCESS_LOG_OPTIONS',
     docker: 'buffer=64k flush=1s',
     description:
       'Extra `access_log` parameters. Buffered in the image (one write per 64 KiB, at most 1 s late); unbuffered locally so a line is there as soon as the answer is.',
-  },
-  {
-    name: 'SG_USER_DIRECTIVE',
-    docker: '',
-    description: 'A whole `user …;` directive, or empty to run as whoever starts NGINX.',
   },
   { name: 'SG_WORKER_PROCESSES', docker: 'auto', description: '`worker_processes`.' },
   { name: 'SG_WORKER_CONNECTIONS', docker: '4096', description: '`worker_connections`.' },
@@ -240,9 +208,6 @@ export interface LocalNginxOptions {
   /** Defaults to a fresh name under /dev/shm (memory-backed), else inside the prefix. */
   readonly memoryDir?: string;
   readonly workerProcesses?: number | 'auto';
-  readonly modulesDir?: string;
-  /** A whole `user …;` directive; omitted by default so the run needs no privileges. */
-  readonly userDirective?: string;
   readonly accessLogOptions?: string;
   /** Defaults to `http://` + the listen address (loopback when only a port is given). */
   readonly externalOrigin?: string;
@@ -261,13 +226,7 @@ export function localNginxEnv(options: LocalNginxOptions): NginxEnv {
     SG_VERIFIER_ADDR: options.verifierAddr ?? '127.0.0.1:8090',
     SG_SPA_ROOT: options.spaRoot ?? nginxPaths.spaRoot,
     SG_SECRETS_FILE: options.secretsFile ?? nginxPaths.devSecretsFile,
-    SG_NJS_DIR: nginxPaths.njsDir,
-    SG_MODULES_DIR: options.modulesDir ?? '/usr/lib/nginx/modules',
-    SG_RUN_DIR: path.join(prefix, 'run'),
-    SG_TEMP_DIR: path.join(prefix, 'temp'),
-    SG_LOG_DIR: path.join(prefix, 'logs'),
     SG_ACCESS_LOG_OPTIONS: options.accessLogOptions ?? '',
-    SG_USER_DIRECTIVE: options.userDirective ?? '',
     SG_WORKER_PROCESSES: String(options.workerProcesses ?? 'auto'),
     SG_WORKER_CONNECTIONS: '4096',
     SG_OIDC_ISSUER: issuer,
