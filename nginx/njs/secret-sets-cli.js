@@ -1,5 +1,5 @@
-// secret-gate: the secret-set watcher's one step (nginx/bin/sg-secret-sets), run by the njs CLI or
-// Node; it guards nothing itself, secret-sets.js does:
+// secret-gate: guards nothing itself (secret-sets.js does); the secret-set watcher's one step
+// (nginx/bin/sg-secret-sets), run by the njs CLI or Node:
 //   secret-sets-cli.js publish SETS_DIR SECRETS_FILE CLIENTS_ISSUER [shared]  (SECRETS from the
 //   environment; `shared`: readable by NGINX's workers running as another user)
 //   secret-sets-cli.js withdraw SETS_DIR

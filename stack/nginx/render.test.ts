@@ -264,6 +264,22 @@ describe('the project templates', () => {
     expect(dockerConf).not.toMatch(/^\s*user /m);
   });
 
+  it('each start by saying what they guard, as every njs module does', async () => {
+    const files = (await readdir(nginxPaths.templatesDir, { recursive: true })).filter((f) =>
+      f.endsWith('.template'),
+    );
+    expect(files.length).toBeGreaterThan(10);
+    for (const file of files) {
+      const text = await readFile(path.join(nginxPaths.templatesDir, file), 'utf8');
+      expect(text, file).toMatch(/^# secret-gate guards here: \S/);
+    }
+    const modules = (await readdir(nginxPaths.njsDir)).filter((f) => f.endsWith('.js'));
+    for (const file of modules) {
+      const header = (await readFile(path.join(nginxPaths.njsDir, file), 'utf8')).slice(0, 200);
+      expect(header, file).toMatch(/^\/\/ secret-gate: [^\n]*guards/);
+    }
+  });
+
   it('derive connect-src from the issuer so the SPA may call its token endpoint', () => {
     const env = localNginxEnv({ prefix: work, oidcIssuer: 'https://idp.example.test/realms/demo' });
     expect(env.SG_CSP_CONNECT_SRC).toBe('https://idp.example.test');
