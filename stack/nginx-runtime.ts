@@ -1,5 +1,5 @@
-// NGINX for a local prefix run: the SG_ values (nginx/variables.ts), the templates rendered with
-// nginx/render.ts exactly as the official image would, and the command line that runs it in the
+// NGINX for a local prefix run: the SG_ values (nginx/variables.ts), the templates rendered by
+// nginx/bin/sg-render exactly as in the official image, and the command line that runs it in the
 // foreground so the runner supervises the master process directly.
 import { dirname } from 'node:path';
 import { localNginxEnv, nginxPaths, renderNginxConfig, type NginxEnv } from './nginx/render.js';
