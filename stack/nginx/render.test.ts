@@ -128,7 +128,7 @@ describe('renderNginxConfig', () => {
     ).rejects.toThrow('NGINX variables must not contain quotes or line breaks: SG_A, SG_B');
   });
 
-  it('refuses /config.json values that would end or escape its quoted body, naming no value', async () => {
+  it('refuses /config.json values that would end or escape its quoted body or break its JSON, naming no value', async () => {
     const templatesDir = await writeTemplates({ 'nginx.conf.template': 'events {}\n' });
     const rendering = renderNginxConfig({
       templatesDir,
@@ -137,10 +137,11 @@ describe('renderNginxConfig', () => {
         SG_OIDC_ISSUER: "https://idp.example/'a",
         SG_OIDC_SCOPE: 'openid $x',
         SG_OIDC_CLIENT_ID: 'a\\b',
+        SG_OIDC_AUDIENCE: 'api\tx',
       },
     });
     await expect(rendering).rejects.toThrow(
-      '/config.json values must not contain a backslash, an apostrophe or a dollar sign: SG_OIDC_ISSUER, SG_OIDC_CLIENT_ID, SG_OIDC_SCOPE',
+      '/config.json values must not contain a backslash, an apostrophe, a dollar sign or a control character: SG_OIDC_ISSUER, SG_OIDC_CLIENT_ID, SG_OIDC_SCOPE, SG_OIDC_AUDIENCE',
     );
     await expect(rendering).rejects.not.toThrow('idp.example');
   });
