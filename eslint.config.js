@@ -13,7 +13,7 @@ const verifierImport = {
   message: 'a workspace package must not import the verifier (docs/architecture.md, "Layout")',
 };
 const testSupportImport = {
-  regex: '(^|/)(testing/|fake-request)',
+  regex: '(^|/)testing/',
   message: 'test support is for tests only',
 };
 
@@ -89,7 +89,7 @@ export default tseslint.config(
       'nginx/njs/**/*.js',
       'spa/src/**/*.ts',
     ],
-    ignores: ['**/*.test.ts', 'verifier/src/testing/**', 'nginx/njs/fake-request.ts'],
+    ignores: ['**/*.test.ts', 'verifier/src/testing/**'],
     rules: {
       'no-restricted-imports': ['error', { patterns: [harnessImport, testSupportImport] }],
     },

@@ -1,10 +1,17 @@
-// `npm run docs:config`: rewrites the verifier block of docs/configuration.md and
-// verifier/config.schema.json from the verifier's one configuration schema
-// (verifier/src/config/reference.ts).
+// `npm run docs:config`: rewrites the generated blocks of docs/configuration.md and
+// docs/architecture.md and verifier/config.schema.json from their one definitions: the
+// verifier's configuration schema (verifier/src/config/reference.ts), the NGINX SG_ settings and
+// the secrets file format (stack/nginx/reference.ts).
 import { readFileSync, writeFileSync } from 'node:fs';
 import { renderJsonSchema, withReference } from '../verifier/src/config/reference.js';
 import { formatJson, JSON_SCHEMA_FILE } from './json-schema-file.js';
+import { withArchitectureReference, withConfigurationReference } from './nginx/reference.js';
 
-const doc = new URL('../docs/configuration.md', import.meta.url);
-writeFileSync(doc, withReference(readFileSync(doc, 'utf8')));
+const configuration = new URL('../docs/configuration.md', import.meta.url);
+writeFileSync(
+  configuration,
+  withConfigurationReference(withReference(readFileSync(configuration, 'utf8'))),
+);
+const architecture = new URL('../docs/architecture.md', import.meta.url);
+writeFileSync(architecture, withArchitectureReference(readFileSync(architecture, 'utf8')));
 writeFileSync(JSON_SCHEMA_FILE, await formatJson(renderJsonSchema()));

@@ -1,5 +1,5 @@
-// NGINX for a local prefix run: the SG_ values (nginx/variables.ts), the templates rendered with
-// nginx/render.ts exactly as the official image would, and the command line that runs it in the
+// NGINX for a local prefix run: the SG_ values (nginx/variables.ts), the templates rendered by
+// nginx/bin/sg-render exactly as in the official image, and the command line that runs it in the
 // foreground so the runner supervises the master process directly.
 import { dirname } from 'node:path';
 import { localNginxEnv, nginxPaths, renderNginxConfig, type NginxEnv } from './nginx/render.js';
@@ -40,7 +40,6 @@ export async function prepareNginx(options: NginxRuntimeOptions): Promise<NginxR
       oidcIssuer: options.issuer,
       oidcAudience: options.audience,
       ...(options.clientId === undefined ? {} : { oidcClientId: options.clientId }),
-      modulesDir: dirname(options.nginx.njsModule),
       // One worker is plenty on loopback and keeps the process count low when suites run in parallel.
       workerProcesses: 1,
     }),
@@ -52,6 +51,7 @@ export async function prepareNginx(options: NginxRuntimeOptions): Promise<NginxR
     templatesDir: nginxPaths.templatesDir,
     outDir: options.prefix,
     env,
+    modulesDir: dirname(options.nginx.njsModule),
   });
   return {
     prefix: options.prefix,

@@ -208,7 +208,7 @@ export async function orchestrate(options: StackOptions, shape: StackShape): Pro
     ...(shape.label ? { label: shape.label } : {}),
     cleanUp: () => {
       // The edge cache and the per-set secret files live outside the prefix, in memory.
-      removeMemoryDir(nginx.env.SG_MEMORY_DIR, nginx.env.SG_RUN_DIR);
+      removeMemoryDir(nginx.env.SG_MEMORY_DIR);
       if (!ownsDir) return;
       shape.release();
       rmSync(runtimeDir, { recursive: true, force: true });

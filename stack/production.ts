@@ -206,11 +206,11 @@ export async function startProductionStack(options: StackOptions = {}): Promise<
       chownSync(path, process.getuid?.() ?? 0, runAs.gid);
     },
     idpEnv: { IDP_DEV_CONTROL: 'off' },
-    // No `user` directive: the master itself is unprivileged, as in the pod.
-    nginxOverrides: { SG_USER_DIRECTIVE: '' },
+    // No `user` directive in the templates: the master itself is unprivileged, as in the pod.
+    nginxOverrides: {},
     secure(nginx, layout) {
       // Run, temp and log directories belong to the services' user; everything else is read-only.
-      const writable = new Set([nginx.env.SG_RUN_DIR, nginx.env.SG_TEMP_DIR, nginx.env.SG_LOG_DIR]);
+      const writable = new Set(['run', 'temp', 'logs'].map((dir) => join(nginx.prefix, dir)));
       for (const dir of writable) chownSync(dir, runAs.uid, runAs.gid);
       readOnlyDirs = [layout.configDir, ...configDirs(nginx.prefix, writable)];
       setReadOnly(readOnlyDirs, true);

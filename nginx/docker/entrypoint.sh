@@ -1,9 +1,8 @@
 #!/bin/sh
-# Renders $NGINX_ENVSUBST_TEMPLATE_DIR/**/*.template into $NGINX_ENVSUBST_OUTPUT_DIR, substituting
-# only the variables matching $NGINX_ENVSUBST_FILTER (NGINX's own $variables stay), then runs the
-# command as PID 1. The checks of nginx/render.ts, in one message: every SG_ name a template uses
-# must be set (empty counts), and no value may hold a quote or a line break. The image ships no
-# secrets: a missing SG_SECRETS_FILE is named here. NGINX then runs under the secret-set watcher
+# secret-gate: the NGINX image's entrypoint. Renders $NGINX_ENVSUBST_TEMPLATE_DIR into the prefix
+# $NGINX_ENVSUBST_OUTPUT_DIR with nginx/bin/sg-render (the one place of the checks on the SG_
+# values, which `npm start` runs too; the image ships no secrets, so a missing SG_SECRETS_FILE is
+# named there), then runs the command as PID 1: NGINX under the secret-set watcher
 # (sg-secret-sets run), which keeps the per-set files of /secret in step with the secrets file.
 # The study's flat SECRETS JSON comes as a file (a Docker or Kubernetes secret at
 # /run/secrets/flat-secrets, or SG_FLAT_SECRETS_FILE), never as a variable `docker inspect` shows;
@@ -31,35 +30,17 @@ read_flat_secrets() {
 render() {
   templates=${NGINX_ENVSUBST_TEMPLATE_DIR:-/etc/nginx/templates}
   out=${NGINX_ENVSUBST_OUTPUT_DIR:-/tmp/nginx}
-  filter=${NGINX_ENVSUBST_FILTER:-^SG_}
-  used=$(find "$templates" -follow -type f -name '*.template' -exec cat {} + |
-    grep -oE '\$\{?[A-Za-z_][A-Za-z0-9_]*' | tr -d '${' | sort -u)
-  problems=$(printf '%s\n' "$used" | awk -v filter="$filter" '
-    $0 ~ filter && !($0 in ENVIRON) { missing = missing " " $0 }
-    END {
-      for (name in ENVIRON) if (name ~ filter && ENVIRON[name] ~ /["\r\n]/) unsafe = unsafe " " name
-      if (missing != "") print "missing NGINX variables:" missing
-      if (unsafe != "") print "NGINX variables must not contain quotes or line breaks:" unsafe
-    }')
-  if [ -n "${SG_SECRETS_FILE:-}" ] && [ ! -r "$SG_SECRETS_FILE" ]; then
-    problems="${problems:+$problems; }SG_SECRETS_FILE \"$SG_SECRETS_FILE\" cannot be read: mount the secrets file there"
-  fi
+  problems=''
   read_flat_secrets
   if [ -n "$problems" ]; then
     echo "sg-entrypoint: $problems" >&2
     exit 1
   fi
-  defined=$(awk -v filter="$filter" 'BEGIN { for (name in ENVIRON) if (name ~ filter) printf "${%s} ", name }')
-  cd "$templates"
-  find . -follow -type f -name '*.template' | while read -r template; do
-    target="$out/${template%.template}"
-    mkdir -p "$(dirname "$target")"
-    envsubst "$defined" <"$template" >"$target"
-  done
-  for dir in "${SG_RUN_DIR:-}" "${SG_TEMP_DIR:-}"; do
-    [ -z "$dir" ] || mkdir -p "$dir"
-  done
-  cd /
+  # The checks on the SG_ values and the rendering: the same script as `npm start`'s.
+  sg-render "$templates" "$out"
+  # The container's logs are its stdout and stderr.
+  ln -sf /dev/stdout "$out/logs/access.log"
+  ln -sf /dev/stderr "$out/logs/error.log"
 }
 
 case "${1:-}" in

@@ -1,4 +1,4 @@
-// secret-gate: the DPoP proof header for the verifier (RFC 9449 §4.3 step 1: exactly one).
+// secret-gate: guards the DPoP proof the verifier gets (RFC 9449 §4.3 step 1: exactly one).
 // NGINX 1.22's $http_dpop is the first of several DPoP headers, and the verifier cannot read a
 // request over 4 KiB (uWebSockets.js), so this returns the one proof, or a marker the verifier
 // refuses with a DPoP challenge when there are several or the credentials are too large.

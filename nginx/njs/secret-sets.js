@@ -1,15 +1,25 @@
-// The secret sets as NGINX serves them: one small JSON file per set, `<set name>/secret`, in a
+// secret-gate: guards which secret set a caller can ever receive. It turns the secrets file into
+// the files NGINX serves for /secret: one small JSON file per set, `<set name>/secret`, in a
 // generation directory named by the content it came from, and a `current` symlink swapped in one
-// step. NGINX serves `current/<set name>/secret` for the URI /secret with its static handler (the
-// set name is in `root`, so no try_files lookup either): an allowed /secret runs no njs.
-// Written by the secret-set watcher (nginx/bin/sg-secret-sets) outside NGINX, with the njs CLI in
-// the image or Node locally: this module uses only what both runtimes share.
+// rename. NGINX serves `current/<set name>/secret` with its static handler (the set name, the
+// verifier's opaque X-Auth-Set, is in `root`): an allowed /secret runs no njs.
+// Run by the secret-set watcher (bin/sg-secret-sets, via secret-sets-cli.js) in the njs CLI or in
+// Node, so only what both share is used; stack/nginx/secrets-check.ts applies it at a local start.
+//
+// Client ids are unique only within one issuer, so a set belongs to an (issuer, client id) pair:
+// `issuers: { "<iss>": { "<client id>": {...} } }`. The flat `clients` map belongs to the one
+// issuer SG_SECRETS_ISSUER names; a token of any other issuer never receives one of its sets.
+// The format is documented from stack/nginx/reference.ts.
 import fs from 'fs';
 import crypto from 'crypto';
-import secretStore from './secret-store.js';
 
-/** The set of every client without one of its own. */
-var DEFAULT_SET = 'default';
+/**
+ * @typedef {{ [name: string]: unknown }} SecretSet
+ * @typedef {{ name: string, set: SecretSet }} NamedSet
+ * @typedef {{ default: SecretSet, sets: NamedSet[] }} SecretStore
+ * @typedef {{ store: SecretStore } | { problem: string }} StoreResult
+ * @typedef {{ generation: string } | { problem: string } | { failed: string }} PublishResult
+ */
 
 /** @param {string} text */
 function digest(text) {
@@ -17,9 +27,9 @@ function digest(text) {
 }
 
 /**
- * The directory name of the set of (`issuer`, `clientId`): the verifier answers the
- * same name as `X-Auth-Set` (verifier/src/decision/secret-set.ts). A digest, so no client id can name a
- * path, and the issuer is part of it, so equal client ids of two issuers never share a file.
+ * The directory name of the set of (`issuer`, `clientId`): the verifier answers the same name as
+ * `X-Auth-Set` (verifier/src/decision/secret-set.ts). A digest, so no client id can name a path, and the
+ * issuer is part of it, so equal client ids of two issuers never share a file.
  * @param {string} issuer
  * @param {string} clientId
  */
@@ -27,25 +37,104 @@ function setName(issuer, clientId) {
   return 'c' + digest(issuer + '\n' + clientId);
 }
 
-/** A directory and everything below it (generations are two levels deep). @param {string} dir */
-function removeTree(dir) {
-  var names;
-  try {
-    names = fs.readdirSync(dir);
-  } catch (e) {
-    return;
-  }
-  for (var i = 0; i < names.length; i++) {
-    var path = dir + '/' + names[i];
-    try {
-      if (fs.lstatSync(path).isDirectory()) removeTree(path);
-      else fs.unlinkSync(path);
-    } catch (e) {
-      // already gone
+/** @param {unknown} value @returns {value is { [key: string]: unknown }} */
+function isObject(value) {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Own properties only, so `__proto__` never reaches an inherited object. @param {object} o @param {string} key */
+function has(o, key) {
+  return Object.prototype.hasOwnProperty.call(o, key);
+}
+
+/**
+ * Adds the sets of one issuer's client map to `sets`. Returns the problem, if any; it never
+ * quotes a value, so a broken file cannot leak into a log.
+ * @param {NamedSet[]} sets @param {string} issuer @param {unknown} clients @param {string} where
+ */
+function addSets(sets, issuer, clients, where) {
+  if (!isObject(clients)) return 'secrets file ' + where + ' must be a JSON object';
+  var ids = Object.keys(clients);
+  for (var i = 0; i < ids.length; i++) {
+    var set = clients[ids[i]];
+    if (!isObject(set)) return 'secrets file ' + where + ' entries must be JSON objects';
+    var name = setName(issuer, ids[i]);
+    // Only a flat client listed under its issuer too can name a set twice.
+    if (sets.some((entry) => entry.name === name)) {
+      return 'secrets file lists a client id both in "clients" and under its issuer';
     }
+    sets.push({ name: name, set: set });
   }
+  return undefined;
+}
+
+/**
+ * The store of a parsed secrets file, or why it cannot be served: not an object; none of
+ * `default`, `issuers`, `clients` (most likely the study's flat format put in a file,
+ * docs/study.md); a part of the wrong shape; a flat `clients` map with no issuer to own it; a
+ * client id listed both flat and under its issuer.
+ * @param {unknown} file
+ * @param {string} [clientsIssuer] the issuer the flat `clients` map belongs to
+ * @returns {StoreResult}
+ */
+function storeFromFile(file, clientsIssuer) {
+  if (!isObject(file)) return { problem: 'secrets file must hold a JSON object' };
+  if (!has(file, 'default') && !has(file, 'issuers') && !has(file, 'clients')) {
+    return {
+      problem:
+        'secrets file needs a "default" set, an "issuers" map, a "clients" map, or some of them',
+    };
+  }
+  var defaults = has(file, 'default') ? file['default'] : {};
+  if (!isObject(defaults)) return { problem: 'secrets file "default" must be a JSON object' };
+  var issuers = has(file, 'issuers') ? file['issuers'] : {};
+  if (!isObject(issuers)) return { problem: 'secrets file "issuers" must be a JSON object' };
+  /** @type {NamedSet[]} */
+  var sets = [];
+  var names = Object.keys(issuers);
+  for (var i = 0; i < names.length; i++) {
+    var problem = addSets(sets, names[i], issuers[names[i]], '"issuers" values');
+    if (problem) return { problem: problem };
+  }
+  var flat = has(file, 'clients') ? file['clients'] : {};
+  if (isObject(flat) && Object.keys(flat).length > 0 && !clientsIssuer) {
+    return {
+      problem:
+        'secrets file "clients" is ambiguous: client ids are unique only within one issuer; set SG_SECRETS_ISSUER or move them under "issuers"',
+    };
+  }
+  var flatProblem = addSets(sets, clientsIssuer || '', flat, '"clients"');
+  if (flatProblem) return { problem: flatProblem };
+  return { store: { default: defaults, sets: sets } };
+}
+
+/**
+ * The store in effect: the original study's `SECRETS` (one flat JSON object every signed-in
+ * caller receives, whatever its issuer) replaces the file when it is set and not empty.
+ * @param {unknown} file the parsed secrets file
+ * @param {string | undefined} envText the `SECRETS` environment variable
+ * @param {string} [clientsIssuer] the issuer the flat `clients` map belongs to
+ * @returns {StoreResult}
+ */
+function resolveStore(file, envText, clientsIssuer) {
+  if (typeof envText !== 'string' || envText.length === 0) {
+    return storeFromFile(file, clientsIssuer);
+  }
+  var parsed;
   try {
-    fs.rmdirSync(dir);
+    parsed = JSON.parse(envText);
+  } catch (e) {
+    return { problem: 'SECRETS is not valid JSON' };
+  }
+  if (!isObject(parsed)) return { problem: 'SECRETS must be a flat JSON object' };
+  return { store: { default: parsed, sets: [] } };
+}
+
+/** A directory and everything below it: Node's rmSync, or njs 0.7.9's recursive rmdirSync. */
+function removeTree(/** @type {string} */ dir) {
+  var rm = /** @type {'rmdirSync'} */ ('rmSync' in fs ? 'rmSync' : 'rmdirSync');
+  try {
+    fs[rm](dir, { recursive: true });
   } catch (e) {
     // already gone
   }
@@ -54,7 +143,7 @@ function removeTree(dir) {
 /** @param {string} path */
 function exists(path) {
   try {
-    fs.lstatSync(path);
+    fs.accessSync(path);
     return true;
   } catch (e) {
     return false;
@@ -62,76 +151,24 @@ function exists(path) {
 }
 
 /**
- * Modes of what is written: the watcher's alone (0700 / 0600) when it runs as NGINX's workers do
- * (the image, an unprivileged local run); readable by them (0755 / 0644) when it runs as root and
- * they as `nobody`, inside a memory directory only they can enter (0700, theirs).
- * @param {boolean} shared
- */
-function modesFor(shared) {
-  return shared ? { dir: 0o755, file: 0o644 } : { dir: 0o700, file: 0o600 };
-}
-
-/**
+ * Removes every generation but `keep` and what an interrupted switch left (a file NGINX still has
+ * open stays readable until it is closed); the watcher's own files (`.version`) stay.
  * @param {string} setsDir
- * @param {number} mode
+ * @param {string} keep
  */
-function ensureDir(setsDir, mode) {
-  try {
-    fs.mkdirSync(setsDir, mode);
-  } catch (e) {
-    if (!exists(setsDir)) throw e;
-  }
-}
-
-/**
- * Writes every set of `store` into a private temporary directory and renames it to `target`, so
- * a request never sees half a generation. On any failure (a full memory directory) the partial
- * copy is removed before the error goes on.
- * @param {string} setsDir
- * @param {string} target
- * @param {import('./secret-store.js').SecretStore} store
- * @param {{ dir: number, file: number }} modes
- */
-function writeGeneration(setsDir, target, store, modes) {
-  var tmp = setsDir + '/.tmp-' + Math.random().toString(36).slice(2);
-  try {
-    fs.mkdirSync(tmp, modes.dir);
-    var write = function (/** @type {string} */ name, /** @type {unknown} */ set) {
-      fs.mkdirSync(tmp + '/' + name, modes.dir);
-      fs.writeFileSync(tmp + '/' + name + '/secret', JSON.stringify(set) + '\n', {
-        mode: modes.file,
-      });
-    };
-    write(DEFAULT_SET, store.default);
-    var issuers = Object.keys(store.issuers);
-    for (var i = 0; i < issuers.length; i++) {
-      var sets = store.issuers[issuers[i]];
-      var ids = Object.keys(sets);
-      for (var j = 0; j < ids.length; j++) write(setName(issuers[i], ids[j]), sets[ids[j]]);
+function removeOthers(setsDir, keep) {
+  var names = exists(setsDir) ? fs.readdirSync(setsDir) : [];
+  for (var i = 0; i < names.length; i++) {
+    var path = setsDir + '/' + names[i];
+    if (names[i] === keep || (keep && names[i] === 'current')) continue;
+    try {
+      var st = fs.lstatSync(path);
+      if (st.isSymbolicLink()) fs.unlinkSync(path);
+      else if (st.isDirectory()) removeTree(path);
+    } catch (e) {
+      // already gone
     }
-    fs.renameSync(tmp, target);
-  } catch (e) {
-    removeTree(tmp);
-    throw e;
   }
-}
-
-/**
- * Points `setsDir/current` at `generation` in one rename and removes every other generation
- * (a file NGINX still has open stays readable until it is closed).
- * @param {string} setsDir
- * @param {string} generation
- */
-function switchTo(setsDir, generation) {
-  var link = setsDir + '/.current-' + Math.random().toString(36).slice(2);
-  fs.symlinkSync(generation, link);
-  try {
-    fs.renameSync(link, setsDir + '/current');
-  } catch (e) {
-    fs.unlinkSync(link);
-    throw e;
-  }
-  removeOthers(setsDir, generation);
 }
 
 /**
@@ -140,43 +177,14 @@ function switchTo(setsDir, generation) {
  * @param {string} setsDir
  */
 function withdraw(setsDir) {
-  try {
-    fs.unlinkSync(setsDir + '/current');
-  } catch (e) {
-    // nothing published
-  }
   removeOthers(setsDir, '');
 }
 
 /**
- * @param {string} setsDir
- * @param {string} keep
- */
-function removeOthers(setsDir, keep) {
-  var names = fs.readdirSync(setsDir);
-  for (var i = 0; i < names.length; i++) {
-    var path = setsDir + '/' + names[i];
-    if (names[i] === keep || names[i] === 'current') continue;
-    var st;
-    try {
-      st = fs.lstatSync(path);
-    } catch (e) {
-      continue;
-    }
-    // A link left by an interrupted switch goes; only directories are generations.
-    if (st.isSymbolicLink()) fs.unlinkSync(path);
-    else if (st.isDirectory()) removeTree(path);
-  }
-}
-
-/**
- * @typedef {{ generation: string } | { problem: string } | { failed: string }} PublishResult
- */
-
-/**
- * Publishes the sets of the secrets source: `SECRETS` when set and not empty, else the file.
- * `problem`: the source is broken or ambiguous (the caller decides when to withdraw); `failed`:
- * it is fine but could not be written (e.g. ENOSPC), nothing partial is left behind.
+ * Publishes the sets of the secrets source (`SECRETS` when set and not empty, else the file) and
+ * points `current` at them in one rename. `problem`: the source is broken or ambiguous (the
+ * caller decides when to withdraw); `failed`: it is fine but could not be written (e.g. ENOSPC),
+ * nothing partial is left behind.
  * @param {{ setsDir: string, secretsFile: string, clientsIssuer: string, envText?: string, shared?: boolean }} options
  * @returns {PublishResult}
  */
@@ -193,20 +201,41 @@ function publish(options) {
       return { problem: 'secrets file cannot be read as JSON' };
     }
   }
-  var result = secretStore.resolveStore(file, envText, options.clientsIssuer);
+  var result = resolveStore(file, envText, options.clientsIssuer);
   if ('problem' in result) return { problem: result.problem };
   var generation =
     'g' + digest((fromEnv ? 'env\n' + envText : 'file\n' + text) + '\n' + options.clientsIssuer);
-  var modes = modesFor(options.shared === true);
+  var dir = options.setsDir;
+  // Modes: the watcher's alone when it runs as NGINX's workers do (the image, an unprivileged
+  // local run); readable by them when it runs as root and they as `nobody`, inside a memory
+  // directory only they can enter.
+  var dirMode = options.shared ? 0o755 : 0o700;
+  // `default`: the set of every client without one of its own.
+  var sets = result.store.sets.concat([{ name: 'default', set: result.store.default }]);
+  // Written into a private temporary directory renamed into place, so a request never sees half
+  // a generation; on any failure (a full memory directory) the partial copy is removed.
+  var tmp = dir + '/.tmp-' + Math.random().toString(36).slice(2);
   try {
-    ensureDir(options.setsDir, modes.dir);
-    var target = options.setsDir + '/' + generation;
-    if (!exists(target)) writeGeneration(options.setsDir, target, result.store, modes);
-    switchTo(options.setsDir, generation);
+    if (!exists(dir)) fs.mkdirSync(dir, dirMode);
+    if (!exists(dir + '/' + generation)) {
+      fs.mkdirSync(tmp, dirMode);
+      for (var i = 0; i < sets.length; i++) {
+        var path = tmp + '/' + sets[i].name;
+        fs.mkdirSync(path, dirMode);
+        var mode = options.shared ? 0o644 : 0o600;
+        fs.writeFileSync(path + '/secret', JSON.stringify(sets[i].set) + '\n', { mode: mode });
+      }
+      fs.renameSync(tmp, dir + '/' + generation);
+    }
+    // A link left by a failed swap is a stray one removeOthers takes away next time.
+    fs.symlinkSync(generation, tmp + '-current');
+    fs.renameSync(tmp + '-current', dir + '/current');
+    removeOthers(dir, generation);
   } catch (e) {
+    removeTree(tmp);
     return { failed: /** @type {{ code?: string }} */ (e).code || 'write error' };
   }
   return { generation: generation };
 }
 
-export default { publish, withdraw, setName };
+export default { publish, withdraw, setName, resolveStore };

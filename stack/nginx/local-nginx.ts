@@ -60,7 +60,7 @@ export async function startLocalNginx(options: LocalNginxStart): Promise<LocalNg
     return await startRendered(options, nginxBin);
   } catch (error) {
     // The memory directory lives outside the prefix: a start that fails must not leave it.
-    removeMemoryDir(options.env.SG_MEMORY_DIR, options.env.SG_RUN_DIR);
+    removeMemoryDir(options.env.SG_MEMORY_DIR);
     throw error;
   }
 }
@@ -108,7 +108,7 @@ async function startRendered(options: LocalNginxStart, nginxBin: string): Promis
   return {
     baseUrl,
     process: child,
-    accessLog: () => readFile(path.join(options.env.SG_LOG_DIR, 'access.log'), 'utf8'),
+    accessLog: () => readFile(path.join(options.prefix, 'logs', 'access.log'), 'utf8'),
     output: () => stderr,
     async stop() {
       if (child.exitCode === null && child.signalCode === null) {
@@ -119,7 +119,7 @@ async function startRendered(options: LocalNginxStart, nginxBin: string): Promis
         clearTimeout(timer);
       }
       // The edge cache and the per-set secret files live in memory, outside the prefix.
-      removeMemoryDir(options.env.SG_MEMORY_DIR, options.env.SG_RUN_DIR);
+      removeMemoryDir(options.env.SG_MEMORY_DIR);
     },
   };
 }

@@ -6,6 +6,7 @@ import {
   mkdtemp,
   readFile,
   readdir,
+  readlink,
   rm,
   stat,
   symlink,
@@ -22,7 +23,7 @@ import {
   nginxVariables,
   referencedNames,
   renderNginxConfig,
-  substitute,
+  renderScript,
 } from './render.js';
 import { secretSetsScript } from './secret-sets-watcher.js';
 
@@ -43,26 +44,6 @@ async function writeTemplates(files: Record<string, string>): Promise<string> {
   return dir;
 }
 
-describe('substitute (envsubst with NGINX_ENVSUBST_FILTER=^SG_)', () => {
-  const env = new Map([
-    ['SG_LISTEN', '127.0.0.1:8080'],
-    ['SG_EMPTY', ''],
-  ]);
-
-  it.each([
-    ['listen ${SG_LISTEN};', 'listen 127.0.0.1:8080;'],
-    ['listen $SG_LISTEN;', 'listen 127.0.0.1:8080;'],
-    ['a${SG_EMPTY}b', 'ab'],
-    ['try_files $uri /index.html;', 'try_files $uri /index.html;'],
-    ['set $sg_policy secret;', 'set $sg_policy secret;'],
-    ['${HOME} $PATH', '${HOME} $PATH'],
-    ['${SG_UNKNOWN}', '${SG_UNKNOWN}'],
-    ['$SG_LISTENER', '$SG_LISTENER'],
-  ])('%j becomes %j', (input, output) => {
-    expect(substitute(input, env)).toBe(output);
-  });
-});
-
 describe('referencedNames', () => {
   it('lists the SG_ names in both envsubst forms, once each, and nothing of NGINX', () => {
     expect(referencedNames('${SG_A} $SG_B ${SG_A} $host ${OTHER} $sg_lower')).toEqual([
@@ -76,7 +57,8 @@ describe('renderNginxConfig', () => {
   it('renders every *.template to the same path without the suffix and ignores other files', async () => {
     const templatesDir = await writeTemplates({
       'nginx.conf.template': 'worker_processes ${SG_WORKERS};\n',
-      'conf.d/default.conf.template': 'listen ${SG_LISTEN}; root $document_root;\n',
+      'conf.d/default.conf.template':
+        'listen ${SG_LISTEN}; listen $SG_LISTEN; root $document_root; ${HOME} $SG_LISTENER\n',
       'snippets/plain.conf.template': 'gzip on;\n',
       'README.md': 'not a template ${SG_LISTEN}',
     });
@@ -84,14 +66,26 @@ describe('renderNginxConfig', () => {
     const result = await renderNginxConfig({
       templatesDir,
       outDir,
-      env: { SG_WORKERS: '2', SG_LISTEN: '8080', HOME: '/root' },
+      env: { SG_WORKERS: '2', SG_LISTEN: '8080', SG_LISTENER: '', HOME: '/root' },
     });
-    expect(result).toEqual({
-      confPath: path.join(outDir, 'nginx.conf'),
-      files: ['conf.d/default.conf', 'nginx.conf', 'snippets/plain.conf'],
-    });
+    expect(result).toEqual({ confPath: path.join(outDir, 'nginx.conf') });
+    expect((await readdir(outDir)).sort()).toEqual([
+      'conf.d',
+      'logs',
+      'modules',
+      'nginx.conf',
+      'njs',
+      'run',
+      'snippets',
+      'temp',
+    ]);
+    expect(await readdir(path.join(outDir, 'conf.d'))).toEqual(['default.conf']);
+    expect((await readdir(path.join(outDir, 'snippets'))).sort()).toEqual([
+      'plain.conf',
+      'runtime-config.conf',
+    ]);
     expect(await readFile(path.join(outDir, 'conf.d/default.conf'), 'utf8')).toBe(
-      'listen 8080; root $document_root;\n',
+      'listen 8080; listen 8080; root $document_root; ${HOME} \n',
     );
     expect(await readFile(path.join(outDir, 'nginx.conf'), 'utf8')).toBe('worker_processes 2;\n');
     expect(await readdir(outDir)).not.toContain('README.md');
@@ -99,25 +93,25 @@ describe('renderNginxConfig', () => {
 
   it('fails with one error naming every missing SG_ variable and where it is used, writing nothing', async () => {
     const templatesDir = await writeTemplates({
-      'nginx.conf.template': 'pid ${SG_RUN_DIR}/nginx.pid; ${SG_USER}\n',
-      'conf.d/site.conf.template': 'listen ${SG_LISTEN}; root ${SG_ROOT}; pid $SG_RUN_DIR;\n',
+      'nginx.conf.template': 'pid ${SG_RUN}/nginx.pid; ${SG_USER}\n',
+      'conf.d/site.conf.template': 'listen ${SG_LISTEN}; root ${SG_ROOT}; pid $SG_RUN;\n',
     });
     const outDir = path.join(work, 'out');
     const rendering = renderNginxConfig({ templatesDir, outDir, env: { SG_LISTEN: '8080' } });
     await expect(rendering).rejects.toThrow(TypeError);
     await expect(rendering).rejects.toThrow(
       'missing NGINX variables: SG_ROOT (conf.d/site.conf.template); ' +
-        'SG_RUN_DIR (conf.d/site.conf.template, nginx.conf.template); SG_USER (nginx.conf.template)',
+        'SG_RUN (conf.d/site.conf.template, nginx.conf.template); SG_USER (nginx.conf.template)',
     );
     await expect(stat(outDir)).rejects.toThrow();
   });
 
   it('counts an empty value as given, as envsubst does', async () => {
     const templatesDir = await writeTemplates({
-      'nginx.conf.template': '${SG_USER_DIRECTIVE}\nevents {}\n',
+      'nginx.conf.template': '${SG_EXTRA}\nevents {}\n',
     });
     const outDir = path.join(work, 'out');
-    await renderNginxConfig({ templatesDir, outDir, env: { SG_USER_DIRECTIVE: '' } });
+    await renderNginxConfig({ templatesDir, outDir, env: { SG_EXTRA: '' } });
     expect(await readFile(path.join(outDir, 'nginx.conf'), 'utf8')).toBe('\nevents {}\n');
   });
 
@@ -134,19 +128,73 @@ describe('renderNginxConfig', () => {
     ).rejects.toThrow('NGINX variables must not contain quotes or line breaks: SG_A, SG_B');
   });
 
-  it('creates the run, temp and log directories a prefix run writes into', async () => {
+  it('refuses /config.json values that would end or escape its quoted body or break its JSON, naming no value', async () => {
     const templatesDir = await writeTemplates({ 'nginx.conf.template': 'events {}\n' });
-    const outDir = path.join(work, 'out');
-    await renderNginxConfig({
+    const rendering = renderNginxConfig({
       templatesDir,
-      outDir,
+      outDir: path.join(work, 'out'),
       env: {
-        SG_RUN_DIR: path.join(outDir, 'run'),
-        SG_TEMP_DIR: 'temp',
-        SG_LOG_DIR: path.join(outDir, 'logs'),
+        SG_OIDC_ISSUER: "https://idp.example/'a",
+        SG_OIDC_SCOPE: 'openid $x',
+        SG_OIDC_CLIENT_ID: 'a\\b',
+        SG_OIDC_AUDIENCE: 'api\tx',
       },
     });
-    expect((await readdir(outDir)).sort()).toEqual(['logs', 'nginx.conf', 'run', 'temp']);
+    await expect(rendering).rejects.toThrow(
+      '/config.json values must not contain a backslash, an apostrophe, a dollar sign or a control character: SG_OIDC_ISSUER, SG_OIDC_CLIENT_ID, SG_OIDC_SCOPE, SG_OIDC_AUDIENCE',
+    );
+    await expect(rendering).rejects.not.toThrow('idp.example');
+  });
+
+  it('refuses a secrets file it cannot read, with the other problems', async () => {
+    const templatesDir = await writeTemplates({ 'nginx.conf.template': '${SG_GONE}\n' });
+    const secrets = path.join(work, 'no-such-secrets.json');
+    await expect(
+      renderNginxConfig({
+        templatesDir,
+        outDir: path.join(work, 'out'),
+        env: { SG_SECRETS_FILE: secrets },
+      }),
+    ).rejects.toThrow(
+      `missing NGINX variables: SG_GONE (nginx.conf.template); SG_SECRETS_FILE "${secrets}" cannot be read: mount the secrets file there`,
+    );
+  });
+
+  it('writes /config.json from the SG_OIDC_* values, naming the CloudFront image only when one is set', async () => {
+    const templatesDir = await writeTemplates({ 'nginx.conf.template': 'events {}\n' });
+    const body = async (env: Record<string, string>) => {
+      const outDir = path.join(work, `out-${Object.keys(env).length}`);
+      await renderNginxConfig({ templatesDir, outDir, env });
+      const snippet = await readFile(path.join(outDir, 'snippets/runtime-config.conf'), 'utf8');
+      const quoted = /^return 200 '(.*)\\n';\n$/.exec(snippet)?.[1] ?? '';
+      return JSON.parse(quoted) as unknown;
+    };
+    const oidc = {
+      SG_OIDC_ISSUER: 'https://idp.example.test/realms/a</script>',
+      SG_OIDC_CLIENT_ID: 'spa-demo',
+      SG_OIDC_SCOPE: 'openid secrets:read',
+      SG_OIDC_AUDIENCE: 'secret-gate-api',
+    };
+    expect(await body(oidc)).toEqual({
+      issuer: 'https://idp.example.test/realms/a</script>',
+      clientId: 'spa-demo',
+      scope: 'openid secrets:read',
+      audience: 'secret-gate-api',
+    });
+    const image = 'https://cdn.example.test/private/logo.png';
+    expect(await body({ ...oidc, SG_CLOUDFRONT_IMAGE_URL: image })).toMatchObject({
+      cloudfront: { imageUrl: image },
+    });
+  });
+
+  it('makes what the prefix-relative paths of a run need: run, temp, logs, njs and modules', async () => {
+    const templatesDir = await writeTemplates({ 'nginx.conf.template': 'events {}\n' });
+    const outDir = path.join(work, 'out');
+    await renderNginxConfig({ templatesDir, outDir, env: {}, modulesDir: '/opt/nginx/modules' });
+    for (const dir of ['run', 'temp', 'logs'])
+      expect((await stat(path.join(outDir, dir))).isDirectory()).toBe(true);
+    expect(await readlink(path.join(outDir, 'njs'))).toBe(nginxPaths.njsDir);
+    expect(await readlink(path.join(outDir, 'modules'))).toBe('/opt/nginx/modules');
     // Workers of a root master run as an unprivileged user and must be able to enter the prefix.
     expect((await stat(outDir)).mode & 0o777).toBe(0o755);
   });
@@ -163,11 +211,12 @@ describe('the project templates', () => {
     return texts.join('\n');
   }
 
-  it('use exactly the SG_ variables the table lists (the secret-set watcher reads some of them)', async () => {
-    const watcher = await readFile(secretSetsScript, 'utf8');
+  it('use exactly the SG_ variables the table lists (the render script and the secret-set watcher read some of them)', async () => {
+    const scripts =
+      (await readFile(secretSetsScript, 'utf8')) + (await readFile(renderScript, 'utf8'));
     const used = new Set([
       ...referencedNames(await allTemplateText()),
-      ...[...watcher.matchAll(/\$\{?(SG_[A-Z_]+)/g)].map((m) => m[1] as string),
+      ...[...scripts.matchAll(/\$\{?(SG_[A-Z_]+)/g)].map((m) => m[1] as string),
     ]);
     // SG_SECRETS_POLL and SG_JS_RUNTIME are the watcher's own knobs, not NGINX settings.
     used.delete('SG_SECRETS_POLL');
@@ -194,22 +243,42 @@ describe('the project templates', () => {
       env,
     });
     const conf = await readFile(local.confPath, 'utf8');
-    expect(conf).toContain('load_module /usr/lib/nginx/modules/ngx_http_js_module.so;');
-    expect(conf).toContain(`pid ${path.join(prefix, 'run')}/nginx.pid;`);
+    // Every path is relative to the prefix, the same in the image and in a local run.
+    expect(conf).toContain('load_module modules/ngx_http_js_module.so;');
+    expect(conf).toContain('pid run/nginx.pid;');
     expect(conf).not.toMatch(/^\s*user /m);
 
     const docker = await renderNginxConfig({
       templatesDir: nginxPaths.templatesDir,
       outDir: path.join(work, 'etc-nginx'),
       // The image's own /dev/shm is its alone; here it would be the machine's.
-      env: { ...dockerNginxEnv(), SG_MEMORY_DIR: path.join(work, 'image-shm') },
+      env: {
+        ...dockerNginxEnv(),
+        SG_MEMORY_DIR: path.join(work, 'image-shm'),
+        SG_SECRETS_FILE: env.SG_SECRETS_FILE,
+      },
     });
-    const dockerConf = await readFile(docker.confPath, 'utf8');
-    expect(dockerConf).toContain('load_module /usr/lib/nginx/modules/ngx_http_js_module.so;');
-    expect(dockerConf).toContain('pid /tmp/nginx/nginx.pid;');
     // The image runs NGINX as its unprivileged user from the start: no `user` directive.
+    const dockerConf = await readFile(docker.confPath, 'utf8');
+    expect(dockerConf).toContain('load_module modules/ngx_http_js_module.so;');
+    expect(dockerConf).toContain('pid run/nginx.pid;');
     expect(dockerConf).not.toMatch(/^\s*user /m);
-    expect(docker.files).toContain('conf.d/default.conf');
+  });
+
+  it('each start by saying what they guard, as every njs module does', async () => {
+    const files = (await readdir(nginxPaths.templatesDir, { recursive: true })).filter((f) =>
+      f.endsWith('.template'),
+    );
+    expect(files.length).toBeGreaterThan(10);
+    for (const file of files) {
+      const text = await readFile(path.join(nginxPaths.templatesDir, file), 'utf8');
+      expect(text, file).toMatch(/^# secret-gate guards here: \S/);
+    }
+    const modules = (await readdir(nginxPaths.njsDir)).filter((f) => f.endsWith('.js'));
+    for (const file of modules) {
+      const header = (await readFile(path.join(nginxPaths.njsDir, file), 'utf8')).slice(0, 200);
+      expect(header, file).toMatch(/^\/\/ secret-gate: [^\n]*guards/);
+    }
   });
 
   it('derive connect-src from the issuer so the SPA may call its token endpoint', () => {

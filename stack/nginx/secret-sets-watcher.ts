@@ -19,11 +19,12 @@ export function withSecretSets(nginxBinary: string, args: readonly string[]): [s
   return [secretSetsScript, ['run', nginxBinary, ...args]];
 }
 
-/** The watcher's pid (it writes it to SG_RUN_DIR), if it is running. */
-export function secretSetsWatcherPid(runDir: string): number | undefined {
+/** The watcher's pid (it writes it beside the sets in SG_MEMORY_DIR), if it is running. */
+export function secretSetsWatcherPid(memoryDir: string): number | undefined {
   let pid: number;
   try {
-    pid = Number(readFileSync(path.join(runDir, 'sg-secret-sets.pid'), 'utf8').trim());
+    const file = path.join(memoryDir, 'sg-secret-sets', '.watcher.pid');
+    pid = Number(readFileSync(file, 'utf8').trim());
   } catch {
     return undefined;
   }
@@ -39,8 +40,8 @@ export function secretSetsWatcherPid(runDir: string): number | undefined {
  * Removes the memory directory once NGINX has stopped: the watcher ends with NGINX (within one
  * poll) and is stopped here at once, and the removal retries while a last write of it lands.
  */
-export function removeMemoryDir(memoryDir: string, runDir: string): void {
-  const pid = secretSetsWatcherPid(runDir);
+export function removeMemoryDir(memoryDir: string): void {
+  const pid = secretSetsWatcherPid(memoryDir);
   if (pid !== undefined) {
     try {
       process.kill(pid, 'SIGTERM');

@@ -1,11 +1,11 @@
 // The start-time check of the secret sets NGINX will serve: the same rules njs applies per
-// generation (nginx/njs/secret-store.js), run once before NGINX starts so an ambiguous or broken
+// generation (nginx/njs/secret-sets.js), run once before NGINX starts so an ambiguous or broken
 // secrets file stops the start with a message instead of answering 503 later.
 import { readFileSync } from 'node:fs';
 // @ts-expect-error -- njs JavaScript, type-checked by nginx/njs/tsconfig.json, not by this project
-import untypedStore from '../../nginx/njs/secret-store.js';
+import untypedSets from '../../nginx/njs/secret-sets.js';
 
-const secretStore = untypedStore as {
+const secretSets = untypedSets as {
   resolveStore(
     file: unknown,
     envText: string | undefined,
@@ -28,6 +28,6 @@ export function assertServableSecrets(env: Readonly<Record<string, string | unde
       throw new TypeError(`secrets file "${path}" cannot be read as JSON`);
     }
   }
-  const result = secretStore.resolveStore(file, envText, env.SG_SECRETS_ISSUER ?? '');
+  const result = secretSets.resolveStore(file, envText, env.SG_SECRETS_ISSUER ?? '');
   if ('problem' in result) throw new TypeError(result.problem);
 }

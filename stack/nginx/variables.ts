@@ -1,5 +1,6 @@
-// The SG_ variables the NGINX templates use: one table for the local runner, docker compose and
-// the README, so the three homes of the config cannot drift apart.
+// The SG_ variables the NGINX templates and nginx/bin/sg-render use: the one definition of each
+// setting (meaning, image value, local default) for the local runner, docker compose and the
+// docs (stack/nginx/reference.ts renders docs/configuration.md's table from it).
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -10,13 +11,7 @@ export type NginxVariableName =
   | 'SG_VERIFIER_ADDR'
   | 'SG_SPA_ROOT'
   | 'SG_SECRETS_FILE'
-  | 'SG_NJS_DIR'
-  | 'SG_MODULES_DIR'
-  | 'SG_RUN_DIR'
-  | 'SG_TEMP_DIR'
-  | 'SG_LOG_DIR'
   | 'SG_ACCESS_LOG_OPTIONS'
-  | 'SG_USER_DIRECTIVE'
   | 'SG_WORKER_PROCESSES'
   | 'SG_WORKER_CONNECTIONS'
   | 'SG_OIDC_ISSUER'
@@ -46,6 +41,11 @@ export interface NginxVariable {
   readonly description: string;
   /** Its value in the project's NGINX image (nginx/Dockerfile), as docker compose sets it. */
   readonly docker: string;
+  /**
+   * localNginxEnv()'s default, for the docs: the value itself (a path relative to this
+   * repository), or in parentheses how it is derived.
+   */
+  readonly local: string;
 }
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -62,152 +62,163 @@ export const nginxPaths = Object.freeze({
 export const nginxVariables: readonly NginxVariable[] = Object.freeze([
   {
     name: 'SG_LISTEN',
+    local: '127.0.0.1:8080',
     docker: '8080',
     description: '`listen` address of the site: `host:port` or a port.',
   },
   {
     name: 'SG_VERIFIER_ADDR',
+    local: '127.0.0.1:8090',
     docker: 'verifier:8090',
     description: 'The verifier: `host:port` or `unix:/path.sock` (an upstream `server`).',
   },
   {
     name: 'SG_SPA_ROOT',
+    local: 'spa/dist',
     docker: '/usr/share/nginx/html',
     description: 'Directory of the built SPA (`spa/dist`).',
   },
   {
     name: 'SG_SECRETS_FILE',
+    local: 'nginx/secrets.dev.json',
     docker: '/etc/secret-gate/secrets.json',
     description:
       'Secrets file (`default`, `clients`, `issuers`). Must exist; `SECRETS` replaces its content when set. Read only by the secret-set watcher (`nginx/bin/sg-secret-sets`), which writes one small file per set to `SG_MEMORY_DIR` for NGINX to serve: a rotated file (replaced, edited in place, a Kubernetes `..data` swap) is served within 2 s, with no reload.',
   },
   {
-    name: 'SG_NJS_DIR',
-    docker: '/etc/nginx/njs',
-    description: 'Directory of the njs modules (`nginx/njs`).',
-  },
-  {
-    name: 'SG_MODULES_DIR',
-    docker: '/usr/lib/nginx/modules',
-    description: 'Directory holding `ngx_http_js_module.so` (Debian: `/usr/lib/nginx/modules`).',
-  },
-  { name: 'SG_RUN_DIR', docker: '/tmp/nginx', description: 'Directory of `nginx.pid`.' },
-  {
-    name: 'SG_TEMP_DIR',
-    docker: '/tmp/nginx/temp',
-    description: 'Parent of the client body / proxy temp directories.',
-  },
-  {
-    name: 'SG_LOG_DIR',
-    docker: '/var/log/nginx',
-    description: '`access.log` (JSON lines) and `error.log`.',
-  },
-  {
     name: 'SG_ACCESS_LOG_OPTIONS',
+    local: '',
     docker: 'buffer=64k flush=1s',
     description:
       'Extra `access_log` parameters. Buffered in the image (one write per 64 KiB, at most 1 s late); unbuffered locally so a line is there as soon as the answer is.',
   },
   {
-    name: 'SG_USER_DIRECTIVE',
-    docker: '',
-    description: 'A whole `user …;` directive, or empty to run as whoever starts NGINX.',
+    name: 'SG_WORKER_PROCESSES',
+    local: 'auto',
+    docker: 'auto',
+    description: '`worker_processes`.',
   },
-  { name: 'SG_WORKER_PROCESSES', docker: 'auto', description: '`worker_processes`.' },
-  { name: 'SG_WORKER_CONNECTIONS', docker: '4096', description: '`worker_connections`.' },
+  {
+    name: 'SG_WORKER_CONNECTIONS',
+    local: '4096',
+    docker: '4096',
+    description: '`worker_connections`.',
+  },
   {
     name: 'SG_OIDC_ISSUER',
+    local: 'http://127.0.0.1:8081',
     docker: 'http://localhost:8081',
     description: '`issuer` in `/config.json`.',
   },
-  { name: 'SG_OIDC_CLIENT_ID', docker: 'spa-demo', description: '`clientId` in `/config.json`.' },
+  {
+    name: 'SG_OIDC_CLIENT_ID',
+    local: 'spa-demo',
+    docker: 'spa-demo',
+    description: '`clientId` in `/config.json`.',
+  },
   {
     name: 'SG_OIDC_SCOPE',
+    local: 'openid secrets:read',
     docker: 'openid secrets:read',
     description: '`scope` in `/config.json`.',
   },
   {
     name: 'SG_OIDC_AUDIENCE',
+    local: 'secret-gate-api',
     docker: 'secret-gate-api',
     description: '`audience` in `/config.json`.',
   },
   {
     name: 'SG_CSP_CONNECT_SRC',
+    local: "(the issuer's origin)",
     docker: 'http://localhost:8081',
     description:
       "Origins added to CSP `connect-src` after `'self'`: at least the issuer's origin (token endpoint).",
   },
   {
     name: 'SG_CSP_IMG_SRC',
+    local: '',
     docker: '',
     description: "Origins added to CSP `img-src` after `'self' data:` (an asset CDN).",
   },
   {
     name: 'SG_CLOUDFRONT_IMAGE_URL',
+    local: '',
     docker: '',
     description:
       'A private CloudFront image the SPA shows once the signed cookies are set (`cloudfront.imageUrl` in `/config.json`); empty hides that panel. Add its origin to `SG_CSP_IMG_SRC`.',
   },
   {
     name: 'SG_CLOUDFRONT_COOKIES',
+    local: 'off',
     docker: 'off',
     description:
       "`on`: the verifier's `X-Auth-CF-*` values (complete `Set-Cookie` lines) are added to the allowed `/secret` answer; `off`: they are not even looked up. Turn it on with a `cloudfront` block in the verifier's policy.",
   },
   {
     name: 'SG_SECRET_RATE',
+    local: '5000r/s',
     docker: '5000r/s',
     description:
       'Outer per-client-address `limit_req` rate on every `/secret` request (`Nr/s` or `Nr/m`). Generous on purpose: edge-cache hits cost the verifier nothing, and many users may share one address.',
   },
   {
     name: 'SG_SECRET_BURST',
+    local: '10000',
     docker: '10000',
     description:
       '`burst` of that limit (served at once, `nodelay`). Keep it large: `limit_req` counts in milliseconds.',
   },
   {
     name: 'SG_VERIFY_RATE',
+    local: '200r/s',
     docker: '200r/s',
     description:
       'Per-client-address rate of calls that reach the verifier (edge-cache misses: new, distinct or garbage tokens, DPoP requests); what bounds the verifier under a flood. Over it: 429 + `Retry-After`.',
   },
   {
     name: 'SG_VERIFY_BURST',
+    local: '400',
     docker: '400',
     description: '`burst` of that limit (`nodelay`).',
   },
   {
     name: 'SG_EDGE_CACHE',
+    local: 'sg_decisions',
     docker: 'sg_decisions',
     description:
       "`sg_decisions`: NGINX reuses the verifier's answers for `X-Accel-Expires` seconds (the verifier's `VERIFIER_EDGE_CACHE_TTL`, never past `exp`); `off`: every `/secret` asks the verifier.",
   },
   {
     name: 'SG_MEMORY_DIR',
+    local: '(a fresh directory in /dev/shm)',
     docker: '/dev/shm',
     description:
       "Memory-backed directory (tmpfs, a `medium: Memory` emptyDir) for the edge cache, whose files hold tokens, and the per-set secret files. Must be NGINX's alone: the local runner creates a fresh one (`mkdir` 0700, owned by the workers' user) and refuses one it did not create.",
   },
   {
     name: 'SG_SECRETS_ISSUER',
+    local: '(the issuer)',
     docker: 'http://localhost:8081',
     description:
       "The issuer (`iss`) the secrets file's flat `clients` map belongs to; sets under `issuers` name their own. Empty with a non-empty `clients` map: ambiguous, refused (the local runner stops at start; the image answers 503 and logs why). Locally defaults to the issuer.",
   },
   {
     name: 'SG_REAL_IP_FROM',
+    local: 'unix:',
     docker: 'unix:',
     description:
       "`set_real_ip_from`: the one CIDR of the proxies whose `SG_REAL_IP_HEADER` is trusted for the client address (e.g. the ingress controllers' pod range). `unix:` trusts no TCP peer.",
   },
   {
     name: 'SG_REAL_IP_HEADER',
+    local: 'X-Forwarded-For',
     docker: 'X-Forwarded-For',
     description: '`real_ip_header`: where those proxies put the client address.',
   },
   {
     name: 'SG_EXTERNAL_ORIGIN',
+    local: '(http:// + SG_LISTEN)',
     docker: 'http://localhost:8080',
     description:
       'The origin browsers use for the gate (`https://gate.example.com`), sent to the verifier so it can rebuild the URL a DPoP proof must name (`htu`); never taken from a request header.',
@@ -240,9 +251,6 @@ export interface LocalNginxOptions {
   /** Defaults to a fresh name under /dev/shm (memory-backed), else inside the prefix. */
   readonly memoryDir?: string;
   readonly workerProcesses?: number | 'auto';
-  readonly modulesDir?: string;
-  /** A whole `user …;` directive; omitted by default so the run needs no privileges. */
-  readonly userDirective?: string;
   readonly accessLogOptions?: string;
   /** Defaults to `http://` + the listen address (loopback when only a port is given). */
   readonly externalOrigin?: string;
@@ -261,13 +269,7 @@ export function localNginxEnv(options: LocalNginxOptions): NginxEnv {
     SG_VERIFIER_ADDR: options.verifierAddr ?? '127.0.0.1:8090',
     SG_SPA_ROOT: options.spaRoot ?? nginxPaths.spaRoot,
     SG_SECRETS_FILE: options.secretsFile ?? nginxPaths.devSecretsFile,
-    SG_NJS_DIR: nginxPaths.njsDir,
-    SG_MODULES_DIR: options.modulesDir ?? '/usr/lib/nginx/modules',
-    SG_RUN_DIR: path.join(prefix, 'run'),
-    SG_TEMP_DIR: path.join(prefix, 'temp'),
-    SG_LOG_DIR: path.join(prefix, 'logs'),
     SG_ACCESS_LOG_OPTIONS: options.accessLogOptions ?? '',
-    SG_USER_DIRECTIVE: options.userDirective ?? '',
     SG_WORKER_PROCESSES: String(options.workerProcesses ?? 'auto'),
     SG_WORKER_CONNECTIONS: '4096',
     SG_OIDC_ISSUER: issuer,

@@ -122,11 +122,9 @@ export async function startAttackStack(options: AttackStackOptions = {}): Promis
   const watch = createLeakWatch(canaries.values);
   const serverErrors: string[] = [];
   const gate = new URL(stack.urls.gate);
-  const logDir = stack.env.nginx.SG_LOG_DIR ?? join(stack.files.nginxPrefix, 'logs');
-  const pidFile = join(
-    stack.env.nginx.SG_RUN_DIR ?? join(stack.files.nginxPrefix, 'run'),
-    'nginx.pid',
-  );
+  // Paths relative to the NGINX prefix (nginx/templates/nginx.conf.template).
+  const logDir = join(stack.files.nginxPrefix, 'logs');
+  const pidFile = join(stack.files.nginxPrefix, 'run', 'nginx.pid');
 
   function send(req: RawRequest): Promise<Answer> {
     for (const value of [req.headers?.authorization ?? []].flat()) {

@@ -39,9 +39,6 @@ async function addOtherPolicySite(gate: AttackStack): Promise<string> {
         include snippets/protect.conf;
         include snippets/secret-sets.conf;
     }
-    location @sg_secrets_dynamic {
-        js_content secrets.respond;
-    }
 }
 `,
   );

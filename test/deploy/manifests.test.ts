@@ -22,6 +22,7 @@ import {
   nginxVariables,
   referencedNames,
   renderNginxConfig,
+  renderScript,
 } from '../../stack/nginx/render.js';
 import { secretSetsScript } from '../../stack/nginx/secret-sets-watcher.js';
 import { findNginx } from '../../stack/prerequisites.js';
@@ -58,8 +59,10 @@ function templateVariables(): Set<string> {
     }
   };
   walk(nginxPaths.templatesDir);
-  // The secret-set watcher beside NGINX reads the secrets file's settings.
-  for (const m of readFileSync(secretSetsScript, 'utf8').matchAll(/\$\{?(SG_[A-Z_]+)/g))
+  // The render script writes /config.json from some; the secret-set watcher beside NGINX reads
+  // the secrets file's settings.
+  const scripts = readFileSync(renderScript, 'utf8') + readFileSync(secretSetsScript, 'utf8');
+  for (const m of scripts.matchAll(/\$\{?(SG_[A-Z_]+)/g))
     if (m[1] !== 'SG_SECRETS_POLL' && m[1] !== 'SG_JS_RUNTIME') names.add(m[1] as string);
   return names;
 }
@@ -328,15 +331,13 @@ describe.each(Object.entries(BUILDS))('the %s', (_, dir) => {
     }
   });
 
-  it('makes writable only emptyDirs: rendered config, pid and temp paths for NGINX, the socket', () => {
+  it('makes writable only emptyDirs: the NGINX prefix (rendered config, pid, temp files), the socket', () => {
     const writable = nginx.volumeMounts?.filter((m) => !m.readOnly) ?? [];
     for (const m of [...writable, ...(verifier.volumeMounts?.filter((m) => !m.readOnly) ?? [])]) {
       expect(volume(m.name)?.emptyDir, m.mountPath).toBeDefined();
     }
     const writablePaths = writable.map((m) => m.mountPath);
-    for (const name of ['SG_RUN_DIR', 'SG_TEMP_DIR', 'NGINX_ENVSUBST_OUTPUT_DIR']) {
-      expect(writablePaths, name).toContain(nginxEnv[name]);
-    }
+    expect(writablePaths).toContain(nginxEnv.NGINX_ENVSUBST_OUTPUT_DIR);
   });
 
   it('starts NGINX on the configuration the image renders from nginx.conf.template into the writable dir', () => {
@@ -344,6 +345,8 @@ describe.each(Object.entries(BUILDS))('the %s', (_, dir) => {
     const args = nginx.args ?? [];
     expect(args[0]).toBe('nginx');
     expect(args[args.indexOf('-c') + 1]).toBe(`${nginxEnv.NGINX_ENVSUBST_OUTPUT_DIR}/nginx.conf`);
+    // Every path in the rendered configuration is relative to the prefix.
+    expect(args[args.indexOf('-p') + 1]).toBe(nginxEnv.NGINX_ENVSUBST_OUTPUT_DIR);
     expect(nginxEnv.NGINX_ENVSUBST_FILTER).toBe('^SG_');
   });
 
@@ -354,13 +357,8 @@ describe.each(Object.entries(BUILDS))('the %s', (_, dir) => {
       mkdirSync(join(scratch, 'html'));
       writeFileSync(join(scratch, 'secrets.json'), '{"default":{}}');
       const paths: Record<string, string> = {
-        SG_NJS_DIR: nginxPaths.njsDir,
         SG_SPA_ROOT: join(scratch, 'html'),
         SG_SECRETS_FILE: join(scratch, 'secrets.json'),
-        SG_MODULES_DIR: dirname(njsModule),
-        SG_RUN_DIR: join(scratch, 'run'),
-        SG_TEMP_DIR: join(scratch, 'temp'),
-        SG_LOG_DIR: join(scratch, 'logs'),
         // The pod's memory volume; the renderer creates it exclusively (0700).
         SG_MEMORY_DIR: join(scratch, 'memory'),
       };
@@ -369,10 +367,11 @@ describe.each(Object.entries(BUILDS))('the %s', (_, dir) => {
         templatesDir: nginxPaths.templatesDir,
         outDir: prefix,
         env: { ...nginxEnv, ...paths },
+        modulesDir: dirname(njsModule),
       });
       const test = spawnSync(
         binary,
-        ['-t', '-q', '-p', prefix, '-c', confPath, '-e', join(scratch, 'logs', 'error.log')],
+        ['-t', '-q', '-p', prefix, '-c', confPath, '-e', join(prefix, 'logs', 'error.log')],
         {
           encoding: 'utf8',
         },

@@ -170,11 +170,11 @@ describe('the production-shaped local run', () => {
   });
 
   it('lets NGINX write only its run, temp and log directories, owned by the services user', () => {
-    const env = stack.env.nginx;
-    for (const name of ['SG_RUN_DIR', 'SG_TEMP_DIR', 'SG_LOG_DIR']) {
-      expect(statSync(env[name] as string).uid, name).toBe(stack.runAs.uid);
+    // Paths relative to the NGINX prefix (nginx/templates/nginx.conf.template).
+    for (const name of ['run', 'temp', 'logs']) {
+      expect(statSync(join(stack.files.nginxPrefix, name)).uid, name).toBe(stack.runAs.uid);
     }
-    expect(existsSync(join(env.SG_RUN_DIR as string, 'nginx.pid'))).toBe(true);
+    expect(existsSync(join(stack.files.nginxPrefix, 'run', 'nginx.pid'))).toBe(true);
   });
 
   it('offers no dev IdP control API', async () => {

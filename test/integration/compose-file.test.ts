@@ -224,12 +224,11 @@ describe('the NGINX image entrypoint', () => {
       if (flat !== undefined) writeFileSync(flatFile, flat);
       const run = spawnSync('sh', [join(REPO_ROOT, 'nginx/docker/entrypoint.sh'), 'nginx'], {
         env: {
-          PATH: `${work}:${process.env.PATH ?? ''}`,
+          // The stand-in watcher first; the image's /etc/nginx/bin is nginx/bin here.
+          PATH: `${work}:${join(REPO_ROOT, 'nginx/bin')}:${process.env.PATH ?? ''}`,
           ...dockerNginxEnv(),
           NGINX_ENVSUBST_TEMPLATE_DIR: join(REPO_ROOT, 'nginx/templates'),
           NGINX_ENVSUBST_OUTPUT_DIR: join(work, 'out'),
-          SG_RUN_DIR: join(work, 'run'),
-          SG_TEMP_DIR: join(work, 'run/temp'),
           SG_SECRETS_FILE: join(REPO_ROOT, 'nginx/secrets.dev.json'),
           SG_FLAT_SECRETS_FILE: flatFile,
           ...extra,

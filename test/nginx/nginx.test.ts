@@ -72,6 +72,7 @@ interface Site {
   nginx: LocalNginx;
   url: string;
   prefix: string;
+  memoryDir: string;
 }
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -105,7 +106,7 @@ async function startSite(
     await nginx.stop();
     await rm(work, { recursive: true, force: true });
   });
-  return { nginx, url: nginx.baseUrl, prefix };
+  return { nginx, url: nginx.baseUrl, prefix, memoryDir: env.SG_MEMORY_DIR };
 }
 
 describe('NGINX in front of a verifier that speaks the contract', () => {
@@ -325,10 +326,12 @@ describe('NGINX in front of a verifier that speaks the contract', () => {
     expect(raw.headers['content-encoding']).toBeUndefined();
   });
 
-  it('answers /config.json with the SPA runtime settings from SG_OIDC_*', async () => {
+  it('answers /config.json with the SPA runtime settings from SG_OIDC_*, rendered at start', async () => {
     const answer = await get(`${site.url}/config.json`);
     expect(answer.status).toBe(200);
-    expect(answer.headers.get('cache-control')).toBe('no-cache');
+    expect(answer.headers.get('content-type')).toBe('application/json');
+    expect(answer.headers.get('cache-control')).toBe('no-store');
+    expect(answer.headers.get('content-security-policy')).toContain("default-src 'self'");
     expect(JSON.parse(answer.body)).toEqual({
       issuer: 'http://127.0.0.1:8081',
       clientId: 'spa-demo',
@@ -442,9 +445,6 @@ async function withoutNjs(prefix: string): Promise<void> {
       .replace(/^load_module .*ngx_http_js_module\.so;$/m, '')
       .replace(/^\s*js_\w+ .*;$/gm, '')
       .replace('include snippets/dpop.conf;', 'map "" $sg_dpop_proof { default ""; }'),
-  );
-  await edit('conf.d/default.conf', (text) =>
-    text.replace('js_content runtime_config.respond;', 'return 404;'),
   );
   // The one snippet made of njs, no longer included.
   await rm(path.join(prefix, 'snippets', 'dpop.conf'));
@@ -597,13 +597,13 @@ describe('secret rotation through the secret-set watcher', () => {
   });
 
   it('keeps watching after its watcher is killed: the supervisor starts it again', async () => {
-    const runDir = path.join(site.prefix, 'run');
-    const first = secretSetsWatcherPid(runDir);
+    const memoryDir = site.memoryDir;
+    const first = secretSetsWatcherPid(memoryDir);
     expect(first).toBeDefined();
     process.kill(first as number, 'SIGKILL');
     await writeFile(secretsFile, setOf(5, ['spa-demo']));
     expect(await shows(contractTokens.spaDemo, 'spa-demo-g5')).toBeLessThan(2_000);
-    const second = secretSetsWatcherPid(runDir);
+    const second = secretSetsWatcherPid(memoryDir);
     expect(second).toBeDefined();
     expect(second).not.toBe(first);
     expect(site.nginx.output()).toMatch(/watcher stopped \(status \d+\); restarting it/);

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import secretStore from './secret-store.js';
+import secretSets from './secret-sets.js';
 
 const ISS_A = 'https://idp-a.example';
 const ISS_B = 'https://idp-b.example';
@@ -13,13 +13,27 @@ const file = {
   },
 };
 
-function storeOf(result: ReturnType<typeof secretStore.resolveStore>) {
+type Store = { default: unknown; sets: { name: string; set: unknown }[] };
+
+function storeOf(result: ReturnType<typeof secretSets.resolveStore>): Store {
   if ('problem' in result) throw new Error(`unexpected problem: ${result.problem}`);
   return result.store;
 }
 
-describe('selectSecretSet', () => {
-  const store = storeOf(secretStore.storeFromFile(file, ISS_A));
+const storeFromFile = (input: unknown, clientsIssuer?: string) =>
+  secretSets.resolveStore(input, undefined, clientsIssuer);
+
+/**
+ * The set NGINX serves a caller: the file of the set the verifier names (a digest of issuer and
+ * client id, the same as setName) when the store has it, else the default set.
+ */
+function selectSecretSet(store: Store, issuer: string | undefined, clientId: string | undefined) {
+  const name = issuer && clientId ? secretSets.setName(issuer, clientId) : undefined;
+  return store.sets.find((entry) => entry.name === name)?.set ?? store.default;
+}
+
+describe('the set a caller is served', () => {
+  const store = storeOf(storeFromFile(file, ISS_A));
 
   it.each([
     ['spa-demo', { 'x-api-key': 'spa-key', 'api-base': 'https://api.example.test' }],
@@ -30,15 +44,15 @@ describe('selectSecretSet', () => {
   ])(
     'client %j of the secrets issuer gets its own set, else the default set',
     (clientId, expected) => {
-      expect(secretStore.selectSecretSet(store, ISS_A, clientId)).toEqual(expected);
+      expect(selectSecretSet(store, ISS_A, clientId)).toEqual(expected);
     },
   );
 
   it("a client of another issuer with the same id gets the default set, never the first issuer's", () => {
-    expect(secretStore.selectSecretSet(store, ISS_B, 'spa-demo')).toEqual({
+    expect(selectSecretSet(store, ISS_B, 'spa-demo')).toEqual({
       'x-api-key': 'default-key',
     });
-    expect(secretStore.selectSecretSet(store, undefined, 'spa-demo')).toEqual({
+    expect(selectSecretSet(store, undefined, 'spa-demo')).toEqual({
       'x-api-key': 'default-key',
     });
   });
@@ -46,10 +60,10 @@ describe('selectSecretSet', () => {
   it.each(['__proto__', 'constructor', 'toString', 'hasOwnProperty'])(
     'a client id or issuer naming an inherited property (%s) gets the default set, never an Object internal',
     (name) => {
-      expect(secretStore.selectSecretSet(store, ISS_A, name)).toEqual({
+      expect(selectSecretSet(store, ISS_A, name)).toEqual({
         'x-api-key': 'default-key',
       });
-      expect(secretStore.selectSecretSet(store, name, 'spa-demo')).toEqual({
+      expect(selectSecretSet(store, name, 'spa-demo')).toEqual({
         'x-api-key': 'default-key',
       });
     },
@@ -57,14 +71,14 @@ describe('selectSecretSet', () => {
 
   it('sets under "issuers" belong to their issuer only', () => {
     const scoped = storeOf(
-      secretStore.storeFromFile({
+      storeFromFile({
         default: { k: 'default' },
         issuers: { [ISS_A]: { 'shop-spa': { k: 'a' } }, [ISS_B]: { 'shop-spa': { k: 'b' } } },
       }),
     );
-    expect(secretStore.selectSecretSet(scoped, ISS_A, 'shop-spa')).toEqual({ k: 'a' });
-    expect(secretStore.selectSecretSet(scoped, ISS_B, 'shop-spa')).toEqual({ k: 'b' });
-    expect(secretStore.selectSecretSet(scoped, 'https://idp-c.example', 'shop-spa')).toEqual({
+    expect(selectSecretSet(scoped, ISS_A, 'shop-spa')).toEqual({ k: 'a' });
+    expect(selectSecretSet(scoped, ISS_B, 'shop-spa')).toEqual({ k: 'b' });
+    expect(selectSecretSet(scoped, 'https://idp-c.example', 'shop-spa')).toEqual({
       k: 'default',
     });
   });
@@ -91,9 +105,9 @@ describe('property: no token from issuer B ever receives a set configured for is
             ...(flat ? { clients: aSets } : {}),
             issuers: { ...(flat ? {} : { [ISS_A]: aSets }), [ISS_B]: tag('B', bClients) },
           };
-          const result = secretStore.storeFromFile(input, ISS_A);
+          const result = storeFromFile(input, ISS_A);
           if ('problem' in result) return;
-          const got = secretStore.selectSecretSet(result.store, ISS_B, clientId) as {
+          const got = selectSecretSet(result.store, ISS_B, clientId) as {
             owner?: string;
           };
           expect(got.owner).not.toBe('A');
@@ -104,15 +118,15 @@ describe('property: no token from issuer B ever receives a set configured for is
   });
 });
 
-describe('storeFromFile', () => {
+describe('the secrets file', () => {
   it('accepts a file with only a default set, or only clients (then the default set is empty)', () => {
-    expect(storeOf(secretStore.storeFromFile({ default: { a: '1' } }))).toEqual({
+    expect(storeOf(storeFromFile({ default: { a: '1' } }))).toEqual({
       default: { a: '1' },
-      issuers: {},
+      sets: [],
     });
-    expect(storeOf(secretStore.storeFromFile({ clients: { c: { a: '1' } } }, ISS_A))).toEqual({
+    expect(storeOf(storeFromFile({ clients: { c: { a: '1' } } }, ISS_A))).toEqual({
       default: {},
-      issuers: { [ISS_A]: { c: { a: '1' } } },
+      sets: [{ name: secretSets.setName(ISS_A, 'c'), set: { a: '1' } }],
     });
   });
 
@@ -133,11 +147,11 @@ describe('storeFromFile', () => {
       'secrets file "issuers" values entries must be JSON objects',
     ],
   ])('rejects %j with a problem that names the mistake', (input, problem) => {
-    expect(secretStore.storeFromFile(input, ISS_A)).toEqual({ problem });
+    expect(storeFromFile(input, ISS_A)).toEqual({ problem });
   });
 
   it('refuses a flat "clients" map with no issuer to own it: client ids are unique only per issuer', () => {
-    expect(secretStore.storeFromFile(file, '')).toEqual({
+    expect(storeFromFile(file, '')).toEqual({
       problem:
         'secrets file "clients" is ambiguous: client ids are unique only within one issuer; set SG_SECRETS_ISSUER or move them under "issuers"',
     });
@@ -145,36 +159,36 @@ describe('storeFromFile', () => {
 
   it('refuses a client id listed both flat and under the same issuer', () => {
     const twice = { clients: { c: { k: '1' } }, issuers: { [ISS_A]: { c: { k: '2' } } } };
-    expect(secretStore.storeFromFile(twice, ISS_A)).toEqual({
+    expect(storeFromFile(twice, ISS_A)).toEqual({
       problem: 'secrets file lists a client id both in "clients" and under its issuer',
     });
   });
 
   it('never quotes a secret value in its problem text', () => {
-    const result = secretStore.storeFromFile({ 'x-api-key': 'do-not-print-me' });
+    const result = storeFromFile({ 'x-api-key': 'do-not-print-me' });
     expect(JSON.stringify(result)).not.toContain('do-not-print-me');
   });
 });
 
 describe('resolveStore: the SECRETS variable of the original study', () => {
   it('replaces the file with its flat object, handed to every client of every issuer', () => {
-    const store = storeOf(secretStore.resolveStore(file, '{"mysupersecretkey":"123123123"}', ''));
+    const store = storeOf(secretSets.resolveStore(file, '{"mysupersecretkey":"123123123"}', ''));
     for (const [iss, client] of [
       [ISS_A, 'spa-demo'],
       [ISS_B, 'spa-demo'],
       [undefined, undefined],
     ] as const) {
-      expect(secretStore.selectSecretSet(store, iss, client)).toEqual({
+      expect(selectSecretSet(store, iss, client)).toEqual({
         mysupersecretkey: '123123123',
       });
     }
   });
 
   it('is ignored when unset or empty', () => {
-    expect(storeOf(secretStore.resolveStore(file, undefined, ISS_A)).issuers[ISS_A]).toEqual(
-      file.clients,
-    );
-    expect(storeOf(secretStore.resolveStore(file, '', ISS_A)).issuers[ISS_A]).toEqual(file.clients);
+    for (const envText of [undefined, '']) {
+      const store = storeOf(secretSets.resolveStore(file, envText, ISS_A));
+      expect(selectSecretSet(store, ISS_A, 'partner-app')).toEqual(file.clients['partner-app']);
+    }
   });
 
   it.each([
@@ -183,6 +197,6 @@ describe('resolveStore: the SECRETS variable of the original study', () => {
     ['"a string"', 'SECRETS must be a flat JSON object'],
     ['null', 'SECRETS must be a flat JSON object'],
   ])('reports %j as a problem without echoing it', (text, problem) => {
-    expect(secretStore.resolveStore(file, text, ISS_A)).toEqual({ problem });
+    expect(secretSets.resolveStore(file, text, ISS_A)).toEqual({ problem });
   });
 });
