@@ -2,37 +2,25 @@
 // operator writes to accept that IdP's access tokens and refuse its ID tokens. A row is data read
 // by the generic checks (jwt-verifier.ts, tokeninfo.ts, identity.ts): the `typ` rule, the claims
 // that tell an access token from the IdP's other tokens, where the client id and the scopes are,
-// what `audience` is matched against, and the longest lifetime. Every setting a row fills can be
-// given explicitly on the issuer instead; what a row refuses at start (Okta's org authorization
-// server, Keycloak's `account` audience) cannot be turned off, only avoided by another preset.
-// The vendor pages each row follows are cited beside it (see docs/connect-your-idp.md).
-// A row is applied to the issuer as written, before the issuer schema (config-model.ts) reads it,
-// so the schema's defaults are the `rfc9068` row and every field keeps its own check and label.
-import type { ClaimRule } from './values.js';
+// what `audience` is matched against, and the longest lifetime. A row is laid under the issuer as
+// written, before the issuer schema (model.ts) reads it, so every setting it fills can be given
+// explicitly instead and keeps its own check and label; a setting a row leaves out keeps the
+// schema's default, which is the `rfc9068` row. What a row refuses at start (Okta's org
+// authorization server, Keycloak's `account` audience) cannot be turned off, only avoided by
+// another preset. The vendor pages each row follows are cited beside it.
 import { VerifyError } from '../errors.js';
-
-export const PRESET_NAMES = [
-  'rfc9068',
-  'auth0',
-  'auth0-rfc9068',
-  'okta',
-  'entra',
-  'entra-v1',
-  'keycloak',
-  'cognito',
-  'google',
-] as const;
-export type PresetName = (typeof PRESET_NAMES)[number];
+import type { ClaimRule } from './values.js';
 
 /** ID tokens (`nonce`, `at_hash`), logout tokens and Security Event Tokens (`events`). */
 export const ALWAYS_REFUSED = ['nonce', 'at_hash', 'events'] as const;
+const refuse = (...own: string[]) => [...ALWAYS_REFUSED, ...own];
 
 interface PresetRow {
   /** `tokeninfo`: opaque tokens checked at the IdP's tokeninfo endpoint (tokeninfo.ts). */
   readonly type: 'jwt' | 'tokeninfo';
   /** Issuer settings in document form, used where the issuer does not set them itself. */
   readonly settings: Readonly<Record<string, unknown>>;
-  /** At start: the issuer URL must have this path, else why not. */
+  /** At start: the issuer URL's path must match `pattern`, else `reason`. */
   readonly issuerPath?: { readonly pattern: RegExp; readonly reason: string };
   /** At start: `audience` may not be one of these (`origin`: the issuer's origin), and why. */
   readonly refusedAudiences?: { readonly values: readonly string[]; readonly reason: string };
@@ -40,35 +28,20 @@ interface PresetRow {
   readonly soleAudience?: { readonly value: string; readonly reason: string };
 }
 
-const refuse = (...own: string[]): string[] => [...ALWAYS_REFUSED, ...own];
-
-export const PRESETS: Readonly<Record<PresetName, PresetRow>> = {
+const PRESETS = {
   // RFC 9068 §2.1/§2.2 (https://www.rfc-editor.org/rfc/rfc9068): `typ: at+jwt` is the
-  // discriminator; the client claim stays the top-level `clientClaims`.
-  rfc9068: {
-    type: 'jwt',
-    settings: { requireTyp: 'at+jwt', scopeClaims: ['scope', 'scp'], refuseClaims: refuse() },
-  },
+  // discriminator; the client claim stays the top-level `clientClaims`. The schema's defaults.
+  rfc9068: { type: 'jwt', settings: {} },
   // https://auth0.com/docs/secure/tokens/access-tokens/access-token-profiles ("Auth0" profile):
   // typ JWT, client in `azp`, `scope` string; the ID token's `aud` is the client id.
   auth0: {
     type: 'jwt',
-    settings: {
-      requireTyp: 'JWT',
-      clientClaims: ['azp'],
-      scopeClaims: ['scope'],
-      refuseClaims: refuse(),
-    },
+    settings: { requireTyp: 'JWT', clientClaims: ['azp'], scopeClaims: ['scope'] },
   },
   // The same page, "RFC 9068" profile: typ at+jwt, client in `client_id`.
   'auth0-rfc9068': {
     type: 'jwt',
-    settings: {
-      requireTyp: 'at+jwt',
-      clientClaims: ['client_id'],
-      scopeClaims: ['scope'],
-      refuseClaims: refuse(),
-    },
+    settings: { clientClaims: ['client_id'], scopeClaims: ['scope'] },
   },
   // https://developer.okta.com/docs/reference/api/oidc/#access-token and
   // https://developer.okta.com/docs/concepts/auth-servers/: no `typ`, `cid`, `scp` array,
@@ -104,7 +77,6 @@ export const PRESETS: Readonly<Record<PresetName, PresetRow>> = {
       clientClaims: ['azp'],
       scopeClaims: ['scp', 'roles'],
       requireClaims: ['ver=2.0', 'azpacr'],
-      refuseClaims: refuse(),
       maxTokenAge: '28h',
     },
   },
@@ -116,7 +88,6 @@ export const PRESETS: Readonly<Record<PresetName, PresetRow>> = {
       clientClaims: ['appid'],
       scopeClaims: ['scp', 'roles'],
       requireClaims: ['ver=1.0', 'appidacr'],
-      refuseClaims: refuse(),
       maxTokenAge: '28h',
     },
   },
@@ -130,7 +101,6 @@ export const PRESETS: Readonly<Record<PresetName, PresetRow>> = {
       clientClaims: ['azp'],
       scopeClaims: ['scope'],
       requireClaims: ['typ=Bearer'],
-      refuseClaims: refuse(),
     },
     refusedAudiences: {
       values: ['account'],
@@ -154,21 +124,17 @@ export const PRESETS: Readonly<Record<PresetName, PresetRow>> = {
       scopeClaims: ['scope'],
       audienceClaim: 'client_id',
       requireClaims: ['token_use=access'],
-      refuseClaims: refuse(),
     },
   },
   // Opaque `ya29.` tokens only Google can check, at its tokeninfo endpoint (POSTed as
   // google-auth-library's getTokenInfo does); `aud`/`azp` are the OAuth client id, `scope` a string.
   // https://developers.google.com/identity/protocols/oauth2 , https://github.com/googleapis/google-auth-library-nodejs
-  google: {
-    type: 'tokeninfo',
-    settings: {
-      clientClaims: ['azp', 'aud'],
-      scopeClaims: ['scope'],
-      refuseClaims: refuse(),
-    },
-  },
-};
+  google: { type: 'tokeninfo', settings: { clientClaims: ['azp', 'aud'], scopeClaims: ['scope'] } },
+} as const satisfies Record<string, PresetRow>;
+
+export type PresetName = keyof typeof PRESETS;
+export const PRESET_NAMES = Object.keys(PRESETS) as [PresetName, ...PresetName[]];
+const rowOf = (name: PresetName): PresetRow => PRESETS[name];
 
 /** The settings of the default `rfc9068` row as the issuer schema yields them (for tests and tools). */
 export const RFC9068_RULES = {
@@ -186,34 +152,25 @@ export interface TokenKindRules {
   readonly refuseClaims: readonly string[];
 }
 
-function presetRow(name: unknown): PresetRow | undefined {
-  return typeof name === 'string' && Object.hasOwn(PRESETS, name)
-    ? PRESETS[name as PresetName]
-    : undefined;
-}
-
 /**
  * The issuer as written with its preset's row under it: the row's `type` when none is written
- * (`google` makes a tokeninfo issuer) and its settings where the issuer sets none, as far as
- * that type has them (`fieldsOf`; a type without `preset` takes none). The top-level
- * `clientClaims`, when given, is explicit too and wins over the row's. Anything that is not an
- * issuer object with a known preset is returned as it is, for the schema to report.
+ * (`google` makes a tokeninfo issuer) and its settings where the issuer sets none. The top-level
+ * `clientClaims`, when given, is explicit too and wins over the row's. An issuer of another type
+ * than its preset's is returned as written, for the schema or checkPresetIssuer to report.
  */
-export function withPreset(
-  raw: unknown,
-  fieldsOf: (type: string) => readonly string[],
-  rootClientClaimsGiven: boolean,
-): unknown {
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return raw;
-  const written = raw as Record<string, unknown>;
-  const row = presetRow(written.preset);
-  const type = written.type ?? row?.type;
-  const fields = new Set(typeof type === 'string' ? fieldsOf(type) : []);
-  if (row === undefined || !fields.has('preset')) return raw;
-  const settings = Object.entries(row.settings).filter(
-    ([field]) => fields.has(field) && !(field === 'clientClaims' && rootClientClaimsGiven),
-  );
-  return { type, ...Object.fromEntries(settings), ...written };
+export function withPreset(raw: unknown, rootClientClaimsGiven: boolean): unknown {
+  if (
+    typeof raw !== 'object' ||
+    raw === null ||
+    !Object.hasOwn(PRESETS, 'preset' in raw ? String(raw.preset) : '')
+  )
+    return raw;
+  const written = raw as { readonly preset: PresetName; readonly type?: unknown };
+  const { type, settings } = rowOf(written.preset);
+  if ((written.type ?? type) !== type) return raw;
+  const { clientClaims, ...rest } = settings as Record<string, unknown>;
+  const own = clientClaims === undefined || rootClientClaimsGiven ? {} : { clientClaims };
+  return { type, ...rest, ...own, ...written };
 }
 
 /** The rules a preset makes at start, each problem at the field it is about and naming why. */
@@ -226,7 +183,7 @@ export function checkPresetIssuer(
   },
   report: (field: string, message: string) => void,
 ): void {
-  const row = PRESETS[issuer.preset];
+  const row = rowOf(issuer.preset);
   if (row.type !== issuer.type)
     report(
       'preset',
@@ -237,10 +194,9 @@ export function checkPresetIssuer(
   if (row.issuerPath !== undefined && !row.issuerPath.pattern.test(url.pathname))
     report('issuer', row.issuerPath.reason);
   const refused = row.refusedAudiences;
-  if (refused === undefined) return;
-  const values = refused.values.map((value) => (value === 'origin' ? url.origin : value));
+  const values = refused?.values.map((value) => (value === 'origin' ? url.origin : value)) ?? [];
   if (values.some((value) => value === issuer.audience || `${value}/` === issuer.audience))
-    report('audience', `"${issuer.audience}" ${refused.reason}`);
+    report('audience', `"${issuer.audience}" ${refused?.reason}`);
 }
 
 /**
@@ -252,25 +208,21 @@ export function checkTokenKind(claims: Readonly<Record<string, unknown>>, rules:
     const found = claims[claim];
     if (found === undefined)
       throw kindError(`"${claim}" claim is missing: not an access token of this issuer`);
-    if (value !== undefined && !(matchable(found) && String(found) === value))
+    if (
+      value !== undefined &&
+      !(['string', 'number', 'boolean'].includes(typeof found) && String(found) === value)
+    )
       throw kindError(`"${claim}" claim is not "${value}": not an access token of this issuer`);
   }
-  for (const claim of rules.refuseClaims) {
-    if (claims[claim] !== undefined)
-      throw kindError(`"${claim}" claim is present: not an access token`);
-  }
+  for (const claim of rules.refuseClaims.filter((name) => claims[name] !== undefined))
+    throw kindError(`"${claim}" claim is present: not an access token`);
 }
 
 /** The run-time reason a preset gives for an audience refusal, when it has its own. */
 export function soleAudienceReason(preset: PresetName, aud: unknown): string | undefined {
-  const sole = PRESETS[preset].soleAudience;
-  if (sole === undefined) return undefined;
-  const only = Array.isArray(aud) && aud.length === 1 ? (aud[0] as unknown) : aud;
-  return only === sole.value ? sole.reason : undefined;
-}
-
-function matchable(value: unknown): value is string | number | boolean {
-  return typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean';
+  const sole = rowOf(preset).soleAudience;
+  const only: unknown = Array.isArray(aud) && aud.length === 1 ? aud[0] : aud;
+  return sole !== undefined && only === sole.value ? sole.reason : undefined;
 }
 
 function kindError(message: string): VerifyError {
