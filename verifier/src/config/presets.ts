@@ -208,10 +208,8 @@ export function checkTokenKind(claims: Readonly<Record<string, unknown>>, rules:
     const found = claims[claim];
     if (found === undefined)
       throw kindError(`"${claim}" claim is missing: not an access token of this issuer`);
-    if (
-      value !== undefined &&
-      !(['string', 'number', 'boolean'].includes(typeof found) && String(found) === value)
-    )
+    // A claim given as an object or an array never matches a `claim=value` rule.
+    if (value !== undefined && !(scalar(found) && String(found) === value))
       throw kindError(`"${claim}" claim is not "${value}": not an access token of this issuer`);
   }
   for (const claim of rules.refuseClaims.filter((name) => claims[name] !== undefined))
@@ -223,6 +221,10 @@ export function soleAudienceReason(preset: PresetName, aud: unknown): string | u
   const sole = rowOf(preset).soleAudience;
   const only: unknown = Array.isArray(aud) && aud.length === 1 ? aud[0] : aud;
   return sole !== undefined && only === sole.value ? sole.reason : undefined;
+}
+
+function scalar(value: unknown): value is string | number | boolean {
+  return ['string', 'number', 'boolean'].includes(typeof value);
 }
 
 function kindError(message: string): VerifyError {
