@@ -111,7 +111,7 @@ export function documentFromEnv(
     for (const { env: name = '', path } of rows) {
       labels.set(path, name);
       const value = given(name);
-      if (value !== undefined) setPath(into, path.slice(at.length).split('.'), value);
+      if (value !== undefined) setPath(into, path.slice(at.length), value);
     }
   };
   // Variables win over the file, as flags win over a config file.
@@ -163,13 +163,13 @@ function readDocument(path: string, read: FileReader, problems: string[]) {
   }
 }
 
-function setPath(target: Record<string, unknown>, path: readonly string[], value: unknown): void {
-  const [head = '', ...rest] = path;
-  if (rest.length === 0) {
-    target[head] = value;
-    return;
-  }
-  const current = target[head];
-  const next = typeof current === 'object' && current !== null ? current : (target[head] = {});
-  setPath(next as Record<string, unknown>, rest, value);
+/** Sets `a.b.c` in `target`, making the objects on the way (a variable wins over the file's). */
+function setPath(target: Record<string, unknown>, path: string, value: string): void {
+  const keys = path.split('.');
+  const last = keys.pop() ?? '';
+  const parent = keys.reduce<Record<string, unknown>>((at, key) => {
+    const next = at[key];
+    return typeof next === 'object' && next !== null ? (next as typeof at) : (at[key] = {});
+  }, target);
+  parent[last] = value;
 }

@@ -46,7 +46,9 @@ const redisStore = text.regex(
   /^(?:memory|rediss?:\/\/\S+)$/,
   'expected memory or a redis:// / rediss:// URL',
 );
-const atLeastOneSecond = (seconds: number) => seconds >= 1;
+/** Intervals the verifier waits or keeps something for, and timeouts: never zero. */
+const atLeast1s = duration.refine((seconds) => seconds >= 1, 'must be at least 1s');
+const positive = duration.refine((seconds) => seconds > 0, 'must be greater than 0');
 
 export const rootSchema = section({
   listen: listen.prefault(DEFAULT_LISTEN).meta({
@@ -84,14 +86,11 @@ export const rootSchema = section({
     }),
   }).prefault({}),
   jwks: section({
-    refresh: duration
-      .refine((seconds) => seconds >= 1, 'must be at least 1s')
-      .prefault('10m')
-      .meta({
-        env: 'VERIFIER_JWKS_REFRESH',
-        description:
-          'Background refresh interval; a smaller `Cache-Control: max-age` shortens it (not below the cooldown).',
-      }),
+    refresh: atLeast1s.prefault('10m').meta({
+      env: 'VERIFIER_JWKS_REFRESH',
+      description:
+        'Background refresh interval; a smaller `Cache-Control: max-age` shortens it (not below the cooldown).',
+    }),
     cooldown: duration.prefault('30s').meta({
       env: 'VERIFIER_JWKS_COOLDOWN',
       description:
@@ -103,14 +102,11 @@ export const rootSchema = section({
         'How long the last good key set keeps serving after refreshes start failing (measured from the last successful fetch). Must be ≥ the refresh interval.',
     }),
   }).prefault({}),
-  fetchTimeout: duration
-    .refine((seconds) => seconds > 0, 'must be greater than 0')
-    .prefault('5s')
-    .meta({
-      env: 'VERIFIER_FETCH_TIMEOUT',
-      description:
-        'Timeout for discovery and JWKS requests, and the default `timeout` of introspection / user-info issuers.',
-    }),
+  fetchTimeout: positive.prefault('5s').meta({
+    env: 'VERIFIER_FETCH_TIMEOUT',
+    description:
+      'Timeout for discovery and JWKS requests, and the default `timeout` of introspection / user-info issuers.',
+  }),
   metricsListen: listen.optional().meta({
     env: 'VERIFIER_METRICS_LISTEN',
     description:
@@ -169,19 +165,16 @@ export const rootSchema = section({
       description:
         '`memory` (one process) or a `redis://` / `rediss://` URL every replica shares (revocation watermarks and the `jti`s of received logout tokens and SETs).',
     }),
-    maxLatency: duration.refine(atLeastOneSecond, 'must be at least 1s').prefault('6s').meta({
+    maxLatency: atLeast1s.prefault('6s').meta({
       env: 'VERIFIER_REVOCATION_MAX_LATENCY',
       description:
         "Longest time a revoked token may still get its secret through NGINX's edge cache while a receiver is on: the edge reuse becomes at most this minus 1 s (NGINX expires entries in whole seconds), and never more than `cache.edgeTtl`.",
     }),
-    logoutTokenMaxAge: duration
-      .refine(atLeastOneSecond, 'must be at least 1s')
-      .prefault('2m')
-      .meta({
-        env: 'VERIFIER_LOGOUT_TOKEN_MAX_AGE',
-        description:
-          'How old (by `iat`) a logout token or SET may be; its `jti` is remembered for twice this long.',
-      }),
+    logoutTokenMaxAge: atLeast1s.prefault('2m').meta({
+      env: 'VERIFIER_LOGOUT_TOKEN_MAX_AGE',
+      description:
+        'How old (by `iat`) a logout token or SET may be; its `jti` is remembered for twice this long.',
+    }),
     replayMaxEntries: count.prefault('100000').meta({
       env: 'VERIFIER_REVOCATION_REPLAY_MAX_ENTRIES',
       description:
@@ -207,7 +200,7 @@ export const rootSchema = section({
         description:
           "The stream's RFC 8936 poll endpoint; when set the verifier polls it, acknowledging the SETs it processed (no inbound route needed).",
       }),
-      pollInterval: duration.refine(atLeastOneSecond, 'must be at least 1s').prefault('10s').meta({
+      pollInterval: atLeast1s.prefault('10s').meta({
         env: 'VERIFIER_SSF_POLL_INTERVAL',
         description:
           'Pause between polls when nothing more is waiting; errors back off from this up to ten times as long.',
@@ -319,14 +312,11 @@ const jwtIssuer = section({
     description:
       'RFC 9068 §2.1: the `typ` header every token must carry (`application/` prefix allowed), so an ID token or another JWT cannot pass as an access token. `off` for an issuer that does not type its access tokens.',
   }),
-  maxTokenAge: duration
-    .refine((seconds) => seconds > 0, 'must be greater than 0')
-    .prefault('24h')
-    .meta({
-      env: 'VERIFIER_MAX_TOKEN_AGE',
-      description:
-        'Longest lifetime accepted: `exp` may be at most this far after `iat` (when present) and after now (plus `clockTolerance`). A token valid for years is refused.',
-    }),
+  maxTokenAge: positive.prefault('24h').meta({
+    env: 'VERIFIER_MAX_TOKEN_AGE',
+    description:
+      'Longest lifetime accepted: `exp` may be at most this far after `iat` (when present) and after now (plus `clockTolerance`). A token valid for years is refused.',
+  }),
   allowHttp: allowHttp.meta({ ...allowHttp.meta(), env: 'VERIFIER_ALLOW_HTTP' }),
   clientClaims,
   preset,
