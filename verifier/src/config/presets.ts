@@ -15,11 +15,11 @@ import type { ClaimRule } from './values.js';
 export const ALWAYS_REFUSED = ['nonce', 'at_hash', 'events'] as const;
 const refuse = (...own: string[]) => [...ALWAYS_REFUSED, ...own];
 
+/** Issuer settings in document form, laid under the issuer's own, and the checks a preset adds. */
 interface PresetRow {
   /** `tokeninfo`: opaque tokens checked at the IdP's tokeninfo endpoint (tokeninfo.ts). */
-  readonly type: 'jwt' | 'tokeninfo';
-  /** Issuer settings in document form, used where the issuer does not set them itself. */
-  readonly settings: Readonly<Record<string, unknown>>;
+  readonly type?: 'tokeninfo';
+  readonly [setting: string]: unknown;
   /** At start: the issuer URL's path must match `pattern`, else `reason`. */
   readonly issuerPath?: { readonly pattern: RegExp; readonly reason: string };
   /** At start: `audience` may not be one of these (`origin`: the issuer's origin), and why. */
@@ -31,31 +31,22 @@ interface PresetRow {
 const PRESETS = {
   // RFC 9068 §2.1/§2.2 (https://www.rfc-editor.org/rfc/rfc9068): `typ: at+jwt` is the
   // discriminator; the client claim stays the top-level `clientClaims`. The schema's defaults.
-  rfc9068: { type: 'jwt', settings: {} },
+  rfc9068: {},
   // https://auth0.com/docs/secure/tokens/access-tokens/access-token-profiles ("Auth0" profile):
   // typ JWT, client in `azp`, `scope` string; the ID token's `aud` is the client id.
-  auth0: {
-    type: 'jwt',
-    settings: { requireTyp: 'JWT', clientClaims: ['azp'], scopeClaims: ['scope'] },
-  },
+  auth0: { requireTyp: 'JWT', clientClaims: ['azp'], scopeClaims: ['scope'] },
   // The same page, "RFC 9068" profile: typ at+jwt, client in `client_id`.
-  'auth0-rfc9068': {
-    type: 'jwt',
-    settings: { clientClaims: ['client_id'], scopeClaims: ['scope'] },
-  },
+  'auth0-rfc9068': { clientClaims: ['client_id'], scopeClaims: ['scope'] },
   // https://developer.okta.com/docs/reference/api/oidc/#access-token and
   // https://developer.okta.com/docs/concepts/auth-servers/: no `typ`, `cid`, `scp` array,
   // `ver: 1`; ID tokens carry `amr` and `idp`. Org authorization server tokens are for Okta's
   // own APIs and may only be introspected.
   okta: {
-    type: 'jwt',
-    settings: {
-      requireTyp: 'off',
-      clientClaims: ['cid'],
-      scopeClaims: ['scp'],
-      requireClaims: ['ver=1'],
-      refuseClaims: refuse('amr', 'idp'),
-    },
+    requireTyp: 'off',
+    clientClaims: ['cid'],
+    scopeClaims: ['scp'],
+    requireClaims: ['ver=1'],
+    refuseClaims: refuse('amr', 'idp'),
     issuerPath: {
       pattern: /^\/oauth2\/(?!v1\/?$)[^/]+\/?$/,
       reason:
@@ -71,37 +62,28 @@ const PRESETS = {
   // permissions in `scp`, app-only ones in `roles`. Tokens of sessions under continuous access
   // evaluation live up to 28 h (https://learn.microsoft.com/en-us/entra/identity/conditional-access/concept-continuous-access-evaluation).
   entra: {
-    type: 'jwt',
-    settings: {
-      requireTyp: 'JWT',
-      clientClaims: ['azp'],
-      scopeClaims: ['scp', 'roles'],
-      requireClaims: ['ver=2.0', 'azpacr'],
-      maxTokenAge: '28h',
-    },
+    requireTyp: 'JWT',
+    clientClaims: ['azp'],
+    scopeClaims: ['scp', 'roles'],
+    requireClaims: ['ver=2.0', 'azpacr'],
+    maxTokenAge: '28h',
   },
   // The same page, v1 tokens: `ver: "1.0"`, `appidacr`, client in `appid`.
   'entra-v1': {
-    type: 'jwt',
-    settings: {
-      requireTyp: 'JWT',
-      clientClaims: ['appid'],
-      scopeClaims: ['scp', 'roles'],
-      requireClaims: ['ver=1.0', 'appidacr'],
-      maxTokenAge: '28h',
-    },
+    requireTyp: 'JWT',
+    clientClaims: ['appid'],
+    scopeClaims: ['scp', 'roles'],
+    requireClaims: ['ver=1.0', 'appidacr'],
+    maxTokenAge: '28h',
   },
   // https://www.keycloak.org/docs/latest/server_admin/#_audience: the `typ` claim is `Bearer`
   // on access tokens (`ID`, `Refresh`, `Logout` on the others); every token of a realm has
   // `aud: account` unless an Audience mapper names the API.
   keycloak: {
-    type: 'jwt',
-    settings: {
-      requireTyp: 'JWT',
-      clientClaims: ['azp'],
-      scopeClaims: ['scope'],
-      requireClaims: ['typ=Bearer'],
-    },
+    requireTyp: 'JWT',
+    clientClaims: ['azp'],
+    scopeClaims: ['scope'],
+    requireClaims: ['typ=Bearer'],
     refusedAudiences: {
       values: ['account'],
       reason:
@@ -117,19 +99,16 @@ const PRESETS = {
   // no `typ`, no `aud`; `client_id` and `token_use: "access"` (the ID token has `token_use: "id"`
   // and `aud` = the client id), so `audience` is the app client id matched against `client_id`.
   cognito: {
-    type: 'jwt',
-    settings: {
-      requireTyp: 'off',
-      clientClaims: ['client_id'],
-      scopeClaims: ['scope'],
-      audienceClaim: 'client_id',
-      requireClaims: ['token_use=access'],
-    },
+    requireTyp: 'off',
+    clientClaims: ['client_id'],
+    scopeClaims: ['scope'],
+    audienceClaim: 'client_id',
+    requireClaims: ['token_use=access'],
   },
   // Opaque `ya29.` tokens only Google can check, at its tokeninfo endpoint (POSTed as
   // google-auth-library's getTokenInfo does); `aud`/`azp` are the OAuth client id, `scope` a string.
   // https://developers.google.com/identity/protocols/oauth2 , https://github.com/googleapis/google-auth-library-nodejs
-  google: { type: 'tokeninfo', settings: { clientClaims: ['azp', 'aud'], scopeClaims: ['scope'] } },
+  google: { type: 'tokeninfo', clientClaims: ['azp', 'aud'], scopeClaims: ['scope'] },
 } as const satisfies Record<string, PresetRow>;
 
 export type PresetName = keyof typeof PRESETS;
@@ -166,11 +145,18 @@ export function withPreset(raw: unknown, rootClientClaimsGiven: boolean): unknow
   )
     return raw;
   const written = raw as { readonly preset: PresetName; readonly type?: unknown };
-  const { type, settings } = rowOf(written.preset);
+  // The checks a row adds are not settings; everything else in it is.
+  const {
+    issuerPath: _p,
+    refusedAudiences: _a,
+    soleAudience: _s,
+    clientClaims,
+    ...settings
+  } = rowOf(written.preset);
+  const type = settings.type ?? 'jwt';
   if ((written.type ?? type) !== type) return raw;
-  const { clientClaims, ...rest } = settings as Record<string, unknown>;
   const own = clientClaims === undefined || rootClientClaimsGiven ? {} : { clientClaims };
-  return { type, ...rest, ...own, ...written };
+  return { ...settings, type, ...own, ...written };
 }
 
 /** The rules a preset makes at start, each problem at the field it is about and naming why. */
@@ -184,10 +170,10 @@ export function checkPresetIssuer(
   report: (field: string, message: string) => void,
 ): void {
   const row = rowOf(issuer.preset);
-  if (row.type !== issuer.type)
+  if ((row.type ?? 'jwt') !== issuer.type)
     report(
       'preset',
-      `"${issuer.preset}" is for ${row.type === 'jwt' ? 'JWT' : 'tokeninfo'} issuers, this one is "${issuer.type}"`,
+      `"${issuer.preset}" is for ${row.type ?? 'JWT'} issuers, this one is "${issuer.type}"`,
     );
   const url = URL.parse(issuer.issuer);
   if (url === null) return; // the issuer URL is reported by its own kind
