@@ -112,6 +112,7 @@ const PRESETS = {
 } as const satisfies Record<string, PresetRow>;
 
 export type PresetName = keyof typeof PRESETS;
+const CHECKS = ['issuerPath', 'refusedAudiences', 'soleAudience'];
 export const PRESET_NAMES = Object.keys(PRESETS) as [PresetName, ...PresetName[]];
 const rowOf = (name: PresetName): PresetRow => PRESETS[name];
 
@@ -145,18 +146,14 @@ export function withPreset(raw: unknown, rootClientClaimsGiven: boolean): unknow
   )
     return raw;
   const written = raw as { readonly preset: PresetName; readonly type?: unknown };
-  // The checks a row adds are not settings; everything else in it is.
-  const {
-    issuerPath: _p,
-    refusedAudiences: _a,
-    soleAudience: _s,
-    clientClaims,
-    ...settings
-  } = rowOf(written.preset);
-  const type = settings.type ?? 'jwt';
+  const row = rowOf(written.preset);
+  const type = row.type ?? 'jwt';
   if ((written.type ?? type) !== type) return raw;
-  const own = clientClaims === undefined || rootClientClaimsGiven ? {} : { clientClaims };
-  return { ...settings, type, ...own, ...written };
+  // The checks a row adds are not settings; the top-level `clientClaims` wins over the row's.
+  const settings = Object.entries(row).filter(
+    ([key]) => !CHECKS.includes(key) && !(key === 'clientClaims' && rootClientClaimsGiven),
+  );
+  return { type, ...Object.fromEntries(settings), ...written };
 }
 
 /** The rules a preset makes at start, each problem at the field it is about and naming why. */
