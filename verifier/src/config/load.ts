@@ -1,4 +1,4 @@
-// Reads the configuration once, at start, into a frozen VerifierConfig: the environment becomes a
+// Reads the configuration once, at start, into a frozen model.VerifierConfig: the environment becomes a
 // document (env.ts), the one schema (model.ts) checks it section by section (so a broken issuer
 // does not hide the problems of a policy), an issuer's preset row (presets.ts) laid under it
 // first; the rules between settings run on what validated, then the files it names are read
@@ -8,7 +8,6 @@ import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { documentFromEnv, issuerSections } from './env.js';
 import * as model from './model.js';
-import type { IssuerConfig, PolicyConfig, RootSettings, VerifierConfig } from './model.js';
 import { withPreset } from './presets.js';
 import { createIo, Deferred, type FileReader } from './values.js';
 
@@ -28,8 +27,7 @@ const isObject = (value: unknown): value is Json =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 const join = (at: string, key: PropertyKey) =>
   typeof key === 'number' ? `${at}[${key}]` : at === '' ? String(key) : `${at}.${String(key)}`;
-// The top level with its issuers and policies taken as they come (each is checked on its own),
-// or without them when there are none to check.
+// The top level with its issuers and policies taken as they come: each is checked on its own.
 const topLevel = model.documentSchema(z.unknown(), z.unknown());
 
 /**
@@ -40,7 +38,7 @@ const topLevel = model.documentSchema(z.unknown(), z.unknown());
 export function loadConfig(
   env: NodeJS.ProcessEnv,
   readFile: FileReader = (path) => readFileSync(path, 'utf8'),
-): VerifierConfig {
+): model.VerifierConfig {
   const problems: string[] = [];
   const { document, label, sections, singleIssuer } = documentFromEnv(env, readFile, problems);
   const report = (path: string, message: string) => problems.push(`${label(path)}: ${message}`);
@@ -61,10 +59,10 @@ export function loadConfig(
 
   const top = check<Json>(sections ? topLevel : model.rootSchema, document, '');
   const { $schema: _schema, issuers: _issuers, policies: _policies, ...settings } = top ?? {};
-  const root = top && (settings as RootSettings);
+  const root = top && (settings as model.RootSettings);
 
   const declared = new Map<string, unknown>();
-  const issuers: Array<{ at: string; issuer: IssuerConfig }> = [];
+  const issuers: Array<{ at: string; issuer: model.IssuerConfig }> = [];
   const written = sections && Array.isArray(document.issuers) ? document.issuers : [];
   written.forEach((raw: unknown, index) => {
     const at = `issuers[${index}]`;
@@ -77,18 +75,18 @@ export function loadConfig(
     for (const [field, from] of Object.entries(model.INHERITED))
       if (root && issuerSections.get(String(parsed.type))?.properties?.[field])
         parsed[field] ??= root[from];
-    const issuer = parsed as unknown as IssuerConfig;
+    const issuer = parsed as unknown as model.IssuerConfig;
     if (issuers.some((seen) => seen.issuer.issuer === issuer.issuer))
       report(at, `duplicate issuer "${issuer.issuer}"`);
     else issuers.push({ at, issuer });
   });
 
-  const policies: PolicyConfig[] = [];
-  const policyIssuers: Array<Pick<PolicyConfig, 'name' | 'issuers'>> = [];
+  const policies: model.PolicyConfig[] = [];
+  const policyIssuers: Array<Pick<model.PolicyConfig, 'name' | 'issuers'>> = [];
   const named = sections && isObject(document.policies) ? document.policies : {};
   for (const [name, raw] of Object.entries(named)) {
     const parsed = check(model.policySchema, raw, `policies.${name}`);
-    if (parsed !== undefined) policies.push({ name, ...parsed } as unknown as PolicyConfig);
+    if (parsed !== undefined) policies.push({ name, ...parsed } as unknown as model.PolicyConfig);
     const listed = model.policySchema.shape.issuers.safeParse(isObject(raw) ? raw.issuers : []);
     if (listed.success) policyIssuers.push({ name, issuers: listed.data });
   }
