@@ -497,20 +497,21 @@ export function checkConfig(
       report('jwks.maxStale', `must be at least ${label('jwks.refresh')}`);
     // Proofs' `jti`s, revocations and the stores' password would cross the network in clear;
     // the revocation store shares the replay store's password and its opt-in.
-    for (const path of ['dpop.replayStore', 'revocation.store'] as const) {
-      const store = URL.parse(
-        path === 'dpop.replayStore' ? root.dpop.replayStore : root.revocation.store,
-      );
+    // A `redis://` URL that does not even parse is no loopback address either.
+    const stores = {
+      'dpop.replayStore': root.dpop.replayStore,
+      'revocation.store': root.revocation.store,
+    };
+    for (const [path, store] of Object.entries(stores))
       if (
         !root.dpop.replayAllowPlaintext &&
-        store?.protocol === 'redis:' &&
-        !isLoopbackHost(store.hostname)
+        store.startsWith('redis://') &&
+        !isLoopbackHost(URL.parse(store)?.hostname ?? '')
       )
         report(
           path,
           'plain redis:// to a host that is not loopback; use rediss://, or opt in with "replayAllowPlaintext": true (VERIFIER_DPOP_REPLAY_ALLOW_PLAINTEXT=true)',
         );
-    }
     const where = (at: Listen) => (at.kind === 'unix' ? at.path : `${at.host}:${at.port}`);
     if (root.metricsListen !== undefined && where(root.metricsListen) === where(root.listen))
       report('metricsListen', `must differ from ${label('listen')}`);
