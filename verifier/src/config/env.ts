@@ -1,13 +1,14 @@
 // VERIFIER_* variables as a configuration document: each variable is the flat spelling of one
-// setting of the schema (the flags-to-options conversion oauth2-proxy does), found through the
-// `env` each row declares. Its string goes where the file's value would, and the same schema
-// reads it. The single-issuer variables (VERIFIER_ISSUER, …) spell one issuer (JWT unless its
-// preset says otherwise) and one policy, named `secret` (what NGINX's /secret asks for) and
-// answered as `default` too.
-import { DEFAULT_POLICY, ENV_POLICY, jsonSchema, type JsonSchema } from './model.js';
+// setting (the flags-to-options conversion oauth2-proxy does), found through the `env` its row
+// declares; its string goes where the file's value would, and the same schema reads it. The file
+// VERIFIER_CONFIG names is the document the top-level variables are laid over; without it, the
+// single-issuer variables (VERIFIER_ISSUER, …) spell one issuer (JWT unless its preset says
+// otherwise) and one policy, named `secret` (what NGINX's /secret asks for) and `default`.
+import { DEFAULT_POLICY, jsonSchema, type JsonSchema } from './model.js';
+import type { FileReader } from './values.js';
 
-/** Names the JSON file; exclusive with the single-issuer variables. */
-export const CONFIG_FILE_VARIABLE = 'VERIFIER_CONFIG';
+const CONFIG_FILE = 'VERIFIER_CONFIG';
+const ENV_POLICY = 'secret';
 
 /** One setting as the reference lists it, read from the published JSON Schema. */
 export interface SettingRow {
@@ -27,16 +28,9 @@ export function rowsOf(section: JsonSchema | undefined, prefix = ''): SettingRow
     if (node.description === undefined)
       return node.properties === undefined ? [] : rowsOf(node, `${path}.`);
     const fallback = node.default;
-    return [
-      {
-        path,
-        env: node.env,
-        default: Array.isArray(fallback) ? fallback.join(',') : fallback?.toString(),
-        required: section?.required?.includes(name) ?? false,
-        doc: node.description,
-        node,
-      },
-    ];
+    const shown = Array.isArray(fallback) ? fallback.join(',') : fallback?.toString();
+    const required = section?.required?.includes(name) ?? false;
+    return [{ path, env: node.env, default: shown, required, doc: node.description, node }];
   });
 }
 
@@ -48,31 +42,29 @@ export const issuerSections = new Map(
     variant,
   ]),
 );
-export const policySection = schema.properties?.policies?.additionalProperties as JsonSchema;
+export const policySection = schema.properties?.policies?.additionalProperties;
 
-const ISSUER_PATH = 'issuers[0]';
-const POLICY_PATH = `policies.${ENV_POLICY}`;
-const ALIAS_PATH = `policies.${DEFAULT_POLICY}`;
-const withEnv = (rows: SettingRow[]) => rows.filter((row) => row.env !== undefined);
+const ISSUER = 'issuers[0]';
+const withEnv = (rows: SettingRow[], at = '') =>
+  rows.filter((row) => row.env !== undefined).map((row) => ({ ...row, path: at + row.path }));
 const rootRows = withEnv(rowsOf(schema));
-const jwtRows = withEnv(rowsOf(issuerSections.get('jwt')));
+const jwtRows = withEnv(rowsOf(issuerSections.get('jwt')), `${ISSUER}.`);
 // The tokeninfo issuer's own variables (VERIFIER_TOKENINFO_URI) beside the JWT issuer's.
-const issuerRows = [
-  ...jwtRows,
-  ...withEnv(rowsOf(issuerSections.get('tokeninfo'))).filter(
+const issuerRows = jwtRows.concat(
+  withEnv(rowsOf(issuerSections.get('tokeninfo')), `${ISSUER}.`).filter(
     (row) => !jwtRows.some((jwt) => jwt.env === row.env),
   ),
-];
-const policyRows = withEnv(rowsOf(policySection));
+);
+const policyRows = withEnv(rowsOf(policySection), `policies.${ENV_POLICY}.`);
 
 /** Every variable the verifier reads, in the order the reference lists them; `path` in the file. */
 export const ENVIRONMENT: readonly SettingRow[] = [
-  ...issuerRows.map((row) => ({ ...row, path: `${ISSUER_PATH}.${row.path}` })),
-  ...policyRows.map((row) => ({ ...row, path: `${POLICY_PATH}.${row.path}` })),
+  ...issuerRows,
+  ...policyRows,
   ...rootRows.filter((row) => row.path === 'clientClaims'),
   {
     path: '',
-    env: CONFIG_FILE_VARIABLE,
+    env: CONFIG_FILE,
     default: undefined,
     required: false,
     doc: 'Path of a JSON file with several issuers and named policies.',
@@ -83,86 +75,101 @@ export const ENVIRONMENT: readonly SettingRow[] = [
 
 /** Every variable with its default as written in the environment ('' when none). */
 export const ENV_DEFAULTS: Readonly<Record<string, string>> = Object.fromEntries(
-  ENVIRONMENT.map((row) => [row.env ?? '', row.default ?? ''] as const),
+  ENVIRONMENT.map((row) => [row.env ?? '', row.default ?? '']),
 );
 
 export interface EnvDocument {
   readonly document: Record<string, unknown>;
-  /** Document path → the variable it came from, so problems name what the operator set. */
-  readonly labels: ReadonlyMap<string, string>;
-  /** Path of the JSON file when VERIFIER_CONFIG is set. */
-  readonly file: string | undefined;
+  /** A document path as the operator wrote it: the variable, or its place in the file. */
+  readonly label: (path: string) => string;
+  /** True when the document has issuers and policies to check (the file read, or the variables). */
+  readonly sections: boolean;
   /** True in single-issuer mode (the document's issuer and policy come from variables). */
   readonly singleIssuer: boolean;
 }
 
-/** Reads the JSON file into a document; undefined (and a problem) when it cannot. */
-export type DocumentReader = (path: string) => Record<string, unknown> | undefined;
-
 /**
- * The document the environment describes: the file named by VERIFIER_CONFIG (read by `readFile`)
- * with the top-level variables laid over it, or the single-issuer variables.
+ * The document the environment describes: the file named by VERIFIER_CONFIG (read by `read`) with
+ * the top-level variables laid over it, or the single-issuer variables. Problems of the variables
+ * themselves and of the file as a whole go to `problems`.
  */
 export function documentFromEnv(
   env: NodeJS.ProcessEnv,
-  readFile: DocumentReader,
+  read: FileReader,
   problems: string[],
 ): EnvDocument {
   const known = new Set(ENVIRONMENT.map((row) => row.env));
-  for (const name of Object.keys(env)) {
-    if (name.startsWith('VERIFIER_') && !known.has(name))
+  for (const name of Object.keys(env).filter((name) => name.startsWith('VERIFIER_')))
+    if (!known.has(name))
       problems.push(`${name}: unknown variable (known: ${[...known].join(', ')})`);
-  }
-  const given = (name: string | undefined): string | undefined => {
-    const value = name === undefined ? undefined : env[name]?.trim();
-    return value === undefined || value === '' ? undefined : value;
-  };
-  const file = given(CONFIG_FILE_VARIABLE);
-  const document: Record<string, unknown> = (file === undefined ? {} : readFile(file)) ?? {};
+  const given = (name = ''): string | undefined => env[name]?.trim() || undefined;
+  const file = given(CONFIG_FILE);
+  const fromFile = file === undefined ? undefined : readDocument(file, read, problems);
+  const document = fromFile ?? {};
   const labels = new Map<string, string>();
-  const put = (rows: SettingRow[], into: Record<string, unknown>, at: string) => {
+  const put = (rows: SettingRow[], into: Record<string, unknown>, at = '') => {
     for (const { env: name = '', path } of rows) {
-      labels.set(at + path, name);
+      labels.set(path, name);
       const value = given(name);
-      if (value !== undefined) setPath(into, path.split('.'), value);
+      if (value !== undefined) setPath(into, path.slice(at.length), value);
     }
   };
   // Variables win over the file, as flags win over a config file.
   put(
     rootRows.filter((row) => given(row.env) !== undefined),
     document,
-    '',
   );
-
-  const issuerGiven = given('VERIFIER_ISSUER') !== undefined;
+  const singleIssuer = file === undefined && given('VERIFIER_ISSUER') !== undefined;
   if (file !== undefined) {
     for (const { env: name } of [...issuerRows, ...policyRows].filter((row) => given(row.env)))
-      problems.push(`${name}: not used together with ${CONFIG_FILE_VARIABLE} (put it in the file)`);
-  } else if (issuerGiven) {
+      problems.push(`${name}: not used together with ${CONFIG_FILE} (put it in the file)`);
+  } else if (singleIssuer) {
     // No `type`: JWT, unless VERIFIER_PRESET names a preset for another kind of issuer.
-    const issuer: Record<string, unknown> = {};
-    const policy: Record<string, unknown> = { issuers: [given('VERIFIER_ISSUER')] };
-    put(issuerRows, issuer, `${ISSUER_PATH}.`);
-    put(policyRows, policy, `${POLICY_PATH}.`);
-    for (const { env: name = '', path } of policyRows) labels.set(`${ALIAS_PATH}.${path}`, name);
-    labels.set(`${POLICY_PATH}.issuers`, 'VERIFIER_ISSUER');
-    labels.set(`${ALIAS_PATH}.issuers`, 'VERIFIER_ISSUER');
+    const issuer = {};
+    const policy = { issuers: [given('VERIFIER_ISSUER')] };
+    put(issuerRows, issuer, `${ISSUER}.`);
+    put(policyRows, policy, `policies.${ENV_POLICY}.`);
+    labels.set(`policies.${ENV_POLICY}.issuers`, 'VERIFIER_ISSUER');
     document.issuers = [issuer];
     // One policy under the name NGINX asks for on /secret, and under `default` for a /verify
     // without `?policy=`; a problem in it is named by its variable, so it is reported once.
     document.policies = { [ENV_POLICY]: policy, [DEFAULT_POLICY]: policy };
   }
-  return { document, labels, file, singleIssuer: file === undefined && issuerGiven };
+  if (file === undefined && !singleIssuer)
+    problems.push('VERIFIER_ISSUER or VERIFIER_CONFIG: one of them is required');
+  const fileLabel = (path: string) => (path === '' ? 'config' : `config.${path}`);
+  const label = (path: string) =>
+    labels.get(path.replace(`policies.${DEFAULT_POLICY}.`, `policies.${ENV_POLICY}.`)) ??
+    (file === undefined ? path : fileLabel(path));
+  return { document, label, sections: singleIssuer || fromFile !== undefined, singleIssuer };
 }
 
-function setPath(target: Record<string, unknown>, path: readonly string[], value: unknown): void {
-  const [head, ...rest] = path;
-  if (head === undefined) return;
-  if (rest.length === 0) {
-    target[head] = value;
-    return;
+/** The JSON file as an object; undefined (and a problem) when it cannot be read or is not one. */
+function readDocument(path: string, read: FileReader, problems: string[]) {
+  const problem = (message: string) => void problems.push(`${CONFIG_FILE}: ${message}`);
+  let text: string;
+  try {
+    text = read(path);
+  } catch (error) {
+    return problem(`cannot read "${path}" (${(error as Error).message})`);
   }
-  const current = target[head];
-  const next = typeof current === 'object' && current !== null ? current : (target[head] = {});
-  setPath(next as Record<string, unknown>, rest, value);
+  try {
+    const root: unknown = JSON.parse(text);
+    if (typeof root === 'object' && root !== null && !Array.isArray(root))
+      return root as Record<string, unknown>;
+    return problem('the file must hold a JSON object');
+  } catch (error) {
+    return problem(`not valid JSON (${(error as Error).message})`);
+  }
+}
+
+/** Sets `a.b.c` in `target`, making the objects on the way (a variable wins over the file's). */
+function setPath(target: Record<string, unknown>, path: string, value: string): void {
+  const keys = path.split('.');
+  const last = keys.pop() ?? '';
+  const parent = keys.reduce<Record<string, unknown>>((at, key) => {
+    const next = at[key];
+    return typeof next === 'object' && next !== null ? (next as typeof at) : (at[key] = {});
+  }, target);
+  parent[last] = value;
 }

@@ -544,6 +544,7 @@ describe('DPoP settings', () => {
     ['redis://cache:6379', false],
     ['redis://10.0.0.7:6379/2', false],
     ['redis://user:pw@cache.internal', false],
+    ['redis://[not-a-host', false],
     ['redis://127.0.0.1:6379', true],
     ['redis://localhost:6379', true],
     ['redis://[::1]:6379', true],

@@ -1,21 +1,15 @@
-// The verifier's one configuration schema: every setting, its kind, its default, its environment
-// variable and its meaning, declared once with zod. The JSON file and the VERIFIER_* variables are
-// two spellings of one document (config-env.ts lays the variables over it); the types below,
-// verifier/config.schema.json and docs/configuration.md's tables are derived from it.
-//
-// Adding a setting is one row in the section it belongs to: `name: kind.prefault(default as an
-// operator writes it)` (or `.optional()`) `.meta({ description, env })`, `env` only if operators
-// may set it from the environment. Validation, the unknown-field check, the variable,
-// `--check-config`, the type and the reference follow. A rule about one value is part of its row
-// (`.refine`); rules between settings go in `checkConfig` at the end of this file, except rules
-// among one small section's own settings, which may be that section's `.check` so they are
-// reported even when a sibling section is wrong (`revocation.ssf`). A value that
-// names a file is a kind whose transform returns a Deferred (`secret()`); a plugin declares its
-// own section in its folder (cloudfront/gate-config.ts) and a policy includes it as one row. A
-// setting an IdP preset fills is a row here like any other (its default is the `rfc9068` row's)
-// and a value in that preset's row of presets.ts, which is applied before the issuer is read.
+// The verifier's one configuration schema, declared with zod: every setting, its kind, its
+// default as an operator writes it, its VERIFIER_* variable (`env`, only where operators may set
+// it from the environment) and its meaning. The JSON file and the variables are two spellings of
+// one document (env.ts); the types below, verifier/config.schema.json and docs/configuration.md's
+// tables are derived from it. A rule about one value is part of its row (`.refine`); the rules
+// between settings are `checkConfig` at the end, except the Shared Signals receiver's, which sit
+// on its section so they are checked even when a sibling setting is wrong. A plugin declares its
+// own section in its folder (cloudfront/gate-config.ts); a setting a preset fills is a row here
+// (its default is the `rfc9068` row's) and a value in that preset's row of presets.ts.
 import { z } from 'zod';
 import { cloudFrontSection } from '../cloudfront/gate-config.js';
+import { ALWAYS_REFUSED, checkPresetIssuer, PRESET_NAMES } from './presets.js';
 import {
   algorithms,
   bytes,
@@ -38,7 +32,6 @@ import {
   type Listen,
   type Loaded,
 } from './values.js';
-import { ALWAYS_REFUSED, checkPresetIssuer, PRESET_NAMES } from './presets.js';
 
 declare module 'zod' {
   interface GlobalMeta {
@@ -53,7 +46,9 @@ const redisStore = text.regex(
   /^(?:memory|rediss?:\/\/\S+)$/,
   'expected memory or a redis:// / rediss:// URL',
 );
-const atLeastOneSecond = (seconds: number) => seconds >= 1;
+/** Intervals the verifier waits or keeps something for, and timeouts: never zero. */
+const atLeast1s = duration.refine((seconds) => seconds >= 1, 'must be at least 1s');
+const positive = duration.refine((seconds) => seconds > 0, 'must be greater than 0');
 
 export const rootSchema = section({
   listen: listen.prefault(DEFAULT_LISTEN).meta({
@@ -91,14 +86,11 @@ export const rootSchema = section({
     }),
   }).prefault({}),
   jwks: section({
-    refresh: duration
-      .refine((seconds) => seconds >= 1, 'must be at least 1s')
-      .prefault('10m')
-      .meta({
-        env: 'VERIFIER_JWKS_REFRESH',
-        description:
-          'Background refresh interval; a smaller `Cache-Control: max-age` shortens it (not below the cooldown).',
-      }),
+    refresh: atLeast1s.prefault('10m').meta({
+      env: 'VERIFIER_JWKS_REFRESH',
+      description:
+        'Background refresh interval; a smaller `Cache-Control: max-age` shortens it (not below the cooldown).',
+    }),
     cooldown: duration.prefault('30s').meta({
       env: 'VERIFIER_JWKS_COOLDOWN',
       description:
@@ -110,14 +102,11 @@ export const rootSchema = section({
         'How long the last good key set keeps serving after refreshes start failing (measured from the last successful fetch). Must be ≥ the refresh interval.',
     }),
   }).prefault({}),
-  fetchTimeout: duration
-    .refine((seconds) => seconds > 0, 'must be greater than 0')
-    .prefault('5s')
-    .meta({
-      env: 'VERIFIER_FETCH_TIMEOUT',
-      description:
-        'Timeout for discovery and JWKS requests, and the default `timeout` of introspection / user-info issuers.',
-    }),
+  fetchTimeout: positive.prefault('5s').meta({
+    env: 'VERIFIER_FETCH_TIMEOUT',
+    description:
+      'Timeout for discovery and JWKS requests, and the default `timeout` of introspection / user-info issuers.',
+  }),
   metricsListen: listen.optional().meta({
     env: 'VERIFIER_METRICS_LISTEN',
     description:
@@ -176,19 +165,16 @@ export const rootSchema = section({
       description:
         '`memory` (one process) or a `redis://` / `rediss://` URL every replica shares (revocation watermarks and the `jti`s of received logout tokens and SETs).',
     }),
-    maxLatency: duration.refine(atLeastOneSecond, 'must be at least 1s').prefault('6s').meta({
+    maxLatency: atLeast1s.prefault('6s').meta({
       env: 'VERIFIER_REVOCATION_MAX_LATENCY',
       description:
         "Longest time a revoked token may still get its secret through NGINX's edge cache while a receiver is on: the edge reuse becomes at most this minus 1 s (NGINX expires entries in whole seconds), and never more than `cache.edgeTtl`.",
     }),
-    logoutTokenMaxAge: duration
-      .refine(atLeastOneSecond, 'must be at least 1s')
-      .prefault('2m')
-      .meta({
-        env: 'VERIFIER_LOGOUT_TOKEN_MAX_AGE',
-        description:
-          'How old (by `iat`) a logout token or SET may be; its `jti` is remembered for twice this long.',
-      }),
+    logoutTokenMaxAge: atLeast1s.prefault('2m').meta({
+      env: 'VERIFIER_LOGOUT_TOKEN_MAX_AGE',
+      description:
+        'How old (by `iat`) a logout token or SET may be; its `jti` is remembered for twice this long.',
+    }),
     replayMaxEntries: count.prefault('100000').meta({
       env: 'VERIFIER_REVOCATION_REPLAY_MAX_ENTRIES',
       description:
@@ -214,7 +200,7 @@ export const rootSchema = section({
         description:
           "The stream's RFC 8936 poll endpoint; when set the verifier polls it, acknowledging the SETs it processed (no inbound route needed).",
       }),
-      pollInterval: duration.refine(atLeastOneSecond, 'must be at least 1s').prefault('10s').meta({
+      pollInterval: atLeast1s.prefault('10s').meta({
         env: 'VERIFIER_SSF_POLL_INTERVAL',
         description:
           'Pause between polls when nothing more is waiting; errors back off from this up to ten times as long.',
@@ -252,8 +238,6 @@ export const rootSchema = section({
 const issuerName = url.meta({
   description: 'Exact `iss` value (RFC 7519 §4.1.1); also the base for OIDC discovery.',
 });
-/** An issuer that leaves these out takes the top-level setting named beside each. */
-export const INHERITED = { clientClaims: 'clientClaims', timeout: 'fetchTimeout' } as const;
 const clientClaims = list('claim name')
   .optional()
   .meta({ description: 'Claims tried in order for the client id answered in `X-Auth-Client`.' });
@@ -328,14 +312,11 @@ const jwtIssuer = section({
     description:
       'RFC 9068 §2.1: the `typ` header every token must carry (`application/` prefix allowed), so an ID token or another JWT cannot pass as an access token. `off` for an issuer that does not type its access tokens.',
   }),
-  maxTokenAge: duration
-    .refine((seconds) => seconds > 0, 'must be greater than 0')
-    .prefault('24h')
-    .meta({
-      env: 'VERIFIER_MAX_TOKEN_AGE',
-      description:
-        'Longest lifetime accepted: `exp` may be at most this far after `iat` (when present) and after now (plus `clockTolerance`). A token valid for years is refused.',
-    }),
+  maxTokenAge: positive.prefault('24h').meta({
+    env: 'VERIFIER_MAX_TOKEN_AGE',
+    description:
+      'Longest lifetime accepted: `exp` may be at most this far after `iat` (when present) and after now (plus `clockTolerance`). A token valid for years is refused.',
+  }),
   allowHttp: allowHttp.meta({ ...allowHttp.meta(), env: 'VERIFIER_ALLOW_HTTP' }),
   clientClaims,
   preset,
@@ -444,9 +425,6 @@ export const policySchema = section({
   }),
 });
 
-/** Policy names appear in `?policy=` and in cache keys. */
-export const POLICY_NAME = /^[A-Za-z0-9_.-]{1,64}$/;
-
 /** The JSON file: what verifier/config.schema.json publishes. Sections are checked one by one. */
 export function documentSchema<I extends z.ZodType, P extends z.ZodType>(issuer: I, policy: P) {
   return section({
@@ -456,7 +434,7 @@ export function documentSchema<I extends z.ZodType, P extends z.ZodType>(issuer:
       .array(issuer, says('an array of issuers', 'at least one issuer is required'))
       .min(1, 'at least one issuer is required'),
     policies: z
-      .record(z.string().regex(POLICY_NAME), policy, {
+      .record(z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/), policy, {
         error: (issue) =>
           issue.code === 'invalid_key'
             ? 'policy names use A-Z a-z 0-9 _ . - only'
@@ -469,30 +447,24 @@ export function documentSchema<I extends z.ZodType, P extends z.ZodType>(issuer:
 /** The policy a /verify without `?policy=` asks for. */
 export const DEFAULT_POLICY = 'default';
 
-/** The single-issuer variables' policy: the one NGINX's /secret asks for (also `default`). */
-export const ENV_POLICY = 'secret';
+/** Tokens larger than this are refused before any parsing (RFC 8725 hygiene; 8 KiB). */
+export const MAX_TOKEN_BYTES = 8192;
 
-/** Optional settings read as `undefined`, as the rest of the verifier expects. */
-type Settled<T> = { readonly [K in keyof Required<T>]: T[K] };
-type Inherit<T> = Settled<
-  Omit<T, keyof typeof INHERITED> & {
-    [K in keyof T & keyof typeof INHERITED]-?: Exclude<T[K], undefined>;
-  }
->;
-type Issuer<S extends z.ZodType> = Inherit<Loaded<z.output<S>>>;
+/** An issuer that leaves out a setting named here takes the top-level one named beside it. */
+export const INHERITED = { clientClaims: 'clientClaims', timeout: 'fetchTimeout' } as const;
+type Inherit<T> = T & {
+  readonly [K in keyof T & keyof typeof INHERITED]-?: Exclude<T[K], undefined>;
+};
 
-export type RootSettings = Settled<Loaded<z.output<typeof rootSchema>>>;
-export type JwtIssuer = Issuer<typeof jwtIssuer>;
-export type IntrospectionIssuer = Issuer<typeof introspectionIssuer>;
-export type UserinfoIssuer = Issuer<typeof userinfoIssuer>;
-export type TokeninfoIssuer = Issuer<typeof tokeninfoIssuer>;
+export type RootSettings = Loaded<z.output<typeof rootSchema>>;
+export type JwtIssuer = Inherit<Loaded<z.output<typeof jwtIssuer>>>;
+export type IntrospectionIssuer = Inherit<Loaded<z.output<typeof introspectionIssuer>>>;
+export type UserinfoIssuer = Inherit<Loaded<z.output<typeof userinfoIssuer>>>;
+export type TokeninfoIssuer = Inherit<Loaded<z.output<typeof tokeninfoIssuer>>>;
 export type IssuerConfig = JwtIssuer | IntrospectionIssuer | UserinfoIssuer | TokeninfoIssuer;
-export type PolicyConfig = { readonly name: string } & Settled<
-  Loaded<z.output<typeof policySchema>>
->;
+export type PolicyConfig = { readonly name: string } & Loaded<z.output<typeof policySchema>>;
 export type DpopMode = PolicyConfig['dpop'];
 export type DpopConfig = RootSettings['dpop'];
-export type RevocationConfig = RootSettings['revocation'];
 export type TransportChoice = RootSettings['transport'];
 export type { Listen };
 
@@ -501,13 +473,7 @@ export type VerifierConfig = RootSettings & {
   readonly policies: ReadonlyMap<string, PolicyConfig>;
 };
 
-/** Tokens larger than this are refused before any parsing (RFC 8725 hygiene; 8 KiB). */
-export const MAX_TOKEN_BYTES = 8192;
-
-/** One problem a rule found: the document path it is about, and what is wrong. */
-export type Report = (path: string, message: string) => void;
-
-/** The sections that validated on their own, for the rules between them. */
+/** What the rules between settings see: the sections that validated on their own. */
 export interface Sections {
   readonly root: RootSettings | undefined;
   /** Every `iss` the document declares and its `type`, valid or not (reported once, above). */
@@ -518,55 +484,55 @@ export interface Sections {
 }
 
 /**
- * The rules between settings, the ones a schema cannot say. Runs on every section that validated
- * on its own, so one pass reports both kinds of problem. `label` names a path as it was written.
+ * The rules between settings, the ones a schema cannot say, in one pass with the schema's own
+ * problems. `report` takes a document path; `label` names a path as the operator wrote it.
  */
-export function checkConfig(sections: Sections, report: Report, label: (path: string) => string) {
-  const { root, declared, issuers, policies } = sections;
+export function checkConfig(
+  { root, declared, issuers, policies }: Sections,
+  report: (path: string, message: string) => void,
+  label: (path: string) => string,
+) {
   if (root !== undefined) {
     if (root.jwks.maxStale < root.jwks.refresh)
       report('jwks.maxStale', `must be at least ${label('jwks.refresh')}`);
     // Proofs' `jti`s, revocations and the stores' password would cross the network in clear;
     // the revocation store shares the replay store's password and its opt-in.
-    for (const [path, store] of [
-      ['dpop.replayStore', root.dpop.replayStore],
-      ['revocation.store', root.revocation.store],
-    ] as const)
-      if (!root.dpop.replayAllowPlaintext && plaintextRedis(store))
+    // A `redis://` URL that does not even parse is no loopback address either.
+    const stores = {
+      'dpop.replayStore': root.dpop.replayStore,
+      'revocation.store': root.revocation.store,
+    };
+    for (const [path, store] of Object.entries(stores))
+      if (
+        !root.dpop.replayAllowPlaintext &&
+        store.startsWith('redis://') &&
+        !isLoopbackHost(URL.parse(store)?.hostname ?? '')
+      )
         report(
           path,
           'plain redis:// to a host that is not loopback; use rediss://, or opt in with "replayAllowPlaintext": true (VERIFIER_DPOP_REPLAY_ALLOW_PLAINTEXT=true)',
         );
-    const { listen, metricsListen } = root;
-    if (metricsListen !== undefined && describeListen(metricsListen) === describeListen(listen))
+    const where = (at: Listen) => (at.kind === 'unix' ? at.path : `${at.host}:${at.port}`);
+    if (root.metricsListen !== undefined && where(root.metricsListen) === where(root.listen))
       report('metricsListen', `must differ from ${label('listen')}`);
   }
   for (const { at, issuer } of issuers) {
     // The URL the verifier fetches first: the one configured, else the issuer's discovery document.
-    const own = issuer.type === 'jwt' ? issuer.jwksUri : issuer.endpoint;
-    const field = own === undefined ? 'issuer' : issuer.type === 'jwt' ? 'jwksUri' : 'endpoint';
-    const problem = insecureUrlProblem(own ?? issuer.issuer, issuer.allowHttp);
-    if (problem !== undefined) report(`${at}.${field}`, problem);
+    const [field, first] =
+      issuer.type === 'jwt' ? ['jwksUri', issuer.jwksUri] : ['endpoint', issuer.endpoint];
+    const problem = insecureUrlProblem(first ?? issuer.issuer, issuer.allowHttp);
+    if (problem !== undefined) report(`${at}.${first === undefined ? 'issuer' : field}`, problem);
     if (issuer.type === 'jwt' || issuer.type === 'tokeninfo')
       checkPresetIssuer(issuer, (name, message) => report(`${at}.${name}`, message));
   }
-  for (const policy of policies) {
-    const at = `policies.${policy.name}.issuers`;
-    for (const iss of policy.issuers.filter((iss) => !declared.has(iss)))
+  for (const { name, issuers: named } of policies) {
+    const at = `policies.${name}.issuers`;
+    for (const iss of named.filter((iss) => !declared.has(iss)))
       report(at, `"${iss}" is not a configured issuer`);
     // An opaque token does not say who issued it, so a policy can only ask one opaque issuer.
-    const opaque = policy.issuers.filter((iss) => (declared.get(iss) ?? 'jwt') !== 'jwt');
-    if (opaque.length > 1) report(at, 'at most one introspection/userinfo issuer per policy');
+    if (named.filter((iss) => (declared.get(iss) ?? 'jwt') !== 'jwt').length > 1)
+      report(at, 'at most one introspection/userinfo issuer per policy');
   }
-}
-
-/** A `redis://` URL (no TLS) whose host is not loopback. */
-function plaintextRedis(store: string): boolean {
-  return store.startsWith('redis://') && !isLoopbackHost(URL.parse(store)?.hostname ?? '');
-}
-
-function describeListen(at: Listen): string {
-  return at.kind === 'unix' ? at.path : `${at.host}:${at.port}`;
 }
 
 /** The parts of a JSON Schema the reference and the variables are read from. */
@@ -575,7 +541,7 @@ export interface JsonSchema {
   readonly required?: readonly string[];
   readonly items?: JsonSchema;
   readonly oneOf?: readonly JsonSchema[];
-  readonly additionalProperties?: JsonSchema | boolean;
+  readonly additionalProperties?: JsonSchema;
   readonly description?: string;
   readonly env?: string;
   readonly default?: unknown;

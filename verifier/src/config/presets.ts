@@ -2,37 +2,25 @@
 // operator writes to accept that IdP's access tokens and refuse its ID tokens. A row is data read
 // by the generic checks (jwt-verifier.ts, opaque-verifier.ts, identity.ts): the `typ` rule, the claims
 // that tell an access token from the IdP's other tokens, where the client id and the scopes are,
-// what `audience` is matched against, and the longest lifetime. Every setting a row fills can be
-// given explicitly on the issuer instead; what a row refuses at start (Okta's org authorization
-// server, Keycloak's `account` audience) cannot be turned off, only avoided by another preset.
-// The vendor pages each row follows are cited beside it (see docs/connect-your-idp.md).
-// A row is applied to the issuer as written, before the issuer schema (config-model.ts) reads it,
-// so the schema's defaults are the `rfc9068` row and every field keeps its own check and label.
-import type { ClaimRule } from './values.js';
+// what `audience` is matched against, and the longest lifetime. A row is laid under the issuer as
+// written, before the issuer schema (model.ts) reads it, so every setting it fills can be given
+// explicitly instead and keeps its own check and label; a setting a row leaves out keeps the
+// schema's default, which is the `rfc9068` row. What a row refuses at start (Okta's org
+// authorization server, Keycloak's `account` audience) cannot be turned off, only avoided by
+// another preset. The vendor pages each row follows are cited beside it.
 import { VerifyError } from '../errors.js';
-
-export const PRESET_NAMES = [
-  'rfc9068',
-  'auth0',
-  'auth0-rfc9068',
-  'okta',
-  'entra',
-  'entra-v1',
-  'keycloak',
-  'cognito',
-  'google',
-] as const;
-export type PresetName = (typeof PRESET_NAMES)[number];
+import type { ClaimRule } from './values.js';
 
 /** ID tokens (`nonce`, `at_hash`), logout tokens and Security Event Tokens (`events`). */
 export const ALWAYS_REFUSED = ['nonce', 'at_hash', 'events'] as const;
+const refuse = (...own: string[]) => [...ALWAYS_REFUSED, ...own];
 
+/** Issuer settings in document form, laid under the issuer's own, and the checks a preset adds. */
 interface PresetRow {
   /** `tokeninfo`: opaque tokens checked at the IdP's tokeninfo endpoint (opaque-verifier.ts). */
-  readonly type: 'jwt' | 'tokeninfo';
-  /** Issuer settings in document form, used where the issuer does not set them itself. */
-  readonly settings: Readonly<Record<string, unknown>>;
-  /** At start: the issuer URL must have this path, else why not. */
+  readonly type?: 'tokeninfo';
+  readonly [setting: string]: unknown;
+  /** At start: the issuer URL's path must match `pattern`, else `reason`. */
   readonly issuerPath?: { readonly pattern: RegExp; readonly reason: string };
   /** At start: `audience` may not be one of these (`origin`: the issuer's origin), and why. */
   readonly refusedAudiences?: { readonly values: readonly string[]; readonly reason: string };
@@ -40,49 +28,25 @@ interface PresetRow {
   readonly soleAudience?: { readonly value: string; readonly reason: string };
 }
 
-const refuse = (...own: string[]): string[] => [...ALWAYS_REFUSED, ...own];
-
-export const PRESETS: Readonly<Record<PresetName, PresetRow>> = {
+const PRESETS = {
   // RFC 9068 §2.1/§2.2 (https://www.rfc-editor.org/rfc/rfc9068): `typ: at+jwt` is the
-  // discriminator; the client claim stays the top-level `clientClaims`.
-  rfc9068: {
-    type: 'jwt',
-    settings: { requireTyp: 'at+jwt', scopeClaims: ['scope', 'scp'], refuseClaims: refuse() },
-  },
+  // discriminator; the client claim stays the top-level `clientClaims`. The schema's defaults.
+  rfc9068: {},
   // https://auth0.com/docs/secure/tokens/access-tokens/access-token-profiles ("Auth0" profile):
   // typ JWT, client in `azp`, `scope` string; the ID token's `aud` is the client id.
-  auth0: {
-    type: 'jwt',
-    settings: {
-      requireTyp: 'JWT',
-      clientClaims: ['azp'],
-      scopeClaims: ['scope'],
-      refuseClaims: refuse(),
-    },
-  },
+  auth0: { requireTyp: 'JWT', clientClaims: ['azp'], scopeClaims: ['scope'] },
   // The same page, "RFC 9068" profile: typ at+jwt, client in `client_id`.
-  'auth0-rfc9068': {
-    type: 'jwt',
-    settings: {
-      requireTyp: 'at+jwt',
-      clientClaims: ['client_id'],
-      scopeClaims: ['scope'],
-      refuseClaims: refuse(),
-    },
-  },
+  'auth0-rfc9068': { clientClaims: ['client_id'], scopeClaims: ['scope'] },
   // https://developer.okta.com/docs/reference/api/oidc/#access-token and
   // https://developer.okta.com/docs/concepts/auth-servers/: no `typ`, `cid`, `scp` array,
   // `ver: 1`; ID tokens carry `amr` and `idp`. Org authorization server tokens are for Okta's
   // own APIs and may only be introspected.
   okta: {
-    type: 'jwt',
-    settings: {
-      requireTyp: 'off',
-      clientClaims: ['cid'],
-      scopeClaims: ['scp'],
-      requireClaims: ['ver=1'],
-      refuseClaims: refuse('amr', 'idp'),
-    },
+    requireTyp: 'off',
+    clientClaims: ['cid'],
+    scopeClaims: ['scp'],
+    requireClaims: ['ver=1'],
+    refuseClaims: refuse('amr', 'idp'),
     issuerPath: {
       pattern: /^\/oauth2\/(?!v1\/?$)[^/]+\/?$/,
       reason:
@@ -98,40 +62,28 @@ export const PRESETS: Readonly<Record<PresetName, PresetRow>> = {
   // permissions in `scp`, app-only ones in `roles`. Tokens of sessions under continuous access
   // evaluation live up to 28 h (https://learn.microsoft.com/en-us/entra/identity/conditional-access/concept-continuous-access-evaluation).
   entra: {
-    type: 'jwt',
-    settings: {
-      requireTyp: 'JWT',
-      clientClaims: ['azp'],
-      scopeClaims: ['scp', 'roles'],
-      requireClaims: ['ver=2.0', 'azpacr'],
-      refuseClaims: refuse(),
-      maxTokenAge: '28h',
-    },
+    requireTyp: 'JWT',
+    clientClaims: ['azp'],
+    scopeClaims: ['scp', 'roles'],
+    requireClaims: ['ver=2.0', 'azpacr'],
+    maxTokenAge: '28h',
   },
   // The same page, v1 tokens: `ver: "1.0"`, `appidacr`, client in `appid`.
   'entra-v1': {
-    type: 'jwt',
-    settings: {
-      requireTyp: 'JWT',
-      clientClaims: ['appid'],
-      scopeClaims: ['scp', 'roles'],
-      requireClaims: ['ver=1.0', 'appidacr'],
-      refuseClaims: refuse(),
-      maxTokenAge: '28h',
-    },
+    requireTyp: 'JWT',
+    clientClaims: ['appid'],
+    scopeClaims: ['scp', 'roles'],
+    requireClaims: ['ver=1.0', 'appidacr'],
+    maxTokenAge: '28h',
   },
   // https://www.keycloak.org/docs/latest/server_admin/#_audience: the `typ` claim is `Bearer`
   // on access tokens (`ID`, `Refresh`, `Logout` on the others); every token of a realm has
   // `aud: account` unless an Audience mapper names the API.
   keycloak: {
-    type: 'jwt',
-    settings: {
-      requireTyp: 'JWT',
-      clientClaims: ['azp'],
-      scopeClaims: ['scope'],
-      requireClaims: ['typ=Bearer'],
-      refuseClaims: refuse(),
-    },
+    requireTyp: 'JWT',
+    clientClaims: ['azp'],
+    scopeClaims: ['scope'],
+    requireClaims: ['typ=Bearer'],
     refusedAudiences: {
       values: ['account'],
       reason:
@@ -147,28 +99,22 @@ export const PRESETS: Readonly<Record<PresetName, PresetRow>> = {
   // no `typ`, no `aud`; `client_id` and `token_use: "access"` (the ID token has `token_use: "id"`
   // and `aud` = the client id), so `audience` is the app client id matched against `client_id`.
   cognito: {
-    type: 'jwt',
-    settings: {
-      requireTyp: 'off',
-      clientClaims: ['client_id'],
-      scopeClaims: ['scope'],
-      audienceClaim: 'client_id',
-      requireClaims: ['token_use=access'],
-      refuseClaims: refuse(),
-    },
+    requireTyp: 'off',
+    clientClaims: ['client_id'],
+    scopeClaims: ['scope'],
+    audienceClaim: 'client_id',
+    requireClaims: ['token_use=access'],
   },
   // Opaque `ya29.` tokens only Google can check, at its tokeninfo endpoint (POSTed as
   // google-auth-library's getTokenInfo does); `aud`/`azp` are the OAuth client id, `scope` a string.
   // https://developers.google.com/identity/protocols/oauth2 , https://github.com/googleapis/google-auth-library-nodejs
-  google: {
-    type: 'tokeninfo',
-    settings: {
-      clientClaims: ['azp', 'aud'],
-      scopeClaims: ['scope'],
-      refuseClaims: refuse(),
-    },
-  },
-};
+  google: { type: 'tokeninfo', clientClaims: ['azp', 'aud'], scopeClaims: ['scope'] },
+} as const satisfies Record<string, PresetRow>;
+
+export type PresetName = keyof typeof PRESETS;
+const CHECKS = ['issuerPath', 'refusedAudiences', 'soleAudience'];
+export const PRESET_NAMES = Object.keys(PRESETS) as [PresetName, ...PresetName[]];
+const rowOf = (name: PresetName): PresetRow => PRESETS[name];
 
 /** The settings of the default `rfc9068` row as the issuer schema yields them (for tests and tools). */
 export const RFC9068_RULES = {
@@ -186,32 +132,26 @@ export interface TokenKindRules {
   readonly refuseClaims: readonly string[];
 }
 
-function presetRow(name: unknown): PresetRow | undefined {
-  return typeof name === 'string' && Object.hasOwn(PRESETS, name)
-    ? PRESETS[name as PresetName]
-    : undefined;
-}
-
 /**
  * The issuer as written with its preset's row under it: the row's `type` when none is written
- * (`google` makes a tokeninfo issuer) and its settings where the issuer sets none, as far as
- * that type has them (`fieldsOf`; a type without `preset` takes none). The top-level
- * `clientClaims`, when given, is explicit too and wins over the row's. Anything that is not an
- * issuer object with a known preset is returned as it is, for the schema to report.
+ * (`google` makes a tokeninfo issuer) and its settings where the issuer sets none. The top-level
+ * `clientClaims`, when given, is explicit too and wins over the row's. An issuer of another type
+ * than its preset's is returned as written, for the schema or checkPresetIssuer to report.
  */
-export function withPreset(
-  raw: unknown,
-  fieldsOf: (type: string) => readonly string[],
-  rootClientClaimsGiven: boolean,
-): unknown {
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return raw;
-  const written = raw as Record<string, unknown>;
-  const row = presetRow(written.preset);
-  const type = written.type ?? row?.type;
-  const fields = new Set(typeof type === 'string' ? fieldsOf(type) : []);
-  if (row === undefined || !fields.has('preset')) return raw;
-  const settings = Object.entries(row.settings).filter(
-    ([field]) => fields.has(field) && !(field === 'clientClaims' && rootClientClaimsGiven),
+export function withPreset(raw: unknown, rootClientClaimsGiven: boolean): unknown {
+  if (
+    typeof raw !== 'object' ||
+    raw === null ||
+    !Object.hasOwn(PRESETS, 'preset' in raw ? String(raw.preset) : '')
+  )
+    return raw;
+  const written = raw as { readonly preset: PresetName; readonly type?: unknown };
+  const row = rowOf(written.preset);
+  const type = row.type ?? 'jwt';
+  if ((written.type ?? type) !== type) return raw;
+  // The checks a row adds are not settings; the top-level `clientClaims` wins over the row's.
+  const settings = Object.entries(row).filter(
+    ([key]) => !CHECKS.includes(key) && !(key === 'clientClaims' && rootClientClaimsGiven),
   );
   return { type, ...Object.fromEntries(settings), ...written };
 }
@@ -226,21 +166,20 @@ export function checkPresetIssuer(
   },
   report: (field: string, message: string) => void,
 ): void {
-  const row = PRESETS[issuer.preset];
-  if (row.type !== issuer.type)
+  const row = rowOf(issuer.preset);
+  if ((row.type ?? 'jwt') !== issuer.type)
     report(
       'preset',
-      `"${issuer.preset}" is for ${row.type === 'jwt' ? 'JWT' : 'tokeninfo'} issuers, this one is "${issuer.type}"`,
+      `"${issuer.preset}" is for ${row.type ?? 'JWT'} issuers, this one is "${issuer.type}"`,
     );
   const url = URL.parse(issuer.issuer);
   if (url === null) return; // the issuer URL is reported by its own kind
   if (row.issuerPath !== undefined && !row.issuerPath.pattern.test(url.pathname))
     report('issuer', row.issuerPath.reason);
   const refused = row.refusedAudiences;
-  if (refused === undefined) return;
-  const values = refused.values.map((value) => (value === 'origin' ? url.origin : value));
+  const values = refused?.values.map((value) => (value === 'origin' ? url.origin : value)) ?? [];
   if (values.some((value) => value === issuer.audience || `${value}/` === issuer.audience))
-    report('audience', `"${issuer.audience}" ${refused.reason}`);
+    report('audience', `"${issuer.audience}" ${refused?.reason}`);
 }
 
 /**
@@ -252,25 +191,23 @@ export function checkTokenKind(claims: Readonly<Record<string, unknown>>, rules:
     const found = claims[claim];
     if (found === undefined)
       throw kindError(`"${claim}" claim is missing: not an access token of this issuer`);
-    if (value !== undefined && !(matchable(found) && String(found) === value))
+    // A claim given as an object or an array never matches a `claim=value` rule.
+    if (value !== undefined && !(scalar(found) && String(found) === value))
       throw kindError(`"${claim}" claim is not "${value}": not an access token of this issuer`);
   }
-  for (const claim of rules.refuseClaims) {
-    if (claims[claim] !== undefined)
-      throw kindError(`"${claim}" claim is present: not an access token`);
-  }
+  for (const claim of rules.refuseClaims.filter((name) => claims[name] !== undefined))
+    throw kindError(`"${claim}" claim is present: not an access token`);
 }
 
 /** The run-time reason a preset gives for an audience refusal, when it has its own. */
 export function soleAudienceReason(preset: PresetName, aud: unknown): string | undefined {
-  const sole = PRESETS[preset].soleAudience;
-  if (sole === undefined) return undefined;
-  const only = Array.isArray(aud) && aud.length === 1 ? (aud[0] as unknown) : aud;
-  return only === sole.value ? sole.reason : undefined;
+  const sole = rowOf(preset).soleAudience;
+  const only: unknown = Array.isArray(aud) && aud.length === 1 ? aud[0] : aud;
+  return sole !== undefined && only === sole.value ? sole.reason : undefined;
 }
 
-function matchable(value: unknown): value is string | number | boolean {
-  return typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean';
+function scalar(value: unknown): value is string | number | boolean {
+  return ['string', 'number', 'boolean'].includes(typeof value);
 }
 
 function kindError(message: string): VerifyError {

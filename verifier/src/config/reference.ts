@@ -10,26 +10,23 @@ export const END = '<!-- end of generated verifier settings -->';
 /** A value in backticks; an empty one reads "none". */
 const code = (value: string) => (value === '' ? 'none' : `\`${value}\``);
 
-function defaultOf(row: SettingRow, inherits: boolean): string {
-  const from = inherits ? INHERITED[row.path as keyof typeof INHERITED] : undefined;
-  if (from !== undefined) return `the top-level \`${from}\``;
-  if (row.default !== undefined) return code(row.default);
-  return row.required ? 'required' : 'unset';
-}
-
 function table(head: string[], rows: string[][]): string {
-  return [
-    `| ${head.join(' | ')} |`,
-    `| ${head.map(() => '---').join(' | ')} |`,
-    ...rows.map((row) => `| ${row.join(' | ')} |`),
-  ].join('\n');
+  return [head, head.map(() => '---'), ...rows].map((row) => `| ${row.join(' | ')} |`).join('\n');
 }
 
-const fields = (rows: SettingRow[], inherits = false) =>
-  table(
+/** A section's settings; an issuer's inherited ones default to the top-level setting. */
+function fields(rows: SettingRow[], inherits = false): string {
+  const defaultOf = (row: SettingRow) => {
+    const from = inherits ? INHERITED[row.path as keyof typeof INHERITED] : undefined;
+    if (from !== undefined) return `the top-level \`${from}\``;
+    if (row.default !== undefined) return code(row.default);
+    return row.required ? 'required' : 'unset';
+  };
+  return table(
     ['field', 'default', 'meaning'],
-    rows.map((row) => [`\`${row.path}\``, defaultOf(row, inherits), row.doc]),
+    rows.map((row) => [`\`${row.path}\``, defaultOf(row), row.doc]),
   );
+}
 
 /** The generated markdown, markers included. */
 export function renderReference(): string {
@@ -59,13 +56,8 @@ export function renderReference(): string {
       .filter((row) => row.node.properties !== undefined)
       .flatMap((row) => [`### Policy \`${row.path}\` section`, fields(rowsOf(row.node))]),
   ];
-  return [
-    BEGIN,
-    '<!-- prettier-ignore-start -->',
-    ...sections,
-    '<!-- prettier-ignore-end -->',
-    END,
-  ].join('\n\n');
+  const block = ['<!-- prettier-ignore-start -->', ...sections, '<!-- prettier-ignore-end -->'];
+  return [BEGIN, ...block, END].join('\n\n');
 }
 
 /** `text` with its generated block replaced by the current one. */

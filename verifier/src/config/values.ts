@@ -1,20 +1,15 @@
-// The kinds of value a setting can hold, as zod schemas. Each accepts the JSON spelling and the
-// environment's string spelling (`"30s"`, `"RS256,ES256"`, `"true"`), so a VERIFIER_* variable is
-// checked by the same schema as the file, and names what it expected in operator words.
+// The kinds of value a setting can hold that zod does not know: durations (`30s`), sizes (`64k`),
+// listen addresses, secrets read from a file or a variable, `typ` rules and claim rules. Each
+// accepts the JSON spelling and the environment's string spelling (`"30s"`, `"RS256,ES256"`,
+// `"true"`), so a VERIFIER_* variable is checked by the same schema as the file, and names what it
+// expected in operator words.
 import { z } from 'zod';
 
 /** A value as a problem quotes it; objects are not quoted (they may hold a secret). */
 const got = (value: unknown) =>
-  typeof value === 'string'
-    ? `, got "${value}"`
-    : typeof value === 'number' || typeof value === 'boolean'
-      ? `, got ${value}`
-      : '';
+  ['string', 'number', 'boolean'].includes(typeof value) ? `, got ${JSON.stringify(value)}` : '';
 
-/**
- * The error option of a kind: "expected …, got …", or the `missing` phrase when the value is
- * absent (zod reports both as the same issue, told apart by its input).
- */
+/** "expected …, got …", or `missing` when the value is absent (zod says both with one issue). */
 export function says(expected: string, missing = 'a value is required') {
   return {
     error: (issue: { input?: unknown }) =>
@@ -22,10 +17,7 @@ export function says(expected: string, missing = 'a value is required') {
   };
 }
 
-/**
- * A number written plainly or as a string with a unit suffix, scaled by `unit(suffix)`; `whole`
- * values are positive integers (a cache size), the others non-negative (a duration).
- */
+/** A plain number, or a string of digits with a unit suffix scaled by `unit(suffix)`. */
 function measure(expected: string, shape: RegExp, unit: (suffix: string) => number, whole = true) {
   const said = says(expected);
   const plain = whole ? z.number(said).int(said).positive(said) : z.number(said).min(0, said);
@@ -55,7 +47,6 @@ export const bytes = measure(
 );
 
 const NON_EMPTY = 'a non-empty string is required';
-/** A non-empty string. */
 export const text = z.string(says('a string', NON_EMPTY)).min(1, NON_EMPTY);
 
 /** An absolute http(s) URL. Plain http is accepted because sidecar IdPs are often on loopback. */
@@ -64,22 +55,13 @@ export const url = text.refine(
   says('an absolute http(s) URL'),
 );
 
-/** Space- or comma-separated words, empty entries dropped. */
-export function splitList(raw: string): string[] {
-  return raw.split(/[\s,]+/).filter((word) => word.length > 0);
-}
-
-/**
- * An array of non-empty strings (a space- or comma-separated list in an environment variable).
- * `atLeastOne` names what must be present, e.g. "claim name".
- */
+/** An array of non-empty strings, or a space- or comma-separated list (a variable). */
 export function list(atLeastOne?: string) {
   const none = atLeastOne && `at least one ${atLeastOne} is required`;
   const listSays = says('an array of non-empty strings', none);
   const items = z.array(z.string().min(1), listSays);
-  return z
-    .union([items, z.string().transform(splitList)], listSays)
-    .pipe(none ? items.min(1, none) : items);
+  const words = z.string().transform((raw) => raw.split(/[\s,]+/).filter((word) => word !== ''));
+  return z.union([items, words], listSays).pipe(none ? items.min(1, none) : items);
 }
 
 /** One of a closed set of words. */
@@ -88,67 +70,18 @@ export function oneOf<const T extends readonly [string, ...string[]]>(values: T,
 }
 
 /** Only asymmetric JWS algorithms: RFC 8725 §3.1/§3.2, never `none`, never HMAC with a JWKS. */
-export const ASYMMETRIC_ALGORITHMS: ReadonlySet<string> = new Set([
-  ...['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512'],
-  ...['ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'],
-]);
-
+const ASYMMETRIC = 'RS256 RS384 RS512 PS256 PS384 PS512 ES256 ES384 ES512 EdDSA Ed25519'.split(' ');
 export const algorithms = list('algorithm').check((ctx) => {
-  for (const alg of ctx.value.filter((name) => !ASYMMETRIC_ALGORITHMS.has(name)))
+  for (const alg of ctx.value.filter((name) => !ASYMMETRIC.includes(name)))
     ctx.issues.push({
       code: 'custom',
       input: ctx.value,
-      message: `"${alg}" is not allowed (asymmetric only: ${[...ASYMMETRIC_ALGORITHMS].join(', ')})`,
+      message: `"${alg}" is not allowed (asymmetric only: ${ASYMMETRIC.join(', ')})`,
     });
 });
 
-/** Reads a file named by the configuration; the one reader, injectable for tests. */
-export type FileReader = (path: string) => string;
-
-/**
- * What a deferred value may read at start: files through the one reader (a failure is reported
- * as `cannot read "PATH" (ENOENT)`, never with contents), and other variables.
- */
-export interface ConfigIo {
-  readonly read: (path: string, fail: Fail) => string | undefined;
-  readonly env: NodeJS.ProcessEnv;
-}
-
-export function createIo(read: FileReader, env: NodeJS.ProcessEnv): ConfigIo {
-  return {
-    env,
-    read(path, fail) {
-      try {
-        return read(path);
-      } catch (error) {
-        fail(`cannot read "${path}" (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
-        return undefined;
-      }
-    },
-  };
-}
-
-/** Reports one problem of a deferred value, at the setting or at a field below it. */
-export type Fail = (message: string, path?: readonly string[]) => void;
-
-/**
- * A value that needs a file or a variable to become what the configuration holds (a secret, a
- * key). A schema's transform returns one; the loader runs `load` after the whole document has
- * been validated, so a section that is wrong reads nothing and `--check-config` checks the files.
- */
-export class Deferred<T> {
-  constructor(readonly load: (io: ConfigIo, fail: Fail) => T) {}
-}
-
-/** The configuration's type once every Deferred is loaded, read-only all the way down. */
-export type Loaded<T> =
-  T extends Deferred<infer U>
-    ? U
-    : T extends readonly (infer E)[]
-      ? readonly Loaded<E>[]
-      : T extends object
-        ? { readonly [K in keyof T]: Loaded<T[K]> }
-        : T;
+/** `true` / `false` (also `on`, `off`, `1`, `0` … as strings, from the environment). */
+export const flag = z.union([z.boolean(), z.stringbool()], says('true or false'));
 
 export type Listen =
   | { readonly kind: 'tcp'; readonly host: string; readonly port: number }
@@ -176,9 +109,6 @@ export const listen = z.string(listenSays).transform((value, ctx): Listen => {
   return { kind: 'tcp', host: v6 ?? (host || '127.0.0.1'), port: Number(port) };
 });
 
-/** `true` / `false` (also `true`, `false`, `on`, `off`, `1`, `0` … as strings, from the environment). */
-export const flag = z.union([z.boolean(), z.stringbool()], says('true or false'));
-
 /**
  * A required JWT `typ` header value, or `false` / `"off"` for none (an issuer that does not
  * follow RFC 9068). The value is compared the way jose does: `application/` prefix optional.
@@ -189,51 +119,6 @@ export const typ = z
     says('a media type such as "at+jwt", or "off"'),
   )
   .transform((value) => (value === false || value === 'off' ? undefined : value));
-
-/**
- * A secret written inline (`"s3cret"`), or read once at start from `{ "file": "/run/secrets/x" }`
- * or `{ "env": "NAME" }`. The file and variable forms keep the value out of a ConfigMap.
- * `minBytes` holds for the value itself wherever it comes from: an inline one is checked with the
- * document, one from a file or a variable when it is read (never quoted either way).
- */
-export function secret(minBytes = 1) {
-  const tooShort = `must be at least ${minBytes} bytes`;
-  const longEnough = (value: string) => Buffer.byteLength(value) >= minBytes;
-  return z
-    .union(
-      [
-        z.string().min(1),
-        z.strictObject({ file: z.string().regex(/^\//) }),
-        z.strictObject({ env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/) }),
-      ],
-      says(
-        'a non-empty string, { "file": "/absolute/path" } or { "env": "NAME" }',
-        'a secret (a string, { "file": PATH } or { "env": NAME }) is required',
-      ),
-    )
-    .refine((raw) => typeof raw !== 'string' || longEnough(raw), tooShort)
-    .refine((raw) => typeof raw !== 'object' || !('env' in raw) || !/^VERIFIER_/.test(raw.env), {
-      error: (issue) =>
-        `"${(issue.input as { env: string }).env}": choose a variable name outside the VERIFIER_ prefix`,
-    })
-    .transform(
-      (raw) =>
-        new Deferred<string>((io, fail) => {
-          if (typeof raw === 'string') return raw;
-          let value: string | undefined;
-          if ('env' in raw) {
-            value = io.env[raw.env];
-            if (value === undefined || value === '') fail(`variable ${raw.env} is not set`);
-          } else {
-            // A file's trailing newline (as `kubectl create secret --from-file` keeps it) is dropped.
-            value = io.read(raw.file, fail)?.replace(/\r?\n$/, '');
-            if (value === '') fail(`"${raw.file}" is empty`);
-          }
-          if (value !== undefined && value !== '' && !longEnough(value)) fail(tooShort);
-          return value ?? '';
-        }),
-    );
-}
 
 /** A claim an access token must carry (`claim`), or carry with a value (`claim=value`). */
 export interface ClaimRule {
@@ -247,18 +132,16 @@ export const claimRules = list()
     for (const word of ctx.value.filter((item) => item.startsWith('=')))
       ctx.issues.push({ code: 'custom', input: ctx.value, message: `"${word}" names no claim` });
   })
-  .transform((words): ClaimRule[] =>
-    words.map((word) => {
+  .transform((words) =>
+    words.map((word): ClaimRule => {
       const at = word.indexOf('=');
       return at < 0 ? { claim: word } : { claim: word.slice(0, at), value: word.slice(at + 1) };
     }),
   );
 
-const LOOPBACK_HOSTS = new Set(['localhost', '[::1]']);
-
 /** True for `localhost`, 127.0.0.0/8 and `[::1]`: traffic that never leaves the host. */
 export function isLoopbackHost(hostname: string): boolean {
-  return LOOPBACK_HOSTS.has(hostname.toLowerCase()) || /^127(?:\.\d{1,3}){3}$/.test(hostname);
+  return /^(?:localhost|\[::1\]|127(?:\.\d{1,3}){3})$/i.test(hostname);
 }
 
 /** Plain `http:` is allowed only to loopback, unless the issuer opted in (`allowHttp`). */
@@ -269,10 +152,7 @@ export function insecureUrlProblem(url: string, allowHttp: boolean): string | un
   return `"${url}" is plain http to a host that is not loopback; use https, or set "allowHttp": true on this issuer`;
 }
 
-/**
- * An object of settings that refuses unknown fields (a misspelt one would otherwise be silently
- * ignored), naming the known ones.
- */
+/** An object of settings that refuses unknown fields (a misspelt one would be ignored). */
 export function section<const Shape extends z.core.$ZodLooseShape>(shape: Shape) {
   return z.strictObject(shape, {
     error: (issue) =>
@@ -282,4 +162,92 @@ export function section<const Shape extends z.core.$ZodLooseShape>(shape: Shape)
           ? undefined
           : 'expected an object',
   });
+}
+
+/** Reads a file named by the configuration; the one reader, injectable for tests. */
+export type FileReader = (path: string) => string;
+
+/** Reports one problem of a deferred value, at the setting or at a field below it. */
+export type Fail = (message: string, path?: readonly string[]) => void;
+
+/**
+ * What a deferred value may read at start: files through the one reader (a failure is reported
+ * as `cannot read "PATH" (ENOENT)`, never with contents), and other variables.
+ */
+export interface ConfigIo {
+  readonly read: (path: string, fail: Fail) => string | undefined;
+  readonly env: NodeJS.ProcessEnv;
+}
+
+export function createIo(read: FileReader, env: NodeJS.ProcessEnv): ConfigIo {
+  return {
+    env,
+    read(path, fail) {
+      try {
+        return read(path);
+      } catch (error) {
+        fail(`cannot read "${path}" (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
+        return undefined;
+      }
+    },
+  };
+}
+
+/**
+ * A value that needs a file or a variable to become what the configuration holds (a secret, a
+ * key). A kind's transform returns one; the loader runs `load` once the document is validated,
+ * so a wrong value reads nothing and `--check-config` checks the files.
+ */
+export class Deferred<T> {
+  constructor(readonly load: (io: ConfigIo, fail: Fail) => T) {}
+}
+
+/** A schema's output once every Deferred in it is loaded, read-only all the way down. */
+export type Loaded<T> =
+  T extends Deferred<infer U>
+    ? U
+    : T extends readonly (infer E)[]
+      ? readonly Loaded<E>[]
+      : T extends object
+        ? { readonly [K in keyof T]: Loaded<T[K]> }
+        : T;
+
+/**
+ * A secret written inline (`"s3cret"`), or read once at start from `{ "file": "/run/secrets/x" }`
+ * (one trailing newline dropped, as `kubectl create secret --from-file` keeps it) or
+ * `{ "env": "NAME" }`, which keep the value out of a ConfigMap. `minBytes` holds for the value
+ * wherever it comes from; it is never quoted.
+ */
+export function secret(minBytes = 1) {
+  const tooShort = `must be at least ${minBytes} bytes`;
+  const short = (value: string) => Buffer.byteLength(value) < minBytes;
+  return z
+    .union(
+      [
+        z.string().min(1),
+        z.strictObject({ file: z.string().regex(/^\//) }),
+        z.strictObject({ env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/) }),
+      ],
+      says(
+        'a non-empty string, { "file": "/absolute/path" } or { "env": "NAME" }',
+        'a secret (a string, { "file": PATH } or { "env": NAME }) is required',
+      ),
+    )
+    .refine((raw) => typeof raw !== 'string' || !short(raw), tooShort)
+    .refine((raw) => typeof raw === 'string' || !('env' in raw) || !/^VERIFIER_/.test(raw.env), {
+      error: (issue) =>
+        `"${(issue.input as { env: string }).env}": choose a variable name outside the VERIFIER_ prefix`,
+    })
+    .transform(
+      (raw) =>
+        new Deferred((io, fail): string => {
+          if (typeof raw === 'string') return raw;
+          const fromEnv = 'env' in raw;
+          const value = fromEnv ? io.env[raw.env] : io.read(raw.file, fail)?.replace(/\r?\n$/, '');
+          if (value === '' || (fromEnv && value === undefined))
+            fail(fromEnv ? `variable ${raw.env} is not set` : `"${raw.file}" is empty`);
+          else if (value !== undefined && short(value)) fail(tooShort);
+          return value ?? '';
+        }),
+    );
 }
