@@ -2,13 +2,13 @@
 // they are handed to prom-client when /metrics is scraped, because prom-client hashes the label set
 // on every inc() and a cached allow should cost less than that.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { Decision } from './decision/decision.js';
-import { statusFor } from './errors.js';
+import { statusFor, type DenyCode } from './errors.js';
 import type { JwksFetchOutcome } from './token/key-set.js';
 
 export interface Metrics {
   readonly registry: Registry;
-  decision(decision: Decision): void;
+  /** One answer of /verify. */
+  decision(reason: 'allowed' | DenyCode): void;
   cacheHit(): void;
   cacheMiss(): void;
   jwksFetch(issuer: string, outcome: JwksFetchOutcome): void;
@@ -172,13 +172,12 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
 
   return {
     registry,
-    decision(decision) {
-      let count = decisionCounts.get(decision.reason);
+    decision(reason) {
+      let count = decisionCounts.get(reason);
       if (count === undefined) {
-        const result =
-          decision.outcome === 'allow' ? 'allow' : `deny_${statusFor(decision.reason)}`;
-        count = { labels: { result, reason: decision.reason }, pending: 0 };
-        decisionCounts.set(decision.reason, count);
+        const result = reason === 'allowed' ? 'allow' : `deny_${statusFor(reason)}`;
+        count = { labels: { result, reason }, pending: 0 };
+        decisionCounts.set(reason, count);
       }
       count.pending++;
     },

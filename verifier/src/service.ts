@@ -1,10 +1,10 @@
 // Builds a running verifier from a configuration: key sets, verifiers, cache, metrics, routes and
 // a transport. main.ts calls this; tests and the benchmark call it too, in-process.
 import { createAuthorizer, type Authorize } from './decision/authorize.js';
-import { createCloudFrontDecorator } from './cloudfront/gate-decorator.js';
+import { createCloudFrontGrant } from './cloudfront/gate-decorator.js';
 import type { Listen, VerifierConfig } from './config/model.js';
 import { createDecisionCache, type DecisionCache } from './decision/decision-cache.js';
-import { withGrant, type DecisionDecorator } from './decision/decision.js';
+import type { Grant, Receiver } from './decision/plugins.js';
 import { createEndpointResolver } from './token/discovery.js';
 import { createDpopRuntime } from './dpop/index.js';
 import { createJwtVerifier, type JwtVerifier } from './token/jwt-verifier.js';
@@ -18,7 +18,7 @@ import {
   revocationEnabled,
   type RevocationRuntime,
 } from './revocation/index.js';
-import { createRoutes, type Receiver, type Routes } from './http/routes.js';
+import { createRoutes, type Routes } from './http/routes.js';
 import { pickTransport, type Transport } from './http/transport.js';
 import { createNodeTransport } from './http/transport-node.js';
 import { createUwsTransport } from './http/transport-uws.js';
@@ -108,24 +108,11 @@ export function createVerifierService(
     jwtVerifiers.set(issuer.issuer, createJwtVerifier(issuer, keySet, now));
   }
 
-  const decorators = new Map<string, DecisionDecorator>();
+  const grants = new Map<string, Grant>();
   for (const policy of config.policies.values()) {
     if (policy.cloudfront === undefined) continue;
-    const cloudFrontCookies = createCloudFrontDecorator(policy.cloudfront);
-    decorators.set(policy.name, async (decision) => {
-      try {
-        const seconds = now() / 1000;
-        const grant = await cloudFrontCookies(seconds, decision.expires ?? seconds);
-        return grant === undefined ? decision : withGrant(decision, grant);
-      } catch (error) {
-        // Signing trouble must not turn an authenticated user away; the assets just stay locked.
-        logger.error(
-          { policy: policy.name, err: (error as Error).message },
-          'CloudFront signing failed',
-        );
-        return decision;
-      }
-    });
+    const policyLogger = logger.child({ policy: policy.name });
+    grants.set(policy.name, createCloudFrontGrant(policy.cloudfront, policyLogger));
   }
 
   // Only built when a policy reads DPoP, so a bearer-only gate never connects to a replay store.
@@ -150,7 +137,7 @@ export function createVerifierService(
     cache,
     logger,
     metrics,
-    decorators,
+    grants,
     // With a receiver on, NGINX may reuse an answer only within the revocation latency bound.
     edgeTtl: revocation?.edgeTtl ?? config.cache.edgeTtl,
     revocation: revocation?.check,

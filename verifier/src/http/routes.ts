@@ -1,18 +1,9 @@
 // What each path answers, independent of the HTTP library. Transports translate requests into
 // these calls and write the results verbatim.
 import type { Authorize } from '../decision/authorize.js';
-import type { Header } from './verify-answer.js';
+import type { Header } from '../decision/decision.js';
+import type { Answer, Receiver } from '../decision/plugins.js';
 import type { Metrics } from '../metrics.js';
-import type { ReceivedRequest } from '../revocation/index.js';
-
-/** A revocation receiver: a POST body in, an answer out. */
-export type Receiver = (request: ReceivedRequest) => Promise<Answer>;
-
-export interface Answer {
-  readonly status: number;
-  readonly headers: readonly Header[];
-  readonly body: string;
-}
 
 export interface Routes {
   /** GET /verify: the decision; the transport renders it (only ever 204, 401 or 403, no body). */

@@ -21,9 +21,8 @@ import { checkProtectedHeader, validateClaims } from './jwt-claims.js';
 import type { KeySet } from './key-set.js';
 import { signatureScheme, verificationKey, verifySignature } from './jws-signature.js';
 import { checkTokenKind, soleAudienceReason } from '../config/presets.js';
-import { readSessionClaims } from '../revocation/subjects.js';
 import { looksLikeJwt } from './token-shape.js';
-import type { VerifiedToken } from './verified-token.js';
+import { readSessionClaims, type VerifiedToken } from './verified-token.js';
 
 export type JwtVerifier = (token: string) => Promise<VerifiedToken>;
 
@@ -129,7 +128,10 @@ function checkLifetime(exp: number, iat: unknown, nowSeconds: number, config: Jw
     );
 }
 
-/** jose's error classes → our codes; the message keeps jose's wording, which names the claim. */
+/**
+ * jose's error classes → our codes; the message keeps jose's wording, which names the claim. Any
+ * other error is rethrown as it is.
+ */
 function toVerifyError(error: unknown): VerifyError {
   if (error instanceof VerifyError) return error;
   const fail = (code: DenyCode, message: string) => new VerifyError(code, message);
@@ -162,5 +164,6 @@ function toVerifyError(error: unknown): VerifyError {
   }
   if (error instanceof errors.JOSEError)
     return fail('token_malformed', 'the token is not a valid JWS/JWT');
-  return fail('signature_invalid', 'the token could not be verified');
+  // No token outcome but a bug: the authorizer answers it as `internal_error`.
+  throw error;
 }
