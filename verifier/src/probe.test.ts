@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildService } from './testing/service.js';
@@ -73,5 +73,25 @@ describe('the health probe follows VERIFIER_LISTEN', () => {
     expect(closed.stderr).toContain('/readyz: connect ECONNREFUSED');
     expect((await probe(`unix:${socketPath}`, '/verify')).code).toBe(2);
     expect((await probe('not an address')).stderr).toContain('VERIFIER_LISTEN: expected host:port');
+  });
+});
+
+describe('the health probe stays small', () => {
+  /** Every product module `file` loads, following relative imports (type-only ones included). */
+  function loaded(file: string, seen = new Set<string>()): Set<string> {
+    if (seen.has(file)) return seen;
+    seen.add(file);
+    const source = readFileSync(file, 'utf8');
+    for (const [, target] of source.matchAll(/from '(\.[^']+)\.js'/g))
+      loaded(join(dirname(file), `${target}.ts`), seen);
+    return seen;
+  }
+
+  it('loads no CloudFront, token or decision code: the 5-second HEALTHCHECK reads the listen address only', () => {
+    const modules = [...loaded(PROBE)].map((file) => relative(dirname(PROBE), file));
+    expect(modules.length, 'the walk follows the imports').toBeGreaterThan(1);
+    expect(
+      modules.filter((file) => /^(cloudfront|token|decision|http|dpop|revocation)\//.test(file)),
+    ).toEqual([]);
   });
 });
