@@ -52,3 +52,18 @@ function dpopChallengeHeaders(reason: DenyCode, answer: DpopAnswer): Header[] {
   if (answer.nonce !== undefined) headers.push(['DPoP-Nonce', answer.nonce]);
   return headers;
 }
+
+/** The answer headers this plugin renders (docs/architecture.md's /verify table). */
+export const DPOP_HEADERS = [
+  {
+    name: 'WWW-Authenticate',
+    on: '401, DPoP requests and `dpop: required` policies',
+    meaning:
+      '`DPoP error="…", error_description="…", algs="…"` (RFC 9449 §7.1; `DPoP algs="…"` alone without a token) in place of the Bearer challenge',
+  },
+  {
+    name: 'DPoP-Nonce',
+    on: '204, and the 401 `use_dpop_nonce`, when nonces are on',
+    meaning: 'the server nonce the next proof must carry (RFC 9449 §9); NGINX passes it on',
+  },
+] as const;

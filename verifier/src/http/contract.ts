@@ -74,12 +74,12 @@ export const ANSWER_HEADERS: readonly ContractHeader[] = [
     name: 'WWW-Authenticate',
     on: '401',
     meaning:
-      '`Bearer realm="secret-gate"`, with `error="invalid_token"` when a token was sent (RFC 6750 §3.1); NGINX passes it on',
+      '`Bearer realm="secret-gate"`, with `error="invalid_token"` when a token was sent (RFC 6750 §3.1) and `error_description="client_id_invalid"` for a client id no header can carry unchanged; NGINX passes it on',
   },
   {
     name: 'X-Auth-Challenge',
     on: '403',
     meaning:
-      '`Bearer realm="secret-gate", error="insufficient_scope", scope="…"`, which NGINX copies into `WWW-Authenticate` (auth_request passes that header only on a 401)',
+      '`Bearer realm="secret-gate", error="insufficient_scope", scope="…"`, which NGINX copies into `WWW-Authenticate` (auth_request passes that header only on a 401); absent on a 403 `client_unknown` (a token naming no client: more scopes would not help)',
   },
 ];
