@@ -16,7 +16,6 @@
 // 8. A hit past its issuer's trust horizon (the key set's last good fetch + `maxStale`) is a miss:
 //    with the IdP down that long a fresh token gets `keys_unavailable`, and so does a cached one.
 import { LRUCache } from 'lru-cache';
-import { compactIdentity, shared } from './decision.js';
 import type { Identity } from '../token/identity.js';
 import { createInterner } from '../intern.js';
 import type { VerifiedToken } from '../token/verified-token.js';
@@ -31,7 +30,10 @@ interface StoredEntry extends Omit<VerifiedToken, 'identity'> {
   readonly shape: Omit<Identity, 'sub'>;
 }
 
+// One copy of what thousands of tokens have in common: the (client, scopes, issuer) shape and the
+// `kid` (JSON.parse gives every token strings of its own).
 const sharedShape = createInterner<Omit<Identity, 'sub'>>(10_000);
+const sharedKid = createInterner<string>(10_000);
 
 export interface DecisionCacheOptions {
   readonly maxEntries: number;
@@ -112,13 +114,14 @@ export function createDecisionCache(options: DecisionCacheOptions): DecisionCach
     set(key, token) {
       const ttl = Math.min(token.exp * 1000 - now(), options.maxTtl * 1000);
       if (ttl < 1) return;
-      const { sub, ...shape } = compactIdentity(token.identity);
+      const { sub, ...shape } = token.identity;
+      const { kid } = token;
       const stored: StoredEntry = {
         sub,
         shape: sharedShape(JSON.stringify(shape), () => shape),
         exp: token.exp,
         nbf: token.nbf,
-        kid: shared(token.kid),
+        kid: kid === undefined ? undefined : sharedKid(kid, () => kid),
         keyTrustedUntil: token.keyTrustedUntil,
         // Kept only when present: a bearer token's entry holds no DPoP or session fields.
         ...(token.jkt === undefined ? {} : { jkt: token.jkt }),

@@ -3,7 +3,6 @@
 // renders a decision at the transport edge, in one place.
 import type { DenyCode } from '../errors.js';
 import type { Identity } from '../token/identity.js';
-import { createInterner } from '../intern.js';
 
 /** One answer header as a name/value pair, written to the wire as it is. */
 export type Header = readonly [name: string, value: string];
@@ -27,9 +26,6 @@ export type Decision = (
   readonly headers?: readonly Header[] | undefined;
 };
 
-const sharedScopes = createInterner<readonly string[]>(10_000);
-const sharedString = createInterner<string>(10_000);
-
 export function allow(identity: Identity): Decision {
   return { outcome: 'allow', reason: 'allowed', identity };
 }
@@ -48,21 +44,4 @@ export function deny(
 export function withHeaders(decision: Decision, headers: readonly Header[]): Decision {
   if (headers.length === 0) return decision;
   return { ...decision, headers: [...(decision.headers ?? []), ...headers] };
-}
-
-/** One shared copy of a short string many cache entries hold (a `kid`, an issuer). */
-export function shared(value: string): string;
-export function shared(value: string | undefined): string | undefined;
-export function shared(value: string | undefined): string | undefined {
-  return value === undefined ? undefined : sharedString(`v ${value}`, () => value);
-}
-
-/** The same identity with its common parts shared, for tokens that go into the cache. */
-export function compactIdentity(identity: Identity): Identity {
-  return {
-    sub: identity.sub,
-    client: sharedString(`c ${identity.client}`, () => identity.client),
-    scopes: sharedScopes(identity.scopes.join(' '), () => Object.freeze([...identity.scopes])),
-    issuer: sharedString(`i ${identity.issuer}`, () => identity.issuer),
-  };
 }
