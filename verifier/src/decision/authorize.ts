@@ -111,6 +111,9 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
     const hit = cache.get(key);
     if (hit !== undefined) {
       metrics?.cacheHit();
+      // Verified for another policy that reads tokens alike: this one may not accept its issuer.
+      if (!policy.issuers.has(hit.identity.issuer))
+        throw new VerifyError('issuer_not_allowed', '"iss" is not allowed by this policy');
       return hit;
     }
     metrics?.cacheMiss();
@@ -153,32 +156,24 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
     return parts.jwtVerifiers.get(iss)!(token);
   }
 
-  /** The policy on a verified token: issuer, revocation and scopes. */
-  function evaluate(policy: PreparedPolicy, token: VerifiedToken): Outcome & { final: boolean } {
-    const { identity } = token;
-    if (!policy.issuers.has(identity.issuer))
-      return refuse('issuer_not_allowed', '"iss" is not allowed by this policy');
-    const verdict = parts.revocation?.(token, policy.config.revocation) ?? 'valid';
+  /**
+   * The policy's own checks on a verified token: revocation (a refusal throws, so no DPoP
+   * challenge follows it), then the scopes (403 when one is missing).
+   */
+  function evaluate(policy: PreparedPolicy, token: VerifiedToken): Outcome {
+    const verdict = parts.revocation?.(token, policy.config.revocation);
     if (verdict === 'revoked')
-      return refuse('token_revoked', 'a logout or revocation event covers the token');
+      throw new VerifyError('token_revoked', 'a logout or revocation event covers the token');
     if (verdict === 'unavailable')
-      return refuse('revocation_unavailable', 'the shared revocation store is unreachable');
+      throw new VerifyError('revocation_unavailable', 'the shared revocation store is unreachable');
+    const { identity } = token;
     const missing = policy.config.scopes.filter((scope) => !identity.scopes.includes(scope));
-    if (missing.length === 0) return { decision: allow(identity), detail: undefined, final: false };
+    if (missing.length === 0) return { decision: allow(identity), detail: undefined };
     return {
       decision: deny('scope_insufficient', identity, policy.config.scopes),
       detail: `missing scopes: ${missing.join(' ')}`,
-      final: false,
     };
   }
-  const refuse = (
-    code: 'issuer_not_allowed' | 'token_revoked' | 'revocation_unavailable',
-    detail: string,
-  ) => ({
-    decision: deny(code),
-    detail,
-    final: true,
-  });
 
   /** The DPoP step, on every request: a cached token never skips its proof. */
   async function checkDpop(
@@ -230,15 +225,8 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
       const refused = { decision: deny(error.code), detail: error.message };
       return checkDpop(policy, refused, credentials, request, undefined);
     }
-    const evaluated = evaluate(policy, token);
-    if (evaluated.final) return evaluated;
-    const { decision, detail } = await checkDpop(
-      policy,
-      evaluated,
-      credentials,
-      request,
-      token.jkt,
-    );
+    const judged = evaluate(policy, token);
+    const { decision, detail } = await checkDpop(policy, judged, credentials, request, token.jkt);
     // Only the token's own outcome (allow, missing scopes) may be reused; DPoP refusals carry none.
     if (decision.identity === undefined) return { decision, detail };
     const edgeTtl = edgeTtlFor(token);
@@ -296,7 +284,11 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
       return record(request, await decide(request, policy, credentials), credentials.token);
     } catch (error) {
       if (error instanceof VerifyError)
-        return record(request, { decision: deny(error.code), detail: error.message }, undefined);
+        return record(
+          request,
+          { decision: deny(error.code), detail: error.message },
+          credentials?.token,
+        );
       // A bug, not a token outcome: never `signature_invalid`, never a 500 at NGINX.
       logger.error({ err: error }, 'unexpected verification failure');
       const failed = { decision: deny('internal_error'), detail: 'unexpected failure' };
