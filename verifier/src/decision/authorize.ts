@@ -117,7 +117,8 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
       return hit;
     }
     metrics?.cacheMiss();
-    return cache.share(key, async () => {
+    // Shared per policy too: a verification checks the asking policy's issuers before any fetch.
+    return cache.share(`${policy.config.name}\u0000${key}`, async () => {
       const started = performance.now();
       try {
         const fresh = await verifyToken(token, policy);

@@ -240,6 +240,49 @@ describe('decision cache in authorize', () => {
     expect(decisions.every((decision) => statusOf(decision) === 204)).toBe(true);
   });
 
+  it("a concurrent miss of another policy never rides on this policy's verification", async () => {
+    const clock = manualClock();
+    const config = loadConfig({ VERIFIER_CONFIG: '/test/config.json' }, () =>
+      JSON.stringify({
+        issuers: [
+          { issuer: ISSUER, audience: AUDIENCE, jwksUri: jwks.url },
+          { issuer: 'https://other.test', audience: AUDIENCE, jwksUri: jwks.url },
+        ],
+        policies: { open: { issuers: [ISSUER] }, partner: { issuers: ['https://other.test'] } },
+      }),
+    );
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const slowVerifier: JwtVerifier = async () => {
+      await gate;
+      return {
+        identity: { ...identity, scopes: [] },
+        exp: clock.seconds() + 300,
+        nbf: undefined,
+        kid: 'k1',
+      };
+    };
+    const authorize = createAuthorizer({
+      config,
+      jwtVerifiers: new Map([
+        [ISSUER, slowVerifier],
+        ['https://other.test', slowVerifier],
+      ]),
+      opaqueVerifiers: new Map(),
+      cache: createDecisionCache({ ...config.cache, now: clock.now }),
+      logger: captureLogger().logger,
+    });
+    const token = await mintToken({ now: clock.seconds() });
+    const open = authorize({ authorization: `Bearer ${token}`, policy: 'open' });
+    const partner = authorize({ authorization: `Bearer ${token}`, policy: 'partner' });
+    release();
+    expect(statusOf(await open)).toBe(204);
+    expect((await partner).reason).toBe('issuer_not_allowed');
+    // And once cached, the hit is checked against the asking policy as well.
+    const again = await authorize({ authorization: `Bearer ${token}`, policy: 'partner' });
+    expect(again.reason).toBe('issuer_not_allowed');
+  });
+
   it('one verification serves every policy, and each policy is evaluated on every hit', async () => {
     const clock = manualClock();
     const { service } = buildService(

@@ -9,7 +9,7 @@
 // 3. `exp` and `nbf` are re-checked against the clock on every hit; a hit outside the window is
 //    dropped and the token goes through full verification again.
 // 4. Bounded by entry count and by (estimated) bytes; least recently used entries go first.
-// 5. Concurrent misses for one key share one verification (`share`).
+// 5. Concurrent misses for one token (and policy) share one verification (`share`).
 // 6. When a key leaves an issuer's JWKS, every entry verified with that `kid` is dropped.
 // 7. Only verified tokens are stored; a refused token is never cached, so a key that appears
 //    later is picked up at once. Grants (CloudFront cookies) are never stored either.
