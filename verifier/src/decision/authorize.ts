@@ -43,7 +43,7 @@ export interface AuthorizerParts {
   readonly cache: DecisionCache;
   readonly logger: Logger;
   readonly metrics?: Metrics | undefined;
-  /** Per-policy grant plugins (the CloudFront cookies plug in here). */
+  /** Per-policy grant plugins (signed cookies, for one); the core passes their headers on. */
   readonly grants?: ReadonlyMap<string, Grant> | undefined;
   /** Cap in seconds on how long NGINX may reuse an answer; 0 (the default) never. */
   readonly edgeTtl?: number | undefined;

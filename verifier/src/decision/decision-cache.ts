@@ -12,7 +12,7 @@
 // 5. Concurrent misses for one token (and policy) share one verification (`share`).
 // 6. When a key leaves an issuer's JWKS, every entry verified with that `kid` is dropped.
 // 7. Only verified tokens are stored; a refused token is never cached, so a key that appears
-//    later is picked up at once. Grants (CloudFront cookies) are never stored either.
+//    later is picked up at once. Grants (a plugin's cookies) are never stored either.
 // 8. A hit past its issuer's trust horizon (the key set's last good fetch + `maxStale`) is a miss:
 //    with the IdP down that long a fresh token gets `keys_unavailable`, and so does a cached one.
 import { LRUCache } from 'lru-cache';
