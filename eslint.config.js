@@ -17,6 +17,54 @@ const testSupportImport = {
   message: 'test support is for tests only',
 };
 
+// Folders by concern inside verifier/src, arrows pointing inward (docs/architecture.md, "Layout"):
+// config/ is the innermost ring, then token/, then decision/ (which declares what it asks of its
+// plugins in decision/plugins.ts); dpop/, revocation/ and cloudfront/ are plugins that implement
+// those contracts, http/ is the transport edge, and only service.ts and main.ts (the composition
+// root) wire everything together. Each folder lists the folders it must never import.
+const FORBIDDEN = {
+  config: ['token', 'decision', 'http', 'dpop', 'revocation'],
+  token: ['decision', 'http', 'dpop', 'revocation', 'cloudfront'],
+  decision: ['http', 'dpop', 'revocation', 'cloudfront'],
+  http: ['dpop', 'revocation', 'cloudfront'],
+  dpop: ['http', 'revocation', 'cloudfront'],
+  revocation: ['http', 'dpop', 'cloudfront'],
+  cloudfront: ['http', 'dpop', 'revocation'],
+};
+const compositionRoot = {
+  regex: '^\\.\\./(service|main)\\.js$',
+  message: 'only the composition root (service.ts, main.ts) wires the folders together',
+};
+const arrowRules = Object.entries(FORBIDDEN).map(([folder, forbidden]) => ({
+  files: [`verifier/src/${folder}/**/*.ts`],
+  ignores: ['**/*.test.ts'],
+  rules: {
+    'no-restricted-imports': [
+      'error',
+      {
+        patterns: [
+          harnessImport,
+          testSupportImport,
+          compositionRoot,
+          {
+            regex: `^\\.\\./(${forbidden.join('|')})/`,
+            message: `verifier/src/${folder}/ must not import ${forbidden.join('/, ')}/: arrows point inward (docs/architecture.md, "Layout")`,
+          },
+          // The configuration names a plugin's settings section (a policy row), nothing else of it.
+          ...(folder === 'config'
+            ? [
+                {
+                  regex: '^\\.\\./cloudfront/(?!gate-config\\.js$)',
+                  message: 'config/ reads only the CloudFront settings section (gate-config.ts)',
+                },
+              ]
+            : []),
+        ],
+      },
+    ],
+  },
+}));
+
 export default tseslint.config(
   {
     ignores: [
@@ -92,6 +140,28 @@ export default tseslint.config(
     ignores: ['**/*.test.ts', 'verifier/src/testing/**'],
     rules: {
       'no-restricted-imports': ['error', { patterns: [harnessImport, testSupportImport] }],
+    },
+  },
+  ...arrowRules,
+  {
+    // The shared modules at the top (errors, logging, metrics, …) and the probe sit inside the
+    // rings: they import no decision, transport or plugin code.
+    files: ['verifier/src/*.ts'],
+    ignores: ['**/*.test.ts', 'verifier/src/service.ts', 'verifier/src/main.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            harnessImport,
+            testSupportImport,
+            {
+              regex: '^\\./(decision|http|dpop|revocation|cloudfront)/',
+              message: 'the shared top-level modules import no decision, transport or plugin code',
+            },
+          ],
+        },
+      ],
     },
   },
   {

@@ -21,7 +21,7 @@ import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { JwtIssuer } from './config/model.js';
 import { readIdentity } from './token/identity.js';
-import { readSessionClaims } from './revocation/subjects.js';
+import { readSessionClaims } from './token/verified-token.js';
 import { createJwtVerifier, type JwtVerifier } from './token/jwt-verifier.js';
 import type { KeySet } from './token/key-set.js';
 import { AUDIENCE, ISSUER, PRIVATE_JWKS, publicJwk } from './testing/fixtures.js';

@@ -2,90 +2,77 @@
 // they are handed to prom-client when /metrics is scraped, because prom-client hashes the label set
 // on every inc() and a cached allow should cost less than that.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { Decision } from './decision/decision.js';
-import { statusFor } from './errors.js';
+import { statusFor, type DenyCode } from './errors.js';
 import type { JwksFetchOutcome } from './token/key-set.js';
 
-export interface Metrics {
-  readonly registry: Registry;
-  decision(decision: Decision): void;
-  cacheHit(): void;
-  cacheMiss(): void;
-  jwksFetch(issuer: string, outcome: JwksFetchOutcome): void;
-  /** Seconds spent in one full (uncached) verification. */
-  observeVerification(seconds: number): void;
-  setTransport(name: 'uws' | 'node'): void;
-  /** Reads cache size and bytes when scraped. */
-  watchCache(read: () => { entries: number; bytes: number }): void;
-  /** Reads key-set readiness when scraped. */
-  watchKeySets(read: () => ReadonlyArray<{ issuer: string; ready: boolean }>): void;
-  /** Pushed revocation (revocation/): one logout token or SET arrived on `channel`. */
-  revocationReceived(channel: RevocationChannel): void;
-  /** It was verified and acted on (`event`: backchannel-logout, session-revoked, …). */
-  revocationApplied(channel: RevocationChannel, event: string): void;
-  /** It was refused (`reason`: the error code answered or logged). */
-  revocationRefused(channel: RevocationChannel, reason: string): void;
-  /** A token served without a current revocation view (shared store unreachable, `checked`). */
-  revocationUnchecked(): void;
-  /** Seconds one shared-store command took. */
-  observeRevocationStore(operation: string, seconds: number): void;
-  /** Reads the store's watermark count and whether its view is current, when scraped. */
-  watchRevocation(read: () => { watermarks: number; current: boolean }): void;
-  render(): Promise<string>;
-}
+export type Metrics = ReturnType<typeof createMetrics>;
 
 export type RevocationChannel = 'backchannel_logout' | 'ssf_push' | 'ssf_poll';
 
-export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metrics {
+// Label sets of the per-request counters, built on the first use of a key (not per request).
+const lookupLabels = (outcome: string) => ({ outcome });
+const noLabels = () => ({});
+const decisionLabels = (reason: 'allowed' | DenyCode) => ({
+  result: reason === 'allowed' ? 'allow' : `deny_${statusFor(reason)}`,
+  reason,
+});
+
+export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
   const registry = new Registry();
   if (options.defaultMetrics !== false)
     collectDefaultMetrics({ register: registry, prefix: 'verifier_' });
-  const decisionCounts = new Map<
-    string,
-    { labels: { result: string; reason: string }; pending: number }
-  >();
-  new Counter({
-    name: 'verifier_decisions_total',
-    help: 'Answers of /verify by result (allow, deny_401, deny_403) and reason.',
-    labelNames: ['result', 'reason'] as const,
-    registers: [registry],
-    collect() {
-      for (const count of decisionCounts.values()) {
-        if (count.pending > 0) this.inc(count.labels, count.pending);
-        count.pending = 0;
-      }
-    },
-  });
-  const lookups = { hit: 0, miss: 0 };
-  new Counter({
-    name: 'verifier_cache_lookups_total',
-    help: 'Decision cache lookups by outcome (hit, miss).',
-    labelNames: ['outcome'] as const,
-    registers: [registry],
-    collect() {
-      for (const outcome of ['hit', 'miss'] as const) {
-        if (lookups[outcome] > 0) this.inc({ outcome }, lookups[outcome]);
-        lookups[outcome] = 0;
-      }
-    },
-  });
+
+  /** A counter the hot path bumps as a plain number per label set; prom-client sees it on scrape. */
+  function pendingCounter(name: string, help: string, labelNames: readonly string[] = []) {
+    const counts = new Map<string, { labels: Record<string, string>; pending: number }>();
+    new Counter({
+      name,
+      help,
+      labelNames,
+      registers: [registry],
+      collect() {
+        for (const count of counts.values()) {
+          if (count.pending > 0) this.inc(count.labels, count.pending);
+          count.pending = 0;
+        }
+      },
+    });
+    return <K extends string>(key: K, labelsOf: (key: K) => Record<string, string>) => {
+      let count = counts.get(key);
+      if (count === undefined) counts.set(key, (count = { labels: labelsOf(key), pending: 0 }));
+      count.pending++;
+    };
+  }
+  /** A gauge read when scraped; left alone while `read` has nothing to say. */
+  function readGauge(name: string, help: string, read: () => number | undefined) {
+    new Gauge({
+      name,
+      help,
+      registers: [registry],
+      collect() {
+        const value = read();
+        if (value !== undefined) this.set(value);
+      },
+    });
+  }
+
+  const countDecision = pendingCounter(
+    'verifier_decisions_total',
+    'Answers of /verify by result (allow, deny_401, deny_403) and reason.',
+    ['result', 'reason'],
+  );
+  const countLookup = pendingCounter(
+    'verifier_cache_lookups_total',
+    'Decision cache lookups by outcome (hit, miss).',
+    ['outcome'],
+  );
   let readCache: () => { entries: number; bytes: number } = () => ({ entries: 0, bytes: 0 });
-  new Gauge({
-    name: 'verifier_cache_entries',
-    help: 'Decisions currently cached.',
-    registers: [registry],
-    collect() {
-      this.set(readCache().entries);
-    },
-  });
-  new Gauge({
-    name: 'verifier_cache_bytes',
-    help: 'Estimated bytes held by the decision cache.',
-    registers: [registry],
-    collect() {
-      this.set(readCache().bytes);
-    },
-  });
+  readGauge('verifier_cache_entries', 'Decisions currently cached.', () => readCache().entries);
+  readGauge(
+    'verifier_cache_bytes',
+    'Estimated bytes held by the decision cache.',
+    () => readCache().bytes,
+  );
   const jwksFetches = new Counter({
     name: 'verifier_jwks_fetches_total',
     help: 'JWKS fetches by issuer and outcome (ok, error, invalid).',
@@ -142,67 +129,59 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Metri
       registers: [registry],
     }),
   };
-  let unchecked = 0;
-  new Counter({
-    name: 'verifier_revocation_unchecked_total',
-    help: 'Tokens served while the shared revocation store was unreachable (`checked` policies).',
-    registers: [registry],
-    collect() {
-      if (unchecked > 0) this.inc(unchecked);
-      unchecked = 0;
-    },
-  });
+  const countUnchecked = pendingCounter(
+    'verifier_revocation_unchecked_total',
+    'Tokens served while the shared revocation store was unreachable (`checked` policies).',
+  );
   let readRevocation: (() => { watermarks: number; current: boolean }) | undefined;
-  new Gauge({
-    name: 'verifier_revocation_watermarks',
-    help: 'Revocation watermarks held (per subject, session or e-mail address).',
-    registers: [registry],
-    collect() {
-      if (readRevocation) this.set(readRevocation().watermarks);
-    },
-  });
-  new Gauge({
-    name: 'verifier_revocation_store_current',
-    help: '1 while the revocation view is current (0: the shared store is unreachable).',
-    registers: [registry],
-    collect() {
-      if (readRevocation) this.set(readRevocation().current ? 1 : 0);
-    },
-  });
+  readGauge(
+    'verifier_revocation_watermarks',
+    'Revocation watermarks held (per subject, session or e-mail address).',
+    () => readRevocation?.().watermarks,
+  );
+  readGauge(
+    'verifier_revocation_store_current',
+    '1 while the revocation view is current (0: the shared store is unreachable).',
+    () => (readRevocation === undefined ? undefined : readRevocation().current ? 1 : 0),
+  );
 
   return {
     registry,
-    decision(decision) {
-      let count = decisionCounts.get(decision.reason);
-      if (count === undefined) {
-        const result =
-          decision.outcome === 'allow' ? 'allow' : `deny_${statusFor(decision.reason)}`;
-        count = { labels: { result, reason: decision.reason }, pending: 0 };
-        decisionCounts.set(decision.reason, count);
-      }
-      count.pending++;
-    },
-    cacheHit: () => void lookups.hit++,
-    cacheMiss: () => void lookups.miss++,
-    jwksFetch: (issuer, outcome) => jwksFetches.labels(issuer, outcome).inc(),
-    observeVerification: (seconds) => verification.observe(seconds),
-    setTransport(name) {
+    /** One answer of /verify. */
+    decision: (reason: 'allowed' | DenyCode) => countDecision(reason, decisionLabels),
+    cacheHit: () => countLookup('hit', lookupLabels),
+    cacheMiss: () => countLookup('miss', lookupLabels),
+    jwksFetch: (issuer: string, outcome: JwksFetchOutcome) =>
+      jwksFetches.labels(issuer, outcome).inc(),
+    /** Seconds spent in one full (uncached) verification. */
+    observeVerification: (seconds: number) => verification.observe(seconds),
+    setTransport(name: 'uws' | 'node') {
       transport.reset();
       transport.labels(name).set(1);
     },
-    watchCache(read) {
+    /** Reads cache size and bytes when scraped. */
+    watchCache(read: typeof readCache) {
       readCache = read;
     },
-    watchKeySets(read) {
+    /** Reads key-set readiness when scraped. */
+    watchKeySets(read: typeof readKeySets) {
       readKeySets = read;
     },
-    revocationReceived: (channel) => revocations.received.labels(channel).inc(),
-    revocationApplied: (channel, event) => revocations.applied.labels(channel, event).inc(),
-    revocationRefused: (channel, reason) => revocations.refused.labels(channel, reason).inc(),
-    revocationUnchecked: () => void unchecked++,
-    observeRevocationStore: (operation, seconds) =>
+    /** Pushed revocation (revocation/): one logout token or SET arrived on `channel`. */
+    revocationReceived: (channel: RevocationChannel) => revocations.received.labels(channel).inc(),
+    /** It was verified and acted on (`event`: backchannel-logout, session-revoked, …). */
+    revocationApplied: (channel: RevocationChannel, event: string) =>
+      revocations.applied.labels(channel, event).inc(),
+    /** It was refused (`reason`: the error code answered or logged). */
+    revocationRefused: (channel: RevocationChannel, reason: string) =>
+      revocations.refused.labels(channel, reason).inc(),
+    /** A token served without a current revocation view (shared store unreachable, `checked`). */
+    revocationUnchecked: () => countUnchecked('', noLabels),
+    /** Seconds one shared-store command took. */
+    observeRevocationStore: (operation: string, seconds: number) =>
       revocations.store.labels(operation).observe(seconds),
-    watchRevocation(read) {
+    /** Reads the store's watermark count and whether its view is current, when scraped. */
+    watchRevocation(read: NonNullable<typeof readRevocation>) {
       readRevocation = read;
     },
     render: () => registry.metrics(),

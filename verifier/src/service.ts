@@ -1,50 +1,25 @@
 // Builds a running verifier from a configuration: key sets, verifiers, cache, metrics, routes and
 // a transport. main.ts calls this; tests and the benchmark call it too, in-process.
-import { createAuthorizer, type Authorize } from './decision/authorize.js';
-import { createCloudFrontDecorator } from './cloudfront/gate-decorator.js';
+import { createAuthorizer } from './decision/authorize.js';
+import { createCloudFrontGrant } from './cloudfront/gate-decorator.js';
 import type { Listen, VerifierConfig } from './config/model.js';
-import { createDecisionCache, type DecisionCache } from './decision/decision-cache.js';
-import { withGrant, type DecisionDecorator } from './decision/decision.js';
+import { createDecisionCache } from './decision/decision-cache.js';
+import type { Grant, Receiver } from './decision/plugins.js';
 import { createEndpointResolver } from './token/discovery.js';
 import { createDpopRuntime } from './dpop/index.js';
 import { createJwtVerifier, type JwtVerifier } from './token/jwt-verifier.js';
 import { createKeySet, type KeySet } from './token/key-set.js';
 import type { Logger } from './log.js';
-import { createMetrics, type Metrics } from './metrics.js';
+import { createMetrics } from './metrics.js';
 import { createMetricsListener, type MetricsListener } from './http/metrics-listener.js';
 import { createOpaqueVerifier, type OpaqueVerifier } from './token/opaque-verifier.js';
-import {
-  createRevocationRuntime,
-  revocationEnabled,
-  type RevocationRuntime,
-} from './revocation/index.js';
-import { createRoutes, type Receiver, type Routes } from './http/routes.js';
+import { createRevocationRuntime, revocationEnabled } from './revocation/index.js';
+import { createRoutes } from './http/routes.js';
 import { pickTransport, type Transport } from './http/transport.js';
 import { createNodeTransport } from './http/transport-node.js';
 import { createUwsTransport } from './http/transport-uws.js';
 
-export interface VerifierService {
-  readonly authorize: Authorize;
-  readonly routes: Routes;
-  readonly cache: DecisionCache;
-  readonly keySets: ReadonlyMap<string, KeySet>;
-  readonly metrics: Metrics;
-  /** Pushed revocation; undefined when no receiver is configured. */
-  readonly revocation: RevocationRuntime | undefined;
-  isReady(): boolean;
-  /** Loads every key set (failures leave the service unready, not dead) and starts refreshing. */
-  start(): Promise<void>;
-  /**
-   * Starts the HTTP transport (and the metrics listener when `metricsListen` is set); resolves
-   * with the TCP ports (0 on a unix socket).
-   */
-  listen(
-    listen?: Listen,
-    metricsListen?: Listen,
-  ): Promise<{ port: number; transport: Transport; metricsPort: number | undefined }>;
-  /** Stops accepting, lets in-flight requests finish (up to `graceMs`), stops refreshing. */
-  stop(graceMs?: number): Promise<void>;
-}
+export type VerifierService = ReturnType<typeof createVerifierService>;
 
 export interface ServiceOptions {
   readonly logger: Logger;
@@ -53,10 +28,7 @@ export interface ServiceOptions {
   readonly defaultMetrics?: boolean;
 }
 
-export function createVerifierService(
-  config: VerifierConfig,
-  options: ServiceOptions,
-): VerifierService {
+export function createVerifierService(config: VerifierConfig, options: ServiceOptions) {
   const { logger } = options;
   const now = options.now ?? Date.now;
   const metrics = createMetrics({ defaultMetrics: options.defaultMetrics ?? true });
@@ -108,24 +80,11 @@ export function createVerifierService(
     jwtVerifiers.set(issuer.issuer, createJwtVerifier(issuer, keySet, now));
   }
 
-  const decorators = new Map<string, DecisionDecorator>();
+  const grants = new Map<string, Grant>();
   for (const policy of config.policies.values()) {
     if (policy.cloudfront === undefined) continue;
-    const cloudFrontCookies = createCloudFrontDecorator(policy.cloudfront);
-    decorators.set(policy.name, async (decision) => {
-      try {
-        const seconds = now() / 1000;
-        const grant = await cloudFrontCookies(seconds, decision.expires ?? seconds);
-        return grant === undefined ? decision : withGrant(decision, grant);
-      } catch (error) {
-        // Signing trouble must not turn an authenticated user away; the assets just stay locked.
-        logger.error(
-          { policy: policy.name, err: (error as Error).message },
-          'CloudFront signing failed',
-        );
-        return decision;
-      }
-    });
+    const policyLogger = logger.child({ policy: policy.name });
+    grants.set(policy.name, createCloudFrontGrant(policy.cloudfront, policyLogger));
   }
 
   // Only built when a policy reads DPoP, so a bearer-only gate never connects to a replay store.
@@ -150,7 +109,7 @@ export function createVerifierService(
     cache,
     logger,
     metrics,
-    decorators,
+    grants,
     // With a receiver on, NGINX may reuse an answer only within the revocation latency bound.
     edgeTtl: revocation?.edgeTtl ?? config.cache.edgeTtl,
     revocation: revocation?.check,
@@ -175,15 +134,21 @@ export function createVerifierService(
     authorize,
     routes,
     cache,
-    keySets,
+    keySets: keySets as ReadonlyMap<string, KeySet>,
     metrics,
+    /** Pushed revocation; undefined when no receiver is configured. */
     revocation,
     isReady,
-    async start() {
+    /** Loads every key set (failures leave the service unready, not dead) and starts refreshing. */
+    async start(): Promise<void> {
       revocation?.start();
       await Promise.all([...keySets.values()].map((keySet) => keySet.start()));
     },
-    async listen(listen = config.listen, metricsListen = config.metricsListen) {
+    /**
+     * Starts the HTTP transport (and the metrics listener when `metricsListen` is set); resolves
+     * with the TCP ports (0 on a unix socket).
+     */
+    async listen(listen: Listen = config.listen, metricsListen = config.metricsListen) {
       const picked = pickTransport(config.transport, logger);
       transport =
         picked.kind === 'uws'
@@ -201,7 +166,8 @@ export function createVerifierService(
       }
       return { port, transport, metricsPort };
     },
-    async stop(graceMs = 4000) {
+    /** Stops accepting, lets in-flight requests finish (up to `graceMs`), stops refreshing. */
+    async stop(graceMs = 4000): Promise<void> {
       for (const keySet of keySets.values()) keySet.stop();
       await Promise.all([transport?.close(graceMs), metricsListener?.close()]);
       await dpop?.close();

@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { createIo } from '../config/values.js';
-import { cloudFrontHeaders } from '../http/verify-answer.js';
 import {
+  cloudFrontHeaders,
   createCloudFrontDecorator,
   cloudFrontSettings,
   loadCloudFrontKey,

@@ -9,7 +9,10 @@ export {
   type CloudFrontSettings,
 } from './gate-config.js';
 export {
+  CLOUDFRONT_HEADERS,
+  cloudFrontHeaders,
   createCloudFrontDecorator,
+  createCloudFrontGrant,
   type CloudFrontCookieGrant,
   type CloudFrontDecorator,
 } from './gate-decorator.js';

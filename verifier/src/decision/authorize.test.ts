@@ -5,7 +5,11 @@ import { base64url, importJWK, SignJWT } from 'jose';
 import { createAuthorizer } from './authorize.js';
 import { loadConfig } from '../config/load.js';
 import { createDecisionCache } from './decision-cache.js';
-import { withGrant, type Decision } from './decision.js';
+import type { Decision } from './decision.js';
+import type { JwtIssuer } from '../config/model.js';
+import { createJwtVerifier, type JwtVerifier } from '../token/jwt-verifier.js';
+import type { KeySet } from '../token/key-set.js';
+import type { VerifiedToken } from '../token/verified-token.js';
 import { secretSetName } from './secret-set.js';
 import {
   AUDIENCE,
@@ -47,6 +51,14 @@ afterAll(async () => {
   await plain.service.stop(0);
   await strict.service.stop(0);
   await jwks.close();
+});
+
+/** What a stub verifier says it verified: a token of `client` that lives until `exp`. */
+const verifiedAs = (client: string, exp: number): VerifiedToken => ({
+  identity: { sub: 'user-1', client, scopes: ['secrets:read'], issuer: ISSUER },
+  exp,
+  nbf: undefined,
+  kid: PRIVATE_JWKS.rsaA.kid,
 });
 
 const mint = (options: MintOptions = {}) => mintToken({ now: T, ...options });
@@ -492,118 +504,109 @@ describe('authorize: policies from a config file', () => {
     expect(statusOf(await service.authorize({ ...bearer(fromOther), policy: 'partner' }))).toBe(
       204,
     );
+    // Now cached: the hit is still checked against the asking policy.
+    expect((await service.authorize({ ...bearer(fromOther), policy: 'secret' })).reason).toBe(
+      'issuer_not_allowed',
+    );
     expect((await service.authorize(bearer(await mint()))).reason).toBe('policy_unknown');
     await service.stop(0);
     await other.close();
   });
 });
 
-describe('authorize: the decorator extension point', () => {
-  it('adds grants to every allowed answer of its policy, cached or not, and never to denials', async () => {
+describe('authorize: the grant extension point', () => {
+  it('adds its headers to every allowed answer of its policy, cached or not, and never to denials', async () => {
     const config = loadConfig({
       VERIFIER_ISSUER: ISSUER,
       VERIFIER_AUDIENCE: AUDIENCE,
       VERIFIER_REQUIRED_SCOPES: 'secrets:read',
     });
-    let calls = 0;
+    const calls: Array<[number, number]> = [];
     const authorize = createAuthorizer({
       config,
-      jwtVerifiers: new Map([
-        [
-          ISSUER,
-          (_token: string) =>
-            plain.service.keySets
-              .get(ISSUER)!
-              .getKey({ alg: 'RS256', kid: PRIVATE_JWKS.rsaA.kid })
-              .then(() => ({
-                identity: {
-                  sub: 'user-1',
-                  client: 'spa-demo',
-                  scopes: ['secrets:read'],
-                  issuer: ISSUER,
-                },
-                exp: T + 60,
-                nbf: undefined,
-                kid: PRIVATE_JWKS.rsaA.kid,
-              })),
-        ],
-      ]),
+      jwtVerifiers: new Map([[ISSUER, async () => verifiedAs('spa-demo', T + 60)]]),
       opaqueVerifiers: new Map(),
       cache: createDecisionCache({ ...config.cache, now: clock.now }),
       logger: captureLogger().logger,
-      decorators: new Map([
+      now: clock.now,
+      grants: new Map([
         [
           'default',
-          async (decision: Decision) =>
-            withGrant(decision, {
-              kind: 'cloudfront-cookies',
-              keyPairId: 'K1',
-              policy: 'p',
-              signature: 's',
-              expires: ++calls,
-              sha256: false,
-              cookieDomain: undefined,
-              path: '/',
-            }),
+          async (now: number, exp: number) => {
+            calls.push([now, exp]);
+            return [['X-Grant', String(calls.length)] as const];
+          },
         ],
       ]),
     });
     const token = await mint();
     const first = await authorize(bearer(token));
     const cached = await authorize(bearer(token));
-    expect(header(first, 'X-Auth-CF-Policy')).toMatch(/; Expires=Thu, 01 Jan 1970 00:00:01 GMT$/);
-    expect(header(cached, 'X-Auth-CF-Policy')).toMatch(/; Expires=Thu, 01 Jan 1970 00:00:02 GMT$/);
+    expect(header(first, 'X-Grant')).toBe('1');
+    expect(header(cached, 'X-Grant')).toBe('2');
     expect(header(cached, 'X-Auth-Client')).toBe('spa-demo');
+    // Told the time and the token's exp, so nothing it hands out outlives the token.
+    expect(calls).toEqual([
+      [T, T + 60],
+      [T, T + 60],
+    ]);
     const denied = await authorize({});
-    expect(answerOf(denied).headers.some(([name]) => name.startsWith('X-Auth-CF'))).toBe(false);
-    expect(calls).toBe(2);
+    expect(answerOf(denied).headers.some(([name]) => name === 'X-Grant')).toBe(false);
+    expect(calls).toHaveLength(2);
   });
 });
 
 describe('authorize: unexpected failures', () => {
-  it('answers an unexpected verifier failure as internal_error (a 401 with invalid_token), never as a signature failure', async () => {
-    const config = loadConfig({ VERIFIER_ISSUER: ISSUER, VERIFIER_AUDIENCE: AUDIENCE });
+  const config = loadConfig({ VERIFIER_ISSUER: ISSUER, VERIFIER_AUDIENCE: AUDIENCE });
+  const invalidToken = {
+    status: 401,
+    headers: [
+      ['WWW-Authenticate', 'Bearer realm="secret-gate", error="invalid_token"'],
+      ['X-Accel-Expires', '0'],
+    ],
+  };
+  const authorizerWith = (verify: JwtVerifier) => {
     const { logger, lines } = captureLogger();
     const authorize = createAuthorizer({
       config,
-      jwtVerifiers: new Map([
-        [
-          ISSUER,
-          () => {
-            throw new RangeError('a bug in a verifier');
-          },
-        ],
-      ]),
+      jwtVerifiers: new Map([[ISSUER, verify]]),
       opaqueVerifiers: new Map(),
       cache: createDecisionCache({ ...config.cache, now: clock.now }),
       logger,
     });
+    return { authorize, lines };
+  };
+
+  it('answers a throw inside verification (the key set fails unexpectedly) as internal_error, never as a signature failure', async () => {
+    const keySet = plain.service.keySets.get(ISSUER)!;
+    const broken: KeySet = {
+      ...keySet,
+      getKey: () => Promise.reject(new RangeError('a bug in the key set')),
+    };
+    const issuer = config.issuers.get(ISSUER) as JwtIssuer;
+    const { authorize, lines } = authorizerWith(createJwtVerifier(issuer, broken, clock.now));
     const decision = await authorize(bearer(await mint()));
     expect(decision).toMatchObject({ outcome: 'deny', reason: 'internal_error' });
-    expect(answerOf(decision)).toEqual({
-      status: 401,
-      headers: [
-        ['WWW-Authenticate', 'Bearer realm="secret-gate", error="invalid_token"'],
-        ['X-Accel-Expires', '0'],
-      ],
-    });
+    // A 401 NGINX turns into its JSON 401: never a 500, never a secret.
+    expect(answerOf(decision)).toEqual(invalidToken);
     expect(lines.join('\n')).toContain('unexpected verification failure');
+    expect(lines.join('\n')).toContain('a bug in the key set');
+  });
+
+  it('answers a verifier that throws synchronously the same way', async () => {
+    const { authorize } = authorizerWith(() => {
+      throw new RangeError('a bug in a verifier');
+    });
+    const decision = await authorize(bearer(await mint()));
+    expect(decision.reason).toBe('internal_error');
+    expect(answerOf(decision)).toEqual(invalidToken);
   });
 });
 
 describe('authorize: a decision is plain data', () => {
-  it('an allow names the outcome, reason, identity, grants and nothing shaped like HTTP', async () => {
+  it('an allow names the outcome, reason, identity and edge TTL, and nothing shaped like HTTP', async () => {
     const decision = await plain.service.authorize(bearer(await mint()));
-    expect(Object.keys(decision).sort()).toEqual([
-      'edgeTtl',
-      'expires',
-      'grants',
-      'identity',
-      'outcome',
-      'reason',
-      'requiredScopes',
-      'reusableUntil',
-    ]);
-    expect(decision).toMatchObject({ outcome: 'allow', reason: 'allowed', grants: [] });
+    expect(Object.keys(decision).sort()).toEqual(['edgeTtl', 'identity', 'outcome', 'reason']);
+    expect(decision).toMatchObject({ outcome: 'allow', reason: 'allowed', edgeTtl: 5 });
   });
 });

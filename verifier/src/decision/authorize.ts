@@ -1,9 +1,10 @@
-// The auth endpoint as a function: request headers in, Decision (plain data) out. No sockets and
-// no HTTP here, so tests call it directly and both transports share it. A cache hit answers synchronously (no promise), which
-// keeps the hot path of a busy gate free of microtask hops.
+// The auth endpoint as a function: request headers in, Decision (plain data) out, on one linear
+// path: read the credentials → the verified token (from the cache, or verified and cached) → the
+// policy evaluated on every request (issuer, revocation, scopes, DPoP) → the policy's grant →
+// recorded. No sockets and no HTTP here, so tests call it directly and both transports share it.
 import { DEFAULT_POLICY, type PolicyConfig, type VerifierConfig } from '../config/model.js';
 import type { DecisionCache } from './decision-cache.js';
-import { allow, deny, shared, type Decision, type DecisionDecorator } from './decision.js';
+import { allow, deny, withHeaders, type Decision } from './decision.js';
 import { statusFor, VerifyError } from '../errors.js';
 import type { JwtVerifier } from '../token/jwt-verifier.js';
 import type { Logger } from '../log.js';
@@ -18,8 +19,7 @@ import {
   unverifiedIssuer,
   type Credentials,
 } from '../token/token-shape.js';
-import type { DpopStep } from '../dpop/binding.js';
-import type { RevocationCheck } from '../revocation/check.js';
+import type { DpopStep, Grant, RevocationCheck } from './plugins.js';
 import type { VerifiedToken } from '../token/verified-token.js';
 
 export interface VerifyRequest {
@@ -34,7 +34,7 @@ export interface VerifyRequest {
   readonly originalOrigin?: string | undefined;
 }
 
-export type Authorize = (request: VerifyRequest) => Decision | Promise<Decision>;
+export type Authorize = (request: VerifyRequest) => Promise<Decision>;
 
 export interface AuthorizerParts {
   readonly config: Pick<VerifierConfig, 'issuers' | 'policies'>;
@@ -43,34 +43,35 @@ export interface AuthorizerParts {
   readonly cache: DecisionCache;
   readonly logger: Logger;
   readonly metrics?: Metrics | undefined;
-  /** Per-policy hook for extra allow grants (the CloudFront signer plugs in here). */
-  readonly decorators?: ReadonlyMap<string, DecisionDecorator> | undefined;
+  /** Per-policy grant plugins (signed cookies, for one); the core passes their headers on. */
+  readonly grants?: ReadonlyMap<string, Grant> | undefined;
   /** Cap in seconds on how long NGINX may reuse an answer; 0 (the default) never. */
   readonly edgeTtl?: number | undefined;
   /** Milliseconds since the epoch; injected so tests can move time. */
   readonly now?: (() => number) | undefined;
-  /** The DPoP step (dpop/binding.ts); required when a policy has `dpop` other than `off`. */
+  /** The DPoP step; required when a policy has `dpop` other than `off`. */
   readonly dpop?: { readonly step: DpopStep; readonly missingToken: Decision } | undefined;
-  /** The pushed-revocation check (revocation/check.ts); set when a receiver is on. */
+  /** The pushed-revocation check; set when a receiver is on. */
   readonly revocation?: RevocationCheck | undefined;
 }
 
 interface PreparedPolicy {
   readonly config: PolicyConfig;
+  readonly issuers: ReadonlySet<string>;
   readonly jwtIssuers: ReadonlySet<string>;
   readonly opaque: OpaqueVerifier | undefined;
-  readonly decorate: DecisionDecorator | undefined;
+  readonly grant: Grant | undefined;
+  /** Cache keys of tokens this policy verifies: the same for every policy that reads tokens alike. */
   readonly keyPrefix: string;
 }
 
+/** A decision and why, for the log line (never a token). */
 interface Outcome {
   readonly decision: Decision;
   readonly detail: string | undefined;
 }
 
 const MISSING = deny('token_missing');
-const REVOKED = deny('token_revoked');
-const REVOCATION_UNAVAILABLE = deny('revocation_unavailable');
 const UNKNOWN_POLICY = deny('policy_unknown');
 
 /**
@@ -78,8 +79,10 @@ const UNKNOWN_POLICY = deny('policy_unknown');
  * code); its size; the cache; its shape (three base64url segments, else RFC 6750 b64token
  * syntax); then for a JWT `iss` allowed by the policy and `alg` allowed for that issuer (jose
  * checks it before it asks for a key) — both before any key fetch — and full verification; for
- * an opaque token the policy's introspection/user-info issuer. Finally the policy's scopes (403
- * when missing).
+ * an opaque token the policy's introspection/user-info issuer. Then, on every request, cached or
+ * not: the issuer allowed by the policy, the revocation check, the policy's scopes (403 when
+ * missing), the DPoP proof, and the policy's grant on an allow. A failure that is no token
+ * outcome (a bug) is `internal_error`: a 401 NGINX understands, never a 500 and never a hang.
  */
 export function createAuthorizer(parts: AuthorizerParts): Authorize {
   const { cache, logger, metrics } = parts;
@@ -92,165 +95,40 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
     const opaqueIssuer = policy.issuers.find((iss) => parts.opaqueVerifiers.has(iss));
     policies.set(policy.name, {
       config: policy,
+      issuers: new Set(policy.issuers),
       jwtIssuers: new Set(policy.issuers.filter((iss) => parts.jwtVerifiers.has(iss))),
       opaque: opaqueIssuer === undefined ? undefined : parts.opaqueVerifiers.get(opaqueIssuer),
-      decorate: parts.decorators?.get(policy.name),
-      keyPrefix: `${policy.name}\u0000`,
+      grant: parts.grants?.get(policy.name),
+      keyPrefix: `${opaqueIssuer ?? ''}\u0000`,
     });
   }
 
-  function finish(
-    request: VerifyRequest,
-    outcome: Outcome,
-    token: string | undefined,
-    policy?: PreparedPolicy,
-  ): Decision | Promise<Decision> {
-    if (outcome.decision.outcome !== 'allow' || policy?.decorate === undefined)
-      return record(request, outcome, token, policy);
-    const decorated = policy.decorate(outcome.decision);
-    return decorated instanceof Promise
-      ? decorated.then((decision) =>
-          record(request, { decision, detail: outcome.detail }, token, policy),
-        )
-      : record(request, { decision: decorated, detail: outcome.detail }, token, policy);
-  }
-
-  /** The DPoP step on a token's decision (cached or fresh), then the decorators. */
-  function afterToken(
-    request: VerifyRequest,
-    outcome: Outcome,
-    credentials: Credentials,
-    policy: PreparedPolicy,
-  ): Decision | Promise<Decision> {
-    if (parts.revocation !== undefined) {
-      const verdict = parts.revocation(outcome.decision, policy.config.revocation);
-      if (verdict !== 'valid') {
-        const refused = verdict === 'revoked' ? REVOKED : REVOCATION_UNAVAILABLE;
-        const detail =
-          verdict === 'revoked'
-            ? 'a logout or revocation event covers the token'
-            : 'the shared revocation store is unreachable';
-        return finish(request, { decision: refused, detail }, credentials.token, policy);
+  /** The verified token from the cache, or verified now (once for concurrent misses) and cached. */
+  async function verified(token: string, policy: PreparedPolicy): Promise<VerifiedToken> {
+    // One flat digest is the key: a concatenated string would be stored twice (V8 flattens a
+    // cons-string key into a second copy), which matters at 100,000 entries.
+    const key = tokenHash(token, policy.keyPrefix);
+    const hit = cache.get(key);
+    if (hit !== undefined) {
+      metrics?.cacheHit();
+      // Verified for another policy that reads tokens alike: this one may not accept its issuer.
+      if (!policy.issuers.has(hit.identity.issuer))
+        throw new VerifyError('issuer_not_allowed', '"iss" is not allowed by this policy');
+      return hit;
+    }
+    metrics?.cacheMiss();
+    // Shared per policy too: a verification checks the asking policy's issuers before any fetch.
+    return cache.share(`${policy.config.name}\u0000${key}`, async () => {
+      const started = performance.now();
+      try {
+        const fresh = await verifyToken(token, policy);
+        // Kept only when something reads it: a gate without receivers caches no session claims.
+        cache.set(key, parts.revocation ? fresh : { ...fresh, session: undefined });
+        return fresh;
+      } finally {
+        metrics?.observeVerification((performance.now() - started) / 1000);
       }
-    }
-    const mode = policy.config.dpop;
-    if (mode === 'off' && outcome.decision.jkt === undefined)
-      return finish(request, outcome, credentials.token, policy);
-    if (parts.dpop === undefined) {
-      // Only reachable for `off`: a bound token is never a bearer token.
-      const refused = deny('dpop_binding_mismatch');
-      return finish(
-        request,
-        { decision: refused, detail: 'DPoP-bound token as Bearer' },
-        credentials.token,
-        policy,
-      );
-    }
-    const stepped = parts.dpop.step(mode, outcome.decision, {
-      scheme: credentials.scheme,
-      token: credentials.token,
-      proof: request.dpop,
-      method: request.originalMethod,
-      path: request.originalUri,
-      origin: request.originalOrigin,
     });
-    const done = (result: { decision: Decision; detail: string | undefined }) =>
-      finish(
-        request,
-        { decision: result.decision, detail: result.detail ?? outcome.detail },
-        credentials.token,
-        policy,
-      );
-    return stepped instanceof Promise ? stepped.then(done) : done(stepped);
-  }
-
-  function record(
-    request: VerifyRequest,
-    outcome: Outcome,
-    token: string | undefined,
-    policy?: PreparedPolicy,
-  ): Decision {
-    const decision = withEdgeTtl(outcome.decision);
-    metrics?.decision(decision);
-    if (decision.outcome !== 'allow') {
-      logger.info(
-        {
-          status: statusFor(decision.reason),
-          reason: decision.reason,
-          policy: request.policy ?? DEFAULT_POLICY,
-          fp: token === undefined ? undefined : fingerprint(token),
-          uri: loggablePath(request.originalUri),
-          method: request.originalMethod,
-          detail: outcome.detail,
-        },
-        'denied',
-      );
-    } else if (logger.isLevelEnabled('debug')) {
-      logger.debug(
-        {
-          policy: policy?.config.name,
-          fp: token && fingerprint(token),
-          client: decision.identity?.client,
-        },
-        'allowed',
-      );
-    }
-    return decision;
-  }
-
-  /**
-   * How long NGINX may reuse the answer: only a verified token's outcome (an allow, or a 403 for
-   * missing scopes), never a 401, and never past the cap, the token's `exp` or its key's trust.
-   * Whole seconds rounded down, so a copy never outlives the token.
-   */
-  function withEdgeTtl(decision: Decision): Decision {
-    if (edgeCap <= 0 || decision.reusableUntil === undefined) return decision;
-    const left = Math.floor(decision.reusableUntil - now() / 1000);
-    const edgeTtl = Math.max(0, Math.min(edgeCap, left));
-    return edgeTtl === 0 ? decision : { ...decision, edgeTtl };
-  }
-
-  async function verifyFresh(token: string, policy: PreparedPolicy, key: string): Promise<Outcome> {
-    const started = performance.now();
-    let verified: VerifiedToken;
-    try {
-      verified = await verifyToken(token, policy);
-    } catch (error) {
-      if (error instanceof VerifyError)
-        return { decision: deny(error.code), detail: error.message };
-      logger.error({ err: error }, 'unexpected verification failure');
-      return { decision: deny('internal_error'), detail: 'unexpected verification failure' };
-    } finally {
-      metrics?.observeVerification((performance.now() - started) / 1000);
-    }
-    const granted = new Set(verified.identity.scopes);
-    const missing = policy.config.scopes.filter((scope) => !granted.has(scope));
-    const reusableUntil = Math.min(verified.exp, verified.keyTrustedUntil ?? verified.exp);
-    const judged =
-      missing.length === 0
-        ? allow(verified.identity, verified.exp)
-        : deny('scope_insufficient', policy.config.scopes, verified.identity);
-    const bound =
-      verified.jkt === undefined
-        ? { ...judged, reusableUntil }
-        : { ...judged, jkt: verified.jkt, reusableUntil };
-    // Kept only when something reads it: a gate without receivers caches no session claims.
-    const decision =
-      parts.revocation === undefined || verified.session === undefined
-        ? bound
-        : { ...bound, session: verified.session };
-    cache.set(key, {
-      reusableUntil,
-      policy: policy.config.name,
-      decision: { ...decision, identity: decision.identity ?? verified.identity },
-      exp: verified.exp,
-      nbf: verified.nbf,
-      kid: shared(verified.kid),
-    });
-    return {
-      decision,
-      detail: missing.length === 0 ? undefined : `missing scopes: ${missing.join(' ')}`,
-    };
   }
 
   async function verifyToken(token: string, policy: PreparedPolicy): Promise<VerifiedToken> {
@@ -279,53 +157,143 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
     return parts.jwtVerifiers.get(iss)!(token);
   }
 
-  return function authorize(request) {
+  /**
+   * The policy's own checks on a verified token: revocation (a refusal throws, so no DPoP
+   * challenge follows it), then the scopes (403 when one is missing).
+   */
+  function evaluate(policy: PreparedPolicy, token: VerifiedToken): Outcome {
+    const verdict = parts.revocation?.(token, policy.config.revocation);
+    if (verdict === 'revoked')
+      throw new VerifyError('token_revoked', 'a logout or revocation event covers the token');
+    if (verdict === 'unavailable')
+      throw new VerifyError('revocation_unavailable', 'the shared revocation store is unreachable');
+    const { identity } = token;
+    const missing = policy.config.scopes.filter((scope) => !identity.scopes.includes(scope));
+    if (missing.length === 0) return { decision: allow(identity), detail: undefined };
+    return {
+      decision: deny('scope_insufficient', identity, policy.config.scopes),
+      detail: `missing scopes: ${missing.join(' ')}`,
+    };
+  }
+
+  /** The DPoP step, on every request: a cached token never skips its proof. */
+  async function checkDpop(
+    policy: PreparedPolicy,
+    outcome: Outcome,
+    credentials: Credentials,
+    request: VerifyRequest,
+    jkt: string | undefined,
+  ): Promise<Outcome> {
+    const mode = policy.config.dpop;
+    if (mode === 'off' && jkt === undefined) return outcome;
+    // Only reachable for `off`: a bound token is never a bearer token.
+    if (parts.dpop === undefined)
+      return { decision: deny('dpop_binding_mismatch'), detail: 'DPoP-bound token as Bearer' };
+    const stepped = await parts.dpop.step(mode, outcome.decision, {
+      scheme: credentials.scheme,
+      token: credentials.token,
+      jkt,
+      proof: request.dpop,
+      method: request.originalMethod,
+      path: request.originalUri,
+      origin: request.originalOrigin,
+    });
+    return { decision: stepped.decision, detail: stepped.detail ?? outcome.detail };
+  }
+
+  /**
+   * How long NGINX may reuse the answer: only a verified token's outcome (an allow, or a 403 for
+   * missing scopes), never a 401, and never past the cap, the token's `exp` or its key's trust.
+   * Whole seconds rounded down, so a copy never outlives the token.
+   */
+  function edgeTtlFor(token: VerifiedToken): number | undefined {
+    if (edgeCap <= 0) return undefined;
+    const until = Math.min(token.exp, token.keyTrustedUntil ?? token.exp);
+    const seconds = Math.min(edgeCap, Math.floor(until - now() / 1000));
+    return seconds > 0 ? seconds : undefined;
+  }
+
+  async function decide(
+    request: VerifyRequest,
+    policy: PreparedPolicy,
+    credentials: Credentials,
+  ): Promise<Outcome> {
+    let token: VerifiedToken;
+    try {
+      token = await verified(credentials.token, policy);
+    } catch (error) {
+      if (!(error instanceof VerifyError)) throw error;
+      const refused = { decision: deny(error.code), detail: error.message };
+      return checkDpop(policy, refused, credentials, request, undefined);
+    }
+    const judged = evaluate(policy, token);
+    const { decision, detail } = await checkDpop(policy, judged, credentials, request, token.jkt);
+    // Only the token's own outcome (allow, missing scopes) may be reused; DPoP refusals carry none.
+    if (decision.identity === undefined) return { decision, detail };
+    const edgeTtl = edgeTtlFor(token);
+    const timed = edgeTtl === undefined ? decision : { ...decision, edgeTtl };
+    if (timed.outcome !== 'allow' || policy.grant === undefined) return { decision: timed, detail };
+    return { decision: withHeaders(timed, await policy.grant(now() / 1000, token.exp)), detail };
+  }
+
+  function record(request: VerifyRequest, outcome: Outcome, token: string | undefined): Decision {
+    const { decision } = outcome;
+    metrics?.decision(decision.reason);
+    if (decision.outcome !== 'allow') {
+      logger.info(
+        {
+          status: statusFor(decision.reason),
+          reason: decision.reason,
+          policy: request.policy ?? DEFAULT_POLICY,
+          fp: token === undefined ? undefined : fingerprint(token),
+          uri: loggablePath(request.originalUri),
+          method: request.originalMethod,
+          detail: outcome.detail,
+        },
+        'denied',
+      );
+    } else if (logger.isLevelEnabled('debug')) {
+      logger.debug(
+        {
+          policy: request.policy ?? DEFAULT_POLICY,
+          fp: token && fingerprint(token),
+          client: decision.identity?.client,
+        },
+        'allowed',
+      );
+    }
+    return decision;
+  }
+
+  return async function authorize(request) {
     const policy = policies.get(request.policy ?? DEFAULT_POLICY);
     if (policy === undefined) {
       logger.warn(
         { policy: request.policy },
         'configuration problem: /verify asked for an unknown policy',
       );
-      return finish(request, { decision: UNKNOWN_POLICY, detail: 'unknown policy' }, undefined);
+      return record(request, { decision: UNKNOWN_POLICY, detail: 'unknown policy' }, undefined);
     }
     let credentials: Credentials | undefined;
     try {
       credentials = readCredentials(request.authorization, policy.config.dpop !== 'off');
+      if (credentials === undefined) {
+        const missing =
+          policy.config.dpop === 'required' && parts.dpop ? parts.dpop.missingToken : MISSING;
+        return record(request, { decision: missing, detail: undefined }, undefined);
+      }
+      return record(request, await decide(request, policy, credentials), credentials.token);
     } catch (error) {
-      const { code, message } = error as VerifyError;
-      return finish(request, { decision: deny(code), detail: message }, undefined, policy);
-    }
-    if (credentials === undefined) {
-      const missing =
-        policy.config.dpop === 'required' && parts.dpop ? parts.dpop.missingToken : MISSING;
-      return finish(request, { decision: missing, detail: undefined }, undefined, policy);
-    }
-    const { token } = credentials;
-
-    // One flat digest of policy + token is the key: a concatenated string would be stored twice
-    // (V8 flattens a cons-string key into a second copy), which matters at 100,000 entries.
-    const key = tokenHash(token, policy.keyPrefix);
-    const hit = cache.get(key, policy.config.name);
-    if (hit !== undefined) {
-      metrics?.cacheHit();
-      return afterToken(request, { decision: hit, detail: 'cached' }, credentials, policy);
-    }
-    metrics?.cacheMiss();
-    return cache
-      .share(key, () => verifyFresh(token, policy, key))
-      .then((outcome) => afterToken(request, outcome, credentials, policy))
-      .catch((error: unknown) => {
-        // A bug must still produce an answer NGINX understands (never a 500, never a hang).
-        logger.error(
-          { err: error instanceof Error ? error.message : String(error) },
-          'unexpected failure in authorize',
-        );
+      if (error instanceof VerifyError)
         return record(
           request,
-          { decision: deny('internal_error'), detail: 'unexpected failure' },
-          token,
-          policy,
+          { decision: deny(error.code), detail: error.message },
+          credentials?.token,
         );
-      });
+      // A bug, not a token outcome: never `signature_invalid`, never a 500 at NGINX.
+      logger.error({ err: error }, 'unexpected verification failure');
+      const failed = { decision: deny('internal_error'), detail: 'unexpected failure' };
+      return record(request, failed, credentials?.token);
+    }
   };
 }

@@ -2,9 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { statusOf, verdictOf } from '../testing/answer.js';
 import { createAuthorizer } from './authorize.js';
 import { loadConfig } from '../config/load.js';
-import { createDecisionCache, type CacheEntry } from './decision-cache.js';
-import { allow, deny, type Decision } from './decision.js';
+import { createDecisionCache } from './decision-cache.js';
 import type { JwtVerifier } from '../token/jwt-verifier.js';
+import type { VerifiedToken } from '../token/verified-token.js';
 import {
   AUDIENCE,
   captureLogger,
@@ -16,19 +16,13 @@ import {
 } from '../testing/fixtures.js';
 import { buildService } from '../testing/service.js';
 
-const POLICY = 'secret';
 const identity = { sub: 'u', client: 'c', scopes: ['s'], issuer: ISSUER };
-function entry(exp: number, extra: Partial<CacheEntry> & { issuer?: string } = {}): CacheEntry {
+function entry(
+  exp: number,
+  extra: Partial<VerifiedToken> & { issuer?: string } = {},
+): VerifiedToken {
   const { issuer = ISSUER, ...rest } = extra;
-  const who = { ...identity, issuer };
-  return {
-    policy: POLICY,
-    decision: { ...allow(who, exp), identity: who },
-    exp,
-    nbf: undefined,
-    kid: 'k1',
-    ...rest,
-  };
+  return { identity: { ...identity, issuer }, exp, nbf: undefined, kid: 'k1', ...rest };
 }
 
 function cacheFor(
@@ -44,35 +38,26 @@ describe('decision cache invariants', () => {
     const cache = cacheFor(clock, { maxEntries: 10, maxBytes: 1e6, maxTtl: 3600 });
     cache.set('a', entry(clock.seconds() + 60));
     clock.advance(59);
-    expect(cache.get('a', POLICY)).toBeDefined();
+    expect(cache.get('a')).toBeDefined();
     clock.advance(1);
-    expect(cache.get('a', POLICY)).toBeUndefined();
+    expect(cache.get('a')).toBeUndefined();
     expect(cache.size).toBe(0);
   });
 
-  it('an entry never satisfies a policy it was not checked against, even under the same key', () => {
+  it('a hit answers exactly what was verified (identity, time window, key, binding, session)', () => {
     const clock = manualClock();
     const cache = cacheFor(clock, { maxEntries: 10, maxBytes: 1e6, maxTtl: 3600 });
-    cache.set('same-key', entry(clock.seconds() + 60, { policy: 'open' }));
-    expect(cache.get('same-key', 'open')).toMatchObject({ outcome: 'allow' });
-    expect(cache.get('same-key', 'admin')).toBeUndefined();
-  });
-
-  it('keeps plain data: a 403 for missing scopes comes back with the scopes the policy asked for', () => {
-    const clock = manualClock();
-    const cache = cacheFor(clock, { maxEntries: 10, maxBytes: 1e6, maxTtl: 3600 });
-    const denied = deny('scope_insufficient', ['secrets:read'], identity);
-    cache.set('a', { ...entry(clock.seconds() + 60), decision: { ...denied, identity } });
-    expect(cache.get('a', POLICY)).toEqual({ ...denied, reusableUntil: clock.seconds() + 60 });
-  });
-
-  it('a hit answers exactly the stored decision (outcome, reason, identity)', () => {
-    const clock = manualClock();
-    const cache = cacheFor(clock, { maxEntries: 10, maxBytes: 1e6, maxTtl: 3600 });
-    const stored = entry(clock.seconds() + 60);
+    const stored = entry(clock.seconds() + 60, {
+      nbf: clock.seconds() - 5,
+      keyTrustedUntil: clock.seconds() + 30,
+      jkt: 'thumbprint',
+      session: { iat: clock.seconds() - 5, sid: 's1', email: undefined },
+    });
     cache.set('a', stored);
-    // The hit also says until when any copy may be used: the token's exp here.
-    expect(cache.get('a', POLICY)).toEqual({ ...stored.decision, reusableUntil: stored.exp });
+    expect(cache.get('a')).toEqual(stored);
+    const bearer = entry(clock.seconds() + 60);
+    cache.set('b', bearer);
+    expect(cache.get('b')).toEqual({ ...bearer, keyTrustedUntil: undefined });
   });
 
   it('an entry never outlives maxTtl', () => {
@@ -80,16 +65,16 @@ describe('decision cache invariants', () => {
     const cache = cacheFor(clock, { maxEntries: 10, maxBytes: 1e6, maxTtl: 30 });
     cache.set('a', entry(clock.seconds() + 3600));
     clock.advance(29);
-    expect(cache.get('a', POLICY)).toBeDefined();
+    expect(cache.get('a')).toBeDefined();
     clock.advance(2);
-    expect(cache.get('a', POLICY)).toBeUndefined();
+    expect(cache.get('a')).toBeUndefined();
   });
 
   it('re-checks nbf on every hit', () => {
     const clock = manualClock();
     const cache = cacheFor(clock, { maxEntries: 10, maxBytes: 1e6, maxTtl: 3600 });
     cache.set('a', entry(clock.seconds() + 600, { nbf: clock.seconds() + 10 }));
-    expect(cache.get('a', POLICY)).toBeUndefined();
+    expect(cache.get('a')).toBeUndefined();
   });
 
   it('an already expired token is not stored', () => {
@@ -104,7 +89,7 @@ describe('decision cache invariants', () => {
     const cache = cacheFor(clock, { maxEntries: 3, maxBytes: 1e6, maxTtl: 3600 });
     for (const key of ['a', 'b', 'c', 'd']) cache.set(key, entry(clock.seconds() + 600));
     expect(cache.size).toBe(3);
-    expect(cache.get('a', POLICY)).toBeUndefined();
+    expect(cache.get('a')).toBeUndefined();
   });
 
   it('is bounded by bytes', () => {
@@ -124,8 +109,8 @@ describe('decision cache invariants', () => {
     cache.set('none', entry(exp, { kid: undefined }));
     cache.set('other-issuer', entry(exp, { kid: 'k1', issuer: 'https://x' }));
     expect(cache.dropKeys(ISSUER, new Set(['k1']))).toBe(2);
-    expect(cache.get('k2', POLICY)).toBeDefined();
-    expect(cache.get('other-issuer', POLICY)).toBeDefined();
+    expect(cache.get('k2')).toBeDefined();
+    expect(cache.get('other-issuer')).toBeDefined();
   });
 
   it("a hit past its issuer's trust horizon is a miss; issuers without a key set keep theirs", () => {
@@ -142,10 +127,10 @@ describe('decision cache invariants', () => {
     cache.set('jwt', entry(exp));
     cache.set('opaque', entry(exp, { kid: undefined, issuer: 'https://introspection.test' }));
     clock.advance(120);
-    expect(cache.get('jwt', POLICY)).toBeDefined();
+    expect(cache.get('jwt')).toBeDefined();
     clock.advance(1);
-    expect(cache.get('jwt', POLICY)).toBeUndefined();
-    expect(cache.get('opaque', POLICY)).toBeDefined();
+    expect(cache.get('jwt')).toBeUndefined();
+    expect(cache.get('opaque')).toBeDefined();
     expect(cache.size).toBe(1);
   });
 });
@@ -172,9 +157,7 @@ describe('decision cache in authorize', () => {
     const token = await mintToken({ now: clock.seconds(), claims: { exp: clock.seconds() + 60 } });
     expect(statusOf(await service.authorize({ authorization: `Bearer ${token}` }))).toBe(204);
     clock.advance(30);
-    const hit = service.authorize({ authorization: `Bearer ${token}` });
-    expect(hit).not.toBeInstanceOf(Promise);
-    expect(statusOf(hit as Decision)).toBe(204);
+    expect(statusOf(await service.authorize({ authorization: `Bearer ${token}` }))).toBe(204);
     clock.advance(30);
     expect(verdictOf(await service.authorize({ authorization: `Bearer ${token}` }))).toMatchObject({
       status: 401,
@@ -252,12 +235,55 @@ describe('decision cache in authorize', () => {
       authorize({ authorization: `Bearer ${token}` }),
     );
     release();
-    const decisions = await Promise.all(pending.map((decision) => Promise.resolve(decision)));
+    const decisions = await Promise.all(pending);
     expect(verifications).toBe(1);
     expect(decisions.every((decision) => statusOf(decision) === 204)).toBe(true);
   });
 
-  it('the same token is cached per policy', async () => {
+  it("a concurrent miss of another policy never rides on this policy's verification", async () => {
+    const clock = manualClock();
+    const config = loadConfig({ VERIFIER_CONFIG: '/test/config.json' }, () =>
+      JSON.stringify({
+        issuers: [
+          { issuer: ISSUER, audience: AUDIENCE, jwksUri: jwks.url },
+          { issuer: 'https://other.test', audience: AUDIENCE, jwksUri: jwks.url },
+        ],
+        policies: { open: { issuers: [ISSUER] }, partner: { issuers: ['https://other.test'] } },
+      }),
+    );
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const slowVerifier: JwtVerifier = async () => {
+      await gate;
+      return {
+        identity: { ...identity, scopes: [] },
+        exp: clock.seconds() + 300,
+        nbf: undefined,
+        kid: 'k1',
+      };
+    };
+    const authorize = createAuthorizer({
+      config,
+      jwtVerifiers: new Map([
+        [ISSUER, slowVerifier],
+        ['https://other.test', slowVerifier],
+      ]),
+      opaqueVerifiers: new Map(),
+      cache: createDecisionCache({ ...config.cache, now: clock.now }),
+      logger: captureLogger().logger,
+    });
+    const token = await mintToken({ now: clock.seconds() });
+    const open = authorize({ authorization: `Bearer ${token}`, policy: 'open' });
+    const partner = authorize({ authorization: `Bearer ${token}`, policy: 'partner' });
+    release();
+    expect(statusOf(await open)).toBe(204);
+    expect((await partner).reason).toBe('issuer_not_allowed');
+    // And once cached, the hit is checked against the asking policy as well.
+    const again = await authorize({ authorization: `Bearer ${token}`, policy: 'partner' });
+    expect(again.reason).toBe('issuer_not_allowed');
+  });
+
+  it('one verification serves every policy, and each policy is evaluated on every hit', async () => {
     const clock = manualClock();
     const { service } = buildService(
       {},
@@ -274,16 +300,12 @@ describe('decision cache in authorize', () => {
     );
     await service.start();
     const token = await mintToken({ now: clock.seconds() });
-    expect(
-      statusOf(await service.authorize({ authorization: `Bearer ${token}`, policy: 'open' })),
-    ).toBe(204);
-    expect(
-      statusOf(await service.authorize({ authorization: `Bearer ${token}`, policy: 'admin' })),
-    ).toBe(403);
-    expect(
-      statusOf(await service.authorize({ authorization: `Bearer ${token}`, policy: 'admin' })),
-    ).toBe(403);
-    expect(service.cache.size).toBe(2);
+    const ask = (policy: string) => service.authorize({ authorization: `Bearer ${token}`, policy });
+    expect(statusOf(await ask('open'))).toBe(204);
+    expect(verdictOf(await ask('admin'))).toEqual({ status: 403, reason: 'scope_insufficient' });
+    expect(statusOf(await ask('open'))).toBe(204);
+    expect(verdictOf(await ask('admin'))).toEqual({ status: 403, reason: 'scope_insufficient' });
+    expect(service.cache.size).toBe(1);
     await service.stop(0);
   });
 

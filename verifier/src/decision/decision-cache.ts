@@ -1,122 +1,39 @@
-// The decision cache: verified tokens remembered per policy so a repeat request costs one SHA-256
-// and one LRU lookup instead of a signature check.
+// The decision cache: verified tokens remembered so a repeat request costs one SHA-256 and one LRU
+// lookup instead of a signature check. It holds what the token proved, never what a policy made of
+// it: the policy is evaluated on every request (authorize.ts), so no entry can answer for a policy
+// it was not checked against.
 //
 // Invariants (each has a test in decision-cache.test.ts / authorize.test.ts):
-// 1. Key = SHA-256 over the policy name and the token. The token itself is never stored.
+// 1. Key = SHA-256 over the token (and the opaque verifier that read it). The token is never stored.
 // 2. An entry's TTL never reaches past the token's `exp`, nor past `maxTtl`.
 // 3. `exp` and `nbf` are re-checked against the clock on every hit; a hit outside the window is
 //    dropped and the token goes through full verification again.
 // 4. Bounded by entry count and by (estimated) bytes; least recently used entries go first.
-// 5. Concurrent misses for one key share one verification (`share`).
+// 5. Concurrent misses for one token (and policy) share one verification (`share`).
 // 6. When a key leaves an issuer's JWKS, every entry verified with that `kid` is dropped.
-// 7. Only outcomes of a verified token are stored (allow, and 403 for missing scopes); 401s are
-//    never cached, so a key that appears later is picked up at once. Grants (CloudFront cookies)
-//    are never stored: they are added after the cache on every allowed request.
-// 8. A cached entry never satisfies a policy it was not checked against: the policy is part of
-//    the key, is stored in the entry, and `get` answers only when the asking policy is that one.
-// 9. A hit past its issuer's trust horizon (the key set's last good fetch + `maxStale`) is a miss:
+// 7. Only verified tokens are stored; a refused token is never cached, so a key that appears
+//    later is picked up at once. Grants (a plugin's cookies) are never stored either.
+// 8. A hit past its issuer's trust horizon (the key set's last good fetch + `maxStale`) is a miss:
 //    with the IdP down that long a fresh token gets `keys_unavailable`, and so does a cached one.
 import { LRUCache } from 'lru-cache';
-import { shared, type Decision } from './decision.js';
 import type { Identity } from '../token/identity.js';
 import { createInterner } from '../intern.js';
-import type { SessionClaims } from '../revocation/subjects.js';
-
-/** One outcome to cache: a decision about a verified token, the policy it was checked against,
- *  and the token's time window and key id. */
-export interface CacheEntry {
-  readonly policy: string;
-  readonly decision: Decision & { readonly identity: Identity };
-  /** Seconds since the epoch. */
-  readonly exp: number;
-  /** Seconds since the epoch, tolerance applied; undefined when the token has none. */
-  readonly nbf: number | undefined;
-  readonly kid: string | undefined;
-  /** Seconds since the epoch: `exp`, or earlier when the key's trust ends first. */
-  readonly reusableUntil?: number | undefined;
-}
+import type { VerifiedToken } from '../token/verified-token.js';
 
 /**
- * A decision minus its subject: what thousands of cached tokens have in common, stored once.
+ * What is stored: the subject and a shared identity shape (client, scopes, issuer) instead of the
+ * token's objects, since 100,000 of these must fit a small memory budget (about 200 bytes each,
+ * keys and LRU included).
  */
-interface Shape {
-  readonly policy: string;
-  readonly outcome: Decision['outcome'];
-  readonly reason: Decision['reason'];
-  readonly client: string;
-  readonly scopes: readonly string[];
-  readonly issuer: string;
-  readonly requiredScopes: readonly string[];
-}
-
-/**
- * What is stored: the subject and a shared Shape instead of the decision's objects, since
- * 100,000 of these must fit a small memory budget (about 200 bytes each, keys and LRU included).
- */
-interface StoredEntry {
+interface StoredEntry extends Omit<VerifiedToken, 'identity'> {
   readonly sub: string;
-  /** `cnf.jkt` of a DPoP-bound token; its proof is still checked on every request. */
-  readonly jkt: string | undefined;
-  /** `iat`/`sid`/`email` for the revocation check on every hit; one shared object when empty. */
-  readonly session: SessionClaims | undefined;
-  readonly shape: Shape;
-  readonly exp: number;
-  readonly nbf: number | undefined;
-  readonly kid: string | undefined;
-  readonly until: number;
+  readonly shape: Omit<Identity, 'sub'>;
 }
 
-const sharedShape = createInterner<Shape>(10_000);
-const NO_GRANTS: readonly never[] = Object.freeze([]);
-
-function shapeOf(policy: string, decision: CacheEntry['decision']): Shape {
-  const { identity } = decision;
-  const key = JSON.stringify([
-    policy,
-    decision.reason,
-    identity.client,
-    identity.scopes,
-    identity.issuer,
-    decision.requiredScopes,
-  ]);
-  return sharedShape(key, () => ({
-    policy: shared(policy),
-    outcome: decision.outcome,
-    reason: decision.reason,
-    client: identity.client,
-    scopes: identity.scopes,
-    issuer: identity.issuer,
-    requiredScopes: decision.requiredScopes,
-  }));
-}
-
-/** The decision a stored entry stands for; built per cache hit (a few short-lived objects). */
-function decisionOf(entry: StoredEntry): Decision {
-  const { shape } = entry;
-  const identity = {
-    sub: entry.sub,
-    client: shape.client,
-    scopes: shape.scopes,
-    issuer: shape.issuer,
-  };
-  const common = {
-    identity,
-    grants: NO_GRANTS,
-    requiredScopes: shape.requiredScopes,
-    reusableUntil: entry.until,
-    // Only a bound token's decision carries `jkt`; a bearer token's stays the plain shape.
-    ...(entry.jkt === undefined ? {} : { jkt: entry.jkt }),
-    ...(entry.session === undefined ? {} : { session: entry.session }),
-  };
-  return shape.outcome === 'allow'
-    ? { outcome: 'allow', reason: 'allowed', ...common, expires: entry.exp }
-    : {
-        outcome: 'deny',
-        reason: shape.reason as Exclude<Decision['reason'], 'allowed'>,
-        ...common,
-        expires: undefined,
-      };
-}
+// One copy of what thousands of tokens have in common: the (client, scopes, issuer) shape and the
+// `kid` (JSON.parse gives every token strings of its own).
+const sharedShape = createInterner<Omit<Identity, 'sub'>>(10_000);
+const sharedKid = createInterner<string>(10_000);
 
 export interface DecisionCacheOptions {
   readonly maxEntries: number;
@@ -133,12 +50,9 @@ export interface DecisionCacheOptions {
 }
 
 export interface DecisionCache {
-  /**
-   * The decision cached for `policy`, or undefined: missing, stored for another policy, or outside
-   * its time window (then dropped).
-   */
-  get(key: string, policy: string): Decision | undefined;
-  set(key: string, entry: CacheEntry): void;
+  /** The verified token under `key`, or undefined: missing, or outside its window (then dropped). */
+  get(key: string): VerifiedToken | undefined;
+  set(key: string, token: VerifiedToken): void;
   /** Runs `produce` once for concurrent callers with the same key. */
   share<T>(key: string, produce: () => Promise<T>): Promise<T>;
   /** Drops entries of `issuer` verified with one of `kids`, and its entries without a `kid`. */
@@ -180,9 +94,9 @@ export function createDecisionCache(options: DecisionCacheOptions): DecisionCach
   const pending = new Map<string, Promise<unknown>>();
 
   return {
-    get(key, policy) {
+    get(key) {
       const entry = lru.get(key);
-      if (entry === undefined || entry.shape.policy !== policy) return undefined;
+      if (entry === undefined) return undefined;
       const at = now();
       const seconds = at / 1000;
       if (
@@ -194,20 +108,24 @@ export function createDecisionCache(options: DecisionCacheOptions): DecisionCach
         lru.delete(key);
         return undefined;
       }
-      return decisionOf(entry);
+      const { sub, shape, ...token } = entry;
+      return { ...token, identity: { sub, ...shape } };
     },
-    set(key, { policy, decision, exp, nbf, kid, reusableUntil }) {
-      const ttl = Math.min(exp * 1000 - now(), options.maxTtl * 1000);
+    set(key, token) {
+      const ttl = Math.min(token.exp * 1000 - now(), options.maxTtl * 1000);
       if (ttl < 1) return;
-      const stored = {
-        sub: decision.identity.sub,
-        jkt: decision.jkt,
-        session: decision.session,
-        shape: shapeOf(policy, decision),
-        exp,
-        nbf,
-        kid,
-        until: Math.min(exp, reusableUntil ?? exp),
+      const { sub, ...shape } = token.identity;
+      const { kid } = token;
+      const stored: StoredEntry = {
+        sub,
+        shape: sharedShape(JSON.stringify(shape), () => shape),
+        exp: token.exp,
+        nbf: token.nbf,
+        kid: kid === undefined ? undefined : sharedKid(kid, () => kid),
+        keyTrustedUntil: token.keyTrustedUntil,
+        // Kept only when present: a bearer token's entry holds no DPoP or session fields.
+        ...(token.jkt === undefined ? {} : { jkt: token.jkt }),
+        ...(token.session === undefined ? {} : { session: token.session }),
       };
       lru.set(key, stored, { ttl: Math.floor(ttl) });
     },

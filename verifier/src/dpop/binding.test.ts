@@ -202,17 +202,14 @@ describe('DPoP replay store trouble', () => {
     algorithms: ['ES256'],
     iatWindow: 60,
   });
-  const bound = {
-    ...allow({ sub: 'u', client: 'c', scopes: [], issuer: ISSUER }, 4_102_444_800),
-    jkt: '',
-  };
+  const decision = allow({ sub: 'u', client: 'c', scopes: [], issuer: ISSUER });
 
   it('fails closed for required, and checks replays per process for allowed', async () => {
-    const decision = { ...bound, jkt: await thumbprintOf('ec') };
     const token = 'a.b.c';
     const context = {
       scheme: 'dpop' as const,
       token,
+      jkt: await thumbprintOf('ec'),
       method: 'GET',
       path: '/secret',
       origin: ORIGIN,

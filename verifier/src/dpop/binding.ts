@@ -5,37 +5,14 @@
 // nonce (when nonces are on) and a `jti` the replay store has seen.
 import { createHash } from 'node:crypto';
 import type { DpopMode } from '../config/model.js';
-import { deny, type Decision } from '../decision/decision.js';
+import { deny, withHeaders, type Decision } from '../decision/decision.js';
+import type { DpopContext, DpopOutcome, DpopStep } from '../decision/plugins.js';
 import { VerifyError, type DenyCode } from '../errors.js';
 import { dpopDenial } from './challenge.js';
 import { externalUrl } from './htu.js';
 import type { NonceSource } from './nonce.js';
 import type { ProofChecker } from './proof.js';
 import type { ReplayStore } from './replay-store.js';
-
-/** What the DPoP step reads from a /verify request. */
-export interface DpopContext {
-  readonly scheme: 'bearer' | 'dpop';
-  readonly token: string;
-  /** The `DPoP` header NGINX passed (one, size-capped). */
-  readonly proof: string | undefined;
-  /** The original method and path, and the gate's configured external origin. */
-  readonly method: string | undefined;
-  readonly path: string | undefined;
-  readonly origin: string | undefined;
-}
-
-export interface DpopOutcome {
-  readonly decision: Decision;
-  /** Why, for the log line (never a token or proof). */
-  readonly detail: string | undefined;
-}
-
-export type DpopStep = (
-  mode: DpopMode,
-  decision: Decision,
-  context: DpopContext,
-) => DpopOutcome | Promise<DpopOutcome>;
 
 export interface DpopStepParts {
   readonly checkProof: ProofChecker;
@@ -62,7 +39,7 @@ export function createDpopStep(parts: DpopStepParts): DpopStep {
   async function checkBound(
     mode: DpopMode,
     decision: Decision,
-    context: DpopContext & { proof: string },
+    context: DpopContext & { proof: string; jkt: string },
     htu: string,
   ): Promise<DpopOutcome> {
     let jkt: string;
@@ -75,10 +52,11 @@ export function createDpopStep(parts: DpopStepParts): DpopStep {
         accessToken: context.token,
       }));
     } catch (error) {
-      if (error instanceof VerifyError) return refuse(error.code, error.message);
-      return refuse('dpop_proof_invalid', 'unexpected proof failure');
+      // Anything else is a bug: the authorizer answers it as internal_error.
+      if (!(error instanceof VerifyError)) throw error;
+      return refuse(error.code, error.message);
     }
-    if (jkt !== decision.jkt)
+    if (jkt !== context.jkt)
       return refuse('dpop_binding_mismatch', 'the proof key is not the token\'s "cnf.jkt"');
     if (parts.nonces !== undefined && !parts.nonces.isValid(nonce))
       return refuse('dpop_nonce_required', 'no current server nonce', parts.nonces.current());
@@ -103,15 +81,16 @@ export function createDpopStep(parts: DpopStepParts): DpopStep {
       decision:
         parts.nonces === undefined
           ? decision
-          : { ...decision, dpop: { algs, nonce: parts.nonces.current() } },
+          : withHeaders(decision, [['DPoP-Nonce', parts.nonces.current()]]),
       detail: undefined,
     };
   }
 
-  return function dpopStep(mode, decision, context) {
+  return async function dpopStep(mode, decision, context) {
+    const { jkt } = context;
     if (mode === 'off') {
       // Not a DPoP policy, but a bound token still never works as a bearer token.
-      if (decision.jkt !== undefined && decision.identity !== undefined)
+      if (jkt !== undefined && decision.identity !== undefined)
         return { decision: deny('dpop_binding_mismatch'), detail: 'DPoP-bound token as Bearer' };
       return { decision, detail: undefined };
     }
@@ -122,18 +101,17 @@ export function createDpopStep(parts: DpopStepParts): DpopStep {
       return { decision, detail: undefined };
     }
     if (context.scheme === 'bearer') {
-      if (decision.jkt !== undefined)
-        return refuse('dpop_binding_mismatch', 'DPoP-bound token as Bearer');
+      if (jkt !== undefined) return refuse('dpop_binding_mismatch', 'DPoP-bound token as Bearer');
       if (mode === 'required') return refuse('dpop_required', 'bearer token on a DPoP policy');
       return { decision, detail: undefined };
     }
-    if (decision.jkt === undefined)
+    if (jkt === undefined)
       return refuse('dpop_binding_mismatch', 'DPoP scheme with an unbound token');
     if (context.proof === undefined || context.proof === '')
       return refuse('dpop_proof_missing', 'no DPoP header');
     const htu = externalUrl(context.origin, context.path);
     if (htu === undefined)
       return refuse('dpop_proof_invalid', 'no external origin or path to check "htu" against');
-    return checkBound(mode, decision, { ...context, proof: context.proof }, htu);
+    return checkBound(mode, decision, { ...context, proof: context.proof, jkt }, htu);
   };
 }

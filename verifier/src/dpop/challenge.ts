@@ -1,10 +1,18 @@
-// The `DPoP` challenge of RFC 9449 §7.1: DPoP decisions as data, and their rendering for the
-// transport edge (verify-answer.ts). One `WWW-Authenticate` value per answer (NGINX's auth_request
-// passes one on a 401), `algs` always present so a client learns which keys it may use, and
-// `DPoP-Nonce` when a server nonce is handed out (§9).
-import { deny, type Decision, type DpopAnswer } from '../decision/decision.js';
+// The `DPoP` challenge of RFC 9449 §7.1, rendered here by the plugin into the decision's headers;
+// the transport edge (http/verify-answer.ts) writes them in place of the Bearer challenge. One
+// `WWW-Authenticate` value per answer (NGINX's auth_request passes one on a 401), `algs` always
+// present so a client learns which keys it may use, and `DPoP-Nonce` when a server nonce is handed
+// out (§9).
+import { deny, type Decision, type Header } from '../decision/decision.js';
 import type { DenyCode } from '../errors.js';
-import type { Header } from '../http/verify-answer.js';
+
+/** What a DPoP answer needs besides the reason: the proof algorithms, and a fresh server nonce. */
+export interface DpopAnswer {
+  /** Space-separated, for the challenge's `algs`. */
+  readonly algs: string;
+  /** Sent as `DPoP-Nonce` when nonces are on. */
+  readonly nonce?: string | undefined;
+}
 
 /** RFC 9449 §7.1 error codes (plus RFC 6750's `invalid_token` for the token itself). */
 type DpopError = 'invalid_token' | 'invalid_dpop_proof' | 'use_dpop_nonce';
@@ -22,14 +30,14 @@ const DESCRIPTIONS: Partial<Record<DenyCode, readonly [DpopError, string]>> = {
 
 /** A deny answered with a `DPoP` challenge (token errors become `invalid_token`). */
 export function dpopDenial(code: DenyCode, answer: DpopAnswer): Decision {
-  return { ...deny(code), dpop: answer };
+  return { ...deny(code), headers: dpopChallengeHeaders(code, answer) };
 }
 
 /**
  * The headers of a DPoP 401: `DPoP algs="…"` alone when no token came (RFC 6750 §3.1 style),
  * else with `error` and a fixed `error_description`; `DPoP-Nonce` when one is handed out.
  */
-export function dpopChallengeHeaders(reason: DenyCode, answer: DpopAnswer): Header[] {
+function dpopChallengeHeaders(reason: DenyCode, answer: DpopAnswer): Header[] {
   const challenge =
     reason === 'token_missing'
       ? `DPoP algs="${answer.algs}"`
@@ -44,3 +52,18 @@ export function dpopChallengeHeaders(reason: DenyCode, answer: DpopAnswer): Head
   if (answer.nonce !== undefined) headers.push(['DPoP-Nonce', answer.nonce]);
   return headers;
 }
+
+/** The answer headers this plugin renders (docs/architecture.md's /verify table). */
+export const DPOP_HEADERS = [
+  {
+    name: 'WWW-Authenticate',
+    on: '401, DPoP requests and `dpop: required` policies',
+    meaning:
+      '`DPoP error="…", error_description="…", algs="…"` (RFC 9449 §7.1; `DPoP algs="…"` alone without a token) in place of the Bearer challenge',
+  },
+  {
+    name: 'DPoP-Nonce',
+    on: '204, and the 401 `use_dpop_nonce`, when nonces are on',
+    meaning: 'the server nonce the next proof must carry (RFC 9449 §9); NGINX passes it on',
+  },
+] as const;

@@ -5,7 +5,8 @@
 import type { DpopConfig } from '../config/model.js';
 import type { Decision } from '../decision/decision.js';
 import type { Logger } from '../log.js';
-import { createDpopStep, type DpopStep } from './binding.js';
+import type { DpopStep } from '../decision/plugins.js';
+import { createDpopStep } from './binding.js';
 import { dpopDenial } from './challenge.js';
 import { createNonceSource } from './nonce.js';
 import { createProofChecker } from './proof.js';

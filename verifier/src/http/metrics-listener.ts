@@ -3,7 +3,7 @@
 // Low traffic by nature, so plain node:http; it answers GET /metrics and 404 to everything else.
 import { createServer } from 'node:http';
 import type { Listen } from '../config/model.js';
-import type { Answer } from './routes.js';
+import type { Answer } from '../decision/plugins.js';
 import { listenNodeServer } from './transport.js';
 
 export interface MetricsListener {

@@ -1,18 +1,10 @@
 // What each path answers, independent of the HTTP library. Transports translate requests into
 // these calls and write the results verbatim.
+import { STATUS_CODES } from 'node:http';
 import type { Authorize } from '../decision/authorize.js';
-import type { Header } from './verify-answer.js';
+import type { Header } from '../decision/decision.js';
+import type { Answer, Receiver } from '../decision/plugins.js';
 import type { Metrics } from '../metrics.js';
-import type { ReceivedRequest } from '../revocation/index.js';
-
-/** A revocation receiver: a POST body in, an answer out. */
-export type Receiver = (request: ReceivedRequest) => Promise<Answer>;
-
-export interface Answer {
-  readonly status: number;
-  readonly headers: readonly Header[];
-  readonly body: string;
-}
 
 export interface Routes {
   /** GET /verify: the decision; the transport renders it (only ever 204, 401 or 403, no body). */
@@ -86,15 +78,7 @@ export function createRoutes(parts: {
   };
 }
 
-export const STATUS_TEXT: Readonly<Record<number, string>> = {
-  200: '200 OK',
-  202: '202 Accepted',
-  204: '204 No Content',
-  400: '400 Bad Request',
-  401: '401 Unauthorized',
-  403: '403 Forbidden',
-  404: '404 Not Found',
-  405: '405 Method Not Allowed',
-  413: '413 Payload Too Large',
-  503: '503 Service Unavailable',
-};
+/** Status lines as uWS writes them (`204 No Content`), built once from node:http's reason phrases. */
+export const STATUS_TEXT: Readonly<Record<number, string>> = Object.fromEntries(
+  Object.entries(STATUS_CODES).map(([code, reason]) => [code, `${code} ${reason}`]),
+);

@@ -1,11 +1,13 @@
 // The node:http adapter: the fallback when the uWS addon cannot load (musl, another Node ABI), and
 // an explicit choice with VERIFIER_TRANSPORT=node. Same routes, same bytes on the wire.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { VerifyRequest } from '../decision/authorize.js';
 import type { Decision } from '../decision/decision.js';
-import type { Answer, Routes } from './routes.js';
+import { MAX_RECEIVER_BODY_BYTES, type Answer } from '../decision/plugins.js';
+import { REQUEST_HEADERS } from './contract.js';
+import type { Routes } from './routes.js';
 import { drain, listenNodeServer, type Transport } from './transport.js';
 import { renderDecision } from './verify-answer.js';
-import { MAX_RECEIVER_BODY_BYTES } from '../revocation/index.js';
 
 function single(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value || undefined;
@@ -67,17 +69,12 @@ export function createNodeTransport(routes: Routes): Transport {
     switch (path) {
       case '/verify': {
         const query = q === -1 ? undefined : new URLSearchParams(url.slice(q + 1));
-        const result = routes.verify({
-          authorization: single(req.headers.authorization),
+        const request: { -readonly [K in keyof VerifyRequest]: VerifyRequest[K] } = {
           policy: query?.get('policy') || undefined,
-          originalUri: single(req.headers['x-original-uri']),
-          originalMethod: single(req.headers['x-original-method']),
-          dpop: single(req.headers.dpop),
-          originalOrigin: single(req.headers['x-original-origin']),
-        });
-        if (!(result instanceof Promise)) return writeDecision(res, result);
+        };
+        for (const { field, key } of REQUEST_HEADERS) request[field] = single(req.headers[key]);
         inFlight++;
-        void result.then((decision) => {
+        void routes.verify(request).then((decision) => {
           inFlight--;
           if (!res.destroyed) writeDecision(res, decision);
         });

@@ -1,10 +1,12 @@
 // The uWebSockets.js adapter: the only code that touches uWS `req`/`res`. Headers are copied
 // before anything can yield (uWS invalidates `req` after the handler returns), `onAborted` is set
-// before waiting, and the answer is written inside `cork` when it comes from a promise.
+// before waiting, and the answer is written inside `cork`.
 import type { HttpRequest, HttpResponse, us_listen_socket } from 'uWebSockets.js';
 import type { VerifyRequest } from '../decision/authorize.js';
 import type { Decision } from '../decision/decision.js';
-import type { Answer, Routes } from './routes.js';
+import { MAX_RECEIVER_BODY_BYTES, type Answer } from '../decision/plugins.js';
+import { REQUEST_HEADERS } from './contract.js';
+import type { Routes } from './routes.js';
 import { STATUS_TEXT } from './routes.js';
 import {
   describe,
@@ -15,7 +17,6 @@ import {
   type UwsModule,
 } from './transport.js';
 import { renderDecision } from './verify-answer.js';
-import { MAX_RECEIVER_BODY_BYTES } from '../revocation/index.js';
 
 export function createUwsTransport(uws: UwsModule, routes: Routes): Transport {
   const app = uws.App();
@@ -39,25 +40,16 @@ export function createUwsTransport(uws: UwsModule, routes: Routes): Transport {
 
   // auth_request subrequests keep the client's method, so /verify answers every method.
   app.any('/verify', (res: HttpResponse, req: HttpRequest) => {
-    const request: VerifyRequest = {
-      authorization: req.getHeader('authorization') || undefined,
+    const request: { -readonly [K in keyof VerifyRequest]: VerifyRequest[K] } = {
       policy: req.getQuery('policy') || undefined,
-      originalUri: req.getHeader('x-original-uri') || undefined,
-      originalMethod: req.getHeader('x-original-method') || undefined,
-      dpop: req.getHeader('dpop') || undefined,
-      originalOrigin: req.getHeader('x-original-origin') || undefined,
     };
-    const result = routes.verify(request);
-    if (!(result instanceof Promise)) {
-      writeDecision(res, result);
-      return;
-    }
+    for (const { field, key } of REQUEST_HEADERS) request[field] = req.getHeader(key) || undefined;
     let aborted = false;
     inFlight++;
     res.onAborted(() => {
       aborted = true;
     });
-    void result.then((decision) => {
+    void routes.verify(request).then((decision) => {
       inFlight--;
       if (!aborted) res.cork(() => writeDecision(res, decision));
     });

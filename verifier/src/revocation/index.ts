@@ -9,21 +9,14 @@ import { createEndpointResolver } from '../token/discovery.js';
 import { createKeySet, type KeySet } from '../token/key-set.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
-import type { Answer } from '../http/routes.js';
-import { createRevocationCheck, type RevocationCheck } from './check.js';
+import type { Answer, ReceivedRequest, RevocationCheck } from '../decision/plugins.js';
+import { createRevocationCheck } from './check.js';
 import { createLogoutTokenVerifier, createSetVerifier } from './event-token.js';
 import { createPoller, type Poller } from './poller.js';
-import {
-  createLogoutReceiver,
-  createPushReceiver,
-  createSetProcessor,
-  type ReceivedRequest,
-} from './receiver.js';
+import { createLogoutReceiver, createPushReceiver, createSetProcessor } from './receiver.js';
 import { createRedisRevocationStore } from './redis-store.js';
 import { createRevocationApplier, tokenLifetimes } from './revocation.js';
 import { createMemoryRevocationStore, type RevocationStore } from './store.js';
-
-export { MAX_RECEIVER_BODY_BYTES, type ReceivedRequest } from './receiver.js';
 
 export interface RevocationRuntime {
   readonly store: RevocationStore;

@@ -3,7 +3,7 @@
 // here), then write the watermarks; a refused token changes nothing.
 import type { Logger } from '../log.js';
 import type { Metrics, RevocationChannel } from '../metrics.js';
-import type { Answer } from '../http/routes.js';
+import type { Answer, ReceivedRequest } from '../decision/plugins.js';
 import {
   ReceiverError,
   type LogoutTokenVerifier,
@@ -13,14 +13,6 @@ import {
 import type { ApplyRevocations } from './revocation.js';
 import { interpretSet } from './set-events.js';
 import { RevocationStoreUnavailable, type RevocationStore } from './store.js';
-
-export interface ReceivedRequest {
-  readonly contentType: string | undefined;
-  readonly body: string;
-}
-
-/** Bodies above this are refused by the transports before they reach here. */
-export const MAX_RECEIVER_BODY_BYTES = 16 * 1024;
 
 export interface ReceiverParts {
   readonly store: RevocationStore;

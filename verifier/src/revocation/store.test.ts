@@ -2,7 +2,6 @@
 // watermark wins, a watermark lives until no token it matches can still be valid, a token without
 // `iat` cannot be shown newer, and a full store refuses rather than forgets.
 import { describe, expect, it } from 'vitest';
-import { allow } from '../decision/decision.js';
 import { manualClock } from '../testing/fixtures.js';
 import { createRevocationCheck } from './check.js';
 import { createRevocationApplier } from './revocation.js';
@@ -23,7 +22,7 @@ function setup(maxEntries = 100) {
     iat: number | undefined,
     extra: { sid?: string; email?: string } = {},
   ) => ({
-    ...allow({ sub, client: 'spa-demo', scopes: [], issuer: ISS }, clock.seconds() + 300),
+    identity: { sub, client: 'spa-demo', scopes: [], issuer: ISS },
     session: { iat, sid: extra.sid, email: extra.email },
   });
   return { clock, store, apply, check, decision, unchecked: () => unchecked };

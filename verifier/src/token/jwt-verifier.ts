@@ -21,9 +21,8 @@ import { checkProtectedHeader, validateClaims } from './jwt-claims.js';
 import type { KeySet } from './key-set.js';
 import { signatureScheme, verificationKey, verifySignature } from './jws-signature.js';
 import { checkTokenKind, soleAudienceReason } from '../config/presets.js';
-import { readSessionClaims } from '../revocation/subjects.js';
 import { looksLikeJwt } from './token-shape.js';
-import type { VerifiedToken } from './verified-token.js';
+import { readSessionClaims, type VerifiedToken } from './verified-token.js';
 
 export type JwtVerifier = (token: string) => Promise<VerifiedToken>;
 
@@ -167,5 +166,6 @@ export function toVerifyError(error: unknown): VerifyError {
   }
   if (error instanceof errors.JOSEError)
     return fail('token_malformed', 'the token is not a valid JWS/JWT');
+  // No token outcome but a bug: the authorizer answers it as `internal_error`.
   throw error;
 }

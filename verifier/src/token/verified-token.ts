@@ -1,6 +1,5 @@
 // The outcome of a successful token check, whatever the token type; what the decision cache keeps.
 import type { Identity } from './identity.js';
-import type { SessionClaims } from '../revocation/subjects.js';
 
 export interface VerifiedToken {
   readonly identity: Identity;
@@ -16,4 +15,31 @@ export interface VerifiedToken {
   readonly jkt?: string | undefined;
   /** What pushed revocations are matched against (`iat`, `sid`, `email`). */
   readonly session?: SessionClaims | undefined;
+}
+
+/** The claims of a verified token that revocations are matched against (besides iss and sub). */
+export interface SessionClaims {
+  /** Seconds since the epoch; a token without `iat` cannot be shown newer than a watermark. */
+  readonly iat: number | undefined;
+  /** OIDC session id, when the IdP puts one into access tokens (Keycloak does). */
+  readonly sid: string | undefined;
+  /** The token's own `email` claim, lower-cased; never an address from user-info. */
+  readonly email: string | undefined;
+}
+
+const MAX_CLAIM_LENGTH = 1024;
+
+/** Reads the session claims of verified token claims; odd types are ignored, not trusted. */
+export function readSessionClaims(claims: Record<string, unknown>): SessionClaims {
+  const { iat, sid, email } = claims;
+  const short = (value: unknown): string | undefined =>
+    typeof value === 'string' && value.length > 0 && value.length <= MAX_CLAIM_LENGTH
+      ? value
+      : undefined;
+  const address = short(email);
+  return {
+    iat: typeof iat === 'number' && Number.isFinite(iat) ? iat : undefined,
+    sid: short(sid),
+    email: address?.toLowerCase(),
+  };
 }

@@ -1,0 +1,72 @@
+// What the decision path asks of its plugins, declared here so the arrows point inward: dpop/,
+// revocation/ and cloudfront/ implement these contracts, the core never imports them, and only
+// service.ts wires one to the other.
+import type { DpopMode, PolicyConfig } from '../config/model.js';
+import type { Decision, Header } from './decision.js';
+import type { VerifiedToken } from '../token/verified-token.js';
+
+/**
+ * A policy's grant: what an allow hands out besides the identity, as ready answer headers. Called
+ * on every allowed request (so time-limited values are always fresh) with the time and the token's
+ * `exp` in epoch seconds; nothing it hands out may outlive `exp`. It never throws: a grant that
+ * cannot be made is logged by the plugin and left out, and the allow stands.
+ */
+export type Grant = (nowSeconds: number, exp: number) => Promise<readonly Header[]>;
+
+/** `valid`, or why a token must be refused (RFC 8417 events, logout tokens: revocation/). */
+export type RevocationVerdict = 'valid' | 'revoked' | 'unavailable';
+
+/** The pushed-revocation check, after the cache on every request (`checked` or `required`). */
+export type RevocationCheck = (
+  token: Pick<VerifiedToken, 'identity' | 'session'>,
+  mode: PolicyConfig['revocation'],
+) => RevocationVerdict;
+
+/** What the DPoP step reads from a /verify request (RFC 9449 §7). */
+export interface DpopContext {
+  readonly scheme: 'bearer' | 'dpop';
+  readonly token: string;
+  /** `cnf.jkt` of the accepted token; undefined when it is unbound or was refused. */
+  readonly jkt: string | undefined;
+  /** The `DPoP` header NGINX passed (one, size-capped). */
+  readonly proof: string | undefined;
+  /** The original method and path, and the gate's configured external origin. */
+  readonly method: string | undefined;
+  readonly path: string | undefined;
+  readonly origin: string | undefined;
+}
+
+export interface DpopOutcome {
+  readonly decision: Decision;
+  /** Why, for the log line (never a token or proof). */
+  readonly detail: string | undefined;
+}
+
+/**
+ * The DPoP step on the token's decision, cached or fresh: the same decision (with a nonce header
+ * when nonces are on), or a deny whose headers carry the `DPoP` challenge.
+ */
+export type DpopStep = (
+  mode: DpopMode,
+  decision: Decision,
+  context: DpopContext,
+) => Promise<DpopOutcome>;
+
+/** What a route other than /verify answers (health, metrics, a revocation receiver). */
+export interface Answer {
+  readonly status: number;
+  readonly headers: readonly Header[];
+  readonly body: string;
+}
+
+/** A POST body as a receiver (revocation/) reads it. */
+export interface ReceivedRequest {
+  readonly contentType: string | undefined;
+  readonly body: string;
+}
+
+/** A POST endpoint of a plugin: the body in, an answer out. */
+export type Receiver = (request: ReceivedRequest) => Promise<Answer>;
+
+/** Bodies above this are refused by the transports before they reach a receiver. */
+export const MAX_RECEIVER_BODY_BYTES = 16 * 1024;
