@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Decision } from '../../verifier/src/decision/decision.js';
-import { statusOf } from '../../verifier/src/testing/answer.js';
+import { answerOf, statusOf } from '../../verifier/src/testing/answer.js';
 import { signProof, thumbprintOf } from '../../verifier/src/testing/dpop-proof.js';
 import { mintLogoutToken, SPA_CLIENT } from '../../verifier/src/testing/event-tokens.js';
 import {
@@ -231,6 +231,7 @@ describe('the DPoP replay store across a Redis outage', () => {
           status: 401,
           reason: 'dpop_replay_unavailable',
         });
+        expect(answerOf(refused).headers[0]?.[1]).toMatch(/^DPoP error="invalid_dpop_proof"/);
       }
       redis = await startRedisServer({ port: redis.port });
       // The first proofs after the return may still meet a reconnecting client: refused, never
