@@ -4,7 +4,7 @@
 // replicas recover without a restart: a revocation pushed to one is honoured by the other within
 // `revocation.maxLatency`, and a proof used at one is refused at the other. An empty Redis (killed
 // without persistence) lost the watermarks: the replicas write back the ones they hold.
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -40,6 +40,9 @@ afterAll(async () => {
   await jwks.close();
   await rm(dataDir, { recursive: true, force: true });
 });
+
+/** Long enough for several reconnection attempts (and reloads) to fail before Redis returns. */
+const outlastReconnections = () => new Promise((resolve) => setTimeout(resolve, 3_000));
 
 async function until(condition: () => boolean | Promise<boolean>, ms: number): Promise<void> {
   const deadline = Date.now() + ms;
@@ -114,6 +117,7 @@ describe('the revocation store across a Redis outage', () => {
 
   async function whileDown(): Promise<void> {
     await until(() => !current(first) && !current(second), RECOVERY_MS);
+    await outlastReconnections();
     const token = await mintToken({ claims: { sub: 'lee' } });
     for (const built of [first, second]) {
       const strict = await ask(built, bearer(token, 'strict'));
@@ -152,6 +156,7 @@ describe('the revocation store across a Redis outage', () => {
 
   it('Redis shut down cleanly and started on its data: the replicas reload and follow again', async () => {
     await redis.stop('SIGTERM');
+    await stat(join(dataDir, 'dump.rdb'));
     await whileDown();
     redis = await startRedisServer({ port: redis.port, dataDir });
     await afterReturn('max');
@@ -233,6 +238,7 @@ describe('the DPoP replay store across a Redis outage', () => {
         });
         expect(answerOf(refused).headers[0]?.[1]).toMatch(/^DPoP error="invalid_dpop_proof"/);
       }
+      await outlastReconnections();
       redis = await startRedisServer({ port: redis.port });
       // The first proofs after the return may still meet a reconnecting client: refused, never
       // served unchecked. Then every proof is checked across replicas again.
