@@ -1,5 +1,7 @@
 // A throwaway redis-server (Debian's package) on a free loopback port, for tests of the shared DPoP
-// replay store. Nothing is persisted; the process is stopped by the test that started it.
+// replay and revocation stores. Nothing is persisted unless `dataDir` is given (then SIGTERM saves
+// the keys and a server started again on that directory loads them); the process is stopped by
+// the test that started it, and may be started again on the same `port` to play an outage.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createConnection } from 'node:net';
 import { freePort } from '../../stack/ports.js';
@@ -7,16 +9,21 @@ import { freePort } from '../../stack/ports.js';
 export interface RedisServer {
   readonly url: string;
   readonly port: number;
-  stop(): Promise<void>;
+  /** SIGTERM shuts down cleanly (saving to `dataDir` if any); SIGKILL loses everything. */
+  stop(signal?: 'SIGTERM' | 'SIGKILL'): Promise<void>;
 }
 
 export const REDIS_SERVER_BINARY = '/usr/bin/redis-server';
 
-/** `requirePass`: the server refuses every command until a client sends `AUTH` with it. */
+/**
+ * `requirePass`: the server refuses every command until a client sends `AUTH` with it.
+ * `port`: listen there (a server started again where clients expect it) instead of a free one.
+ * `dataDir`: keep the keys in `dump.rdb` there across a SIGTERM.
+ */
 export async function startRedisServer(
-  options: { requirePass?: string } = {},
+  options: { requirePass?: string; port?: number; dataDir?: string } = {},
 ): Promise<RedisServer> {
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const child: ChildProcess = spawn(
     REDIS_SERVER_BINARY,
     [
@@ -24,8 +31,9 @@ export async function startRedisServer(
       String(port),
       '--bind',
       '127.0.0.1',
-      '--save',
-      '',
+      ...(options.dataDir === undefined
+        ? ['--save', '']
+        : ['--dir', options.dataDir, '--dbfilename', 'dump.rdb', '--save', '3600 1']),
       '--appendonly',
       'no',
       ...(options.requirePass === undefined ? [] : ['--requirepass', options.requirePass]),
@@ -37,8 +45,8 @@ export async function startRedisServer(
   return {
     url: `redis://127.0.0.1:${port}`,
     port,
-    async stop() {
-      if (child.exitCode === null) child.kill('SIGTERM');
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode === null) child.kill(signal);
       await exited;
     },
   };

@@ -3,8 +3,10 @@
 // the watermarks in an in-process view so the per-request check never waits on the network:
 // a write raises the key on the server (a script keeps the higher value) and publishes it; every
 // replica's subscriber raises its view. After each (re)connection the subscriber reloads every
-// watermark, so a restarted replica or one that missed messages catches up. While the subscriber
-// is down the view may be behind: `isCurrent()` says so, and `required` policies refuse.
+// watermark, so a restarted replica or one that missed messages catches up, then writes back the
+// ones it holds that the server lacks (a Redis restarted without its data), so replicas started
+// later load them too. While the subscriber is down the view may be behind: `isCurrent()` says
+// so, and `required` policies refuse.
 import { Redis } from 'ioredis';
 import { createWatermarkView, RevocationStoreUnavailable, type RevocationStore } from './store.js';
 
@@ -89,10 +91,18 @@ export function createRedisRevocationStore(options: RedisRevocationStoreOptions)
     }
   }
 
-  /** Subscribes first, then loads every watermark: nothing published meanwhile is missed. */
+  const raiseArgs = (key: string, at: number, ttl: number) =>
+    [RAISE, 1, `${WATERMARK_PREFIX}${key}`, String(at), String(ttl), CHANNEL, key] as const;
+
+  /**
+   * Subscribes first, then loads every watermark: nothing published meanwhile is missed. Then
+   * writes back what the view holds above the server's (a server restarted empty or flushed).
+   */
   async function resync(): Promise<void> {
     try {
       await subscriber.subscribe(CHANNEL);
+      /** Keys whose watermark the server holds at least as high as the view. */
+      const held = new Set<string>();
       await send('load', async () => {
         const batches = client.scanStream({ match: `${WATERMARK_PREFIX}*`, count: 500 });
         for await (const keys of batches as AsyncIterable<string[]>) {
@@ -103,11 +113,21 @@ export function createRedisRevocationStore(options: RedisRevocationStoreOptions)
           keys.forEach((key, i) => {
             const at = Number(answers[2 * i]?.[1]);
             const ttl = Number(answers[2 * i + 1]?.[1]);
-            if (Number.isFinite(at) && ttl > 0)
-              view.raise(key.slice(WATERMARK_PREFIX.length), at, now() + ttl);
+            const name = key.slice(WATERMARK_PREFIX.length);
+            if (!Number.isFinite(at) || ttl <= 0) return;
+            view.raise(name, at, now() + ttl);
+            if (at >= (view.get(name) ?? 0)) held.add(name);
           });
         }
       });
+      const lost = view.entries().filter(({ key }) => !held.has(key));
+      for (let i = 0; i < lost.length; i += 500) {
+        const batch = client.pipeline();
+        for (const { key, at, expires } of lost.slice(i, i + 500))
+          batch.eval(...raiseArgs(key, at, Math.max(1, expires - now())));
+        const failed = (await send('load', () => batch.exec()))?.find(([error]) => error);
+        if (failed) throw failed[0] as Error;
+      }
       current = subscriber.status === 'ready' && !closed;
     } catch (error) {
       options.onError?.(`revocation store reload failed: ${(error as Error).message}`);
@@ -123,9 +143,7 @@ export function createRedisRevocationStore(options: RedisRevocationStoreOptions)
     },
     async revoke(key, at, ttlSeconds) {
       const ttl = Math.max(1, Math.ceil(ttlSeconds * 1000));
-      await send('revoke', () =>
-        client.eval(RAISE, 1, `${WATERMARK_PREFIX}${key}`, String(at), String(ttl), CHANNEL, key),
-      );
+      await send('revoke', () => client.eval(...raiseArgs(key, at, ttl)));
       // This replica knows at once, whether or not its subscriber is connected.
       view.raise(key, at, now() + ttl);
     },

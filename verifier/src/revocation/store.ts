@@ -33,6 +33,8 @@ export interface WatermarkView {
   /** Keeps the higher watermark; false when full of live entries. */
   raise(key: string, at: number, expiresAt: number): boolean;
   delete(key: string): void;
+  /** The live watermarks, for writing them back to a shared store that lost them. */
+  entries(): Array<{ key: string; at: number; expires: number }>;
   readonly size: number;
   clear(): void;
 }
@@ -61,6 +63,12 @@ export function createWatermarkView(maxEntries: number, now: () => number): Wate
       return true;
     },
     delete: (key) => void marks.delete(key),
+    entries() {
+      const t = now();
+      return [...marks]
+        .filter(([, mark]) => mark.expires > t)
+        .map(([key, mark]) => ({ key, ...mark }));
+    },
     get size() {
       return marks.size;
     },
