@@ -85,6 +85,14 @@ describe('the capacity of a system', () => {
     expect(text).toContain('| 1000 | 2000 | 1980 | 0 | 20.0 | 20 % | held |');
     expect(text).toContain('| 2000 | 4000 | 3900 | 0 | 60.0 | 96 % (saturated) | held |');
     expect(text).toContain('| 2500 | 5000 | 4100 | 12 | 900.0 | 20 % | broken |');
+    const crowded = judgeStep(500, wrk(990, 5), {
+      cpuSeconds: 2.5,
+      wallSeconds: 25,
+      waitSeconds: 22,
+    });
+    expect(formatCapacity('ours', [crowded])).toContain(
+      '| 10 % + 88 % waiting (saturated) | held |',
+    );
     expect(text).toContain('**2000 requests/s offered** (1000 users, 1980 served)');
     expect(text).toContain('--profile tight');
   });

@@ -132,6 +132,16 @@ export function capacitySeries(name: string, steps: readonly CapacityStep[]): Se
 const percent = (share: number | undefined) =>
   share === undefined ? '—' : `${(share * 100).toFixed(0)} %`;
 
+/**
+ * wrk's CPU share, and its wait for a runnable core when it had one: on a shared machine wrk can
+ * be saturated by other work on its core while using little CPU itself.
+ */
+function generatorShare(step: CapacityStep): string {
+  const wait = step.generatorWaitShare ?? 0;
+  const waited = wait >= 0.01 ? ` + ${percent(wait)} waiting` : '';
+  return `${percent(step.generatorCpuShare)}${waited}${step.generatorSaturated ? ' (saturated)' : ''}`;
+}
+
 /** `nginx 80 (12 %) + verifier 30`: CPU µs per request, and the throttled share where limited. */
 function serviceCosts(step: CapacityStep): string {
   if (step.services.length === 0) return '—';
@@ -154,7 +164,7 @@ export function formatCapacity(name: string, steps: readonly CapacityStep[]): st
     '| ----: | ------------: | -----------: | -------: | -----: | ------: | ---- | -------------------------------------- | ----------------------------: |',
     ...steps.map(
       (step) =>
-        `| ${step.users} | ${step.offeredRps.toFixed(0)} | ${step.servedRps.toFixed(0)} | ${step.failures} | ${step.p99Ms.toFixed(1)} | ${percent(step.generatorCpuShare)}${step.generatorSaturated ? ' (saturated)' : ''} | ${step.heldGoal ? 'held' : 'broken'} | ${serviceCosts(step)} | ${step.gateSecretP99Ms === undefined ? '—' : `${step.gateSecretP99Ms} ms`} |`,
+        `| ${step.users} | ${step.offeredRps.toFixed(0)} | ${step.servedRps.toFixed(0)} | ${step.failures} | ${step.p99Ms.toFixed(1)} | ${generatorShare(step)} | ${step.heldGoal ? 'held' : 'broken'} | ${serviceCosts(step)} | ${step.gateSecretP99Ms === undefined ? '—' : `${step.gateSecretP99Ms} ms`} |`,
     ),
     '',
     capacity
