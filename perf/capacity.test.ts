@@ -114,8 +114,20 @@ describe('where a step’s time went', () => {
   });
   const step = judgeStep(1000, wrk(2000, 140), idleWrk, {
     services: [
-      { name: 'nginx', cpuSeconds: 4.8, throttling: throttling(150) },
-      { name: 'verifier', cpuSeconds: 1.2, throttling: throttling(0) },
+      {
+        name: 'nginx',
+        cpuSeconds: 4.8,
+        waitSeconds: 12,
+        wallSeconds: 30,
+        throttling: throttling(150),
+      },
+      {
+        name: 'verifier',
+        cpuSeconds: 1.2,
+        waitSeconds: 3,
+        wallSeconds: 30,
+        throttling: throttling(0),
+      },
       { name: 'idp', cpuSeconds: 0 },
     ],
     serverLatency: [
@@ -126,16 +138,16 @@ describe('where a step’s time went', () => {
 
   it('is each service’s CPU per request served and how often its quota ran out', () => {
     expect(step.services).toEqual([
-      { name: 'nginx', cpuUsPerRequest: 80, throttledShare: 0.5 },
-      { name: 'verifier', cpuUsPerRequest: 20, throttledShare: 0 },
-      { name: 'idp', cpuUsPerRequest: 0, throttledShare: undefined },
+      { name: 'nginx', cpuUsPerRequest: 80, throttledShare: 0.5, waitShare: 0.4 },
+      { name: 'verifier', cpuUsPerRequest: 20, throttledShare: 0, waitShare: 0.1 },
+      { name: 'idp', cpuUsPerRequest: 0, throttledShare: undefined, waitShare: undefined },
     ]);
     expect(step.gateSecretP99Ms).toBe(85);
   });
 
   it('is in the step’s row, leaving out an idle support service', () => {
     expect(formatCapacity('ours', [step])).toContain(
-      '| broken | nginx 80 (50 %) + verifier 20 (0 %) | 85 ms |',
+      '| broken | nginx 80 (50 %) + verifier 20 (0 %); waited for a core: nginx 40 %, verifier 10 % | 85 ms |',
     );
     expect(formatCapacity('ours', [judgeStep(250, wrk(500, 5), idleWrk)])).toContain(
       '| held | — | — |',

@@ -33,6 +33,11 @@ export interface StepService {
   readonly cpuUsPerRequest: number;
   /** Share of the CFS periods that ended throttled (undefined when not under a quota). */
   readonly throttledShare: number | undefined;
+  /**
+   * Share of the step its threads waited runnable for a core (summed over processes and threads,
+   * so it can pass 100 %): high with little CPU used means other work held the core.
+   */
+  readonly waitShare: number | undefined;
 }
 
 /** What the runner measured on the system's side while a step ran. */
@@ -40,6 +45,8 @@ export interface StepMeasurements {
   readonly services: readonly {
     readonly name: string;
     readonly cpuSeconds: number;
+    readonly waitSeconds?: number | undefined;
+    readonly wallSeconds?: number | undefined;
     readonly throttling?: CpuThrottling | undefined;
   }[];
   /** The gate's own latency per path from its access log (ours only). */
@@ -106,6 +113,10 @@ export function judgeStep(
         service.throttling && service.throttling.periods > 0
           ? service.throttling.throttledPeriods / service.throttling.periods
           : undefined,
+      waitShare:
+        service.waitSeconds !== undefined && service.wallSeconds
+          ? service.waitSeconds / service.wallSeconds
+          : undefined,
     })),
     gateSecretP99Ms: measured.serverLatency?.find((row) => row.path === '/secret')?.p99Ms,
   };
@@ -142,16 +153,23 @@ function generatorShare(step: CapacityStep): string {
   return `${percent(step.generatorCpuShare)}${waited}${step.generatorSaturated ? ' (saturated)' : ''}`;
 }
 
-/** `nginx 80 (12 %) + verifier 30`: CPU µs per request, and the throttled share where limited. */
+/**
+ * `nginx 80 (12 %) + verifier 30 (0 %)`: CPU µs per request, and the throttled share where
+ * limited; then how long the limited services waited for a core (`waited nginx 40 %`).
+ */
 function serviceCosts(step: CapacityStep): string {
   if (step.services.length === 0) return '—';
-  return step.services
+  const costs = step.services
     .filter((service) => service.cpuUsPerRequest >= 0.5 || service.throttledShare !== undefined)
     .map(
       (service) =>
         `${service.name} ${service.cpuUsPerRequest.toFixed(0)}${service.throttledShare === undefined ? '' : ` (${percent(service.throttledShare)})`}`,
     )
     .join(' + ');
+  const waits = step.services
+    .filter((service) => service.throttledShare !== undefined && service.waitShare !== undefined)
+    .map((service) => `${service.name} ${percent(service.waitShare)}`);
+  return waits.length === 0 ? costs : `${costs}; waited for a core: ${waits.join(', ')}`;
 }
 
 /** One system's steps as a Markdown table, then its capacity in one sentence. */
@@ -160,8 +178,8 @@ export function formatCapacity(name: string, steps: readonly CapacityStep[]): st
   const lines = [
     `### ${name}`,
     '',
-    '| users | offered req/s | served req/s | failures | p99 ms | wrk CPU | goal | CPU µs per request (throttled periods) | `/secret` p99 inside the gate |',
-    '| ----: | ------------: | -----------: | -------: | -----: | ------: | ---- | -------------------------------------- | ----------------------------: |',
+    '| users | offered req/s | served req/s | failures | p99 ms | wrk CPU | goal | CPU µs per request (throttled periods); runnable, waiting for a core | `/secret` p99 inside the gate |',
+    '| ----: | ------------: | -----------: | -------: | -----: | ------: | ---- | ------------------------------------------------------------------- | ----------------------------: |',
     ...steps.map(
       (step) =>
         `| ${step.users} | ${step.offeredRps.toFixed(0)} | ${step.servedRps.toFixed(0)} | ${step.failures} | ${step.p99Ms.toFixed(1)} | ${generatorShare(step)} | ${step.heldGoal ? 'held' : 'broken'} | ${serviceCosts(step)} | ${step.gateSecretP99Ms === undefined ? '—' : `${step.gateSecretP99Ms} ms`} |`,
