@@ -7,6 +7,8 @@ import {
   capacitySeries,
   formatCapacity,
   judgeStep,
+  LEAST_CAPACITY_USERS,
+  nextStepUsers,
   offeredRps,
   shouldContinue,
 } from './capacity.js';
@@ -83,6 +85,14 @@ describe('the capacity of a system', () => {
     expect(text).toContain('| 1000 | 2000 | 1980 | 0 | 20.0 | 20 % | held |');
     expect(text).toContain('| 2000 | 4000 | 3900 | 0 | 60.0 | 96 % (saturated) | held |');
     expect(text).toContain('| 2500 | 5000 | 4100 | 12 | 900.0 | 20 % | broken |');
+    const crowded = judgeStep(500, wrk(990, 5), {
+      cpuSeconds: 2.5,
+      wallSeconds: 25,
+      waitSeconds: 22,
+    });
+    expect(formatCapacity('ours', [crowded])).toContain(
+      '| 10 % + 88 % waiting (saturated) | held |',
+    );
     expect(text).toContain('**2000 requests/s offered** (1000 users, 1980 served)');
     expect(text).toContain('--profile tight');
   });
@@ -93,6 +103,81 @@ describe('the capacity of a system', () => {
     const svg = renderChart([series], 'capacity', 'req/s offered');
     expect(svg).toContain('5000 req/s offered');
     expect(svg).not.toMatch(/\d s<\/text>/);
+  });
+});
+
+describe('where a step’s time went', () => {
+  const throttling = (throttledPeriods: number) => ({
+    periods: 300,
+    throttledPeriods,
+    throttledSeconds: throttledPeriods / 100,
+  });
+  const step = judgeStep(1000, wrk(2000, 140), idleWrk, {
+    services: [
+      {
+        name: 'nginx',
+        cpuSeconds: 4.8,
+        waitSeconds: 12,
+        wallSeconds: 30,
+        throttling: throttling(150),
+      },
+      {
+        name: 'verifier',
+        cpuSeconds: 1.2,
+        waitSeconds: 3,
+        wallSeconds: 30,
+        throttling: throttling(0),
+      },
+      { name: 'idp', cpuSeconds: 0 },
+    ],
+    serverLatency: [
+      { path: '/hello', count: 20_000, p50Ms: 0, p99Ms: 1, maxMs: 3 },
+      { path: '/secret', count: 40_000, p50Ms: 1, p99Ms: 85, maxMs: 120 },
+    ],
+  });
+
+  it('is each service’s CPU per request served and how often its quota ran out', () => {
+    expect(step.services).toEqual([
+      { name: 'nginx', cpuUsPerRequest: 80, throttledShare: 0.5, waitShare: 0.4 },
+      { name: 'verifier', cpuUsPerRequest: 20, throttledShare: 0, waitShare: 0.1 },
+      { name: 'idp', cpuUsPerRequest: 0, throttledShare: undefined, waitShare: undefined },
+    ]);
+    expect(step.gateSecretP99Ms).toBe(85);
+  });
+
+  it('is in the step’s row, leaving out an idle support service', () => {
+    expect(formatCapacity('ours', [step])).toContain(
+      '| broken | nginx 80 (50 %) + verifier 20 (0 %); waited for a core: nginx 40 %, verifier 10 % | 85 ms |',
+    );
+    expect(formatCapacity('ours', [judgeStep(250, wrk(500, 5), idleWrk)])).toContain(
+      '| held | — | — |',
+    );
+  });
+});
+
+describe('the steps of the search', () => {
+  const plan = [250, 500, 1000];
+  const held = (users: number) => judgeStep(users, wrk(users * 2, 10), idleWrk);
+  const broken = (users: number) => judgeStep(users, wrk(users * 2, 500), idleWrk);
+
+  it('climb the plan while steps hold and end at the first broken one', () => {
+    expect(nextStepUsers(plan, [])).toBe(250);
+    expect(nextStepUsers(plan, [held(250)])).toBe(500);
+    expect(nextStepUsers(plan, [held(250), held(500), held(1000)])).toBeUndefined();
+    expect(nextStepUsers(plan, [held(250), broken(500)])).toBeUndefined();
+  });
+
+  it('go down by halves when the first step already broke, until one holds', () => {
+    expect(nextStepUsers(plan, [broken(250)])).toBe(125);
+    expect(nextStepUsers(plan, [broken(250), broken(125)])).toBe(62);
+    expect(nextStepUsers(plan, [broken(250), held(125)])).toBeUndefined();
+    expect(capacityOf([broken(250), held(125)])?.users).toBe(125);
+  });
+
+  it(`stop at ${LEAST_CAPACITY_USERS} users, leaving a system that never held without a capacity`, () => {
+    expect(nextStepUsers(plan, [broken(250), broken(125), broken(62), broken(31)])).toBeUndefined();
+    expect(nextStepUsers([50, 100], [broken(50)])).toBe(25);
+    expect(nextStepUsers([50, 100], [broken(50), broken(25)])).toBeUndefined();
   });
 });
 

@@ -5,7 +5,9 @@
 // gate and is flagged, never counted.
 import type { Series } from './chart.js';
 import { isSaturated, SATURATED_LOAD_GENERATOR } from './generators.js';
+import type { CpuThrottling } from './limits.js';
 import type { LoadGeneratorUsage } from './locust.js';
+import type { ServerLatency } from './server-latency.js';
 import type { WrkStudyResult } from './wrk-study.js';
 
 export const CAPACITY_GOAL = Object.freeze({ p99Ms: 100, failures: 0 });
@@ -13,11 +15,43 @@ export const CAPACITY_GOAL = Object.freeze({ p99Ms: 100, failures: 0 });
 export const CAPACITY_STEPS: readonly number[] = Object.freeze([
   250, 500, 1000, 1500, 2000, 2500, 3000, 4000, 5000, 6500, 8000,
 ]);
+/**
+ * Below the first step: a system that breaks the goal at the first step is tried at half its users,
+ * and half again, down to this many, so even a slow baseline gets a capacity to compare with.
+ */
+export const LEAST_CAPACITY_USERS = 25;
 /** `--quick`: two small steps, to keep the harness alive in CI (not to quote). */
 export const QUICK_CAPACITY_STEPS: readonly number[] = Object.freeze([50, 100]);
 export const CAPACITY_STEP_SECONDS = Object.freeze({ full: 30, quick: 8 });
 /** The study's think time, uniform 0–1 s: a user asks once per 0.5 s on average. */
 export const MAX_THINK_MS = 1000;
+
+/** One service of the system during a step: where the gate's time went. */
+export interface StepService {
+  readonly name: string;
+  /** CPU time of the service per request wrk completed. */
+  readonly cpuUsPerRequest: number;
+  /** Share of the CFS periods that ended throttled (undefined when not under a quota). */
+  readonly throttledShare: number | undefined;
+  /**
+   * Share of the step its threads waited runnable for a core (summed over processes and threads,
+   * so it can pass 100 %): high with little CPU used means other work held the core.
+   */
+  readonly waitShare: number | undefined;
+}
+
+/** What the runner measured on the system's side while a step ran. */
+export interface StepMeasurements {
+  readonly services: readonly {
+    readonly name: string;
+    readonly cpuSeconds: number;
+    readonly waitSeconds?: number | undefined;
+    readonly wallSeconds?: number | undefined;
+    readonly throttling?: CpuThrottling | undefined;
+  }[];
+  /** The gate's own latency per path from its access log (ours only). */
+  readonly serverLatency?: readonly ServerLatency[] | undefined;
+}
 
 export interface CapacityStep {
   readonly users: number;
@@ -34,6 +68,10 @@ export interface CapacityStep {
   readonly generatorSaturated: boolean;
   /** 0 failures and p99 ≤ 100 ms. */
   readonly heldGoal: boolean;
+  /** Per service, CPU per request and throttling; empty when not measured. */
+  readonly services: readonly StepService[];
+  /** `/secret`'s p99 inside the gate (its access log), when it writes one. */
+  readonly gateSecretP99Ms: number | undefined;
 }
 
 /** Requests per second `users` offer with think time uniform in [0, maxThinkMs]. */
@@ -41,11 +79,15 @@ export function offeredRps(users: number, maxThinkMs = MAX_THINK_MS): number {
   return users / (maxThinkMs / 2 / 1000);
 }
 
-/** One step's figures from wrk's totals and its own CPU over the measured window. */
+/**
+ * One step's figures from wrk's totals and its own CPU over the measured window, and (when given)
+ * the system's side: each service's CPU per request and throttling, the gate's own p99.
+ */
 export function judgeStep(
   users: number,
   result: WrkStudyResult,
   generator: LoadGeneratorUsage,
+  measured: StepMeasurements = { services: [] },
   maxThinkMs = MAX_THINK_MS,
 ): CapacityStep {
   const wall = generator.wallSeconds;
@@ -64,6 +106,19 @@ export function judgeStep(
     generatorSaturated: isSaturated({ cpuShare, waitShare }),
     heldGoal:
       result.failures <= CAPACITY_GOAL.failures && result.latencyMs.p99 <= CAPACITY_GOAL.p99Ms,
+    services: measured.services.map((service) => ({
+      name: service.name,
+      cpuUsPerRequest: result.requests > 0 ? (service.cpuSeconds * 1e6) / result.requests : 0,
+      throttledShare:
+        service.throttling && service.throttling.periods > 0
+          ? service.throttling.throttledPeriods / service.throttling.periods
+          : undefined,
+      waitShare:
+        service.waitSeconds !== undefined && service.wallSeconds
+          ? service.waitSeconds / service.wallSeconds
+          : undefined,
+    })),
+    gateSecretP99Ms: measured.serverLatency?.find((row) => row.path === '/secret')?.p99Ms,
   };
 }
 
@@ -88,17 +143,46 @@ export function capacitySeries(name: string, steps: readonly CapacityStep[]): Se
 const percent = (share: number | undefined) =>
   share === undefined ? '—' : `${(share * 100).toFixed(0)} %`;
 
+/**
+ * wrk's CPU share, and its wait for a runnable core when it had one: on a shared machine wrk can
+ * be saturated by other work on its core while using little CPU itself.
+ */
+function generatorShare(step: CapacityStep): string {
+  const wait = step.generatorWaitShare ?? 0;
+  const waited = wait >= 0.01 ? ` + ${percent(wait)} waiting` : '';
+  return `${percent(step.generatorCpuShare)}${waited}${step.generatorSaturated ? ' (saturated)' : ''}`;
+}
+
+/**
+ * `nginx 80 (12 %) + verifier 30 (0 %)`: CPU µs per request, and the throttled share where
+ * limited; then how long the limited services waited for a core (`waited nginx 40 %`).
+ */
+function serviceCosts(step: CapacityStep): string {
+  if (step.services.length === 0) return '—';
+  const costs = step.services
+    .filter((service) => service.cpuUsPerRequest >= 0.5 || service.throttledShare !== undefined)
+    .map(
+      (service) =>
+        `${service.name} ${service.cpuUsPerRequest.toFixed(0)}${service.throttledShare === undefined ? '' : ` (${percent(service.throttledShare)})`}`,
+    )
+    .join(' + ');
+  const waits = step.services
+    .filter((service) => service.throttledShare !== undefined && service.waitShare !== undefined)
+    .map((service) => `${service.name} ${percent(service.waitShare)}`);
+  return waits.length === 0 ? costs : `${costs}; waited for a core: ${waits.join(', ')}`;
+}
+
 /** One system's steps as a Markdown table, then its capacity in one sentence. */
 export function formatCapacity(name: string, steps: readonly CapacityStep[]): string {
   const capacity = capacityOf(steps);
   const lines = [
     `### ${name}`,
     '',
-    '| users | offered req/s | served req/s | failures | p99 ms | wrk CPU | goal |',
-    '| ----: | ------------: | -----------: | -------: | -----: | ------: | ---- |',
+    '| users | offered req/s | served req/s | failures | p99 ms | wrk CPU | goal | CPU µs per request (throttled periods); runnable, waiting for a core | `/secret` p99 inside the gate |',
+    '| ----: | ------------: | -----------: | -------: | -----: | ------: | ---- | ------------------------------------------------------------------- | ----------------------------: |',
     ...steps.map(
       (step) =>
-        `| ${step.users} | ${step.offeredRps.toFixed(0)} | ${step.servedRps.toFixed(0)} | ${step.failures} | ${step.p99Ms.toFixed(1)} | ${percent(step.generatorCpuShare)}${step.generatorSaturated ? ' (saturated)' : ''} | ${step.heldGoal ? 'held' : 'broken'} |`,
+        `| ${step.users} | ${step.offeredRps.toFixed(0)} | ${step.servedRps.toFixed(0)} | ${step.failures} | ${step.p99Ms.toFixed(1)} | ${generatorShare(step)} | ${step.heldGoal ? 'held' : 'broken'} | ${serviceCosts(step)} | ${step.gateSecretP99Ms === undefined ? '—' : `${step.gateSecretP99Ms} ms`} |`,
     ),
     '',
     capacity
@@ -116,4 +200,23 @@ export function formatCapacity(name: string, steps: readonly CapacityStep[]): st
 /** Steps go on while they hold the goal; the first broken one ends the system's run. */
 export function shouldContinue(step: CapacityStep): boolean {
   return step.heldGoal;
+}
+
+/**
+ * The users of the next step, or undefined when the search is over. Up the plan while steps hold;
+ * when the plan's first step already broke the goal, down by halves (to LEAST_CAPACITY_USERS)
+ * until one holds, which is then the capacity.
+ */
+export function nextStepUsers(
+  plan: readonly number[],
+  steps: readonly CapacityStep[],
+): number | undefined {
+  const last = steps.at(-1);
+  if (last === undefined) return plan[0];
+  const descending = steps.length > 1 && last.users < steps[0]!.users;
+  if (shouldContinue(last))
+    return descending ? undefined : plan.find((users) => users > last.users);
+  if (steps.some((step) => step.heldGoal)) return undefined;
+  const half = Math.floor(last.users / 2);
+  return half >= LEAST_CAPACITY_USERS && last.users <= plan[0]! ? half : undefined;
 }

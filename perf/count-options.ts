@@ -1,4 +1,5 @@
 // Command-line options of `npm run bench:counts`, parsed once; every problem reported together.
+import { parseCli, positiveInteger, throwProblems } from './cli-args.js';
 
 export interface CountOptions {
   readonly requests: number;
@@ -18,30 +19,19 @@ export const COUNT_USAGE = `usage: npm run bench:counts -- [--quick] [--requests
   --json            print {"rows":[{"name","requests","instructions","syscalls"}]} only`;
 
 export function parseCountOptions(argv: readonly string[]): CountOptions {
-  const problems: string[] = [];
-  let requests: number = COUNT_DEFAULTS.requests;
-  let warmup: number = COUNT_DEFAULTS.warmup;
-  let json = false;
-  let help = false;
-  let quick = false;
-  let explicit: number | undefined;
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    const [name, inline] = arg.includes('=')
-      ? [arg.slice(0, arg.indexOf('=')), arg.slice(arg.indexOf('=') + 1)]
-      : [arg, undefined];
-    if (name === '--json') json = true;
-    else if (name === '--quick') quick = true;
-    else if (name === '--help' || name === '-h') help = true;
-    else if (name === '--requests') {
-      const text = inline ?? argv[++i];
-      const value = text !== undefined && /^\d+$/.test(text) ? Number(text) : NaN;
-      if (!(value > 0)) problems.push('"--requests" must be a positive integer');
-      else explicit = value;
-    } else problems.push(`unknown option "${arg}"`);
-  }
-  if (problems.length > 0) throw new TypeError(`invalid options: ${problems.join('; ')}`);
-  if (quick) ({ requests, warmup } = COUNT_QUICK);
-  if (explicit !== undefined) requests = explicit;
-  return Object.freeze({ requests, warmup, json, help });
+  const parsed = parseCli(argv, {
+    requests: { type: 'string' },
+    quick: { type: 'boolean' },
+    json: { type: 'boolean' },
+    help: { type: 'boolean', short: 'h' },
+  });
+  const explicit = positiveInteger(parsed, 'requests');
+  throwProblems(parsed);
+  const { requests, warmup } = parsed.values.quick === true ? COUNT_QUICK : COUNT_DEFAULTS;
+  return Object.freeze({
+    requests: explicit ?? requests,
+    warmup,
+    json: parsed.values.json === true,
+    help: parsed.values.help === true,
+  });
 }

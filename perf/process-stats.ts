@@ -9,6 +9,10 @@ export interface ServiceUsage {
   readonly peakRssBytes: number;
   /** User + system CPU time of the service's processes since the sampler started, in seconds. */
   readonly cpuSeconds: number;
+  /** Time its threads spent runnable but waiting for a core, over the same window. */
+  readonly waitSeconds: number;
+  /** The sampler's own window, first sample to last. */
+  readonly wallSeconds: number;
 }
 
 export const CLOCK_TICKS = 100; // sysconf(_SC_CLK_TCK) on Linux x86-64 and arm64
@@ -18,6 +22,8 @@ interface ProcessSample {
   cpuTicks: number;
   /** Ticks already used when the sampler started (0 for a process born later). */
   startTicks: number;
+  waitSeconds: number;
+  startWaitSeconds: number;
 }
 
 /** Parses `/proc/PID/stat`: ppid and utime + stime, skipping the parenthesised command name. */
@@ -104,7 +110,10 @@ export function createUsageSampler(
   for (const name of services.keys()) seen.set(name, new Map());
 
   let started = false;
+  const startedAt = performance.now();
+  let lastAt = startedAt;
   function sample(): void {
+    lastAt = performance.now();
     for (const [name, roots] of services) {
       const perPid = seen.get(name)!;
       for (const pid of processTree(roots)) {
@@ -113,10 +122,13 @@ export function createUsageSampler(
         const parsed = stat ? parseStat(stat) : undefined;
         if (!parsed || !status) continue;
         const previous = perPid.get(pid);
+        const waitSeconds = runQueueWaitSeconds(pid);
         perPid.set(pid, {
           hwmBytes: Math.max(previous?.hwmBytes ?? 0, parseHwm(status)),
           cpuTicks: parsed.cpuTicks,
           startTicks: previous?.startTicks ?? (started ? 0 : parsed.cpuTicks),
+          waitSeconds,
+          startWaitSeconds: previous?.startWaitSeconds ?? (started ? 0 : waitSeconds),
         });
       }
     }
@@ -134,11 +146,14 @@ export function createUsageSampler(
       return [...seen].map(([name, perPid]) => {
         let peakRssBytes = 0;
         let ticks = 0;
-        for (const { hwmBytes, cpuTicks, startTicks } of perPid.values()) {
-          peakRssBytes += hwmBytes;
-          ticks += cpuTicks - startTicks;
+        let waitSeconds = 0;
+        for (const sampled of perPid.values()) {
+          peakRssBytes += sampled.hwmBytes;
+          ticks += sampled.cpuTicks - sampled.startTicks;
+          waitSeconds += sampled.waitSeconds - sampled.startWaitSeconds;
         }
-        return { name, peakRssBytes, cpuSeconds: ticks / CLOCK_TICKS };
+        const wallSeconds = (lastAt - startedAt) / 1000;
+        return { name, peakRssBytes, cpuSeconds: ticks / CLOCK_TICKS, waitSeconds, wallSeconds };
       });
     },
   };

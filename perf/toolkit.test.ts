@@ -303,6 +303,8 @@ describe('locust CSV and the report', () => {
           limited: true,
           peakRssBytes: 20 * 1024 * 1024,
           cpuSeconds: 1.5,
+          waitSeconds: 0.2,
+          wallSeconds: 8,
           cgroupPeakBytes: undefined,
           throttling: { periods: 80, throttledPeriods: 20, throttledSeconds: 0.75 },
         },

@@ -39,8 +39,8 @@ import {
   CAPACITY_STEPS,
   formatCapacity,
   judgeStep,
+  nextStepUsers,
   QUICK_CAPACITY_STEPS,
-  shouldContinue,
   type CapacityStep,
 } from '../perf/capacity.js';
 
@@ -285,16 +285,24 @@ async function findCapacity(
     instance = docker
       ? await docker.startSystem(name, { dir: scratch })
       : await startSystem(name, { dir: scratch, confinement });
-    const most = Math.max(...plan);
-    process.stderr.write(`[${name}] started at ${instance.baseUrl}; minting ${most} tokens\n`);
-    const tokens = await mintTokens({ issuer: instance.issuer, count: most });
-    for (const users of plan) {
+    process.stderr.write(`[${name}] started at ${instance.baseUrl}\n`);
+    // Tokens are minted as the steps need them: the dev IdP signs ~100 a second, and a system
+    // that breaks the goal early never needs the largest step's pool.
+    const tokens: string[] = [];
+    for (let users = nextStepUsers(plan, steps); users !== undefined;) {
+      if (tokens.length < users) {
+        process.stderr.write(`[${name}] minting ${users - tokens.length} more tokens\n`);
+        tokens.push(
+          ...(await mintTokens({ issuer: instance.issuer, count: users - tokens.length })),
+        );
+      }
       const tokenFile = join(scratch, `tokens-${users}.txt`);
       writeTokenFile(tokenFile, tokens.slice(0, users));
+      const stepUsers = users;
       const measured = await whileDriving(instance, confinement, () =>
         runWrkStudy({
           host: instance!.baseUrl,
-          users,
+          users: stepUsers,
           durationSeconds: options.durationSeconds,
           tokenFile,
           scriptFile: join(dir, `wrk-${users}.lua`),
@@ -302,12 +310,15 @@ async function findCapacity(
           logFile: join(dir, `wrk-${users}.log`),
         }),
       );
-      const step = judgeStep(users, measured.value.result, measured.value.loadGenerator);
+      const step = judgeStep(users, measured.value.result, measured.value.loadGenerator, measured);
       steps.push(step);
+      const costs = step.services
+        .map((s) => `${s.name} ${s.cpuUsPerRequest.toFixed(0)} µs`)
+        .join(' + ');
       process.stderr.write(
-        `[${name}] ${users} users: offered ${step.offeredRps.toFixed(0)} req/s, served ${step.servedRps.toFixed(0)}, ${step.failures} failures, p99 ${step.p99Ms.toFixed(1)} ms, wrk CPU ${((step.generatorCpuShare ?? NaN) * 100).toFixed(0)} %${step.generatorSaturated ? ' (saturated)' : ''}\n`,
+        `[${name}] ${users} users: offered ${step.offeredRps.toFixed(0)} req/s, served ${step.servedRps.toFixed(0)}, ${step.failures} failures, p99 ${step.p99Ms.toFixed(1)} ms, wrk CPU ${((step.generatorCpuShare ?? NaN) * 100).toFixed(0)} %${step.generatorSaturated ? ' (saturated)' : ''}; ${costs} per request\n`,
       );
-      if (!shouldContinue(step)) break;
+      users = nextStepUsers(plan, steps);
     }
     return { steps };
   } catch (error) {

@@ -3,7 +3,7 @@
 // token sent as Bearer (no downgrade), the DPoP scheme with an unbound token, a proof that fails
 // proof.ts, a proof signed by another key than the token's `cnf.jkt`, a missing or stale server
 // nonce (when nonces are on) and a `jti` the replay store has seen.
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { DpopMode } from '../config/model.js';
 import { deny, withHeaders, type Decision } from '../decision/decision.js';
 import type { DpopContext, DpopOutcome, DpopStep } from '../decision/plugins.js';
@@ -61,7 +61,8 @@ export function createDpopStep(parts: DpopStepParts): DpopStep {
     if (parts.nonces !== undefined && !parts.nonces.isValid(nonce))
       return refuse('dpop_nonce_required', 'no current server nonce', parts.nonces.current());
 
-    const key = createHash('sha256').update(`${jkt}\u0000${jti}`).digest('base64url');
+    // Fixed-size store keys whatever the `jti`; one-shot `hash`, as for `ath`, on every proof.
+    const key = hash('sha256', `${jkt}\u0000${jti}`, 'base64url');
     let fresh: boolean;
     try {
       fresh = await parts.store.remember(key, replayTtl);

@@ -15,7 +15,7 @@
 // without query and fragment; `iat` within ±window; `ath` = base64url(SHA-256(token)) when a
 // token is presented; `nonce` when the caller asks for one. Not checked here: replay of `jti`
 // (binding.ts asks the replay store) and `cnf.jkt` (binding.ts compares the thumbprint).
-import { createHash, createPublicKey, type KeyObject } from 'node:crypto';
+import { createHash, createPublicKey, hash, type KeyObject } from 'node:crypto';
 import { decodeProtectedHeader, type JWK, type JWTPayload } from 'jose';
 import { LRUCache } from 'lru-cache';
 import { VerifyError } from '../errors.js';
@@ -109,9 +109,12 @@ export function keyFitsScheme(key: KeyObject, scheme: SignatureScheme): boolean 
   }
 }
 
-/** The SHA-256 of an access token as `ath` carries it (RFC 9449 §4.2). */
+/**
+ * The SHA-256 of an access token as `ath` carries it (RFC 9449 §4.2). One-shot `hash` builds no
+ * Hash object: half the cost of `createHash` for a token of a few hundred bytes, on every proof.
+ */
 export function accessTokenHash(token: string): string {
-  return createHash('sha256').update(token).digest('base64url');
+  return hash('sha256', token, 'base64url');
 }
 
 /**
