@@ -42,18 +42,20 @@ async function cfSignProcess(...args: string[]) {
 }
 
 const common = ['--key-pair-id', 'K2JCJMDEHXQW5F', '--expires', String(EXPIRES)];
+/** The reference: the AWS SDK signing with the key pair of `common` and the RSA key. */
+const SDK_SIGNER = { keyPairId: 'K2JCJMDEHXQW5F', privateKey: readFileSync(rsaFile) };
+/** The URL the AWS SDK signs, expiring when `common` says. */
+const sdkSignedUrl = (
+  url: string,
+  extra: { dateGreaterThan?: Date; ipAddress?: string; algorithm?: 'SHA256' } = {},
+) => getSignedUrl({ url, ...SDK_SIGNER, dateLessThan: new Date(EXPIRES * 1000), ...extra });
 
 describe('cf-sign', () => {
   it('url prints the same signed URL as the AWS SDK (PKCS#1 key, existing query string)', async () => {
     const url = 'https://d111111abcdef8.cloudfront.net/a%20b.jpg?size=large';
     const run = await cfSign('url', ...common, '--private-key', rsaPkcs1File, '--url', url);
     expect(run).toMatchObject({ code: 0, stderr: '' });
-    const sdk = getSignedUrl({
-      url,
-      keyPairId: 'K2JCJMDEHXQW5F',
-      privateKey: readFileSync(rsaFile),
-      dateLessThan: new Date(EXPIRES * 1000),
-    });
+    const sdk = sdkSignedUrl(url);
     expect(run.stdout).toBe(`${sdk}\n`);
   });
 
@@ -73,11 +75,7 @@ describe('cf-sign', () => {
       '--hash',
       'SHA256',
     );
-    const sdk = getSignedUrl({
-      url,
-      keyPairId: 'K2JCJMDEHXQW5F',
-      privateKey: readFileSync(rsaFile),
-      dateLessThan: new Date(EXPIRES * 1000),
+    const sdk = sdkSignedUrl(url, {
       dateGreaterThan: new Date(3_900_000_000_000),
       ipAddress: '192.0.2.1',
       algorithm: 'SHA256',
@@ -97,9 +95,7 @@ describe('cf-sign', () => {
     );
     expect(run.code).toBe(0);
     const policy = `{"Statement":[{"Resource":"${resource}","Condition":{"DateLessThan":{"AWS:EpochTime":${EXPIRES}}}}]}`;
-    expect(JSON.parse(run.stdout)).toEqual(
-      getSignedCookies({ keyPairId: 'K2JCJMDEHXQW5F', privateKey: readFileSync(rsaFile), policy }),
-    );
+    expect(JSON.parse(run.stdout)).toEqual(getSignedCookies({ ...SDK_SIGNER, policy }));
   });
 
   it('an ECDSA key signs with SHA-256 and a DER signature', async () => {
