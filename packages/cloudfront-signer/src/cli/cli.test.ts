@@ -42,6 +42,8 @@ async function cfSignProcess(...args: string[]) {
 }
 
 const common = ['--key-pair-id', 'K2JCJMDEHXQW5F', '--expires', String(EXPIRES)];
+/** The options every command needs, with the RSA key. */
+const withRsa = [...common, '--private-key', rsaFile];
 /** The reference: the AWS SDK signing with the key pair of `common` and the RSA key. */
 const SDK_SIGNER = { keyPairId: 'K2JCJMDEHXQW5F', privateKey: readFileSync(rsaFile) };
 /** The URL the AWS SDK signs, expiring when `common` says. */
@@ -63,9 +65,7 @@ describe('cf-sign', () => {
     const url = 'https://d111111abcdef8.cloudfront.net/v.mp4';
     const run = await cfSign(
       'url',
-      ...common,
-      '--private-key',
-      rsaFile,
+      ...withRsa,
       '--url',
       url,
       '--not-before',
@@ -85,14 +85,7 @@ describe('cf-sign', () => {
 
   it('cookies prints the cookie values as JSON', async () => {
     const resource = 'https://d111111abcdef8.cloudfront.net/private/*';
-    const run = await cfSign(
-      'cookies',
-      ...common,
-      '--private-key',
-      rsaFile,
-      '--resource',
-      resource,
-    );
+    const run = await cfSign('cookies', ...withRsa, '--resource', resource);
     expect(run.code).toBe(0);
     const policy = `{"Statement":[{"Resource":"${resource}","Condition":{"DateLessThan":{"AWS:EpochTime":${EXPIRES}}}}]}`;
     expect(JSON.parse(run.stdout)).toEqual(getSignedCookies({ ...SDK_SIGNER, policy }));
@@ -119,18 +112,7 @@ describe('cf-sign', () => {
   it('runs through the package script as documented', async () => {
     const { stdout } = await promisify(execFile)(
       'npm',
-      [
-        'run',
-        '--silent',
-        'cf-sign',
-        '--',
-        'url',
-        ...common,
-        '--private-key',
-        rsaFile,
-        '--url',
-        'https://x.example/y',
-      ],
+      ['run', '--silent', 'cf-sign', '--', 'url', ...withRsa, '--url', 'https://x.example/y'],
       { cwd: root },
     );
     expect(stdout).toMatch(
@@ -165,12 +147,8 @@ describe('cf-sign', () => {
   it.each([
     ['no command', [], /missing command/],
     ['an unknown flag', ['url', '--colour', 'red'], /Unknown option '--colour'/],
-    ['a missing --url', ['url', ...common, '--private-key', rsaFile], /missing --url/],
-    [
-      '--url on cookies',
-      ['cookies', ...common, '--private-key', rsaFile, '--url', 'https://x/y'],
-      /--url does not apply/,
-    ],
+    ['a missing --url', ['url', ...withRsa], /missing --url/],
+    ['--url on cookies', ['cookies', ...withRsa, '--url', 'https://x/y'], /--url does not apply/],
     [
       'milliseconds as --expires',
       [
@@ -188,7 +166,7 @@ describe('cf-sign', () => {
     ],
     [
       'an unknown --hash',
-      ['url', ...common, '--private-key', rsaFile, '--url', 'https://x/y', '--hash', 'MD5'],
+      ['url', ...withRsa, '--url', 'https://x/y', '--hash', 'MD5'],
       /--hash must be SHA1 or SHA256/,
     ],
   ])('exits 2 with the usage for %s', async (_name, args, message) => {
