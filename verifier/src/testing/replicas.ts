@@ -7,7 +7,7 @@ import { AUDIENCE, ISSUER, mintToken } from './fixtures.js';
 import { buildService, type TestService } from './service.js';
 
 /** The test issuer as `issuers[]` holds it; `extra` adds members such as `logoutAudiences`. */
-export function testIssuer(jwksUri: string, extra: object = {}): object {
+function testIssuer(jwksUri: string, extra: object = {}): object {
   return { issuer: ISSUER, audience: AUDIENCE, jwksUri, algorithms: ['RS256'], ...extra };
 }
 
