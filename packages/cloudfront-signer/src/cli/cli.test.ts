@@ -44,6 +44,8 @@ async function cfSignProcess(...args: string[]) {
 const common = ['--key-pair-id', 'K2JCJMDEHXQW5F', '--expires', String(EXPIRES)];
 /** The options every command needs, with the RSA key. */
 const withRsa = [...common, '--private-key', rsaFile];
+/** A key pair and key, for the specifications of `--expires` itself. */
+const keyWithoutExpiry = ['--key-pair-id', 'K1', '--private-key', rsaFile];
 /** The reference: the AWS SDK signing with the key pair of `common` and the RSA key. */
 const SDK_SIGNER = { keyPairId: 'K2JCJMDEHXQW5F', privateKey: readFileSync(rsaFile) };
 /** The URL the AWS SDK signs, expiring when `common` says. */
@@ -151,17 +153,7 @@ describe('cf-sign', () => {
     ['--url on cookies', ['cookies', ...withRsa, '--url', 'https://x/y'], /--url does not apply/],
     [
       'milliseconds as --expires',
-      [
-        'url',
-        '--key-pair-id',
-        'K1',
-        '--private-key',
-        rsaFile,
-        '--url',
-        'https://x/y',
-        '--expires',
-        '4000000000000',
-      ],
+      ['url', ...keyWithoutExpiry, '--url', 'https://x/y', '--expires', '4000000000000'],
       /--expires must be epoch seconds/,
     ],
     [
@@ -214,10 +206,7 @@ describe('cf-sign', () => {
   it('refuses an expiry in the past', async () => {
     const run = await cfSign(
       'url',
-      '--key-pair-id',
-      'K1',
-      '--private-key',
-      rsaFile,
+      ...keyWithoutExpiry,
       '--url',
       'https://x.example/y',
       '--expires',
