@@ -3,30 +3,20 @@
 // store with a password is reached with the one the configuration names (a variable or a file).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Decision } from '../../verifier/src/decision/decision.js';
-import { signProof, thumbprintOf } from '../../verifier/src/testing/dpop-proof.js';
-import {
-  AUDIENCE,
-  ISSUER,
-  mintToken,
-  startJwksServer,
-  type JwksServer,
-} from '../../verifier/src/testing/fixtures.js';
-import { buildService, type TestService } from '../../verifier/src/testing/service.js';
 import { answerOf, statusOf } from '../../verifier/src/testing/answer.js';
+import { signProof } from '../../verifier/src/testing/dpop-proof.js';
+import { startJwksServer, type JwksServer } from '../../verifier/src/testing/fixtures.js';
+import { boundRequest, createReplicas, dpopFile } from '../../verifier/src/testing/replicas.js';
+import { buildService, type TestService } from '../../verifier/src/testing/service.js';
 import { startRedisServer, type RedisServer } from '../support/redis-server.js';
 
 const ORIGIN = 'https://gate.example.com';
 let redis: RedisServer;
 let jwks: JwksServer;
+/** Every replica built here, stopped after the suite. */
+const built = createReplicas();
 const replicas: TestService[] = [];
 let strict: TestService;
-
-function config(dpop: 'allowed' | 'required') {
-  return {
-    issuers: [{ issuer: ISSUER, audience: AUDIENCE, jwksUri: jwks.url, algorithms: ['RS256'] }],
-    policies: { secret: { issuers: [ISSUER], scopes: ['secrets:read'], dpop } },
-  };
-}
 
 async function untilReady(service: TestService['service']): Promise<void> {
   await service.start();
@@ -39,34 +29,22 @@ beforeAll(async () => {
   redis = await startRedisServer();
   jwks = await startJwksServer(['rsaA']);
   const env = { VERIFIER_DPOP_REPLAY_STORE: redis.url };
-  for (let i = 0; i < 2; i++) replicas.push(buildService(env, { file: config('allowed') }));
-  strict = buildService(env, { file: config('required') });
+  for (let i = 0; i < 2; i++) replicas.push(built.build(env, dpopFile(jwks.url, 'allowed')));
+  strict = built.build(env, dpopFile(jwks.url, 'required'));
   for (const replica of [...replicas, strict]) await untilReady(replica.service);
 });
 afterAll(async () => {
-  for (const replica of [...replicas, strict]) await replica.service.stop(0);
+  await built.stopAll();
   await jwks.close();
   await redis.stop();
 });
 
-async function boundRequest() {
-  const token = await mintToken({ claims: { cnf: { jkt: await thumbprintOf('ec') } } });
-  const proof = await signProof({ htu: `${ORIGIN}/secret`, accessToken: token });
-  return {
-    policy: 'secret',
-    authorization: `DPoP ${token}`,
-    dpop: proof,
-    originalMethod: 'GET',
-    originalUri: '/secret',
-    originalOrigin: ORIGIN,
-  };
-}
 const ask = (replica: TestService, request: object): Promise<Decision> =>
   Promise.resolve(replica.service.authorize(request));
 
 describe('DPoP replay store shared through Redis', () => {
   it('refuses at a second replica a proof the first one accepted', async () => {
-    const request = await boundRequest();
+    const request = await boundRequest(ORIGIN);
     expect(statusOf(await ask(replicas[0]!, request))).toBe(204);
     const replayed = await ask(replicas[1]!, request);
     expect(statusOf(replayed)).toBe(401);
@@ -75,7 +53,7 @@ describe('DPoP replay store shared through Redis', () => {
   });
 
   it('lets every replica accept a fresh proof for the same token', async () => {
-    const request = await boundRequest();
+    const request = await boundRequest(ORIGIN);
     expect(statusOf(await ask(replicas[0]!, request))).toBe(204);
     const fresh = {
       ...request,
@@ -89,12 +67,12 @@ describe('DPoP replay store shared through Redis', () => {
 
   it('with Redis gone: required fails closed, allowed checks replays in each process', async () => {
     await redis.stop();
-    const forStrict = await boundRequest();
+    const forStrict = await boundRequest(ORIGIN);
     const refused = await ask(strict, forStrict);
     expect(statusOf(refused)).toBe(401);
     expect(refused.reason).toBe('dpop_replay_unavailable');
 
-    const request = await boundRequest();
+    const request = await boundRequest(ORIGIN);
     expect(statusOf(await ask(replicas[0]!, request))).toBe(204);
     expect((await ask(replicas[0]!, request)).reason).toBe('dpop_proof_replayed');
   });
@@ -113,23 +91,23 @@ describe('a replay store that wants a password', () => {
       { REDIS_PASSWORD: PASSWORD },
       {
         file: {
-          ...config('required'),
+          ...dpopFile(jwks.url, 'required'),
           dpop: { replayStore: guarded.url, replayPassword: { env: 'REDIS_PASSWORD' } },
         },
       },
     );
     const without = buildService(
       {},
-      { file: { ...config('required'), dpop: { replayStore: guarded.url } } },
+      { file: dpopFile(jwks.url, 'required', { dpop: { replayStore: guarded.url } }) },
     );
     try {
       await untilReady(withPassword.service);
-      const request = await boundRequest();
+      const request = await boundRequest(ORIGIN);
       expect(statusOf(await ask(withPassword, request))).toBe(204);
       expect((await ask(withPassword, request)).reason).toBe('dpop_proof_replayed');
 
       await without.service.start();
-      const refused = await ask(without, await boundRequest());
+      const refused = await ask(without, await boundRequest(ORIGIN));
       expect(statusOf(refused)).toBe(401);
       expect(refused.reason).toBe('dpop_replay_unavailable');
       expect(without.lines.join('\n')).not.toContain(PASSWORD);

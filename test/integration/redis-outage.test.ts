@@ -10,16 +10,20 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Decision } from '../../verifier/src/decision/decision.js';
 import { answerOf, statusOf } from '../../verifier/src/testing/answer.js';
-import { signProof, thumbprintOf } from '../../verifier/src/testing/dpop-proof.js';
-import { mintLogoutToken, SPA_CLIENT } from '../../verifier/src/testing/event-tokens.js';
+import { mintLogoutToken } from '../../verifier/src/testing/event-tokens.js';
 import {
-  AUDIENCE,
-  ISSUER,
   mintToken,
   startJwksServer,
   type JwksServer,
 } from '../../verifier/src/testing/fixtures.js';
-import { buildService, type TestService } from '../../verifier/src/testing/service.js';
+import {
+  boundRequest,
+  createReplicas,
+  dpopFile,
+  revocationFile,
+  until,
+} from '../../verifier/src/testing/replicas.js';
+import type { TestService } from '../../verifier/src/testing/service.js';
 import { startRedisServer, type RedisServer } from '../support/redis-server.js';
 
 /** `revocation.maxLatency`'s default: the bound the docs promise for another replica. */
@@ -29,28 +33,20 @@ const RECOVERY_MS = 20_000;
 
 let jwks: JwksServer;
 let dataDir: string;
-const running: TestService[] = [];
+const replicas = createReplicas();
 
 beforeAll(async () => {
   jwks = await startJwksServer(['rsaA']);
   dataDir = await mkdtemp(join(tmpdir(), 'sg-redis-outage-'));
 }, 20_000);
 afterAll(async () => {
-  for (const built of running) await built.service.stop(0);
+  await replicas.stopAll();
   await jwks.close();
   await rm(dataDir, { recursive: true, force: true });
 });
 
 /** Long enough for several reconnection attempts (and reloads) to fail before Redis returns. */
 const outlastReconnections = () => new Promise((resolve) => setTimeout(resolve, 3_000));
-
-async function until(condition: () => boolean | Promise<boolean>, ms: number): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${ms} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 const seconds = () => Math.floor(Date.now() / 1000);
 const ask = (at: TestService, request: object): Promise<Decision> =>
@@ -64,30 +60,8 @@ describe('the revocation store across a Redis outage', () => {
   /** Revoked before any outage; must stay refused through all of them. */
   let older: string;
 
-  function replica(): TestService {
-    const built = buildService(
-      { VERIFIER_REVOCATION_STORE: redis.url },
-      {
-        file: {
-          issuers: [
-            {
-              issuer: ISSUER,
-              audience: AUDIENCE,
-              jwksUri: jwks.url,
-              algorithms: ['RS256'],
-              logoutAudiences: [SPA_CLIENT],
-            },
-          ],
-          policies: {
-            secret: { issuers: [ISSUER], scopes: ['secrets:read'] },
-            strict: { issuers: [ISSUER], scopes: ['secrets:read'], revocation: 'required' },
-          },
-        },
-      },
-    );
-    running.push(built);
-    return built;
-  }
+  const replica = () =>
+    replicas.build({ VERIFIER_REVOCATION_STORE: redis.url }, revocationFile(jwks.url));
   const current = (built: TestService) => built.service.revocation!.store.isCurrent();
   async function started(): Promise<TestService> {
     const built = replica();
@@ -189,13 +163,9 @@ describe('the DPoP replay store across a Redis outage', () => {
 
   beforeAll(async () => {
     redis = await startRedisServer();
-    const file = {
-      issuers: [{ issuer: ISSUER, audience: AUDIENCE, jwksUri: jwks.url, algorithms: ['RS256'] }],
-      policies: { secret: { issuers: [ISSUER], scopes: ['secrets:read'], dpop: 'required' } },
-    };
-    first = buildService({ VERIFIER_DPOP_REPLAY_STORE: redis.url }, { file });
-    second = buildService({ VERIFIER_DPOP_REPLAY_STORE: redis.url }, { file });
-    running.push(first, second);
+    const env = { VERIFIER_DPOP_REPLAY_STORE: redis.url };
+    first = replicas.build(env, dpopFile(jwks.url, 'required'));
+    second = replicas.build(env, dpopFile(jwks.url, 'required'));
     for (const built of [first, second]) {
       await built.service.start();
       await until(() => built.service.isReady(), RECOVERY_MS);
@@ -203,20 +173,9 @@ describe('the DPoP replay store across a Redis outage', () => {
   }, 60_000);
   afterAll(() => redis.stop());
 
-  async function boundRequest() {
-    const token = await mintToken({ claims: { cnf: { jkt: await thumbprintOf('ec') } } });
-    return {
-      policy: 'secret',
-      authorization: `DPoP ${token}`,
-      dpop: await signProof({ htu: `${ORIGIN}/secret`, accessToken: token }),
-      originalMethod: 'GET',
-      originalUri: '/secret',
-      originalOrigin: ORIGIN,
-    };
-  }
   /** Used at the first replica, then replayed to the second: refused there. */
   async function replayRefused(): Promise<boolean> {
-    const request = await boundRequest();
+    const request = await boundRequest(ORIGIN);
     expect(statusOf(await ask(first, request))).toBe(204);
     const replayed = await ask(second, request);
     expect({ status: statusOf(replayed), reason: replayed.reason }).toEqual({
@@ -231,7 +190,7 @@ describe('the DPoP replay store across a Redis outage', () => {
       expect(await replayRefused()).toBe(true);
       await redis.stop(signal);
       for (const built of [first, second]) {
-        const refused = await ask(built, await boundRequest());
+        const refused = await ask(built, await boundRequest(ORIGIN));
         expect({ status: statusOf(refused), reason: refused.reason }).toEqual({
           status: 401,
           reason: 'dpop_replay_unavailable',
@@ -244,7 +203,7 @@ describe('the DPoP replay store across a Redis outage', () => {
       // served unchecked. Then every proof is checked across replicas again.
       await until(async () => {
         for (const built of [first, second]) {
-          const answer = await ask(built, await boundRequest());
+          const answer = await ask(built, await boundRequest(ORIGIN));
           if (statusOf(answer) === 204) continue;
           expect(answer.reason).toBe('dpop_replay_unavailable');
           return false;

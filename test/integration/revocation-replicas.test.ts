@@ -4,54 +4,23 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Decision } from '../../verifier/src/decision/decision.js';
 import { statusOf } from '../../verifier/src/testing/answer.js';
-import { mintLogoutToken, SPA_CLIENT } from '../../verifier/src/testing/event-tokens.js';
+import { mintLogoutToken } from '../../verifier/src/testing/event-tokens.js';
 import {
-  AUDIENCE,
-  ISSUER,
   mintToken,
   startJwksServer,
   type JwksServer,
 } from '../../verifier/src/testing/fixtures.js';
-import { buildService, type TestService } from '../../verifier/src/testing/service.js';
+import { createReplicas, revocationFile, until } from '../../verifier/src/testing/replicas.js';
+import type { TestService } from '../../verifier/src/testing/service.js';
 import { startRedisServer, type RedisServer } from '../support/redis-server.js';
 
 let redis: RedisServer;
 let jwks: JwksServer;
-const running: TestService[] = [];
+const replicas = createReplicas();
 
 /** The replicas' configuration: one issuer with back-channel logout, a `required` policy too. */
-function replicaFile(extra: object = {}): object {
-  return {
-    issuers: [
-      {
-        issuer: ISSUER,
-        audience: AUDIENCE,
-        jwksUri: jwks.url,
-        algorithms: ['RS256'],
-        logoutAudiences: [SPA_CLIENT],
-      },
-    ],
-    policies: {
-      secret: { issuers: [ISSUER], scopes: ['secrets:read'] },
-      strict: { issuers: [ISSUER], scopes: ['secrets:read'], revocation: 'required' },
-    },
-    ...extra,
-  };
-}
-
-function replica(): TestService {
-  const built = buildService({ VERIFIER_REVOCATION_STORE: redis.url }, { file: replicaFile() });
-  running.push(built);
-  return built;
-}
-
-async function until(condition: () => boolean | Promise<boolean>, ms = 3_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
+const replicaFile = (extra: object = {}) => revocationFile(jwks.url, extra);
+const replica = () => replicas.build({ VERIFIER_REVOCATION_STORE: redis.url }, replicaFile());
 
 async function started(): Promise<TestService> {
   const built = replica();
@@ -74,7 +43,7 @@ beforeAll(async () => {
   jwks = await startJwksServer(['rsaA']);
 }, 20_000);
 afterAll(async () => {
-  for (const built of running) await built.service.stop(0);
+  await replicas.stopAll();
   await jwks.close();
   await redis.stop();
 });
@@ -149,12 +118,11 @@ describe('a revocation store that wants a password', () => {
         revocation: { store: guarded.url },
         ...(password === undefined ? {} : { dpop: { replayPassword: password } }),
       });
-    const withPassword = buildService(
+    const withPassword = replicas.build(
       { REDIS_PASSWORD: PASSWORD },
-      { file: file({ env: 'REDIS_PASSWORD' }) },
+      file({ env: 'REDIS_PASSWORD' }),
     );
-    const without = buildService({}, { file: file() });
-    running.push(withPassword, without);
+    const without = replicas.build({}, file());
     await withPassword.service.start();
     await until(() => withPassword.service.revocation!.store.isCurrent());
     const token = await mintToken({ claims: { sub: 'ana' }, now: seconds() - 10 });

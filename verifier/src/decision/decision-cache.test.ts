@@ -32,6 +32,38 @@ function cacheFor(
   return createDecisionCache({ ...bounds, now: clock.now });
 }
 
+/**
+ * An authorizer whose verifier (the same for every issuer named) counts its calls and holds each
+ * one until `release()`, so that concurrent misses meet.
+ */
+function heldAuthorizer(
+  config: ReturnType<typeof loadConfig>,
+  clock: ReturnType<typeof manualClock>,
+  issuers: string[],
+) {
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  let verifications = 0;
+  const verifier: JwtVerifier = async () => {
+    verifications++;
+    await gate;
+    return {
+      identity: { ...identity, scopes: [] },
+      exp: clock.seconds() + 300,
+      nbf: undefined,
+      kid: 'k1',
+    };
+  };
+  const authorize = createAuthorizer({
+    config,
+    jwtVerifiers: new Map(issuers.map((issuer) => [issuer, verifier])),
+    opaqueVerifiers: new Map(),
+    cache: createDecisionCache({ ...config.cache, now: clock.now }),
+    logger: captureLogger().logger,
+  });
+  return { authorize, release: () => release(), verifications: () => verifications };
+}
+
 describe('decision cache invariants', () => {
   it('an entry never outlives its token exp', () => {
     const clock = manualClock();
@@ -210,33 +242,14 @@ describe('decision cache in authorize', () => {
       VERIFIER_AUDIENCE: AUDIENCE,
       VERIFIER_JWKS_URI: jwks.url,
     });
-    let verifications = 0;
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => (release = resolve));
-    const countingVerifier: JwtVerifier = async () => {
-      verifications++;
-      await gate;
-      return {
-        identity: { ...identity, scopes: [] },
-        exp: clock.seconds() + 300,
-        nbf: undefined,
-        kid: 'k1',
-      };
-    };
-    const authorize = createAuthorizer({
-      config,
-      jwtVerifiers: new Map([[ISSUER, countingVerifier]]),
-      opaqueVerifiers: new Map(),
-      cache: createDecisionCache({ ...config.cache, now: clock.now }),
-      logger: captureLogger().logger,
-    });
+    const { authorize, release, verifications } = heldAuthorizer(config, clock, [ISSUER]);
     const token = await mintToken({ now: clock.seconds() });
     const pending = Array.from({ length: 100 }, () =>
       authorize({ authorization: `Bearer ${token}` }),
     );
     release();
     const decisions = await Promise.all(pending);
-    expect(verifications).toBe(1);
+    expect(verifications()).toBe(1);
     expect(decisions.every((decision) => statusOf(decision) === 204)).toBe(true);
   });
 
@@ -251,27 +264,7 @@ describe('decision cache in authorize', () => {
         policies: { open: { issuers: [ISSUER] }, partner: { issuers: ['https://other.test'] } },
       }),
     );
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => (release = resolve));
-    const slowVerifier: JwtVerifier = async () => {
-      await gate;
-      return {
-        identity: { ...identity, scopes: [] },
-        exp: clock.seconds() + 300,
-        nbf: undefined,
-        kid: 'k1',
-      };
-    };
-    const authorize = createAuthorizer({
-      config,
-      jwtVerifiers: new Map([
-        [ISSUER, slowVerifier],
-        ['https://other.test', slowVerifier],
-      ]),
-      opaqueVerifiers: new Map(),
-      cache: createDecisionCache({ ...config.cache, now: clock.now }),
-      logger: captureLogger().logger,
-    });
+    const { authorize, release } = heldAuthorizer(config, clock, [ISSUER, 'https://other.test']);
     const token = await mintToken({ now: clock.seconds() });
     const open = authorize({ authorization: `Bearer ${token}`, policy: 'open' });
     const partner = authorize({ authorization: `Bearer ${token}`, policy: 'partner' });

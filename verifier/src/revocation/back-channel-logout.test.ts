@@ -3,7 +3,7 @@
 // and changes nothing.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { statusOf } from '../testing/answer.js';
-import { LOGOUT_EVENT, mintLogoutToken, SPA_CLIENT } from '../testing/event-tokens.js';
+import { LOGOUT_EVENT, mintLogoutToken } from '../testing/event-tokens.js';
 import {
   AUDIENCE,
   ISSUER,
@@ -12,6 +12,7 @@ import {
   startJwksServer,
   type JwksServer,
 } from '../testing/fixtures.js';
+import { logoutIssuer } from '../testing/replicas.js';
 import { buildService, type TestService } from '../testing/service.js';
 
 let jwks: JwksServer;
@@ -24,13 +25,7 @@ beforeAll(async () => {
     {
       file: {
         issuers: [
-          {
-            issuer: ISSUER,
-            audience: AUDIENCE,
-            jwksUri: jwks.url,
-            algorithms: ['RS256'],
-            logoutAudiences: [SPA_CLIENT],
-          },
+          logoutIssuer(jwks.url),
           { issuer: 'https://other.test', audience: AUDIENCE, jwksUri: jwks.url },
         ],
         policies: { secret: { issuers: [ISSUER], scopes: ['secrets:read'] } },
@@ -215,14 +210,7 @@ describe('the receiver', () => {
       { VERIFIER_REVOCATION_MAX_LATENCY: '3s', VERIFIER_EDGE_CACHE_TTL: '5s' },
       {
         file: {
-          issuers: [
-            {
-              issuer: ISSUER,
-              audience: AUDIENCE,
-              jwksUri: jwks.url,
-              logoutAudiences: [SPA_CLIENT],
-            },
-          ],
+          issuers: [logoutIssuer(jwks.url)],
           policies: { secret: { issuers: [ISSUER] } },
         },
       },

@@ -29,13 +29,18 @@ beforeAll(async () => {
 afterAll(() => new Promise((resolve) => server.close(resolve)));
 
 const clock = manualClock();
-const introspection = (): IntrospectionIssuer => ({
-  type: 'introspection',
+/** The fake IdP's introspection issuer as the configuration file declares it. */
+const introspectionEntry = () => ({
+  type: 'introspection' as const,
   issuer: base,
   endpoint: `${base}/introspect`,
   clientId: 'gate',
   clientSecret: 'se:cret',
   audience: 'secret-gate-api',
+});
+/** The same issuer as a loaded configuration holds it, with every setting present. */
+const introspection = (): IntrospectionIssuer => ({
+  ...introspectionEntry(),
   cacheTtl: 60,
   timeout: 1,
   allowHttp: false,
@@ -207,16 +212,7 @@ describe('DPoP-bound introspected tokens (RFC 9449 §6.2)', () => {
         {
           now: clock.now,
           file: {
-            issuers: [
-              {
-                type: 'introspection',
-                issuer: base,
-                endpoint: `${base}/introspect`,
-                clientId: 'gate',
-                clientSecret: 'se:cret',
-                audience: 'secret-gate-api',
-              },
-            ],
+            issuers: [introspectionEntry()],
             policies: { secret: { issuers: [base], scopes: ['secrets:read'], dpop: mode } },
           },
         },

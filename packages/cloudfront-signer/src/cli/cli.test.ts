@@ -42,18 +42,24 @@ async function cfSignProcess(...args: string[]) {
 }
 
 const common = ['--key-pair-id', 'K2JCJMDEHXQW5F', '--expires', String(EXPIRES)];
+/** The options every command needs, with the RSA key. */
+const withRsa = [...common, '--private-key', rsaFile];
+/** A key pair and key, for the specifications of `--expires` itself. */
+const keyWithoutExpiry = ['--key-pair-id', 'K1', '--private-key', rsaFile];
+/** The reference: the AWS SDK signing with the key pair of `common` and the RSA key. */
+const SDK_SIGNER = { keyPairId: 'K2JCJMDEHXQW5F', privateKey: readFileSync(rsaFile) };
+/** The URL the AWS SDK signs, expiring when `common` says. */
+const sdkSignedUrl = (
+  url: string,
+  extra: { dateGreaterThan?: Date; ipAddress?: string; algorithm?: 'SHA256' } = {},
+) => getSignedUrl({ url, ...SDK_SIGNER, dateLessThan: new Date(EXPIRES * 1000), ...extra });
 
 describe('cf-sign', () => {
   it('url prints the same signed URL as the AWS SDK (PKCS#1 key, existing query string)', async () => {
     const url = 'https://d111111abcdef8.cloudfront.net/a%20b.jpg?size=large';
     const run = await cfSign('url', ...common, '--private-key', rsaPkcs1File, '--url', url);
     expect(run).toMatchObject({ code: 0, stderr: '' });
-    const sdk = getSignedUrl({
-      url,
-      keyPairId: 'K2JCJMDEHXQW5F',
-      privateKey: readFileSync(rsaFile),
-      dateLessThan: new Date(EXPIRES * 1000),
-    });
+    const sdk = sdkSignedUrl(url);
     expect(run.stdout).toBe(`${sdk}\n`);
   });
 
@@ -61,9 +67,7 @@ describe('cf-sign', () => {
     const url = 'https://d111111abcdef8.cloudfront.net/v.mp4';
     const run = await cfSign(
       'url',
-      ...common,
-      '--private-key',
-      rsaFile,
+      ...withRsa,
       '--url',
       url,
       '--not-before',
@@ -73,11 +77,7 @@ describe('cf-sign', () => {
       '--hash',
       'SHA256',
     );
-    const sdk = getSignedUrl({
-      url,
-      keyPairId: 'K2JCJMDEHXQW5F',
-      privateKey: readFileSync(rsaFile),
-      dateLessThan: new Date(EXPIRES * 1000),
+    const sdk = sdkSignedUrl(url, {
       dateGreaterThan: new Date(3_900_000_000_000),
       ipAddress: '192.0.2.1',
       algorithm: 'SHA256',
@@ -87,19 +87,10 @@ describe('cf-sign', () => {
 
   it('cookies prints the cookie values as JSON', async () => {
     const resource = 'https://d111111abcdef8.cloudfront.net/private/*';
-    const run = await cfSign(
-      'cookies',
-      ...common,
-      '--private-key',
-      rsaFile,
-      '--resource',
-      resource,
-    );
+    const run = await cfSign('cookies', ...withRsa, '--resource', resource);
     expect(run.code).toBe(0);
     const policy = `{"Statement":[{"Resource":"${resource}","Condition":{"DateLessThan":{"AWS:EpochTime":${EXPIRES}}}}]}`;
-    expect(JSON.parse(run.stdout)).toEqual(
-      getSignedCookies({ keyPairId: 'K2JCJMDEHXQW5F', privateKey: readFileSync(rsaFile), policy }),
-    );
+    expect(JSON.parse(run.stdout)).toEqual(getSignedCookies({ ...SDK_SIGNER, policy }));
   });
 
   it('an ECDSA key signs with SHA-256 and a DER signature', async () => {
@@ -123,18 +114,7 @@ describe('cf-sign', () => {
   it('runs through the package script as documented', async () => {
     const { stdout } = await promisify(execFile)(
       'npm',
-      [
-        'run',
-        '--silent',
-        'cf-sign',
-        '--',
-        'url',
-        ...common,
-        '--private-key',
-        rsaFile,
-        '--url',
-        'https://x.example/y',
-      ],
+      ['run', '--silent', 'cf-sign', '--', 'url', ...withRsa, '--url', 'https://x.example/y'],
       { cwd: root },
     );
     expect(stdout).toMatch(
@@ -169,30 +149,16 @@ describe('cf-sign', () => {
   it.each([
     ['no command', [], /missing command/],
     ['an unknown flag', ['url', '--colour', 'red'], /Unknown option '--colour'/],
-    ['a missing --url', ['url', ...common, '--private-key', rsaFile], /missing --url/],
-    [
-      '--url on cookies',
-      ['cookies', ...common, '--private-key', rsaFile, '--url', 'https://x/y'],
-      /--url does not apply/,
-    ],
+    ['a missing --url', ['url', ...withRsa], /missing --url/],
+    ['--url on cookies', ['cookies', ...withRsa, '--url', 'https://x/y'], /--url does not apply/],
     [
       'milliseconds as --expires',
-      [
-        'url',
-        '--key-pair-id',
-        'K1',
-        '--private-key',
-        rsaFile,
-        '--url',
-        'https://x/y',
-        '--expires',
-        '4000000000000',
-      ],
+      ['url', ...keyWithoutExpiry, '--url', 'https://x/y', '--expires', '4000000000000'],
       /--expires must be epoch seconds/,
     ],
     [
       'an unknown --hash',
-      ['url', ...common, '--private-key', rsaFile, '--url', 'https://x/y', '--hash', 'MD5'],
+      ['url', ...withRsa, '--url', 'https://x/y', '--hash', 'MD5'],
       /--hash must be SHA1 or SHA256/,
     ],
   ])('exits 2 with the usage for %s', async (_name, args, message) => {
@@ -240,10 +206,7 @@ describe('cf-sign', () => {
   it('refuses an expiry in the past', async () => {
     const run = await cfSign(
       'url',
-      '--key-pair-id',
-      'K1',
-      '--private-key',
-      rsaFile,
+      ...keyWithoutExpiry,
       '--url',
       'https://x.example/y',
       '--expires',
