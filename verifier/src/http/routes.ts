@@ -69,7 +69,7 @@ export function createRoutes(parts: {
     healthz: () => ok,
     readyz,
     receivers: parts.receivers ?? new Map(),
-    methodNotAllowed: () => ({ ...json(405, { error: 'invalid_request' }) }),
+    methodNotAllowed: () => json(405, { error: 'invalid_request' }),
     bodyTooLarge: () =>
       json(413, { error: 'invalid_request', error_description: 'the body is too large' }),
     metrics: onMain ? scrape : () => Promise.resolve(notFound),

@@ -44,14 +44,22 @@ export function createOpaqueVerifier(config: OpaqueIssuer, now: () => number): O
   }
 }
 
-function createIntrospector(config: IntrospectionIssuer, now: () => number): OpaqueVerifier {
-  const endpoint = createEndpointResolver(
+/** The issuer's endpoint: configured, or read from its discovery document under `member`. */
+function endpointOf(
+  config: IntrospectionIssuer | UserinfoIssuer,
+  member: 'introspection_endpoint' | 'userinfo_endpoint',
+) {
+  return createEndpointResolver(
     config.issuer,
     config.endpoint,
-    'introspection_endpoint',
+    member,
     config.timeout,
     config.allowHttp,
   );
+}
+
+function createIntrospector(config: IntrospectionIssuer, now: () => number): OpaqueVerifier {
+  const endpoint = endpointOf(config, 'introspection_endpoint');
   // RFC 7662 §2.1 + RFC 6749 §2.3.1: form-encode the credentials before base64.
   const basic = Buffer.from(
     `${encodeURIComponent(config.clientId)}:${encodeURIComponent(config.clientSecret)}`,
@@ -78,13 +86,7 @@ function createIntrospector(config: IntrospectionIssuer, now: () => number): Opa
 }
 
 function createUserinfoChecker(config: UserinfoIssuer, now: () => number): OpaqueVerifier {
-  const endpoint = createEndpointResolver(
-    config.issuer,
-    config.endpoint,
-    'userinfo_endpoint',
-    config.timeout,
-    config.allowHttp,
-  );
+  const endpoint = endpointOf(config, 'userinfo_endpoint');
   // No client claims: whatever `azp` or `client_id` a user-info answer holds speaks for the user.
   const source = { issuer: config.issuer, clientClaims: [] };
   return async function checkUserinfo(token) {
