@@ -24,6 +24,15 @@ function verifierEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
   return { PATH: process.env.PATH, VERIFIER_LOG_LEVEL: 'warn', ...extra };
 }
 
+/** Starts the verifier with `env` and waits for it to exit: these configurations must not start. */
+function startVerifier(env: Record<string, string>) {
+  return spawnSync(process.execPath, verifierArgs, {
+    env: verifierEnv({ VERIFIER_LISTEN: '127.0.0.1:1', ...env }),
+    encoding: 'utf8',
+    timeout: 30_000,
+  });
+}
+
 /** Peak resident set of a process (VmHWM), in bytes. */
 function peakRss(pid: number): number {
   const match = /^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -111,15 +120,10 @@ describe('a JWKS that streams without end', () => {
 
 describe('key and introspection URLs in plain http', () => {
   it('refuses to start with a JWKS on a host that is not loopback, naming the opt-in', () => {
-    const run = spawnSync(process.execPath, verifierArgs, {
-      env: verifierEnv({
-        VERIFIER_LISTEN: '127.0.0.1:1',
-        VERIFIER_ISSUER: 'https://idp.example',
-        VERIFIER_JWKS_URI: 'http://idp.example/jwks',
-        VERIFIER_AUDIENCE: 'secret-gate-api',
-      }),
-      encoding: 'utf8',
-      timeout: 30_000,
+    const run = startVerifier({
+      VERIFIER_ISSUER: 'https://idp.example',
+      VERIFIER_JWKS_URI: 'http://idp.example/jwks',
+      VERIFIER_AUDIENCE: 'secret-gate-api',
     });
     expect(run.status).toBe(2);
     expect(run.stderr).toContain(
@@ -129,16 +133,11 @@ describe('key and introspection URLs in plain http', () => {
   });
 
   it('refuses to start with a plain redis:// replay store on a host that is not loopback, naming the opt-in', () => {
-    const run = spawnSync(process.execPath, verifierArgs, {
-      env: verifierEnv({
-        VERIFIER_LISTEN: '127.0.0.1:1',
-        VERIFIER_ISSUER: 'https://idp.example',
-        VERIFIER_AUDIENCE: 'secret-gate-api',
-        VERIFIER_DPOP: 'required',
-        VERIFIER_DPOP_REPLAY_STORE: 'redis://:hunter2-password@replay-store.internal:6379',
-      }),
-      encoding: 'utf8',
-      timeout: 30_000,
+    const run = startVerifier({
+      VERIFIER_ISSUER: 'https://idp.example',
+      VERIFIER_AUDIENCE: 'secret-gate-api',
+      VERIFIER_DPOP: 'required',
+      VERIFIER_DPOP_REPLAY_STORE: 'redis://:hunter2-password@replay-store.internal:6379',
     });
     expect(run.status).toBe(2);
     expect(run.stderr).toContain(
