@@ -121,62 +121,90 @@ async function whileDriving<T>(
   return { value, services, serverLatency };
 }
 
-async function measureSystem(
+/** What every system of one run is measured with. */
+interface RunSetup {
+  readonly options: StressOptions;
+  readonly outDir: string;
+  readonly confinement: Confinement;
+  readonly cpuPlan: { services: string; load: string };
+  readonly docker: DockerEngine | undefined;
+}
+
+/**
+ * One fresh system for `use`: started on the run's engine, stopped and its logs kept whatever
+ * happens; a failure is printed and handed to `failed` for the report.
+ */
+async function withSystem<T>(
   name: SystemName,
-  options: StressOptions,
-  outDir: string,
-  confinement: Confinement,
-  cpuPlan: { services: string; load: string },
-  docker: DockerEngine | undefined,
-): Promise<{ result: SystemResult; series: Series }> {
+  { outDir, confinement, docker }: RunSetup,
+  use: (instance: SystemInstance, dir: string, scratch: string) => Promise<T>,
+  failed: (message: string) => T,
+): Promise<T> {
   const dir = join(outDir, name);
   mkdirSync(dir, { recursive: true });
   const scratch = createScratchDir(name);
-  const files = { csv: `${name}/locust_stats.csv`, html: `${name}/locust.html` };
   let instance: SystemInstance | undefined;
   try {
     instance = docker
       ? await docker.startSystem(name, { dir: scratch })
       : await startSystem(name, { dir: scratch, confinement });
-    process.stderr.write(
-      `[${name}] started at ${instance.baseUrl}; minting ${options.users} tokens\n`,
-    );
-    const tokenFile = join(scratch, 'tokens.txt');
-    writeTokenFile(tokenFile, await mintTokens({ issuer: instance.issuer, count: options.users }));
-    const run: GeneratorRun = { instance, name, options, dir, tokenFile, confinement, cpuPlan };
-    let locust: Awaited<ReturnType<typeof runLocustOn>> | undefined;
-    let wrk: WrkRunResult | undefined;
-    for (const generator of options.generators) {
-      if (generator === 'locust') {
-        locust = await runLocustOn(run, { scratch, docker });
-      } else {
-        wrk = await runWrkOn(run);
-      }
-    }
-    await instance.stop();
-    return {
-      result: {
-        name,
-        stats: locust?.stats ?? [],
-        services: locust?.services ?? [],
-        files,
-        loadGenerator: locust?.loadGenerator,
-        serverLatency: locust?.serverLatency,
-        wrk,
-      },
-      series: seriesFromHistory(name, readCsv(join(dir, 'locust_stats_history.csv'))),
-    };
+    process.stderr.write(`[${name}] started at ${instance.baseUrl}\n`);
+    return await use(instance, dir, scratch);
   } catch (error) {
     const message = (error as Error).message;
     process.stderr.write(`\n[${name}] failed: ${message}\n`);
-    return {
-      result: { name, stats: [], services: [], files, error: message },
-      series: { name, points: [] },
-    };
+    return failed(message);
   } finally {
     await instance?.stop();
     keepLogsAndRemove(scratch, join(dir, 'logs'));
   }
+}
+
+function measureSystem(
+  name: SystemName,
+  setup: RunSetup,
+): Promise<{ result: SystemResult; series: Series }> {
+  const { options, confinement, cpuPlan, docker } = setup;
+  const files = { csv: `${name}/locust_stats.csv`, html: `${name}/locust.html` };
+  return withSystem<{ result: SystemResult; series: Series }>(
+    name,
+    setup,
+    async (instance, dir, scratch) => {
+      process.stderr.write(`[${name}] minting ${options.users} tokens\n`);
+      const tokenFile = join(scratch, 'tokens.txt');
+      writeTokenFile(
+        tokenFile,
+        await mintTokens({ issuer: instance.issuer, count: options.users }),
+      );
+      const run: GeneratorRun = { instance, name, options, dir, tokenFile, confinement, cpuPlan };
+      let locust: Awaited<ReturnType<typeof runLocustOn>> | undefined;
+      let wrk: WrkRunResult | undefined;
+      for (const generator of options.generators) {
+        if (generator === 'locust') {
+          locust = await runLocustOn(run, { scratch, docker });
+        } else {
+          wrk = await runWrkOn(run);
+        }
+      }
+      await instance.stop();
+      return {
+        result: {
+          name,
+          stats: locust?.stats ?? [],
+          services: locust?.services ?? [],
+          files,
+          loadGenerator: locust?.loadGenerator,
+          serverLatency: locust?.serverLatency,
+          wrk,
+        },
+        series: seriesFromHistory(name, readCsv(join(dir, 'locust_stats_history.csv'))),
+      };
+    },
+    (message) => ({
+      result: { name, stats: [], services: [], files, error: message },
+      series: { name, points: [] },
+    }),
+  );
 }
 
 /** One system under one generator: what both generators' runs need. */
@@ -267,68 +295,60 @@ async function runWrkOn({
  * `--find-capacity`: one fresh system, wrk at each step's number of users in turn (each user its
  * own token), until a step breaks the goal. Shared by both engines: only the start differs.
  */
-async function findCapacity(
+function findCapacity(
   name: SystemName,
-  options: StressOptions,
-  outDir: string,
-  confinement: Confinement,
-  cpuPlan: { services: string; load: string },
-  docker: DockerEngine | undefined,
+  setup: RunSetup,
 ): Promise<{ steps: CapacityStep[]; error?: string }> {
-  const dir = join(outDir, name);
-  mkdirSync(dir, { recursive: true });
-  const scratch = createScratchDir(name);
+  const { options, confinement, cpuPlan } = setup;
   const plan = options.quick ? QUICK_CAPACITY_STEPS : CAPACITY_STEPS;
   const steps: CapacityStep[] = [];
-  let instance: SystemInstance | undefined;
-  try {
-    instance = docker
-      ? await docker.startSystem(name, { dir: scratch })
-      : await startSystem(name, { dir: scratch, confinement });
-    process.stderr.write(`[${name}] started at ${instance.baseUrl}\n`);
-    // Tokens are minted as the steps need them: the dev IdP signs ~100 a second, and a system
-    // that breaks the goal early never needs the largest step's pool.
-    const tokens: string[] = [];
-    for (let users = nextStepUsers(plan, steps); users !== undefined;) {
-      if (tokens.length < users) {
-        process.stderr.write(`[${name}] minting ${users - tokens.length} more tokens\n`);
-        tokens.push(
-          ...(await mintTokens({ issuer: instance.issuer, count: users - tokens.length })),
+  return withSystem<{ steps: CapacityStep[]; error?: string }>(
+    name,
+    setup,
+    async (instance, dir, scratch) => {
+      // Tokens are minted as the steps need them: the dev IdP signs ~100 a second, and a system
+      // that breaks the goal early never needs the largest step's pool.
+      const tokens: string[] = [];
+      for (let users = nextStepUsers(plan, steps); users !== undefined;) {
+        if (tokens.length < users) {
+          process.stderr.write(`[${name}] minting ${users - tokens.length} more tokens\n`);
+          tokens.push(
+            ...(await mintTokens({ issuer: instance.issuer, count: users - tokens.length })),
+          );
+        }
+        const tokenFile = join(scratch, `tokens-${users}.txt`);
+        writeTokenFile(tokenFile, tokens.slice(0, users));
+        const stepUsers = users;
+        const measured = await whileDriving(instance, confinement, () =>
+          runWrkStudy({
+            host: instance.baseUrl,
+            users: stepUsers,
+            durationSeconds: options.durationSeconds,
+            tokenFile,
+            scriptFile: join(dir, `wrk-${users}.lua`),
+            cpus: cpuPlan.load,
+            logFile: join(dir, `wrk-${users}.log`),
+          }),
         );
+        const step = judgeStep(
+          users,
+          measured.value.result,
+          measured.value.loadGenerator,
+          measured,
+        );
+        steps.push(step);
+        const costs = step.services
+          .map((s) => `${s.name} ${s.cpuUsPerRequest.toFixed(0)} µs`)
+          .join(' + ');
+        process.stderr.write(
+          `[${name}] ${users} users: offered ${step.offeredRps.toFixed(0)} req/s, served ${step.servedRps.toFixed(0)}, ${step.failures} failures, p99 ${step.p99Ms.toFixed(1)} ms, wrk CPU ${((step.generatorCpuShare ?? NaN) * 100).toFixed(0)} %${step.generatorSaturated ? ' (saturated)' : ''}; ${costs} per request\n`,
+        );
+        users = nextStepUsers(plan, steps);
       }
-      const tokenFile = join(scratch, `tokens-${users}.txt`);
-      writeTokenFile(tokenFile, tokens.slice(0, users));
-      const stepUsers = users;
-      const measured = await whileDriving(instance, confinement, () =>
-        runWrkStudy({
-          host: instance!.baseUrl,
-          users: stepUsers,
-          durationSeconds: options.durationSeconds,
-          tokenFile,
-          scriptFile: join(dir, `wrk-${users}.lua`),
-          cpus: cpuPlan.load,
-          logFile: join(dir, `wrk-${users}.log`),
-        }),
-      );
-      const step = judgeStep(users, measured.value.result, measured.value.loadGenerator, measured);
-      steps.push(step);
-      const costs = step.services
-        .map((s) => `${s.name} ${s.cpuUsPerRequest.toFixed(0)} µs`)
-        .join(' + ');
-      process.stderr.write(
-        `[${name}] ${users} users: offered ${step.offeredRps.toFixed(0)} req/s, served ${step.servedRps.toFixed(0)}, ${step.failures} failures, p99 ${step.p99Ms.toFixed(1)} ms, wrk CPU ${((step.generatorCpuShare ?? NaN) * 100).toFixed(0)} %${step.generatorSaturated ? ' (saturated)' : ''}; ${costs} per request\n`,
-      );
-      users = nextStepUsers(plan, steps);
-    }
-    return { steps };
-  } catch (error) {
-    const message = (error as Error).message;
-    process.stderr.write(`\n[${name}] failed: ${message}\n`);
-    return { steps, error: message };
-  } finally {
-    await instance?.stop();
-    keepLogsAndRemove(scratch, join(dir, 'logs'));
-  }
+      return { steps };
+    },
+    (message) => ({ steps, error: message }),
+  );
 }
 
 /** The capacity report: per system its steps and capacity, and the chart of p99 against load. */
@@ -400,6 +420,7 @@ async function main(): Promise<number> {
     process.stderr.write('building the images (docker-compose-stress.yaml)\n');
     await docker.build(options.systems);
   }
+  const setup: RunSetup = { options, outDir, confinement, cpuPlan, docker };
   if (confinement.support.mode === 'pin') {
     process.stderr.write(`note: pinning only, no limits: ${confinement.support.reason}\n`);
   }
@@ -410,7 +431,7 @@ async function main(): Promise<number> {
       for (const name of options.systems) {
         found.push({
           name,
-          ...(await findCapacity(name, options, outDir, confinement, cpuPlan, docker)),
+          ...(await findCapacity(name, setup)),
         });
       }
     } finally {
@@ -433,7 +454,7 @@ async function main(): Promise<number> {
   try {
     for (const name of options.systems) {
       if (interrupted) break;
-      const measured = await measureSystem(name, options, outDir, confinement, cpuPlan, docker);
+      const measured = await measureSystem(name, setup);
       results.push(measured.result);
       series.push(measured.series);
     }
