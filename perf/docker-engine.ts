@@ -19,14 +19,17 @@ const COMPOSE_FILE = join(REPO_ROOT, 'docker-compose-stress.yaml');
 /** The tag docker-compose-stress.yaml gives the images it builds (SECRET_GATE_TAG, else dev). */
 export const LOCUST_IMAGE = `secret-gate-locust:${process.env.SECRET_GATE_TAG ?? 'dev'}`;
 
-/** Compose services of each system: the gate containers under the limits, and the support ones. */
+/**
+ * Compose services of each system: the one the load is sent to, the gate containers under the
+ * limits, and the support ones.
+ */
 const SYSTEM_SERVICES: Readonly<
-  Record<SystemName, { limited: readonly string[]; support: readonly string[] }>
+  Record<SystemName, { front: string; limited: readonly string[]; support: readonly string[] }>
 > = {
-  ours: { limited: ['nginx', 'verifier'], support: ['idp'] },
-  'study-njs': { limited: ['study-njs'], support: ['userinfo', 'idp'] },
-  'study-node': { limited: ['study-node'], support: ['userinfo', 'idp'] },
-  'njs-verify': { limited: ['njs-verify'], support: ['idp'] },
+  ours: { front: 'nginx', limited: ['nginx', 'verifier'], support: ['idp'] },
+  'study-njs': { front: 'study-njs', limited: ['study-njs'], support: ['userinfo', 'idp'] },
+  'study-node': { front: 'study-node', limited: ['study-node'], support: ['userinfo', 'idp'] },
+  'njs-verify': { front: 'njs-verify', limited: ['njs-verify'], support: ['idp'] },
 };
 
 function readCgroup(controller: string, id: string, file: string): string | undefined {
@@ -115,7 +118,7 @@ export function createDockerEngine(profile: ResourceProfile, cpus: string): Dock
         STRESS_IDP_PORT: String(await freePort()),
       };
       const projectEnv = { ...env, ...ports };
-      const { limited, support } = SYSTEM_SERVICES[name];
+      const { front, limited, support } = SYSTEM_SERVICES[name];
       // NGINX logs to its stdout in the image: `docker logs` is the access log so far.
       const saveLogs = (service: string) => {
         const id = containers.get(service);
@@ -149,7 +152,20 @@ export function createDockerEngine(profile: ResourceProfile, cpus: string): Dock
           containers.set(service, id);
           services.push({ name: service, pids: [pid], limited: limited.includes(service) });
         }
-        const baseUrl = `http://127.0.0.1:${ports.STRESS_GATE_PORT}`;
+        // The gate's own address on the stress network, not its published port: a connection to
+        // 127.0.0.1:port goes through docker-proxy, a userland copy outside every cgroup that cost
+        // as much CPU per request as NGINX. Traffic from other hosts never takes it (iptables
+        // DNAT), and the host reaches the bridge network directly.
+        const gateIp = (
+          await run('docker', [
+            'inspect',
+            '--format',
+            '{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}',
+            containers.get(front) ?? front,
+          ])
+        ).stdout.trim();
+        if (!gateIp) throw new Error(`no address for the "${front}" container`);
+        const baseUrl = `http://${gateIp}:8080`;
         await waitForAnswer(`${baseUrl}/`, 60_000);
         return {
           name,
