@@ -6,7 +6,7 @@
 import type { Series } from './chart.js';
 import { isSaturated, SATURATED_LOAD_GENERATOR } from './generators.js';
 import type { CpuThrottling } from './limits.js';
-import type { LoadGeneratorUsage } from './locust.js';
+import type { LoadGeneratorUsage } from './generators.js';
 import type { ServerLatency } from './server-latency.js';
 import type { WrkStudyResult } from './wrk-study.js';
 

@@ -16,8 +16,6 @@ import type { ServiceInfo, SystemInstance } from './systems.js';
 const run = promisify(execFile);
 const REPO_ROOT = join(import.meta.dirname, '..');
 const COMPOSE_FILE = join(REPO_ROOT, 'docker-compose-stress.yaml');
-/** The tag docker-compose-stress.yaml gives the images it builds (SECRET_GATE_TAG, else dev). */
-export const LOCUST_IMAGE = `secret-gate-locust:${process.env.SECRET_GATE_TAG ?? 'dev'}`;
 
 /**
  * Compose services of each system: the one the load is sent to, the gate containers under the
@@ -182,33 +180,4 @@ export function createDockerEngine(profile: ResourceProfile, cpus: string): Dock
       }
     },
   };
-}
-
-/** `docker run` of the locust image on the host network and the load core, paths mounted as is. */
-export function locustContainerCommand(
-  name: string,
-  cpus: string,
-  tokenFile: string,
-  mounts: readonly string[],
-  locustArgs: readonly string[],
-): string[] {
-  return [
-    'run',
-    '--rm',
-    '--name',
-    name,
-    '--network',
-    'host',
-    '--cpuset-cpus',
-    cpus,
-    '--user',
-    `${process.getuid?.() ?? 0}:${process.getgid?.() ?? 0}`,
-    '-e',
-    `SG_STRESS_TOKENS=${tokenFile}`,
-    ...[...new Set(mounts)].flatMap((dir) => ['-v', `${dir}:${dir}`]),
-    '--entrypoint',
-    'taskset',
-    LOCUST_IMAGE,
-    ...locustArgs,
-  ];
 }

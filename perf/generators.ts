@@ -3,8 +3,6 @@
 // saturated, and the latency goals are judged on a run whose generator kept up. "Needs" is the CPU
 // time it got plus the time it waited runnable for the core: on a machine shared with other work a
 // starved generator shows little CPU time while it lags just the same.
-import type { LoadGeneratorUsage } from './locust.js';
-
 export type GeneratorName = 'locust' | 'wrk';
 export const GENERATOR_NAMES: readonly GeneratorName[] = Object.freeze(['locust', 'wrk']);
 
@@ -77,4 +75,29 @@ export function parseGenerators(text: string): GeneratorName[] {
     );
   if (names.length === 0) throw new TypeError('"--generators" lists no generator');
   return [...new Set(names)] as GeneratorName[];
+}
+
+/**
+ * How busy the load generator was once every user had spawned (the whole run if they never all
+ * did): near 100 % of its core, locust itself delays requests.
+ */
+export interface LoadGeneratorUsage {
+  /** locust's user + system CPU time in that window. */
+  readonly cpuSeconds: number;
+  /** Time its threads were runnable but waited for the core (other work on it), when known. */
+  readonly waitSeconds?: number;
+  /** The window's wall time, up to the last progress tick before locust exited. */
+  readonly wallSeconds: number;
+}
+
+/** A generator's usage between two samples of its CPU time, wall clock and run-queue wait. */
+export function usageBetween(
+  start: { cpu: number; wall: number; wait: number },
+  end: { cpu: number; wall: number; wait: number },
+): LoadGeneratorUsage {
+  return {
+    cpuSeconds: end.cpu - start.cpu,
+    wallSeconds: end.wall - start.wall,
+    waitSeconds: end.wait - start.wait,
+  };
 }

@@ -5,11 +5,13 @@ import { closeSync, openSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseLocustCsv } from './locust-csv.js';
 import { CLOCK_TICKS, exitOf, parseStat, runQueueWaitSeconds } from './process-stats.js';
-import { locustContainerCommand } from './docker-engine.js';
+import { usageBetween, type LoadGeneratorUsage } from './generators.js';
 
 export const LOCUSTFILE = fileURLToPath(new URL('../stresstest/locustfile.py', import.meta.url));
 /** Debian's python3-locust runs with the system python, not whatever python is first on PATH. */
 export const PYTHON = '/usr/bin/python3';
+/** The tag docker-compose-stress.yaml gives the images it builds (SECRET_GATE_TAG, else dev). */
+export const LOCUST_IMAGE = `secret-gate-locust:${process.env.SECRET_GATE_TAG ?? 'dev'}`;
 
 export interface LocustRun {
   readonly host: string;
@@ -86,31 +88,6 @@ export function locustArgs(run: LocustRun): string[] {
     '--loglevel',
     'WARNING',
   ];
-}
-
-/**
- * How busy the load generator was once every user had spawned (the whole run if they never all
- * did): near 100 % of its core, locust itself delays requests.
- */
-export interface LoadGeneratorUsage {
-  /** locust's user + system CPU time in that window. */
-  readonly cpuSeconds: number;
-  /** Time its threads were runnable but waited for the core (other work on it), when known. */
-  readonly waitSeconds?: number;
-  /** The window's wall time, up to the last progress tick before locust exited. */
-  readonly wallSeconds: number;
-}
-
-/** A generator's usage between two samples of its CPU time, wall clock and run-queue wait. */
-export function usageBetween(
-  start: { cpu: number; wall: number; wait: number },
-  end: { cpu: number; wall: number; wait: number },
-): LoadGeneratorUsage {
-  return {
-    cpuSeconds: end.cpu - start.cpu,
-    wallSeconds: end.wall - start.wall,
-    waitSeconds: end.wait - start.wait,
-  };
 }
 
 /** Runs locust to completion, calling `onProgress` every couple of seconds. */
@@ -190,4 +167,33 @@ export async function runLocust(
   } finally {
     clearInterval(timer);
   }
+}
+
+/** `docker run` of the locust image on the host network and the load core, paths mounted as is. */
+export function locustContainerCommand(
+  name: string,
+  cpus: string,
+  tokenFile: string,
+  mounts: readonly string[],
+  locustArgs: readonly string[],
+): string[] {
+  return [
+    'run',
+    '--rm',
+    '--name',
+    name,
+    '--network',
+    'host',
+    '--cpuset-cpus',
+    cpus,
+    '--user',
+    `${process.getuid?.() ?? 0}:${process.getgid?.() ?? 0}`,
+    '-e',
+    `SG_STRESS_TOKENS=${tokenFile}`,
+    ...[...new Set(mounts)].flatMap((dir) => ['-v', `${dir}:${dir}`]),
+    '--entrypoint',
+    'taskset',
+    LOCUST_IMAGE,
+    ...locustArgs,
+  ];
 }

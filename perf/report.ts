@@ -13,7 +13,7 @@ import {
 } from './generators.js';
 import type { CsvRow } from './locust-csv.js';
 import type { CpuThrottling, LimitSupport, ResourceProfile } from './limits.js';
-import type { LoadGeneratorUsage } from './locust.js';
+import type { LoadGeneratorUsage } from './generators.js';
 import type { ServerLatency } from './server-latency.js';
 import type { ServiceUsage } from './process-stats.js';
 import { STUDY_BEST_RPS, STUDY_FIGURES } from './study-figures.js';

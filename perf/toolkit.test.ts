@@ -668,7 +668,7 @@ describe('docker-compose-stress.yaml', () => {
 
 describe('the docker engine', () => {
   it('runs locust in its own container on the host network and the load core, paths mounted as is', async () => {
-    const { LOCUST_IMAGE, locustContainerCommand } = await import('./docker-engine.js');
+    const { LOCUST_IMAGE, locustContainerCommand } = await import('./locust.js');
     const args = locustContainerCommand(
       'sg-locust',
       '0',

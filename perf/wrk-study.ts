@@ -12,7 +12,7 @@
 // a request is written, so think time is not part of it.
 import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { usageBetween, type LoadGeneratorUsage } from './locust.js';
+import { usageBetween, type LoadGeneratorUsage } from './generators.js';
 import { CLOCK_TICKS, exitOf, parseStat, runQueueWaitSeconds } from './process-stats.js';
 
 export interface WrkStudyRun {

@@ -25,7 +25,7 @@ import {
   verifierEnv,
   type ServiceName,
 } from './service-env.js';
-import { REPO_ROOT, type Stack, type StackOptions } from './start-stack.js';
+import { REPO_ROOT, type Stack, type StackOptions } from './stack.js';
 import { inheritedEnv, stackUrls, superviseStack } from './supervise.js';
 import { assertWorkersCanReach } from './worker-access.js';
 

@@ -25,7 +25,7 @@ import {
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { orchestrate, type StackShape } from './orchestrate.js';
-import type { Stack, StackOptions } from './start-stack.js';
+import type { Stack, StackOptions } from './stack.js';
 
 /** Who a service runs as. */
 export interface RunAs {

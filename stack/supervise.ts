@@ -2,7 +2,7 @@
 // one Stack handle, and make sure they all stop again (on stop(), on a failed start, on exit).
 import { SERVICE_NAMES, type ServiceName } from './service-env.js';
 import type { ServiceProcess } from './service-process.js';
-import type { Stack, StackUrls } from './start-stack.js';
+import type { Stack, StackUrls } from './stack.js';
 import { trackStack, untrackStack } from './teardown.js';
 
 export interface StackParts extends Omit<
