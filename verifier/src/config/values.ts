@@ -64,9 +64,15 @@ export function list(atLeastOne?: string) {
   return z.union([items, words], listSays).pipe(none ? items.min(1, none) : items);
 }
 
-/** One of a closed set of words. */
+/** One of a closed set of words; a problem names them (`a, b or c` unless `say` is given). */
 export function oneOf<const T extends readonly [string, ...string[]]>(values: T, say?: string) {
-  return z.enum(values, says(say ?? values.join(', ')));
+  const words = `${values.slice(0, -1).join(', ')} or ${values.at(-1)}`;
+  return z.enum(values, says(say ?? words));
+}
+
+/** A setting operators may also set from the environment, as the variable `name`. */
+export function env<T extends z.ZodType>(name: string, kind: T): T {
+  return kind.meta({ env: name });
 }
 
 /** Only asymmetric JWS algorithms: RFC 8725 §3.1/§3.2, never `none`, never HMAC with a JWKS. */
