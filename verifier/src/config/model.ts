@@ -166,10 +166,9 @@ export const rootSchema = section({
     })
       // The rules between the receiver's own settings sit on its section, so they are checked
       // even when another revocation setting is wrong (checkConfig sees only valid sections).
-      .check((ctx) => {
-        const { transmitter, audience, pollEndpoint, allowHttp } = ctx.value;
+      .superRefine(({ transmitter, audience, pollEndpoint, allowHttp }, ctx) => {
         const problem = (path: string, message: string) =>
-          ctx.issues.push({ code: 'custom', input: ctx.value, path: [path], message });
+          ctx.addIssue({ code: 'custom', path: [path], message });
         if (transmitter === undefined) {
           if (pollEndpoint !== undefined) problem('pollEndpoint', 'needs a transmitter');
           return;
