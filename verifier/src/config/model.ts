@@ -47,6 +47,7 @@ const atLeast1s = duration.refine((seconds) => seconds >= 1, 'must be at least 1
 const positive = duration.refine((seconds) => seconds > 0, 'must be greater than 0');
 const iatWindow = duration.refine((s) => s >= 1 && s <= 600, 'must be between 1s and 10m');
 
+/** The top-level settings, each row checking its own value; see checkConfig for the rest. */
 export const rootSchema = section({
   listen: env('VERIFIER_LISTEN', listen.prefault(DEFAULT_LISTEN)).describe(
     '`host:port`, `[v6]:port` or `unix:/absolute/path.sock`.',
@@ -321,6 +322,7 @@ const tokeninfoIssuer = section({
   refuseClaims,
 });
 
+/** One issuer by its `type` (default `jwt`), read with its preset row laid under it (presets.ts). */
 export const issuerSchema = z.discriminatedUnion(
   'type',
   [jwtIssuer, introspectionIssuer, userinfoIssuer, tokeninfoIssuer],
@@ -332,6 +334,7 @@ export const issuerSchema = z.discriminatedUnion(
   },
 );
 
+/** A named policy; whether its issuers are configured is checked in checkConfig. */
 export const policySchema = section({
   issuers: list('issuer').describe(
     '`iss` values this policy accepts (checked before any key fetch); each is a configured issuer, at most one of them opaque.',

@@ -123,12 +123,8 @@ export interface TokenKindRules {
  * than its preset's is returned as written, for the schema or checkPresetIssuer to report.
  */
 export function withPreset(raw: unknown, rootClientClaimsGiven: boolean): unknown {
-  if (
-    typeof raw !== 'object' ||
-    raw === null ||
-    !Object.hasOwn(PRESETS, 'preset' in raw ? String(raw.preset) : '')
-  )
-    return raw;
+  const named = typeof raw === 'object' && raw !== null && 'preset' in raw ? raw.preset : undefined;
+  if (!Object.hasOwn(PRESETS, String(named))) return raw;
   const written = raw as { readonly preset: PresetName; readonly type?: unknown };
   const row = rowOf(written.preset);
   const type = row.type ?? 'jwt';
