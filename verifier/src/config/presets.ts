@@ -138,7 +138,10 @@ export function withPreset(raw: unknown, rootClientClaimsGiven: boolean): unknow
 
 /** The rules a preset makes at start, each problem at the field it is about and naming why. */
 export function checkPresetIssuer(
-  issuer: Pick<TokenKindRules, 'issuer' | 'preset'> & { readonly type: string; audience: string },
+  issuer: Pick<TokenKindRules, 'issuer' | 'preset'> & {
+    readonly type: string;
+    readonly audience: string;
+  },
   report: (field: string, message: string) => void,
 ): void {
   const row = rowOf(issuer.preset);
