@@ -202,6 +202,8 @@ const allowHttp = flag
     "Allow plain `http:` for this issuer's discovery, JWKS, introspection or user-info URLs on a host that is not loopback (`localhost`, 127.0.0.0/8, `[::1]`). Off: such URLs are refused at start and at fetch time.",
   );
 const timeout = duration.optional().describe('Timeout of one introspection / user-info request.');
+/** How an opaque issuer's answers are fetched and reused. */
+const opaqueAnswers = { cacheTtl: opaqueCacheTtl, timeout, allowHttp };
 
 // What an IdP preset fills (presets.ts); the defaults are the `rfc9068` row's.
 const presetName = oneOf(PRESET_NAMES, PRESET_NAMES.join(', '));
@@ -276,9 +278,7 @@ const introspectionIssuer = section({
   audience: text.describe(
     "This API's identifier: the introspection answer's `aud` must contain it, so an active token issued for another API is refused (the verifier refuses to start without it).",
   ),
-  cacheTtl: opaqueCacheTtl,
-  timeout,
-  allowHttp,
+  ...opaqueAnswers,
   clientClaims,
 });
 
@@ -291,9 +291,7 @@ const userinfoIssuer = section({
   type: z.literal('userinfo'),
   issuer: issuerName,
   endpoint,
-  cacheTtl: opaqueCacheTtl,
-  timeout,
-  allowHttp,
+  ...opaqueAnswers,
 });
 
 /**
@@ -312,9 +310,7 @@ const tokeninfoIssuer = section({
   ).describe(
     'Tokeninfo URL; the token is POSTed as the form field `access_token`, never put in a URL.',
   ),
-  cacheTtl: opaqueCacheTtl,
-  timeout,
-  allowHttp,
+  ...opaqueAnswers,
   clientClaims,
   preset,
   scopeClaims,
