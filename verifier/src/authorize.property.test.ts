@@ -11,7 +11,7 @@ import { createDecisionCache } from './decision/decision-cache.js';
 import { createJwtVerifier } from './token/jwt-verifier.js';
 import type { KeySet } from './token/key-set.js';
 import { createLogger } from './log.js';
-import { RFC9068_RULES } from './config/presets.js';
+import { RFC9068_RULES } from './testing/fixtures.js';
 
 const ISS = 'https://idp.example';
 const AUD = 'secret-gate-api';

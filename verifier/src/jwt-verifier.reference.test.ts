@@ -24,8 +24,7 @@ import { readIdentity } from './token/identity.js';
 import { readSessionClaims } from './token/verified-token.js';
 import { createJwtVerifier, type JwtVerifier } from './token/jwt-verifier.js';
 import type { KeySet } from './token/key-set.js';
-import { AUDIENCE, ISSUER, PRIVATE_JWKS, publicJwk } from './testing/fixtures.js';
-import { RFC9068_RULES } from './config/presets.js';
+import { AUDIENCE, ISSUER, PRIVATE_JWKS, publicJwk, RFC9068_RULES } from './testing/fixtures.js';
 
 const NOW = Date.UTC(2026, 0, 15, 12, 0, 0);
 const NOW_S = NOW / 1000;

@@ -32,46 +32,42 @@ export const cloudFrontSettings = section({
   keyPairId: z
     .string(must('the CloudFront public key ID (letters and digits)'))
     .regex(/^[A-Za-z0-9]{1,128}$/, must('the CloudFront public key ID (letters and digits)'))
-    .meta({ description: 'The CloudFront public key ID (letters and digits).' }),
+    .describe('The CloudFront public key ID (letters and digits).'),
   privateKeyFile: z
     .string(must('the path of the private key file'))
     .min(1, must('the path of the private key file'))
-    .meta({
-      description:
-        'Path of the PEM (or JWK JSON) private key: RSA 2048-bit, or ECDSA P-256 for `ECDSA-SHA256`.',
-    }),
+    .describe(
+      'Path of the PEM (or JWK JSON) private key: RSA 2048-bit, or ECDSA P-256 for `ECDSA-SHA256`.',
+    ),
   algorithm: z
     .enum(
       cloudFrontAlgorithms as [CloudFrontAlgorithm],
       must(`one of ${cloudFrontAlgorithms.join(', ')}`),
     )
     .prefault(DEFAULT_ALGORITHM)
-    .meta({
-      description:
-        '`RSA-SHA256` (preferred: CloudFront accepts SHA-256 for cookies and URLs), `ECDSA-SHA256` or `RSA-SHA1`.',
-    }),
+    .describe(
+      '`RSA-SHA256` (preferred: CloudFront accepts SHA-256 for cookies and URLs), `ECDSA-SHA256` or `RSA-SHA1`.',
+    ),
   resource: z
     .string(must('an absolute http:// or https:// URL'))
-    .check((ctx) => {
+    .superRefine((resource, ctx) => {
       try {
-        checkResourcePattern(ctx.value);
+        checkResourcePattern(resource);
       } catch (error) {
-        const message = (error as Error).message.replace(/^"resource" /, '');
-        ctx.issues.push({ code: 'custom', input: ctx.value, message });
+        ctx.addIssue((error as Error).message.replace(/^"resource" /, ''));
       }
     })
-    .meta({
-      description:
-        'Custom-policy resource the cookies grant, e.g. `https://cdn.example.com/private/*`.',
-    }),
+    .describe(
+      'Custom-policy resource the cookies grant, e.g. `https://cdn.example.com/private/*`.',
+    ),
   ttlSeconds: z
     .number(ttlPhrase)
     .int(ttlPhrase)
     .min(1, ttlPhrase)
     .max(MAX_TTL_SECONDS, ttlPhrase)
-    .meta({
-      description: `Longest lifetime of the cookies, 1 to ${MAX_TTL_SECONDS} seconds; never past the access token's \`exp\` (expiries are rounded down to a bucket of at most a quarter of it, up to 300 s). The cookies' \`Path\` is the resource's path up to its first wildcard.`,
-    }),
+    .describe(
+      `Longest lifetime of the cookies, 1 to ${MAX_TTL_SECONDS} seconds; never past the access token's \`exp\` (expiries are rounded down to a bucket of at most a quarter of it, up to 300 s). The cookies' \`Path\` is the resource's path up to its first wildcard.`,
+    ),
   /**
    * Absent: host-only cookies (they then reach CloudFront only when the distribution serves the
    * gate's own host). A browser accepts a `Domain` only when it covers the gate's host, and sends
@@ -81,16 +77,14 @@ export const cloudFrontSettings = section({
     .string(must('a host name such as cdn.example.com'))
     .regex(cookieDomainShape, must('a host name such as cdn.example.com'))
     .optional()
-    .meta({
-      description:
-        "`Domain` attribute of the cookies; unset: host-only cookies. Must cover the resource's host, and the browser accepts it only when it also covers the gate's host: gate on `app.example.com`, CDN on `cdn.example.com` → `example.com`.",
-    }),
-}).check((ctx) => {
-  const { cookieDomain, resource } = ctx.value;
+    .describe(
+      "`Domain` attribute of the cookies; unset: host-only cookies. Must cover the resource's host, and the browser accepts it only when it also covers the gate's host: gate on `app.example.com`, CDN on `cdn.example.com` → `example.com`.",
+    ),
+}).superRefine(({ cookieDomain, resource }, ctx) => {
   const host = /^[a-z*]+:\/\/([^/:]+)/i.exec(resource)?.[1];
   if (cookieDomain === undefined || host === undefined || host.includes('*')) return;
   if (!domainCovers(cookieDomain, host))
-    ctx.issues.push({
+    ctx.addIssue({
       code: 'custom',
       input: cookieDomain,
       path: ['cookieDomain'],
@@ -129,6 +123,4 @@ export function loadCloudFrontKey(
 /** The section as a policy includes it: validated settings, then the key read once at start. */
 export const cloudFrontSection = cloudFrontSettings
   .transform((settings) => new Deferred((io, fail) => loadCloudFrontKey(settings, io, fail)))
-  .meta({
-    description: 'CloudFront signed cookies for allowed requests of this policy (see below).',
-  });
+  .describe('CloudFront signed cookies for allowed requests of this policy (see below).');

@@ -1,9 +1,6 @@
-// VERIFIER_* variables as a configuration document: each variable is the flat spelling of one
-// setting (the flags-to-options conversion oauth2-proxy does), found through the `env` its row
-// declares; its string goes where the file's value would, and the same schema reads it. The file
-// VERIFIER_CONFIG names is the document the top-level variables are laid over; without it, the
-// single-issuer variables (VERIFIER_ISSUER, …) spell one issuer (JWT unless its preset says
-// otherwise) and one policy, named `secret` (what NGINX's /secret asks for) and `default`.
+// VERIFIER_* variables as a configuration document: each is the flat spelling of the setting whose
+// row declares it as `env`, its string put where the file's value would be, read by the same schema.
+// They are laid over the file VERIFIER_CONFIG names, or spell one issuer and one policy.
 import { DEFAULT_POLICY, jsonSchema, type JsonSchema } from './model.js';
 import type { FileReader } from './values.js';
 
@@ -48,13 +45,11 @@ const ISSUER = 'issuers[0]';
 const withEnv = (rows: SettingRow[], at = '') =>
   rows.filter((row) => row.env !== undefined).map((row) => ({ ...row, path: at + row.path }));
 const rootRows = withEnv(rowsOf(schema));
-const jwtRows = withEnv(rowsOf(issuerSections.get('jwt')), `${ISSUER}.`);
-// The tokeninfo issuer's own variables (VERIFIER_TOKENINFO_URI) beside the JWT issuer's.
-const issuerRows = jwtRows.concat(
-  withEnv(rowsOf(issuerSections.get('tokeninfo')), `${ISSUER}.`).filter(
-    (row) => !jwtRows.some((jwt) => jwt.env === row.env),
-  ),
-);
+// The JWT issuer's variables, then the tokeninfo issuer's own (VERIFIER_TOKENINFO_URI).
+const issuerRows = withEnv(
+  ['jwt', 'tokeninfo'].flatMap((type) => rowsOf(issuerSections.get(type))),
+  `${ISSUER}.`,
+).filter((row, index, rows) => rows.findIndex((first) => first.env === row.env) === index);
 const policyRows = withEnv(rowsOf(policySection), `policies.${ENV_POLICY}.`);
 
 /** Every variable the verifier reads, in the order the reference lists them; `path` in the file. */

@@ -1,9 +1,6 @@
-// Reads the configuration once, at start, into a frozen model.VerifierConfig: the environment becomes a
-// document (env.ts), the one schema (model.ts) checks it section by section (so a broken issuer
-// does not hide the problems of a policy), an issuer's preset row (presets.ts) laid under it
-// first; the rules between settings run on what validated, then the files it names are read
-// through the one reader. Every problem is collected and reported in one ConfigError, named as
-// the operator wrote it (`VERIFIER_LISTEN`, `config.issuers[0].audience`).
+// Reads the configuration once, at start, into a frozen VerifierConfig: the environment as a
+// document (env.ts), checked section by section by the one schema (model.ts), every problem named
+// as the operator wrote it (`VERIFIER_LISTEN`, `config.issuers[0].audience`) in one ConfigError.
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { documentFromEnv, issuerSections } from './env.js';

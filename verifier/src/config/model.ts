@@ -1,12 +1,6 @@
-// The verifier's one configuration schema, declared with zod: every setting, its kind, its
-// default as an operator writes it, its VERIFIER_* variable (`env`, only where operators may set
-// it from the environment) and its meaning. The JSON file and the variables are two spellings of
-// one document (env.ts); the types below, verifier/config.schema.json and docs/configuration.md's
-// tables are derived from it. A rule about one value is part of its row (`.refine`); the rules
-// between settings are `checkConfig` at the end, except the Shared Signals receiver's, which sit
-// on its section so they are checked even when a sibling setting is wrong. A plugin declares its
-// own section in its folder (cloudfront/gate-config.ts); a setting a preset fills is a row here
-// (its default is the `rfc9068` row's) and a value in that preset's row of presets.ts.
+// The verifier's one configuration schema (zod): every setting, its kind, its default as an
+// operator writes it, its VERIFIER_* variable and its meaning; the types, verifier/config.schema.json
+// and docs/configuration.md derive from it. `checkConfig` holds the rules between settings.
 import { z } from 'zod';
 import { cloudFrontSection } from '../cloudfront/gate-config.js';
 import { ALWAYS_REFUSED, checkPresetIssuer, PRESET_NAMES } from './presets.js';
@@ -16,6 +10,7 @@ import {
   claimRules,
   count,
   duration,
+  env,
   flag,
   insecureUrlProblem,
   isLoopbackHost,
@@ -41,6 +36,7 @@ declare module 'zod' {
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+const logLevel = oneOf(LOG_LEVELS, `one of ${LOG_LEVELS.join(', ')}`);
 /** Where replicas share state: in this process, or a Redis every replica reaches. */
 const redisStore = text.regex(
   /^(?:memory|rediss?:\/\/\S+)$/,
@@ -49,178 +45,131 @@ const redisStore = text.regex(
 /** Intervals the verifier waits or keeps something for, and timeouts: never zero. */
 const atLeast1s = duration.refine((seconds) => seconds >= 1, 'must be at least 1s');
 const positive = duration.refine((seconds) => seconds > 0, 'must be greater than 0');
+const iatWindow = duration.refine((s) => s >= 1 && s <= 600, 'must be between 1s and 10m');
 
+/** The top-level settings, each row checking its own value; see checkConfig for the rest. */
 export const rootSchema = section({
-  listen: listen.prefault(DEFAULT_LISTEN).meta({
-    env: 'VERIFIER_LISTEN',
-    description: '`host:port`, `[v6]:port` or `unix:/absolute/path.sock`.',
-  }),
-  transport: oneOf(['auto', 'uws', 'node'], 'auto, uws or node').prefault('auto').meta({
-    env: 'VERIFIER_TRANSPORT',
-    description:
-      '`uws`, `node` or `auto` (uWebSockets.js; node:http with a warning only when the native addon cannot load). The transport in use is in `/metrics`.',
-  }),
-  logLevel: oneOf(LOG_LEVELS, `one of ${LOG_LEVELS.join(', ')}`)
-    .prefault('info')
-    .meta({
-      env: 'VERIFIER_LOG_LEVEL',
-      description: 'pino level: `fatal`, `error`, `warn`, `info`, `debug`, `trace`, `silent`.',
-    }),
+  listen: env('VERIFIER_LISTEN', listen.prefault(DEFAULT_LISTEN)).describe(
+    '`host:port`, `[v6]:port` or `unix:/absolute/path.sock`.',
+  ),
+  transport: env('VERIFIER_TRANSPORT', oneOf(['auto', 'uws', 'node']).prefault('auto')).describe(
+    '`uws`, `node` or `auto` (uWebSockets.js; node:http with a warning only when the native addon cannot load). The transport in use is in `/metrics`.',
+  ),
+  logLevel: env('VERIFIER_LOG_LEVEL', logLevel.prefault('info')).describe(
+    'pino level: `fatal`, `error`, `warn`, `info`, `debug`, `trace`, `silent`.',
+  ),
   cache: section({
-    maxEntries: count.prefault('100000').meta({
-      env: 'VERIFIER_CACHE_MAX_ENTRIES',
-      description: 'Decision cache bound by count.',
-    }),
-    maxBytes: bytes.prefault('64m').meta({
-      env: 'VERIFIER_CACHE_MAX_BYTES',
-      description: 'Decision cache bound by estimated bytes.',
-    }),
-    maxTtl: duration.prefault('5m').meta({
-      env: 'VERIFIER_CACHE_MAX_TTL',
-      description: "Longest time a decision is reused (never past the token's `exp`).",
-    }),
-    edgeTtl: duration.prefault('5s').meta({
-      env: 'VERIFIER_EDGE_CACHE_TTL',
-      description:
-        "Cap on how long NGINX may reuse an answer (`X-Accel-Expires`, never past the token's `exp` or its key set's trust); `0` turns NGINX's decision cache off. Also how long a retired key can still be honoured at the edge.",
-    }),
+    maxEntries: env('VERIFIER_CACHE_MAX_ENTRIES', count.prefault('100000')).describe(
+      'Decision cache bound by count.',
+    ),
+    maxBytes: env('VERIFIER_CACHE_MAX_BYTES', bytes.prefault('64m')).describe(
+      'Decision cache bound by estimated bytes.',
+    ),
+    maxTtl: env('VERIFIER_CACHE_MAX_TTL', duration.prefault('5m')).describe(
+      "Longest time a decision is reused (never past the token's `exp`).",
+    ),
+    edgeTtl: env('VERIFIER_EDGE_CACHE_TTL', duration.prefault('5s')).describe(
+      "Cap on how long NGINX may reuse an answer (`X-Accel-Expires`, never past the token's `exp` or its key set's trust); `0` turns NGINX's decision cache off. Also how long a retired key can still be honoured at the edge.",
+    ),
   }).prefault({}),
   jwks: section({
-    refresh: atLeast1s.prefault('10m').meta({
-      env: 'VERIFIER_JWKS_REFRESH',
-      description:
-        'Background refresh interval; a smaller `Cache-Control: max-age` shortens it (not below the cooldown).',
-    }),
-    cooldown: duration.prefault('30s').meta({
-      env: 'VERIFIER_JWKS_COOLDOWN',
-      description:
-        'At most one fetch per cooldown for unknown `kid`s; also the retry interval after a failed refresh.',
-    }),
-    maxStale: duration.prefault('24h').meta({
-      env: 'VERIFIER_JWKS_MAX_STALE',
-      description:
-        'How long the last good key set keeps serving after refreshes start failing (measured from the last successful fetch). Must be ≥ the refresh interval.',
-    }),
+    refresh: env('VERIFIER_JWKS_REFRESH', atLeast1s.prefault('10m')).describe(
+      'Background refresh interval; a smaller `Cache-Control: max-age` shortens it (not below the cooldown).',
+    ),
+    cooldown: env('VERIFIER_JWKS_COOLDOWN', duration.prefault('30s')).describe(
+      'At most one fetch per cooldown for unknown `kid`s; also the retry interval after a failed refresh.',
+    ),
+    maxStale: env('VERIFIER_JWKS_MAX_STALE', duration.prefault('24h')).describe(
+      'How long the last good key set keeps serving after refreshes start failing (measured from the last successful fetch). Must be ≥ the refresh interval.',
+    ),
   }).prefault({}),
-  fetchTimeout: positive.prefault('5s').meta({
-    env: 'VERIFIER_FETCH_TIMEOUT',
-    description:
-      'Timeout for discovery and JWKS requests, and the default `timeout` of introspection / user-info issuers.',
-  }),
-  metricsListen: listen.optional().meta({
-    env: 'VERIFIER_METRICS_LISTEN',
-    description:
-      'When set, `/metrics` is served on this second listener only (`host:port` or `unix:/path`), not on `listen`, so whoever can reach the auth endpoint cannot read the metrics.',
-  }),
-  clientClaims: list('claim name').prefault(['azp', 'client_id', 'cid']).meta({
-    env: 'VERIFIER_CLIENT_CLAIM',
-    description:
-      'Claims tried in order for `X-Auth-Client`; the default `clientClaims` of every issuer.',
-  }),
+  fetchTimeout: env('VERIFIER_FETCH_TIMEOUT', positive.prefault('5s')).describe(
+    'Timeout for discovery and JWKS requests, and the default `timeout` of introspection / user-info issuers.',
+  ),
+  metricsListen: env('VERIFIER_METRICS_LISTEN', listen.optional()).describe(
+    'When set, `/metrics` is served on this second listener only (`host:port` or `unix:/path`), not on `listen`, so whoever can reach the auth endpoint cannot read the metrics.',
+  ),
+  clientClaims: env(
+    'VERIFIER_CLIENT_CLAIM',
+    list('claim name').prefault(['azp', 'client_id', 'cid']),
+  ).describe(
+    'Claims tried in order for `X-Auth-Client`; the default `clientClaims` of every issuer.',
+  ),
   /** DPoP (RFC 9449) settings shared by every policy whose `dpop` is not `off`. */
   dpop: section({
-    algorithms: algorithms.prefault(['ES256', 'ES384', 'PS256', 'RS256', 'EdDSA']).meta({
-      env: 'VERIFIER_DPOP_ALGORITHMS',
-      description:
-        'Allowed DPoP proof algorithms (asymmetric only), also advertised as `algs` in `DPoP` challenges.',
-    }),
-    iatWindow: duration
-      .refine((seconds) => seconds >= 1 && seconds <= 600, 'must be between 1s and 10m')
-      .prefault('60s')
-      .meta({
-        env: 'VERIFIER_DPOP_IAT_WINDOW',
-        description:
-          "A proof's `iat` may differ from now by this much either way (1s–10m); its `jti` is remembered twice as long.",
-      }),
-    replayStore: redisStore.prefault('memory').meta({
-      env: 'VERIFIER_DPOP_REPLAY_STORE',
-      description:
-        '`memory` (one process) or a `rediss://` URL every replica shares (`redis://` only to loopback unless `replayAllowPlaintext`). When it does not answer, `required` policies refuse (401) and `allowed` ones check replays per process.',
-    }),
-    replayPassword: secret().optional().meta({
-      env: 'VERIFIER_DPOP_REPLAY_PASSWORD',
-      description:
-        'Password of the replay store (Redis `AUTH`), instead of one inside the URL: a string, `{ "file": "/path" }` (a mounted Kubernetes Secret; one trailing newline dropped) or `{ "env": "NAME" }` (a variable outside the `VERIFIER_` prefix), read once at start.',
-    }),
-    replayAllowPlaintext: flag.prefault(false).meta({
-      env: 'VERIFIER_DPOP_REPLAY_ALLOW_PLAINTEXT',
-      description:
-        'Allow a plain `redis://` replay store on a host that is not loopback (`localhost`, 127.0.0.0/8, `[::1]`). Off: such a URL is refused at start; use `rediss://` (TLS).',
-    }),
-    replayMaxEntries: count.prefault('1000000').meta({
-      env: 'VERIFIER_DPOP_REPLAY_MAX_ENTRIES',
-      description:
-        'Bound of the in-process replay store; when it is full of live `jti`s new proofs are refused rather than one forgotten.',
-    }),
-    nonceKey: secret(32).optional().meta({
-      env: 'VERIFIER_DPOP_NONCE_KEY',
-      description:
-        'At least 32 bytes shared by every replica: turns on stateless server nonces (`DPoP-Nonce`, an HMAC of the time window). A string, `{ "file": "/path" }` or `{ "env": "NAME" }` like `replayPassword`. Unset: no nonces.',
-    }),
+    algorithms: env(
+      'VERIFIER_DPOP_ALGORITHMS',
+      algorithms.prefault(['ES256', 'ES384', 'PS256', 'RS256', 'EdDSA']),
+    ).describe(
+      'Allowed DPoP proof algorithms (asymmetric only), also advertised as `algs` in `DPoP` challenges.',
+    ),
+    iatWindow: env('VERIFIER_DPOP_IAT_WINDOW', iatWindow.prefault('60s')).describe(
+      "A proof's `iat` may differ from now by this much either way (1s–10m); its `jti` is remembered twice as long.",
+    ),
+    replayStore: env('VERIFIER_DPOP_REPLAY_STORE', redisStore.prefault('memory')).describe(
+      '`memory` (one process) or a `rediss://` URL every replica shares (`redis://` only to loopback unless `replayAllowPlaintext`). When it does not answer, `required` policies refuse (401) and `allowed` ones check replays per process.',
+    ),
+    replayPassword: env('VERIFIER_DPOP_REPLAY_PASSWORD', secret().optional()).describe(
+      'Password of the replay store (Redis `AUTH`), instead of one inside the URL: a string, `{ "file": "/path" }` (a mounted Kubernetes Secret; one trailing newline dropped) or `{ "env": "NAME" }` (a variable outside the `VERIFIER_` prefix), read once at start.',
+    ),
+    replayAllowPlaintext: env(
+      'VERIFIER_DPOP_REPLAY_ALLOW_PLAINTEXT',
+      flag.prefault(false),
+    ).describe(
+      'Allow a plain `redis://` replay store on a host that is not loopback (`localhost`, 127.0.0.0/8, `[::1]`). Off: such a URL is refused at start; use `rediss://` (TLS).',
+    ),
+    replayMaxEntries: env('VERIFIER_DPOP_REPLAY_MAX_ENTRIES', count.prefault('1000000')).describe(
+      'Bound of the in-process replay store; when it is full of live `jti`s new proofs are refused rather than one forgotten.',
+    ),
+    nonceKey: env('VERIFIER_DPOP_NONCE_KEY', secret(32).optional()).describe(
+      'At least 32 bytes shared by every replica: turns on stateless server nonces (`DPoP-Nonce`, an HMAC of the time window). A string, `{ "file": "/path" }` or `{ "env": "NAME" }` like `replayPassword`. Unset: no nonces.',
+    ),
   }).prefault({}),
   /** Pushed revocation (docs/revocation.md): back-channel logout, Shared Signals, one store. */
   revocation: section({
-    store: redisStore.prefault('memory').meta({
-      env: 'VERIFIER_REVOCATION_STORE',
-      description:
-        '`memory` (one process) or a `redis://` / `rediss://` URL every replica shares (revocation watermarks and the `jti`s of received logout tokens and SETs).',
-    }),
-    maxLatency: atLeast1s.prefault('6s').meta({
-      env: 'VERIFIER_REVOCATION_MAX_LATENCY',
-      description:
-        "Longest time a revoked token may still get its secret through NGINX's edge cache while a receiver is on: the edge reuse becomes at most this minus 1 s (NGINX expires entries in whole seconds), and never more than `cache.edgeTtl`.",
-    }),
-    logoutTokenMaxAge: atLeast1s.prefault('2m').meta({
-      env: 'VERIFIER_LOGOUT_TOKEN_MAX_AGE',
-      description:
-        'How old (by `iat`) a logout token or SET may be; its `jti` is remembered for twice this long.',
-    }),
-    replayMaxEntries: count.prefault('100000').meta({
-      env: 'VERIFIER_REVOCATION_REPLAY_MAX_ENTRIES',
-      description:
-        'Bound of the in-process `jti` set of received logout tokens and SETs; when it is full of live entries new ones are refused (400) rather than one forgotten.',
-    }),
+    store: env('VERIFIER_REVOCATION_STORE', redisStore.prefault('memory')).describe(
+      '`memory` (one process) or a `redis://` / `rediss://` URL every replica shares (revocation watermarks and the `jti`s of received logout tokens and SETs).',
+    ),
+    maxLatency: env('VERIFIER_REVOCATION_MAX_LATENCY', atLeast1s.prefault('6s')).describe(
+      "Longest time a revoked token may still get its secret through NGINX's edge cache while a receiver is on: the edge reuse becomes at most this minus 1 s (NGINX expires entries in whole seconds), and never more than `cache.edgeTtl`.",
+    ),
+    logoutTokenMaxAge: env('VERIFIER_LOGOUT_TOKEN_MAX_AGE', atLeast1s.prefault('2m')).describe(
+      'How old (by `iat`) a logout token or SET may be; its `jti` is remembered for twice this long.',
+    ),
+    replayMaxEntries: env(
+      'VERIFIER_REVOCATION_REPLAY_MAX_ENTRIES',
+      count.prefault('100000'),
+    ).describe(
+      'Bound of the in-process `jti` set of received logout tokens and SETs; when it is full of live entries new ones are refused (400) rather than one forgotten.',
+    ),
     ssf: section({
-      transmitter: url.optional().meta({
-        env: 'VERIFIER_SSF_TRANSMITTER',
-        description:
-          'Shared Signals transmitter issuer: its `/.well-known/ssf-configuration` gives the `jwks_uri`, and SETs must carry it as `iss`. Unset: no Shared Signals receiver.',
-      }),
-      audience: text.optional().meta({
-        env: 'VERIFIER_SSF_AUDIENCE',
-        description:
-          "This receiver's name in the SETs' `aud` (as registered with the transmitter's stream). Required with `transmitter`.",
-      }),
-      push: flag.prefault(true).meta({
-        env: 'VERIFIER_SSF_PUSH',
-        description: 'Accept pushed SETs (RFC 8935) at `POST /ssf/events`.',
-      }),
-      pollEndpoint: url.optional().meta({
-        env: 'VERIFIER_SSF_POLL_ENDPOINT',
-        description:
-          "The stream's RFC 8936 poll endpoint; when set the verifier polls it, acknowledging the SETs it processed (no inbound route needed).",
-      }),
-      pollInterval: atLeast1s.prefault('10s').meta({
-        env: 'VERIFIER_SSF_POLL_INTERVAL',
-        description:
-          'Pause between polls when nothing more is waiting; errors back off from this up to ten times as long.',
-      }),
-      pollToken: text.optional().meta({
-        env: 'VERIFIER_SSF_POLL_TOKEN',
-        description: 'Bearer token the transmitter requires on poll requests, if any.',
-      }),
-      allowHttp: flag.prefault(false).meta({
-        env: 'VERIFIER_SSF_ALLOW_HTTP',
-        description:
-          "Allow plain `http:` for the transmitter's URLs on a host that is not loopback.",
-      }),
+      transmitter: env('VERIFIER_SSF_TRANSMITTER', url.optional()).describe(
+        'Shared Signals transmitter issuer: its `/.well-known/ssf-configuration` gives the `jwks_uri`, and SETs must carry it as `iss`. Unset: no Shared Signals receiver.',
+      ),
+      audience: env('VERIFIER_SSF_AUDIENCE', text.optional()).describe(
+        "This receiver's name in the SETs' `aud` (as registered with the transmitter's stream). Required with `transmitter`.",
+      ),
+      push: env('VERIFIER_SSF_PUSH', flag.prefault(true)).describe(
+        'Accept pushed SETs (RFC 8935) at `POST /ssf/events`.',
+      ),
+      pollEndpoint: env('VERIFIER_SSF_POLL_ENDPOINT', url.optional()).describe(
+        "The stream's RFC 8936 poll endpoint; when set the verifier polls it, acknowledging the SETs it processed (no inbound route needed).",
+      ),
+      pollInterval: env('VERIFIER_SSF_POLL_INTERVAL', atLeast1s.prefault('10s')).describe(
+        'Pause between polls when nothing more is waiting; errors back off from this up to ten times as long.',
+      ),
+      pollToken: env('VERIFIER_SSF_POLL_TOKEN', text.optional()).describe(
+        'Bearer token the transmitter requires on poll requests, if any.',
+      ),
+      allowHttp: env('VERIFIER_SSF_ALLOW_HTTP', flag.prefault(false)).describe(
+        "Allow plain `http:` for the transmitter's URLs on a host that is not loopback.",
+      ),
     })
       // The rules between the receiver's own settings sit on its section, so they are checked
       // even when another revocation setting is wrong (checkConfig sees only valid sections).
-      .check((ctx) => {
-        const { transmitter, audience, pollEndpoint, allowHttp } = ctx.value;
+      .superRefine(({ transmitter, audience, pollEndpoint, allowHttp }, ctx) => {
         const problem = (path: string, message: string) =>
-          ctx.issues.push({ code: 'custom', input: ctx.value, path: [path], message });
+          ctx.addIssue({ code: 'custom', path: [path], message });
         if (transmitter === undefined) {
           if (pollEndpoint !== undefined) problem('pollEndpoint', 'needs a transmitter');
           return;
@@ -235,100 +184,86 @@ export const rootSchema = section({
   }).prefault({}),
 });
 
-const issuerName = url.meta({
-  description: 'Exact `iss` value (RFC 7519 §4.1.1); also the base for OIDC discovery.',
-});
+const issuerName = url.describe(
+  'Exact `iss` value (RFC 7519 §4.1.1); also the base for OIDC discovery.',
+);
 const clientClaims = list('claim name')
   .optional()
-  .meta({ description: 'Claims tried in order for the client id answered in `X-Auth-Client`.' });
-const endpoint = url.optional().meta({
-  description: 'Introspection / user-info URL. Unset: found through OIDC discovery from `issuer`.',
-});
-const opaqueCacheTtl = duration.prefault('60s').meta({
-  description: "Seconds a positive answer is reused (never past the token's `exp`).",
-});
-const allowHttp = flag.prefault(false).meta({
-  description:
-    "Allow plain `http:` for this issuer's discovery, JWKS, introspection or user-info URLs on a host that is not loopback (`localhost`, 127.0.0.0/8, `[::1]`). Off: such URLs are refused at start and at fetch time.",
-});
-const timeout = duration
+  .describe('Claims tried in order for the client id answered in `X-Auth-Client`.');
+const endpoint = url
   .optional()
-  .meta({ description: 'Timeout of one introspection / user-info request.' });
+  .describe('Introspection / user-info URL. Unset: found through OIDC discovery from `issuer`.');
+const opaqueCacheTtl = duration
+  .prefault('60s')
+  .describe("Seconds a positive answer is reused (never past the token's `exp`).");
+const allowHttp = flag
+  .prefault(false)
+  .describe(
+    "Allow plain `http:` for this issuer's discovery, JWKS, introspection or user-info URLs on a host that is not loopback (`localhost`, 127.0.0.0/8, `[::1]`). Off: such URLs are refused at start and at fetch time.",
+  );
+const timeout = duration.optional().describe('Timeout of one introspection / user-info request.');
+/** How an opaque issuer's answers are fetched and reused. */
+const opaqueAnswers = { cacheTtl: opaqueCacheTtl, timeout, allowHttp };
 
 // What an IdP preset fills (presets.ts); the defaults are the `rfc9068` row's.
-const preset = oneOf(PRESET_NAMES, PRESET_NAMES.join(', ')).prefault('rfc9068').meta({
-  env: 'VERIFIER_PRESET',
-  description:
-    'The IdP whose tokens this issuer accepts (docs/connect-your-idp.md): `rfc9068`, `auth0`, `auth0-rfc9068`, `okta`, `entra`, `entra-v1`, `keycloak`, `cognito` or `google`. It fills the settings below that are not given explicitly.',
-});
-const scopeClaims = list('claim name').prefault(['scope', 'scp']).meta({
-  env: 'VERIFIER_SCOPE_CLAIMS',
-  description:
-    'Claims holding the granted scopes, the first present one counting (a space-separated string or an array): `scope`, `scp`, Entra app-only `roles`.',
-});
-const audienceClaim = oneOf(['aud', 'client_id'], 'aud or client_id').prefault('aud').meta({
-  env: 'VERIFIER_AUDIENCE_CLAIM',
-  description:
-    '`aud`, or `client_id` for an IdP whose access tokens carry no audience (Cognito: `audience` is then the app client id).',
-});
-const requireClaims = claimRules.prefault([]).meta({
-  env: 'VERIFIER_REQUIRE_CLAIMS',
-  description:
-    'Claims an access token of this IdP always has: `name` (present) or `name=value` (e.g. `token_use=access`), so its other tokens are refused.',
-});
-const refuseClaims = list()
-  .prefault([...ALWAYS_REFUSED])
-  .meta({
-    env: 'VERIFIER_REFUSE_CLAIMS',
-    description:
-      'Claims an access token never has: their presence marks an ID token (`nonce`, `at_hash`), a logout or security event token (`events`). Replaces the list when set.',
-  });
+const presetName = oneOf(PRESET_NAMES, PRESET_NAMES.join(', '));
+const preset = env('VERIFIER_PRESET', presetName.prefault('rfc9068')).describe(
+  'The IdP whose tokens this issuer accepts (docs/connect-your-idp.md): `rfc9068`, `auth0`, `auth0-rfc9068`, `okta`, `entra`, `entra-v1`, `keycloak`, `cognito` or `google`. It fills the settings below that are not given explicitly.',
+);
+const scopeClaims = env(
+  'VERIFIER_SCOPE_CLAIMS',
+  list('claim name').prefault(['scope', 'scp']),
+).describe(
+  'Claims holding the granted scopes, the first present one counting (a space-separated string or an array): `scope`, `scp`, Entra app-only `roles`.',
+);
+const audienceClaim = env(
+  'VERIFIER_AUDIENCE_CLAIM',
+  oneOf(['aud', 'client_id']).prefault('aud'),
+).describe(
+  '`aud`, or `client_id` for an IdP whose access tokens carry no audience (Cognito: `audience` is then the app client id).',
+);
+const requireClaims = env('VERIFIER_REQUIRE_CLAIMS', claimRules.prefault([])).describe(
+  'Claims an access token of this IdP always has: `name` (present) or `name=value` (e.g. `token_use=access`), so its other tokens are refused.',
+);
+const refuseClaims = env('VERIFIER_REFUSE_CLAIMS', list().prefault([...ALWAYS_REFUSED])).describe(
+  'Claims an access token never has: their presence marks an ID token (`nonce`, `at_hash`), a logout or security event token (`events`). Replaces the list when set.',
+);
 
 /** An issuer of JWT access tokens, verified locally against its JWKS. */
 const jwtIssuer = section({
   type: z.literal('jwt').default('jwt'),
-  issuer: issuerName.meta({ ...issuerName.meta(), env: 'VERIFIER_ISSUER' }),
-  audience: text.meta({
-    env: 'VERIFIER_AUDIENCE',
-    description:
-      '`aud` (string or array) must contain it, so an ID token for the SPA is not an access token.',
-  }),
-  jwksUri: url.optional().meta({
-    env: 'VERIFIER_JWKS_URI',
-    description:
-      'JWKS URL. Unset: `jwks_uri` from `${issuer}/.well-known/openid-configuration` (whose `issuer` must match).',
-  }),
-  algorithms: algorithms.prefault(['RS256', 'ES256', 'PS256', 'EdDSA']).meta({
-    env: 'VERIFIER_ALGORITHMS',
-    description:
-      'Allowed `alg` values; asymmetric only (RS*, PS*, ES*, EdDSA). `none` and HS* are refused at start.',
-  }),
-  clockTolerance: duration.prefault('30s').meta({
-    env: 'VERIFIER_CLOCK_TOLERANCE',
-    description: 'Leeway for `exp`, `nbf` and `iat`.',
-  }),
-  requireTyp: typ.prefault('at+jwt').meta({
-    env: 'VERIFIER_REQUIRE_TYP',
-    description:
-      'RFC 9068 §2.1: the `typ` header every token must carry (`application/` prefix allowed), so an ID token or another JWT cannot pass as an access token. `off` for an issuer that does not type its access tokens.',
-  }),
-  maxTokenAge: positive.prefault('24h').meta({
-    env: 'VERIFIER_MAX_TOKEN_AGE',
-    description:
-      'Longest lifetime accepted: `exp` may be at most this far after `iat` (when present) and after now (plus `clockTolerance`). A token valid for years is refused.',
-  }),
-  allowHttp: allowHttp.meta({ ...allowHttp.meta(), env: 'VERIFIER_ALLOW_HTTP' }),
+  issuer: env('VERIFIER_ISSUER', issuerName),
+  audience: env('VERIFIER_AUDIENCE', text).describe(
+    '`aud` (string or array) must contain it, so an ID token for the SPA is not an access token.',
+  ),
+  jwksUri: env('VERIFIER_JWKS_URI', url.optional()).describe(
+    'JWKS URL. Unset: `jwks_uri` from `${issuer}/.well-known/openid-configuration` (whose `issuer` must match).',
+  ),
+  algorithms: env(
+    'VERIFIER_ALGORITHMS',
+    algorithms.prefault(['RS256', 'ES256', 'PS256', 'EdDSA']),
+  ).describe(
+    'Allowed `alg` values; asymmetric only (RS*, PS*, ES*, EdDSA). `none` and HS* are refused at start.',
+  ),
+  clockTolerance: env('VERIFIER_CLOCK_TOLERANCE', duration.prefault('30s')).describe(
+    'Leeway for `exp`, `nbf` and `iat`.',
+  ),
+  requireTyp: env('VERIFIER_REQUIRE_TYP', typ.prefault('at+jwt')).describe(
+    'RFC 9068 §2.1: the `typ` header every token must carry (`application/` prefix allowed), so an ID token or another JWT cannot pass as an access token. `off` for an issuer that does not type its access tokens.',
+  ),
+  maxTokenAge: env('VERIFIER_MAX_TOKEN_AGE', positive.prefault('24h')).describe(
+    'Longest lifetime accepted: `exp` may be at most this far after `iat` (when present) and after now (plus `clockTolerance`). A token valid for years is refused.',
+  ),
+  allowHttp: env('VERIFIER_ALLOW_HTTP', allowHttp),
   clientClaims,
   preset,
   scopeClaims,
   audienceClaim,
   requireClaims,
   refuseClaims,
-  logoutAudiences: list().prefault([]).meta({
-    env: 'VERIFIER_LOGOUT_AUDIENCES',
-    description:
-      "Client ids (the SPA's) whose back-channel logout tokens from this issuer are accepted at `POST /backchannel-logout` (OIDC Back-Channel Logout 1.0). Empty: this issuer's logout tokens are refused.",
-  }),
+  logoutAudiences: env('VERIFIER_LOGOUT_AUDIENCES', list().prefault([])).describe(
+    "Client ids (the SPA's) whose back-channel logout tokens from this issuer are accepted at `POST /backchannel-logout` (OIDC Back-Channel Logout 1.0). Empty: this issuer's logout tokens are refused.",
+  ),
 });
 
 /** An issuer of opaque tokens, checked through RFC 7662 token introspection. */
@@ -336,18 +271,14 @@ const introspectionIssuer = section({
   type: z.literal('introspection'),
   issuer: issuerName,
   endpoint,
-  clientId: text.meta({ description: 'Client id for `client_secret_basic` at the endpoint.' }),
-  clientSecret: secret().meta({
-    description:
-      'Client secret for `client_secret_basic`: a string, `{ "file": "/path" }` (e.g. a mounted Kubernetes Secret; one trailing newline dropped) or `{ "env": "NAME" }` (a variable outside the `VERIFIER_` prefix), read once at start.',
-  }),
-  audience: text.meta({
-    description:
-      "This API's identifier: the introspection answer's `aud` must contain it, so an active token issued for another API is refused (the verifier refuses to start without it).",
-  }),
-  cacheTtl: opaqueCacheTtl,
-  timeout,
-  allowHttp,
+  clientId: text.describe('Client id for `client_secret_basic` at the endpoint.'),
+  clientSecret: secret().describe(
+    'Client secret for `client_secret_basic`: a string, `{ "file": "/path" }` (e.g. a mounted Kubernetes Secret; one trailing newline dropped) or `{ "env": "NAME" }` (a variable outside the `VERIFIER_` prefix), read once at start.',
+  ),
+  audience: text.describe(
+    "This API's identifier: the introspection answer's `aud` must contain it, so an active token issued for another API is refused (the verifier refuses to start without it).",
+  ),
+  ...opaqueAnswers,
   clientClaims,
 });
 
@@ -360,9 +291,7 @@ const userinfoIssuer = section({
   type: z.literal('userinfo'),
   issuer: issuerName,
   endpoint,
-  cacheTtl: opaqueCacheTtl,
-  timeout,
-  allowHttp,
+  ...opaqueAnswers,
 });
 
 /**
@@ -372,18 +301,16 @@ const userinfoIssuer = section({
 const tokeninfoIssuer = section({
   type: z.literal('tokeninfo'),
   issuer: issuerName,
-  audience: text.meta({
-    description:
-      "The OAuth client id the tokens must be issued to (the answer's `aud`): tokens of every other app of the IdP are refused.",
-  }),
-  endpoint: url.prefault('https://oauth2.googleapis.com/tokeninfo').meta({
-    env: 'VERIFIER_TOKENINFO_URI',
-    description:
-      'Tokeninfo URL; the token is POSTed as the form field `access_token`, never put in a URL.',
-  }),
-  cacheTtl: opaqueCacheTtl,
-  timeout,
-  allowHttp,
+  audience: text.describe(
+    "The OAuth client id the tokens must be issued to (the answer's `aud`): tokens of every other app of the IdP are refused.",
+  ),
+  endpoint: env(
+    'VERIFIER_TOKENINFO_URI',
+    url.prefault('https://oauth2.googleapis.com/tokeninfo'),
+  ).describe(
+    'Tokeninfo URL; the token is POSTed as the form field `access_token`, never put in a URL.',
+  ),
+  ...opaqueAnswers,
   clientClaims,
   preset,
   scopeClaims,
@@ -391,6 +318,7 @@ const tokeninfoIssuer = section({
   refuseClaims,
 });
 
+/** One issuer by its `type` (default `jwt`), read with its preset row laid under it (presets.ts). */
 export const issuerSchema = z.discriminatedUnion(
   'type',
   [jwtIssuer, introspectionIssuer, userinfoIssuer, tokeninfoIssuer],
@@ -402,27 +330,24 @@ export const issuerSchema = z.discriminatedUnion(
   },
 );
 
+/** A named policy; whether its issuers are configured is checked in checkConfig. */
 export const policySchema = section({
-  issuers: list('issuer').meta({
-    description:
-      '`iss` values this policy accepts (checked before any key fetch); each is a configured issuer, at most one of them opaque.',
-  }),
-  scopes: list().prefault([]).meta({
-    env: 'VERIFIER_REQUIRED_SCOPES',
-    description:
-      'Scopes (`scope` string or `scp` array) that must all be granted; a missing one gives 403.',
-  }),
+  issuers: list('issuer').describe(
+    '`iss` values this policy accepts (checked before any key fetch); each is a configured issuer, at most one of them opaque.',
+  ),
+  scopes: env('VERIFIER_REQUIRED_SCOPES', list().prefault([])).describe(
+    'Scopes (`scope` string or `scp` array) that must all be granted; a missing one gives 403.',
+  ),
   cloudfront: cloudFrontSection.optional(),
-  dpop: oneOf(['off', 'allowed', 'required'], 'off, allowed or required').prefault('off').meta({
-    env: 'VERIFIER_DPOP',
-    description:
-      'DPoP (RFC 9449): `off` reads Bearer tokens only; `allowed` also takes DPoP-bound tokens with a proof per request; `required` takes only those. A bound token is never accepted as Bearer.',
-  }),
-  revocation: oneOf(['checked', 'required'], 'checked or required').prefault('checked').meta({
-    env: 'VERIFIER_REVOCATION',
-    description:
-      'With a revocation receiver on, every token is checked against the revocation store. When the shared store is unreachable, `checked` serves (and counts it in `verifier_revocation_unchecked_total`) and `required` refuses (401 `revocation_unavailable`).',
-  }),
+  dpop: env('VERIFIER_DPOP', oneOf(['off', 'allowed', 'required']).prefault('off')).describe(
+    'DPoP (RFC 9449): `off` reads Bearer tokens only; `allowed` also takes DPoP-bound tokens with a proof per request; `required` takes only those. A bound token is never accepted as Bearer.',
+  ),
+  revocation: env(
+    'VERIFIER_REVOCATION',
+    oneOf(['checked', 'required']).prefault('checked'),
+  ).describe(
+    'With a revocation receiver on, every token is checked against the revocation store. When the shared store is unreachable, `checked` serves (and counts it in `verifier_revocation_unchecked_total`) and `required` refuses (401 `revocation_unavailable`).',
+  ),
 });
 
 /** The JSON file: what verifier/config.schema.json publishes. Sections are checked one by one. */

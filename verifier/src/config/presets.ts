@@ -1,13 +1,6 @@
-// Issuer presets: one row of settings per identity provider, so `VERIFIER_PRESET=okta` is all an
-// operator writes to accept that IdP's access tokens and refuse its ID tokens. A row is data read
-// by the generic checks (jwt-verifier.ts, opaque-verifier.ts, identity.ts): the `typ` rule, the claims
-// that tell an access token from the IdP's other tokens, where the client id and the scopes are,
-// what `audience` is matched against, and the longest lifetime. A row is laid under the issuer as
-// written, before the issuer schema (model.ts) reads it, so every setting it fills can be given
-// explicitly instead and keeps its own check and label; a setting a row leaves out keeps the
-// schema's default, which is the `rfc9068` row. What a row refuses at start (Okta's org
-// authorization server, Keycloak's `account` audience) cannot be turned off, only avoided by
-// another preset. The vendor pages each row follows are cited beside it.
+// Issuer presets: one row of settings per identity provider, so `VERIFIER_PRESET=okta` accepts
+// its access tokens and refuses its ID tokens. A row is laid under the issuer as written (each
+// setting can still be given); its start-time refusals cannot be turned off. Vendor pages cited.
 import { VerifyError } from '../errors.js';
 import type { ClaimRule } from './values.js';
 
@@ -116,15 +109,6 @@ const CHECKS = ['issuerPath', 'refusedAudiences', 'soleAudience'];
 export const PRESET_NAMES = Object.keys(PRESETS) as [PresetName, ...PresetName[]];
 const rowOf = (name: PresetName): PresetRow => PRESETS[name];
 
-/** The settings of the default `rfc9068` row as the issuer schema yields them (for tests and tools). */
-export const RFC9068_RULES = {
-  preset: 'rfc9068',
-  scopeClaims: ['scope', 'scp'],
-  audienceClaim: 'aud',
-  requireClaims: [],
-  refuseClaims: [...ALWAYS_REFUSED],
-} as const satisfies Omit<TokenKindRules, 'issuer'> & Record<string, unknown>;
-
 export interface TokenKindRules {
   readonly issuer: string;
   readonly preset: PresetName;
@@ -139,12 +123,8 @@ export interface TokenKindRules {
  * than its preset's is returned as written, for the schema or checkPresetIssuer to report.
  */
 export function withPreset(raw: unknown, rootClientClaimsGiven: boolean): unknown {
-  if (
-    typeof raw !== 'object' ||
-    raw === null ||
-    !Object.hasOwn(PRESETS, 'preset' in raw ? String(raw.preset) : '')
-  )
-    return raw;
+  const named = typeof raw === 'object' && raw !== null && 'preset' in raw ? raw.preset : undefined;
+  if (!Object.hasOwn(PRESETS, String(named))) return raw;
   const written = raw as { readonly preset: PresetName; readonly type?: unknown };
   const row = rowOf(written.preset);
   const type = row.type ?? 'jwt';
@@ -158,10 +138,8 @@ export function withPreset(raw: unknown, rootClientClaimsGiven: boolean): unknow
 
 /** The rules a preset makes at start, each problem at the field it is about and naming why. */
 export function checkPresetIssuer(
-  issuer: {
+  issuer: Pick<TokenKindRules, 'issuer' | 'preset'> & {
     readonly type: string;
-    readonly issuer: string;
-    readonly preset: PresetName;
     readonly audience: string;
   },
   report: (field: string, message: string) => void,

@@ -1,8 +1,6 @@
-// The kinds of value a setting can hold that zod does not know: durations (`30s`), sizes (`64k`),
-// listen addresses, secrets read from a file or a variable, `typ` rules and claim rules. Each
-// accepts the JSON spelling and the environment's string spelling (`"30s"`, `"RS256,ES256"`,
-// `"true"`), so a VERIFIER_* variable is checked by the same schema as the file, and names what it
-// expected in operator words.
+// The kinds of value a setting holds (durations, sizes, listen addresses, secrets, claim rules…),
+// each accepting the file's JSON spelling and the environment's string one (`"30s"`, `"a,b"`), so a
+// VERIFIER_* variable is checked by the same schema, and naming what it expected in operator words.
 import { z } from 'zod';
 
 /** A value as a problem quotes it; objects are not quoted (they may hold a secret). */
@@ -64,20 +62,22 @@ export function list(atLeastOne?: string) {
   return z.union([items, words], listSays).pipe(none ? items.min(1, none) : items);
 }
 
-/** One of a closed set of words. */
+/** One of a closed set of words; a problem names them (`a, b or c` unless `say` is given). */
 export function oneOf<const T extends readonly [string, ...string[]]>(values: T, say?: string) {
-  return z.enum(values, says(say ?? values.join(', ')));
+  const words = `${values.slice(0, -1).join(', ')} or ${values.at(-1)}`;
+  return z.enum(values, says(say ?? words));
+}
+
+/** A setting operators may also set from the environment, as the variable `name`. */
+export function env<T extends z.ZodType>(name: string, kind: T): T {
+  return kind.meta({ env: name });
 }
 
 /** Only asymmetric JWS algorithms: RFC 8725 §3.1/§3.2, never `none`, never HMAC with a JWKS. */
 const ASYMMETRIC = 'RS256 RS384 RS512 PS256 PS384 PS512 ES256 ES384 ES512 EdDSA Ed25519'.split(' ');
-export const algorithms = list('algorithm').check((ctx) => {
-  for (const alg of ctx.value.filter((name) => !ASYMMETRIC.includes(name)))
-    ctx.issues.push({
-      code: 'custom',
-      input: ctx.value,
-      message: `"${alg}" is not allowed (asymmetric only: ${ASYMMETRIC.join(', ')})`,
-    });
+export const algorithms = list('algorithm').superRefine((names, ctx) => {
+  for (const alg of names.filter((name) => !ASYMMETRIC.includes(name)))
+    ctx.addIssue(`"${alg}" is not allowed (asymmetric only: ${ASYMMETRIC.join(', ')})`);
 });
 
 /** `true` / `false` (also `on`, `off`, `1`, `0` … as strings, from the environment). */
@@ -95,7 +95,7 @@ const listenSays = says('host:port or unix:/path');
 /** `host:port`, `[v6]:port`, `:port` (loopback) or `unix:/path/to.sock`. */
 export const listen = z.string(listenSays).transform((value, ctx): Listen => {
   const fail = (message: string) => {
-    ctx.issues.push({ code: 'custom', input: value, message });
+    ctx.addIssue(message);
     return z.NEVER;
   };
   if (value.startsWith('unix:')) {
@@ -128,9 +128,9 @@ export interface ClaimRule {
 
 /** `claim` or `claim=value` words; a number claim matches its decimal spelling (`ver=1`). */
 export const claimRules = list()
-  .check((ctx) => {
-    for (const word of ctx.value.filter((item) => item.startsWith('=')))
-      ctx.issues.push({ code: 'custom', input: ctx.value, message: `"${word}" names no claim` });
+  .superRefine((words, ctx) => {
+    for (const word of words.filter((item) => item.startsWith('=')))
+      ctx.addIssue(`"${word}" names no claim`);
   })
   .transform((words) =>
     words.map((word): ClaimRule => {

@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { Writable } from 'node:stream';
 import { base64url, importJWK, SignJWT, type JWK } from 'jose';
+import { ALWAYS_REFUSED, type TokenKindRules } from '../config/presets.js';
 import { createLogger, type Logger } from '../log.js';
 
 export type KeyName = 'rsaA' | 'rsaB' | 'ec' | 'ecB' | 'attacker';
@@ -15,6 +16,15 @@ export const PRIVATE_JWKS = JSON.parse(
 
 export const ISSUER = 'https://idp.test';
 export const AUDIENCE = 'secret-gate-api';
+
+/** The settings of the default `rfc9068` preset row as the issuer schema yields them. */
+export const RFC9068_RULES = {
+  preset: 'rfc9068',
+  scopeClaims: ['scope', 'scp'],
+  audienceClaim: 'aud',
+  requireClaims: [],
+  refuseClaims: [...ALWAYS_REFUSED],
+} as const satisfies Omit<TokenKindRules, 'issuer'> & Record<string, unknown>;
 
 export function publicJwk(name: KeyName): JWK {
   const { d: _d, p: _p, q: _q, dp: _dp, dq: _dq, qi: _qi, ...pub } = PRIVATE_JWKS[name];
