@@ -1,8 +1,5 @@
-// The DPoP step of a decision (RFC 9449 §7): runs after the token's decision (cached or fresh) and
-// before the answer, on every request, so a cached token never skips its proof. It refuses a bound
-// token sent as Bearer (no downgrade), the DPoP scheme with an unbound token, a proof that fails
-// proof.ts, a proof signed by another key than the token's `cnf.jkt`, a missing or stale server
-// nonce (when nonces are on) and a `jti` the replay store has seen.
+// The DPoP step of a decision (RFC 9449 §7), after the token's decision (cached or fresh) on every
+// request, so a cached token never skips its proof. What it refuses is listed on createDpopStep.
 import { hash } from 'node:crypto';
 import type { DpopMode } from '../config/model.js';
 import { deny, withHeaders, type Decision } from '../decision/decision.js';
@@ -14,7 +11,7 @@ import type { NonceSource } from './nonce.js';
 import type { ProofChecker } from './proof.js';
 import type { ReplayStore } from './replay-store.js';
 
-export interface DpopStepParts {
+interface DpopStepParts {
   readonly checkProof: ProofChecker;
   /** The configured store (in-process or shared). */
   readonly store: ReplayStore;
@@ -28,6 +25,11 @@ export interface DpopStepParts {
   readonly onStoreError?: ((message: string, failedClosed: boolean) => void) | undefined;
 }
 
+/**
+ * Refuses a bound token sent as Bearer (no downgrade), the DPoP scheme with an unbound token, a
+ * proof that fails proof.ts, a proof signed by another key than the token's `cnf.jkt`, a missing
+ * or stale server nonce (when nonces are on) and a `jti` the replay store has seen.
+ */
 export function createDpopStep(parts: DpopStepParts): DpopStep {
   const algs = parts.algorithms.join(' ');
   const replayTtl = parts.iatWindow * 2;

@@ -72,7 +72,12 @@ export function createRoutes(parts: {
     pages,
     receivers,
     // The metrics listener answers GET /metrics and 404 to everything else.
-    metricsOnly: { verify: undefined, readyz, pages: new Map([['/metrics', scrape]]), receivers: new Map() },
+    metricsOnly: {
+      verify: undefined,
+      readyz,
+      pages: new Map([['/metrics', scrape]]),
+      receivers: new Map(),
+    },
   };
 }
 
