@@ -117,7 +117,6 @@ export function jwkThumbprint(
  * store) and `cnf.jkt` (binding.ts compares the thumbprint).
  */
 export function createProofChecker(options: ProofCheckerOptions): ProofChecker {
-  const algorithms = new Set(options.algorithms);
   const schemes = new Map<string, SignatureScheme>();
   for (const alg of options.algorithms) {
     const scheme = signatureScheme(alg);
@@ -139,7 +138,7 @@ export function createProofChecker(options: ProofCheckerOptions): ProofChecker {
       throw invalid('the DPoP proof header is not valid JSON');
     }
     if (header.typ !== 'dpop+jwt') throw invalid('"typ" header must be "dpop+jwt"');
-    if (typeof header.alg !== 'string' || !algorithms.has(header.alg))
+    if (typeof header.alg !== 'string' || !schemes.has(header.alg))
       throw invalid('"alg" is not an allowed DPoP algorithm');
     const { jwk } = header;
     if (jwk === null || typeof jwk !== 'object' || Array.isArray(jwk))
@@ -200,12 +199,7 @@ export function createProofChecker(options: ProofCheckerOptions): ProofChecker {
       if (ath !== hash('sha256', expect.accessToken, 'base64url'))
         throw invalid('"ath" claim does not match the access token');
     }
-    return {
-      jkt: prepared.thumbprint,
-      jti,
-      iat,
-      nonce: (payload as Record<string, unknown>).nonce,
-    };
+    return { jkt: prepared.thumbprint, jti, iat, nonce: payload.nonce };
   }
 
   // The checks run synchronously; callers get a promise, rejected when a check throws.

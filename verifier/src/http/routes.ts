@@ -1,6 +1,5 @@
 // What each path answers, independent of the HTTP library: transports read a request into these
 // calls (transport.ts dispatches) and write the results verbatim.
-import { STATUS_CODES } from 'node:http';
 import type { Authorize } from '../decision/authorize.js';
 import type { Header } from '../decision/decision.js';
 import type { Answer, Receiver } from '../decision/plugins.js';
@@ -80,8 +79,3 @@ export function createRoutes(parts: {
     },
   };
 }
-
-/** Status lines as uWS writes them (`204 No Content`), built once from node:http's reason phrases. */
-export const STATUS_TEXT: Readonly<Record<number, string>> = Object.fromEntries(
-  Object.entries(STATUS_CODES).map(([code, reason]) => [code, `${code} ${reason}`]),
-);

@@ -1,9 +1,10 @@
 // The uWebSockets.js adapter: the only code that touches uWS `req`/`res`. Headers are copied
 // before anything can yield (uWS invalidates `req` after the handler returns), `onAborted` is set
 // before waiting, and every answer is written inside `cork`.
+import { STATUS_CODES } from 'node:http';
 import type { HttpRequest, HttpResponse, us_listen_socket } from 'uWebSockets.js';
 import type { Answer } from '../decision/plugins.js';
-import { STATUS_TEXT, type Routes } from './routes.js';
+import type { Routes } from './routes.js';
 import {
   createDispatch,
   drain,
@@ -12,6 +13,11 @@ import {
   type UwsModule,
   type Wire,
 } from './transport.js';
+
+/** Status lines as uWS writes them (`204 No Content`), built once from node:http's reason phrases. */
+const STATUS_TEXT: Readonly<Record<number, string>> = Object.fromEntries(
+  Object.entries(STATUS_CODES).map(([code, reason]) => [code, `${code} ${reason}`]),
+);
 
 /** uWS answers a write after the client left with a crash: `aborted` is set by `onAborted`. */
 type Response = HttpResponse & { aborted?: boolean };
@@ -55,8 +61,10 @@ const wire: Wire<HttpRequest, Response> = {
 
 export function createUwsTransport(uws: UwsModule, routes: Routes): Transport {
   const app = uws.App();
-  const { dispatch, inFlight } = createDispatch(routes, wire);
+  const { dispatch, verify, inFlight } = createDispatch(routes, wire);
   let listenSocket: us_listen_socket | undefined;
+  // uWS's router matches /verify itself, so the hot path reads no URL.
+  app.any('/verify', (res: Response, req) => verify(req, res));
   app.any('/*', (res: Response, req) => dispatch(req, res, req.getUrl()));
 
   return {

@@ -4,7 +4,7 @@
 import { chmodSync, unlinkSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { Listen, TransportChoice } from '../config/model.js';
-import type { VerifyRequest } from '../decision/authorize.js';
+import type { Authorize, VerifyRequest } from '../decision/authorize.js';
 import type { Decision } from '../decision/decision.js';
 import { MAX_RECEIVER_BODY_BYTES, type Answer } from '../decision/plugins.js';
 import type { Logger } from '../log.js';
@@ -56,16 +56,19 @@ export function createDispatch<Q, S>(routes: Routes, wire: Wire<Q, S>) {
   }
   const asIs = (answer: Answer) => answer;
 
+  /** /verify, the hot path: the contract's headers copied, the decision rendered. */
+  function verify(req: Q, res: S, authorize: Authorize): void {
+    const request: { -readonly [K in keyof VerifyRequest]: VerifyRequest[K] } = {
+      policy: wire.policy(req),
+    };
+    for (const { field, key } of REQUEST_HEADERS) request[field] = wire.header(req, key);
+    inFlight++;
+    wire.watch(res);
+    later<Decision>(res, authorize(request), renderDecision);
+  }
+
   function dispatch(req: Q, res: S, path: string): void {
-    if (path === '/verify' && routes.verify !== undefined) {
-      const request: { -readonly [K in keyof VerifyRequest]: VerifyRequest[K] } = {
-        policy: wire.policy(req),
-      };
-      for (const { field, key } of REQUEST_HEADERS) request[field] = wire.header(req, key);
-      inFlight++;
-      wire.watch(res);
-      return later<Decision>(res, routes.verify(request), renderDecision);
-    }
+    if (path === '/verify' && routes.verify !== undefined) return verify(req, res, routes.verify);
     const receiver = routes.receivers.get(path);
     if (receiver !== undefined) {
       if (wire.method(req) !== 'POST') return wire.write(res, METHOD_NOT_ALLOWED);
@@ -92,7 +95,13 @@ export function createDispatch<Q, S>(routes: Routes, wire: Wire<Q, S>) {
     later(res, answer, asIs);
   }
 
-  return { dispatch, inFlight: () => inFlight };
+  return {
+    dispatch,
+    /** For a library whose own router has already matched `/verify` (uWS). */
+    verify: (req: Q, res: S) =>
+      routes.verify ? verify(req, res, routes.verify) : wire.write(res, NOT_FOUND),
+    inFlight: () => inFlight,
+  };
 }
 
 export type UwsModule = typeof import('uWebSockets.js');
