@@ -68,19 +68,24 @@ export async function fetchJson(url: string, options: FetchJsonOptions): Promise
 }
 
 /**
- * Reads the body chunk by chunk and stops as soon as it passes the cap (leaving the loop cancels
- * the stream), so a chunked answer with no Content-Length (or a lying one) costs at most one chunk
- * over the cap in memory.
+ * Reads the body chunk by chunk and cancels the stream as soon as it passes the cap, so a chunked
+ * answer with no Content-Length (or a lying one) costs at most one chunk over the cap in memory.
  */
 async function readCapped(url: string, response: Response): Promise<string> {
+  const reader: ReadableStreamDefaultReader<Uint8Array> | undefined = response.body?.getReader();
+  if (reader === undefined) return '';
   const chunks: Uint8Array[] = [];
   let total = 0;
   try {
-    for await (const chunk of response.body ?? []) {
-      total += chunk.byteLength;
-      if (total > MAX_BODY_BYTES)
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      total += value.byteLength;
+      if (total > MAX_BODY_BYTES) {
+        await reader.cancel().catch(() => undefined);
         throw new FetchError(`${url}: body larger than ${MAX_BODY_BYTES} bytes`);
-      chunks.push(chunk);
+      }
+      chunks.push(value);
     }
   } catch (error) {
     if (error instanceof FetchError) throw error;
