@@ -38,8 +38,7 @@ export interface Wire<Q, S> {
   /** Starts watching for the client leaving; needed before anything is awaited (uWS). */
   watch(res: S): void;
   isOpen(res: S): boolean;
-  /** Collects the body (watching the client), then `done(body)`; `done(undefined)` when it passes
-   * `max` bytes or the client left. Only the first call counts. */
+  /** The body (the client watched meanwhile); undefined past `max` bytes or once the client left. */
   readBody(req: Q, res: S, max: number, done: (body: string | undefined) => void): void;
   write(res: S, answer: Written): void;
 }
