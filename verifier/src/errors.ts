@@ -62,12 +62,10 @@ export class VerifyError extends Error {
  * make a browser start a pointless sign-in loop.
  */
 export function statusFor(code: DenyCode): 401 | 403 {
-  switch (code) {
-    case 'scope_insufficient':
-    case 'client_unknown':
-    case 'policy_unknown':
-      return 403;
-    default:
-      return 401;
-  }
+  return FORBIDDEN.has(code) ? 403 : 401;
 }
+const FORBIDDEN: ReadonlySet<DenyCode> = new Set([
+  'scope_insufficient',
+  'client_unknown',
+  'policy_unknown',
+]);

@@ -11,7 +11,6 @@ import { createJwtVerifier, type JwtVerifier } from './token/jwt-verifier.js';
 import { createKeySet, type KeySet } from './token/key-set.js';
 import type { Logger } from './log.js';
 import { createMetrics } from './metrics.js';
-import { createMetricsListener, type MetricsListener } from './http/metrics-listener.js';
 import { createOpaqueVerifier, type OpaqueVerifier } from './token/opaque-verifier.js';
 import { createRevocationRuntime, revocationEnabled } from './revocation/index.js';
 import { createRoutes } from './http/routes.js';
@@ -128,7 +127,7 @@ export function createVerifierService(config: VerifierConfig, options: ServiceOp
     [...keySets.values()].map((keySet) => ({ issuer: keySet.issuer, ready: keySet.isReady() })),
   );
   let transport: Transport | undefined;
-  let metricsListener: MetricsListener | undefined;
+  let metricsListener: Transport | undefined;
 
   return {
     authorize,
@@ -158,10 +157,8 @@ export function createVerifierService(config: VerifierConfig, options: ServiceOp
       const port = await transport.listen(listen);
       let metricsPort: number | undefined;
       if (metricsListen !== undefined) {
-        metricsListener = createMetricsListener(
-          () => routes.scrape(),
-          () => routes.notFound(),
-        );
+        // Its own port, so a scrape port can be opened to monitoring while /verify stays NGINX's.
+        metricsListener = createNodeTransport(routes.metricsOnly);
         metricsPort = await metricsListener.listen(metricsListen);
       }
       return { port, transport, metricsPort };
@@ -169,7 +166,7 @@ export function createVerifierService(config: VerifierConfig, options: ServiceOp
     /** Stops accepting, lets in-flight requests finish (up to `graceMs`), stops refreshing. */
     async stop(graceMs = 4000): Promise<void> {
       for (const keySet of keySets.values()) keySet.stop();
-      await Promise.all([transport?.close(graceMs), metricsListener?.close()]);
+      await Promise.all([transport?.close(graceMs), metricsListener?.close(0)]);
       await dpop?.close();
       await revocation?.close();
     },

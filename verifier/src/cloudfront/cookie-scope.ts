@@ -30,9 +30,9 @@ export function cookieExpiry(
   return bucketed > now ? bucketed : limit;
 }
 
-// RFC 6265 §4.1.1 path-value: no CTLs and no `;`. Stricter here: the characters a
+// RFC 6265 §4.1.1 path-value: no CTLs and no `;`. Stricter here: only the characters a
 // percent-encoded URL path uses, so the value can never add a cookie attribute.
-const PATH_CHARACTERS = /^[A-Za-z0-9\-._~!$&'()+,=:@%/]*$/;
+const NOT_PATH_CHARACTER = /[^A-Za-z0-9\-._~!$&'()+,=:@%/]/;
 
 /**
  * The cookie `Path` for a custom-policy resource: its path up to the first wildcard, cut back to
@@ -47,12 +47,8 @@ export function cookiePath(resource: string): string {
   const path = resource.slice(slash);
   const wildcard = path.search(/[*?]/);
   let cut = wildcard === -1 ? path : path.slice(0, path.lastIndexOf('/', wildcard) + 1);
-  for (let i = 0; i < cut.length; i++) {
-    if (!PATH_CHARACTERS.test(cut[i]!)) {
-      cut = cut.slice(0, cut.lastIndexOf('/', i) + 1);
-      break;
-    }
-  }
+  const bad = cut.search(NOT_PATH_CHARACTER);
+  if (bad !== -1) cut = cut.slice(0, cut.lastIndexOf('/', bad) + 1);
   return cut === '' ? '/' : cut;
 }
 

@@ -1,9 +1,6 @@
 // The verifier's CloudFront step, a policy's grant plugin: on an allowed request, the signed
 // cookies as complete `Set-Cookie` values in `X-Auth-CF-*` headers, which NGINX adds to /secret
-// (docs/architecture.md). The core passes them on unread. Expiries are bucketed *down* and never pass the token's `exp`, so a cookie never outlives the
-// access that earned it, and every allowed request whose token outlives the window gets the same
-// cookies from the signer's cache (only the first pays for a signature).
-
+// (docs/architecture.md); the core passes them on unread.
 import { createCloudFrontSigner, type CloudFrontSigner } from '@secret-gate/cloudfront-signer';
 import type { Header } from '../decision/decision.js';
 import type { Grant } from '../decision/plugins.js';
@@ -37,7 +34,9 @@ export type CloudFrontDecorator = (
 
 /**
  * Starts the one WebCrypto import of the already checked key and returns the per-request
- * function.
+ * function. Expiries are bucketed *down* and never pass the token's `exp`, so a cookie never
+ * outlives the access that earned it, and every allowed request whose token outlives the window
+ * gets the same cookies from the signer's cache (only the first pays for a signature).
  *
  * No subject goes into the policy: a CloudFront policy has no field that names a viewer, so all
  * users of one gate policy share the cookies of a window. That is what lets one signature per

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { createIo } from '../config/values.js';
+import { cookiePath } from './cookie-scope.js';
 import {
   cloudFrontHeaders,
   createCloudFrontDecorator,
@@ -289,5 +290,20 @@ describe('createCloudFrontDecorator', () => {
   it('never signs with a key that does not fit its algorithm', async () => {
     const decorate = createCloudFrontDecorator({ ...loadOk(valid), algorithm: 'ECDSA-SHA256' });
     await expect(decorate(NOW, FAR)).rejects.toThrow(TypeError);
+  });
+});
+
+describe('cookiePath', () => {
+  it.each([
+    ['https://cdn.example.com/private/*', '/private/'],
+    ['https://cdn.example.com/private/a.mp4', '/private/a.mp4'],
+    ['https://cdn.example.com/a/b?c/*', '/a/'],
+    ['https://cdn.example.com', '/'],
+    // A character a cookie Path cannot carry cuts back to the `/` before it: never an attribute.
+    ['https://cdn.example.com/ok/x;Domain=evil/*', '/ok/'],
+    ['https://cdn.example.com/ok/é/*', '/ok/'],
+    ['https://cdn.example.com/ a/*', '/'],
+  ])('scopes the cookies of %s to %s', (resource, path) => {
+    expect(cookiePath(resource)).toBe(path);
   });
 });

@@ -1,20 +1,16 @@
-// The DPoP step of a decision (RFC 9449 §7): runs after the token's decision (cached or fresh) and
-// before the answer, on every request, so a cached token never skips its proof. It refuses a bound
-// token sent as Bearer (no downgrade), the DPoP scheme with an unbound token, a proof that fails
-// proof.ts, a proof signed by another key than the token's `cnf.jkt`, a missing or stale server
-// nonce (when nonces are on) and a `jti` the replay store has seen.
+// The DPoP step of a decision (RFC 9449 §7), after the token's decision (cached or fresh) on every
+// request, so a cached token never skips its proof. What it refuses is listed on createDpopStep.
 import { hash } from 'node:crypto';
-import type { DpopMode } from '../config/model.js';
-import { deny, withHeaders, type Decision } from '../decision/decision.js';
-import type { DpopContext, DpopOutcome, DpopStep } from '../decision/plugins.js';
+import { deny, withHeaders } from '../decision/decision.js';
+import type { DpopOutcome, DpopStep } from '../decision/plugins.js';
 import { VerifyError, type DenyCode } from '../errors.js';
 import { dpopDenial } from './challenge.js';
 import { externalUrl } from './htu.js';
 import type { NonceSource } from './nonce.js';
-import type { ProofChecker } from './proof.js';
+import type { CheckedProof, ProofChecker } from './proof.js';
 import type { ReplayStore } from './replay-store.js';
 
-export interface DpopStepParts {
+interface DpopStepParts {
   readonly checkProof: ProofChecker;
   /** The configured store (in-process or shared). */
   readonly store: ReplayStore;
@@ -28,6 +24,11 @@ export interface DpopStepParts {
   readonly onStoreError?: ((message: string, failedClosed: boolean) => void) | undefined;
 }
 
+/**
+ * Refuses a bound token sent as Bearer (no downgrade), the DPoP scheme with an unbound token, a
+ * proof that fails proof.ts, a proof signed by another key than the token's `cnf.jkt`, a missing
+ * or stale server nonce (when nonces are on) and a `jti` the replay store has seen.
+ */
 export function createDpopStep(parts: DpopStepParts): DpopStep {
   const algs = parts.algorithms.join(' ');
   const replayTtl = parts.iatWindow * 2;
@@ -35,57 +36,6 @@ export function createDpopStep(parts: DpopStepParts): DpopStep {
     decision: dpopDenial(code, nonce === undefined ? { algs } : { algs, nonce }),
     detail,
   });
-
-  async function checkBound(
-    mode: DpopMode,
-    decision: Decision,
-    context: DpopContext & { proof: string; jkt: string },
-    htu: string,
-  ): Promise<DpopOutcome> {
-    let jkt: string;
-    let jti: string;
-    let nonce: unknown;
-    try {
-      ({ jkt, jti, nonce } = await parts.checkProof(context.proof, {
-        htm: context.method ?? '',
-        htu,
-        accessToken: context.token,
-      }));
-    } catch (error) {
-      // Anything else is a bug: the authorizer answers it as internal_error.
-      if (!(error instanceof VerifyError)) throw error;
-      return refuse(error.code, error.message);
-    }
-    if (jkt !== context.jkt)
-      return refuse('dpop_binding_mismatch', 'the proof key is not the token\'s "cnf.jkt"');
-    if (parts.nonces !== undefined && !parts.nonces.isValid(nonce))
-      return refuse('dpop_nonce_required', 'no current server nonce', parts.nonces.current());
-
-    // Fixed-size store keys whatever the `jti`; one-shot `hash`, as for `ath`, on every proof.
-    const key = hash('sha256', `${jkt}\u0000${jti}`, 'base64url');
-    let fresh: boolean;
-    try {
-      fresh = await parts.store.remember(key, replayTtl);
-    } catch (error) {
-      const message = (error as Error).message;
-      parts.onStoreError?.(message, mode === 'required');
-      if (mode === 'required' || parts.store === parts.fallback)
-        return refuse('dpop_replay_unavailable', message);
-      try {
-        fresh = await parts.fallback.remember(key, replayTtl);
-      } catch (fallbackError) {
-        return refuse('dpop_replay_unavailable', (fallbackError as Error).message);
-      }
-    }
-    if (!fresh) return refuse('dpop_proof_replayed', '"jti" was seen before');
-    return {
-      decision:
-        parts.nonces === undefined
-          ? decision
-          : withHeaders(decision, [['DPoP-Nonce', parts.nonces.current()]]),
-      detail: undefined,
-    };
-  }
 
   return async function dpopStep(mode, decision, context) {
     const { jkt } = context;
@@ -113,6 +63,46 @@ export function createDpopStep(parts: DpopStepParts): DpopStep {
     const htu = externalUrl(context.origin, context.path);
     if (htu === undefined)
       return refuse('dpop_proof_invalid', 'no external origin or path to check "htu" against');
-    return checkBound(mode, decision, { ...context, proof: context.proof, jkt }, htu);
+
+    let checked: CheckedProof;
+    try {
+      checked = await parts.checkProof(context.proof, {
+        htm: context.method ?? '',
+        htu,
+        accessToken: context.token,
+      });
+    } catch (error) {
+      // Anything else is a bug: the authorizer answers it as internal_error.
+      if (!(error instanceof VerifyError)) throw error;
+      return refuse(error.code, error.message);
+    }
+    if (checked.jkt !== jkt)
+      return refuse('dpop_binding_mismatch', 'the proof key is not the token\'s "cnf.jkt"');
+    if (parts.nonces !== undefined && !parts.nonces.isValid(checked.nonce))
+      return refuse('dpop_nonce_required', 'no current server nonce', parts.nonces.current());
+
+    // Fixed-size store keys whatever the `jti`; one-shot `hash`, as for `ath`, on every proof.
+    const key = hash('sha256', `${jkt}\u0000${checked.jti}`, 'base64url');
+    let fresh: boolean;
+    try {
+      fresh = await parts.store.remember(key, replayTtl);
+    } catch (error) {
+      const message = (error as Error).message;
+      parts.onStoreError?.(message, mode === 'required');
+      if (mode === 'required' || parts.store === parts.fallback)
+        return refuse('dpop_replay_unavailable', message);
+      try {
+        fresh = await parts.fallback.remember(key, replayTtl);
+      } catch (fallbackError) {
+        return refuse('dpop_replay_unavailable', (fallbackError as Error).message);
+      }
+    }
+    if (!fresh) return refuse('dpop_proof_replayed', '"jti" was seen before');
+    const nonceHeader = parts.nonces?.current();
+    return {
+      decision:
+        nonceHeader === undefined ? decision : withHeaders(decision, [['DPoP-Nonce', nonceHeader]]),
+      detail: undefined,
+    };
   };
 }

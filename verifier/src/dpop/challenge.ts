@@ -1,13 +1,11 @@
-// The `DPoP` challenge of RFC 9449 §7.1, rendered here by the plugin into the decision's headers;
-// the transport edge (http/verify-answer.ts) writes them in place of the Bearer challenge. One
-// `WWW-Authenticate` value per answer (NGINX's auth_request passes one on a 401), `algs` always
-// present so a client learns which keys it may use, and `DPoP-Nonce` when a server nonce is handed
-// out (§9).
+// The `DPoP` challenge of RFC 9449 §7.1, rendered by the plugin into the decision's headers, which
+// the transport edge (http/verify-answer.ts) writes in place of the Bearer challenge: one
+// `WWW-Authenticate` (NGINX passes one on a 401), `algs` always, `DPoP-Nonce` when nonces are on.
 import { deny, type Decision, type Header } from '../decision/decision.js';
 import type { DenyCode } from '../errors.js';
 
 /** What a DPoP answer needs besides the reason: the proof algorithms, and a fresh server nonce. */
-export interface DpopAnswer {
+interface DpopAnswer {
   /** Space-separated, for the challenge's `algs`. */
   readonly algs: string;
   /** Sent as `DPoP-Nonce` when nonces are on. */
@@ -28,29 +26,20 @@ const DESCRIPTIONS: Partial<Record<DenyCode, readonly [DpopError, string]>> = {
   dpop_replay_unavailable: ['invalid_dpop_proof', 'the DPoP proof cannot be checked right now'],
 };
 
-/** A deny answered with a `DPoP` challenge (token errors become `invalid_token`). */
-export function dpopDenial(code: DenyCode, answer: DpopAnswer): Decision {
-  return { ...deny(code), headers: dpopChallengeHeaders(code, answer) };
-}
-
 /**
- * The headers of a DPoP 401: `DPoP algs="…"` alone when no token came (RFC 6750 §3.1 style),
- * else with `error` and a fixed `error_description`; `DPoP-Nonce` when one is handed out.
+ * A deny answered with a `DPoP` challenge: `DPoP algs="…"` alone when no token came (RFC 6750
+ * §3.1 style), else with `error` (token errors become `invalid_token`) and a fixed
+ * `error_description`; `DPoP-Nonce` when one is handed out (§9).
  */
-function dpopChallengeHeaders(reason: DenyCode, answer: DpopAnswer): Header[] {
+export function dpopDenial(code: DenyCode, answer: DpopAnswer): Decision {
+  const [error, description] = DESCRIPTIONS[code] ?? ['invalid_token', 'the token is not valid'];
   const challenge =
-    reason === 'token_missing'
+    code === 'token_missing'
       ? `DPoP algs="${answer.algs}"`
-      : (() => {
-          const [error, description] = DESCRIPTIONS[reason] ?? [
-            'invalid_token',
-            'the token is not valid',
-          ];
-          return `DPoP error="${error}", error_description="${description}", algs="${answer.algs}"`;
-        })();
+      : `DPoP error="${error}", error_description="${description}", algs="${answer.algs}"`;
   const headers: Header[] = [['WWW-Authenticate', challenge]];
   if (answer.nonce !== undefined) headers.push(['DPoP-Nonce', answer.nonce]);
-  return headers;
+  return { ...deny(code), headers };
 }
 
 /** The answer headers this plugin renders (docs/architecture.md's /verify table). */

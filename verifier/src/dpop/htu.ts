@@ -1,12 +1,12 @@
-// The `htu` comparison of RFC 9449 §4.3: the proof names the URL the client meant, the verifier
-// rebuilds the URL NGINX received from the configured external origin and the original path.
-// Both sides go through the WHATWG URL parser, which lowercases scheme and host and drops a
-// default port (the syntax- and scheme-based normalisation RFC 9449 §4.3 asks for); query and
-// fragment are ignored. A client's proofs name the same URL and every request rebuilds the same
-// external URL, so results are kept by their input: a repeat skips the parser (a few µs each).
+// The `htu` comparison of RFC 9449 §4.3: the proof's URL and the one NGINX received (rebuilt from
+// the configured external origin and the original path) both through the WHATWG URL parser, the
+// syntax- and scheme-based normalisation §4.3 asks for; query and fragment are ignored.
 import { LRUCache } from 'lru-cache';
 
-/** Normalised URLs by raw input; '' stands for "not an absolute http(s) URL". */
+/**
+ * Normalised URLs by raw input ('' for "not an absolute http(s) URL"): a client's proofs name the
+ * same URL and every request rebuilds the same external one, so a repeat skips the parser.
+ */
 const normalized = new LRUCache<string, string>({ max: 1024 });
 
 /** `scheme://host[:port]/path` of `raw`, or undefined when it is not an absolute http(s) URL. */

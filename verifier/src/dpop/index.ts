@@ -1,30 +1,20 @@
-// DPoP (RFC 9449) for the verifier: builds the per-request step from the configuration. The parts
-// live in small modules: proof.ts (one proof), htu.ts (the URL it must name), replay-store.ts and
-// redis-replay-store.ts (used `jti`s), nonce.ts (stateless server nonces), challenge.ts (answers),
-// binding.ts (the step itself).
+// DPoP (RFC 9449) for the verifier: the per-request step built from the configuration. proof.ts
+// checks one proof, htu.ts the URL it names, replay-store.ts remembers `jti`s, nonce.ts makes
+// server nonces, challenge.ts renders the answers, binding.ts is the step itself.
 import type { DpopConfig } from '../config/model.js';
-import type { Decision } from '../decision/decision.js';
 import type { Logger } from '../log.js';
-import type { DpopStep } from '../decision/plugins.js';
 import { createDpopStep } from './binding.js';
 import { dpopDenial } from './challenge.js';
 import { createNonceSource } from './nonce.js';
 import { createProofChecker } from './proof.js';
-import { createRedisReplayStore } from './redis-replay-store.js';
-import { createMemoryReplayStore, type ReplayStore } from './replay-store.js';
-
-export interface DpopRuntime {
-  readonly step: DpopStep;
-  readonly missingToken: Decision;
-  readonly store: ReplayStore;
-  close(): Promise<void>;
-}
+import { createMemoryReplayStore, createRedisReplayStore } from './replay-store.js';
 
 export function createDpopRuntime(
   config: DpopConfig,
   options: { now: () => number; logger: Logger },
-): DpopRuntime {
+) {
   const { now, logger } = options;
+  const { algorithms, iatWindow } = config;
   const fallback = createMemoryReplayStore({ maxEntries: config.replayMaxEntries, now });
   const store =
     config.replayStore === 'memory'
@@ -36,19 +26,15 @@ export function createDpopRuntime(
         });
   let lastStoreWarning = 0;
   const step = createDpopStep({
-    checkProof: createProofChecker({
-      algorithms: config.algorithms,
-      iatWindow: config.iatWindow,
-      now,
-    }),
+    checkProof: createProofChecker({ algorithms, iatWindow, now }),
     store,
     fallback,
     nonces:
       config.nonceKey === undefined
         ? undefined
-        : createNonceSource({ key: config.nonceKey, windowSeconds: config.iatWindow, now }),
-    algorithms: config.algorithms,
-    iatWindow: config.iatWindow,
+        : createNonceSource({ key: config.nonceKey, windowSeconds: iatWindow, now }),
+    algorithms,
+    iatWindow,
     onStoreError(message, failedClosed) {
       // At most one line a second while the store is down.
       if (now() - lastStoreWarning < 1000) return;
@@ -64,7 +50,7 @@ export function createDpopRuntime(
   return {
     step,
     // RFC 6750 §3.1 style: no token at all gets the challenge without an error code.
-    missingToken: dpopDenial('token_missing', { algs: config.algorithms.join(' ') }),
+    missingToken: dpopDenial('token_missing', { algs: algorithms.join(' ') }),
     store,
     close: () => store.close(),
   };

@@ -1,7 +1,6 @@
-// Server nonces (RFC 9449 §8/§9) without shared state: a nonce is the current time window's number
-// and an HMAC of it under a key every replica holds, so any replica can issue and check one.
-// A nonce is accepted in the window it was made and the next one, so a client that just fetched
-// one is never refused at a window boundary.
+// Server nonces (RFC 9449 §8/§9) without shared state: the current time window's number and an
+// HMAC of it under a key every replica holds, accepted in its window and the next (so a client
+// that just fetched one is never refused at a boundary).
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
 export interface NonceSource {

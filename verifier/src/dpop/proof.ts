@@ -1,20 +1,6 @@
-// One DPoP proof checked per RFC 9449 §4.3 (and §7 for a proof sent with an access token).
-// Cheap header checks run before any crypto; the signature is then checked with the key the proof
-// carries, and the claims are compared with the request the gate received. A client signs every
-// proof with the same key, so the imported key is kept by its RFC 7638 thumbprint: a proof costs
-// one signature check, not a key import and an async digest as well (bench/gate.ts row "one
-// cached DPoP token"). The signature arithmetic is node:crypto's on the calling thread, as for
-// access tokens (../jws-signature.ts): jose 6's jwtVerify turns the KeyObject into a CryptoKey and
-// hands a WebCrypto job to the thread pool on every proof, which cost several times the ES256
-// math itself. jose's header rules (`crit`, `alg`) and claims validation still apply unchanged.
-//
-// Checked: compact JWS of at most MAX_PROOF_BYTES; `typ: dpop+jwt`; `alg` in the allowlist
-// (asymmetric only, so `none` and HMAC never pass); unknown `crit` refused; `jwk` a public key (no
-// private members) whose type and curve fit `alg` (RSA at least 2048 bits); the signature with
-// that key; `exp`, `nbf` and `iat` as jose validates them when present; `jti` present; `htm` = the original method; `htu` = the external URL
-// without query and fragment; `iat` within ±window; `ath` = base64url(SHA-256(token)) when a
-// token is presented; `nonce` when the caller asks for one. Not checked here: replay of `jti`
-// (binding.ts asks the replay store) and `cnf.jkt` (binding.ts compares the thumbprint).
+// One DPoP proof checked per RFC 9449 §4.3 (§7 for a proof sent with an access token), with
+// node:crypto on the calling thread: jose's jwtVerify would hand a WebCrypto job to the thread pool
+// on every proof, several times the cost of the ES256 math (bench/gate.ts "one cached DPoP token").
 import { createHash, createPublicKey, hash, type KeyObject } from 'node:crypto';
 import { decodeProtectedHeader, type JWK, type JWTPayload } from 'jose';
 import { LRUCache } from 'lru-cache';
@@ -35,8 +21,8 @@ const THUMBPRINT_MEMBERS: Readonly<Record<string, readonly string[]>> = {
   RSA: ['e', 'kty', 'n'],
   OKP: ['crv', 'kty', 'x'],
 };
-/** Imported proof keys kept; one per active DPoP client is the working set. */
-const KEY_CACHE_ENTRIES = 10_000;
+/** Protected headers kept (see `headers` below); one per active DPoP client is the working set. */
+const HEADER_CACHE_ENTRIES = 10_000;
 
 export interface ProofExpectation {
   /** The original request method. */
@@ -90,31 +76,15 @@ const NODE_CURVES: Readonly<Record<string, string>> = {
  * for EdDSA.
  */
 export function keyFitsScheme(key: KeyObject, scheme: SignatureScheme): boolean {
+  const { name, namedCurve } = scheme.keyAlgorithm;
   const details = key.asymmetricKeyDetails ?? {};
-  switch (scheme.keyAlgorithm.name) {
-    case 'ECDSA':
-      return (
-        key.asymmetricKeyType === 'ec' &&
-        details.namedCurve === NODE_CURVES[scheme.keyAlgorithm.namedCurve ?? '']
-      );
-    case 'RSASSA-PKCS1-v1_5':
-    case 'RSA-PSS':
-      return (
-        key.asymmetricKeyType === 'rsa' && (details.modulusLength ?? 0) >= (scheme.minRsaBits ?? 0)
-      );
-    case 'Ed25519':
-      return key.asymmetricKeyType === 'ed25519';
-    default:
-      return false;
-  }
-}
-
-/**
- * The SHA-256 of an access token as `ath` carries it (RFC 9449 §4.2). One-shot `hash` builds no
- * Hash object: half the cost of `createHash` for a token of a few hundred bytes, on every proof.
- */
-export function accessTokenHash(token: string): string {
-  return hash('sha256', token, 'base64url');
+  if (name === 'ECDSA')
+    return key.asymmetricKeyType === 'ec' && details.namedCurve === NODE_CURVES[namedCurve ?? ''];
+  if (name === 'Ed25519') return key.asymmetricKeyType === 'ed25519';
+  if (name !== 'RSASSA-PKCS1-v1_5' && name !== 'RSA-PSS') return false;
+  return (
+    key.asymmetricKeyType === 'rsa' && (details.modulusLength ?? 0) >= (scheme.minRsaBits ?? 0)
+  );
 }
 
 /**
@@ -136,33 +106,29 @@ export function jwkThumbprint(
   return { thumbprint, publicJwk };
 }
 
+/**
+ * Checks, cheap ones before any crypto: a compact JWS of at most MAX_PROOF_BYTES; `typ: dpop+jwt`;
+ * `alg` in the allowlist (asymmetric only, so `none` and HMAC never pass); unknown `crit` refused;
+ * `jwk` a public key (no private members) whose type and curve fit `alg` (RSA at least 2048 bits);
+ * the signature with that key; `exp`, `nbf` and `iat` as jose validates them when present; `jti`
+ * present; `htm` = the original method; `htu` = the external URL without query and fragment; `iat`
+ * within ±window; `ath` = base64url(SHA-256(token)) when a token is presented. Not checked here:
+ * `nonce` (returned for the caller's nonce source), replay of `jti` (binding.ts asks the replay
+ * store) and `cnf.jkt` (binding.ts compares the thumbprint).
+ */
 export function createProofChecker(options: ProofCheckerOptions): ProofChecker {
-  const algorithms = new Set(options.algorithms);
   const schemes = new Map<string, SignatureScheme>();
   for (const alg of options.algorithms) {
     const scheme = signatureScheme(alg);
     if (scheme === undefined) throw new TypeError(`no signature scheme for DPoP "${alg}"`);
     schemes.set(alg, scheme);
   }
-  const keys = new LRUCache<string, KeyObject>({ max: KEY_CACHE_ENTRIES });
   /**
-   * A client's proofs share one protected header (alg, typ, jwk): everything decided from it alone
-   * is kept by its base64url text, so a repeat costs a map lookup. Only headers that passed go in.
+   * A client signs every proof with one key under one protected header (alg, typ, jwk): all that is
+   * decided from it alone, the imported key included, is kept by its base64url text, so a repeat
+   * costs a map lookup rather than a key import and a digest. Only headers that passed go in.
    */
-  const headers = new LRUCache<string, PreparedHeader>({ max: KEY_CACHE_ENTRIES });
-
-  function importKey(thumbprint: string, publicJwk: Record<string, string>): KeyObject {
-    let key = keys.get(thumbprint);
-    if (key === undefined) {
-      try {
-        key = createPublicKey({ key: publicJwk, format: 'jwk' });
-      } catch {
-        throw invalid('"jwk" header is not a usable public key');
-      }
-      keys.set(thumbprint, key);
-    }
-    return key;
-  }
+  const headers = new LRUCache<string, PreparedHeader>({ max: HEADER_CACHE_ENTRIES });
 
   function prepareHeader(proof: string): PreparedHeader {
     let header: ReturnType<typeof decodeProtectedHeader>;
@@ -172,7 +138,7 @@ export function createProofChecker(options: ProofCheckerOptions): ProofChecker {
       throw invalid('the DPoP proof header is not valid JSON');
     }
     if (header.typ !== 'dpop+jwt') throw invalid('"typ" header must be "dpop+jwt"');
-    if (typeof header.alg !== 'string' || !algorithms.has(header.alg))
+    if (typeof header.alg !== 'string' || !schemes.has(header.alg))
       throw invalid('"alg" is not an allowed DPoP algorithm');
     const { jwk } = header;
     if (jwk === null || typeof jwk !== 'object' || Array.isArray(jwk))
@@ -181,7 +147,12 @@ export function createProofChecker(options: ProofCheckerOptions): ProofChecker {
       throw invalid('"jwk" header must not carry private key members');
     const bound = jwkThumbprint(jwk);
     if (bound === undefined) throw invalid('"jwk" header is not an EC, RSA or OKP public key');
-    const key = importKey(bound.thumbprint, bound.publicJwk);
+    let key: KeyObject;
+    try {
+      key = createPublicKey({ key: bound.publicJwk, format: 'jwk' });
+    } catch {
+      throw invalid('"jwk" header is not a usable public key');
+    }
     let scheme: SignatureScheme;
     try {
       // jose's order: header rules (`crit`, `alg`), then the key must fit `alg`.
@@ -224,15 +195,11 @@ export function createProofChecker(options: ProofCheckerOptions): ProofChecker {
       throw invalid('"iat" claim is outside the accepted window');
     if (expect.accessToken !== undefined) {
       if (typeof ath !== 'string') throw invalid('"ath" claim is missing');
-      if (ath !== accessTokenHash(expect.accessToken))
+      // One-shot `hash` builds no Hash object: half the cost of `createHash` on every proof.
+      if (ath !== hash('sha256', expect.accessToken, 'base64url'))
         throw invalid('"ath" claim does not match the access token');
     }
-    return {
-      jkt: prepared.thumbprint,
-      jti,
-      iat,
-      nonce: (payload as Record<string, unknown>).nonce,
-    };
+    return { jkt: prepared.thumbprint, jti, iat, nonce: payload.nonce };
   }
 
   // The checks run synchronously; callers get a promise, rejected when a check throws.

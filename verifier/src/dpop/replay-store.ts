@@ -1,13 +1,14 @@
-// Where used proof `jti`s are remembered (RFC 9449 §11.1). A per-process store stops a replay to
-// the same verifier only; several replicas need one shared store (redis-replay-store.ts).
+// Where used proof `jti`s are remembered (RFC 9449 §11.1): in process, which stops a replay to the
+// same verifier only, or in a Redis (or Valkey) server every replica shares.
+import { Redis } from 'ioredis';
 
 /**
  * `remember` answers true the first time a key is seen within `ttlSeconds`, false for a replay.
  * It rejects (throws) when the store cannot answer; the caller decides whether that fails closed.
  */
-export interface ReplayStore {
+export interface ReplayStore<Answer = boolean | Promise<boolean>> {
   readonly kind: 'memory' | 'redis';
-  remember(key: string, ttlSeconds: number): boolean | Promise<boolean>;
+  remember(key: string, ttlSeconds: number): Answer;
   /** True once the store can answer (the shared store after its first connection). */
   isReady(): boolean;
   close(): Promise<void>;
@@ -18,31 +19,18 @@ export class ReplayStoreUnavailable extends Error {
   override readonly name = 'ReplayStoreUnavailable';
 }
 
-/** The in-process store answers at once. */
-export interface MemoryReplayStore extends ReplayStore {
-  remember(key: string, ttlSeconds: number): boolean;
-}
-
 /**
- * An in-process store bounded by `maxEntries`. Every key lives the same `ttlSeconds`, so the Map's
- * insertion order is also expiry order and expired keys are swept from its front. When the store
- * is full of keys that are still live it refuses rather than forget one (forgetting would let a
- * replay through).
+ * An in-process store bounded by `maxEntries`, answering at once. Every key lives the same
+ * `ttlSeconds`, so the Map's insertion order is also expiry order and expired keys are swept from
+ * its front. When it is full of keys that are still live it refuses rather than forget one
+ * (forgetting would let a replay through).
  */
 export function createMemoryReplayStore(options: {
   maxEntries: number;
   /** Milliseconds since the epoch. */
   now: () => number;
-}): MemoryReplayStore {
+}): ReplayStore<boolean> {
   const seen = new Map<string, number>();
-
-  function sweep(at: number): void {
-    for (const [key, expires] of seen) {
-      if (expires > at) return;
-      seen.delete(key);
-    }
-  }
-
   return {
     kind: 'memory',
     remember(key, ttlSeconds) {
@@ -50,16 +38,59 @@ export function createMemoryReplayStore(options: {
       const expires = seen.get(key);
       if (expires !== undefined && expires > at) return false;
       if (expires !== undefined) seen.delete(key);
-      if (seen.size >= options.maxEntries) sweep(at);
+      if (seen.size >= options.maxEntries) {
+        for (const [old, until] of seen) {
+          if (until > at) break;
+          seen.delete(old);
+        }
+      }
       if (seen.size >= options.maxEntries)
         throw new ReplayStoreUnavailable('the in-process replay store is full');
       seen.set(key, at + ttlSeconds * 1000);
       return true;
     },
     isReady: () => true,
-    close: () => {
-      seen.clear();
-      return Promise.resolve();
+    close: () => Promise.resolve(seen.clear()),
+  };
+}
+
+/**
+ * The shared store: one `SET sg:dpop:<key> 1 PX ttl NX` per proof, so a proof replayed to another
+ * replica within its `iat` window is refused too. Commands are never queued while disconnected
+ * and time out after 500 ms: an unreachable store makes `remember` reject at once.
+ */
+export function createRedisReplayStore(options: {
+  /** `redis://[user:password@]host:port[/db]` or `rediss://…`. */
+  readonly url: string;
+  /** Redis `AUTH` password read from a file or variable at start; wins over one in the URL. */
+  readonly password: string | undefined;
+  /** Called on connection trouble (never with a key or a token). */
+  readonly onError: (message: string) => void;
+}): ReplayStore {
+  let connectedOnce = false;
+  const client = new Redis(options.url, {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    commandTimeout: 500,
+    connectTimeout: 2000,
+    // Keep trying to reconnect, never more often than every 2 s.
+    retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
+    ...(options.password === undefined ? {} : { password: options.password }),
+  });
+  client.on('ready', () => (connectedOnce = true));
+  client.on('error', (error: Error) => options.onError(error.message));
+  return {
+    kind: 'redis',
+    async remember(key, ttlSeconds) {
+      const ttl = Math.max(1, Math.ceil(ttlSeconds * 1000));
+      const answer = await client
+        .set(`sg:dpop:${key}`, '1', 'PX', ttl, 'NX')
+        .catch((error: Error) => {
+          throw new ReplayStoreUnavailable(`the replay store did not answer (${error.message})`);
+        });
+      return answer === 'OK';
     },
+    isReady: () => connectedOnce,
+    close: () => Promise.resolve(client.disconnect()),
   };
 }

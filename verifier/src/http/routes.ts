@@ -1,33 +1,40 @@
-// What each path answers, independent of the HTTP library. Transports translate requests into
-// these calls and write the results verbatim.
-import { STATUS_CODES } from 'node:http';
+// What each path answers, independent of the HTTP library: transports read a request into these
+// calls (transport.ts dispatches) and write the results verbatim.
 import type { Authorize } from '../decision/authorize.js';
 import type { Header } from '../decision/decision.js';
 import type { Answer, Receiver } from '../decision/plugins.js';
 import type { Metrics } from '../metrics.js';
 
+/** A GET page: health, readiness, metrics. */
+export type Page = () => Answer | Promise<Answer>;
+
 export interface Routes {
-  /** GET /verify: the decision; the transport renders it (only ever 204, 401 or 403, no body). */
-  readonly verify: Authorize;
-  /** GET /healthz: the process is alive. */
-  healthz(): Answer;
+  /** /verify, any method (auth_request keeps the client's); undefined on the metrics listener. */
+  readonly verify: Authorize | undefined;
   /** GET /readyz: 200 once every issuer's key set has loaded (and is not too stale). */
   readyz(): Answer;
-  /** GET /metrics: Prometheus text format; 404 when metrics have a listener of their own. */
-  metrics(): Promise<Answer>;
-  /** The metrics answer whatever the listener (for the metrics listener). */
-  scrape(): Promise<Answer>;
-  notFound(): Answer;
+  /** GET pages by path (`/healthz`, `/readyz`, `/metrics` unless it has a listener of its own). */
+  readonly pages: ReadonlyMap<string, Page>;
   /** POST receivers by path (`/backchannel-logout`, `/ssf/events`); only the ones switched on. */
   readonly receivers: ReadonlyMap<string, Receiver>;
-  /** A receiver path asked with another method. */
-  methodNotAllowed(): Answer;
-  /** A receiver body over the cap. */
-  bodyTooLarge(): Answer;
 }
 
 const TEXT: Header = ['Content-Type', 'text/plain; charset=utf-8'];
 const NO_STORE: Header = ['Cache-Control', 'no-store'];
+const json = (status: number, body: unknown): Answer => ({
+  status,
+  headers: [['Content-Type', 'application/json'], NO_STORE],
+  body: JSON.stringify(body),
+});
+
+export const NOT_FOUND: Answer = { status: 404, headers: [TEXT], body: 'not found\n' };
+/** A receiver path asked with another method than POST. */
+export const METHOD_NOT_ALLOWED = json(405, { error: 'invalid_request' });
+/** A receiver body over the cap. */
+export const BODY_TOO_LARGE = json(413, {
+  error: 'invalid_request',
+  error_description: 'the body is too large',
+});
 
 export function createRoutes(parts: {
   authorize: Authorize;
@@ -38,47 +45,37 @@ export function createRoutes(parts: {
   receivers?: ReadonlyMap<string, Receiver>;
   /** A line /readyz adds to its answer (e.g. the revocation store is unreachable). */
   readinessNote?: () => string | undefined;
-}): Routes {
+}): Routes & { readonly metricsOnly: Routes } {
   const ok: Answer = { status: 200, headers: [TEXT, NO_STORE], body: 'ok\n' };
-  const notReady: Answer = {
-    status: 503,
-    headers: [TEXT, NO_STORE],
-    body: 'key sets not loaded\n',
-  };
-  const notFound: Answer = { status: 404, headers: [TEXT], body: 'not found\n' };
+  const notReady: Answer = { ...ok, status: 503, body: 'key sets not loaded\n' };
   const scrape = async (): Promise<Answer> => ({
     status: 200,
     headers: [['Content-Type', parts.metrics.registry.contentType], NO_STORE],
     body: await parts.metrics.render(),
   });
-  const onMain = parts.metricsOnMain ?? true;
   const readyz = (): Answer => {
     const note = parts.readinessNote?.();
     const base = parts.isReady() ? ok : notReady;
     if (note === undefined) return base;
-    const body = base === ok ? `ok; ${note}\n` : `${base.body}${note}\n`;
-    return { ...base, body };
+    return { ...base, body: base === ok ? `ok; ${note}\n` : `${base.body}${note}\n` };
   };
-  const json = (status: number, body: unknown): Answer => ({
-    status,
-    headers: [['Content-Type', 'application/json'], NO_STORE],
-    body: JSON.stringify(body),
-  });
+  const pages = new Map<string, Page>([
+    ['/healthz', () => ok],
+    ['/readyz', readyz],
+  ]);
+  if (parts.metricsOnMain ?? true) pages.set('/metrics', scrape);
+  const receivers = parts.receivers ?? new Map<string, Receiver>();
   return {
     verify: parts.authorize,
-    healthz: () => ok,
     readyz,
-    receivers: parts.receivers ?? new Map(),
-    methodNotAllowed: () => json(405, { error: 'invalid_request' }),
-    bodyTooLarge: () =>
-      json(413, { error: 'invalid_request', error_description: 'the body is too large' }),
-    metrics: onMain ? scrape : () => Promise.resolve(notFound),
-    scrape,
-    notFound: () => notFound,
+    pages,
+    receivers,
+    // The metrics listener answers GET /metrics and 404 to everything else.
+    metricsOnly: {
+      verify: undefined,
+      readyz,
+      pages: new Map([['/metrics', scrape]]),
+      receivers: new Map(),
+    },
   };
 }
-
-/** Status lines as uWS writes them (`204 No Content`), built once from node:http's reason phrases. */
-export const STATUS_TEXT: Readonly<Record<number, string>> = Object.fromEntries(
-  Object.entries(STATUS_CODES).map(([code, reason]) => [code, `${code} ${reason}`]),
-);

@@ -5,9 +5,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { OAuth2Server } from 'oauth2-mock-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAX_RECEIVER_BODY_BYTES } from '../decision/plugins.js';
 import { secretSetName } from '../decision/secret-set.js';
 import { loadUws, pickTransport } from './transport.js';
-import { captureLogger } from '../testing/fixtures.js';
+import { captureLogger, startJwksServer, type JwksServer } from '../testing/fixtures.js';
+import { revocationFile } from '../testing/replicas.js';
 import { buildService } from '../testing/service.js';
 
 interface Reply {
@@ -201,3 +203,53 @@ describe.each(['uws', 'node'] as const)('the %s transport lifecycle', (transport
     await new Promise((resolve) => idp.close(resolve));
   });
 });
+
+describe.each(['uws', 'node'] as const)(
+  'a revocation receiver on the %s transport',
+  (transport) => {
+    let jwks: JwksServer;
+    let service: ReturnType<typeof buildService>['service'];
+    let base: string;
+
+    beforeAll(async () => {
+      jwks = await startJwksServer(['rsaA']);
+      ({ service } = buildService(
+        { VERIFIER_TRANSPORT: transport },
+        { file: revocationFile(jwks.url) },
+      ));
+      await service.start();
+      const { port } = await service.listen({ kind: 'tcp', host: '127.0.0.1', port: 0 });
+      base = `http://127.0.0.1:${port}`;
+    });
+    afterAll(async () => {
+      await service.stop(0);
+      await jwks.close();
+    });
+
+    const post = (body: string) =>
+      fetch(`${base}/backchannel-logout`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body,
+      });
+
+    it('reads a POST body and answers with the receiver: 400 JSON for a forged logout token', async () => {
+      const answer = await post('logout_token=a.b.c');
+      expect(answer.status).toBe(400);
+      expect(answer.headers.get('cache-control')).toBe('no-store');
+      expect(await answer.json()).toMatchObject({ error: 'invalid_request' });
+    });
+
+    it('refuses a body over the cap with 413 and another method with 405', async () => {
+      const large = await post(`logout_token=${'a'.repeat(MAX_RECEIVER_BODY_BYTES)}`);
+      expect(large.status).toBe(413);
+      expect(await large.json()).toEqual({
+        error: 'invalid_request',
+        error_description: 'the body is too large',
+      });
+      expect((await fetch(`${base}/backchannel-logout`)).status).toBe(405);
+      // Pages answer GET only: a POST to one is not found.
+      expect((await fetch(`${base}/healthz`, { method: 'POST', body: 'x' })).status).toBe(404);
+    });
+  },
+);
