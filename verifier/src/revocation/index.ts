@@ -1,30 +1,27 @@
-// Pushed revocation for the verifier: builds the store, the per-request check and the receivers
-// from the configuration. Parts: store.ts / redis-store.ts (watermarks and `jti`s), check.ts (per
-// request), revocation.ts (writing watermarks), event-token.ts (verifying logout tokens and
-// Shared Signals SETs), set-events.ts (what a SET asks for), receiver.ts (the endpoints),
-// poller.ts (RFC 8936 poll). The transmitter's keys come only from the `jwks_uri` of its
-// `/.well-known/ssf-configuration` (SSF 1.0 §7.1), which must name it as `issuer`.
+// Pushed revocation (docs/revocation.md): builds the store, the per-request check, the receivers
+// and the poller from the configuration. The transmitter's keys come only from the `jwks_uri` of
+// its `/.well-known/ssf-configuration` (SSF 1.0 §7.1), which must name it as `issuer`.
 import type { VerifierConfig } from '../config/model.js';
 import { createEndpointResolver } from '../token/discovery.js';
 import { createKeySet, type KeySet } from '../token/key-set.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
-import type { Answer, ReceivedRequest, RevocationCheck } from '../decision/plugins.js';
-import { createRevocationCheck } from './check.js';
-import { createLogoutTokenVerifier, createSetVerifier } from './event-token.js';
+import type { Receiver, RevocationCheck } from '../decision/plugins.js';
+import { createLogoutTokenVerifier } from './event-token.js';
 import { createPoller, type Poller } from './poller.js';
-import { createLogoutReceiver, createPushReceiver, createSetProcessor } from './receiver.js';
+import { createEventProcessor, createLogoutReceiver, createPushReceiver } from './receiver.js';
 import { createRedisRevocationStore } from './redis-store.js';
-import { createRevocationApplier, tokenLifetimes } from './revocation.js';
+import { createSetVerifier } from './set-events.js';
 import { createMemoryRevocationStore, type RevocationStore } from './store.js';
+import { createRevocationApplier, createRevocationCheck, tokenLifetimes } from './watermarks.js';
 
 export interface RevocationRuntime {
   readonly store: RevocationStore;
   readonly check: RevocationCheck;
   /** POST /backchannel-logout; undefined when no issuer lists logout audiences. */
-  readonly receiveLogout: ((request: ReceivedRequest) => Promise<Answer>) | undefined;
+  readonly receiveLogout: Receiver | undefined;
   /** POST /ssf/events; undefined without a transmitter or with push off. */
-  readonly receivePush: ((request: ReceivedRequest) => Promise<Answer>) | undefined;
+  readonly receivePush: Receiver | undefined;
   readonly poller: Poller | undefined;
   /** The transmitter's key set, loaded with the issuers' ones. */
   readonly transmitterKeys: KeySet | undefined;
@@ -80,7 +77,6 @@ export function createRevocationRuntime(
     apply: createRevocationApplier(store, tokenLifetimes(config), now),
     metrics,
     logger,
-    now,
   };
   const verifyLogout = createLogoutTokenVerifier(config, deps.keySets, now);
 
@@ -110,11 +106,8 @@ export function createRevocationRuntime(
           logger.warn({ transmitter, outcome, detail }, 'SSF key set fetch failed');
       },
     });
-    const processSet = createSetProcessor(
-      parts,
-      createSetVerifier(transmitter, ssf.audience, transmitterKeys, now),
-      transmitter,
-    );
+    const verifySet = createSetVerifier(transmitter, ssf.audience, transmitterKeys, now);
+    const processSet = createEventProcessor(parts, verifySet, 'set');
     if (ssf.push) receivePush = createPushReceiver(processSet);
     if (ssf.pollEndpoint !== undefined)
       poller = createPoller({
@@ -133,7 +126,8 @@ export function createRevocationRuntime(
   return {
     store,
     check: createRevocationCheck(store, () => metrics.revocationUnchecked()),
-    receiveLogout: verifyLogout && createLogoutReceiver(parts, verifyLogout),
+    receiveLogout:
+      verifyLogout && createLogoutReceiver(createEventProcessor(parts, verifyLogout, 'bcl')),
     receivePush,
     poller,
     transmitterKeys,

@@ -5,7 +5,8 @@
 // Errors back off from the interval up to ten times it; `moreAvailable` polls again at once.
 import { fetchJson } from '../fetch-json.js';
 import type { Logger } from '../log.js';
-import type { SetProcessor } from './receiver.js';
+import { ReceiverError } from './event-token.js';
+import { retryable, setError, type EventProcessor } from './receiver.js';
 
 export interface PollerOptions {
   readonly endpoint: string;
@@ -14,7 +15,7 @@ export interface PollerOptions {
   readonly token: string | undefined;
   readonly timeout: number;
   readonly allowHttp: boolean;
-  readonly processSet: SetProcessor;
+  readonly processSet: EventProcessor;
   readonly logger: Logger;
 }
 
@@ -61,14 +62,13 @@ export function createPoller(options: PollerOptions): Poller {
     const sets = body.sets !== null && typeof body.sets === 'object' ? body.sets : {};
     const entries = Object.entries(sets as Record<string, unknown>).slice(0, MAX_SETS_PER_POLL);
     for (const [jti, set] of entries) {
-      if (typeof set !== 'string') {
-        setErrs[jti] = { err: 'invalid_request', description: 'the SET is not a string' };
-        continue;
-      }
-      const outcome = await options.processSet(set, 'ssf_poll');
-      if (outcome.ok) ack.push(jti);
-      else if (!outcome.retry)
-        setErrs[jti] = { err: outcome.err, description: outcome.description };
+      const refused = await options.processSet('ssf_poll', () => {
+        if (typeof set !== 'string')
+          throw new ReceiverError('request_invalid', 'the SET is not a string');
+        return set;
+      });
+      if (refused === undefined) ack.push(jti);
+      else if (!retryable(refused)) setErrs[jti] = setError(refused);
     }
     return { received: entries.length, more: body.moreAvailable === true };
   }
