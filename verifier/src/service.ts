@@ -13,7 +13,7 @@ import type { Logger } from './log.js';
 import { createMetrics } from './metrics.js';
 import { createMetricsListener, type MetricsListener } from './http/metrics-listener.js';
 import { createOpaqueVerifier, type OpaqueVerifier } from './token/opaque-verifier.js';
-import { createRevocationRuntime, revocationEnabled } from './revocation/index.js';
+import { createRevocationRuntime } from './revocation/index.js';
 import { createRoutes } from './http/routes.js';
 import { pickTransport, type Transport } from './http/transport.js';
 import { createNodeTransport } from './http/transport-node.js';
@@ -91,9 +91,7 @@ export function createVerifierService(config: VerifierConfig, options: ServiceOp
   const dpop = [...config.policies.values()].some((policy) => policy.dpop !== 'off')
     ? createDpopRuntime(config.dpop, { now, logger })
     : undefined;
-  const revocation = revocationEnabled(config)
-    ? createRevocationRuntime(config, { keySets, metrics, logger, now })
-    : undefined;
+  const revocation = createRevocationRuntime(config, { keySets, metrics, logger, now });
   const isReady = () =>
     [...keySets.values()].every((keySet) => keySet.isReady()) &&
     (dpop?.store.isReady() ?? true) &&

@@ -35,14 +35,10 @@ export interface RevocationRuntime {
   close(): Promise<void>;
 }
 
-/** True when anything can push a revocation here: the whole feature is off otherwise. */
-export function revocationEnabled(config: VerifierConfig): boolean {
-  return (
-    config.revocation.ssf.transmitter !== undefined ||
-    [...config.issuers.values()].some((i) => i.type === 'jwt' && i.logoutAudiences.length > 0)
-  );
-}
-
+/**
+ * The runtime when anything can push a revocation here (an issuer with `logoutAudiences`, or a
+ * transmitter); undefined otherwise, and then the gate connects to no revocation store at all.
+ */
 export function createRevocationRuntime(
   config: VerifierConfig,
   deps: {
@@ -51,20 +47,26 @@ export function createRevocationRuntime(
     readonly logger: Logger;
     readonly now: () => number;
   },
-): RevocationRuntime {
+): RevocationRuntime | undefined {
   const { metrics, logger, now } = deps;
   const settings = config.revocation;
-  const replayTtl = settings.logoutTokenMaxAge * 2;
+  const { ssf } = settings;
+  const verifyLogout = createLogoutTokenVerifier(config, deps.keySets, now);
+  if (verifyLogout === undefined && ssf.transmitter === undefined) return undefined;
+
+  const common = {
+    maxEntries: settings.replayMaxEntries,
+    replayTtl: settings.logoutTokenMaxAge * 2,
+    now,
+  };
   let lastStoreWarning = 0;
   const store =
     settings.store === 'memory'
-      ? createMemoryRevocationStore({ maxEntries: settings.replayMaxEntries, replayTtl, now })
+      ? createMemoryRevocationStore(common)
       : createRedisRevocationStore({
+          ...common,
           url: settings.store,
           password: config.dpop.replayPassword,
-          maxEntries: settings.replayMaxEntries,
-          replayTtl,
-          now,
           onError(message) {
             if (now() - lastStoreWarning < 1000) return;
             lastStoreWarning = now();
@@ -78,11 +80,9 @@ export function createRevocationRuntime(
     metrics,
     logger,
   };
-  const verifyLogout = createLogoutTokenVerifier(config, deps.keySets, now);
 
-  const { ssf } = settings;
   let transmitterKeys: KeySet | undefined;
-  let receivePush: RevocationRuntime['receivePush'];
+  let receivePush: Receiver | undefined;
   let poller: Poller | undefined;
   if (ssf.transmitter !== undefined && ssf.audience !== undefined) {
     const transmitter = ssf.transmitter;
@@ -109,16 +109,7 @@ export function createRevocationRuntime(
     const verifySet = createSetVerifier(transmitter, ssf.audience, transmitterKeys, now);
     const processSet = createEventProcessor(parts, verifySet, 'set');
     if (ssf.push) receivePush = createPushReceiver(processSet);
-    if (ssf.pollEndpoint !== undefined)
-      poller = createPoller({
-        endpoint: ssf.pollEndpoint,
-        interval: ssf.pollInterval,
-        token: ssf.pollToken,
-        timeout: config.fetchTimeout,
-        allowHttp: ssf.allowHttp,
-        processSet,
-        logger,
-      });
+    poller = createPoller(config, processSet, logger);
   }
 
   const required = [...config.policies.values()].some((p) => p.revocation === 'required');

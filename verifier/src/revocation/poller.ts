@@ -1,23 +1,10 @@
 // RFC 8936 poll delivery: the receiver asks the transmitter for SETs and acknowledges the ones it
-// processed in the next request, so a sidecar needs no inbound route. SETs it refused are reported
-// in `setErrs` (and so never redelivered); SETs it could not process right now (store or keys
-// unavailable) are neither acknowledged nor reported, so the transmitter delivers them again.
-// Errors back off from the interval up to ten times it; `moreAvailable` polls again at once.
+// processed in the next request, so a sidecar needs no inbound route.
+import type { VerifierConfig } from '../config/model.js';
 import { fetchJson } from '../fetch-json.js';
 import type { Logger } from '../log.js';
 import { ReceiverError } from './event-token.js';
 import { retryable, setError, type EventProcessor } from './receiver.js';
-
-export interface PollerOptions {
-  readonly endpoint: string;
-  /** Seconds between polls when the transmitter has nothing more. */
-  readonly interval: number;
-  readonly token: string | undefined;
-  readonly timeout: number;
-  readonly allowHttp: boolean;
-  readonly processSet: EventProcessor;
-  readonly logger: Logger;
-}
 
 export interface Poller {
   start(): void;
@@ -28,8 +15,19 @@ export interface Poller {
 
 const MAX_SETS_PER_POLL = 100;
 
-export function createPoller(options: PollerOptions): Poller {
-  const { logger } = options;
+/**
+ * Polls `revocation.ssf.pollEndpoint` (undefined without one). SETs it refused are reported in
+ * `setErrs` (and so never redelivered); SETs it could not process right now (store or keys
+ * unavailable) are neither acknowledged nor reported, so the transmitter delivers them again.
+ * Errors back off from the interval up to ten times it; `moreAvailable` polls again at once.
+ */
+export function createPoller(
+  config: Pick<VerifierConfig, 'revocation' | 'fetchTimeout'>,
+  processSet: EventProcessor,
+  logger: Logger,
+): Poller | undefined {
+  const { pollEndpoint, pollInterval: interval, pollToken, allowHttp } = config.revocation.ssf;
+  if (pollEndpoint === undefined) return undefined;
   let ack: string[] = [];
   let setErrs: Record<string, { err: string; description: string }> = {};
   let timer: NodeJS.Timeout | undefined;
@@ -44,13 +42,13 @@ export function createPoller(options: PollerOptions): Poller {
       maxEvents: 25,
       returnImmediately: true,
     };
-    const answer = await fetchJson(options.endpoint, {
+    const answer = await fetchJson(pollEndpoint!, {
       method: 'POST',
-      timeout: options.timeout,
-      allowHttp: options.allowHttp,
+      timeout: config.fetchTimeout,
+      allowHttp,
       headers: {
         'content-type': 'application/json',
-        ...(options.token === undefined ? {} : { authorization: `Bearer ${options.token}` }),
+        ...(pollToken === undefined ? {} : { authorization: `Bearer ${pollToken}` }),
       },
       body: JSON.stringify(request),
     });
@@ -62,10 +60,9 @@ export function createPoller(options: PollerOptions): Poller {
     const sets = body.sets !== null && typeof body.sets === 'object' ? body.sets : {};
     const entries = Object.entries(sets as Record<string, unknown>).slice(0, MAX_SETS_PER_POLL);
     for (const [jti, set] of entries) {
-      const refused = await options.processSet('ssf_poll', () => {
-        if (typeof set !== 'string')
-          throw new ReceiverError('request_invalid', 'the SET is not a string');
-        return set;
+      const refused = await processSet('ssf_poll', () => {
+        if (typeof set === 'string') return set;
+        throw new ReceiverError('request_invalid', 'the SET is not a string');
       });
       if (refused === undefined) ack.push(jti);
       else if (!retryable(refused)) setErrs[jti] = setError(refused);
@@ -85,14 +82,12 @@ export function createPoller(options: PollerOptions): Poller {
       .then(({ received, more }) => {
         failures = 0;
         // Acknowledgements go out with the next poll; send them soon when there were any.
-        schedule(
-          more ? 0 : ack.length > 0 || Object.keys(setErrs).length > 0 ? 0.05 : options.interval,
-        );
+        schedule(more ? 0 : ack.length > 0 || Object.keys(setErrs).length > 0 ? 0.05 : interval);
         return received;
       })
       .catch((error: unknown) => {
         failures++;
-        const wait = Math.min(options.interval * 2 ** (failures - 1), options.interval * 10);
+        const wait = Math.min(interval * 2 ** (failures - 1), interval * 10);
         logger.warn(
           { err: (error as Error).message, retryIn: wait },
           'SSF poll failed; backing off',

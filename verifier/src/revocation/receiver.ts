@@ -6,7 +6,7 @@ import type { Logger } from '../log.js';
 import type { Metrics, RevocationChannel } from '../metrics.js';
 import { ReceiverError, type EventVerifier, type RefusalReason } from './event-token.js';
 import { RevocationStoreUnavailable, type RevocationStore } from './store.js';
-import type { ApplyRevocations } from './watermarks.js';
+import type { ApplyRevocations, Revocation } from './watermarks.js';
 
 export interface ReceiverParts {
   readonly store: RevocationStore;
@@ -64,16 +64,13 @@ export function createEventProcessor(
   const { store, metrics, logger } = parts;
 
   /** Remembers the `jti`, then writes; the `jti` is forgotten again when the write fails. */
-  async function rememberAndApply(replayKey: string, write: () => Promise<number>) {
-    let fresh: boolean;
-    try {
-      fresh = await store.remember(replayKey);
-    } catch (error) {
-      throw new ReceiverError('store_unavailable', (error as Error).message);
-    }
+  async function rememberAndApply(replayKey: string, revocations: readonly Revocation[]) {
+    const fresh = await store.remember(replayKey).catch((error: Error) => {
+      throw new ReceiverError('store_unavailable', error.message);
+    });
     if (!fresh) throw new ReceiverError('jti_replayed', '"jti" was seen before');
     try {
-      return await write();
+      return await parts.apply(revocations);
     } catch (error) {
       if (!(error instanceof RevocationStoreUnavailable)) throw error;
       // The sender retries a 503; a remembered `jti` would turn that retry into a replay.
@@ -82,36 +79,27 @@ export function createEventProcessor(
     }
   }
 
+  /** Anything but a ReceiverError is a bug: logged as one, refused as a request not processed. */
+  function unexpected(error: unknown): ReceiverError {
+    logger.error({ err: (error as Error).message }, 'unexpected failure receiving a revocation');
+    return new ReceiverError('request_invalid', 'the request could not be processed');
+  }
+
   return async function processEvent(channel, read) {
     metrics.revocationReceived(channel);
     try {
       const { sender, jti, event, revocations, ignored } = await verify(read());
-      const written = await rememberAndApply(`${replayPrefix}\n${sender}\n${jti}`, () =>
-        parts.apply(revocations),
+      const written = await rememberAndApply(`${replayPrefix}\n${sender}\n${jti}`, revocations);
+      if (ignored === undefined) metrics.revocationApplied(channel, event);
+      else metrics.revocationRefused(channel, ignored);
+      const kinds = revocations.map((r) => r.kind);
+      logger.info(
+        { channel, sender, event, watermarks: written, kinds, ...(ignored && { why: ignored }) },
+        ignored ? 'revocation acknowledged and ignored' : 'revocation applied',
       );
-      if (ignored === undefined) {
-        metrics.revocationApplied(channel, event);
-        const kinds = revocations.map((r) => r.kind);
-        logger.info({ channel, sender, event, watermarks: written, kinds }, 'revocation applied');
-      } else {
-        metrics.revocationRefused(channel, ignored);
-        logger.info(
-          { channel, sender, event, why: ignored },
-          'revocation acknowledged and ignored',
-        );
-      }
       return undefined;
     } catch (error) {
-      // Anything but a ReceiverError is logged as the bug it is.
-      if (!(error instanceof ReceiverError))
-        logger.error(
-          { err: (error as Error).message },
-          'unexpected failure receiving a revocation',
-        );
-      const refused =
-        error instanceof ReceiverError
-          ? error
-          : new ReceiverError('request_invalid', 'the request could not be processed');
+      const refused = error instanceof ReceiverError ? error : unexpected(error);
       metrics.revocationRefused(channel, refused.reason);
       logger.info(
         { channel, reason: refused.reason, detail: refused.message },

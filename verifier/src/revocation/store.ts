@@ -1,7 +1,6 @@
-// The revocation store: watermarks ("tokens of this key issued before t are revoked") and the
-// `jti`s of received logout tokens and SETs. Reads are synchronous from an in-process view so the
-// check costs a map lookup per request, cache hits included; writes may go to a shared server
-// (redis-store.ts) that every replica mirrors.
+// The revocation store: watermarks and the `jti`s of received logout tokens and SETs. Reads are
+// synchronous from an in-process view, so the check costs a map lookup per request (cache hits
+// included); writes may go to a shared server (redis-store.ts) that every replica mirrors.
 
 export interface RevocationStore {
   /** The watermark of `key` in seconds since the epoch, or undefined. */
@@ -94,19 +93,15 @@ export function createMemoryRevocationStore(options: {
       return view.size;
     },
     revoke(key, at, ttlSeconds) {
-      if (!view.raise(key, at, now() + ttlSeconds * 1000)) return full('the revocation store');
-      return Promise.resolve();
+      const raised = view.raise(key, at, now() + ttlSeconds * 1000);
+      return raised ? Promise.resolve() : full('the revocation store');
     },
     remember(key) {
       if (seen.get(key) !== undefined) return Promise.resolve(false);
-      if (!seen.raise(key, 0, now() + options.replayTtl * 1000))
-        return full('the in-process jti set');
-      return Promise.resolve(true);
+      const raised = seen.raise(key, 0, now() + options.replayTtl * 1000);
+      return raised ? Promise.resolve(true) : full('the in-process jti set');
     },
-    forget(key) {
-      seen.delete(key);
-      return Promise.resolve();
-    },
+    forget: (key) => Promise.resolve(seen.delete(key)),
     isCurrent: () => true,
     close() {
       view.clear();
