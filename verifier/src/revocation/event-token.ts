@@ -48,8 +48,12 @@ export interface ReceivedEvent {
 
 export type EventVerifier = (token: string) => Promise<ReceivedEvent>;
 
-/** jose's options for one sender: `issuer`, `audience`, `algorithms`, `typ`, `maxTokenAge`. */
-export type SenderRules = JWTVerifyOptions & { readonly clockTolerance: number };
+/** One sender: its keys, and jose's options for its tokens (`audience`, `typ`, `maxTokenAge`…). */
+export interface Sender extends JWTVerifyOptions {
+  readonly issuer: string;
+  readonly keys: KeySet;
+  readonly clockTolerance: number;
+}
 
 /** No sender needs more: a logout token is a few hundred bytes, a SET rarely over 2 KiB. */
 const MAX_EVENT_TOKEN_BYTES = 8192;
@@ -68,16 +72,15 @@ export function subjectString(value: unknown): string | undefined {
 }
 
 /**
- * What both kinds must be: a JWS by the sender's keys meeting `rules` (checked by jose), a `jti`
+ * What both kinds must be: a JWS by the sender's keys meeting its options (jose checks), a `jti`
  * of 1 to 256 characters (replay-checked by the receiver), an `iat` not in the future and an
  * `events` object. Resolves with the claims; what `events` holds is for the caller to check.
  */
 export async function verifyEventToken(
   token: string,
-  keys: KeySet,
-  rules: SenderRules,
+  { keys, ...options }: Sender,
   now: () => number,
-): Promise<{ claims: Record<string, unknown>; jti: string; iat: number; events: Claims }> {
+): Promise<{ claims: Claims; jti: string; iat: number; events: Claims }> {
   if (token.length > MAX_EVENT_TOKEN_BYTES)
     throw new ReceiverError(
       'token_malformed',
@@ -86,7 +89,7 @@ export async function verifyEventToken(
   let claims: Claims;
   try {
     ({ payload: claims } = await jwtVerify<Claims>(token, (header) => keys.getKey(header), {
-      ...rules,
+      ...options,
       requiredClaims: ['iat', 'jti'],
       currentDate: new Date(now()),
     }));
@@ -98,7 +101,7 @@ export async function verifyEventToken(
   if (typeof jti !== 'string' || jti.length === 0 || jti.length > 256)
     throw new ReceiverError('claim_invalid', '"jti" claim must be a string of 1 to 256 characters');
   // jose checks a future `iat` only together with `maxTokenAge`, which SETs do not have.
-  if (typeof iat !== 'number' || iat > now() / 1000 + rules.clockTolerance)
+  if (typeof iat !== 'number' || iat > now() / 1000 + options.clockTolerance)
     throw new ReceiverError('claim_invalid', '"iat" claim is in the future');
   if (!isObject(events))
     throw new ReceiverError('events_invalid', '"events" claim must be a JSON object');
@@ -118,42 +121,42 @@ export function createLogoutTokenVerifier(
   keySets: ReadonlyMap<string, KeySet>,
   now: () => number,
 ): EventVerifier | undefined {
-  const senders = new Map<string, { issuer: string; keys: KeySet; rules: SenderRules }>();
+  const senders = new Map<string, Sender>();
   for (const issuer of config.issuers.values()) {
     const keys = keySets.get(issuer.issuer);
     if (issuer.type !== 'jwt' || issuer.logoutAudiences.length === 0 || keys === undefined)
       continue;
-    const rules = {
+    senders.set(issuer.issuer, {
       issuer: issuer.issuer,
+      keys,
       audience: [...issuer.logoutAudiences],
       algorithms: [...issuer.algorithms],
+      typ: 'logout+jwt',
       clockTolerance: issuer.clockTolerance,
       maxTokenAge: config.revocation.logoutTokenMaxAge,
-    };
-    senders.set(issuer.issuer, { issuer: issuer.issuer, keys, rules });
+    });
   }
   if (senders.size === 0) return undefined;
 
   return async function verifyLogoutToken(token) {
-    // The unverified `iss` only picks the sender's rules; everything is verified afterwards.
-    let sender: unknown;
+    // The unverified `iss` only picks the sender; everything is verified afterwards.
+    let iss: unknown;
     let typ: unknown;
     try {
-      sender = decodeJwt(token).iss;
+      iss = decodeJwt(token).iss;
       typ = decodeProtectedHeader(token).typ;
     } catch {
       throw new ReceiverError('token_malformed', 'the token is not a JWT');
     }
-    const found = typeof sender === 'string' ? senders.get(sender) : undefined;
-    if (found === undefined)
+    const sender = typeof iss === 'string' ? senders.get(iss) : undefined;
+    if (sender === undefined)
       throw new ReceiverError(
         'issuer_unknown',
         '"iss" is not an issuer whose logout tokens are accepted',
       );
-    const { issuer, keys, rules } = found;
     // BCL §2.4 only recommends explicit typing: a header without `typ` is accepted.
-    const typed = { ...rules, ...(typ === undefined ? {} : { typ: 'logout+jwt' }) };
-    const { claims, jti, iat, events } = await verifyEventToken(token, keys, typed, now);
+    const rules = typ === undefined ? { ...sender, typ: undefined } : sender;
+    const { claims, jti, iat, events } = await verifyEventToken(token, rules, now);
     if (!isObject(events[BACKCHANNEL_LOGOUT_EVENT]))
       throw new ReceiverError(
         'events_invalid',
@@ -167,10 +170,10 @@ export function createLogoutTokenVerifier(
       throw new ReceiverError('subject_missing', 'a logout token must carry "sub" or "sid"');
     // The IdP's own clock dated the logout; its tokens are dated by the same clock. A token issued
     // in the logout's second counts as older (whole-second `iat`s cannot tell them apart).
-    const at = Math.min(iat + 1, now() / 1000 + rules.clockTolerance);
+    const at = Math.min(iat + 1, now() / 1000 + sender.clockTolerance);
     const revocations: Revocation[] = [];
-    if (sub !== undefined) revocations.push({ kind: 'sub', iss: issuer, value: sub, at });
-    if (sid !== undefined) revocations.push({ kind: 'sid', iss: issuer, value: sid, at });
-    return { sender: issuer, jti, event: 'backchannel-logout', revocations };
+    if (sub !== undefined) revocations.push({ kind: 'sub', iss: sender.issuer, value: sub, at });
+    if (sid !== undefined) revocations.push({ kind: 'sid', iss: sender.issuer, value: sid, at });
+    return { sender: sender.issuer, jti, event: 'backchannel-logout', revocations };
   };
 }

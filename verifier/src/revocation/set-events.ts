@@ -1,10 +1,5 @@
-// Security Event Tokens (RFC 8417 under the SSF 1.0 SET profile) and what they ask of us. CAEP
-// session-revoked and credential-change, RISC account-disabled and account-purged all mean "refuse
-// this subject's tokens issued before the event"; the SSF verification event only proves the
-// stream works. Subjects (RFC 9493): `iss_sub` (an issuer we accept tokens from), `email` (matched
-// only against the `email` claim of verified tokens) and `complex` with a `user` of those formats;
-// `opaque` only names a stream. Anything else is a subject we cannot match: acknowledged and
-// ignored, as is an unknown event type.
+// Security Event Tokens (RFC 8417 under the SSF 1.0 SET profile), and what each asks of us: the
+// watermarks to write, or nothing (acknowledged and ignored).
 import type { KeySet } from '../token/key-set.js';
 import {
   isObject,
@@ -12,7 +7,7 @@ import {
   subjectString,
   verifyEventToken,
   type EventVerifier,
-  type SenderRules,
+  type Sender,
 } from './event-token.js';
 import type { Revocation } from './watermarks.js';
 
@@ -30,8 +25,13 @@ const REVOKING_EVENTS: ReadonlyMap<string, string> = new Map([
 
 /**
  * The SSF 1.0 SET profile: `typ: secevent+jwt`, no JWT `sub` and no `exp`, `iss` the transmitter
- * whose ssf-configuration was read (its keys), `aud` naming this receiver, exactly one event. Its
- * age is not limited: polled SETs wait at the transmitter until acknowledged.
+ * whose ssf-configuration was read (its keys), `aud` naming this receiver, exactly one event; no
+ * age limit (polled SETs wait at the transmitter until acknowledged). CAEP session-revoked and
+ * credential-change, RISC account-disabled and account-purged mean "refuse this subject's tokens
+ * issued before the event"; the SSF verification event only proves the stream works. Subjects
+ * (RFC 9493): `iss_sub` (an issuer we accept tokens from), `email` (matched only against the
+ * `email` claim of verified tokens) and `complex` with a `user` of those formats; `opaque` only
+ * names a stream. A subject we cannot match, or an unknown event type, is acknowledged and ignored.
  */
 export function createSetVerifier(
   transmitter: string,
@@ -39,8 +39,9 @@ export function createSetVerifier(
   keys: KeySet,
   now: () => number,
 ): EventVerifier {
-  const rules: SenderRules = {
+  const sender: Sender = {
     issuer: transmitter,
+    keys,
     audience,
     // The SSF interoperability profile signs with RS256; the other asymmetric ones are fine.
     algorithms: ['RS256', 'PS256', 'ES256', 'EdDSA'],
@@ -48,7 +49,7 @@ export function createSetVerifier(
     clockTolerance: 30,
   };
   return async function verifySet(token) {
-    const { claims, jti, iat, events } = await verifyEventToken(token, keys, rules, now);
+    const { claims, jti, iat, events } = await verifyEventToken(token, sender, now);
     if ('sub' in claims)
       throw new ReceiverError(
         'sub_present',

@@ -27,21 +27,10 @@ export class RevocationStoreUnavailable extends Error {
  * entries it refuses a new key rather than forget one: a forgotten watermark un-revokes tokens,
  * a forgotten `jti` admits a replay.
  */
-export interface WatermarkView {
-  get(key: string): number | undefined;
-  /** Keeps the higher watermark; false when full of live entries. */
-  raise(key: string, at: number, expiresAt: number): boolean;
-  delete(key: string): void;
-  /** The live watermarks, for writing them back to a shared store that lost them. */
-  entries(): Array<{ key: string; at: number; expires: number }>;
-  readonly size: number;
-  clear(): void;
-}
-
-export function createWatermarkView(maxEntries: number, now: () => number): WatermarkView {
+export function createWatermarkView(maxEntries: number, now: () => number) {
   const marks = new Map<string, { at: number; expires: number }>();
   return {
-    get(key) {
+    get(key: string): number | undefined {
       const mark = marks.get(key);
       if (mark === undefined) return undefined;
       if (mark.expires <= now()) {
@@ -50,7 +39,8 @@ export function createWatermarkView(maxEntries: number, now: () => number): Wate
       }
       return mark.at;
     },
-    raise(key, at, expires) {
+    /** Keeps the higher watermark; false when full of live entries. */
+    raise(key: string, at: number, expires: number): boolean {
       const held = marks.get(key);
       if (held !== undefined && held.expires > now() && held.at >= at) return true;
       if (held === undefined && marks.size >= maxEntries) {
@@ -61,7 +51,8 @@ export function createWatermarkView(maxEntries: number, now: () => number): Wate
       marks.set(key, { at, expires: Math.max(expires, held?.expires ?? 0) });
       return true;
     },
-    delete: (key) => void marks.delete(key),
+    delete: (key: string) => void marks.delete(key),
+    /** The live watermarks, for writing them back to a shared store that lost them. */
     entries() {
       const t = now();
       return [...marks]
