@@ -4,7 +4,7 @@ import { createAuthorizer } from './decision/authorize.js';
 import { createCloudFrontGrant } from './cloudfront/gate-decorator.js';
 import type { Listen, VerifierConfig } from './config/model.js';
 import { createDecisionCache } from './decision/decision-cache.js';
-import type { Grant, Receiver } from './decision/plugins.js';
+import type { Grant } from './decision/plugins.js';
 import { createEndpointResolver } from './token/discovery.js';
 import { createDpopRuntime } from './dpop/index.js';
 import { createJwtVerifier, type JwtVerifier } from './token/jwt-verifier.js';
@@ -96,9 +96,6 @@ export function createVerifierService(config: VerifierConfig, options: ServiceOp
     [...keySets.values()].every((keySet) => keySet.isReady()) &&
     (dpop?.store.isReady() ?? true) &&
     (revocation?.isReady() ?? true);
-  const receivers = new Map<string, Receiver>();
-  if (revocation?.receiveLogout) receivers.set('/backchannel-logout', revocation.receiveLogout);
-  if (revocation?.receivePush) receivers.set('/ssf/events', revocation.receivePush);
   const authorize = createAuthorizer({
     dpop,
     config,
@@ -118,7 +115,7 @@ export function createVerifierService(config: VerifierConfig, options: ServiceOp
     isReady,
     metrics,
     metricsOnMain: config.metricsListen === undefined,
-    receivers,
+    receivers: revocation?.receivers,
     readinessNote: () => revocation?.note(),
   });
   metrics.watchCache(() => ({ entries: cache.size, bytes: cache.bytes }));

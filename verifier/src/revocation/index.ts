@@ -18,10 +18,8 @@ import { createRevocationApplier, createRevocationCheck, tokenLifetimes } from '
 export interface RevocationRuntime {
   readonly store: RevocationStore;
   readonly check: RevocationCheck;
-  /** POST /backchannel-logout; undefined when no issuer lists logout audiences. */
-  readonly receiveLogout: Receiver | undefined;
-  /** POST /ssf/events; undefined without a transmitter or with push off. */
-  readonly receivePush: Receiver | undefined;
+  /** POST /backchannel-logout (an issuer lists logout audiences), /ssf/events (push is on). */
+  readonly receivers: ReadonlyMap<string, Receiver>;
   readonly poller: Poller | undefined;
   /** The transmitter's key set, loaded with the issuers' ones. */
   readonly transmitterKeys: KeySet | undefined;
@@ -81,8 +79,12 @@ export function createRevocationRuntime(
     logger,
   };
 
+  const receivers = new Map<string, Receiver>();
+  if (verifyLogout !== undefined) {
+    const processLogout = createEventProcessor(parts, verifyLogout, 'bcl');
+    receivers.set('/backchannel-logout', createLogoutReceiver(processLogout));
+  }
   let transmitterKeys: KeySet | undefined;
-  let receivePush: Receiver | undefined;
   let poller: Poller | undefined;
   if (ssf.transmitter !== undefined && ssf.audience !== undefined) {
     const transmitter = ssf.transmitter;
@@ -108,7 +110,7 @@ export function createRevocationRuntime(
     });
     const verifySet = createSetVerifier(transmitter, ssf.audience, transmitterKeys, now);
     const processSet = createEventProcessor(parts, verifySet, 'set');
-    if (ssf.push) receivePush = createPushReceiver(processSet);
+    if (ssf.push) receivers.set('/ssf/events', createPushReceiver(processSet));
     poller = createPoller(config, processSet, logger);
   }
 
@@ -117,9 +119,7 @@ export function createRevocationRuntime(
   return {
     store,
     check: createRevocationCheck(store, () => metrics.revocationUnchecked()),
-    receiveLogout:
-      verifyLogout && createLogoutReceiver(createEventProcessor(parts, verifyLogout, 'bcl')),
-    receivePush,
+    receivers,
     poller,
     transmitterKeys,
     edgeTtl: Math.max(0, Math.min(config.cache.edgeTtl, settings.maxLatency - 1)),

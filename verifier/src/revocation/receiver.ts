@@ -1,7 +1,7 @@
 // The receiving endpoints as functions of (content type, body) → Answer, independent of the HTTP
 // library, and the one path every logout token and SET takes: verify everything, then remember the
 // `jti` (a replay is refused here), then write the watermarks; a refused token changes nothing.
-import type { Answer, Receiver } from '../decision/plugins.js';
+import type { Answer, ReceivedRequest, Receiver } from '../decision/plugins.js';
 import type { Logger } from '../log.js';
 import type { Metrics, RevocationChannel } from '../metrics.js';
 import { ReceiverError, type EventVerifier, type RefusalReason } from './event-token.js';
@@ -32,8 +32,11 @@ function json(status: number, body: unknown): Answer {
   return { status, headers: JSON_NO_STORE, body: JSON.stringify(body) };
 }
 
-function mediaType(contentType: string | undefined): string {
-  return (contentType ?? '').split(';')[0]!.trim().toLowerCase();
+/** The body when its media type is `type`; else the request is refused with `refusal`. */
+function bodyAs(request: ReceivedRequest, type: string, refusal: string): string {
+  const media = (request.contentType ?? '').split(';')[0]!.trim().toLowerCase();
+  if (media !== type) throw new ReceiverError('request_invalid', refusal);
+  return request.body;
 }
 
 /** Refusals the sender should retry later (503): the token may be fine, we could not check it. */
@@ -114,12 +117,9 @@ export function createEventProcessor(
 export function createLogoutReceiver(processLogout: EventProcessor): Receiver {
   return async function receiveLogout(request) {
     const refused = await processLogout('backchannel_logout', () => {
-      if (mediaType(request.contentType) !== 'application/x-www-form-urlencoded')
-        throw new ReceiverError(
-          'request_invalid',
-          'the body must be application/x-www-form-urlencoded',
-        );
-      const tokens = new URLSearchParams(request.body).getAll('logout_token');
+      const form = 'application/x-www-form-urlencoded';
+      const body = bodyAs(request, form, `the body must be ${form}`);
+      const tokens = new URLSearchParams(body).getAll('logout_token');
       if (tokens.length !== 1)
         throw new ReceiverError(
           'request_invalid',
@@ -138,12 +138,8 @@ export function createLogoutReceiver(processLogout: EventProcessor): Receiver {
 export function createPushReceiver(processSet: EventProcessor): Receiver {
   return async function receivePush(request) {
     const refused = await processSet('ssf_push', () => {
-      if (mediaType(request.contentType) !== 'application/secevent+jwt')
-        throw new ReceiverError(
-          'request_invalid',
-          'the body must be one SET sent as application/secevent+jwt',
-        );
-      return request.body.trim();
+      const set = 'application/secevent+jwt';
+      return bodyAs(request, set, `the body must be one SET sent as ${set}`).trim();
     });
     if (refused === undefined) return { status: 202, headers: NO_STORE, body: '' };
     return json(retryable(refused) ? 503 : 400, setError(refused));

@@ -28,9 +28,9 @@ const CHANNEL = 'sg:rev:watermarks';
 const RAISE = `
 local held = redis.call('GET', KEYS[1])
 if held and tonumber(held) >= tonumber(ARGV[1]) then
-  local left = redis.call('PTTL', KEYS[1])
-  if left >= tonumber(ARGV[2]) then return 0 end
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then
+    redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  end
   return 0
 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
