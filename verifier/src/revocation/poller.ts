@@ -28,6 +28,7 @@ export function createPoller(
 ): Poller | undefined {
   const { pollEndpoint, pollInterval: interval, pollToken, allowHttp } = config.revocation.ssf;
   if (pollEndpoint === undefined) return undefined;
+  const endpoint = pollEndpoint;
   let ack: string[] = [];
   let setErrs: Record<string, { err: string; description: string }> = {};
   let timer: NodeJS.Timeout | undefined;
@@ -42,7 +43,7 @@ export function createPoller(
       maxEvents: 25,
       returnImmediately: true,
     };
-    const answer = await fetchJson(pollEndpoint!, {
+    const answer = await fetchJson(endpoint, {
       method: 'POST',
       timeout: config.fetchTimeout,
       allowHttp,

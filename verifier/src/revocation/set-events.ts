@@ -66,27 +66,20 @@ export function createSetVerifier(
     const event = events[eventType];
     if (!isObject(event))
       throw new ReceiverError('events_invalid', 'the event must be a JSON object');
-    const origin = { sender: transmitter, jti };
-    if (eventType === VERIFICATION_EVENT)
-      return { ...origin, event: 'verification', revocations: [] };
+    const none = { sender: transmitter, jti, revocations: [] };
+    if (eventType === VERIFICATION_EVENT) return { ...none, event: 'verification' };
     const name = REVOKING_EVENTS.get(eventType);
-    if (name === undefined)
-      return {
-        ...origin,
-        event: eventType.slice(0, 200),
-        revocations: [],
-        ignored: 'event_unknown',
-      };
+    const unknown = eventType.slice(0, 200);
+    if (name === undefined) return { ...none, event: unknown, ignored: 'event_unknown' };
     // SSF 1.0 puts the subject in `sub_id`; earlier drafts (and CAEP 1.0 examples) in the event.
     const subject = readSubject(claims.sub_id ?? event.subject);
-    if (subject === undefined)
-      return { ...origin, event: name, revocations: [], ignored: 'subject_unknown' };
+    if (subject === undefined) return { ...none, event: name, ignored: 'subject_unknown' };
     const stamp = event.event_timestamp;
     const when = typeof stamp === 'number' && Number.isFinite(stamp) ? stamp : iat;
     // Whole-second `iat`s: a token of the event's second counts as older. Never ahead of now, so a
     // transmitter cannot revoke tokens that do not exist yet.
     const at = Math.min(when + 1, now() / 1000);
-    return { ...origin, event: name, revocations: [{ ...subject, at }] };
+    return { ...none, event: name, revocations: [{ ...subject, at }] };
   };
 }
 
