@@ -37,12 +37,6 @@ export function createPoller(
   let running: Promise<number> | undefined;
 
   async function poll(): Promise<{ received: number; more: boolean }> {
-    const request = {
-      ack,
-      ...(Object.keys(setErrs).length > 0 ? { setErrs } : {}),
-      maxEvents: 25,
-      returnImmediately: true,
-    };
     const answer = await fetchJson(endpoint, {
       method: 'POST',
       timeout: config.fetchTimeout,
@@ -51,7 +45,12 @@ export function createPoller(
         'content-type': 'application/json',
         ...(pollToken === undefined ? {} : { authorization: `Bearer ${pollToken}` }),
       },
-      body: JSON.stringify(request),
+      body: JSON.stringify({
+        ack,
+        ...(Object.keys(setErrs).length > 0 ? { setErrs } : {}),
+        maxEvents: 25,
+        returnImmediately: true,
+      }),
     });
     if (answer.status !== 200) throw new Error(`poll answered ${answer.status}`);
     // Delivered: the transmitter has them now.
