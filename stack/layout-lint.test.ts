@@ -18,7 +18,11 @@ async function restricted(path: string, code: string): Promise<string[]> {
 describe('verifier folders: arrows point inward (eslint.config.js)', { timeout: 120_000 }, () => {
   it.each([
     ['token/ importing decision/', 'verifier/src/token/token-hash.ts', '../decision/decision.js'],
-    ['token/ importing a plugin', 'verifier/src/token/token-hash.ts', '../revocation/subjects.js'],
+    [
+      'token/ importing a plugin',
+      'verifier/src/token/token-hash.ts',
+      '../revocation/watermarks.js',
+    ],
     ['decision/ importing http/', 'verifier/src/decision/secret-set.ts', '../http/routes.js'],
     [
       'decision/ importing a plugin',
@@ -26,7 +30,7 @@ describe('verifier folders: arrows point inward (eslint.config.js)', { timeout: 
       '../cloudfront/index.js',
     ],
     ['http/ importing a plugin', 'verifier/src/http/contract.ts', '../dpop/challenge.js'],
-    ['a plugin importing http/', 'verifier/src/revocation/check.ts', '../http/routes.js'],
+    ['a plugin importing http/', 'verifier/src/revocation/watermarks.ts', '../http/routes.js'],
     ['config/ importing token/', 'verifier/src/config/values.ts', '../token/identity.js'],
     ['a folder importing the composition root', 'verifier/src/dpop/htu.ts', '../service.js'],
     ['the probe importing a plugin', 'verifier/src/probe.ts', './cloudfront/index.js'],

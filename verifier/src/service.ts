@@ -4,7 +4,7 @@ import { createAuthorizer } from './decision/authorize.js';
 import { createCloudFrontGrant } from './cloudfront/gate-decorator.js';
 import type { Listen, VerifierConfig } from './config/model.js';
 import { createDecisionCache } from './decision/decision-cache.js';
-import type { Grant, Receiver } from './decision/plugins.js';
+import type { Grant } from './decision/plugins.js';
 import { createEndpointResolver } from './token/discovery.js';
 import { createDpopRuntime } from './dpop/index.js';
 import { createJwtVerifier, type JwtVerifier } from './token/jwt-verifier.js';
@@ -12,7 +12,7 @@ import { createKeySet, type KeySet } from './token/key-set.js';
 import type { Logger } from './log.js';
 import { createMetrics } from './metrics.js';
 import { createOpaqueVerifier, type OpaqueVerifier } from './token/opaque-verifier.js';
-import { createRevocationRuntime, revocationEnabled } from './revocation/index.js';
+import { createRevocationRuntime } from './revocation/index.js';
 import { createRoutes } from './http/routes.js';
 import { pickTransport, type Transport } from './http/transport.js';
 import { createNodeTransport } from './http/transport-node.js';
@@ -90,16 +90,11 @@ export function createVerifierService(config: VerifierConfig, options: ServiceOp
   const dpop = [...config.policies.values()].some((policy) => policy.dpop !== 'off')
     ? createDpopRuntime(config.dpop, { now, logger })
     : undefined;
-  const revocation = revocationEnabled(config)
-    ? createRevocationRuntime(config, { keySets, metrics, logger, now })
-    : undefined;
+  const revocation = createRevocationRuntime(config, { keySets, metrics, logger, now });
   const isReady = () =>
     [...keySets.values()].every((keySet) => keySet.isReady()) &&
     (dpop?.store.isReady() ?? true) &&
     (revocation?.isReady() ?? true);
-  const receivers = new Map<string, Receiver>();
-  if (revocation?.receiveLogout) receivers.set('/backchannel-logout', revocation.receiveLogout);
-  if (revocation?.receivePush) receivers.set('/ssf/events', revocation.receivePush);
   const authorize = createAuthorizer({
     dpop,
     config,
@@ -119,7 +114,7 @@ export function createVerifierService(config: VerifierConfig, options: ServiceOp
     isReady,
     metrics,
     metricsOnMain: config.metricsListen === undefined,
-    receivers,
+    receivers: revocation?.receivers,
     readinessNote: () => revocation?.note(),
   });
   metrics.watchCache(() => ({ entries: cache.size, bytes: cache.bytes }));

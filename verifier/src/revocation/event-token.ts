@@ -1,14 +1,12 @@
-// The two kinds of pushed token, verified by jose's jwtVerify with our key sets: logout tokens
-// (OIDC Back-Channel Logout 1.0 §2.4–2.6) and Security Event Tokens (RFC 8417 under the SSF 1.0 SET
-// profile). Both are a JWS by the sender's keys with an exact `iss`, an `aud` naming us, an
-// explicit `typ`, a `jti` (replay-checked by receiver.ts), an `iat` and an `events` object; each
-// verifier below adds its own rules. What a SET asks of us is in set-events.ts.
-import { decodeJwt, jwtVerify, type JWTPayload } from 'jose';
+// The pushed tokens, verified by jose's jwtVerify with our key sets: what logout tokens (OIDC
+// Back-Channel Logout 1.0 §2.4–2.6, here) and Security Event Tokens (set-events.ts) share. Each
+// becomes a ReceivedEvent: the `jti` the receiver remembers and the watermarks it writes.
+import { decodeJwt, decodeProtectedHeader, jwtVerify, type JWTVerifyOptions } from 'jose';
 import type { VerifierConfig } from '../config/model.js';
 import type { DenyCode } from '../errors.js';
 import { toVerifyError } from '../token/jwt-verifier.js';
 import type { KeySet } from '../token/key-set.js';
-import type { Revocation } from './revocation.js';
+import type { Revocation } from './watermarks.js';
 
 /**
  * Why a logout token or SET was refused, a closed union (metric labels, logs): jose's outcomes
@@ -36,72 +34,66 @@ export class ReceiverError extends Error {
   }
 }
 
+/** A verified logout token or SET: what the receiver remembers and what it writes. */
+export interface ReceivedEvent {
+  /** The verified `iss` and `jti`: together the key of the replay check. */
+  readonly sender: string;
+  readonly jti: string;
+  /** The short name in metrics and logs (`backchannel-logout`, …); an unknown type's URI (logged). */
+  readonly event: string;
+  readonly revocations: readonly Revocation[];
+  /** Set when nothing is to be done: the token is acknowledged and ignored. */
+  readonly ignored?: 'event_unknown' | 'subject_unknown';
+}
+
+export type EventVerifier = (token: string) => Promise<ReceivedEvent>;
+
+/** One sender: its keys, and jose's options for its tokens (`audience`, `typ`, `maxTokenAge`…). */
+export interface Sender extends JWTVerifyOptions {
+  readonly issuer: string;
+  readonly keys: KeySet;
+  readonly clockTolerance: number;
+}
+
 /** No sender needs more: a logout token is a few hundred bytes, a SET rarely over 2 KiB. */
 const MAX_EVENT_TOKEN_BYTES = 8192;
 
 const BACKCHANNEL_LOGOUT_EVENT = 'http://schemas.openid.net/event/backchannel-logout';
 
-interface Rules {
-  readonly issuer: string;
-  readonly audiences: readonly string[];
-  readonly algorithms: readonly string[];
-  readonly keys: KeySet;
-  /** The media type without `application/` (`logout+jwt`, `secevent+jwt`). */
-  readonly typ: string;
-  /** True: the header must carry `typ`; false: checked only when present (BCL §2.4). */
-  readonly typRequired: boolean;
-  readonly clockTolerance: number;
-  /** Seconds; undefined: any age. */
-  readonly maxAge: number | undefined;
-}
+type Claims = Record<string, unknown>;
 
-interface EventToken {
-  readonly claims: JWTPayload & Record<string, unknown>;
-  readonly jti: string;
-  readonly iat: number;
-  readonly events: Record<string, unknown>;
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
+export function isObject(value: unknown): value is Claims {
   return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
-function typMatches(typ: unknown, expected: string): boolean {
-  return typeof typ === 'string' && typ.toLowerCase().replace(/^application\//, '') === expected;
+/** A subject, session or address as a string of 1 to 1024 characters; anything else is ignored. */
+export function subjectString(value: unknown): string | undefined {
+  return typeof value === 'string' && value.length > 0 && value.length <= 1024 ? value : undefined;
 }
 
-async function verifyEventToken(
+/**
+ * What both kinds must be: a JWS by the sender's keys meeting its options (jose checks), a `jti`
+ * of 1 to 256 characters (replay-checked by the receiver), an `iat` not in the future and an
+ * `events` object. Resolves with the claims; what `events` holds is for the caller to check.
+ */
+export async function verifyEventToken(
   token: string,
-  rules: Rules,
+  { keys, ...options }: Sender,
   now: () => number,
-): Promise<EventToken> {
+): Promise<{ claims: Claims; jti: string; iat: number; events: Claims }> {
   if (token.length > MAX_EVENT_TOKEN_BYTES)
     throw new ReceiverError(
       'token_malformed',
       `the token is longer than ${MAX_EVENT_TOKEN_BYTES} bytes`,
     );
-  let claims: EventToken['claims'];
+  let claims: Claims;
   try {
-    ({ payload: claims } = await jwtVerify<Record<string, unknown>>(
-      token,
-      // jose calls this once the header is parsed and its `alg` allowed, before the signature.
-      (header) => {
-        if (header.typ === undefined ? rules.typRequired : !typMatches(header.typ, rules.typ))
-          throw new ReceiverError('typ_mismatch', `"typ" header must be "${rules.typ}"`);
-        return rules.keys.getKey(header);
-      },
-      {
-        issuer: rules.issuer,
-        audience: [...rules.audiences],
-        algorithms: [...rules.algorithms],
-        clockTolerance: rules.clockTolerance,
-        requiredClaims: ['iat', 'jti'],
-        currentDate: new Date(now()),
-        ...(rules.maxAge === undefined ? {} : { maxTokenAge: rules.maxAge }),
-      },
-    ));
+    ({ payload: claims } = await jwtVerify<Claims>(token, (header) => keys.getKey(header), {
+      ...options,
+      requiredClaims: ['iat', 'jti'],
+      currentDate: new Date(now()),
+    }));
   } catch (error) {
-    if (error instanceof ReceiverError) throw error;
     const { code, message } = toVerifyError(error);
     throw new ReceiverError(code, message);
   }
@@ -109,65 +101,61 @@ async function verifyEventToken(
   if (typeof jti !== 'string' || jti.length === 0 || jti.length > 256)
     throw new ReceiverError('claim_invalid', '"jti" claim must be a string of 1 to 256 characters');
   // jose checks a future `iat` only together with `maxTokenAge`, which SETs do not have.
-  if (typeof iat !== 'number' || iat > now() / 1000 + rules.clockTolerance)
+  if (typeof iat !== 'number' || iat > now() / 1000 + options.clockTolerance)
     throw new ReceiverError('claim_invalid', '"iat" claim is in the future');
   if (!isObject(events))
     throw new ReceiverError('events_invalid', '"events" claim must be a JSON object');
   return { claims, jti, iat, events };
 }
 
-export interface VerifiedLogout {
-  readonly issuer: string;
-  readonly jti: string;
-  readonly revocations: readonly Revocation[];
-}
-
-export type LogoutTokenVerifier = (token: string) => Promise<VerifiedLogout>;
-
 /**
  * OIDC Back-Channel Logout 1.0 §2.6: a logout token is verified like an ID token (signature by
- * the issuer's keys, `iss`, `aud` one of the issuer's `logoutAudiences`, `iat` within
- * `logoutTokenMaxAge`, `typ: logout+jwt` when sent), MUST carry `sub` or `sid` and the
- * back-channel-logout member in `events`, MUST NOT carry `nonce`. It revokes every token of that
- * subject and/or session issued before its `iat`. Undefined when no issuer lists logout audiences.
+ * the issuer's keys and algorithms, `iss`, `aud` one of the issuer's `logoutAudiences`, `iat`
+ * within `logoutTokenMaxAge`, `exp` when present, `typ: logout+jwt` when the header has a `typ`),
+ * MUST carry `sub` or `sid` and the back-channel-logout member in `events`, MUST NOT carry
+ * `nonce`. It revokes every token of that subject and/or session issued before its `iat`.
+ * Undefined when no issuer lists logout audiences.
  */
 export function createLogoutTokenVerifier(
   config: Pick<VerifierConfig, 'issuers' | 'revocation'>,
   keySets: ReadonlyMap<string, KeySet>,
   now: () => number,
-): LogoutTokenVerifier | undefined {
-  const senders = new Map<string, Rules>();
+): EventVerifier | undefined {
+  const senders = new Map<string, Sender>();
   for (const issuer of config.issuers.values()) {
     const keys = keySets.get(issuer.issuer);
     if (issuer.type !== 'jwt' || issuer.logoutAudiences.length === 0 || keys === undefined)
       continue;
     senders.set(issuer.issuer, {
       issuer: issuer.issuer,
-      audiences: issuer.logoutAudiences,
-      algorithms: issuer.algorithms,
       keys,
+      audience: [...issuer.logoutAudiences],
+      algorithms: [...issuer.algorithms],
       typ: 'logout+jwt',
-      typRequired: false,
       clockTolerance: issuer.clockTolerance,
-      maxAge: config.revocation.logoutTokenMaxAge,
+      maxTokenAge: config.revocation.logoutTokenMaxAge,
     });
   }
   if (senders.size === 0) return undefined;
 
   return async function verifyLogoutToken(token) {
-    // The unverified `iss` only picks the sender's rules; everything is verified afterwards.
-    let sender: unknown;
+    // The unverified `iss` only picks the sender; everything is verified afterwards.
+    let iss: unknown;
+    let typ: unknown;
     try {
-      sender = decodeJwt(token).iss;
+      iss = decodeJwt(token).iss;
+      typ = decodeProtectedHeader(token).typ;
     } catch {
       throw new ReceiverError('token_malformed', 'the token is not a JWT');
     }
-    const rules = typeof sender === 'string' ? senders.get(sender) : undefined;
-    if (rules === undefined)
+    const sender = typeof iss === 'string' ? senders.get(iss) : undefined;
+    if (sender === undefined)
       throw new ReceiverError(
         'issuer_unknown',
         '"iss" is not an issuer whose logout tokens are accepted',
       );
+    // BCL §2.4 only recommends explicit typing: a header without `typ` is accepted.
+    const rules = typ === undefined ? { ...sender, typ: undefined } : sender;
     const { claims, jti, iat, events } = await verifyEventToken(token, rules, now);
     if (!isObject(events[BACKCHANNEL_LOGOUT_EVENT]))
       throw new ReceiverError(
@@ -182,70 +170,10 @@ export function createLogoutTokenVerifier(
       throw new ReceiverError('subject_missing', 'a logout token must carry "sub" or "sid"');
     // The IdP's own clock dated the logout; its tokens are dated by the same clock. A token issued
     // in the logout's second counts as older (whole-second `iat`s cannot tell them apart).
-    const at = Math.min(iat + 1, now() / 1000 + rules.clockTolerance);
+    const at = Math.min(iat + 1, now() / 1000 + sender.clockTolerance);
     const revocations: Revocation[] = [];
-    if (sub !== undefined) revocations.push({ kind: 'sub', iss: rules.issuer, value: sub, at });
-    if (sid !== undefined) revocations.push({ kind: 'sid', iss: rules.issuer, value: sid, at });
-    return { issuer: rules.issuer, jti, revocations };
-  };
-}
-
-/** A subject, session or address as a string of 1 to 1024 characters; anything else is ignored. */
-export function subjectString(value: unknown): string | undefined {
-  return typeof value === 'string' && value.length > 0 && value.length <= 1024 ? value : undefined;
-}
-
-export interface VerifiedSet {
-  readonly jti: string;
-  readonly iat: number;
-  readonly eventType: string;
-  readonly event: Record<string, unknown>;
-  /** SSF 1.0 `sub_id` (the subject of the event), when present. */
-  readonly subId: unknown;
-}
-
-export type SetVerifier = (token: string) => Promise<VerifiedSet>;
-
-/**
- * The SSF 1.0 SET profile: `typ: secevent+jwt`, no JWT `sub` and no `exp`, `iss` the transmitter
- * whose ssf-configuration was read (its keys), `aud` naming this receiver, exactly one event.
- */
-export function createSetVerifier(
-  transmitter: string,
-  audience: string,
-  keys: KeySet,
-  now: () => number,
-): SetVerifier {
-  const rules: Rules = {
-    issuer: transmitter,
-    audiences: [audience],
-    // The SSF interoperability profile signs with RS256; the other asymmetric ones are fine.
-    algorithms: ['RS256', 'PS256', 'ES256', 'EdDSA'],
-    keys,
-    typ: 'secevent+jwt',
-    typRequired: true,
-    clockTolerance: 30,
-    // Polled SETs wait at the transmitter until acknowledged; their age says nothing.
-    maxAge: undefined,
-  };
-  return async function verifySet(token) {
-    const { claims, jti, iat, events } = await verifyEventToken(token, rules, now);
-    if ('sub' in claims)
-      throw new ReceiverError(
-        'sub_present',
-        'a SET must not carry "sub" (the subject is in "sub_id")',
-      );
-    if ('exp' in claims) throw new ReceiverError('exp_present', 'a SET must not carry "exp"');
-    const types = Object.keys(events);
-    if (types.length !== 1)
-      throw new ReceiverError(
-        'events_invalid',
-        `"events" must hold exactly one event, not ${types.length}`,
-      );
-    const eventType = types[0]!;
-    const event = events[eventType];
-    if (!isObject(event))
-      throw new ReceiverError('events_invalid', 'the event must be a JSON object');
-    return { jti, iat, eventType, event, subId: claims.sub_id };
+    if (sub !== undefined) revocations.push({ kind: 'sub', iss: sender.issuer, value: sub, at });
+    if (sid !== undefined) revocations.push({ kind: 'sid', iss: sender.issuer, value: sid, at });
+    return { sender: sender.issuer, jti, event: 'backchannel-logout', revocations };
   };
 }

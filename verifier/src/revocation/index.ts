@@ -1,30 +1,25 @@
-// Pushed revocation for the verifier: builds the store, the per-request check and the receivers
-// from the configuration. Parts: store.ts / redis-store.ts (watermarks and `jti`s), check.ts (per
-// request), revocation.ts (writing watermarks), event-token.ts (verifying logout tokens and
-// Shared Signals SETs), set-events.ts (what a SET asks for), receiver.ts (the endpoints),
-// poller.ts (RFC 8936 poll). The transmitter's keys come only from the `jwks_uri` of its
-// `/.well-known/ssf-configuration` (SSF 1.0 §7.1), which must name it as `issuer`.
+// Pushed revocation (docs/revocation.md): builds the store, the per-request check, the receivers
+// and the poller from the configuration. The transmitter's keys come only from the `jwks_uri` of
+// its `/.well-known/ssf-configuration` (SSF 1.0 §7.1), which must name it as `issuer`.
 import type { VerifierConfig } from '../config/model.js';
 import { createEndpointResolver } from '../token/discovery.js';
 import { createKeySet, type KeySet } from '../token/key-set.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
-import type { Answer, ReceivedRequest, RevocationCheck } from '../decision/plugins.js';
-import { createRevocationCheck } from './check.js';
-import { createLogoutTokenVerifier, createSetVerifier } from './event-token.js';
+import type { Receiver, RevocationCheck } from '../decision/plugins.js';
+import { createLogoutTokenVerifier } from './event-token.js';
 import { createPoller, type Poller } from './poller.js';
-import { createLogoutReceiver, createPushReceiver, createSetProcessor } from './receiver.js';
+import { createEventProcessor, createLogoutReceiver, createPushReceiver } from './receiver.js';
 import { createRedisRevocationStore } from './redis-store.js';
-import { createRevocationApplier, tokenLifetimes } from './revocation.js';
+import { createSetVerifier } from './set-events.js';
 import { createMemoryRevocationStore, type RevocationStore } from './store.js';
+import { createRevocationApplier, createRevocationCheck, tokenLifetimes } from './watermarks.js';
 
 export interface RevocationRuntime {
   readonly store: RevocationStore;
   readonly check: RevocationCheck;
-  /** POST /backchannel-logout; undefined when no issuer lists logout audiences. */
-  readonly receiveLogout: ((request: ReceivedRequest) => Promise<Answer>) | undefined;
-  /** POST /ssf/events; undefined without a transmitter or with push off. */
-  readonly receivePush: ((request: ReceivedRequest) => Promise<Answer>) | undefined;
+  /** POST /backchannel-logout (an issuer lists logout audiences), /ssf/events (push is on). */
+  readonly receivers: ReadonlyMap<string, Receiver>;
   readonly poller: Poller | undefined;
   /** The transmitter's key set, loaded with the issuers' ones. */
   readonly transmitterKeys: KeySet | undefined;
@@ -38,14 +33,10 @@ export interface RevocationRuntime {
   close(): Promise<void>;
 }
 
-/** True when anything can push a revocation here: the whole feature is off otherwise. */
-export function revocationEnabled(config: VerifierConfig): boolean {
-  return (
-    config.revocation.ssf.transmitter !== undefined ||
-    [...config.issuers.values()].some((i) => i.type === 'jwt' && i.logoutAudiences.length > 0)
-  );
-}
-
+/**
+ * The runtime when anything can push a revocation here (an issuer with `logoutAudiences`, or a
+ * transmitter); undefined otherwise, and then the gate connects to no revocation store at all.
+ */
 export function createRevocationRuntime(
   config: VerifierConfig,
   deps: {
@@ -54,20 +45,26 @@ export function createRevocationRuntime(
     readonly logger: Logger;
     readonly now: () => number;
   },
-): RevocationRuntime {
+): RevocationRuntime | undefined {
   const { metrics, logger, now } = deps;
   const settings = config.revocation;
-  const replayTtl = settings.logoutTokenMaxAge * 2;
+  const { ssf } = settings;
+  const verifyLogout = createLogoutTokenVerifier(config, deps.keySets, now);
+  if (verifyLogout === undefined && ssf.transmitter === undefined) return undefined;
+
+  const common = {
+    maxEntries: settings.replayMaxEntries,
+    replayTtl: settings.logoutTokenMaxAge * 2,
+    now,
+  };
   let lastStoreWarning = 0;
   const store =
     settings.store === 'memory'
-      ? createMemoryRevocationStore({ maxEntries: settings.replayMaxEntries, replayTtl, now })
+      ? createMemoryRevocationStore(common)
       : createRedisRevocationStore({
+          ...common,
           url: settings.store,
           password: config.dpop.replayPassword,
-          maxEntries: settings.replayMaxEntries,
-          replayTtl,
-          now,
           onError(message) {
             if (now() - lastStoreWarning < 1000) return;
             lastStoreWarning = now();
@@ -80,13 +77,14 @@ export function createRevocationRuntime(
     apply: createRevocationApplier(store, tokenLifetimes(config), now),
     metrics,
     logger,
-    now,
   };
-  const verifyLogout = createLogoutTokenVerifier(config, deps.keySets, now);
 
-  const { ssf } = settings;
+  const receivers = new Map<string, Receiver>();
+  if (verifyLogout !== undefined) {
+    const processLogout = createEventProcessor(parts, verifyLogout, 'bcl');
+    receivers.set('/backchannel-logout', createLogoutReceiver(processLogout));
+  }
   let transmitterKeys: KeySet | undefined;
-  let receivePush: RevocationRuntime['receivePush'];
   let poller: Poller | undefined;
   if (ssf.transmitter !== undefined && ssf.audience !== undefined) {
     const transmitter = ssf.transmitter;
@@ -110,22 +108,10 @@ export function createRevocationRuntime(
           logger.warn({ transmitter, outcome, detail }, 'SSF key set fetch failed');
       },
     });
-    const processSet = createSetProcessor(
-      parts,
-      createSetVerifier(transmitter, ssf.audience, transmitterKeys, now),
-      transmitter,
-    );
-    if (ssf.push) receivePush = createPushReceiver(processSet);
-    if (ssf.pollEndpoint !== undefined)
-      poller = createPoller({
-        endpoint: ssf.pollEndpoint,
-        interval: ssf.pollInterval,
-        token: ssf.pollToken,
-        timeout: config.fetchTimeout,
-        allowHttp: ssf.allowHttp,
-        processSet,
-        logger,
-      });
+    const verifySet = createSetVerifier(transmitter, ssf.audience, transmitterKeys, now);
+    const processSet = createEventProcessor(parts, verifySet, 'set');
+    if (ssf.push) receivers.set('/ssf/events', createPushReceiver(processSet));
+    poller = createPoller(config, processSet, logger);
   }
 
   const required = [...config.policies.values()].some((p) => p.revocation === 'required');
@@ -133,8 +119,7 @@ export function createRevocationRuntime(
   return {
     store,
     check: createRevocationCheck(store, () => metrics.revocationUnchecked()),
-    receiveLogout: verifyLogout && createLogoutReceiver(parts, verifyLogout),
-    receivePush,
+    receivers,
     poller,
     transmitterKeys,
     edgeTtl: Math.max(0, Math.min(config.cache.edgeTtl, settings.maxLatency - 1)),

@@ -1,22 +1,10 @@
 // RFC 8936 poll delivery: the receiver asks the transmitter for SETs and acknowledges the ones it
-// processed in the next request, so a sidecar needs no inbound route. SETs it refused are reported
-// in `setErrs` (and so never redelivered); SETs it could not process right now (store or keys
-// unavailable) are neither acknowledged nor reported, so the transmitter delivers them again.
-// Errors back off from the interval up to ten times it; `moreAvailable` polls again at once.
+// processed in the next request, so a sidecar needs no inbound route.
+import type { VerifierConfig } from '../config/model.js';
 import { fetchJson } from '../fetch-json.js';
 import type { Logger } from '../log.js';
-import type { SetProcessor } from './receiver.js';
-
-export interface PollerOptions {
-  readonly endpoint: string;
-  /** Seconds between polls when the transmitter has nothing more. */
-  readonly interval: number;
-  readonly token: string | undefined;
-  readonly timeout: number;
-  readonly allowHttp: boolean;
-  readonly processSet: SetProcessor;
-  readonly logger: Logger;
-}
+import { ReceiverError } from './event-token.js';
+import { retryable, setError, type EventProcessor } from './receiver.js';
 
 export interface Poller {
   start(): void;
@@ -27,8 +15,20 @@ export interface Poller {
 
 const MAX_SETS_PER_POLL = 100;
 
-export function createPoller(options: PollerOptions): Poller {
-  const { logger } = options;
+/**
+ * Polls `revocation.ssf.pollEndpoint` (undefined without one). SETs it refused are reported in
+ * `setErrs` (and so never redelivered); SETs it could not process right now (store or keys
+ * unavailable) are neither acknowledged nor reported, so the transmitter delivers them again.
+ * Errors back off from the interval up to ten times it; `moreAvailable` polls again at once.
+ */
+export function createPoller(
+  config: Pick<VerifierConfig, 'revocation' | 'fetchTimeout'>,
+  processSet: EventProcessor,
+  logger: Logger,
+): Poller | undefined {
+  const { pollEndpoint, pollInterval: interval, pollToken, allowHttp } = config.revocation.ssf;
+  if (pollEndpoint === undefined) return undefined;
+  const endpoint = pollEndpoint;
   let ack: string[] = [];
   let setErrs: Record<string, { err: string; description: string }> = {};
   let timer: NodeJS.Timeout | undefined;
@@ -37,21 +37,20 @@ export function createPoller(options: PollerOptions): Poller {
   let running: Promise<number> | undefined;
 
   async function poll(): Promise<{ received: number; more: boolean }> {
-    const request = {
-      ack,
-      ...(Object.keys(setErrs).length > 0 ? { setErrs } : {}),
-      maxEvents: 25,
-      returnImmediately: true,
-    };
-    const answer = await fetchJson(options.endpoint, {
+    const answer = await fetchJson(endpoint, {
       method: 'POST',
-      timeout: options.timeout,
-      allowHttp: options.allowHttp,
+      timeout: config.fetchTimeout,
+      allowHttp,
       headers: {
         'content-type': 'application/json',
-        ...(options.token === undefined ? {} : { authorization: `Bearer ${options.token}` }),
+        ...(pollToken === undefined ? {} : { authorization: `Bearer ${pollToken}` }),
       },
-      body: JSON.stringify(request),
+      body: JSON.stringify({
+        ack,
+        ...(Object.keys(setErrs).length > 0 ? { setErrs } : {}),
+        maxEvents: 25,
+        returnImmediately: true,
+      }),
     });
     if (answer.status !== 200) throw new Error(`poll answered ${answer.status}`);
     // Delivered: the transmitter has them now.
@@ -61,14 +60,12 @@ export function createPoller(options: PollerOptions): Poller {
     const sets = body.sets !== null && typeof body.sets === 'object' ? body.sets : {};
     const entries = Object.entries(sets as Record<string, unknown>).slice(0, MAX_SETS_PER_POLL);
     for (const [jti, set] of entries) {
-      if (typeof set !== 'string') {
-        setErrs[jti] = { err: 'invalid_request', description: 'the SET is not a string' };
-        continue;
-      }
-      const outcome = await options.processSet(set, 'ssf_poll');
-      if (outcome.ok) ack.push(jti);
-      else if (!outcome.retry)
-        setErrs[jti] = { err: outcome.err, description: outcome.description };
+      const refused = await processSet('ssf_poll', () => {
+        if (typeof set === 'string') return set;
+        throw new ReceiverError('request_invalid', 'the SET is not a string');
+      });
+      if (refused === undefined) ack.push(jti);
+      else if (!retryable(refused)) setErrs[jti] = setError(refused);
     }
     return { received: entries.length, more: body.moreAvailable === true };
   }
@@ -85,14 +82,12 @@ export function createPoller(options: PollerOptions): Poller {
       .then(({ received, more }) => {
         failures = 0;
         // Acknowledgements go out with the next poll; send them soon when there were any.
-        schedule(
-          more ? 0 : ack.length > 0 || Object.keys(setErrs).length > 0 ? 0.05 : options.interval,
-        );
+        schedule(more ? 0 : ack.length > 0 || Object.keys(setErrs).length > 0 ? 0.05 : interval);
         return received;
       })
       .catch((error: unknown) => {
         failures++;
-        const wait = Math.min(options.interval * 2 ** (failures - 1), options.interval * 10);
+        const wait = Math.min(interval * 2 ** (failures - 1), interval * 10);
         logger.warn(
           { err: (error as Error).message, retryIn: wait },
           'SSF poll failed; backing off',

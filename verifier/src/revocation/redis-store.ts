@@ -1,12 +1,6 @@
 // The shared revocation store on a Redis (or Valkey) server, with the DPoP replay store's client
-// settings (no offline queue, short command timeouts, reconnects every ≤ 2 s). Every replica keeps
-// the watermarks in an in-process view so the per-request check never waits on the network:
-// a write raises the key on the server (a script keeps the higher value) and publishes it; every
-// replica's subscriber raises its view. After each (re)connection the subscriber reloads every
-// watermark, so a restarted replica or one that missed messages catches up, then writes back the
-// ones it holds that the server lacks (a Redis restarted without its data), so replicas started
-// later load them too. While the subscriber is down the view may be behind: `isCurrent()` says
-// so, and `required` policies refuse.
+// settings (no offline queue, short command timeouts, reconnects every ≤ 2 s); docs/revocation.md,
+// "Across a Redis outage", says what a user sees when it fails.
 import { Redis } from 'ioredis';
 import { createWatermarkView, RevocationStoreUnavailable, type RevocationStore } from './store.js';
 
@@ -34,9 +28,9 @@ const CHANNEL = 'sg:rev:watermarks';
 const RAISE = `
 local held = redis.call('GET', KEYS[1])
 if held and tonumber(held) >= tonumber(ARGV[1]) then
-  local left = redis.call('PTTL', KEYS[1])
-  if left >= tonumber(ARGV[2]) then return 0 end
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then
+    redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  end
   return 0
 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
@@ -44,6 +38,12 @@ redis.call('PUBLISH', ARGV[3], ARGV[2] .. ' ' .. ARGV[1] .. ' ' .. ARGV[4])
 return 1
 `;
 
+/**
+ * Every replica keeps the watermarks in an in-process view, so the per-request check never waits
+ * on the network: a write raises the key on the server (a script keeps the higher value) and
+ * publishes it, and every replica's subscriber raises its view. While the subscriber is down the
+ * view may be behind: `isCurrent()` says so, and `required` policies refuse.
+ */
 export function createRedisRevocationStore(options: RedisRevocationStoreOptions): RevocationStore {
   const { now } = options;
   const client = new Redis(options.url, {
@@ -66,13 +66,11 @@ export function createRedisRevocationStore(options: RedisRevocationStoreOptions)
   subscriber.on('close', () => {
     current = false;
   });
+  // "ttl at key": the key, which may hold spaces, is last.
   subscriber.on('message', (_channel: string, message: string) => {
-    const first = message.indexOf(' ');
-    const second = message.indexOf(' ', first + 1);
-    const ttl = Number(message.slice(0, first));
-    const at = Number(message.slice(first + 1, second));
-    if (Number.isFinite(ttl) && Number.isFinite(at))
-      view.raise(message.slice(second + 1), at, now() + ttl);
+    const [ttl, at, ...key] = message.split(' ');
+    if (Number.isFinite(Number(ttl)) && Number.isFinite(Number(at)))
+      view.raise(key.join(' '), Number(at), now() + Number(ttl));
   });
   subscriber.on('ready', () => void resync());
 
@@ -95,8 +93,9 @@ export function createRedisRevocationStore(options: RedisRevocationStoreOptions)
     [RAISE, 1, `${WATERMARK_PREFIX}${key}`, String(at), String(ttl), CHANNEL, key] as const;
 
   /**
-   * Subscribes first, then loads every watermark: nothing published meanwhile is missed. Then
-   * writes back what the view holds above the server's (a server restarted empty or flushed).
+   * After each (re)connection: subscribes first, then loads every watermark, so nothing published
+   * meanwhile is missed and a restarted replica catches up. Then writes back what the view holds
+   * above the server's (a server restarted empty or flushed), so replicas started later load it.
    */
   async function resync(): Promise<void> {
     try {

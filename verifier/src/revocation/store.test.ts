@@ -3,10 +3,8 @@
 // `iat` cannot be shown newer, and a full store refuses rather than forgets.
 import { describe, expect, it } from 'vitest';
 import { manualClock } from '../testing/fixtures.js';
-import { createRevocationCheck } from './check.js';
-import { createRevocationApplier } from './revocation.js';
 import { createMemoryRevocationStore } from './store.js';
-import { watermarkKey } from './subjects.js';
+import { createRevocationApplier, createRevocationCheck, watermarkKey } from './watermarks.js';
 
 const ISS = 'https://idp.test';
 

@@ -1,7 +1,6 @@
-// The revocation store: watermarks ("tokens of this key issued before t are revoked") and the
-// `jti`s of received logout tokens and SETs. Reads are synchronous from an in-process view so the
-// check costs a map lookup per request, cache hits included; writes may go to a shared server
-// (redis-store.ts) that every replica mirrors.
+// The revocation store: watermarks and the `jti`s of received logout tokens and SETs. Reads are
+// synchronous from an in-process view, so the check costs a map lookup per request (cache hits
+// included); writes may go to a shared server (redis-store.ts) that every replica mirrors.
 
 export interface RevocationStore {
   /** The watermark of `key` in seconds since the epoch, or undefined. */
@@ -28,21 +27,10 @@ export class RevocationStoreUnavailable extends Error {
  * entries it refuses a new key rather than forget one: a forgotten watermark un-revokes tokens,
  * a forgotten `jti` admits a replay.
  */
-export interface WatermarkView {
-  get(key: string): number | undefined;
-  /** Keeps the higher watermark; false when full of live entries. */
-  raise(key: string, at: number, expiresAt: number): boolean;
-  delete(key: string): void;
-  /** The live watermarks, for writing them back to a shared store that lost them. */
-  entries(): Array<{ key: string; at: number; expires: number }>;
-  readonly size: number;
-  clear(): void;
-}
-
-export function createWatermarkView(maxEntries: number, now: () => number): WatermarkView {
+export function createWatermarkView(maxEntries: number, now: () => number) {
   const marks = new Map<string, { at: number; expires: number }>();
   return {
-    get(key) {
+    get(key: string): number | undefined {
       const mark = marks.get(key);
       if (mark === undefined) return undefined;
       if (mark.expires <= now()) {
@@ -51,7 +39,8 @@ export function createWatermarkView(maxEntries: number, now: () => number): Wate
       }
       return mark.at;
     },
-    raise(key, at, expires) {
+    /** Keeps the higher watermark; false when full of live entries. */
+    raise(key: string, at: number, expires: number): boolean {
       const held = marks.get(key);
       if (held !== undefined && held.expires > now() && held.at >= at) return true;
       if (held === undefined && marks.size >= maxEntries) {
@@ -62,7 +51,8 @@ export function createWatermarkView(maxEntries: number, now: () => number): Wate
       marks.set(key, { at, expires: Math.max(expires, held?.expires ?? 0) });
       return true;
     },
-    delete: (key) => void marks.delete(key),
+    delete: (key: string) => void marks.delete(key),
+    /** The live watermarks, for writing them back to a shared store that lost them. */
     entries() {
       const t = now();
       return [...marks]
@@ -94,19 +84,15 @@ export function createMemoryRevocationStore(options: {
       return view.size;
     },
     revoke(key, at, ttlSeconds) {
-      if (!view.raise(key, at, now() + ttlSeconds * 1000)) return full('the revocation store');
-      return Promise.resolve();
+      const raised = view.raise(key, at, now() + ttlSeconds * 1000);
+      return raised ? Promise.resolve() : full('the revocation store');
     },
     remember(key) {
       if (seen.get(key) !== undefined) return Promise.resolve(false);
-      if (!seen.raise(key, 0, now() + options.replayTtl * 1000))
-        return full('the in-process jti set');
-      return Promise.resolve(true);
+      const raised = seen.raise(key, 0, now() + options.replayTtl * 1000);
+      return raised ? Promise.resolve(true) : full('the in-process jti set');
     },
-    forget(key) {
-      seen.delete(key);
-      return Promise.resolve();
-    },
+    forget: (key) => Promise.resolve(seen.delete(key)),
     isCurrent: () => true,
     close() {
       view.clear();
