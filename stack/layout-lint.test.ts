@@ -17,8 +17,8 @@ async function restricted(path: string, code: string): Promise<string[]> {
 
 describe('verifier folders: arrows point inward (eslint.config.js)', { timeout: 120_000 }, () => {
   it.each([
-    ['token/ importing decision/', 'verifier/src/token/token-hash.ts', '../decision/decision.js'],
-    ['token/ importing a plugin', 'verifier/src/token/token-hash.ts', '../revocation/subjects.js'],
+    ['token/ importing decision/', 'verifier/src/token/token-shape.ts', '../decision/decision.js'],
+    ['token/ importing a plugin', 'verifier/src/token/token-shape.ts', '../revocation/subjects.js'],
     ['decision/ importing http/', 'verifier/src/decision/secret-set.ts', '../http/routes.js'],
     [
       'decision/ importing a plugin',
