@@ -7,8 +7,6 @@ import type { Identity } from '../token/identity.js';
 /** One answer header as a name/value pair, written to the wire as it is. */
 export type Header = readonly [name: string, value: string];
 
-export type Reason = 'allowed' | DenyCode;
-
 export type Decision = (
   | { readonly outcome: 'allow'; readonly reason: 'allowed' }
   | { readonly outcome: 'deny'; readonly reason: DenyCode }

@@ -13,14 +13,14 @@ import type { VerifiedToken } from '../token/verified-token.js';
  */
 export type Grant = (nowSeconds: number, exp: number) => Promise<readonly Header[]>;
 
-/** `valid`, or why a token must be refused (RFC 8417 events, logout tokens: revocation/). */
-export type RevocationVerdict = 'valid' | 'revoked' | 'unavailable';
-
-/** The pushed-revocation check, after the cache on every request (`checked` or `required`). */
+/**
+ * The pushed-revocation check, after the cache on every request (`checked` or `required`):
+ * `valid`, or why the token must be refused (RFC 8417 events, logout tokens: revocation/).
+ */
 export type RevocationCheck = (
   token: Pick<VerifiedToken, 'identity' | 'session'>,
   mode: PolicyConfig['revocation'],
-) => RevocationVerdict;
+) => 'valid' | 'revoked' | 'unavailable';
 
 /** What the DPoP step reads from a /verify request (RFC 9449 §7). */
 export interface DpopContext {

@@ -20,10 +20,7 @@ const SCOPE_CLAIMS: readonly string[] = ['scope', 'scp'];
  * Granted scopes from the first of `names` the claims hold: a space-separated string (`scope`,
  * Entra's `scp`) or an array (Okta's `scp`, Entra's app-only `roles`).
  */
-function readScopes(
-  claims: Record<string, unknown>,
-  names: readonly string[] = SCOPE_CLAIMS,
-): string[] {
+function readScopes(claims: Record<string, unknown>, names = SCOPE_CLAIMS): string[] {
   for (const name of names) {
     const value = claims[name];
     if (typeof value === 'string') return value.split(' ').filter((s) => s.length > 0);
