@@ -53,16 +53,6 @@ export interface AuthorizerParts {
   readonly revocation?: RevocationCheck | undefined;
 }
 
-interface PreparedPolicy {
-  readonly config: PolicyConfig;
-  readonly issuers: ReadonlySet<string>;
-  readonly jwtIssuers: ReadonlySet<string>;
-  readonly opaque: OpaqueVerifier | undefined;
-  readonly grant: Grant | undefined;
-  /** Cache keys of tokens this policy verifies: the same for every policy that reads tokens alike. */
-  readonly keyPrefix: string;
-}
-
 /** A decision and why, for the log line (never a token). */
 type Outcome = DpopOutcome;
 
@@ -88,20 +78,24 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
   const { cache, logger, metrics } = parts;
   const edgeCap = Math.floor(parts.edgeTtl ?? 0);
   const now = parts.now ?? Date.now;
-  const policies = new Map<string, PreparedPolicy>();
-  for (const policy of parts.config.policies.values()) {
+  function prepare(policy: PolicyConfig) {
     if (policy.dpop !== 'off' && parts.dpop === undefined)
       throw new TypeError(`policy "${policy.name}" uses DPoP but no DPoP step was given`);
     const opaqueIssuer = policy.issuers.find((iss) => parts.opaqueVerifiers.has(iss));
-    policies.set(policy.name, {
+    return {
       config: policy,
       issuers: new Set(policy.issuers),
       jwtIssuers: new Set(policy.issuers.filter((iss) => parts.jwtVerifiers.has(iss))),
       opaque: opaqueIssuer === undefined ? undefined : parts.opaqueVerifiers.get(opaqueIssuer),
       grant: parts.grants?.get(policy.name),
+      /** Cache keys of tokens this policy verifies: the same for policies that read tokens alike. */
       keyPrefix: `${opaqueIssuer ?? ''}\u0000`,
-    });
+    } as const;
   }
+  type PreparedPolicy = ReturnType<typeof prepare>;
+  const policies = new Map(
+    Array.from(parts.config.policies.values(), (policy) => [policy.name, prepare(policy)]),
+  );
 
   /** The verified token from the cache, or verified now (once for concurrent misses) and cached. */
   async function verified(token: string, policy: PreparedPolicy): Promise<VerifiedToken> {

@@ -3,6 +3,7 @@
 // service.ts wires one to the other.
 import type { DpopMode, PolicyConfig } from '../config/model.js';
 import type { Decision, Header } from './decision.js';
+import type { Credentials } from '../token/token-shape.js';
 import type { VerifiedToken } from '../token/verified-token.js';
 
 /**
@@ -22,10 +23,8 @@ export type RevocationCheck = (
   mode: PolicyConfig['revocation'],
 ) => 'valid' | 'revoked' | 'unavailable';
 
-/** What the DPoP step reads from a /verify request (RFC 9449 §7). */
-export interface DpopContext {
-  readonly scheme: 'bearer' | 'dpop';
-  readonly token: string;
+/** What the DPoP step reads from a /verify request (RFC 9449 §7): the credentials, and more. */
+export interface DpopContext extends Credentials {
   /** `cnf.jkt` of the accepted token; undefined when it is unbound or was refused. */
   readonly jkt: string | undefined;
   /** The `DPoP` header NGINX passed (one, size-capped). */

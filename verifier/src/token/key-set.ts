@@ -24,8 +24,6 @@ export interface KeySetOptions {
   readonly onKeysRemoved?: (kids: ReadonlySet<string | undefined>) => void;
 }
 
-type KeyGetter = ReturnType<typeof createLocalJWKSet>;
-
 export type KeySet = ReturnType<typeof createKeySet>;
 
 /**
@@ -37,7 +35,7 @@ export type KeySet = ReturnType<typeof createKeySet>;
  */
 export function createKeySet(options: KeySetOptions) {
   const { issuer, now } = options;
-  let local: KeyGetter | undefined;
+  let local: ReturnType<typeof createLocalJWKSet> | undefined;
   let kids = new Set<string | undefined>();
   let loadedAt = -Infinity;
   let lastOnDemandAt = -Infinity;

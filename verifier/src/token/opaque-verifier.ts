@@ -28,22 +28,18 @@ const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
 
 /**
  * Every positive answer is refused outside its `nbf`..`exp` and cached for at most `cacheTtl`.
- *
- * `introspection` (RFC 7662 §2): client_secret_basic; `active: true`; an `aud` that contains this
- * API's audience (a server answers `active: true` for every live token it issued, for any API);
- * a `token_type` that names an access token when present (a refresh token is active too: RFC 6749
+ * `introspection` (RFC 7662 §2): client_secret_basic; `active: true`; `aud` contains this API's
+ * audience (a server answers `active: true` for every live token it issued, for any API); a
+ * `token_type` that names an access token when present (a refresh token is active too: RFC 6749
  * §1.5); `iss` when present. A DPoP-bound token (RFC 9449 §6.2) carries `cnf.jkt`, read as from a
  * JWT, so its proofs are checked on every request and it never works as a bearer token.
- *
- * `userinfo` (OIDC Core §5.3): valid exactly when the endpoint answers 200 with a JSON object. It
+ * `userinfo` (OIDC Core §5.3): valid exactly when the endpoint answers 200 with a JSON object; it
  * grants no scopes (a policy that requires some answers 403), and its claims describe the user, so
- * the client id is never read from them.
- *
- * `tokeninfo`: a vendor's own endpoint (Google's `ya29.` tokens: not JWTs, not RFC 7662). Google
- * answers 200 for a live token of any app, so the answer's `aud` must be the configured client id;
- * `azp`/`aud` name the client and `scope` the scopes. The token is POSTed as the form field
- * `access_token` (as google-auth-library's getTokenInfo does), never put in a URL that an error
- * message or a proxy log could quote.
+ * no client id is read from them. `tokeninfo`: a vendor's endpoint (Google's `ya29.` tokens: not
+ * JWTs, not RFC 7662) that answers 200 for a live token of any app, so `aud` must be the configured
+ * client id; `azp`/`aud` name the client and `scope` the scopes. The token is POSTed as the form
+ * field `access_token` (as google-auth-library's getTokenInfo does), never put in a URL that an
+ * error message or a proxy log could quote.
  */
 export function createOpaqueVerifier(config: OpaqueIssuer, now: () => number): OpaqueVerifier {
   const endpoint =
