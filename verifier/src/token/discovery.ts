@@ -7,14 +7,13 @@ export type DiscoveredEndpoint = 'jwks_uri' | 'introspection_endpoint' | 'userin
 
 /**
  * Resolves an endpoint once: configured explicitly, or found by discovery on first use (a failed
- * discovery is tried again on the next call). `document` is the well-known name.
+ * discovery is tried again on the next call) with the issuer's fetch settings. `document` is the
+ * well-known name.
  */
 export function createEndpointResolver(
-  issuer: string,
+  { issuer, timeout, allowHttp }: { issuer: string; timeout: number; allowHttp?: boolean },
   configured: string | undefined,
   field: DiscoveredEndpoint,
-  timeout: number,
-  allowHttp = false,
   document = 'openid-configuration',
 ): () => Promise<string> {
   let found: string | undefined = configured;

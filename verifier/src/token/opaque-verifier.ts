@@ -45,13 +45,7 @@ export function createOpaqueVerifier(config: OpaqueIssuer, now: () => number): O
   const endpoint =
     config.type === 'tokeninfo'
       ? () => Promise.resolve(config.endpoint)
-      : createEndpointResolver(
-          config.issuer,
-          config.endpoint,
-          config.type === 'userinfo' ? 'userinfo_endpoint' : 'introspection_endpoint',
-          config.timeout,
-          config.allowHttp,
-        );
+      : createEndpointResolver(config, config.endpoint, `${config.type}_endpoint`);
   const check =
     config.type === 'introspection'
       ? introspection(config)
