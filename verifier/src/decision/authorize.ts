@@ -165,15 +165,7 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
     // Only reachable for `off`: a bound token is never a bearer token.
     if (parts.dpop === undefined)
       return { decision: deny('dpop_binding_mismatch'), detail: 'DPoP-bound token as Bearer' };
-    const stepped = await parts.dpop.step(mode, outcome.decision, {
-      scheme: credentials.scheme,
-      token: credentials.token,
-      jkt,
-      proof: request.dpop,
-      method: request.originalMethod,
-      path: request.originalUri,
-      origin: request.originalOrigin,
-    });
+    const stepped = await parts.dpop.step(mode, outcome.decision, credentials, request, jkt);
     return { decision: stepped.decision, detail: stepped.detail ?? outcome.detail };
   }
 

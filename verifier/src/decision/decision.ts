@@ -29,13 +29,9 @@ export function allow(identity: Identity): Decision {
 }
 
 /** A deny; `identity` and `requiredScopes` only when the token was accepted (missing scopes). */
-export function deny(
-  code: DenyCode,
-  identity?: Identity,
-  requiredScopes?: readonly string[],
-): Decision {
+export function deny(code: DenyCode, identity?: Identity, scopes?: readonly string[]): Decision {
   if (identity === undefined) return { outcome: 'deny', reason: code };
-  return { outcome: 'deny', reason: code, identity, requiredScopes };
+  return { outcome: 'deny', reason: code, identity, requiredScopes: scopes };
 }
 
 /** The same decision with more headers rendered by a plugin. */

@@ -2,6 +2,7 @@
 // revocation/ and cloudfront/ implement these contracts, the core never imports them, and only
 // service.ts wires one to the other.
 import type { DpopMode, PolicyConfig } from '../config/model.js';
+import type { VerifyRequest } from './authorize.js';
 import type { Decision, Header } from './decision.js';
 import type { Credentials } from '../token/token-shape.js';
 import type { VerifiedToken } from '../token/verified-token.js';
@@ -23,18 +24,6 @@ export type RevocationCheck = (
   mode: PolicyConfig['revocation'],
 ) => 'valid' | 'revoked' | 'unavailable';
 
-/** What the DPoP step reads from a /verify request (RFC 9449 §7): the credentials, and more. */
-export interface DpopContext extends Credentials {
-  /** `cnf.jkt` of the accepted token; undefined when it is unbound or was refused. */
-  readonly jkt: string | undefined;
-  /** The `DPoP` header NGINX passed (one, size-capped). */
-  readonly proof: string | undefined;
-  /** The original method and path, and the gate's configured external origin. */
-  readonly method: string | undefined;
-  readonly path: string | undefined;
-  readonly origin: string | undefined;
-}
-
 export interface DpopOutcome {
   readonly decision: Decision;
   /** Why, for the log line (never a token or proof). */
@@ -42,13 +31,17 @@ export interface DpopOutcome {
 }
 
 /**
- * The DPoP step on the token's decision, cached or fresh: the same decision (with a nonce header
- * when nonces are on), or a deny whose headers carry the `DPoP` challenge.
+ * The DPoP step (RFC 9449 §7) on the token's decision, cached or fresh: the same decision (with a
+ * nonce header when nonces are on), or a deny whose headers carry the `DPoP` challenge. It reads
+ * the credentials, the request's proof, method, path and origin, and `jkt`: the accepted token's
+ * `cnf.jkt`, undefined when it is unbound or was refused.
  */
 export type DpopStep = (
   mode: DpopMode,
   decision: Decision,
-  context: DpopContext,
+  credentials: Credentials,
+  request: VerifyRequest,
+  jkt: string | undefined,
 ) => Promise<DpopOutcome>;
 
 /** What a route other than /verify answers (health, metrics, a revocation receiver). */

@@ -6,7 +6,7 @@
 import { hash } from 'node:crypto';
 import type { DpopMode } from '../config/model.js';
 import { deny, withHeaders, type Decision } from '../decision/decision.js';
-import type { DpopContext, DpopOutcome, DpopStep } from '../decision/plugins.js';
+import type { DpopOutcome, DpopStep } from '../decision/plugins.js';
 import { VerifyError, type DenyCode } from '../errors.js';
 import { dpopDenial } from './challenge.js';
 import { externalUrl } from './htu.js';
@@ -39,24 +39,24 @@ export function createDpopStep(parts: DpopStepParts): DpopStep {
   async function checkBound(
     mode: DpopMode,
     decision: Decision,
-    context: DpopContext & { proof: string; jkt: string },
+    bound: { proof: string; token: string; method: string | undefined; jkt: string },
     htu: string,
   ): Promise<DpopOutcome> {
     let jkt: string;
     let jti: string;
     let nonce: unknown;
     try {
-      ({ jkt, jti, nonce } = await parts.checkProof(context.proof, {
-        htm: context.method ?? '',
+      ({ jkt, jti, nonce } = await parts.checkProof(bound.proof, {
+        htm: bound.method ?? '',
         htu,
-        accessToken: context.token,
+        accessToken: bound.token,
       }));
     } catch (error) {
       // Anything else is a bug: the authorizer answers it as internal_error.
       if (!(error instanceof VerifyError)) throw error;
       return refuse(error.code, error.message);
     }
-    if (jkt !== context.jkt)
+    if (jkt !== bound.jkt)
       return refuse('dpop_binding_mismatch', 'the proof key is not the token\'s "cnf.jkt"');
     if (parts.nonces !== undefined && !parts.nonces.isValid(nonce))
       return refuse('dpop_nonce_required', 'no current server nonce', parts.nonces.current());
@@ -87,8 +87,7 @@ export function createDpopStep(parts: DpopStepParts): DpopStep {
     };
   }
 
-  return async function dpopStep(mode, decision, context) {
-    const { jkt } = context;
+  return async function dpopStep(mode, decision, { scheme, token }, request, jkt) {
     if (mode === 'off') {
       // Not a DPoP policy, but a bound token still never works as a bearer token.
       if (jkt !== undefined && decision.identity !== undefined)
@@ -97,22 +96,22 @@ export function createDpopStep(parts: DpopStepParts): DpopStep {
     }
     if (decision.identity === undefined) {
       // The token was refused: a DPoP client (or a DPoP-only policy) gets a DPoP challenge.
-      if ((context.scheme === 'dpop' || mode === 'required') && decision.outcome === 'deny')
+      if ((scheme === 'dpop' || mode === 'required') && decision.outcome === 'deny')
         return refuse(decision.reason, undefined);
       return { decision, detail: undefined };
     }
-    if (context.scheme === 'bearer') {
+    if (scheme === 'bearer') {
       if (jkt !== undefined) return refuse('dpop_binding_mismatch', 'DPoP-bound token as Bearer');
       if (mode === 'required') return refuse('dpop_required', 'bearer token on a DPoP policy');
       return { decision, detail: undefined };
     }
     if (jkt === undefined)
       return refuse('dpop_binding_mismatch', 'DPoP scheme with an unbound token');
-    if (context.proof === undefined || context.proof === '')
-      return refuse('dpop_proof_missing', 'no DPoP header');
-    const htu = externalUrl(context.origin, context.path);
+    const proof = request.dpop;
+    if (proof === undefined || proof === '') return refuse('dpop_proof_missing', 'no DPoP header');
+    const htu = externalUrl(request.originalOrigin, request.originalUri);
     if (htu === undefined)
       return refuse('dpop_proof_invalid', 'no external origin or path to check "htu" against');
-    return checkBound(mode, decision, { ...context, proof: context.proof, jkt }, htu);
+    return checkBound(mode, decision, { proof, token, method: request.originalMethod, jkt }, htu);
   };
 }
