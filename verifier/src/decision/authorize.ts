@@ -88,7 +88,7 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
       jwtIssuers: new Set(policy.issuers.filter((iss) => parts.jwtVerifiers.has(iss))),
       opaque: opaqueIssuer === undefined ? undefined : parts.opaqueVerifiers.get(opaqueIssuer),
       grant: parts.grants?.get(policy.name),
-      /** Cache keys of tokens this policy verifies: the same for policies that read tokens alike. */
+      /** Cache keys of tokens this policy verifies: one for policies that read tokens alike. */
       keyPrefix: `${opaqueIssuer ?? ''}\u0000`,
     } as const;
   }

@@ -38,16 +38,13 @@ export interface DecisionCacheOptions {
   readonly maxTtl: number;
   /** Milliseconds since the epoch. */
   readonly now: () => number;
-  /**
-   * Milliseconds since the epoch until which an issuer's keys are trusted; undefined for an
-   * issuer without a key set (introspection, user-info), whose entries only `exp` bounds.
-   */
+  /** Epoch ms until which an issuer's keys are trusted; undefined for opaque issuers (no keys). */
   readonly trustedUntil?: ((issuer: string) => number | undefined) | undefined;
 }
 
 export type DecisionCache = ReturnType<typeof createDecisionCache>;
 
-/** Heap bytes per entry besides its key and strings (entry, LRU bookkeeping): 100,000 on Node 20. */
+/** Heap bytes per entry besides its key and strings (entry, LRU bookkeeping), on Node 20. */
 const ENTRY_OVERHEAD_BYTES = 160;
 /** The session claims object (three fields) on top of its strings. */
 const SESSION_OVERHEAD_BYTES = 40;
@@ -71,7 +68,7 @@ export function createDecisionCache(options: DecisionCacheOptions) {
   const pending = new Map<string, Promise<unknown>>();
 
   return {
-    /** The verified token under `key`, or undefined: missing, or outside its window (then dropped). */
+    /** The verified token under `key`; undefined when missing or outside its window (dropped). */
     get(key: string): VerifiedToken | undefined {
       const entry = lru.get(key);
       if (entry === undefined) return undefined;

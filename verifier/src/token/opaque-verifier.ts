@@ -6,7 +6,7 @@ import { checkTokenKind } from '../config/presets.js';
 import { VerifyError } from '../errors.js';
 import { FetchError, fetchJson, type FetchedJson, type FetchJsonOptions } from '../fetch-json.js';
 import { createEndpointResolver } from './discovery.js';
-import { readIdentity, type Identity } from './identity.js';
+import { readIdentity } from './identity.js';
 import { readJkt, type VerifiedToken } from './verified-token.js';
 
 export type OpaqueVerifier = (token: string) => Promise<VerifiedToken>;
@@ -20,11 +20,13 @@ interface Check {
   readonly request: (token: string) => Request;
   /** The answer's own rules; then its window (`exp` undefined: unbounded) and key binding. */
   readonly read: (answer: Answer, seconds: number) => { exp?: number; nbf?: number; jkt?: string };
-  /** Read once the window held. */
-  readonly identity: (answer: Answer) => Identity;
 }
 
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
+const USERINFO: Check = {
+  request: (token) => ({ headers: { authorization: `Bearer ${token}` } }),
+  read: () => ({}),
+};
 
 /**
  * Every positive answer is refused outside its `nbf`..`exp` and cached for at most `cacheTtl`.
@@ -50,7 +52,7 @@ export function createOpaqueVerifier(config: OpaqueIssuer, now: () => number): O
     config.type === 'introspection'
       ? introspection(config)
       : config.type === 'userinfo'
-        ? userinfo(config)
+        ? USERINFO
         : tokeninfo(config);
 
   return async function verifyOpaque(token) {
@@ -61,7 +63,11 @@ export function createOpaqueVerifier(config: OpaqueIssuer, now: () => number): O
       throw new VerifyError('token_expired', `"exp" in the ${config.type} answer has passed`);
     if (nbf !== undefined && nbf > seconds)
       throw new VerifyError('token_not_yet_valid', '"nbf" is in the future');
-    const identity = check.identity(answer);
+    // No client claims: whatever `azp` or `client_id` a user-info answer holds speaks for the user.
+    const identity =
+      config.type === 'userinfo'
+        ? readIdentity(answer, { issuer: config.issuer, clientClaims: [] }, [])
+        : readIdentity(answer, config);
     return { identity, exp: Math.min(exp, seconds + config.cacheTtl), nbf, jkt };
   };
 }
@@ -91,17 +97,6 @@ function introspection(config: IntrospectionIssuer): Check {
         jkt,
       };
     },
-    identity: (answer) => readIdentity(answer, config),
-  };
-}
-
-function userinfo(config: UserinfoIssuer): Check {
-  // No client claims: whatever `azp` or `client_id` a user-info answer holds speaks for the user.
-  const source = { issuer: config.issuer, clientClaims: [] };
-  return {
-    request: (token) => ({ headers: { authorization: `Bearer ${token}` } }),
-    read: () => ({}),
-    identity: (answer) => readIdentity(answer, source, []),
   };
 }
 
@@ -124,7 +119,6 @@ function tokeninfo(config: TokeninfoIssuer): Check {
         throw new VerifyError('claim_invalid', 'the tokeninfo answer has no "exp" or "expires_in"');
       return { exp };
     },
-    identity: (answer) => readIdentity(answer, config),
   };
 }
 
