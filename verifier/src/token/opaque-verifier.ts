@@ -1,6 +1,5 @@
-// Opaque (non-JWT) access tokens, checked by asking their issuer: the original study's model done
-// right (docs/study.md). Anything but a clear positive answer is a 401, timeouts and non-200
-// statuses included.
+// Opaque (non-JWT) access tokens, checked by asking their issuer: the study's model done right
+// (docs/study.md). Anything but a clear positive answer is a 401, timeouts and non-200 included.
 import type { IntrospectionIssuer, TokeninfoIssuer, UserinfoIssuer } from '../config/model.js';
 import { checkTokenKind } from '../config/presets.js';
 import { VerifyError } from '../errors.js';

@@ -1,6 +1,5 @@
-// Cheap checks that run before any hashing, crypto or fetch (RFC 8725 §3.1; verifier/README.md
-// "What is checked"): a size cap, the Bearer syntax of RFC 6750 §2.1 and the three base64url
-// segments.
+// Cheap checks before any hashing, crypto or fetch (RFC 8725 §3.1; verifier/README.md "What is
+// checked"): a size cap, the Bearer syntax of RFC 6750 §2.1 and the three base64url segments.
 import { MAX_TOKEN_BYTES } from '../config/model.js';
 import { VerifyError } from '../errors.js';
 
