@@ -78,6 +78,8 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
   const { cache, logger, metrics } = parts;
   const edgeCap = Math.floor(parts.edgeTtl ?? 0);
   const now = parts.now ?? Date.now;
+
+  /** A policy with what each of its requests needs worked out once. */
   function prepare(policy: PolicyConfig) {
     if (policy.dpop !== 'off' && parts.dpop === undefined)
       throw new TypeError(`policy "${policy.name}" uses DPoP but no DPoP step was given`);
