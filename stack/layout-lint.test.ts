@@ -17,10 +17,10 @@ async function restricted(path: string, code: string): Promise<string[]> {
 
 describe('verifier folders: arrows point inward (eslint.config.js)', { timeout: 120_000 }, () => {
   it.each([
-    ['token/ importing decision/', 'verifier/src/token/token-hash.ts', '../decision/decision.js'],
+    ['token/ importing decision/', 'verifier/src/token/token-shape.ts', '../decision/decision.js'],
     [
       'token/ importing a plugin',
-      'verifier/src/token/token-hash.ts',
+      'verifier/src/token/token-shape.ts',
       '../revocation/watermarks.js',
     ],
     ['decision/ importing http/', 'verifier/src/decision/secret-set.ts', '../http/routes.js'],

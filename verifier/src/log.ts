@@ -1,5 +1,5 @@
-// pino JSON logs. Tokens are never logged: a fingerprint (token-hash.ts) is enough to correlate a
-// denial with a client report without making the log a credential store.
+// pino JSON logs. Tokens are never logged: a fingerprint (decision/authorize.ts) is enough to
+// correlate a denial with a client report without making the log a credential store.
 import { pino, type Logger } from 'pino';
 
 export type { Logger };

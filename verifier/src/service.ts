@@ -48,11 +48,9 @@ export function createVerifierService(config: VerifierConfig, options: ServiceOp
     const keySet = createKeySet({
       issuer: issuer.issuer,
       resolveUri: createEndpointResolver(
-        issuer.issuer,
+        { issuer: issuer.issuer, timeout: config.fetchTimeout, allowHttp: issuer.allowHttp },
         issuer.jwksUri,
         'jwks_uri',
-        config.fetchTimeout,
-        issuer.allowHttp,
       ),
       ...config.jwks,
       timeout: config.fetchTimeout,

@@ -1,29 +1,25 @@
-// The decision cache: verified tokens remembered so a repeat request costs one SHA-256 and one LRU
-// lookup instead of a signature check. It holds what the token proved, never what a policy made of
-// it: the policy is evaluated on every request (authorize.ts), so no entry can answer for a policy
-// it was not checked against.
-//
-// Invariants (each has a test in decision-cache.test.ts / authorize.test.ts):
+// Verified tokens remembered, so a repeat request costs one SHA-256 and one LRU lookup instead of
+// a signature check. It holds what a token proved, never what a policy made of it: authorize.ts
+// evaluates the policy on every request. Invariants (tests here and in authorize.test.ts):
 // 1. Key = SHA-256 over the token (and the opaque verifier that read it). The token is never stored.
 // 2. An entry's TTL never reaches past the token's `exp`, nor past `maxTtl`.
-// 3. `exp` and `nbf` are re-checked against the clock on every hit; a hit outside the window is
-//    dropped and the token goes through full verification again.
+// 3. `exp` and `nbf` are re-checked on every hit; a hit outside the window is dropped and the token
+//    goes through full verification again.
 // 4. Bounded by entry count and by (estimated) bytes; least recently used entries go first.
 // 5. Concurrent misses for one token (and policy) share one verification (`share`).
 // 6. When a key leaves an issuer's JWKS, every entry verified with that `kid` is dropped.
-// 7. Only verified tokens are stored; a refused token is never cached, so a key that appears
-//    later is picked up at once. Grants (a plugin's cookies) are never stored either.
-// 8. A hit past its issuer's trust horizon (the key set's last good fetch + `maxStale`) is a miss:
-//    with the IdP down that long a fresh token gets `keys_unavailable`, and so does a cached one.
+// 7. Only verified tokens are stored, never a refusal (a key that appears later is picked up at
+//    once) nor a grant (a plugin's cookies).
+// 8. A hit past its issuer's trust horizon (last good JWKS fetch + `maxStale`) is a miss: with the
+//    IdP down that long a fresh token gets `keys_unavailable`, and so does a cached one.
 import { LRUCache } from 'lru-cache';
 import type { Identity } from '../token/identity.js';
 import { createInterner } from '../intern.js';
 import type { VerifiedToken } from '../token/verified-token.js';
 
 /**
- * What is stored: the subject and a shared identity shape (client, scopes, issuer) instead of the
- * token's objects, since 100,000 of these must fit a small memory budget (about 200 bytes each,
- * keys and LRU included).
+ * The subject and a shared identity shape (client, scopes, issuer) instead of the token's objects:
+ * 100,000 entries must fit a small memory budget (about 200 bytes each, keys and LRU included).
  */
 interface StoredEntry extends Omit<VerifiedToken, 'identity'> {
   readonly sub: string;
@@ -42,46 +38,24 @@ export interface DecisionCacheOptions {
   readonly maxTtl: number;
   /** Milliseconds since the epoch. */
   readonly now: () => number;
-  /**
-   * Milliseconds since the epoch until which an issuer's keys are trusted; undefined for an
-   * issuer without a key set (introspection, user-info), whose entries only `exp` bounds.
-   */
+  /** Epoch ms until which an issuer's keys are trusted; undefined for opaque issuers (no keys). */
   readonly trustedUntil?: ((issuer: string) => number | undefined) | undefined;
 }
 
-export interface DecisionCache {
-  /** The verified token under `key`, or undefined: missing, or outside its window (then dropped). */
-  get(key: string): VerifiedToken | undefined;
-  set(key: string, token: VerifiedToken): void;
-  /** Runs `produce` once for concurrent callers with the same key. */
-  share<T>(key: string, produce: () => Promise<T>): Promise<T>;
-  /** Drops entries of `issuer` verified with one of `kids`, and its entries without a `kid`. */
-  dropKeys(issuer: string, kids: ReadonlySet<string | undefined>): number;
-  readonly size: number;
-  readonly bytes: number;
-  clear(): void;
-}
+export type DecisionCache = ReturnType<typeof createDecisionCache>;
 
-/**
- * Heap bytes per entry besides its key and subject (stored entry, LRU bookkeeping), measured on
- * Node 20 with 100,000 entries.
- */
+/** Heap bytes per entry besides its key and strings (entry, LRU bookkeeping), on Node 20. */
 const ENTRY_OVERHEAD_BYTES = 160;
 /** The session claims object (three fields) on top of its strings. */
 const SESSION_OVERHEAD_BYTES = 40;
 
-function estimateBytes(entry: StoredEntry, key: string): number {
-  const session = entry.session;
-  const sessionBytes =
-    session === undefined
-      ? 0
-      : SESSION_OVERHEAD_BYTES + (session.sid?.length ?? 0) + (session.email?.length ?? 0);
-  return (
-    ENTRY_OVERHEAD_BYTES + key.length + entry.sub.length + (entry.jkt?.length ?? 0) + sessionBytes
-  );
+function estimateBytes({ sub, jkt, session }: StoredEntry, key: string): number {
+  const bytes = ENTRY_OVERHEAD_BYTES + key.length + sub.length + (jkt?.length ?? 0);
+  if (session === undefined) return bytes;
+  return bytes + SESSION_OVERHEAD_BYTES + (session.sid?.length ?? 0) + (session.email?.length ?? 0);
 }
 
-export function createDecisionCache(options: DecisionCacheOptions): DecisionCache {
+export function createDecisionCache(options: DecisionCacheOptions) {
   const { now, trustedUntil } = options;
   const lru = new LRUCache<string, StoredEntry>({
     max: options.maxEntries,
@@ -94,7 +68,8 @@ export function createDecisionCache(options: DecisionCacheOptions): DecisionCach
   const pending = new Map<string, Promise<unknown>>();
 
   return {
-    get(key) {
+    /** The verified token under `key`; undefined when missing or outside its window (dropped). */
+    get(key: string): VerifiedToken | undefined {
       const entry = lru.get(key);
       if (entry === undefined) return undefined;
       const at = now();
@@ -111,7 +86,7 @@ export function createDecisionCache(options: DecisionCacheOptions): DecisionCach
       const { sub, shape, ...token } = entry;
       return { ...token, identity: { sub, ...shape } };
     },
-    set(key, token) {
+    set(key: string, token: VerifiedToken): void {
       const ttl = Math.min(token.exp * 1000 - now(), options.maxTtl * 1000);
       if (ttl < 1) return;
       const { sub, ...shape } = token.identity;
@@ -129,6 +104,7 @@ export function createDecisionCache(options: DecisionCacheOptions): DecisionCach
       };
       lru.set(key, stored, { ttl: Math.floor(ttl) });
     },
+    /** Runs `produce` once for concurrent callers with the same key. */
     share<T>(key: string, produce: () => Promise<T>): Promise<T> {
       const running = pending.get(key) as Promise<T> | undefined;
       if (running) return running;
@@ -136,7 +112,8 @@ export function createDecisionCache(options: DecisionCacheOptions): DecisionCach
       pending.set(key, started);
       return started;
     },
-    dropKeys(issuer, kids) {
+    /** Drops entries of `issuer` verified with one of `kids`, and its entries without a `kid`. */
+    dropKeys(issuer: string, kids: ReadonlySet<string | undefined>): number {
       const doomed: string[] = [];
       for (const [key, entry] of lru.entries()) {
         if (entry.shape.issuer !== issuer) continue;
@@ -151,9 +128,6 @@ export function createDecisionCache(options: DecisionCacheOptions): DecisionCach
     },
     get bytes() {
       return lru.calculatedSize;
-    },
-    clear() {
-      lru.clear();
     },
   };
 }

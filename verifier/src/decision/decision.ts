@@ -7,8 +7,6 @@ import type { Identity } from '../token/identity.js';
 /** One answer header as a name/value pair, written to the wire as it is. */
 export type Header = readonly [name: string, value: string];
 
-export type Reason = 'allowed' | DenyCode;
-
 export type Decision = (
   | { readonly outcome: 'allow'; readonly reason: 'allowed' }
   | { readonly outcome: 'deny'; readonly reason: DenyCode }
@@ -31,13 +29,9 @@ export function allow(identity: Identity): Decision {
 }
 
 /** A deny; `identity` and `requiredScopes` only when the token was accepted (missing scopes). */
-export function deny(
-  code: DenyCode,
-  identity?: Identity,
-  requiredScopes?: readonly string[],
-): Decision {
+export function deny(code: DenyCode, identity?: Identity, scopes?: readonly string[]): Decision {
   if (identity === undefined) return { outcome: 'deny', reason: code };
-  return { outcome: 'deny', reason: code, identity, requiredScopes };
+  return { outcome: 'deny', reason: code, identity, requiredScopes: scopes };
 }
 
 /** The same decision with more headers rendered by a plugin. */

@@ -2,7 +2,9 @@
 // revocation/ and cloudfront/ implement these contracts, the core never imports them, and only
 // service.ts wires one to the other.
 import type { DpopMode, PolicyConfig } from '../config/model.js';
+import type { VerifyRequest } from './authorize.js';
 import type { Decision, Header } from './decision.js';
+import type { Credentials } from '../token/token-shape.js';
 import type { VerifiedToken } from '../token/verified-token.js';
 
 /**
@@ -13,28 +15,14 @@ import type { VerifiedToken } from '../token/verified-token.js';
  */
 export type Grant = (nowSeconds: number, exp: number) => Promise<readonly Header[]>;
 
-/** `valid`, or why a token must be refused (RFC 8417 events, logout tokens: revocation/). */
-export type RevocationVerdict = 'valid' | 'revoked' | 'unavailable';
-
-/** The pushed-revocation check, after the cache on every request (`checked` or `required`). */
+/**
+ * The pushed-revocation check, after the cache on every request (`checked` or `required`):
+ * `valid`, or why the token must be refused (RFC 8417 events, logout tokens: revocation/).
+ */
 export type RevocationCheck = (
   token: Pick<VerifiedToken, 'identity' | 'session'>,
   mode: PolicyConfig['revocation'],
-) => RevocationVerdict;
-
-/** What the DPoP step reads from a /verify request (RFC 9449 §7). */
-export interface DpopContext {
-  readonly scheme: 'bearer' | 'dpop';
-  readonly token: string;
-  /** `cnf.jkt` of the accepted token; undefined when it is unbound or was refused. */
-  readonly jkt: string | undefined;
-  /** The `DPoP` header NGINX passed (one, size-capped). */
-  readonly proof: string | undefined;
-  /** The original method and path, and the gate's configured external origin. */
-  readonly method: string | undefined;
-  readonly path: string | undefined;
-  readonly origin: string | undefined;
-}
+) => 'valid' | 'revoked' | 'unavailable';
 
 export interface DpopOutcome {
   readonly decision: Decision;
@@ -43,13 +31,17 @@ export interface DpopOutcome {
 }
 
 /**
- * The DPoP step on the token's decision, cached or fresh: the same decision (with a nonce header
- * when nonces are on), or a deny whose headers carry the `DPoP` challenge.
+ * The DPoP step (RFC 9449 §7) on the token's decision, cached or fresh: the same decision (with a
+ * nonce header when nonces are on), or a deny whose headers carry the `DPoP` challenge. It reads
+ * the credentials, the request's proof, method, path and origin, and `jkt`: the accepted token's
+ * `cnf.jkt`, undefined when it is unbound or was refused.
  */
 export type DpopStep = (
   mode: DpopMode,
   decision: Decision,
-  context: DpopContext,
+  credentials: Credentials,
+  request: VerifyRequest,
+  jkt: string | undefined,
 ) => Promise<DpopOutcome>;
 
 /** What a route other than /verify answers (health, metrics, a revocation receiver). */

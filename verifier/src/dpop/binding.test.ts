@@ -206,20 +206,19 @@ describe('DPoP replay store trouble', () => {
 
   it('fails closed for required, and checks replays per process for allowed', async () => {
     const token = 'a.b.c';
-    const context = {
-      scheme: 'dpop' as const,
-      token,
-      jkt: await thumbprintOf('ec'),
-      method: 'GET',
-      path: '/secret',
-      origin: ORIGIN,
+    const credentials = { scheme: 'dpop' as const, token };
+    const jkt = await thumbprintOf('ec');
+    const request = {
+      dpop: await proofFor(token),
+      originalMethod: 'GET',
+      originalUri: '/secret',
+      originalOrigin: ORIGIN,
     };
-    const proof = await proofFor(token);
-    const required = await step('required', decision, { ...context, proof });
+    const required = await step('required', decision, credentials, request, jkt);
     expect(required.decision.reason).toBe('dpop_replay_unavailable');
-    const allowed = await step('allowed', decision, { ...context, proof });
+    const allowed = await step('allowed', decision, credentials, request, jkt);
     expect(statusOf(allowed.decision)).toBe(204);
-    const replayed = await step('allowed', decision, { ...context, proof });
+    const replayed = await step('allowed', decision, credentials, request, jkt);
     expect(replayed.decision.reason).toBe('dpop_proof_replayed');
   });
 });

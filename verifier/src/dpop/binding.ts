@@ -37,8 +37,7 @@ export function createDpopStep(parts: DpopStepParts): DpopStep {
     detail,
   });
 
-  return async function dpopStep(mode, decision, context) {
-    const { jkt } = context;
+  return async function dpopStep(mode, decision, { scheme, token }, request, jkt) {
     if (mode === 'off') {
       // Not a DPoP policy, but a bound token still never works as a bearer token.
       if (jkt !== undefined && decision.identity !== undefined)
@@ -47,29 +46,29 @@ export function createDpopStep(parts: DpopStepParts): DpopStep {
     }
     if (decision.identity === undefined) {
       // The token was refused: a DPoP client (or a DPoP-only policy) gets a DPoP challenge.
-      if ((context.scheme === 'dpop' || mode === 'required') && decision.outcome === 'deny')
+      if ((scheme === 'dpop' || mode === 'required') && decision.outcome === 'deny')
         return refuse(decision.reason, undefined);
       return { decision, detail: undefined };
     }
-    if (context.scheme === 'bearer') {
+    if (scheme === 'bearer') {
       if (jkt !== undefined) return refuse('dpop_binding_mismatch', 'DPoP-bound token as Bearer');
       if (mode === 'required') return refuse('dpop_required', 'bearer token on a DPoP policy');
       return { decision, detail: undefined };
     }
     if (jkt === undefined)
       return refuse('dpop_binding_mismatch', 'DPoP scheme with an unbound token');
-    if (context.proof === undefined || context.proof === '')
-      return refuse('dpop_proof_missing', 'no DPoP header');
-    const htu = externalUrl(context.origin, context.path);
+    const proof = request.dpop;
+    if (proof === undefined || proof === '') return refuse('dpop_proof_missing', 'no DPoP header');
+    const htu = externalUrl(request.originalOrigin, request.originalUri);
     if (htu === undefined)
       return refuse('dpop_proof_invalid', 'no external origin or path to check "htu" against');
 
     let checked: CheckedProof;
     try {
-      checked = await parts.checkProof(context.proof, {
-        htm: context.method ?? '',
+      checked = await parts.checkProof(proof, {
+        htm: request.originalMethod ?? '',
         htu,
-        accessToken: context.token,
+        accessToken: token,
       });
     } catch (error) {
       // Anything else is a bug: the authorizer answers it as internal_error.

@@ -91,11 +91,9 @@ export function createRevocationRuntime(
     transmitterKeys = createKeySet({
       issuer: transmitter,
       resolveUri: createEndpointResolver(
-        transmitter,
+        { issuer: transmitter, timeout: config.fetchTimeout, allowHttp: ssf.allowHttp },
         undefined,
         'jwks_uri',
-        config.fetchTimeout,
-        ssf.allowHttp,
         'ssf-configuration',
       ),
       ...config.jwks,

@@ -3,18 +3,15 @@
 // same issuer (Discovery §4.3), so a document cannot hand out another issuer's keys.
 import { FetchError, fetchJson } from '../fetch-json.js';
 
-export type DiscoveredEndpoint = 'jwks_uri' | 'introspection_endpoint' | 'userinfo_endpoint';
-
 /**
  * Resolves an endpoint once: configured explicitly, or found by discovery on first use (a failed
- * discovery is tried again on the next call). `document` is the well-known name.
+ * discovery is tried again on the next call) with the issuer's fetch settings. `document` is the
+ * well-known name.
  */
 export function createEndpointResolver(
-  issuer: string,
+  { issuer, timeout, allowHttp }: { issuer: string; timeout: number; allowHttp?: boolean },
   configured: string | undefined,
-  field: DiscoveredEndpoint,
-  timeout: number,
-  allowHttp = false,
+  field: 'jwks_uri' | 'introspection_endpoint' | 'userinfo_endpoint',
   document = 'openid-configuration',
 ): () => Promise<string> {
   let found: string | undefined = configured;

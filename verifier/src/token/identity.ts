@@ -1,4 +1,5 @@
 // Who a verified token speaks for, reduced to what NGINX needs, and made safe to put in a header.
+import type { JwtIssuer } from '../config/model.js';
 import { VerifyError } from '../errors.js';
 
 export interface Identity {
@@ -19,10 +20,7 @@ const SCOPE_CLAIMS: readonly string[] = ['scope', 'scp'];
  * Granted scopes from the first of `names` the claims hold: a space-separated string (`scope`,
  * Entra's `scp`) or an array (Okta's `scp`, Entra's app-only `roles`).
  */
-export function readScopes(
-  claims: Record<string, unknown>,
-  names: readonly string[] = SCOPE_CLAIMS,
-): string[] {
+function readScopes(claims: Record<string, unknown>, names = SCOPE_CLAIMS): string[] {
   for (const name of names) {
     const value = claims[name];
     if (typeof value === 'string') return value.split(' ').filter((s) => s.length > 0);
@@ -45,7 +43,7 @@ const HEADER_EXACT_CLIENT = /^[\x21-\x7e](?:[\x20-\x7e]{0,254}[\x21-\x7e])?$/;
  * The first string claim among `names` (e.g. azp, client_id, cid), or ''. Throws
  * `client_id_invalid` when that claim could not pass through a header unchanged.
  */
-export function readClient(claims: Record<string, unknown>, names: readonly string[]): string {
+function readClient(claims: Record<string, unknown>, names: readonly string[]): string {
   for (const name of names) {
     const value = claims[name];
     if (typeof value !== 'string' || value.length === 0) continue;
@@ -65,11 +63,7 @@ export function readClient(claims: Record<string, unknown>, names: readonly stri
  */
 export function readIdentity(
   claims: Record<string, unknown>,
-  issuer: {
-    readonly issuer: string;
-    readonly clientClaims: readonly string[];
-    readonly scopeClaims?: readonly string[];
-  },
+  issuer: Pick<JwtIssuer, 'issuer' | 'clientClaims'> & Partial<Pick<JwtIssuer, 'scopeClaims'>>,
   scopes: readonly string[] = readScopes(claims, issuer.scopeClaims),
 ): Identity {
   const client = readClient(claims, issuer.clientClaims);

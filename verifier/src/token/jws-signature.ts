@@ -1,36 +1,25 @@
-// The signature of a compact JWS, checked with node:crypto on the calling thread.
-//
-// Why not jose's own check: jose 6 verifies with WebCrypto, and Node 20 runs every WebCrypto verify
-// as a libuv thread-pool job. For a 30 µs RSA verify the hand-off (queue, wake a pool thread,
-// signal the event loop back, resolve a promise) costs more CPU than the math: measured on one
-// core, `crypto.subtle.verify` used 80–115 µs per RS256 token where `crypto.verify` with a
-// KeyObject used 33–36 µs (docs/performance.md, "Hot path"). jose still parses the header, picks
-// and imports the key from the JWKS and validates the claims; only the arithmetic moves here.
-//
-// The same rules as jose's WebCrypto call: the key must be a public key whose WebCrypto algorithm
-// is the one `alg` names (hash and curve included), RSA keys at least 2048 bits; RSA-PSS uses the
-// hash length as salt length; ECDSA signatures are raw r‖s (IEEE P1363), as JWS defines them.
-import { constants, KeyObject, verify, type webcrypto } from 'node:crypto';
+// The signature of a compact JWS, checked with node:crypto on the calling thread. jose 6 verifies
+// with WebCrypto, a libuv thread-pool job per call on Node 20 that costs more CPU than the math:
+// 80–115 µs per RS256 token against 33–36 µs here (docs/performance.md, "Hot path").
+import { constants, KeyObject, verify, type SigningOptions, type webcrypto } from 'node:crypto';
 
 type CryptoKey = webcrypto.CryptoKey;
 
-/** How one JWS `alg` is checked: the WebCrypto key it needs and node:crypto's verify options. */
+/**
+ * How one JWS `alg` is checked, by the rules of jose's WebCrypto call: the WebCrypto algorithm the
+ * key must have been imported for (hash and curve included), RSA keys of at least 2048 bits; the
+ * node:crypto digest (null for Ed25519, which hashes internally) and verify options: RSA-PSS with
+ * the hash length as salt length, ECDSA signatures raw r‖s (IEEE P1363) as JWS defines them.
+ */
 export interface SignatureScheme {
   readonly alg: string;
-  /** node:crypto digest name; null for Ed25519, which hashes internally. */
   readonly digest: string | null;
-  /** The WebCrypto algorithm the key must have been imported for. */
   readonly keyAlgorithm: {
     readonly name: string;
     readonly hash?: string;
     readonly namedCurve?: string;
   };
-  /** node:crypto's verify options besides the key (padding, salt length, signature encoding). */
-  readonly options: {
-    readonly padding?: number;
-    readonly saltLength?: number;
-    readonly dsaEncoding?: 'ieee-p1363';
-  };
+  readonly options: Readonly<SigningOptions>;
   readonly minRsaBits?: number;
 }
 
@@ -86,12 +75,9 @@ const keyObjects = new WeakMap<CryptoKey, KeyObject>();
  * for another algorithm, hash or curve, a private or secret key, an RSA key under 2048 bits).
  */
 export function verificationKey(key: CryptoKey, scheme: SignatureScheme): KeyObject | undefined {
-  const algorithm = key.algorithm as {
-    name: string;
-    hash?: { name: string };
-    namedCurve?: string;
-    modulusLength?: number;
-  };
+  const algorithm = key.algorithm as Partial<
+    webcrypto.RsaHashedKeyAlgorithm & webcrypto.EcKeyAlgorithm
+  >;
   const expected = scheme.keyAlgorithm;
   if (key.type !== 'public' || !key.usages.includes('verify')) return undefined;
   if (algorithm.name !== expected.name) return undefined;

@@ -1,12 +1,6 @@
-// The JWS checks around the signature, as jose's jwtVerify makes them, for a verifier that does
-// the signature arithmetic itself (jws-signature.ts): the protected header before any key is
+// The JWS checks around the signature, as jose's jwtVerify makes them, for verifiers that do the
+// signature arithmetic themselves (jws-signature.ts): the protected header before any key is
 // fetched, and the claims after the signature held.
-//
-// The claims go through jose itself: jose exports no "claims only" call, but UnsecuredJWT.decode
-// is exactly jose's claims validation (typ, required claims, iss, aud, exp, nbf, iat, tolerance)
-// behind an `alg: none` envelope. The envelope is built here, from the payload segment of a token
-// whose signature was already verified and the token's own `typ`; it never leaves this module, and
-// no token is ever accepted without its signature (RFC 8725 §3.1).
 import { errors, UnsecuredJWT, type JWTClaimVerificationOptions, type JWTPayload } from 'jose';
 import { createInterner } from '../intern.js';
 
@@ -60,19 +54,17 @@ export function checkProtectedHeader(
 /** Issuers send one or two `typ` values: each envelope header is encoded once. */
 const envelopeHeader = createInterner<string>(64);
 
-function encodeEnvelope(typ: unknown): string {
-  return Buffer.from(JSON.stringify({ alg: 'none', typ })).toString('base64url');
-}
-
 function envelopeOf(typ: unknown): string {
-  return typeof typ === 'string'
-    ? envelopeHeader(typ, () => encodeEnvelope(typ))
-    : encodeEnvelope(typ);
+  const encode = () => Buffer.from(JSON.stringify({ alg: 'none', typ })).toString('base64url');
+  return typeof typ === 'string' ? envelopeHeader(typ, encode) : encode();
 }
 
 /**
  * The verified token's claims after jose's validation with `options` (the same options jwtVerify
- * takes for its claims). Call only once the signature of `token` has been verified.
+ * takes for its claims). jose exports no "claims only" call, but UnsecuredJWT.decode is exactly
+ * its claims validation (typ, required claims, iss, aud, exp, nbf, iat, tolerance) behind an
+ * `alg: none` envelope, built here from the token's own payload and `typ`. Call only once the
+ * signature of `token` has been verified: no token is accepted without one (RFC 8725 §3.1).
  */
 export function validateClaims(
   token: string,

@@ -1,37 +1,37 @@
-// Verifies one issuer's JWT access tokens (RFC 7519, RFC 8725, RFC 9068) with jose and maps every
-// jose outcome to our closed DenyCode union. The key getter is ours (see key-set.ts), and so is
-// the signature arithmetic (jws-signature.ts: node:crypto instead of a WebCrypto thread-pool job).
-// jose parses the header, picks and imports the key, and validates the claims.
-//
-// Checked: signature with a key from the issuer's JWKS; `alg` in the allowlist (asymmetric only,
-// so `none` and HMAC never pass); unknown `crit` rejected; `iss` exact; `aud` contains the
-// configured audience (string or array); `exp` required; `nbf` and `iat` within the tolerance;
-// `typ` (RFC 9068 `at+jwt` unless the issuer opts out); a lifetime no longer than `maxTokenAge`
-// (RFC 7519 sets no upper bound on `exp`, so a token minted for a hundred years would otherwise
-// outlive every key rotation and revocation plan); then the issuer preset's discriminators
-// (presets.ts: claims required or refused, so ID, logout and refresh tokens stay out) and, for
-// Cognito, the audience in `client_id`.
-// Deliberately not used: `jku`, `x5u`, `jwk`, `x5c` headers — keys come only from the JWKS.
-import { decodeJwt, decodeProtectedHeader, errors, type JWTPayload } from 'jose';
+// Verifies one issuer's JWT access tokens (RFC 7519, RFC 8725, RFC 9068) and maps every jose
+// outcome to our closed DenyCode union. jose parses the header and validates the claims; the key
+// getter (key-set.ts) and the signature arithmetic (jws-signature.ts) are ours.
+import { decodeProtectedHeader, errors, type JWTPayload } from 'jose';
 import type { JwtIssuer } from '../config/model.js';
-import { readJkt } from './confirmation.js';
+import { checkTokenKind, soleAudienceReason } from '../config/presets.js';
 import { VerifyError, type DenyCode } from '../errors.js';
 import { readIdentity } from './identity.js';
 import { checkProtectedHeader, validateClaims } from './jwt-claims.js';
 import type { KeySet } from './key-set.js';
 import { signatureScheme, verificationKey, verifySignature } from './jws-signature.js';
-import { checkTokenKind, soleAudienceReason } from '../config/presets.js';
 import { looksLikeJwt } from './token-shape.js';
-import { readSessionClaims, type VerifiedToken } from './verified-token.js';
+import { readJkt, readSessionClaims, type VerifiedToken } from './verified-token.js';
 
 export type JwtVerifier = (token: string) => Promise<VerifiedToken>;
 
+const claimInvalid = (message: string) => new VerifyError('claim_invalid', message);
+
+/**
+ * Checked, in jose's order: the header (`crit` understood, `alg` in the allowlist: asymmetric
+ * only, so `none` and HMAC never pass); the signature, with a key of the issuer's JWKS only
+ * (`jku`, `x5u`, `jwk` and `x5c` headers are never used); `iss` exact, `aud` contains the
+ * audience, `exp` required, `nbf` and `iat` within the tolerance, `typ` (RFC 9068 `at+jwt` unless
+ * the issuer opts out). Then a lifetime within `maxTokenAge` (RFC 7519 sets no upper bound on
+ * `exp`: a token minted for a century would outlive every key rotation and revocation plan), the
+ * preset's discriminators (presets.ts: claims required or refused, so ID, logout and refresh
+ * tokens stay out) and, for Cognito, the audience in `client_id`.
+ */
 export function createJwtVerifier(
   config: JwtIssuer,
   keySet: KeySet,
   now: () => number,
 ): JwtVerifier {
-  // `audienceClaim: client_id` (Cognito): jose checks no `aud`; checkAudienceClaim does below.
+  // `audienceClaim: client_id` (Cognito): jose checks no `aud`; the verifier does below.
   const baseOptions = {
     issuer: config.issuer,
     ...(config.audienceClaim === 'aud' ? { audience: config.audience } : {}),
@@ -46,8 +46,8 @@ export function createJwtVerifier(
       return [alg, scheme] as const;
     }),
   );
+  const longest = config.maxTokenAge + config.clockTolerance;
 
-  /** jose's order: header, `crit`, `alg` allowed, key, signature, then the claims. */
   return async function verifyJwt(token) {
     const at = now();
     let payload: JWTPayload;
@@ -68,64 +68,44 @@ export function createJwtVerifier(
       payload = validateClaims(token, header, { ...baseOptions, currentDate: new Date(at) });
       kid = header.kid;
     } catch (error) {
-      throw withPresetReason(toVerifyError(error), token, config);
+      // A preset's own wording for an audience it refuses (Keycloak's bare `account`).
+      const reason =
+        error instanceof errors.JWTClaimValidationFailed && error.claim === 'aud'
+          ? soleAudienceReason(config.preset, error.payload.aud)
+          : undefined;
+      throw reason === undefined
+        ? toVerifyError(error)
+        : new VerifyError('audience_mismatch', reason);
     }
-    if (typeof payload.iat === 'number' && payload.iat > at / 1000 + config.clockTolerance) {
-      throw new VerifyError('claim_invalid', '"iat" claim is in the future');
-    }
-    checkLifetime(payload.exp!, payload.iat, at / 1000, config);
+    const { exp, iat } = payload as { exp: number; iat: unknown };
+    if (typeof iat === 'number' && iat > at / 1000 + config.clockTolerance)
+      throw claimInvalid('"iat" claim is in the future');
+    // `exp` at most `maxTokenAge` after now and after `iat` (when given), both with the tolerance.
+    if (exp - at / 1000 > longest)
+      throw claimInvalid('"exp" claim is further ahead than the longest token age');
+    if (typeof iat === 'number' && exp - iat > longest)
+      throw claimInvalid('"exp" minus "iat" is longer than the longest token age');
     const claims = payload as Record<string, unknown>;
     checkTokenKind(claims, config);
-    if (config.audienceClaim !== 'aud') checkAudienceClaim(claims, config);
+    if (config.audienceClaim !== 'aud') {
+      // The audience in another claim than `aud` (Cognito's `client_id`): a string or an array.
+      const value = claims[config.audienceClaim];
+      if (!(Array.isArray(value) ? value : [value]).includes(config.audience))
+        throw new VerifyError(
+          'audience_mismatch',
+          `"${config.audienceClaim}" claim does not contain the configured audience`,
+        );
+    }
     return {
       jkt: readJkt(claims.cnf),
       identity: readIdentity(claims, config),
       session: readSessionClaims(claims),
-      exp: payload.exp!,
+      exp,
       nbf: typeof payload.nbf === 'number' ? payload.nbf - config.clockTolerance : undefined,
       kid: typeof kid === 'string' ? kid : undefined,
       keyTrustedUntil: keySet.trustedUntil() / 1000,
     };
   };
-}
-
-/** The audience in another claim than `aud` (Cognito's `client_id`): a string or an array. */
-function checkAudienceClaim(claims: Record<string, unknown>, config: JwtIssuer): void {
-  const value = claims[config.audienceClaim];
-  const values = Array.isArray(value) ? (value as unknown[]) : [value];
-  if (!values.includes(config.audience))
-    throw new VerifyError(
-      'audience_mismatch',
-      `"${config.audienceClaim}" claim does not contain the configured audience`,
-    );
-}
-
-/** A preset's own wording for an audience it refuses (Keycloak's bare `account`). */
-function withPresetReason(error: VerifyError, token: string, config: JwtIssuer): VerifyError {
-  if (error.code !== 'audience_mismatch') return error;
-  let aud: unknown;
-  try {
-    aud = decodeJwt(token).aud;
-  } catch {
-    return error;
-  }
-  const reason = soleAudienceReason(config.preset, aud);
-  return reason === undefined ? error : new VerifyError('audience_mismatch', reason);
-}
-
-/** `exp` at most `maxTokenAge` after `iat` (when given) and after now, both with the tolerance. */
-function checkLifetime(exp: number, iat: unknown, nowSeconds: number, config: JwtIssuer): void {
-  const longest = config.maxTokenAge + config.clockTolerance;
-  if (exp - nowSeconds > longest)
-    throw new VerifyError(
-      'claim_invalid',
-      '"exp" claim is further ahead than the longest token age',
-    );
-  if (typeof iat === 'number' && exp - iat > longest)
-    throw new VerifyError(
-      'claim_invalid',
-      '"exp" minus "iat" is longer than the longest token age',
-    );
 }
 
 /**

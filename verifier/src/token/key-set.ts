@@ -1,15 +1,6 @@
-// One issuer's signing keys, driven by us rather than by jose's remote set: jose's own remote set
-// fails closed once its cache is stale (we want the last good keys to keep serving while the IdP
-// is down), reads no Cache-Control, and times its cooldown by the wall clock rather than an
-// injected one. jose still checks the document, matches and imports the keys (createLocalJWKSet).
-//
-// Behaviour:
-// - loaded at start, refreshed in the background every `refresh` seconds (a smaller
-//   `Cache-Control: max-age` shortens it, never below `cooldown`); failures retry every `cooldown`;
-// - an unknown `kid` triggers at most one fetch per `cooldown`; concurrent fetches are merged;
-// - after a failed refresh the last good set keeps serving for `maxStale` seconds after the last
-//   successful fetch, then tokens are refused (keys_unavailable);
-// - no redirects (see fetch-json.ts); keys that leave the set are reported to `onKeysRemoved`.
+// One issuer's signing keys (its JWKS), fetched and refreshed by us; jose checks the document and
+// matches and imports the keys (createLocalJWKSet). Not jose's remote set: that one fails closed
+// once its cache is stale, reads no Cache-Control, and times its cooldown by the wall clock.
 import { createLocalJWKSet, errors, type JSONWebKeySet, type JWSHeaderParameters } from 'jose';
 import { VerifyError } from '../errors.js';
 import { FetchError, fetchJson, type FetchedJson } from '../fetch-json.js';
@@ -33,27 +24,18 @@ export interface KeySetOptions {
   readonly onKeysRemoved?: (kids: ReadonlySet<string | undefined>) => void;
 }
 
-type KeyGetter = ReturnType<typeof createLocalJWKSet>;
-export type VerificationKey = Awaited<ReturnType<KeyGetter>>;
+export type KeySet = ReturnType<typeof createKeySet>;
 
-export interface KeySet {
-  readonly issuer: string;
-  /** Loads the set once and schedules refreshes; resolves whether or not the first fetch worked. */
-  start(): Promise<void>;
-  /** True while a key set younger than `maxStale` is held. */
-  isReady(): boolean;
-  /** Milliseconds since the epoch until which the held set is trusted (last good fetch + `maxStale`). */
-  trustedUntil(): number;
-  /** The key for a token header, refetching once per cooldown for an unknown `kid`. */
-  getKey(header: JWSHeaderParameters): Promise<VerificationKey>;
-  /** Fetches now (merged with a fetch already running); true when a new set was installed. */
-  refresh(): Promise<boolean>;
-  stop(): void;
-}
-
-export function createKeySet(options: KeySetOptions): KeySet {
+/**
+ * Loaded at start and refreshed in the background every `refresh` seconds (a smaller
+ * `Cache-Control: max-age` shortens it, never below `cooldown`); a failure retries every
+ * `cooldown`. An unknown `kid` triggers at most one fetch per `cooldown`, and concurrent fetches
+ * are merged. After a failed refresh the last good set keeps serving for `maxStale` seconds after
+ * the last good fetch, then tokens are refused (`keys_unavailable`). No redirects (fetch-json.ts).
+ */
+export function createKeySet(options: KeySetOptions) {
   const { issuer, now } = options;
-  let local: KeyGetter | undefined;
+  let local: ReturnType<typeof createLocalJWKSet> | undefined;
   let kids = new Set<string | undefined>();
   let loadedAt = -Infinity;
   let lastOnDemandAt = -Infinity;
@@ -62,12 +44,15 @@ export function createKeySet(options: KeySetOptions): KeySet {
   let stopped = false;
 
   const trustedUntil = (): number => loadedAt + options.maxStale * 1000;
-  const isFresh = (): boolean => local !== undefined && now() - loadedAt <= options.maxStale * 1000;
+  const isFresh = (): boolean => local !== undefined && now() <= trustedUntil();
 
-  async function fetchOnce(): Promise<{ ok: boolean; maxAge: number | undefined }> {
+  /** One fetch; true when a new set was installed. Schedules the next one either way. */
+  async function load(): Promise<boolean> {
+    const floor = Math.min(options.cooldown, options.refresh);
     const failed = (outcome: JwksFetchOutcome, detail: string) => {
       options.onFetch?.(outcome, detail);
-      return { ok: false, maxAge: undefined };
+      schedule(floor);
+      return false;
     };
     let uri: string;
     let answer: FetchedJson;
@@ -80,21 +65,21 @@ export function createKeySet(options: KeySetOptions): KeySet {
     }
     // jose checks the document's shape (a `keys` array of objects) and matches keys later.
     const jwks = answer.body as JSONWebKeySet;
-    let getter: KeyGetter;
     try {
-      getter = createLocalJWKSet(jwks);
+      local = createLocalJWKSet(jwks);
     } catch (error) {
       return failed('invalid', `${uri}: ${(error as Error).message}`);
     }
     const nextKids = new Set(jwks.keys.map((key) => key.kid));
     const removed = new Set([...kids].filter((kid) => !nextKids.has(kid)));
-    local = getter;
     kids = nextKids;
     loadedAt = now();
     options.onFetch?.('ok');
     if (removed.size > 0) options.onKeysRemoved?.(removed);
     const maxAge = /(?:^|,)\s*max-age=(\d+)/i.exec(answer.headers.get('cache-control') ?? '');
-    return { ok: true, maxAge: maxAge ? Number(maxAge[1]) : undefined };
+    const wanted = maxAge ? Number(maxAge[1]) : options.refresh;
+    schedule(Math.max(floor, Math.min(wanted, options.refresh)));
+    return true;
   }
 
   function schedule(seconds: number): void {
@@ -105,12 +90,7 @@ export function createKeySet(options: KeySetOptions): KeySet {
   }
 
   function refresh(): Promise<boolean> {
-    inFlight ??= fetchOnce().then(({ ok, maxAge }) => {
-      inFlight = undefined;
-      const floor = Math.min(options.cooldown, options.refresh);
-      schedule(ok ? Math.max(floor, Math.min(maxAge ?? options.refresh, options.refresh)) : floor);
-      return ok;
-    });
+    inFlight ??= load().finally(() => (inFlight = undefined));
     return inFlight;
   }
 
@@ -123,7 +103,7 @@ export function createKeySet(options: KeySetOptions): KeySet {
   }
 
   /** jose's match in the held set; undefined when no key matches. */
-  async function match(header: JWSHeaderParameters): Promise<VerificationKey | undefined> {
+  async function match(header: JWSHeaderParameters) {
     try {
       return await local!(header);
     } catch (error) {
@@ -132,29 +112,32 @@ export function createKeySet(options: KeySetOptions): KeySet {
     }
   }
 
-  async function getKey(header: JWSHeaderParameters): Promise<VerificationKey> {
-    if (!isFresh()) {
-      await refetchForUnknownKey();
-      if (!isFresh())
-        throw new VerifyError('keys_unavailable', `keys of "${issuer}" are not available`);
-    }
-    const key =
-      (await match(header)) ?? ((await refetchForUnknownKey()) ? await match(header) : undefined);
-    if (key === undefined)
-      throw new VerifyError('key_unknown', `no key of "${issuer}" matches the token's "kid"`);
-    return key;
-  }
-
   return {
     issuer,
-    async start() {
+    /** Loads the set and schedules refreshes; resolves whether or not the first fetch worked. */
+    async start(): Promise<void> {
       await refresh();
     },
+    /** True while a key set younger than `maxStale` is held. */
     isReady: isFresh,
+    /** Epoch milliseconds until which the held set is trusted (last good fetch + `maxStale`). */
     trustedUntil,
-    getKey,
+    /** The key for a token header, refetching once per cooldown for an unknown `kid`. */
+    async getKey(header: JWSHeaderParameters) {
+      if (!isFresh()) {
+        await refetchForUnknownKey();
+        if (!isFresh())
+          throw new VerifyError('keys_unavailable', `keys of "${issuer}" are not available`);
+      }
+      const key =
+        (await match(header)) ?? ((await refetchForUnknownKey()) ? await match(header) : undefined);
+      if (key === undefined)
+        throw new VerifyError('key_unknown', `no key of "${issuer}" matches the token's "kid"`);
+      return key;
+    },
+    /** Fetches now (merged with a fetch already running); true when a new set was installed. */
     refresh,
-    stop() {
+    stop(): void {
       stopped = true;
       clearTimeout(timer);
     },

@@ -1,124 +1,123 @@
-// Opaque (non-JWT) access tokens, checked by asking the issuer — the original study's model done
-// right (docs/study.md): anything but a clear positive answer is a 401, including timeouts and
-// non-200 statuses. An answer is cached no longer than `cacheTtl` nor past the token's own `exp`.
-//
-// introspection: RFC 7662 §2; the verifier authenticates with client_secret_basic and requires
-//   `active: true`, an `aud` that contains this API's audience (an authorization server answers
-//   `active: true` for every live token it issued, for any API), and a `token_type` that names an
-//   access token when present (a refresh token is active too: RFC 6749 §1.5). `exp`, `nbf` and
-//   `iss` in the answer are honoured. A DPoP-bound token (RFC 9449 §6.2) carries `cnf.jkt` in the
-//   answer, read as from a JWT: its proofs are checked on every request and it never works as a
-//   bearer token; a `token_type` of `DPoP` without a usable `cnf.jkt` is refused.
-// userinfo: OIDC Core §5.3; the token is valid exactly when the endpoint answers 200 with a JSON
-//   object. User-info grants no scopes, so policies that require scopes answer 403 for it, and its
-//   claims describe the user, so the client id is never read from them.
-// tokeninfo: a vendor's own endpoint (Google's `ya29.` tokens: not JWTs, not RFC 7662). Google
-//   answers 200 for a live token of *any* app, so the answer's `aud` must be the configured client
-//   id; `azp`/`aud` name the client and `scope` the scopes. The token is POSTed as the form field
-//   `access_token` (as google-auth-library's getTokenInfo does), so it never sits in a URL that an
-//   error message or a proxy log could quote.
+// Opaque (non-JWT) access tokens, checked by asking their issuer: the study's model done right
+// (docs/study.md). Anything but a clear positive answer is a 401, timeouts and non-200 included.
 import type { IntrospectionIssuer, TokeninfoIssuer, UserinfoIssuer } from '../config/model.js';
 import { checkTokenKind } from '../config/presets.js';
 import { VerifyError } from '../errors.js';
 import { FetchError, fetchJson, type FetchedJson, type FetchJsonOptions } from '../fetch-json.js';
-import { readJkt } from './confirmation.js';
 import { createEndpointResolver } from './discovery.js';
 import { readIdentity } from './identity.js';
-import type { VerifiedToken } from './verified-token.js';
+import { readJkt, type VerifiedToken } from './verified-token.js';
 
 export type OpaqueVerifier = (token: string) => Promise<VerifiedToken>;
 
 type OpaqueIssuer = IntrospectionIssuer | UserinfoIssuer | TokeninfoIssuer;
 type Answer = Record<string, unknown>;
+type Request = Omit<FetchJsonOptions, 'timeout' | 'allowHttp'>;
+
+/** How one kind of issuer is asked, and what its positive answer must hold. */
+interface Check {
+  readonly request: (token: string) => Request;
+  /** The answer's own rules; then its window (`exp` undefined: unbounded) and key binding. */
+  readonly read: (answer: Answer, seconds: number) => { exp?: number; nbf?: number; jkt?: string };
+}
 
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
+const USERINFO: Check = {
+  request: (token) => ({ headers: { authorization: `Bearer ${token}` } }),
+  read: () => ({}),
+};
 
+/**
+ * Every positive answer is refused outside its `nbf`..`exp` and cached for at most `cacheTtl`.
+ * `introspection` (RFC 7662 §2): client_secret_basic; `active: true`; `aud` contains this API's
+ * audience (a server answers `active: true` for every live token it issued, for any API); a
+ * `token_type` that names an access token when present (a refresh token is active too: RFC 6749
+ * §1.5); `iss` when present. A DPoP-bound token (RFC 9449 §6.2) carries `cnf.jkt`, read as from a
+ * JWT, so its proofs are checked on every request and it never works as a bearer token.
+ * `userinfo` (OIDC Core §5.3): valid exactly when the endpoint answers 200 with a JSON object; it
+ * grants no scopes (a policy that requires some answers 403), and its claims describe the user, so
+ * no client id is read from them. `tokeninfo`: a vendor's endpoint (Google's `ya29.` tokens: not
+ * JWTs, not RFC 7662) that answers 200 for a live token of any app, so `aud` must be the configured
+ * client id; `azp`/`aud` name the client and `scope` the scopes. The token is POSTed as the form
+ * field `access_token` (as google-auth-library's getTokenInfo does), never put in a URL that an
+ * error message or a proxy log could quote.
+ */
 export function createOpaqueVerifier(config: OpaqueIssuer, now: () => number): OpaqueVerifier {
-  switch (config.type) {
-    case 'introspection':
-      return createIntrospector(config, now);
-    case 'userinfo':
-      return createUserinfoChecker(config, now);
-    case 'tokeninfo':
-      return createTokeninfoChecker(config, now);
-  }
+  const endpoint =
+    config.type === 'tokeninfo'
+      ? () => Promise.resolve(config.endpoint)
+      : createEndpointResolver(config, config.endpoint, `${config.type}_endpoint`);
+  const check =
+    config.type === 'introspection'
+      ? introspection(config)
+      : config.type === 'userinfo'
+        ? USERINFO
+        : tokeninfo(config);
+
+  return async function verifyOpaque(token) {
+    const answer = await ask(config, endpoint, check.request(token));
+    const seconds = now() / 1000;
+    const { exp = Infinity, nbf, jkt } = check.read(answer, seconds);
+    if (exp <= seconds)
+      throw new VerifyError('token_expired', `"exp" in the ${config.type} answer has passed`);
+    if (nbf !== undefined && nbf > seconds)
+      throw new VerifyError('token_not_yet_valid', '"nbf" is in the future');
+    // No client claims: whatever `azp` or `client_id` a user-info answer holds speaks for the user.
+    const identity =
+      config.type === 'userinfo'
+        ? readIdentity(answer, { issuer: config.issuer, clientClaims: [] }, [])
+        : readIdentity(answer, config);
+    return { identity, exp: Math.min(exp, seconds + config.cacheTtl), nbf, jkt };
+  };
 }
 
-/** The issuer's endpoint: configured, or read from its discovery document under `member`. */
-function endpointOf(
-  config: IntrospectionIssuer | UserinfoIssuer,
-  member: 'introspection_endpoint' | 'userinfo_endpoint',
-) {
-  return createEndpointResolver(
-    config.issuer,
-    config.endpoint,
-    member,
-    config.timeout,
-    config.allowHttp,
-  );
-}
-
-function createIntrospector(config: IntrospectionIssuer, now: () => number): OpaqueVerifier {
-  const endpoint = endpointOf(config, 'introspection_endpoint');
+function introspection(config: IntrospectionIssuer): Check {
   // RFC 7662 §2.1 + RFC 6749 §2.3.1: form-encode the credentials before base64.
   const basic = Buffer.from(
     `${encodeURIComponent(config.clientId)}:${encodeURIComponent(config.clientSecret)}`,
   ).toString('base64');
-
-  return async function introspect(token) {
-    const answer = await ask(config, endpoint, {
+  return {
+    request: (token) => ({
       method: 'POST',
       headers: { authorization: `Basic ${basic}`, ...FORM },
       body: new URLSearchParams({ token, token_type_hint: 'access_token' }).toString(),
-    });
-    if (answer.active !== true)
-      throw new VerifyError('token_inactive', 'introspection says the token is not active');
-    if (answer.iss !== undefined && answer.iss !== config.issuer) {
-      throw new VerifyError('issuer_unknown', '"iss" in the introspection answer does not match');
-    }
-    checkTokenType(answer);
-    const jkt = readBinding(answer);
-    checkAudience(answer, config.audience, 'introspection');
-    const exp = typeof answer.exp === 'number' ? answer.exp : Infinity;
-    const nbf = typeof answer.nbf === 'number' ? answer.nbf : undefined;
-    return { ...verified(answer, config, now() / 1000, exp, nbf, 'introspection'), jkt };
+    }),
+    read(answer) {
+      if (answer.active !== true)
+        throw new VerifyError('token_inactive', 'introspection says the token is not active');
+      if (answer.iss !== undefined && answer.iss !== config.issuer)
+        throw new VerifyError('issuer_unknown', '"iss" in the introspection answer does not match');
+      const jkt = readBinding(answer);
+      checkAudience(answer, config.audience, 'introspection');
+      const { exp, nbf } = answer;
+      return {
+        exp: typeof exp === 'number' ? exp : undefined,
+        nbf: typeof nbf === 'number' ? nbf : undefined,
+        jkt,
+      };
+    },
   };
 }
 
-function createUserinfoChecker(config: UserinfoIssuer, now: () => number): OpaqueVerifier {
-  const endpoint = endpointOf(config, 'userinfo_endpoint');
-  // No client claims: whatever `azp` or `client_id` a user-info answer holds speaks for the user.
-  const source = { issuer: config.issuer, clientClaims: [] };
-  return async function checkUserinfo(token) {
-    const answer = await ask(config, endpoint, { headers: { authorization: `Bearer ${token}` } });
-    return {
-      identity: readIdentity(answer, source, []),
-      exp: now() / 1000 + config.cacheTtl,
-      nbf: undefined,
-      kid: undefined,
-    };
-  };
-}
-
-function createTokeninfoChecker(config: TokeninfoIssuer, now: () => number): OpaqueVerifier {
-  const endpoint = () => Promise.resolve(config.endpoint);
-  return async function checkTokeninfo(token) {
-    const answer = await ask(config, endpoint, {
+function tokeninfo(config: TokeninfoIssuer): Check {
+  return {
+    request: (token) => ({
       method: 'POST',
       headers: FORM,
       body: new URLSearchParams({ access_token: token }).toString(),
-    });
-    if (answer.error !== undefined || answer.error_description !== undefined)
-      throw new VerifyError('token_inactive', 'tokeninfo says the token is not valid');
-    checkAudience(answer, config.audience, 'tokeninfo');
-    checkTokenKind(answer, config);
-    const seconds = now() / 1000;
-    // Google sends `exp` (and `expires_in`) as decimal strings; numbers are taken as well.
-    const left = numeric(answer.expires_in);
-    const exp = numeric(answer.exp) ?? (left === undefined ? undefined : seconds + left);
-    if (exp === undefined)
-      throw new VerifyError('claim_invalid', 'the tokeninfo answer has no "exp" or "expires_in"');
-    return verified(answer, config, seconds, exp, undefined, 'tokeninfo');
+    }),
+    read(answer, seconds) {
+      if (answer.error !== undefined || answer.error_description !== undefined)
+        throw new VerifyError('token_inactive', 'tokeninfo says the token is not valid');
+      checkAudience(answer, config.audience, 'tokeninfo');
+      checkTokenKind(answer, config);
+      // Google sends `exp` (and `expires_in`) as decimal strings; numbers are taken as well.
+      const left = numeric(answer.expires_in);
+      const exp = numeric(answer.exp) ?? (left === undefined ? undefined : seconds + left);
+      if (exp === undefined)
+        throw new VerifyError('claim_invalid', 'the tokeninfo answer has no "exp" or "expires_in"');
+      return { exp };
+    },
   };
 }
 
@@ -129,33 +128,11 @@ function numeric(value: unknown): number | undefined {
 
 /** `aud` (a string or an array) must contain the configured audience. */
 function checkAudience(answer: Answer, audience: string, where: string): void {
-  const audiences = Array.isArray(answer.aud) ? (answer.aud as unknown[]) : [answer.aud];
-  if (!audiences.includes(audience))
+  if (!(Array.isArray(answer.aud) ? answer.aud : [answer.aud]).includes(audience))
     throw new VerifyError(
       'audience_mismatch',
       `"aud" in the ${where} answer does not contain the configured audience`,
     );
-}
-
-/** The answer's identity, refused outside `nbf`..`exp`; cached for at most `cacheTtl`. */
-function verified(
-  answer: Answer,
-  config: IntrospectionIssuer | TokeninfoIssuer,
-  seconds: number,
-  exp: number,
-  nbf: number | undefined,
-  where: string,
-): VerifiedToken {
-  if (exp <= seconds)
-    throw new VerifyError('token_expired', `"exp" in the ${where} answer has passed`);
-  if (nbf !== undefined && nbf > seconds)
-    throw new VerifyError('token_not_yet_valid', '"nbf" is in the future');
-  return {
-    identity: readIdentity(answer, config),
-    exp: Math.min(exp, seconds + config.cacheTtl),
-    nbf,
-    kid: undefined,
-  };
 }
 
 /**
@@ -170,28 +147,23 @@ const ACCESS_TOKEN_TYPES = new Set([
   'urn:ietf:params:oauth:token-type:access_token',
 ]);
 
-function checkTokenType(answer: Answer): void {
+/**
+ * The answer's `token_type` checked, and its `cnf.jkt` (RFC 9449 §6.2), undefined for a bearer
+ * token. The server says the token is DPoP-bound either way it can (`cnf`, or `token_type: DPoP`);
+ * a binding the gate cannot check is refused rather than dropped.
+ */
+function readBinding(answer: Answer): string | undefined {
   const type = answer.token_type;
-  if (type === undefined) return;
-  if (typeof type !== 'string' || !ACCESS_TOKEN_TYPES.has(type.toLowerCase()))
+  if (
+    type !== undefined &&
+    (typeof type !== 'string' || !ACCESS_TOKEN_TYPES.has(type.toLowerCase()))
+  )
     throw new VerifyError(
       'token_inactive',
       '"token_type" in the introspection answer is not an access token',
     );
-}
-
-/**
- * The answer's `cnf.jkt` (RFC 9449 §6.2), undefined for a bearer token. The server says the token
- * is DPoP-bound either way it can (`cnf`, or `token_type: DPoP`); a binding the gate cannot
- * check is refused rather than dropped.
- */
-function readBinding(answer: Answer): string | undefined {
   const jkt = readJkt(answer.cnf, 'in the introspection answer');
-  if (
-    jkt === undefined &&
-    typeof answer.token_type === 'string' &&
-    answer.token_type.toLowerCase() === 'dpop'
-  )
+  if (jkt === undefined && typeof type === 'string' && type.toLowerCase() === 'dpop')
     throw new VerifyError(
       'claim_invalid',
       '"token_type" in the introspection answer is DPoP but it has no "cnf.jkt"',
@@ -203,30 +175,24 @@ function readBinding(answer: Answer): string | undefined {
 async function ask(
   config: OpaqueIssuer,
   endpoint: () => Promise<string>,
-  request: Omit<FetchJsonOptions, 'timeout' | 'allowHttp'>,
+  request: Request,
 ): Promise<Answer> {
   let result: FetchedJson;
   try {
-    const url = await endpoint();
-    result = await fetchJson(url, {
-      ...request,
-      timeout: config.timeout,
-      allowHttp: config.allowHttp,
-    });
+    const { timeout, allowHttp } = config;
+    result = await fetchJson(await endpoint(), { ...request, timeout, allowHttp });
   } catch (error) {
     const reason = error instanceof FetchError ? error.message : 'request failed';
     throw new VerifyError('introspection_failed', `issuer could not confirm the token: ${reason}`);
   }
-  if (result.status === 401 || result.status === 403) {
-    // A user-info 401 means the token is bad; an introspection 401 means our credentials are. Both deny.
-    throw new VerifyError('token_inactive', `issuer answered ${result.status}`);
-  }
-  const { body } = result;
-  if (result.status !== 200 || typeof body !== 'object' || body === null || Array.isArray(body)) {
+  const { status, body } = result;
+  // A user-info 401 means the token is bad; an introspection 401 means our credentials are. Both deny.
+  if (status === 401 || status === 403)
+    throw new VerifyError('token_inactive', `issuer answered ${status}`);
+  if (status !== 200 || typeof body !== 'object' || body === null || Array.isArray(body))
     throw new VerifyError(
       'introspection_failed',
-      `issuer answered ${result.status} without a JSON object`,
+      `issuer answered ${status} without a JSON object`,
     );
-  }
   return body as Answer;
 }

@@ -1,6 +1,5 @@
-// Cheap checks that run before any hashing, crypto or fetch (RFC 8725 §3.1; verifier/README.md
-// "What is checked"): a size cap, the Bearer syntax of RFC 6750 §2.1 and the three base64url
-// segments.
+// Cheap checks before any hashing, crypto or fetch (RFC 8725 §3.1; verifier/README.md "What is
+// checked"): a size cap, the Bearer syntax of RFC 6750 §2.1 and the three base64url segments.
 import { MAX_TOKEN_BYTES } from '../config/model.js';
 import { VerifyError } from '../errors.js';
 
@@ -8,6 +7,8 @@ const TOKEN68 = /^[A-Za-z0-9\-._~+/]+=*$/;
 const BEARER_PREFIX = /^bearer(?: |$)/i;
 const DPOP_PREFIX = /^dpop(?: |$)/i;
 const JWS_COMPACT = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
+const TOO_LARGE = () =>
+  new VerifyError('token_too_large', `token is larger than ${MAX_TOKEN_BYTES} bytes`);
 
 export interface Credentials {
   /** `bearer` (RFC 6750) or `dpop` (RFC 9449 §7.1). */
@@ -27,9 +28,7 @@ export function readCredentials(
   dpop: boolean,
 ): Credentials | undefined {
   if (authorization === undefined || authorization.length === 0) return undefined;
-  if (authorization.length > MAX_TOKEN_BYTES + 64) {
-    throw new VerifyError('token_too_large', `token is larger than ${MAX_TOKEN_BYTES} bytes`);
-  }
+  if (authorization.length > MAX_TOKEN_BYTES + 64) throw TOO_LARGE();
   let scheme: Credentials['scheme'];
   if (BEARER_PREFIX.test(authorization)) scheme = 'bearer';
   else if (dpop && DPOP_PREFIX.test(authorization)) scheme = 'dpop';
@@ -40,9 +39,7 @@ export function readCredentials(
       'token_malformed',
       `Authorization is "${scheme === 'bearer' ? 'Bearer' : 'DPoP'}" without a token`,
     );
-  if (token.length > MAX_TOKEN_BYTES) {
-    throw new VerifyError('token_too_large', `token is larger than ${MAX_TOKEN_BYTES} bytes`);
-  }
+  if (token.length > MAX_TOKEN_BYTES) throw TOO_LARGE();
   return { scheme, token };
 }
 

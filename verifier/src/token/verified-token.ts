@@ -1,4 +1,6 @@
-// The outcome of a successful token check, whatever the token type; what the decision cache keeps.
+// What a successful token check yields, whatever the token type (what the decision cache keeps),
+// and the readers of the claims it carries besides the identity: key binding and session.
+import { VerifyError } from '../errors.js';
 import type { Identity } from './identity.js';
 
 export interface VerifiedToken {
@@ -6,9 +8,9 @@ export interface VerifiedToken {
   /** Seconds since the epoch; the cache never keeps a decision past it. */
   readonly exp: number;
   /** Seconds since the epoch, tolerance already applied; undefined when the token has no `nbf`. */
-  readonly nbf: number | undefined;
+  readonly nbf?: number | undefined;
   /** The JWS `kid` the token was verified with, so entries can be dropped when the key leaves. */
-  readonly kid: string | undefined;
+  readonly kid?: string | undefined;
   /** Seconds since the epoch until which the key that verified it is trusted; undefined: no key. */
   readonly keyTrustedUntil?: number | undefined;
   /** `cnf.jkt` of a DPoP-bound token (RFC 9449 §6): the thumbprint its proofs must be signed with. */
@@ -36,10 +38,27 @@ export function readSessionClaims(claims: Record<string, unknown>): SessionClaim
     typeof value === 'string' && value.length > 0 && value.length <= MAX_CLAIM_LENGTH
       ? value
       : undefined;
-  const address = short(email);
   return {
     iat: typeof iat === 'number' && Number.isFinite(iat) ? iat : undefined,
     sid: short(sid),
-    email: address?.toLowerCase(),
+    email: short(email)?.toLowerCase(),
   };
+}
+
+/**
+ * `cnf.jkt` (RFC 9449 §6), read the same way from a JWT's claims (§6.1) and from an introspection
+ * answer (§6.2); undefined for an unbound token. A `cnf` this gate cannot honour (another
+ * confirmation method, a malformed thumbprint) refuses the token: accepting it as a bearer token
+ * would drop the binding its issuer asked for. `where` names the source in the message.
+ */
+export function readJkt(cnf: unknown, where = 'claim'): string | undefined {
+  if (cnf === undefined) return undefined;
+  if (cnf !== null && typeof cnf === 'object' && !Array.isArray(cnf)) {
+    const { jkt } = cnf as Record<string, unknown>;
+    if (typeof jkt === 'string' && /^[A-Za-z0-9_-]{43}$/.test(jkt)) return jkt;
+  }
+  throw new VerifyError(
+    'claim_invalid',
+    `"cnf" ${where} is not a DPoP key binding this gate understands`,
+  );
 }
