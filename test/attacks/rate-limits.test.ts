@@ -69,9 +69,8 @@ describe('the verifier-call limit', () => {
   beforeAll(async () => {
     gate = await startAttackStack({
       env: {
+        verifier: { VERIFIER_VERIFY_RATE: '5r/s', VERIFIER_VERIFY_BURST: '10' },
         nginx: {
-          SG_VERIFY_RATE: '5r/s',
-          SG_VERIFY_BURST: '10',
           SG_REAL_IP_FROM: '127.0.0.1/32',
           SG_REAL_IP_HEADER: 'X-Forwarded-For',
         },

@@ -233,10 +233,13 @@ describe('NGINX in front of a verifier that speaks the contract', () => {
     expect(JSON.parse(answer.body)).toEqual(devSecrets.clients['spa-demo']);
     expect(verifier.received.length).toBe(before + 1);
     const seen = verifier.received.at(-1);
-    expect(seen?.url).toBe('/verify?policy=secret');
+    expect(seen?.url).toBe('/verify');
     expect(seen?.headers).toEqual({
       host: 'sg_verifier',
       authorization: `Bearer ${contractTokens.spaDemo}`,
+      'x-sg-policy': 'secret',
+      // The key of the verifier's per-client call limit: the client's address.
+      'x-sg-client': '127.0.0.1',
       'x-original-uri': '/secret',
       'x-original-method': 'GET',
       // SG_EXTERNAL_ORIGIN, for DPoP's `htu`: the configured origin, never the request's Host.
@@ -256,7 +259,7 @@ describe('NGINX in front of a verifier that speaks the contract', () => {
     expectNoSecret(answer);
   });
 
-  it('refuses an Authorization header too long for the verifier with 401, without asking it', async () => {
+  it('refuses an Authorization header too long for the verifier with 401, without passing it on', async () => {
     const before = verifier.received.length;
     const answer = await get(`${site.url}/secret`, bearer('a'.repeat(4000)));
     expect(answer.status).toBe(401);
@@ -264,7 +267,9 @@ describe('NGINX in front of a verifier that speaks the contract', () => {
       'Bearer realm="secret-gate", error="invalid_token"',
     );
     expectNoSecret(answer);
-    expect(verifier.received.length).toBe(before);
+    // The verifier gets a marker it refuses, never a value it could not read (uWS: over 4 KiB).
+    expect(verifier.received.length).toBe(before + 1);
+    expect(verifier.received.at(-1)?.headers.authorization).toBe('Bearer !too-long');
   });
 
   it('turns a CloudFront grant into the CloudFront cookies on the allowed /secret answer', async () => {
