@@ -23,6 +23,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { freePort } from '../stack/ports.js';
+import { LOAD_TEST_VERIFIER_ENV } from '../perf/systems.js';
 import { VERIFIER_NODE_FLAGS } from '../stack/service-env.js';
 import { secretSetName } from '../verifier/src/decision/secret-set.js';
 
@@ -177,6 +178,8 @@ async function startVerifier(
     VERIFIER_REQUIRED_SCOPES: 'secrets:read',
     VERIFIER_LISTEN: `127.0.0.1:${port}`,
     VERIFIER_LOG_LEVEL: 'warn',
+    // wrk sends no X-SG-Client: every call would share the direct callers' one bucket.
+    ...LOAD_TEST_VERIFIER_ENV,
     ...extra,
   });
   await waitReady(`http://127.0.0.1:${port}/readyz`);

@@ -19,7 +19,7 @@ import {
   type CountRow,
 } from './nginx-counts.js';
 import { countSyscalls, startCallgrindNginx } from './nginx-counters.js';
-import { childrenOf, LOAD_TEST_NGINX_ENV } from './systems.js';
+import { childrenOf, LOAD_TEST_NGINX_ENV, LOAD_TEST_VERIFIER_ENV } from './systems.js';
 import { mintTokens } from './tokens.js';
 
 export const COUNT_ROW_NAMES = {
@@ -198,7 +198,11 @@ async function countOnOneStack(
         SG_CLOUDFRONT_COOKIES: cloudFront ? 'on' : 'off',
       },
       // The DPoP rows' proofs are signed before their row starts.
-      verifier: { VERIFIER_DPOP_IAT_WINDOW: '10m', VERIFIER_LOG_LEVEL: 'warn' },
+      verifier: {
+        ...LOAD_TEST_VERIFIER_ENV,
+        VERIFIER_DPOP_IAT_WINDOW: '10m',
+        VERIFIER_LOG_LEVEL: 'warn',
+      },
     },
   });
   const syscalls = new Map<string, Map<string, number>>();

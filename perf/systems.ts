@@ -20,9 +20,6 @@ const REPO_ROOT = join(import.meta.dirname, '..');
 export const LOAD_TEST_NGINX_ENV: Readonly<Record<string, string>> = Object.freeze({
   SG_SECRET_RATE: '1000000r/s',
   SG_SECRET_BURST: '1000000',
-  // The all-distinct rows send every token's first call from this one address too.
-  SG_VERIFY_RATE: '1000000r/s',
-  SG_VERIFY_BURST: '1000000',
   // The image's buffered access log: measure what is deployed.
   SG_ACCESS_LOG_OPTIONS: 'buffer=64k flush=1s',
 });
@@ -73,12 +70,21 @@ export function childPidsMatching(marker: string): number[] {
   return pids;
 }
 
+/** The all-distinct rows send every token's first call from that one address to the verifier too. */
+export const LOAD_TEST_VERIFIER_ENV: Readonly<Record<string, string>> = Object.freeze({
+  VERIFIER_VERIFY_RATE: '1000000r/s',
+  VERIFIER_VERIFY_BURST: '1000000',
+});
+
 /** Ours: the real stack from stack/ (dev IdP, verifier, NGINX), then moved into the limits. */
 async function startOurs(ctx: SystemContext): Promise<SystemInstance> {
   const before = new Set(childPidsMatching(''));
   const stack = await startStack({
     runtimeDir: join(ctx.dir, 'stack'),
-    env: { nginx: { ...LOAD_TEST_NGINX_ENV, ...ctx.nginxEnv }, verifier: { ...ctx.verifierEnv } },
+    env: {
+      nginx: { ...LOAD_TEST_NGINX_ENV, ...ctx.nginxEnv },
+      verifier: { ...LOAD_TEST_VERIFIER_ENV, ...ctx.verifierEnv },
+    },
   });
   const fresh = (marker: string) => childPidsMatching(marker).filter((pid) => !before.has(pid));
   const services: ServiceInfo[] = [

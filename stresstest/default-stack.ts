@@ -2,8 +2,8 @@
 // under two loads, one after the other, with the verifier's CPU measured during each:
 // 1. the study's load as a new user writes it (locust HttpUser, 2500 users, spawn 50/s, ONE shared
 //    token, /hello:/secret = 1:2, 0-1 s waits): the goal is 0 failures;
-// 2. one address flooding random well-formed tokens with wrk: the verifier-call limit
-//    (SG_VERIFY_RATE) must hold the verifier to a bounded CPU share.
+// 2. one address flooding random well-formed tokens with wrk: the verifier's per-client call
+//    limit (VERIFIER_VERIFY_RATE) must hold the verifier to a bounded CPU share.
 // Options: --duration SECONDS (each load, default 120), --flood-connections N (default 64).
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';

@@ -27,8 +27,6 @@ export type NginxVariableName =
   | 'SG_SECRETS_ISSUER'
   | 'SG_MEMORY_DIR'
   | 'SG_EDGE_CACHE'
-  | 'SG_VERIFY_RATE'
-  | 'SG_VERIFY_BURST'
   | 'SG_REAL_IP_FROM'
   | 'SG_REAL_IP_HEADER'
   | 'SG_EXTERNAL_ORIGIN';
@@ -170,19 +168,6 @@ export const nginxVariables: readonly NginxVariable[] = Object.freeze([
       '`burst` of that limit (served at once, `nodelay`). Keep it large: `limit_req` counts in milliseconds.',
   },
   {
-    name: 'SG_VERIFY_RATE',
-    local: '200r/s',
-    docker: '200r/s',
-    description:
-      'Per-client-address rate of calls that reach the verifier (edge-cache misses: new, distinct or garbage tokens, DPoP requests); what bounds the verifier under a flood. Over it: 429 + `Retry-After`.',
-  },
-  {
-    name: 'SG_VERIFY_BURST',
-    local: '400',
-    docker: '400',
-    description: '`burst` of that limit (`nodelay`).',
-  },
-  {
     name: 'SG_EDGE_CACHE',
     local: 'sg_decisions',
     docker: 'sg_decisions',
@@ -244,8 +229,6 @@ export interface LocalNginxOptions {
   readonly cloudFrontCookies?: 'on' | 'off';
   readonly secretRate?: string;
   readonly secretBurst?: number;
-  readonly verifyRate?: string;
-  readonly verifyBurst?: number;
   /** Defaults to the issuer. */
   readonly secretsIssuer?: string;
   /** Defaults to a fresh name under /dev/shm (memory-backed), else inside the prefix. */
@@ -282,8 +265,6 @@ export function localNginxEnv(options: LocalNginxOptions): NginxEnv {
     SG_CLOUDFRONT_COOKIES: options.cloudFrontCookies ?? 'off',
     SG_SECRET_RATE: options.secretRate ?? '5000r/s',
     SG_SECRET_BURST: String(options.secretBurst ?? 10000),
-    SG_VERIFY_RATE: options.verifyRate ?? '200r/s',
-    SG_VERIFY_BURST: String(options.verifyBurst ?? 400),
     SG_EDGE_CACHE: 'sg_decisions',
     SG_MEMORY_DIR: options.memoryDir ?? localMemoryDir(prefix),
     SG_SECRETS_ISSUER: options.secretsIssuer ?? issuer,

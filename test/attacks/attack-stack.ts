@@ -107,14 +107,17 @@ export async function startAttackStack(options: AttackStackOptions = {}): Promis
     secretsFile,
     env: {
       ...options.env,
-      verifier: { VERIFIER_CONFIG: configFile, ...options.env?.verifier },
       // The suites send hundreds of distinct tokens from one address; the limits have a suite of
       // their own (rate-limits.test.ts).
+      verifier: {
+        VERIFIER_CONFIG: configFile,
+        VERIFIER_VERIFY_RATE: '100000r/s',
+        VERIFIER_VERIFY_BURST: '100000',
+        ...options.env?.verifier,
+      },
       nginx: {
         SG_SECRET_RATE: '100000r/s',
         SG_SECRET_BURST: '100000',
-        SG_VERIFY_RATE: '100000r/s',
-        SG_VERIFY_BURST: '100000',
         ...options.env?.nginx,
       },
     },

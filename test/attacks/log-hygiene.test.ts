@@ -12,7 +12,7 @@ let valid: string;
 
 beforeAll(async () => {
   gate = await startAttackStack({
-    env: { nginx: { SG_VERIFY_RATE: '1r/m', SG_VERIFY_BURST: '1' } },
+    env: { verifier: { VERIFIER_VERIFY_RATE: '1r/m', VERIFIER_VERIFY_BURST: '1' } },
   });
   valid = await gate.stack.mintToken();
 }, 120_000);

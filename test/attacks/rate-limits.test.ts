@@ -69,9 +69,8 @@ describe('the verifier-call limit', () => {
   beforeAll(async () => {
     gate = await startAttackStack({
       env: {
+        verifier: { VERIFIER_VERIFY_RATE: '5r/s', VERIFIER_VERIFY_BURST: '10' },
         nginx: {
-          SG_VERIFY_RATE: '5r/s',
-          SG_VERIFY_BURST: '10',
           SG_REAL_IP_FROM: '127.0.0.1/32',
           SG_REAL_IP_HEADER: 'X-Forwarded-For',
         },
@@ -125,6 +124,27 @@ describe('the verifier-call limit', () => {
       earned: true,
     });
     expect(same.status).toBe(200);
+  });
+
+  it('never counts an edge-cache hit against the limit: 200 hits of one token, then 10 new tokens, all answered', async () => {
+    const token = await gate.stack.mintToken();
+    const from = { 'x-forwarded-for': '203.0.113.9' };
+    // One verifier call (the miss), then edge-cache hits: far more than the 11 the bucket holds.
+    const cached = await hammer(
+      gate.stack.urls.secret,
+      () => ({ authorization: `Bearer ${token}`, ...from }),
+      200,
+      10,
+    );
+    expect(Object.fromEntries(cached)).toEqual({ 200: 200 });
+    // The bucket still holds its burst: ten distinct tokens at once all reach the verifier.
+    const fresh = await hammer(
+      gate.stack.urls.secret,
+      () => ({ authorization: `Bearer ${randomToken()}`, ...from }),
+      10,
+      10,
+    );
+    expect(Object.fromEntries(fresh)).toEqual({ 401: 10 });
   });
 
   it('leaks nothing and answers no 500 along the way', () => {

@@ -69,7 +69,7 @@ export function startContractVerifier(port: number): Promise<ContractVerifier> {
       });
       res.end();
     };
-    if (!req.url?.startsWith('/verify?policy=')) {
+    if (req.url !== '/verify' || req.headers['x-sg-policy'] === undefined) {
       res.writeHead(404).end();
     } else if (auth === undefined) {
       res.writeHead(401, { 'WWW-Authenticate': REALM }).end();

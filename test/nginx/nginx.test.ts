@@ -233,10 +233,13 @@ describe('NGINX in front of a verifier that speaks the contract', () => {
     expect(JSON.parse(answer.body)).toEqual(devSecrets.clients['spa-demo']);
     expect(verifier.received.length).toBe(before + 1);
     const seen = verifier.received.at(-1);
-    expect(seen?.url).toBe('/verify?policy=secret');
+    expect(seen?.url).toBe('/verify');
     expect(seen?.headers).toEqual({
       host: 'sg_verifier',
       authorization: `Bearer ${contractTokens.spaDemo}`,
+      'x-sg-policy': 'secret',
+      // The key of the verifier's per-client call limit: the client's address.
+      'x-sg-client': '127.0.0.1',
       'x-original-uri': '/secret',
       'x-original-method': 'GET',
       // SG_EXTERNAL_ORIGIN, for DPoP's `htu`: the configured origin, never the request's Host.
@@ -256,7 +259,7 @@ describe('NGINX in front of a verifier that speaks the contract', () => {
     expectNoSecret(answer);
   });
 
-  it('refuses an Authorization header too long for the verifier with 401, without asking it', async () => {
+  it('refuses an Authorization header too long for the verifier with 401, without passing it on', async () => {
     const before = verifier.received.length;
     const answer = await get(`${site.url}/secret`, bearer('a'.repeat(4000)));
     expect(answer.status).toBe(401);
@@ -264,7 +267,9 @@ describe('NGINX in front of a verifier that speaks the contract', () => {
       'Bearer realm="secret-gate", error="invalid_token"',
     );
     expectNoSecret(answer);
-    expect(verifier.received.length).toBe(before);
+    // The verifier gets a marker it refuses, never a value it could not read (uWS: over 4 KiB).
+    expect(verifier.received.length).toBe(before + 1);
+    expect(verifier.received.at(-1)?.headers.authorization).toBe('Bearer !too-long');
   });
 
   it('turns a CloudFront grant into the CloudFront cookies on the allowed /secret answer', async () => {
@@ -685,7 +690,7 @@ describe.skipIf(!existsSync(realVerifierMain))(
     let verifierProcess: ChildProcess;
     let verifierPort: number;
     let requestToken: (clientId?: string, scope?: string) => Promise<string>;
-    let startVerifier: () => Promise<void>;
+    let startVerifier: (transport?: 'uws' | 'node') => Promise<void>;
 
     beforeAll(async () => {
       const { loadIdpConfig } = await import('../../idp/config.js');
@@ -718,10 +723,11 @@ describe.skipIf(!existsSync(realVerifierMain))(
       };
       await writeFile(configFile, JSON.stringify(config));
       verifierPort = await freePort();
-      startVerifier = async () => {
+      startVerifier = async (transport = 'uws') => {
         verifierProcess = spawn(process.execPath, [realVerifierMain], {
           env: {
             PATH: process.env.PATH ?? '',
+            VERIFIER_TRANSPORT: transport,
             VERIFIER_LISTEN: `127.0.0.1:${verifierPort}`,
             VERIFIER_CONFIG: configFile,
             VERIFIER_LOG_LEVEL: 'warn',
@@ -809,6 +815,32 @@ describe.skipIf(!existsSync(realVerifierMain))(
       });
       expect(answer.status).toBe(200);
     });
+
+    it.each(['uws', 'node'] as const)(
+      'answers an Authorization of 3,799 to 10,000 characters 401 invalid_token, never a 500 (%s transport)',
+      async (transport) => {
+        if (transport === 'node') {
+          await stopChild(verifierProcess);
+          await startVerifier('node');
+        }
+        try {
+          // Under the cap the value itself reaches the verifier; from 3,800 on NGINX sends a marker.
+          for (const length of [3_799, 3_800, 4_000, 5_000, 10_000]) {
+            const answer = await get(`${site.url}/secret`, bearer('a'.repeat(length - 7)));
+            expect(answer.status, `${length} characters`).toBe(401);
+            expect(answer.headers.get('www-authenticate')).toBe(
+              'Bearer realm="secret-gate", error="invalid_token"',
+            );
+            expectNoSecret(answer);
+          }
+        } finally {
+          if (transport === 'node') {
+            await stopChild(verifierProcess);
+            await startVerifier();
+          }
+        }
+      },
+    );
 
     it('answers 503 with no secret while the verifier is down, 200 once it is back', async () => {
       const token = await requestToken('spa-demo', 'secrets:read');

@@ -13,6 +13,7 @@ import type { Logger } from './log.js';
 import { createMetrics } from './metrics.js';
 import { createOpaqueVerifier, type OpaqueVerifier } from './token/opaque-verifier.js';
 import { createRevocationRuntime } from './revocation/index.js';
+import { createCallLimit } from './http/call-limit.js';
 import { createRoutes } from './http/routes.js';
 import { pickTransport, type Transport } from './http/transport.js';
 import { createNodeTransport } from './http/transport-node.js';
@@ -109,6 +110,7 @@ export function createVerifierService(config: VerifierConfig, options: ServiceOp
   });
   const routes = createRoutes({
     authorize,
+    admit: createCallLimit(config.callLimit, now),
     isReady,
     metrics,
     metricsOnMain: config.metricsListen === undefined,

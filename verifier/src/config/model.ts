@@ -17,6 +17,7 @@ import {
   list,
   listen,
   oneOf,
+  rate,
   says,
   secret,
   section,
@@ -70,6 +71,15 @@ export const rootSchema = section({
     ),
     edgeTtl: env('VERIFIER_EDGE_CACHE_TTL', duration.prefault('5s')).describe(
       "Cap on how long NGINX may reuse an answer (`X-Accel-Expires`, never past the token's `exp` or its key set's trust); `0` turns NGINX's decision cache off. Also how long a retired key can still be honoured at the edge.",
+    ),
+  }).prefault({}),
+  /** The per-client limit of /verify calls (http/call-limit.ts): what bounds the verifier's CPU. */
+  callLimit: section({
+    rate: env('VERIFIER_VERIFY_RATE', rate.prefault('200r/s')).describe(
+      'Per-client rate of `/verify` calls (`Nr/s` or `Nr/m`), the client as NGINX names it in `X-SG-Client` (an address after `real_ip`, IPv6 by its /64). Only edge-cache misses and DPoP requests reach the verifier, so this bounds its work under a flood of new, distinct or garbage tokens and never counts cached traffic. Over it: 429 + `Retry-After` at NGINX. Per process: each replica limits on its own.',
+    ),
+    burst: env('VERIFIER_VERIFY_BURST', count.prefault('400')).describe(
+      "Calls a client may make at once beyond the rate (a token bucket of `burst` + 1, refilled at the rate), as NGINX's `limit_req … burst nodelay` counts.",
     ),
   }).prefault({}),
   jwks: section({

@@ -37,6 +37,13 @@ export const duration = measure(
 );
 /** A positive integer, e.g. a cache size. */
 export const count = measure('a positive integer', /^(\d+)$/, () => 1);
+/** Calls per second, spelled as NGINX's `limit_req` spells a rate: `200r/s`, `30r/m`. */
+export const rate = measure(
+  'a rate such as 200r/s or 30r/m',
+  /^(\d+(?:\.\d+)?)r\/(s|m)$/,
+  (suffix) => (suffix === 'm' ? 1 / 60 : 1),
+  false,
+).refine((perSecond) => perSecond > 0, 'must be greater than 0');
 /** Byte sizes accept `k`, `m`, `g` suffixes (powers of 1024). */
 export const bytes = measure(
   'a size such as 65536, 64k or 64m',

@@ -45,13 +45,14 @@ describe('the /verify contract table', () => {
     expect(names.filter((name) => !declared.has(name))).toEqual([]);
   });
 
-  it('has a row for every VerifyRequest field a header fills (the policy is the query)', () => {
+  it('has a row for every VerifyRequest field (the policy: X-SG-Policy, or the query)', () => {
     expect(REQUEST_HEADERS.map((row) => row.field).sort()).toEqual([
       'authorization',
       'dpop',
       'originalMethod',
       'originalOrigin',
       'originalUri',
+      'policy',
     ]);
   });
 });

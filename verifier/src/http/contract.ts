@@ -15,7 +15,7 @@ export interface ContractHeader {
 
 /** A request header and the VerifyRequest field it fills. */
 export interface RequestHeader extends ContractHeader {
-  readonly field: Exclude<keyof VerifyRequest, 'policy'>;
+  readonly field: keyof VerifyRequest;
   /** Lower case, as both HTTP libraries look headers up. */
   readonly key: string;
 }
@@ -27,9 +27,20 @@ const request = (
   meaning: string,
 ): RequestHeader => ({ name, field, key: name.toLowerCase(), on, meaning });
 
-/** What NGINX sends to `GET /verify?policy=NAME`, and only this (`proxy_pass_request_headers off`). */
+/** What NGINX sends to `GET /verify`, and only this (`proxy_pass_request_headers off`). */
 export const REQUEST_HEADERS: readonly RequestHeader[] = [
-  request('Authorization', 'authorization', 'always', "the client's `Bearer` (or `DPoP`) token"),
+  request(
+    'X-SG-Policy',
+    'policy',
+    'always',
+    'the policy name (`default` when absent); a `?policy=NAME` query, for callers other than NGINX, wins over it',
+  ),
+  request(
+    'Authorization',
+    'authorization',
+    'always',
+    "the client's `Bearer` (or `DPoP`) token; `Bearer !too-long`, refused as malformed, in place of one of 3,800 characters or more (uWebSockets.js cannot read headers over 4 KiB)",
+  ),
   request(
     'X-Original-URI',
     'originalUri',

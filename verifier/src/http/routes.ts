@@ -4,6 +4,7 @@ import type { Authorize } from '../decision/authorize.js';
 import type { Header } from '../decision/decision.js';
 import type { Answer, Receiver } from '../decision/plugins.js';
 import type { Metrics } from '../metrics.js';
+import type { CallLimit } from './call-limit.js';
 
 /** A GET page: health, readiness, metrics. */
 export type Page = () => Answer | Promise<Answer>;
@@ -11,6 +12,8 @@ export type Page = () => Answer | Promise<Answer>;
 export interface Routes {
   /** /verify, any method (auth_request keeps the client's); undefined on the metrics listener. */
   readonly verify: Authorize | undefined;
+  /** Asked before /verify does any token work; false: answered LIMITED (call-limit.ts). */
+  readonly admit?: CallLimit | undefined;
   /** GET /readyz: 200 once every issuer's key set has loaded (and is not too stale). */
   readyz(): Answer;
   /** GET pages by path (`/healthz`, `/readyz`, `/metrics` unless it has a listener of its own). */
@@ -38,6 +41,7 @@ export const BODY_TOO_LARGE = json(413, {
 
 export function createRoutes(parts: {
   authorize: Authorize;
+  admit?: CallLimit;
   isReady: () => boolean;
   metrics: Metrics;
   /** False when VERIFIER_METRICS_LISTEN moves `/metrics` to its own listener. */
@@ -67,6 +71,7 @@ export function createRoutes(parts: {
   const receivers = parts.receivers ?? new Map<string, Receiver>();
   return {
     verify: parts.authorize,
+    admit: parts.admit,
     readyz,
     pages,
     receivers,

@@ -96,6 +96,9 @@ describe.each(['uws', 'node'] as const)('the %s transport over a loopback socket
       VERIFIER_TRANSPORT: transport,
       // oauth2-mock-server signs access tokens with `typ: JWT`: the documented opt-out.
       VERIFIER_REQUIRE_TYP: 'off',
+      // Far more than the other rows ask for, a fixed number for the limit's row.
+      VERIFIER_VERIFY_RATE: '1r/m',
+      VERIFIER_VERIFY_BURST: '50',
     }));
     await service.start();
     ({ port } = await service.listen({ kind: 'tcp', host: '127.0.0.1', port: 0 }));
@@ -147,6 +150,25 @@ describe.each(['uws', 'node'] as const)('the %s transport over a loopback socket
       authorization: `Bearer ${await token()}`,
     });
     expect(policy.status).toBe(403);
+  });
+
+  it('refuses a client over its call limit with a 403 marked limited, before any token work', async () => {
+    const client = { 'x-sg-client': '198.51.100.1' };
+    const statuses = [];
+    for (let i = 0; i < 53; i++)
+      statuses.push(
+        (await get({ port }, '/verify', { ...client, authorization: `Bearer x${i}` })).status,
+      );
+    // 50 at once beyond one a minute: 51 answered (401: nobody issued these), then refused.
+    expect(statuses).toEqual([...Array<number>(51).fill(401), 403, 403]);
+    const limited = await get({ port }, '/verify', { ...client, authorization: 'Bearer x' });
+    expect(limited).toMatchObject({ status: 403, body: '' });
+    expect(limited.headers['x-auth-challenge']).toBe('limited');
+    // Never stored at the edge: no X-Accel-Expires at all.
+    expect(limited.headers['x-accel-expires']).toBeUndefined();
+    // Another client key is counted apart.
+    const other = await get({ port }, '/verify', { 'x-sg-client': '198.51.100.9' });
+    expect(other.status).toBe(401);
   });
 
   it('serves /healthz, /readyz, /metrics and 404 elsewhere', async () => {

@@ -8,6 +8,7 @@ import type { Authorize, VerifyRequest } from '../decision/authorize.js';
 import type { Decision } from '../decision/decision.js';
 import { MAX_RECEIVER_BODY_BYTES, type Answer } from '../decision/plugins.js';
 import type { Logger } from '../log.js';
+import { CLIENT_KEY, LIMITED } from './call-limit.js';
 import { REQUEST_HEADERS } from './contract.js';
 import { BODY_TOO_LARGE, METHOD_NOT_ALLOWED, NOT_FOUND, type Routes } from './routes.js';
 import { renderDecision, type VerifyAnswer } from './verify-answer.js';
@@ -55,12 +56,13 @@ export function createDispatch<Q, S>(routes: Routes, wire: Wire<Q, S>) {
   }
   const asIs = (answer: Answer) => answer;
 
-  /** /verify, the hot path: the contract's headers copied, the decision rendered. */
+  /** /verify, the hot path: the call counted, the contract's headers copied, the decision rendered. */
   function verify(req: Q, res: S, authorize: Authorize): void {
-    const request: { -readonly [K in keyof VerifyRequest]: VerifyRequest[K] } = {
-      policy: wire.policy(req),
-    };
+    if (routes.admit?.(wire.header(req, CLIENT_KEY)) === false) return wire.write(res, LIMITED);
+    const request: { -readonly [K in keyof VerifyRequest]: VerifyRequest[K] } = {};
     for (const { field, key } of REQUEST_HEADERS) request[field] = wire.header(req, key);
+    // NGINX names the policy in a header (its URL then has no variable to parse on every hit).
+    request.policy = wire.policy(req) ?? request.policy;
     inFlight++;
     wire.watch(res);
     later<Decision>(res, authorize(request), renderDecision);
