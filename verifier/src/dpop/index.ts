@@ -7,7 +7,8 @@ import { createDpopStep } from './binding.js';
 import { dpopDenial } from './challenge.js';
 import { createNonceSource } from './nonce.js';
 import { createProofChecker } from './proof.js';
-import { createMemoryReplayStore, createRedisReplayStore } from './replay-store.js';
+import { createRedisReplayStore } from './redis-replay-store.js';
+import { createMemoryReplayStore } from './replay-store.js';
 
 export function createDpopRuntime(
   config: DpopConfig,

@@ -1,6 +1,6 @@
 // Where used proof `jti`s are remembered (RFC 9449 §11.1): in process, which stops a replay to the
-// same verifier only, or in a Redis (or Valkey) server every replica shares.
-import { Redis } from 'ioredis';
+// same verifier only, or in a Redis (or Valkey) server every replica shares (redis-replay-store.ts,
+// apart so the dev IdP's image, which uses the in-process store, needs no Redis client).
 
 /**
  * `remember` answers true the first time a key is seen within `ttlSeconds`, false for a replay.
@@ -51,46 +51,5 @@ export function createMemoryReplayStore(options: {
     },
     isReady: () => true,
     close: () => Promise.resolve(seen.clear()),
-  };
-}
-
-/**
- * The shared store: one `SET sg:dpop:<key> 1 PX ttl NX` per proof, so a proof replayed to another
- * replica within its `iat` window is refused too. Commands are never queued while disconnected
- * and time out after 500 ms: an unreachable store makes `remember` reject at once.
- */
-export function createRedisReplayStore(options: {
-  /** `redis://[user:password@]host:port[/db]` or `rediss://…`. */
-  readonly url: string;
-  /** Redis `AUTH` password read from a file or variable at start; wins over one in the URL. */
-  readonly password: string | undefined;
-  /** Called on connection trouble (never with a key or a token). */
-  readonly onError: (message: string) => void;
-}): ReplayStore {
-  let connectedOnce = false;
-  const client = new Redis(options.url, {
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 0,
-    commandTimeout: 500,
-    connectTimeout: 2000,
-    // Keep trying to reconnect, never more often than every 2 s.
-    retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
-    ...(options.password === undefined ? {} : { password: options.password }),
-  });
-  client.on('ready', () => (connectedOnce = true));
-  client.on('error', (error: Error) => options.onError(error.message));
-  return {
-    kind: 'redis',
-    async remember(key, ttlSeconds) {
-      const ttl = Math.max(1, Math.ceil(ttlSeconds * 1000));
-      const answer = await client
-        .set(`sg:dpop:${key}`, '1', 'PX', ttl, 'NX')
-        .catch((error: Error) => {
-          throw new ReplayStoreUnavailable(`the replay store did not answer (${error.message})`);
-        });
-      return answer === 'OK';
-    },
-    isReady: () => connectedOnce,
-    close: () => Promise.resolve(client.disconnect()),
   };
 }
