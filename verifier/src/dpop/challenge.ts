@@ -4,14 +4,6 @@
 import { deny, type Decision, type Header } from '../decision/decision.js';
 import type { DenyCode } from '../errors.js';
 
-/** What a DPoP answer needs besides the reason: the proof algorithms, and a fresh server nonce. */
-interface DpopAnswer {
-  /** Space-separated, for the challenge's `algs`. */
-  readonly algs: string;
-  /** Sent as `DPoP-Nonce` when nonces are on. */
-  readonly nonce?: string | undefined;
-}
-
 /** RFC 9449 §7.1 error codes (plus RFC 6750's `invalid_token` for the token itself). */
 type DpopError = 'invalid_token' | 'invalid_dpop_proof' | 'use_dpop_nonce';
 
@@ -29,9 +21,12 @@ const DESCRIPTIONS: Partial<Record<DenyCode, readonly [DpopError, string]>> = {
 /**
  * A deny answered with a `DPoP` challenge: `DPoP algs="…"` alone when no token came (RFC 6750
  * §3.1 style), else with `error` (token errors become `invalid_token`) and a fixed
- * `error_description`; `DPoP-Nonce` when one is handed out (§9).
+ * `error_description`; `algs` lists the proof algorithms, `nonce` is sent as `DPoP-Nonce` (§9).
  */
-export function dpopDenial(code: DenyCode, answer: DpopAnswer): Decision {
+export function dpopDenial(
+  code: DenyCode,
+  answer: { readonly algs: string; readonly nonce?: string | undefined },
+): Decision {
   const [error, description] = DESCRIPTIONS[code] ?? ['invalid_token', 'the token is not valid'];
   const challenge =
     code === 'token_missing'

@@ -12,20 +12,15 @@ const normalized = new LRUCache<string, string>({ max: 1024 });
 /** `scheme://host[:port]/path` of `raw`, or undefined when it is not an absolute http(s) URL. */
 export function normalizeHtu(raw: string): string | undefined {
   let result = normalized.get(raw);
-  if (result === undefined) normalized.set(raw, (result = parseHtu(raw) ?? ''));
-  return result === '' ? undefined : result;
-}
-
-function parseHtu(raw: string): string | undefined {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    return undefined;
+  if (result === undefined) {
+    const url = URL.canParse(raw) ? new URL(raw) : undefined;
+    const usable =
+      (url?.protocol === 'https:' || url?.protocol === 'http:') &&
+      url.username === '' &&
+      url.password === '';
+    normalized.set(raw, (result = usable ? `${url.protocol}//${url.host}${url.pathname}` : ''));
   }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') return undefined;
-  if (url.username !== '' || url.password !== '') return undefined;
-  return `${url.protocol}//${url.host}${url.pathname}`;
+  return result === '' ? undefined : result;
 }
 
 /**
@@ -37,8 +32,7 @@ export function externalUrl(
   origin: string | undefined,
   path: string | undefined,
 ): string | undefined {
-  if (origin === undefined || path === undefined || !path.startsWith('/')) return undefined;
   // `//host/x` as a path would change the authority once joined.
-  if (path.startsWith('//')) return undefined;
+  if (origin === undefined || !path?.startsWith('/') || path.startsWith('//')) return undefined;
   return normalizeHtu(`${origin.replace(/\/+$/, '')}${path}`);
 }

@@ -1,57 +1,139 @@
 // DPoP (RFC 9449) for the verifier: the per-request step built from the configuration. proof.ts
 // checks one proof, htu.ts the URL it names, replay-store.ts remembers `jti`s, nonce.ts makes
-// server nonces, challenge.ts renders the answers, binding.ts is the step itself.
+// server nonces, challenge.ts renders the answers.
+import { hash } from 'node:crypto';
 import type { DpopConfig } from '../config/model.js';
+import { deny, withHeaders } from '../decision/decision.js';
+import type { DpopOutcome, DpopStep } from '../decision/plugins.js';
+import { VerifyError, type DenyCode } from '../errors.js';
 import type { Logger } from '../log.js';
-import { createDpopStep } from './binding.js';
 import { dpopDenial } from './challenge.js';
+import { externalUrl } from './htu.js';
 import { createNonceSource } from './nonce.js';
 import { createProofChecker } from './proof.js';
 import { createRedisReplayStore } from './redis-replay-store.js';
 import { createMemoryReplayStore } from './replay-store.js';
 
+/**
+ * The DPoP step runs after the token's decision (cached or fresh) on every request, so a cached
+ * token never skips its proof (§7). It refuses a bound token sent as Bearer (no downgrade), the
+ * DPoP scheme with an unbound token, a proof that fails proof.ts, a proof signed by another key
+ * than the token's `cnf.jkt`, a missing or stale server nonce (when nonces are on) and a `jti` the
+ * replay store has seen. A shared store that does not answer fails `required` policies closed;
+ * `allowed` ones check replays in this process meanwhile.
+ */
 export function createDpopRuntime(
   config: DpopConfig,
   options: { now: () => number; logger: Logger },
 ) {
   const { now, logger } = options;
   const { algorithms, iatWindow } = config;
-  const fallback = createMemoryReplayStore({ maxEntries: config.replayMaxEntries, now });
+  const algs = algorithms.join(' ');
+  // A proof is acceptable for twice the window, so its `jti` is kept that long.
+  const replayTtl = iatWindow * 2;
+  const checkProof = createProofChecker({ algorithms, iatWindow, now });
+  const nonces =
+    config.nonceKey === undefined
+      ? undefined
+      : createNonceSource({ key: config.nonceKey, windowSeconds: iatWindow, now });
+  const memory = createMemoryReplayStore({ maxEntries: config.replayMaxEntries, now });
   const store =
     config.replayStore === 'memory'
-      ? fallback
+      ? memory
       : createRedisReplayStore({
           url: config.replayStore,
           password: config.replayPassword,
           onError: (message) => logger.warn({ err: message }, 'DPoP replay store unreachable'),
         });
   let lastStoreWarning = 0;
-  const step = createDpopStep({
-    checkProof: createProofChecker({ algorithms, iatWindow, now }),
-    store,
-    fallback,
-    nonces:
-      config.nonceKey === undefined
-        ? undefined
-        : createNonceSource({ key: config.nonceKey, windowSeconds: iatWindow, now }),
-    algorithms,
-    iatWindow,
-    onStoreError(message, failedClosed) {
-      // At most one line a second while the store is down.
-      if (now() - lastStoreWarning < 1000) return;
-      lastStoreWarning = now();
-      logger.warn(
-        { err: message, failedClosed },
-        failedClosed
-          ? 'DPoP replay store unreachable: proofs refused on required policies'
-          : 'DPoP replay store unreachable: this process checks replays on its own meanwhile',
-      );
-    },
+  function warnStoreError(message: string, failedClosed: boolean) {
+    // At most one line a second while the store is down.
+    if (now() - lastStoreWarning < 1000) return;
+    lastStoreWarning = now();
+    logger.warn(
+      { err: message, failedClosed },
+      failedClosed
+        ? 'DPoP replay store unreachable: proofs refused on required policies'
+        : 'DPoP replay store unreachable: this process checks replays on its own meanwhile',
+    );
+  }
+  const refuse = (code: DenyCode, detail: string | undefined, nonce?: string): DpopOutcome => ({
+    decision: dpopDenial(code, { algs, nonce }),
+    detail,
   });
+
+  const step: DpopStep = async (mode, decision, { scheme, token }, request, jkt) => {
+    if (mode === 'off') {
+      // Not a DPoP policy, but a bound token still never works as a bearer token.
+      if (jkt !== undefined && decision.identity !== undefined)
+        return { decision: deny('dpop_binding_mismatch'), detail: 'DPoP-bound token as Bearer' };
+      return { decision, detail: undefined };
+    }
+    if (decision.identity === undefined) {
+      // The token was refused: a DPoP client (or a DPoP-only policy) gets a DPoP challenge.
+      if ((scheme === 'dpop' || mode === 'required') && decision.outcome === 'deny')
+        return refuse(decision.reason, undefined);
+      return { decision, detail: undefined };
+    }
+    if (scheme === 'bearer') {
+      if (jkt !== undefined) return refuse('dpop_binding_mismatch', 'DPoP-bound token as Bearer');
+      if (mode === 'required') return refuse('dpop_required', 'bearer token on a DPoP policy');
+      return { decision, detail: undefined };
+    }
+    if (jkt === undefined)
+      return refuse('dpop_binding_mismatch', 'DPoP scheme with an unbound token');
+    const proof = request.dpop;
+    if (proof === undefined || proof === '') return refuse('dpop_proof_missing', 'no DPoP header');
+    const htu = externalUrl(request.originalOrigin, request.originalUri);
+    if (htu === undefined)
+      return refuse('dpop_proof_invalid', 'no external origin or path to check "htu" against');
+
+    let checked;
+    try {
+      checked = await checkProof(proof, {
+        htm: request.originalMethod ?? '',
+        htu,
+        accessToken: token,
+      });
+    } catch (error) {
+      // Anything else is a bug: the authorizer answers it as internal_error.
+      if (!(error instanceof VerifyError)) throw error;
+      return refuse(error.code, error.message);
+    }
+    if (checked.jkt !== jkt)
+      return refuse('dpop_binding_mismatch', 'the proof key is not the token\'s "cnf.jkt"');
+    if (nonces !== undefined && !nonces.isValid(checked.nonce))
+      return refuse('dpop_nonce_required', 'no current server nonce', nonces.current());
+
+    // Fixed-size store keys whatever the `jti`; one-shot `hash`, as for `ath`, on every proof.
+    const key = hash('sha256', `${jkt}\u0000${checked.jti}`, 'base64url');
+    let fresh: boolean;
+    try {
+      fresh = await store.remember(key, replayTtl);
+    } catch (error) {
+      const message = (error as Error).message;
+      warnStoreError(message, mode === 'required');
+      if (mode === 'required' || store === memory)
+        return refuse('dpop_replay_unavailable', message);
+      try {
+        fresh = memory.remember(key, replayTtl);
+      } catch (memoryError) {
+        return refuse('dpop_replay_unavailable', (memoryError as Error).message);
+      }
+    }
+    if (!fresh) return refuse('dpop_proof_replayed', '"jti" was seen before');
+    const nonceHeader = nonces?.current();
+    return {
+      decision:
+        nonceHeader === undefined ? decision : withHeaders(decision, [['DPoP-Nonce', nonceHeader]]),
+      detail: undefined,
+    };
+  };
+
   return {
     step,
     // RFC 6750 §3.1 style: no token at all gets the challenge without an error code.
-    missingToken: dpopDenial('token_missing', { algs: algorithms.join(' ') }),
+    missingToken: dpopDenial('token_missing', { algs }),
     store,
     close: () => store.close(),
   };

@@ -9,9 +9,8 @@ import {
   thumbprintOf,
 } from '../testing/dpop-proof.js';
 import { calculateJwkThumbprint } from 'jose';
-import { createHash, generateKeyPairSync, sign } from 'node:crypto';
-import { signatureScheme } from '../token/jws-signature.js';
-import { createProofChecker, jwkThumbprint, keyFitsScheme, MAX_PROOF_BYTES } from './proof.js';
+import { constants, createHash, generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
+import { createProofChecker, MAX_PROOF_BYTES } from './proof.js';
 
 const NOW = 1_750_000_000;
 const HTU = 'https://gate.example.com/secret';
@@ -111,12 +110,11 @@ describe('DPoP proof check (RFC 9449 §4.3)', () => {
     ).resolves.toMatchObject({ jkt: await thumbprintOf('ec') });
   });
 
-  it('computes RFC 7638 thumbprints exactly as jose does, for EC and RSA keys', async () => {
-    for (const name of ['ec', 'rsaA'] as const)
-      expect(jwkThumbprint(proofJwk(name))?.thumbprint).toBe(
-        await calculateJwkThumbprint(proofJwk(name), 'sha256'),
-      );
-    expect(jwkThumbprint({ kty: 'oct', k: 'c2VjcmV0' })).toBeUndefined();
+  it('names the RFC 7638 thumbprint of an RSA proof key too', async () => {
+    const proof = await signProof({ key: 'rsaA', htu: HTU, accessToken: TOKEN, iat: NOW });
+    await expect(check(proof, expect200)).resolves.toMatchObject({
+      jkt: await calculateJwkThumbprint(proofJwk('rsaA'), 'sha256'),
+    });
   });
 
   it('refuses a proof whose alg does not fit its key (ES256 header, RSA key)', async () => {
@@ -131,7 +129,7 @@ describe('DPoP proof check (RFC 9449 §4.3)', () => {
   it('refuses a proof whose "crit" names an extension jose does not understand', async () => {
     const proof = handSigned(
       { alg: 'ES256', typ: 'dpop+jwt', crit: ['urn:example:ext'], 'urn:example:ext': 1 },
-      'P-256',
+      ec('P-256'),
     );
     expect(await refusal(proof)).toEqual({
       code: 'dpop_proof_invalid',
@@ -160,20 +158,25 @@ describe('DPoP proof check (RFC 9449 §4.3)', () => {
 
   it('accepts a proof signed by hand with node:crypto, as any client library would', async () => {
     await expect(
-      check(handSigned({ alg: 'ES256', typ: 'dpop+jwt' }, 'P-256'), expect200),
+      check(handSigned({ alg: 'ES256', typ: 'dpop+jwt' }, ec('P-256')), expect200),
     ).resolves.toMatchObject({ jti: 'by-hand' });
   });
 
   it('refuses an ES256 proof signed with a P-384 key, even when the signature itself holds', async () => {
-    expect((await refusal(handSigned({ alg: 'ES256', typ: 'dpop+jwt' }, 'P-384'))).code).toBe(
+    expect((await refusal(handSigned({ alg: 'ES256', typ: 'dpop+jwt' }, ec('P-384')))).code).toBe(
       'dpop_proof_invalid',
     );
   });
 });
 
-/** A proof signed with a fresh EC key on `namedCurve`, with `header` and the key as its `jwk`. */
-function handSigned(header: Record<string, unknown>, namedCurve: string): string {
-  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve });
+type KeyPair = { privateKey: KeyObject; publicKey: KeyObject };
+const ec = (namedCurve: string) => generateKeyPairSync('ec', { namedCurve });
+
+/**
+ * A proof signed by `pair` as `header.alg` asks (ECDSA raw r‖s, RSA-PSS with the hash length as
+ * salt, Ed25519 unhashed), with `header` and the public key as its `jwk`.
+ */
+function handSigned(header: { alg: string } & Record<string, unknown>, pair: KeyPair): string {
   const encode = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
   const claims = {
     jti: 'by-hand',
@@ -182,18 +185,25 @@ function handSigned(header: Record<string, unknown>, namedCurve: string): string
     iat: NOW,
     ath: createHash('sha256').update(TOKEN).digest('base64url'),
   };
-  const input = `${encode({ ...header, jwk: publicKey.export({ format: 'jwk' }) })}.${encode(claims)}`;
-  const signature = sign('sha256', Buffer.from(input), {
-    key: privateKey,
+  const input = `${encode({ ...header, jwk: pair.publicKey.export({ format: 'jwk' }) })}.${encode(claims)}`;
+  const digest = header.alg === 'EdDSA' ? null : `sha${header.alg.slice(2)}`;
+  const signature = sign(digest, Buffer.from(input), {
+    key: pair.privateKey,
     dsaEncoding: 'ieee-p1363',
+    ...(header.alg.startsWith('PS')
+      ? { padding: constants.RSA_PKCS1_PSS_PADDING, saltLength: 32 }
+      : {}),
   });
   return `${input}.${signature.toString('base64url')}`;
 }
 
-describe('which proof keys may verify which "alg"', () => {
-  const ec = (namedCurve: string) => generateKeyPairSync('ec', { namedCurve }).publicKey;
-  const rsa = (modulusLength: number) => generateKeyPairSync('rsa', { modulusLength }).publicKey;
-  const ed25519 = generateKeyPairSync('ed25519').publicKey;
+describe('which proof keys may verify which "alg", each proof signed correctly by its key', () => {
+  const anyAlg = createProofChecker({
+    algorithms: ['ES256', 'ES384', 'RS256', 'PS256', 'EdDSA'],
+    iatWindow: 60,
+    now: () => NOW * 1000,
+  });
+  const rsa = (modulusLength: number) => generateKeyPairSync('rsa', { modulusLength });
   const rsa2048 = rsa(2048);
   it.each([
     ['ES256', 'a P-256 key', true, ec('P-256')],
@@ -204,9 +214,13 @@ describe('which proof keys may verify which "alg"', () => {
     ['PS256', 'an RSA-2048 key', true, rsa2048],
     ['RS256', 'an RSA-1024 key', false, rsa(1024)],
     ['RS256', 'a P-256 key', false, ec('P-256')],
-    ['EdDSA', 'an Ed25519 key', true, ed25519],
+    ['EdDSA', 'an Ed25519 key', true, generateKeyPairSync('ed25519')],
+    ['EdDSA', 'an Ed448 key', false, generateKeyPairSync('ed448')],
     ['EdDSA', 'a P-256 key', false, ec('P-256')],
-  ])('%s with %s fits: %s', (alg, _, fits, key) => {
-    expect(keyFitsScheme(key, signatureScheme(alg)!)).toBe(fits);
+  ])('%s with %s fits: %s', async (alg, _, fits, pair) => {
+    const checked = anyAlg(handSigned({ alg, typ: 'dpop+jwt' }, pair), expect200);
+    if (fits) await expect(checked).resolves.toMatchObject({ jti: 'by-hand' });
+    else
+      await expect(checked).rejects.toThrow('"jwk" header is not a public key usable with "alg"');
   });
 });

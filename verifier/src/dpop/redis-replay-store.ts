@@ -1,11 +1,11 @@
 // The shared replay store (./replay-store.ts has the interface and the in-process one).
 import { Redis } from 'ioredis';
-import { ReplayStoreUnavailable, type ReplayStore } from './replay-store.js';
+import type { ReplayStore } from './replay-store.js';
 
 /**
- * The shared store: one `SET sg:dpop:<key> 1 PX ttl NX` per proof, so a proof replayed to another
- * replica within its `iat` window is refused too. Commands are never queued while disconnected
- * and time out after 500 ms: an unreachable store makes `remember` reject at once.
+ * One `SET sg:dpop:<key> 1 PX ttl NX` per proof, so a proof replayed to another replica within its
+ * `iat` window is refused too. Commands are never queued while disconnected and time out after
+ * 500 ms: an unreachable store makes `remember` reject at once.
  */
 export function createRedisReplayStore(options: {
   /** `redis://[user:password@]host:port[/db]` or `rediss://…`. */
@@ -28,13 +28,12 @@ export function createRedisReplayStore(options: {
   client.on('ready', () => (connectedOnce = true));
   client.on('error', (error: Error) => options.onError(error.message));
   return {
-    kind: 'redis',
     async remember(key, ttlSeconds) {
       const ttl = Math.max(1, Math.ceil(ttlSeconds * 1000));
       const answer = await client
         .set(`sg:dpop:${key}`, '1', 'PX', ttl, 'NX')
         .catch((error: Error) => {
-          throw new ReplayStoreUnavailable(`the replay store did not answer (${error.message})`);
+          throw new Error(`the replay store did not answer (${error.message})`);
         });
       return answer === 'OK';
     },

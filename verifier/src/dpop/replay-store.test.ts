@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createMemoryReplayStore, ReplayStoreUnavailable } from './replay-store.js';
+import { createMemoryReplayStore } from './replay-store.js';
 
 describe('in-process replay store', () => {
   it('answers true for a new key and false for the same key within its lifetime', () => {
@@ -25,7 +25,7 @@ describe('in-process replay store', () => {
     const store = createMemoryReplayStore({ maxEntries: 2, now: () => 0 });
     store.remember('a', 60);
     store.remember('b', 60);
-    expect(() => store.remember('c', 60)).toThrow(ReplayStoreUnavailable);
+    expect(() => store.remember('c', 60)).toThrow('the in-process replay store is full');
     expect(store.remember('a', 60)).toBe(false);
   });
 });

@@ -6,17 +6,11 @@
  * `remember` answers true the first time a key is seen within `ttlSeconds`, false for a replay.
  * It rejects (throws) when the store cannot answer; the caller decides whether that fails closed.
  */
-export interface ReplayStore<Answer = boolean | Promise<boolean>> {
-  readonly kind: 'memory' | 'redis';
-  remember(key: string, ttlSeconds: number): Answer;
+export interface ReplayStore {
+  remember(key: string, ttlSeconds: number): boolean | Promise<boolean>;
   /** True once the store can answer (the shared store after its first connection). */
   isReady(): boolean;
   close(): Promise<void>;
-}
-
-/** Thrown by a store that cannot take another key right now (full, unreachable). */
-export class ReplayStoreUnavailable extends Error {
-  override readonly name = 'ReplayStoreUnavailable';
 }
 
 /**
@@ -29,11 +23,10 @@ export function createMemoryReplayStore(options: {
   maxEntries: number;
   /** Milliseconds since the epoch. */
   now: () => number;
-}): ReplayStore<boolean> {
+}) {
   const seen = new Map<string, number>();
   return {
-    kind: 'memory',
-    remember(key, ttlSeconds) {
+    remember(key: string, ttlSeconds: number): boolean {
       const at = options.now();
       const expires = seen.get(key);
       if (expires !== undefined && expires > at) return false;
@@ -44,12 +37,11 @@ export function createMemoryReplayStore(options: {
           seen.delete(old);
         }
       }
-      if (seen.size >= options.maxEntries)
-        throw new ReplayStoreUnavailable('the in-process replay store is full');
+      if (seen.size >= options.maxEntries) throw new Error('the in-process replay store is full');
       seen.set(key, at + ttlSeconds * 1000);
       return true;
     },
     isReady: () => true,
     close: () => Promise.resolve(seen.clear()),
-  };
+  } satisfies ReplayStore;
 }

@@ -1,7 +1,6 @@
 // The DPoP step inside the real authorizer: fixed keys, a frozen clock, a local JWKS server.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Decision } from '../decision/decision.js';
-import { allow } from '../decision/decision.js';
 import {
   AUDIENCE,
   ISSUER,
@@ -13,13 +12,15 @@ import {
 import { signProof, thumbprintOf } from '../testing/dpop-proof.js';
 import { buildService, type TestService } from '../testing/service.js';
 import { answerOf, statusOf } from '../testing/answer.js';
-import { createDpopStep } from './binding.js';
-import { createProofChecker } from './proof.js';
-import {
-  createMemoryReplayStore,
-  ReplayStoreUnavailable,
-  type ReplayStore,
-} from './replay-store.js';
+
+// Every shared replay store here is one that does not answer (the outage tests below).
+vi.mock('./redis-replay-store.js', () => ({
+  createRedisReplayStore: () => ({
+    remember: () => Promise.reject(new Error('connection refused')),
+    isReady: () => true,
+    close: async () => {},
+  }),
+}));
 
 const clock = manualClock();
 const T = clock.seconds();
@@ -27,7 +28,8 @@ const ORIGIN = 'https://gate.example.com';
 const HTU = `${ORIGIN}/secret`;
 const NONCE_KEY = 'n'.repeat(40);
 let jwks: JwksServer;
-const services: Record<'off' | 'allowed' | 'required' | 'nonce', TestService> = {} as never;
+type Service = 'off' | 'allowed' | 'required' | 'nonce' | 'sharedAllowed' | 'sharedRequired';
+const services: Record<Service, TestService> = {} as never;
 let jkt: string;
 
 function fileConfig(dpop: string) {
@@ -46,6 +48,9 @@ beforeAll(async () => {
     { VERIFIER_DPOP_NONCE_KEY: NONCE_KEY },
     { now: clock.now, file: fileConfig('allowed') },
   );
+  const shared = { VERIFIER_DPOP_REPLAY_STORE: 'redis://127.0.0.1:6379' };
+  services.sharedAllowed = buildService(shared, { now: clock.now, file: fileConfig('allowed') });
+  services.sharedRequired = buildService(shared, { now: clock.now, file: fileConfig('required') });
   await Promise.all(Object.values(services).map(({ service }) => service.start()));
 });
 afterAll(async () => {
@@ -188,37 +193,17 @@ describe('DPoP at /verify, other modes', () => {
 });
 
 describe('DPoP replay store trouble', () => {
-  const broken: ReplayStore = {
-    kind: 'redis',
-    remember: () => Promise.reject(new ReplayStoreUnavailable('connection refused')),
-    isReady: () => true,
-    close: async () => {},
-  };
-  const step = createDpopStep({
-    checkProof: createProofChecker({ algorithms: ['ES256'], iatWindow: 60, now: clock.now }),
-    store: broken,
-    fallback: createMemoryReplayStore({ maxEntries: 100, now: clock.now }),
-    nonces: undefined,
-    algorithms: ['ES256'],
-    iatWindow: 60,
-  });
-  const decision = allow({ sub: 'u', client: 'c', scopes: [], issuer: ISSUER });
-
   it('fails closed for required, and checks replays per process for allowed', async () => {
-    const token = 'a.b.c';
-    const credentials = { scheme: 'dpop' as const, token };
-    const jkt = await thumbprintOf('ec');
-    const request = {
-      dpop: await proofFor(token),
-      originalMethod: 'GET',
-      originalUri: '/secret',
-      originalOrigin: ORIGIN,
-    };
-    const required = await step('required', decision, credentials, request, jkt);
-    expect(required.decision.reason).toBe('dpop_replay_unavailable');
-    const allowed = await step('allowed', decision, credentials, request, jkt);
-    expect(statusOf(allowed.decision)).toBe(204);
-    const replayed = await step('allowed', decision, credentials, request, jkt);
-    expect(replayed.decision.reason).toBe('dpop_proof_replayed');
+    const token = await boundToken();
+    const proof = await proofFor(token);
+    const required = await ask('sharedRequired', { scheme: 'DPoP', token, proof });
+    expect(required.reason).toBe('dpop_replay_unavailable');
+    expect(header(required, 'WWW-Authenticate')).toMatch(/^DPoP error="invalid_dpop_proof"/);
+    expect(statusOf(await ask('sharedAllowed', { scheme: 'DPoP', token, proof }))).toBe(204);
+    const replayed = await ask('sharedAllowed', { scheme: 'DPoP', token, proof });
+    expect(replayed.reason).toBe('dpop_proof_replayed');
+    expect(services.sharedAllowed.lines.join('\n')).toContain(
+      'this process checks replays on its own meanwhile',
+    );
   });
 });
