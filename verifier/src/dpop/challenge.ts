@@ -19,9 +19,9 @@ const DESCRIPTIONS: Partial<Record<DenyCode, readonly [DpopError, string]>> = {
 };
 
 /**
- * A deny answered with a `DPoP` challenge: `DPoP algs="…"` alone when no token came (RFC 6750
- * §3.1 style), else with `error` (token errors become `invalid_token`) and a fixed
- * `error_description`; `algs` lists the proof algorithms, `nonce` is sent as `DPoP-Nonce` (§9).
+ * A deny answered with a `DPoP` challenge listing `algs`: alone when no token came (RFC 6750 §3.1
+ * style), else with `error` (token errors become `invalid_token`) and a fixed `error_description`;
+ * `DPoP-Nonce` when a nonce is handed out (§9).
  */
 export function dpopDenial(
   code: DenyCode,

@@ -28,10 +28,7 @@ export function normalizeHtu(raw: string): string | undefined {
  * (never a client header), `path` the raw path NGINX saw (no query). Undefined when either is
  * missing or unusable, which fails every proof.
  */
-export function externalUrl(
-  origin: string | undefined,
-  path: string | undefined,
-): string | undefined {
+export function externalUrl(origin: string | undefined, path: string | undefined) {
   // `//host/x` as a path would change the authority once joined.
   if (origin === undefined || !path?.startsWith('/') || path.startsWith('//')) return undefined;
   return normalizeHtu(`${origin.replace(/\/+$/, '')}${path}`);

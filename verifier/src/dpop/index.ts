@@ -1,6 +1,5 @@
-// DPoP (RFC 9449) for the verifier: the per-request step built from the configuration. proof.ts
-// checks one proof, htu.ts the URL it names, replay-store.ts remembers `jti`s, nonce.ts makes
-// server nonces, challenge.ts renders the answers.
+// DPoP (RFC 9449) for the verifier: the per-request step built from the configuration, with
+// proof.ts, htu.ts, replay-store.ts, nonce.ts and challenge.ts as its parts.
 import { hash } from 'node:crypto';
 import type { DpopConfig } from '../config/model.js';
 import { deny, withHeaders } from '../decision/decision.js';
@@ -15,12 +14,11 @@ import { createRedisReplayStore } from './redis-replay-store.js';
 import { createMemoryReplayStore } from './replay-store.js';
 
 /**
- * The DPoP step runs after the token's decision (cached or fresh) on every request, so a cached
- * token never skips its proof (§7). It refuses a bound token sent as Bearer (no downgrade), the
- * DPoP scheme with an unbound token, a proof that fails proof.ts, a proof signed by another key
- * than the token's `cnf.jkt`, a missing or stale server nonce (when nonces are on) and a `jti` the
- * replay store has seen. A shared store that does not answer fails `required` policies closed;
- * `allowed` ones check replays in this process meanwhile.
+ * The step runs after the token's decision (cached or fresh) on every request, so a cached token
+ * never skips its proof (§7). It refuses a bound token as Bearer (no downgrade), the DPoP scheme
+ * with an unbound token, a proof that fails proof.ts or is not by the token's `cnf.jkt` key, a
+ * missing or stale server nonce (when on) and a `jti` seen before. A shared replay store that does
+ * not answer fails `required` policies closed; `allowed` ones check replays in process meanwhile.
  */
 export function createDpopRuntime(
   config: DpopConfig,
@@ -33,9 +31,7 @@ export function createDpopRuntime(
   const replayTtl = iatWindow * 2;
   const checkProof = createProofChecker({ algorithms, iatWindow, now });
   const nonces =
-    config.nonceKey === undefined
-      ? undefined
-      : createNonceSource({ key: config.nonceKey, windowSeconds: iatWindow, now });
+    config.nonceKey === undefined ? undefined : createNonceSource(config.nonceKey, iatWindow, now);
   const memory = createMemoryReplayStore({ maxEntries: config.replayMaxEntries, now });
   const store =
     config.replayStore === 'memory'
@@ -82,19 +78,15 @@ export function createDpopRuntime(
     }
     if (jkt === undefined)
       return refuse('dpop_binding_mismatch', 'DPoP scheme with an unbound token');
-    const proof = request.dpop;
-    if (proof === undefined || proof === '') return refuse('dpop_proof_missing', 'no DPoP header');
+    if (!request.dpop) return refuse('dpop_proof_missing', 'no DPoP header');
     const htu = externalUrl(request.originalOrigin, request.originalUri);
     if (htu === undefined)
       return refuse('dpop_proof_invalid', 'no external origin or path to check "htu" against');
 
+    const expected = { htm: request.originalMethod ?? '', htu, accessToken: token };
     let checked;
     try {
-      checked = await checkProof(proof, {
-        htm: request.originalMethod ?? '',
-        htu,
-        accessToken: token,
-      });
+      checked = await checkProof(request.dpop, expected);
     } catch (error) {
       // Anything else is a bug: the authorizer answers it as internal_error.
       if (!(error instanceof VerifyError)) throw error;
@@ -122,17 +114,14 @@ export function createDpopRuntime(
       }
     }
     if (!fresh) return refuse('dpop_proof_replayed', '"jti" was seen before');
-    const nonceHeader = nonces?.current();
     return {
-      decision:
-        nonceHeader === undefined ? decision : withHeaders(decision, [['DPoP-Nonce', nonceHeader]]),
+      decision: nonces ? withHeaders(decision, [['DPoP-Nonce', nonces.current()]]) : decision,
       detail: undefined,
     };
   };
 
   return {
     step,
-    // RFC 6750 §3.1 style: no token at all gets the challenge without an error code.
     missingToken: dpopDenial('token_missing', { algs }),
     store,
     close: () => store.close(),

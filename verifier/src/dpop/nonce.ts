@@ -3,22 +3,19 @@
 // that just fetched one is never refused at a boundary).
 import { createHmac } from 'node:crypto';
 
-/** `current()` is the nonce to send as `DPoP-Nonce`; `isValid` accepts it and the previous one. */
-export function createNonceSource(options: {
-  key: string;
-  /** Seconds per window. */
-  windowSeconds: number;
-  /** Milliseconds since the epoch. */
-  now: () => number;
-}) {
-  const key = Buffer.from(options.key, 'utf8');
-  const windowMs = Math.max(1, options.windowSeconds) * 1000;
+/**
+ * `current()` is the nonce to send as `DPoP-Nonce`; `isValid` accepts it and the previous one.
+ * `windowSeconds` long windows, `now` in epoch milliseconds.
+ */
+export function createNonceSource(secret: string, windowSeconds: number, now: () => number) {
+  const key = Buffer.from(secret, 'utf8');
+  const windowMs = Math.max(1, windowSeconds) * 1000;
   const mac = (window: number) =>
     createHmac('sha256', key).update(`dpop-nonce:${window}`).digest().subarray(0, 18);
   const make = (window: number) => `${window.toString(36)}.${mac(window).toString('base64url')}`;
   let cached = { window: Number.NaN, nonce: '' };
   const current = () => {
-    const window = Math.floor(options.now() / windowMs);
+    const window = Math.floor(now() / windowMs);
     if (cached.window !== window) cached = { window, nonce: make(window) };
     return cached.nonce;
   };

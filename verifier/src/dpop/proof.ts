@@ -1,6 +1,5 @@
-// One DPoP proof checked per RFC 9449 §4.3 (§7 for a proof sent with an access token), with
-// node:crypto on the calling thread: jose's jwtVerify would hand a WebCrypto job to the thread pool
-// on every proof, several times the cost of the ES256 math (bench/gate.ts "one cached DPoP token").
+// One DPoP proof checked per RFC 9449 §4.3 and §7, with node:crypto on the calling thread: jose's
+// jwtVerify would queue a WebCrypto job on the thread pool per proof, several times the ES256 math.
 import { hash, type KeyObject } from 'node:crypto';
 import { calculateJwkThumbprint, decodeProtectedHeader, importJWK, type JWTPayload } from 'jose';
 import { LRUCache } from 'lru-cache';
@@ -34,17 +33,14 @@ const unverified = () => invalid('the DPoP proof signature or claims did not ver
  * `jwk` a public key (no private members) whose type and curve fit `alg` (RSA at least 2048 bits);
  * the signature with that key; `exp`, `nbf` and `iat` as jose validates them when present; `jti`
  * present; `htm` = the original method; `htu` = the external URL without query and fragment; `iat`
- * within ±window; `ath` = base64url(SHA-256(token)) when a token is presented. Not checked here:
- * `nonce` (returned for the caller's nonce source), replay of `jti` (the caller's replay store)
- * and `cnf.jkt` (the caller compares the thumbprint).
+ * within ±`iatWindow` seconds; `ath` = base64url(SHA-256(token)) when a token is presented. Left to
+ * the caller: `nonce`, replay of `jti` and `cnf.jkt`. `algorithms` are asymmetric (the
+ * configuration checks it); `now` is in epoch milliseconds.
  */
 export function createProofChecker(options: {
-  /** Allowed proof algorithms; asymmetric only (validated by the configuration). */
-  readonly algorithms: readonly string[];
-  /** Seconds `iat` may differ from now, either way. */
-  readonly iatWindow: number;
-  /** Milliseconds since the epoch. */
-  readonly now: () => number;
+  algorithms: readonly string[];
+  iatWindow: number;
+  now: () => number;
 }) {
   const schemes = new Map<string, SignatureScheme>();
   for (const alg of options.algorithms) {
@@ -53,9 +49,9 @@ export function createProofChecker(options: {
     schemes.set(alg, scheme);
   }
   /**
-   * A client signs every proof with one key under one protected header (alg, typ, jwk): all that is
-   * decided from it alone, the imported key included, is kept by its base64url text, so a repeat
-   * costs a map lookup rather than a key import and a digest. Only headers that passed go in.
+   * A client signs every proof with one key under one protected header (alg, typ, jwk): what it
+   * decides, the imported key included, is kept by its base64url text, so a repeat costs a map
+   * lookup rather than a key import and a digest. Only headers that passed go in.
    */
   const headers = new LRUCache<string, { jkt: string; key: KeyObject; scheme: SignatureScheme }>({
     max: HEADER_CACHE_ENTRIES,
@@ -94,10 +90,9 @@ export function createProofChecker(options: {
   }
 
   /**
-   * `expect`: the original method, the external URL normalised (htu.ts externalUrl) and the access
-   * token for `ath` (none at a token endpoint). Resolves with the key's RFC 7638 thumbprint
-   * (`jkt`), `jti`, `iat` and the unchecked `nonce`; rejects with a `dpop_proof_invalid`
-   * VerifyError naming the first check that failed.
+   * `expect`: the original method, the normalised external URL (htu.ts externalUrl) and the access
+   * token for `ath` (none at a token endpoint). Resolves with the key's RFC 7638 thumbprint `jkt`,
+   * `jti`, `iat` and the unchecked `nonce`; rejects with a `dpop_proof_invalid` VerifyError.
    */
   return async function checkProof(
     proof: string,

@@ -1,6 +1,5 @@
-// The shared replay store (./replay-store.ts has the interface and the in-process one).
+// The shared replay store (./replay-store.ts has the contract and the in-process one).
 import { Redis } from 'ioredis';
-import type { ReplayStore } from './replay-store.js';
 
 /**
  * One `SET sg:dpop:<key> 1 PX ttl NX` per proof, so a proof replayed to another replica within its
@@ -14,7 +13,7 @@ export function createRedisReplayStore(options: {
   readonly password: string | undefined;
   /** Called on connection trouble (never with a key or a token). */
   readonly onError: (message: string) => void;
-}): ReplayStore {
+}) {
   let connectedOnce = false;
   const client = new Redis(options.url, {
     enableOfflineQueue: false,
@@ -28,10 +27,9 @@ export function createRedisReplayStore(options: {
   client.on('ready', () => (connectedOnce = true));
   client.on('error', (error: Error) => options.onError(error.message));
   return {
-    async remember(key, ttlSeconds) {
-      const ttl = Math.max(1, Math.ceil(ttlSeconds * 1000));
+    async remember(key: string, ttlSeconds: number) {
       const answer = await client
-        .set(`sg:dpop:${key}`, '1', 'PX', ttl, 'NX')
+        .set(`sg:dpop:${key}`, '1', 'PX', Math.ceil(ttlSeconds * 1000), 'NX')
         .catch((error: Error) => {
           throw new Error(`the replay store did not answer (${error.message})`);
         });

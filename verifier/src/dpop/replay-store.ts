@@ -1,29 +1,17 @@
 // Where used proof `jti`s are remembered (RFC 9449 §11.1): in process, which stops a replay to the
 // same verifier only, or in a Redis (or Valkey) server every replica shares (redis-replay-store.ts,
-// apart so the dev IdP's image, which uses the in-process store, needs no Redis client).
-
-/**
- * `remember` answers true the first time a key is seen within `ttlSeconds`, false for a replay.
- * It rejects (throws) when the store cannot answer; the caller decides whether that fails closed.
- */
-export interface ReplayStore {
-  remember(key: string, ttlSeconds: number): boolean | Promise<boolean>;
-  /** True once the store can answer (the shared store after its first connection). */
-  isReady(): boolean;
-  close(): Promise<void>;
-}
+// apart so the dev IdP's image, which uses the in-process store, needs no Redis client). Either
+// store's `remember(key, ttlSeconds)` is true the first time a key is seen within `ttlSeconds`,
+// false for a replay, and throws (rejects) when the store cannot answer: the caller decides whether
+// that fails closed. `isReady()` is true once the store can answer.
 
 /**
  * An in-process store bounded by `maxEntries`, answering at once. Every key lives the same
  * `ttlSeconds`, so the Map's insertion order is also expiry order and expired keys are swept from
- * its front. When it is full of keys that are still live it refuses rather than forget one
- * (forgetting would let a replay through).
+ * its front. When it is full of live keys it refuses rather than forget one (which would let a
+ * replay through). `now` is in epoch milliseconds.
  */
-export function createMemoryReplayStore(options: {
-  maxEntries: number;
-  /** Milliseconds since the epoch. */
-  now: () => number;
-}) {
+export function createMemoryReplayStore(options: { maxEntries: number; now: () => number }) {
   const seen = new Map<string, number>();
   return {
     remember(key: string, ttlSeconds: number): boolean {
@@ -43,5 +31,5 @@ export function createMemoryReplayStore(options: {
     },
     isReady: () => true,
     close: () => Promise.resolve(seen.clear()),
-  } satisfies ReplayStore;
+  };
 }
