@@ -96,11 +96,7 @@ export function createProofChecker(options: {
    */
   return async function checkProof(
     proof: string,
-    expect: {
-      readonly htm: string;
-      readonly htu: string;
-      readonly accessToken?: string | undefined;
-    },
+    expect: { htm: string; htu: string; accessToken?: string | undefined },
   ) {
     if (proof.length > MAX_PROOF_BYTES)
       throw invalid(`the DPoP proof is larger than ${MAX_PROOF_BYTES} bytes`);
