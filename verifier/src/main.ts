@@ -54,8 +54,7 @@ async function main(argv: readonly string[]): Promise<void> {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'shutting down: no new connections, finishing in-flight requests');
-    const hardStop = setTimeout(() => process.exit(0), SHUTDOWN_MS);
-    hardStop.unref();
+    setTimeout(() => process.exit(0), SHUTDOWN_MS).unref();
     void service.stop(SHUTDOWN_MS - 1000).then(() => {
       logger.info('stopped');
       logger.flush(() => process.exit(0));
