@@ -1,14 +1,9 @@
 // One way to ask an IdP for JSON: a hard timeout, a size cap counted while the body streams in,
-// plain http only to loopback (unless the issuer opted in), and no redirects. A redirect from a
-// JWKS or discovery URL is refused because following it would let whoever controls the redirect
-// target choose the keys we trust.
+// plain http only to loopback (unless the issuer opted in), and no redirects: following one from a
+// JWKS or discovery URL would let whoever controls its target choose the keys we trust.
 import { insecureUrlProblem } from './config/values.js';
 
-export interface FetchedJson {
-  readonly status: number;
-  readonly body: unknown;
-  readonly headers: Headers;
-}
+export type FetchedJson = Readonly<{ status: number; body: unknown; headers: Headers }>;
 
 export interface FetchJsonOptions {
   readonly timeout: number;

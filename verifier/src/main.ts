@@ -50,7 +50,7 @@ async function main(argv: readonly string[]): Promise<void> {
   });
 
   let stopping = false;
-  const stop = (signal: string) => {
+  const stop = (signal: NodeJS.Signals) => {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'shutting down: no new connections, finishing in-flight requests');
@@ -60,8 +60,7 @@ async function main(argv: readonly string[]): Promise<void> {
       logger.flush(() => process.exit(0));
     });
   };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', stop).on('SIGINT', stop);
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {

@@ -12,16 +12,14 @@ export type RevocationChannel = 'backchannel_logout' | 'ssf_push' | 'ssf_poll';
 const BUCKETS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.25, 1];
 
 /** The verifier's metrics; the decision cache and the key sets are read when scraped. */
-export function createMetrics(options: {
-  cache: { readonly size: number; readonly bytes: number };
-  keySets: ReadonlyMap<string, { isReady(): boolean }>;
-  defaultMetrics?: boolean;
-}) {
-  const { cache, keySets } = options;
+export function createMetrics(
+  cache: { readonly size: number; readonly bytes: number },
+  keySets: ReadonlyMap<string, { isReady(): boolean }>,
+  defaultMetrics = true,
+) {
   const registry = new Registry();
   const registers = [registry];
-  if (options.defaultMetrics !== false)
-    collectDefaultMetrics({ register: registry, prefix: 'verifier_' });
+  if (defaultMetrics) collectDefaultMetrics({ register: registry, prefix: 'verifier_' });
 
   /** A counter bumped as a plain number per key; a key's label set is built on its first use. */
   function pendingCounter<K extends string>(
@@ -50,7 +48,7 @@ export function createMetrics(options: {
     };
   }
   /** A gauge read when scraped; left alone while `read` has nothing to say. */
-  const readGauge = (name: string, help: string, read: () => number | undefined) =>
+  const gauge = (name: string, help: string, read: () => number | undefined) =>
     new Gauge({
       name,
       help,
@@ -72,12 +70,8 @@ export function createMetrics(options: {
     (outcome: 'hit' | 'miss') => ({ outcome }),
     ['outcome'],
   );
-  readGauge('verifier_cache_entries', 'Decisions currently cached.', () => cache.size);
-  readGauge(
-    'verifier_cache_bytes',
-    'Estimated bytes held by the decision cache.',
-    () => cache.bytes,
-  );
+  gauge('verifier_cache_entries', 'Decisions currently cached.', () => cache.size);
+  gauge('verifier_cache_bytes', 'Estimated bytes held by the decision cache.', () => cache.bytes);
   new Gauge({
     name: 'verifier_jwks_ready',
     help: '1 while the issuer has a usable key set.',
@@ -112,12 +106,12 @@ export function createMetrics(options: {
     () => ({}),
   );
   let readRevocation: (() => { watermarks: number; current: boolean }) | undefined;
-  readGauge(
+  gauge(
     'verifier_revocation_watermarks',
     'Revocation watermarks held (per subject, session or e-mail address).',
     () => readRevocation?.().watermarks,
   );
-  readGauge(
+  gauge(
     'verifier_revocation_store_current',
     '1 while the revocation view is current (0: the shared store is unreachable).',
     () => (readRevocation === undefined ? undefined : readRevocation().current ? 1 : 0),

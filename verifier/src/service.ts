@@ -34,7 +34,7 @@ export function createVerifierService(
     now,
     trustedUntil: (issuer) => keySets.get(issuer)?.trustedUntil(),
   });
-  const metrics = createMetrics({ cache, keySets, defaultMetrics: options.defaultMetrics });
+  const metrics = createMetrics(cache, keySets, options.defaultMetrics);
   const jwtVerifiers = new Map<string, JwtVerifier>();
   const opaqueVerifiers = new Map<string, OpaqueVerifier>();
 
@@ -44,6 +44,7 @@ export function createVerifierService(
       opaqueVerifiers.set(issuer, createOpaqueVerifier(settings, now));
       continue;
     }
+    const log = logger.child({ issuer });
     const fetching = { issuer, timeout: config.fetchTimeout, allowHttp: settings.allowHttp };
     const keySet = createKeySet({
       ...fetching,
@@ -52,19 +53,12 @@ export function createVerifierService(
       now,
       onFetch(outcome, detail) {
         metrics.jwksFetch(issuer, outcome);
-        if (outcome === 'ok') logger.debug({ issuer }, 'key set loaded');
-        else
-          logger.warn(
-            { issuer, outcome, detail },
-            'key set fetch failed; keeping the last good set',
-          );
+        if (outcome === 'ok') log.debug('key set loaded');
+        else log.warn({ outcome, detail }, 'key set fetch failed; keeping the last good set');
       },
       onKeysRemoved(kids) {
         const dropped = cache.dropKeys(issuer, kids);
-        logger.info(
-          { issuer, kids: [...kids], dropped },
-          'keys left the key set; cached decisions dropped',
-        );
+        log.info({ kids: [...kids], dropped }, 'keys left the key set; cached decisions dropped');
       },
     });
     keySets.set(issuer, keySet);
