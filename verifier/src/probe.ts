@@ -6,10 +6,7 @@ import { DEFAULT_LISTEN, listen as listenSetting } from './config/values.js';
 
 const TIMEOUT_MS = 2000;
 /** A wildcard listen address is reached over loopback. */
-const LOOPBACK = new Map([
-  ['0.0.0.0', '127.0.0.1'],
-  ['::', '::1'],
-]);
+const LOOPBACK = new Map(Object.entries({ '0.0.0.0': '127.0.0.1', '::': '::1' }));
 const path = process.argv[2] ?? '/readyz';
 
 function fail(why: string, code = 1): never {
