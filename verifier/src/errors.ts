@@ -54,18 +54,12 @@ export class VerifyError extends Error {
 }
 
 /**
- * 401 means "not authenticated", 403 "authenticated but not allowed" (RFC 6750 §3.1).
- * `internal_error` (a bug or an unexpected failure, never a token outcome) is a 401 too: the token
- * could not be shown valid, and auth_request understands no 5xx.
- * A token that names no client is a 403: it is valid, but no secret set can be chosen for it.
- * An unknown policy is a 403: the caller may be fine, the gate is misconfigured, and a 401 would
- * make a browser start a pointless sign-in loop.
+ * 401 "not authenticated", 403 "authenticated but not allowed" (RFC 6750 §3.1); auth_request
+ * understands no 5xx, so `internal_error` (a bug, never a token outcome) is a 401: the token could
+ * not be shown valid. 403 too: a valid token naming no client (no secret set can be chosen), and an
+ * unknown policy (the gate is misconfigured; a 401 would start a pointless browser sign-in loop).
  */
 export function statusFor(code: DenyCode): 401 | 403 {
   return FORBIDDEN.has(code) ? 403 : 401;
 }
-const FORBIDDEN: ReadonlySet<DenyCode> = new Set([
-  'scope_insufficient',
-  'client_unknown',
-  'policy_unknown',
-]);
+const FORBIDDEN = new Set<DenyCode>(['scope_insufficient', 'client_unknown', 'policy_unknown']);

@@ -1,14 +1,9 @@
 // One way to ask an IdP for JSON: a hard timeout, a size cap counted while the body streams in,
-// plain http only to loopback (unless the issuer opted in), and no redirects. A redirect from a
-// JWKS or discovery URL is refused because following it would let whoever controls the redirect
-// target choose the keys we trust.
+// plain http only to loopback (unless the issuer opted in), and no redirects: following one from a
+// JWKS or discovery URL would let whoever controls its target choose the keys we trust.
 import { insecureUrlProblem } from './config/values.js';
 
-export interface FetchedJson {
-  readonly status: number;
-  readonly body: unknown;
-  readonly headers: Headers;
-}
+export type FetchedJson = Readonly<{ status: number; body: unknown; headers: Headers }>;
 
 export interface FetchJsonOptions {
   readonly timeout: number;
@@ -35,6 +30,7 @@ export async function fetchJson(url: string, options: FetchJsonOptions): Promise
   // Checked here too, not only at start: discovery may hand out a URL the configuration never named.
   if (insecureUrlProblem(url, options.allowHttp === true) !== undefined)
     throw new FetchError(`${url}: plain http to a host that is not loopback refused`);
+  const tooLarge = `body larger than ${MAX_BODY_BYTES} bytes`;
   let response: Response;
   try {
     response = await fetch(url, {
@@ -48,48 +44,32 @@ export async function fetchJson(url: string, options: FetchJsonOptions): Promise
     const why = (error as Error).name === 'TimeoutError' ? 'timed out' : 'unreachable';
     throw new FetchError(`${url}: ${why}`);
   }
-  if (response.status >= 300 && response.status < 400) {
+  const { status, headers } = response;
+  const refuse = async (why: string): Promise<never> => {
     await response.body?.cancel();
-    throw new FetchError(`${url}: redirect (${response.status}) refused`);
-  }
-  const declared = Number(response.headers.get('content-length') ?? 0);
-  if (declared > MAX_BODY_BYTES) {
-    await response.body?.cancel();
-    throw new FetchError(`${url}: body larger than ${MAX_BODY_BYTES} bytes`);
-  }
-  const text = await readCapped(url, response);
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    if (response.status === 200) throw new FetchError(`${url}: answer is not JSON`);
-  }
-  return { status: response.status, body, headers: response.headers };
-}
-
-/**
- * Reads the body chunk by chunk and cancels the stream as soon as it passes the cap, so a chunked
- * answer with no Content-Length (or a lying one) costs at most one chunk over the cap in memory.
- */
-async function readCapped(url: string, response: Response): Promise<string> {
-  const reader: ReadableStreamDefaultReader<Uint8Array> | undefined = response.body?.getReader();
-  if (reader === undefined) return '';
+    throw new FetchError(`${url}: ${why}`);
+  };
+  if (status >= 300 && status < 400) await refuse(`redirect (${status}) refused`);
+  if (Number(headers.get('content-length') ?? 0) > MAX_BODY_BYTES) await refuse(tooLarge);
+  // Counted chunk by chunk, so a chunked answer with no (or a lying) Content-Length costs at most
+  // one chunk over the cap: leaving the loop cancels the stream.
   const chunks: Uint8Array[] = [];
   let total = 0;
   try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      if (done) break;
-      total += value.byteLength;
-      if (total > MAX_BODY_BYTES) {
-        await reader.cancel().catch(() => undefined);
-        throw new FetchError(`${url}: body larger than ${MAX_BODY_BYTES} bytes`);
-      }
-      chunks.push(value);
+    for await (const chunk of (response.body ?? []) as AsyncIterable<Uint8Array>) {
+      total += chunk.byteLength;
+      if (total > MAX_BODY_BYTES) break;
+      chunks.push(chunk);
     }
-  } catch (error) {
-    if (error instanceof FetchError) throw error;
+  } catch {
     throw new FetchError(`${url}: body could not be read`);
   }
-  return Buffer.concat(chunks, total).toString('utf8');
+  if (total > MAX_BODY_BYTES) throw new FetchError(`${url}: ${tooLarge}`);
+  let body: unknown;
+  try {
+    body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+  } catch {
+    if (status === 200) throw new FetchError(`${url}: answer is not JSON`);
+  }
+  return { status, body, headers };
 }

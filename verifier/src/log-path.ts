@@ -11,13 +11,8 @@ const LONGEST = 200;
 /** The bounded, path-only form of X-Original-URI for a log line; `[cut]` marks a cut. */
 export function loggablePath(uri: string | undefined): string | undefined {
   if (uri === undefined) return undefined;
-  const head = uri.length > LONGEST + 32 ? uri.slice(0, LONGEST + 32) : uri;
-  const match = CUT.exec(head);
-  let kept = match === null ? head : head.slice(0, match.index);
-  let cut = match !== null || head.length < uri.length;
-  if (kept.length > LONGEST) {
-    kept = kept.slice(0, LONGEST);
-    cut = true;
-  }
-  return cut ? `${kept}[cut]` : kept;
+  // A token run that starts before the limit is still found; anything later is cut anyway.
+  const head = uri.slice(0, LONGEST + 32);
+  const kept = head.slice(0, Math.min(CUT.exec(head)?.index ?? LONGEST, LONGEST));
+  return kept.length < uri.length ? `${kept}[cut]` : kept;
 }

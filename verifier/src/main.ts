@@ -50,19 +50,17 @@ async function main(argv: readonly string[]): Promise<void> {
   });
 
   let stopping = false;
-  const stop = (signal: string) => {
+  const stop = (signal: NodeJS.Signals) => {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'shutting down: no new connections, finishing in-flight requests');
-    const hardStop = setTimeout(() => process.exit(0), SHUTDOWN_MS);
-    hardStop.unref();
+    setTimeout(() => process.exit(0), SHUTDOWN_MS).unref();
     void service.stop(SHUTDOWN_MS - 1000).then(() => {
       logger.info('stopped');
       logger.flush(() => process.exit(0));
     });
   };
-  process.on('SIGTERM', () => stop('SIGTERM'));
-  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', stop).on('SIGINT', stop);
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {

@@ -21,72 +21,58 @@ import { createUwsTransport } from './http/transport-uws.js';
 
 export type VerifierService = ReturnType<typeof createVerifierService>;
 
-export interface ServiceOptions {
-  readonly logger: Logger;
-  /** Milliseconds since the epoch; injectable for tests. */
-  readonly now?: () => number;
-  readonly defaultMetrics?: boolean;
-}
-
-export function createVerifierService(config: VerifierConfig, options: ServiceOptions) {
+/** `now` (epoch ms) is injectable for tests; the benchmark turns the process metrics off. */
+export function createVerifierService(
+  config: VerifierConfig,
+  options: { logger: Logger; now?: () => number; defaultMetrics?: boolean },
+) {
   const { logger } = options;
   const now = options.now ?? Date.now;
-  const metrics = createMetrics({ defaultMetrics: options.defaultMetrics ?? true });
   const keySets = new Map<string, KeySet>();
   const cache = createDecisionCache({
     ...config.cache,
     now,
     trustedUntil: (issuer) => keySets.get(issuer)?.trustedUntil(),
   });
+  const metrics = createMetrics(cache, keySets, options.defaultMetrics);
   const jwtVerifiers = new Map<string, JwtVerifier>();
   const opaqueVerifiers = new Map<string, OpaqueVerifier>();
 
-  for (const issuer of config.issuers.values()) {
-    if (issuer.type !== 'jwt') {
-      opaqueVerifiers.set(issuer.issuer, createOpaqueVerifier(issuer, now));
+  for (const settings of config.issuers.values()) {
+    const { issuer } = settings;
+    if (settings.type !== 'jwt') {
+      opaqueVerifiers.set(issuer, createOpaqueVerifier(settings, now));
       continue;
     }
+    const log = logger.child({ issuer });
+    const fetching = { issuer, timeout: config.fetchTimeout, allowHttp: settings.allowHttp };
     const keySet = createKeySet({
-      issuer: issuer.issuer,
-      resolveUri: createEndpointResolver(
-        { issuer: issuer.issuer, timeout: config.fetchTimeout, allowHttp: issuer.allowHttp },
-        issuer.jwksUri,
-        'jwks_uri',
-      ),
+      ...fetching,
       ...config.jwks,
-      timeout: config.fetchTimeout,
-      allowHttp: issuer.allowHttp,
+      resolveUri: createEndpointResolver(fetching, settings.jwksUri, 'jwks_uri'),
       now,
       onFetch(outcome, detail) {
-        metrics.jwksFetch(issuer.issuer, outcome);
-        if (outcome === 'ok') logger.debug({ issuer: issuer.issuer }, 'key set loaded');
-        else
-          logger.warn(
-            { issuer: issuer.issuer, outcome, detail },
-            'key set fetch failed; keeping the last good set',
-          );
+        metrics.jwksFetch(issuer, outcome);
+        if (outcome === 'ok') log.debug('key set loaded');
+        else log.warn({ outcome, detail }, 'key set fetch failed; keeping the last good set');
       },
       onKeysRemoved(kids) {
-        const dropped = cache.dropKeys(issuer.issuer, kids);
-        logger.info(
-          { issuer: issuer.issuer, kids: [...kids], dropped },
-          'keys left the key set; cached decisions dropped',
-        );
+        const dropped = cache.dropKeys(issuer, kids);
+        log.info({ kids: [...kids], dropped }, 'keys left the key set; cached decisions dropped');
       },
     });
-    keySets.set(issuer.issuer, keySet);
-    jwtVerifiers.set(issuer.issuer, createJwtVerifier(issuer, keySet, now));
+    keySets.set(issuer, keySet);
+    jwtVerifiers.set(issuer, createJwtVerifier(settings, keySet, now));
   }
 
+  const policies = [...config.policies.values()];
   const grants = new Map<string, Grant>();
-  for (const policy of config.policies.values()) {
-    if (policy.cloudfront === undefined) continue;
-    const policyLogger = logger.child({ policy: policy.name });
-    grants.set(policy.name, createCloudFrontGrant(policy.cloudfront, policyLogger));
-  }
+  for (const { name, cloudfront } of policies)
+    if (cloudfront)
+      grants.set(name, createCloudFrontGrant(cloudfront, logger.child({ policy: name })));
 
   // Only built when a policy reads DPoP, so a bearer-only gate never connects to a replay store.
-  const dpop = [...config.policies.values()].some((policy) => policy.dpop !== 'off')
+  const dpop = policies.some((policy) => policy.dpop !== 'off')
     ? createDpopRuntime(config.dpop, { now, logger })
     : undefined;
   const revocation = createRevocationRuntime(config, { keySets, metrics, logger, now });
@@ -117,10 +103,6 @@ export function createVerifierService(config: VerifierConfig, options: ServiceOp
     receivers: revocation?.receivers,
     readinessNote: () => revocation?.note(),
   });
-  metrics.watchCache(() => ({ entries: cache.size, bytes: cache.bytes }));
-  metrics.watchKeySets(() =>
-    [...keySets.values()].map((keySet) => ({ issuer: keySet.issuer, ready: keySet.isReady() })),
-  );
   let transport: Transport | undefined;
   let metricsListener: Transport | undefined;
 
