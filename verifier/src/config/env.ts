@@ -1,77 +1,49 @@
 // VERIFIER_* variables as a configuration document: each is the flat spelling of the setting whose
 // row declares it as `env`, its string put where the file's value would be, read by the same schema.
 // They are laid over the file VERIFIER_CONFIG names, or spell one issuer and one policy.
-import { DEFAULT_POLICY, jsonSchema, type JsonSchema } from './model.js';
+import { z } from 'zod';
+import { DEFAULT_POLICY, issuerSchema, policySchema, rootSchema } from './model.js';
 import type { FileReader } from './values.js';
 
 const CONFIG_FILE = 'VERIFIER_CONFIG';
 const ENV_POLICY = 'secret';
+const ISSUER = 'issuers[0]';
 
-/** One setting as the reference lists it, read from the published JSON Schema. */
-export interface SettingRow {
+/** A VERIFIER_* variable and the place in the file of the setting it sets (VERIFIER_CONFIG: ''). */
+export interface Variable {
+  readonly env: string;
   readonly path: string;
-  readonly env: string | undefined;
-  /** As an operator would write it; undefined: required or unset. */
-  readonly default: string | undefined;
-  readonly required: boolean;
-  readonly doc: string;
-  readonly node: JsonSchema;
 }
 
-/** The settings of one section, groups (`cache`, `jwks`, …) flattened into dotted paths. */
-export function rowsOf(section: JsonSchema | undefined, prefix = ''): SettingRow[] {
-  return Object.entries(section?.properties ?? {}).flatMap(([name, node]): SettingRow[] => {
-    const path = `${prefix}${name}`;
-    if (node.description === undefined)
-      return node.properties === undefined ? [] : rowsOf(node, `${path}.`);
-    const fallback = node.default;
-    const shown = Array.isArray(fallback) ? fallback.join(',') : fallback?.toString();
-    const required = section?.required?.includes(name) ?? false;
-    return [{ path, env: node.env, default: shown, required, doc: node.description, node }];
+/** The issuer section of one `type` (none written: `jwt`). */
+export const issuerKind = (type: unknown) =>
+  issuerSchema.options.find((kind) => kind.shape.type.safeParse(type).success);
+
+/** The variables a section's rows declare, groups (`cache`, `jwks`, …) as dotted paths. */
+function variablesOf(shape: Readonly<Record<string, z.ZodType>> = {}, at = ''): Variable[] {
+  return Object.entries(shape).flatMap(([name, kind]): Variable[] => {
+    const env = kind.meta()?.env;
+    if (env !== undefined) return [{ env, path: at + name }];
+    const group = kind instanceof z.ZodPrefault ? kind.unwrap() : kind;
+    return group instanceof z.ZodObject ? variablesOf(group.shape, `${at}${name}.`) : [];
   });
 }
 
-const schema = jsonSchema();
-/** The issuer sections by `type`, and the policy section, of the published schema. */
-export const issuerSections = new Map(
-  (schema.properties?.issuers?.items?.oneOf ?? []).map((variant) => [
-    String(variant.properties?.type?.const),
-    variant,
-  ]),
-);
-export const policySection = schema.properties?.policies?.additionalProperties;
-
-const ISSUER = 'issuers[0]';
-const withEnv = (rows: SettingRow[], at = '') =>
-  rows.filter((row) => row.env !== undefined).map((row) => ({ ...row, path: at + row.path }));
-const rootRows = withEnv(rowsOf(schema));
+const rootRows = variablesOf(rootSchema.shape);
 // The JWT issuer's variables, then the tokeninfo issuer's own (VERIFIER_TOKENINFO_URI).
-const issuerRows = withEnv(
-  ['jwt', 'tokeninfo'].flatMap((type) => rowsOf(issuerSections.get(type))),
-  `${ISSUER}.`,
-).filter((row, index, rows) => rows.findIndex((first) => first.env === row.env) === index);
-const policyRows = withEnv(rowsOf(policySection), `policies.${ENV_POLICY}.`);
+const issuerRows = ['jwt', 'tokeninfo']
+  .flatMap((type) => variablesOf(issuerKind(type)?.shape, `${ISSUER}.`))
+  .filter((row, index, rows) => rows.findIndex((first) => first.env === row.env) === index);
+const policyRows = variablesOf(policySchema.shape, `policies.${ENV_POLICY}.`);
 
-/** Every variable the verifier reads, in the order the reference lists them; `path` in the file. */
-export const ENVIRONMENT: readonly SettingRow[] = [
+/** Every variable the verifier reads, in the order the reference lists them. */
+export const ENVIRONMENT: readonly Variable[] = [
   ...issuerRows,
   ...policyRows,
   ...rootRows.filter((row) => row.path === 'clientClaims'),
-  {
-    path: '',
-    env: CONFIG_FILE,
-    default: undefined,
-    required: false,
-    doc: 'Path of a JSON file with several issuers and named policies.',
-    node: {},
-  },
+  { env: CONFIG_FILE, path: '' },
   ...rootRows.filter((row) => row.path !== 'clientClaims'),
 ];
-
-/** Every variable with its default as written in the environment ('' when none). */
-export const ENV_DEFAULTS: Readonly<Record<string, string>> = Object.fromEntries(
-  ENVIRONMENT.map((row) => [row.env ?? '', row.default ?? '']),
-);
 
 export interface EnvDocument {
   readonly document: Record<string, unknown>;
@@ -102,8 +74,8 @@ export function documentFromEnv(
   const fromFile = file === undefined ? undefined : readDocument(file, read, problems);
   const document = fromFile ?? {};
   const labels = new Map<string, string>();
-  const put = (rows: SettingRow[], into: Record<string, unknown>, at = '') => {
-    for (const { env: name = '', path } of rows) {
+  const put = (rows: readonly Variable[], into: Record<string, unknown>, at = '') => {
+    for (const { env: name, path } of rows) {
       labels.set(path, name);
       const value = given(name);
       if (value !== undefined) setPath(into, path.slice(at.length), value);

@@ -469,21 +469,3 @@ export function checkConfig(
       report(at, 'at most one introspection/userinfo issuer per policy');
   }
 }
-
-/** The parts of a JSON Schema the reference and the variables are read from. */
-export interface JsonSchema {
-  readonly properties?: Readonly<Record<string, JsonSchema>>;
-  readonly required?: readonly string[];
-  readonly items?: JsonSchema;
-  readonly oneOf?: readonly JsonSchema[];
-  readonly additionalProperties?: JsonSchema;
-  readonly description?: string;
-  readonly env?: string;
-  readonly default?: unknown;
-  readonly const?: unknown;
-}
-
-/** The JSON Schema of the file, as an operator writes it: verifier/config.schema.json. */
-export function jsonSchema(): JsonSchema {
-  return z.toJSONSchema(documentSchema(issuerSchema, policySchema), { io: 'input' }) as JsonSchema;
-}
