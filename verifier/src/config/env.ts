@@ -45,26 +45,14 @@ export const ENVIRONMENT: readonly Variable[] = [
   ...rootRows.filter((row) => row.path !== 'clientClaims'),
 ];
 
-export interface EnvDocument {
-  readonly document: Record<string, unknown>;
-  /** A document path as the operator wrote it: the variable, or its place in the file. */
-  readonly label: (path: string) => string;
-  /** True when the document has issuers and policies to check (the file read, or the variables). */
-  readonly sections: boolean;
-  /** True in single-issuer mode (the document's issuer and policy come from variables). */
-  readonly singleIssuer: boolean;
-}
-
 /**
  * The document the environment describes: the file named by VERIFIER_CONFIG (read by `read`) with
  * the top-level variables laid over it, or the single-issuer variables. Problems of the variables
- * themselves and of the file as a whole go to `problems`.
+ * themselves and of the file as a whole go to `problems`. `label` names a document path as the
+ * operator wrote it (the variable, or its place in the file); `sections` is true when there are
+ * issuers and policies to check (the file read, or the variables).
  */
-export function documentFromEnv(
-  env: NodeJS.ProcessEnv,
-  read: FileReader,
-  problems: string[],
-): EnvDocument {
+export function documentFromEnv(env: NodeJS.ProcessEnv, read: FileReader, problems: string[]) {
   const known = new Set(ENVIRONMENT.map((row) => row.env));
   for (const name of Object.keys(env).filter((name) => name.startsWith('VERIFIER_')))
     if (!known.has(name))
@@ -74,7 +62,7 @@ export function documentFromEnv(
   const fromFile = file === undefined ? undefined : readDocument(file, read, problems);
   const document = fromFile ?? {};
   const labels = new Map<string, string>();
-  const put = (rows: readonly Variable[], into: Record<string, unknown>, at = '') => {
+  const put = (into: Record<string, unknown>, rows: readonly Variable[], at = '') => {
     for (const { env: name, path } of rows) {
       labels.set(path, name);
       const value = given(name);
@@ -82,10 +70,8 @@ export function documentFromEnv(
     }
   };
   // Variables win over the file, as flags win over a config file.
-  put(
-    rootRows.filter((row) => given(row.env) !== undefined),
-    document,
-  );
+  const overFile = rootRows.filter((row) => given(row.env));
+  put(document, overFile);
   const singleIssuer = file === undefined && given('VERIFIER_ISSUER') !== undefined;
   if (file !== undefined) {
     for (const { env: name } of [...issuerRows, ...policyRows].filter((row) => given(row.env)))
@@ -94,8 +80,8 @@ export function documentFromEnv(
     // No `type`: JWT, unless VERIFIER_PRESET names a preset for another kind of issuer.
     const issuer = {};
     const policy = { issuers: [given('VERIFIER_ISSUER')] };
-    put(issuerRows, issuer, `${ISSUER}.`);
-    put(policyRows, policy, `policies.${ENV_POLICY}.`);
+    put(issuer, issuerRows, `${ISSUER}.`);
+    put(policy, policyRows, `policies.${ENV_POLICY}.`);
     labels.set(`policies.${ENV_POLICY}.issuers`, 'VERIFIER_ISSUER');
     document.issuers = [issuer];
     // One policy under the name NGINX asks for on /secret, and under `default` for a /verify
@@ -114,20 +100,18 @@ export function documentFromEnv(
 /** The JSON file as an object; undefined (and a problem) when it cannot be read or is not one. */
 function readDocument(path: string, read: FileReader, problems: string[]) {
   const problem = (message: string) => void problems.push(`${CONFIG_FILE}: ${message}`);
-  let text: string;
+  let root: unknown;
   try {
-    text = read(path);
+    root = JSON.parse(read(path));
   } catch (error) {
-    return problem(`cannot read "${path}" (${(error as Error).message})`);
+    const why = (error as Error).message;
+    return problem(
+      error instanceof SyntaxError ? `not valid JSON (${why})` : `cannot read "${path}" (${why})`,
+    );
   }
-  try {
-    const root: unknown = JSON.parse(text);
-    if (typeof root === 'object' && root !== null && !Array.isArray(root))
-      return root as Record<string, unknown>;
-    return problem('the file must hold a JSON object');
-  } catch (error) {
-    return problem(`not valid JSON (${(error as Error).message})`);
-  }
+  if (typeof root === 'object' && root !== null && !Array.isArray(root))
+    return root as Record<string, unknown>;
+  return problem('the file must hold a JSON object');
 }
 
 /** Sets `a.b.c` in `target`, making the objects on the way (a variable wins over the file's). */

@@ -9,7 +9,6 @@ import { withPreset } from './presets.js';
 import { createIo, Deferred, type FileReader } from './values.js';
 
 export { ENVIRONMENT } from './env.js';
-export type { FileReader } from './values.js';
 
 /** Thrown at start when the configuration is unusable; the message lists every problem. */
 export class ConfigError extends TypeError {

@@ -10,7 +10,6 @@ import {
   claimRules,
   count,
   duration,
-  env,
   flag,
   insecureUrlProblem,
   isLoopbackHost,
@@ -35,6 +34,9 @@ declare module 'zod' {
     env?: string;
   }
 }
+
+/** A setting operators may also set from the environment, as the variable `name`. */
+const env = <T extends z.ZodType>(name: string, kind: T): T => kind.meta({ env: name });
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 const logLevel = oneOf(LOG_LEVELS, `one of ${LOG_LEVELS.join(', ')}`);
@@ -418,6 +420,9 @@ export interface Sections {
   readonly policies: ReadonlyArray<Pick<PolicyConfig, 'name' | 'issuers'>>;
 }
 
+const PLAIN_REDIS =
+  'plain redis:// to a host that is not loopback; use rediss://, or opt in with "replayAllowPlaintext": true (VERIFIER_DPOP_REPLAY_ALLOW_PLAINTEXT=true)';
+
 /**
  * The rules between settings, the ones a schema cannot say, in one pass with the schema's own
  * problems. `report` takes a document path; `label` names a path as the operator wrote it.
@@ -430,23 +435,14 @@ export function checkConfig(
   if (root !== undefined) {
     if (root.jwks.maxStale < root.jwks.refresh)
       report('jwks.maxStale', `must be at least ${label('jwks.refresh')}`);
-    // Proofs' `jti`s, revocations and the stores' password would cross the network in clear;
-    // the revocation store shares the replay store's password and its opt-in.
-    // A `redis://` URL that does not even parse is no loopback address either.
-    const stores = {
-      'dpop.replayStore': root.dpop.replayStore,
-      'revocation.store': root.revocation.store,
-    };
+    // Proofs' `jti`s, revocations and the stores' password would cross the network in clear; the
+    // revocation store shares the replay store's opt-in. An unparsable URL is no loopback either.
+    const inClear = (store: string) =>
+      store.startsWith('redis://') && !isLoopbackHost(URL.parse(store)?.hostname ?? '');
+    const { replayStore, replayAllowPlaintext } = root.dpop;
+    const stores = { 'dpop.replayStore': replayStore, 'revocation.store': root.revocation.store };
     for (const [path, store] of Object.entries(stores))
-      if (
-        !root.dpop.replayAllowPlaintext &&
-        store.startsWith('redis://') &&
-        !isLoopbackHost(URL.parse(store)?.hostname ?? '')
-      )
-        report(
-          path,
-          'plain redis:// to a host that is not loopback; use rediss://, or opt in with "replayAllowPlaintext": true (VERIFIER_DPOP_REPLAY_ALLOW_PLAINTEXT=true)',
-        );
+      if (!replayAllowPlaintext && inClear(store)) report(path, PLAIN_REDIS);
     const where = (at: Listen) => (at.kind === 'unix' ? at.path : `${at.host}:${at.port}`);
     if (root.metricsListen !== undefined && where(root.metricsListen) === where(root.listen))
       report('metricsListen', `must differ from ${label('listen')}`);
