@@ -31,9 +31,8 @@ const PRESETS = {
   // The same page, "RFC 9068" profile: typ at+jwt, client in `client_id`.
   'auth0-rfc9068': { clientClaims: ['client_id'], scopeClaims: ['scope'] },
   // https://developer.okta.com/docs/reference/api/oidc/#access-token and
-  // https://developer.okta.com/docs/concepts/auth-servers/: no `typ`, `cid`, `scp` array,
-  // `ver: 1`; ID tokens carry `amr` and `idp`. Org authorization server tokens are for Okta's
-  // own APIs and may only be introspected.
+  // https://developer.okta.com/docs/concepts/auth-servers/: no `typ`, `cid`, `scp` array, `ver: 1`;
+  // ID tokens carry `amr`, `idp`. Tokens of the org authorization server only Okta can validate.
   okta: {
     requireTyp: 'off',
     clientClaims: ['cid'],

@@ -85,17 +85,13 @@ export const algorithms = list('algorithm').superRefine((names, ctx) => {
 /** `true` / `false` (also `on`, `off`, `1`, `0` … as strings, from the environment). */
 export const flag = z.union([z.boolean(), z.stringbool()], says('true or false'));
 
-export type Listen =
-  | { readonly kind: 'tcp'; readonly host: string; readonly port: number }
-  | { readonly kind: 'unix'; readonly path: string };
-
 /** Where the verifier listens unless told otherwise (the probe reads it too). */
 export const DEFAULT_LISTEN = '127.0.0.1:8090';
 
 const TCP = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]*)):(\d{1,5})$/;
 const listenSays = says('host:port or unix:/path');
 /** `host:port`, `[v6]:port`, `:port` (loopback) or `unix:/path/to.sock`. */
-export const listen = z.string(listenSays).transform((value, ctx): Listen => {
+export const listen = z.string(listenSays).transform((value, ctx) => {
   const fail = (message: string) => {
     ctx.addIssue(message);
     return z.NEVER;
@@ -103,13 +99,14 @@ export const listen = z.string(listenSays).transform((value, ctx): Listen => {
   if (value.startsWith('unix:')) {
     const path = value.slice('unix:'.length);
     if (!path.startsWith('/')) return fail(`unix socket path must be absolute, got "${path}"`);
-    return { kind: 'unix', path };
+    return { kind: 'unix' as const, path };
   }
   const [, v6, host, port] = TCP.exec(value) ?? [];
   if (port === undefined || Number(port) < 1 || Number(port) > 65535)
     return fail(listenSays.error({ input: value }));
-  return { kind: 'tcp', host: v6 ?? (host || '127.0.0.1'), port: Number(port) };
+  return { kind: 'tcp' as const, host: v6 ?? (host || '127.0.0.1'), port: Number(port) };
 });
+export type Listen = Readonly<z.output<typeof listen>>;
 
 /**
  * A required JWT `typ` header value, or `false` / `"off"` for none (an issuer that does not
