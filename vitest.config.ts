@@ -13,6 +13,7 @@ const unit = [
   'stack/nginx/render.test.ts',
   'stack/worker-access.test.ts',
   'stack/json-schema-file.test.ts',
+  'stack/config-reference.test.ts',
   'perf/**/*.test.ts',
 ];
 

@@ -1,9 +1,9 @@
 // `npm run docs:config`: rewrites the generated blocks of docs/configuration.md,
 // docs/architecture.md and verifier/config.schema.json from their one definitions: the
-// verifier's configuration schema (verifier/src/config/reference.ts), the /verify headers
-// (docs-contract.ts), the NGINX SG_ settings and the secrets file format (stack/nginx/reference.ts).
+// verifier's configuration schema (config-reference.ts), the /verify headers (docs-contract.ts),
+// the NGINX SG_ settings and the secrets file format (stack/nginx/reference.ts).
 import { readFileSync, writeFileSync } from 'node:fs';
-import { renderJsonSchema, withReference } from '../verifier/src/config/reference.js';
+import { renderJsonSchema, withReference } from './config-reference.js';
 import { writeVerifyContract } from './docs-contract.js';
 import { formatJson, JSON_SCHEMA_FILE } from './json-schema-file.js';
 import { withArchitectureReference, withConfigurationReference } from './nginx/reference.js';

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { renderJsonSchema } from '../verifier/src/config/reference.js';
+import { renderJsonSchema } from './config-reference.js';
 import { documentSchema, issuerSchema, policySchema } from '../verifier/src/config/model.js';
 import { formatJson, JSON_SCHEMA_FILE } from './json-schema-file.js';
 

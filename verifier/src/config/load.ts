@@ -3,13 +3,12 @@
 // as the operator wrote it (`VERIFIER_LISTEN`, `config.issuers[0].audience`) in one ConfigError.
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { documentFromEnv, issuerSections } from './env.js';
+import { documentFromEnv, issuerKind } from './env.js';
 import * as model from './model.js';
 import { withPreset } from './presets.js';
 import { createIo, Deferred, type FileReader } from './values.js';
 
-export { ENV_DEFAULTS, ENVIRONMENT } from './env.js';
-export type { FileReader } from './values.js';
+export { ENVIRONMENT } from './env.js';
 
 /** Thrown at start when the configuration is unusable; the message lists every problem. */
 export class ConfigError extends TypeError {
@@ -70,8 +69,7 @@ export function loadConfig(
     if (parsed === undefined) return;
     // Only where the issuer's type has the setting (a user-info issuer has no `clientClaims`).
     for (const [field, from] of Object.entries(model.INHERITED))
-      if (root && issuerSections.get(String(parsed.type))?.properties?.[field])
-        parsed[field] ??= root[from];
+      if (root && field in (issuerKind(parsed.type)?.shape ?? {})) parsed[field] ??= root[from];
     const issuer = parsed as unknown as model.IssuerConfig;
     if (issuers.some((seen) => seen.issuer.issuer === issuer.issuer))
       report(at, `duplicate issuer "${issuer.issuer}"`);

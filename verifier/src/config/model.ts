@@ -10,7 +10,6 @@ import {
   claimRules,
   count,
   duration,
-  env,
   flag,
   insecureUrlProblem,
   isLoopbackHost,
@@ -36,6 +35,9 @@ declare module 'zod' {
   }
 }
 
+/** A setting operators may also set from the environment, as the variable `name`. */
+const env = <T extends z.ZodType>(name: string, kind: T): T => kind.meta({ env: name });
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 const logLevel = oneOf(LOG_LEVELS, `one of ${LOG_LEVELS.join(', ')}`);
 /** Where replicas share state: in this process, or a Redis every replica reaches. */
@@ -47,6 +49,8 @@ const redisStore = text.regex(
 const atLeast1s = duration.refine((seconds) => seconds >= 1, 'must be at least 1s');
 const positive = duration.refine((seconds) => seconds > 0, 'must be greater than 0');
 const iatWindow = duration.refine((s) => s >= 1 && s <= 600, 'must be between 1s and 10m');
+const offByDefault = flag.prefault(false);
+const claimNames = list('claim name');
 
 /** The top-level settings, each row checking its own value; see checkConfig for the rest. */
 export const rootSchema = section({
@@ -101,7 +105,7 @@ export const rootSchema = section({
   ),
   clientClaims: env(
     'VERIFIER_CLIENT_CLAIM',
-    list('claim name').prefault(['azp', 'client_id', 'cid']),
+    claimNames.prefault(['azp', 'client_id', 'cid']),
   ).describe(
     'Claims tried in order for `X-Auth-Client`; the default `clientClaims` of every issuer.',
   ),
@@ -122,10 +126,7 @@ export const rootSchema = section({
     replayPassword: env('VERIFIER_DPOP_REPLAY_PASSWORD', secret().optional()).describe(
       'Password of the replay store (Redis `AUTH`), instead of one inside the URL: a string, `{ "file": "/path" }` (a mounted Kubernetes Secret; one trailing newline dropped) or `{ "env": "NAME" }` (a variable outside the `VERIFIER_` prefix), read once at start.',
     ),
-    replayAllowPlaintext: env(
-      'VERIFIER_DPOP_REPLAY_ALLOW_PLAINTEXT',
-      flag.prefault(false),
-    ).describe(
+    replayAllowPlaintext: env('VERIFIER_DPOP_REPLAY_ALLOW_PLAINTEXT', offByDefault).describe(
       'Allow a plain `redis://` replay store on a host that is not loopback (`localhost`, 127.0.0.0/8, `[::1]`). Off: such a URL is refused at start; use `rediss://` (TLS).',
     ),
     replayMaxEntries: env('VERIFIER_DPOP_REPLAY_MAX_ENTRIES', count.prefault('1000000')).describe(
@@ -171,7 +172,7 @@ export const rootSchema = section({
       pollToken: env('VERIFIER_SSF_POLL_TOKEN', text.optional()).describe(
         'Bearer token the transmitter requires on poll requests, if any.',
       ),
-      allowHttp: env('VERIFIER_SSF_ALLOW_HTTP', flag.prefault(false)).describe(
+      allowHttp: env('VERIFIER_SSF_ALLOW_HTTP', offByDefault).describe(
         "Allow plain `http:` for the transmitter's URLs on a host that is not loopback.",
       ),
     })
@@ -197,7 +198,7 @@ export const rootSchema = section({
 const issuerName = url.describe(
   'Exact `iss` value (RFC 7519 §4.1.1); also the base for OIDC discovery.',
 );
-const clientClaims = list('claim name')
+const clientClaims = claimNames
   .optional()
   .describe('Claims tried in order for the client id answered in `X-Auth-Client`.');
 const endpoint = url
@@ -206,11 +207,9 @@ const endpoint = url
 const opaqueCacheTtl = duration
   .prefault('60s')
   .describe("Seconds a positive answer is reused (never past the token's `exp`).");
-const allowHttp = flag
-  .prefault(false)
-  .describe(
-    "Allow plain `http:` for this issuer's discovery, JWKS, introspection or user-info URLs on a host that is not loopback (`localhost`, 127.0.0.0/8, `[::1]`). Off: such URLs are refused at start and at fetch time.",
-  );
+const allowHttp = offByDefault.describe(
+  "Allow plain `http:` for this issuer's discovery, JWKS, introspection or user-info URLs on a host that is not loopback (`localhost`, 127.0.0.0/8, `[::1]`). Off: such URLs are refused at start and at fetch time.",
+);
 const timeout = duration.optional().describe('Timeout of one introspection / user-info request.');
 /** How an opaque issuer's answers are fetched and reused. */
 const opaqueAnswers = { cacheTtl: opaqueCacheTtl, timeout, allowHttp };
@@ -220,10 +219,7 @@ const presetName = oneOf(PRESET_NAMES, PRESET_NAMES.join(', '));
 const preset = env('VERIFIER_PRESET', presetName.prefault('rfc9068')).describe(
   'The IdP whose tokens this issuer accepts (docs/connect-your-idp.md): `rfc9068`, `auth0`, `auth0-rfc9068`, `okta`, `entra`, `entra-v1`, `keycloak`, `cognito` or `google`. It fills the settings below that are not given explicitly.',
 );
-const scopeClaims = env(
-  'VERIFIER_SCOPE_CLAIMS',
-  list('claim name').prefault(['scope', 'scp']),
-).describe(
+const scopeClaims = env('VERIFIER_SCOPE_CLAIMS', claimNames.prefault(['scope', 'scp'])).describe(
   'Claims holding the granted scopes, the first present one counting (a space-separated string or an array): `scope`, `scp`, Entra app-only `roles`.',
 );
 const audienceClaim = env(
@@ -418,6 +414,9 @@ export interface Sections {
   readonly policies: ReadonlyArray<Pick<PolicyConfig, 'name' | 'issuers'>>;
 }
 
+const PLAIN_REDIS =
+  'plain redis:// to a host that is not loopback; use rediss://, or opt in with "replayAllowPlaintext": true (VERIFIER_DPOP_REPLAY_ALLOW_PLAINTEXT=true)';
+
 /**
  * The rules between settings, the ones a schema cannot say, in one pass with the schema's own
  * problems. `report` takes a document path; `label` names a path as the operator wrote it.
@@ -430,23 +429,14 @@ export function checkConfig(
   if (root !== undefined) {
     if (root.jwks.maxStale < root.jwks.refresh)
       report('jwks.maxStale', `must be at least ${label('jwks.refresh')}`);
-    // Proofs' `jti`s, revocations and the stores' password would cross the network in clear;
-    // the revocation store shares the replay store's password and its opt-in.
-    // A `redis://` URL that does not even parse is no loopback address either.
-    const stores = {
-      'dpop.replayStore': root.dpop.replayStore,
-      'revocation.store': root.revocation.store,
-    };
+    // Proofs' `jti`s, revocations and the stores' password would cross the network in clear; the
+    // revocation store shares the replay store's opt-in. An unparsable URL is no loopback either.
+    const inClear = (store: string) =>
+      store.startsWith('redis://') && !isLoopbackHost(URL.parse(store)?.hostname ?? '');
+    const { replayStore, replayAllowPlaintext } = root.dpop;
+    const stores = { 'dpop.replayStore': replayStore, 'revocation.store': root.revocation.store };
     for (const [path, store] of Object.entries(stores))
-      if (
-        !root.dpop.replayAllowPlaintext &&
-        store.startsWith('redis://') &&
-        !isLoopbackHost(URL.parse(store)?.hostname ?? '')
-      )
-        report(
-          path,
-          'plain redis:// to a host that is not loopback; use rediss://, or opt in with "replayAllowPlaintext": true (VERIFIER_DPOP_REPLAY_ALLOW_PLAINTEXT=true)',
-        );
+      if (!replayAllowPlaintext && inClear(store)) report(path, PLAIN_REDIS);
     const where = (at: Listen) => (at.kind === 'unix' ? at.path : `${at.host}:${at.port}`);
     if (root.metricsListen !== undefined && where(root.metricsListen) === where(root.listen))
       report('metricsListen', `must differ from ${label('listen')}`);
@@ -468,22 +458,4 @@ export function checkConfig(
     if (named.filter((iss) => (declared.get(iss) ?? 'jwt') !== 'jwt').length > 1)
       report(at, 'at most one introspection/userinfo issuer per policy');
   }
-}
-
-/** The parts of a JSON Schema the reference and the variables are read from. */
-export interface JsonSchema {
-  readonly properties?: Readonly<Record<string, JsonSchema>>;
-  readonly required?: readonly string[];
-  readonly items?: JsonSchema;
-  readonly oneOf?: readonly JsonSchema[];
-  readonly additionalProperties?: JsonSchema;
-  readonly description?: string;
-  readonly env?: string;
-  readonly default?: unknown;
-  readonly const?: unknown;
-}
-
-/** The JSON Schema of the file, as an operator writes it: verifier/config.schema.json. */
-export function jsonSchema(): JsonSchema {
-  return z.toJSONSchema(documentSchema(issuerSchema, policySchema), { io: 'input' }) as JsonSchema;
 }

@@ -2,11 +2,11 @@
 // its access tokens and refuses its ID tokens. A row is laid under the issuer as written (each
 // setting can still be given); its start-time refusals cannot be turned off. Vendor pages cited.
 import { VerifyError } from '../errors.js';
+import type { JwtIssuer, TokeninfoIssuer } from './model.js';
 import type { ClaimRule } from './values.js';
 
 /** ID tokens (`nonce`, `at_hash`), logout tokens and Security Event Tokens (`events`). */
 export const ALWAYS_REFUSED = ['nonce', 'at_hash', 'events'] as const;
-const refuse = (...own: string[]) => [...ALWAYS_REFUSED, ...own];
 
 /** Issuer settings in document form, laid under the issuer's own, and the checks a preset adds. */
 interface PresetRow {
@@ -31,15 +31,14 @@ const PRESETS = {
   // The same page, "RFC 9068" profile: typ at+jwt, client in `client_id`.
   'auth0-rfc9068': { clientClaims: ['client_id'], scopeClaims: ['scope'] },
   // https://developer.okta.com/docs/reference/api/oidc/#access-token and
-  // https://developer.okta.com/docs/concepts/auth-servers/: no `typ`, `cid`, `scp` array,
-  // `ver: 1`; ID tokens carry `amr` and `idp`. Org authorization server tokens are for Okta's
-  // own APIs and may only be introspected.
+  // https://developer.okta.com/docs/concepts/auth-servers/: no `typ`, `cid`, `scp` array, `ver: 1`;
+  // ID tokens carry `amr`, `idp`. Tokens of the org authorization server only Okta can validate.
   okta: {
     requireTyp: 'off',
     clientClaims: ['cid'],
     scopeClaims: ['scp'],
     requireClaims: ['ver=1'],
-    refuseClaims: refuse('amr', 'idp'),
+    refuseClaims: [...ALWAYS_REFUSED, 'amr', 'idp'],
     issuerPath: {
       pattern: /^\/oauth2\/(?!v1\/?$)[^/]+\/?$/,
       reason:
@@ -138,10 +137,7 @@ export function withPreset(raw: unknown, rootClientClaimsGiven: boolean): unknow
 
 /** The rules a preset makes at start, each problem at the field it is about and naming why. */
 export function checkPresetIssuer(
-  issuer: Pick<TokenKindRules, 'issuer' | 'preset'> & {
-    readonly type: string;
-    readonly audience: string;
-  },
+  issuer: JwtIssuer | TokeninfoIssuer,
   report: (field: string, message: string) => void,
 ): void {
   const row = rowOf(issuer.preset);

@@ -75,11 +75,6 @@ export function oneOf<const T extends readonly [string, ...string[]]>(values: T,
   return z.enum(values, says(say ?? words));
 }
 
-/** A setting operators may also set from the environment, as the variable `name`. */
-export function env<T extends z.ZodType>(name: string, kind: T): T {
-  return kind.meta({ env: name });
-}
-
 /** Only asymmetric JWS algorithms: RFC 8725 §3.1/§3.2, never `none`, never HMAC with a JWKS. */
 const ASYMMETRIC = 'RS256 RS384 RS512 PS256 PS384 PS512 ES256 ES384 ES512 EdDSA Ed25519'.split(' ');
 export const algorithms = list('algorithm').superRefine((names, ctx) => {
@@ -90,17 +85,13 @@ export const algorithms = list('algorithm').superRefine((names, ctx) => {
 /** `true` / `false` (also `on`, `off`, `1`, `0` … as strings, from the environment). */
 export const flag = z.union([z.boolean(), z.stringbool()], says('true or false'));
 
-export type Listen =
-  | { readonly kind: 'tcp'; readonly host: string; readonly port: number }
-  | { readonly kind: 'unix'; readonly path: string };
-
 /** Where the verifier listens unless told otherwise (the probe reads it too). */
 export const DEFAULT_LISTEN = '127.0.0.1:8090';
 
 const TCP = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]*)):(\d{1,5})$/;
 const listenSays = says('host:port or unix:/path');
 /** `host:port`, `[v6]:port`, `:port` (loopback) or `unix:/path/to.sock`. */
-export const listen = z.string(listenSays).transform((value, ctx): Listen => {
+export const listen = z.string(listenSays).transform((value, ctx) => {
   const fail = (message: string) => {
     ctx.addIssue(message);
     return z.NEVER;
@@ -108,13 +99,14 @@ export const listen = z.string(listenSays).transform((value, ctx): Listen => {
   if (value.startsWith('unix:')) {
     const path = value.slice('unix:'.length);
     if (!path.startsWith('/')) return fail(`unix socket path must be absolute, got "${path}"`);
-    return { kind: 'unix', path };
+    return { kind: 'unix' as const, path };
   }
   const [, v6, host, port] = TCP.exec(value) ?? [];
   if (port === undefined || Number(port) < 1 || Number(port) > 65535)
     return fail(listenSays.error({ input: value }));
-  return { kind: 'tcp', host: v6 ?? (host || '127.0.0.1'), port: Number(port) };
+  return { kind: 'tcp' as const, host: v6 ?? (host || '127.0.0.1'), port: Number(port) };
 });
+export type Listen = Readonly<z.output<typeof listen>>;
 
 /**
  * A required JWT `typ` header value, or `false` / `"off"` for none (an issuer that does not
@@ -127,24 +119,22 @@ export const typ = z
   )
   .transform((value) => (value === false || value === 'off' ? undefined : value));
 
-/** A claim an access token must carry (`claim`), or carry with a value (`claim=value`). */
-export interface ClaimRule {
-  readonly claim: string;
-  readonly value?: string | undefined;
-}
-
-/** `claim` or `claim=value` words; a number claim matches its decimal spelling (`ver=1`). */
+/**
+ * Claims an access token must carry (`claim`), or carry with a value (`claim=value`); a number
+ * claim matches its decimal spelling (`ver=1`).
+ */
 export const claimRules = list()
   .superRefine((words, ctx) => {
     for (const word of words.filter((item) => item.startsWith('=')))
       ctx.addIssue(`"${word}" names no claim`);
   })
   .transform((words) =>
-    words.map((word): ClaimRule => {
+    words.map((word) => {
       const at = word.indexOf('=');
       return at < 0 ? { claim: word } : { claim: word.slice(0, at), value: word.slice(at + 1) };
     }),
   );
+export type ClaimRule = Readonly<z.output<typeof claimRules>[number]>;
 
 /** True for `localhost`, 127.0.0.0/8 and `[::1]`: traffic that never leaves the host. */
 export function isLoopbackHost(hostname: string): boolean {
@@ -181,15 +171,10 @@ export type Fail = (message: string, path?: readonly string[]) => void;
  * What a deferred value may read at start: files through the one reader (a failure is reported
  * as `cannot read "PATH" (ENOENT)`, never with contents), and other variables.
  */
-export interface ConfigIo {
-  readonly read: (path: string, fail: Fail) => string | undefined;
-  readonly env: NodeJS.ProcessEnv;
-}
-
-export function createIo(read: FileReader, env: NodeJS.ProcessEnv): ConfigIo {
+export function createIo(read: FileReader, env: NodeJS.ProcessEnv) {
   return {
     env,
-    read(path, fail) {
+    read(path: string, fail: Fail): string | undefined {
       try {
         return read(path);
       } catch (error) {
@@ -199,6 +184,7 @@ export function createIo(read: FileReader, env: NodeJS.ProcessEnv): ConfigIo {
     },
   };
 }
+export type ConfigIo = ReturnType<typeof createIo>;
 
 /**
  * A value that needs a file or a variable to become what the configuration holds (a secret, a
@@ -240,10 +226,10 @@ export function secret(minBytes = 1) {
         'a secret (a string, { "file": PATH } or { "env": NAME }) is required',
       ),
     )
-    .refine((raw) => typeof raw !== 'string' || !short(raw), tooShort)
-    .refine((raw) => typeof raw === 'string' || !('env' in raw) || !/^VERIFIER_/.test(raw.env), {
-      error: (issue) =>
-        `"${(issue.input as { env: string }).env}": choose a variable name outside the VERIFIER_ prefix`,
+    .superRefine((raw, ctx) => {
+      if (typeof raw === 'string' && short(raw)) ctx.addIssue(tooShort);
+      if (typeof raw === 'object' && 'env' in raw && raw.env.startsWith('VERIFIER_'))
+        ctx.addIssue(`"${raw.env}": choose a variable name outside the VERIFIER_ prefix`);
     })
     .transform(
       (raw) =>
