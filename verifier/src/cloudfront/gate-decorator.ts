@@ -18,25 +18,22 @@ export const CLOUDFRONT_HEADERS = [
 ] as const;
 
 // RFC 6265 §4.1.1 path-value: no CTLs and no `;`. Stricter here: only the characters a
-// percent-encoded URL path uses, so the value can never add a cookie attribute.
+// percent-encoded URL path uses (no wildcard), so the value can never add a cookie attribute.
 const NOT_PATH_CHARACTER = /[^A-Za-z0-9\-._~!$&'()+,=:@%/]/;
 
 /**
- * The cookie `Path` for a custom-policy resource: its path up to the first wildcard, cut back to
- * the last `/`, so the browser sends the cookies only with requests the policy can allow
- * (`https://cdn.example.com/private/*` → `/private/`; a resource without wildcards → its path).
- * A path a cookie cannot carry is cut back to the last `/` before the offending character.
+ * The cookie `Path` for a custom-policy resource: its path cut back to the last `/` before the
+ * first wildcard (or a character a cookie cannot carry), so the browser sends the cookies only
+ * with requests the policy can allow (`https://cdn.example.com/private/*` → `/private/`; a
+ * resource without wildcards → its path).
  */
 export function cookiePath(resource: string): string {
   const afterScheme = resource.indexOf('://');
   const slash = resource.indexOf('/', afterScheme + 3);
   if (afterScheme === -1 || slash === -1) return '/';
   const path = resource.slice(slash);
-  const wildcard = path.search(/[*?]/);
-  let cut = wildcard === -1 ? path : path.slice(0, path.lastIndexOf('/', wildcard) + 1);
-  const bad = cut.search(NOT_PATH_CHARACTER);
-  if (bad !== -1) cut = cut.slice(0, cut.lastIndexOf('/', bad) + 1);
-  return cut === '' ? '/' : cut;
+  const stop = path.search(NOT_PATH_CHARACTER);
+  return stop === -1 ? path : path.slice(0, path.lastIndexOf('/', stop) + 1);
 }
 
 /**
@@ -61,22 +58,17 @@ export function cloudFrontHeaders(
 }
 
 /**
- * The grant of a policy with a `cloudfront` section. Starts the one WebCrypto import of the
- * checked key. Expiries are bucketed *down* (a quarter of the TTL at most, up to 300 s, so a
- * cookie lives at least ¾ of it) and never pass the token's `exp`: a cookie never outlives the
- * access that earned it, and every allowed request whose token outlives the bucket gets the same
- * cookies from the signer's cache (only the first pays for a signature).
- *
- * No subject goes into the policy: a CloudFront policy has no field that names a viewer, so all
- * users of one gate policy share the cookies of a bucket, which is why the TTL should stay short.
+ * The grant of a policy with a `cloudfront` section; starts the one WebCrypto import of the
+ * checked key. A bucket is a quarter of the TTL, up to 300 s, so a cookie lives at least ¾ of it,
+ * and every allow whose token outlives the bucket gets the same cookies from the signer's cache
+ * (one signature per bucket). No subject goes into the policy (CloudFront's has no field that
+ * names a viewer), so all users of one gate policy share a bucket's cookies: keep the TTL short.
  * Signing trouble never turns an authenticated user away: it is logged and the allow goes out
  * without cookies (the assets just stay locked).
  */
 export function createCloudFrontGrant(config: CloudFrontGateConfig, logger: Logger): Grant {
   const ready = createCloudFrontSigner({
-    keyPairId: config.keyPairId,
-    privateKey: config.privateKey,
-    algorithm: config.algorithm,
+    ...config,
     // The expiry is bucketed (downwards) here, before the signer, which would round up.
     bucketSeconds: 0,
     cacheSize: 64,

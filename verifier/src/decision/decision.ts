@@ -17,10 +17,7 @@ export type Decision = (
   readonly requiredScopes?: readonly string[] | undefined;
   /** Whole seconds NGINX may reuse this answer (`X-Accel-Expires`); absent: never. */
   readonly edgeTtl?: number | undefined;
-  /**
-   * Headers a plugin rendered for this answer, passed on unread: a policy's grant (signed cookies)
-   * and the DPoP nonce on an allow, the `DPoP` challenge that replaces the Bearer one on a 401.
-   */
+  /** Plugin-rendered headers, passed on unread: a grant, a DPoP nonce or `DPoP` challenge. */
   readonly headers?: readonly Header[] | undefined;
 };
 
