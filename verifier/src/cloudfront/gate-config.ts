@@ -12,8 +12,7 @@ import {
 import { Deferred, section } from '../config/values.js';
 
 const MAX_TTL_SECONDS = 7 * 24 * 3600;
-// A cookie Domain goes into a Set-Cookie header: a host name (optionally with the legacy leading
-// dot) and nothing else.
+// A cookie Domain goes into a Set-Cookie header: a host name (legacy leading dot allowed), no more.
 const cookieDomainShape =
   /^\.?(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
 const must = (phrase: string) => ({ error: `must be ${phrase}` });

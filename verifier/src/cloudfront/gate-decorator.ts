@@ -42,16 +42,12 @@ export function cookiePath(resource: string): string {
  * every part was produced or checked (CloudFront's base64 alphabet, the configured domain, a path
  * of URL characters), so NGINX needs no code to assemble or check them.
  */
-export function cloudFrontHeaders(
-  { cookies, expires }: SignedCookies,
-  path: string,
-  cookieDomain: string | undefined,
-): Header[] {
+export function cloudFrontHeaders(signed: SignedCookies, path: string, domain?: string): Header[] {
   const attributes =
     `; Secure; HttpOnly; SameSite=Lax; Path=${path}` +
-    (cookieDomain === undefined ? '' : `; Domain=${cookieDomain}`) +
-    `; Expires=${new Date(expires * 1000).toUTCString()}`;
-  return Object.entries(cookies).map(([name, value]) => [
+    (domain === undefined ? '' : `; Domain=${domain}`) +
+    `; Expires=${new Date(signed.expires * 1000).toUTCString()}`;
+  return Object.entries(signed.cookies).map(([name, value]) => [
     name.replace(/^CloudFront-/, 'X-Auth-CF-'),
     `${name}=${value}${attributes}`,
   ]);
@@ -59,10 +55,8 @@ export function cloudFrontHeaders(
 
 /**
  * The grant of a policy with a `cloudfront` section; starts the one WebCrypto import of the
- * checked key. A bucket is a quarter of the TTL, up to 300 s, so a cookie lives at least ¾ of it,
- * and every allow whose token outlives the bucket gets the same cookies from the signer's cache
- * (one signature per bucket). No subject goes into the policy (CloudFront's has no field that
- * names a viewer), so all users of one gate policy share a bucket's cookies: keep the TTL short.
+ * checked key. No subject goes into the policy (CloudFront's has no field that names a viewer):
+ * all users of a gate policy share a bucket's cookies, so one signature serves a bucket.
  * Signing trouble never turns an authenticated user away: it is logged and the allow goes out
  * without cookies (the assets just stay locked).
  */
@@ -75,6 +69,7 @@ export function createCloudFrontGrant(config: CloudFrontGateConfig, logger: Logg
   });
   // Failure is reported to every caller below; this only keeps it from being "unhandled" meanwhile.
   ready.catch(() => undefined);
+  // A quarter of the TTL at most, so a cookie lives at least ¾ of it (when the token allows).
   const bucket = Math.min(300, Math.floor(config.ttlSeconds / 4));
   const path = cookiePath(config.resource);
 

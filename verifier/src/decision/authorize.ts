@@ -20,15 +20,13 @@ import {
 import type { DpopOutcome as Outcome, DpopStep, Grant, RevocationCheck } from './plugins.js';
 import type { VerifiedToken } from '../token/verified-token.js';
 
+/** What NGINX sends to /verify; http/contract.ts has a row (header, meaning) for each field. */
 export interface VerifyRequest {
   readonly authorization?: string | undefined;
-  /** `?policy=NAME`; `default` when absent. */
   readonly policy?: string | undefined;
   readonly originalUri?: string | undefined;
   readonly originalMethod?: string | undefined;
-  /** The `DPoP` proof header (RFC 9449), one value, size-capped by NGINX. */
   readonly dpop?: string | undefined;
-  /** The gate's external origin as configured in NGINX (`SG_EXTERNAL_ORIGIN`), for `htu`. */
   readonly originalOrigin?: string | undefined;
 }
 
@@ -62,12 +60,10 @@ const refusal = (error: VerifyError): Outcome => ({
 const fingerprint = (token: string): string => hash('sha256', token, 'hex').slice(0, 8);
 
 /**
- * Checks, in the order of verifier/README.md "What is checked": policy known (else 403); a token
- * present (else 401 without error code); its size; the cache; its shape; a JWT's `iss` allowed by
- * the policy and its `alg` by the issuer, both before any key fetch, then full verification (an
- * opaque token goes to the policy's opaque issuer). Then, on every request, cached or not: the
- * policy's issuers, revocation, scopes (403 when missing), the DPoP proof and the grant of an
- * allow. A failure that is no token outcome (a bug) is `internal_error`: a 401, never a 500.
+ * The checks of verifier/README.md "What is checked", cheapest first: policy, token, cache, shape,
+ * a JWT's `iss` and `alg` before any key fetch, then full verification (or the policy's opaque
+ * issuer). On every request, cached or not: the policy's issuers, revocation, scopes, the DPoP
+ * proof, an allow's grant. A failure that is no token outcome (a bug) is a 401 `internal_error`.
  */
 export function createAuthorizer(parts: AuthorizerParts): Authorize {
   const { cache, logger, metrics, dpop } = parts;
@@ -151,11 +147,7 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
     return parts.jwtVerifiers.get(iss)!(token);
   }
 
-  async function decide(
-    request: VerifyRequest,
-    policy: PreparedPolicy,
-    credentials: Credentials,
-  ): Promise<Outcome> {
+  async function decide(request: VerifyRequest, policy: PreparedPolicy, credentials: Credentials) {
     /** The DPoP step, on every request: a cached token never skips its proof. */
     async function checkDpop(outcome: Outcome, jkt?: string): Promise<Outcome> {
       const mode = policy.config.dpop;
@@ -193,8 +185,7 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
     const { decision, detail } = await checkDpop(judged, token.jkt);
     // Only the token's own outcome (allow, missing scopes) may be reused; DPoP refusals carry none.
     if (decision.identity === undefined) return { decision, detail };
-    // Never past the cap, the token's `exp` or its key's trust; whole seconds rounded down, so a
-    // copy at NGINX never outlives the token.
+    // Never past the cap, `exp` or the key's trust; whole seconds down, so no copy outlives them.
     const until = Math.min(token.exp, token.keyTrustedUntil ?? token.exp);
     const edgeTtl = Math.min(edgeCap, Math.floor(until - now() / 1000));
     const timed = edgeTtl > 0 ? { ...decision, edgeTtl } : decision;
@@ -205,28 +196,27 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
   return async function authorize(request) {
     const name = request.policy ?? DEFAULT_POLICY;
     const policy = policies.get(name);
-    let outcome: Outcome;
     let token: string | undefined;
-    if (policy === undefined) {
-      logger.warn(
-        { policy: request.policy },
-        'configuration problem: /verify asked for an unknown policy',
-      );
-      outcome = { decision: deny('policy_unknown'), detail: 'unknown policy' };
-    } else {
-      try {
-        const credentials = readCredentials(request.authorization, policy.config.dpop !== 'off');
-        token = credentials?.token;
-        outcome = credentials
-          ? await decide(request, policy, credentials)
-          : { decision: policy.missing, detail: undefined };
-      } catch (error) {
-        if (error instanceof VerifyError) outcome = refusal(error);
-        else {
-          // A bug, not a token outcome: never `signature_invalid`, never a 500 at NGINX.
-          logger.error({ err: error }, 'unexpected verification failure');
-          outcome = { decision: deny('internal_error'), detail: 'unexpected failure' };
-        }
+    let outcome: Outcome;
+    try {
+      if (policy === undefined) {
+        logger.warn(
+          { policy: request.policy },
+          'configuration problem: /verify asked for an unknown policy',
+        );
+        throw new VerifyError('policy_unknown', 'unknown policy');
+      }
+      const credentials = readCredentials(request.authorization, policy.config.dpop !== 'off');
+      token = credentials?.token;
+      outcome = credentials
+        ? await decide(request, policy, credentials)
+        : { decision: policy.missing, detail: undefined };
+    } catch (error) {
+      if (error instanceof VerifyError) outcome = refusal(error);
+      else {
+        // A bug, not a token outcome: never `signature_invalid`, never a 500 at NGINX.
+        logger.error({ err: error }, 'unexpected verification failure');
+        outcome = { decision: deny('internal_error'), detail: 'unexpected failure' };
       }
     }
     const { decision, detail } = outcome;

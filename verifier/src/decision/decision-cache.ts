@@ -12,6 +12,7 @@
 // 7. Only verified tokens are stored: never a refusal (a key that appears later is picked up at
 //    once), nor a grant (a plugin's cookies).
 import { LRUCache } from 'lru-cache';
+import type { VerifierConfig } from '../config/model.js';
 import type { Identity } from '../token/identity.js';
 import { createInterner } from '../intern.js';
 import type { VerifiedToken } from '../token/verified-token.js';
@@ -29,11 +30,8 @@ interface StoredEntry extends Omit<VerifiedToken, 'identity'> {
 const sharedShape = createInterner<Omit<Identity, 'sub'>>(10_000);
 const sharedKid = createInterner<string>(10_000);
 
-export interface DecisionCacheOptions {
-  readonly maxEntries: number;
-  readonly maxBytes: number;
-  /** Seconds. */
-  readonly maxTtl: number;
+/** The `cache` section's bounds (`maxTtl` in seconds), the clock and the keys' trust. */
+interface DecisionCacheOptions extends Omit<VerifierConfig['cache'], 'edgeTtl'> {
   /** Milliseconds since the epoch. */
   readonly now: () => number;
   /** Epoch ms until which an issuer's keys are trusted; undefined for opaque issuers (no keys). */

@@ -1,6 +1,5 @@
-// What /verify decided, as plain data: the outcome, why, who the token speaks for, and the header
-// pairs a plugin rendered for the answer. No status codes or challenges here: http/verify-answer.ts
-// renders a decision at the transport edge, in one place.
+// What /verify decided, as plain data: the outcome, why, who the token speaks for, and headers a
+// plugin rendered. Status codes and challenges are the transport edge's (http/verify-answer.ts).
 import type { DenyCode } from '../errors.js';
 import type { Identity } from '../token/identity.js';
 

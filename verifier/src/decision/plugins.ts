@@ -1,6 +1,5 @@
 // What the decision path asks of its plugins, declared here so the arrows point inward: dpop/,
-// revocation/ and cloudfront/ implement these contracts, the core never imports them, and only
-// service.ts wires one to the other.
+// revocation/ and cloudfront/ implement these, the core never imports them, service.ts wires them.
 import type { DpopMode, PolicyConfig } from '../config/model.js';
 import type { VerifyRequest } from './authorize.js';
 import type { Decision, Header } from './decision.js';
