@@ -1,6 +1,5 @@
-// The per-policy `cloudfront` section, declared by the plugin as a schema the policy includes: its
-// fields are validated with the rest of the document, then the key file is read through the
-// configuration's one reader and checked, so `--check-config` catches a wrong key before a request.
+// The per-policy `cloudfront` section, a schema the policy includes: validated with the document,
+// then its key file read through the one reader and checked, so `--check-config` catches a bad key.
 import type { KeyObject } from 'node:crypto';
 import { z } from 'zod';
 import {
@@ -87,9 +86,8 @@ export interface CloudFrontGateConfig extends z.output<typeof cloudFrontSettings
 }
 
 /**
- * The section as a policy includes it: validated settings, then the key file read once at start
- * through the configuration's reader and checked against the algorithm; a problem names the file
- * but never quotes its contents.
+ * The section as a policy includes it: validated settings, then the key read once at start and
+ * checked against the algorithm; a problem names the file but never quotes its contents.
  */
 export const cloudFrontSection = cloudFrontSettings
   .transform(

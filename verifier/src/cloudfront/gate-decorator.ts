@@ -1,6 +1,5 @@
-// The verifier's CloudFront step, a policy's grant plugin: on an allowed request, the signed
-// cookies as complete `Set-Cookie` values in `X-Auth-CF-*` headers, which NGINX adds to /secret
-// (docs/architecture.md); the core passes them on unread.
+// The CloudFront grant plugin: on an allow, the signed cookies as `X-Auth-CF-*` headers for NGINX
+// to add to /secret (docs/architecture.md); the core passes them on unread.
 import { createCloudFrontSigner, type SignedCookies } from '@secret-gate/cloudfront-signer';
 import type { Header } from '../decision/decision.js';
 import type { Grant } from '../decision/plugins.js';
@@ -23,24 +22,19 @@ const NOT_PATH_CHARACTER = /[^A-Za-z0-9\-._~!$&'()+,=:@%/]/;
 
 /**
  * The cookie `Path` for a custom-policy resource: its path cut back to the last `/` before the
- * first wildcard (or a character a cookie cannot carry), so the browser sends the cookies only
- * with requests the policy can allow (`https://cdn.example.com/private/*` → `/private/`; a
- * resource without wildcards → its path).
+ * first wildcard (or character a cookie cannot carry), so the cookies go only with requests the
+ * policy can allow (`https://cdn.example.com/private/*` → `/private/`; no wildcard → its path).
  */
 export function cookiePath(resource: string): string {
-  const afterScheme = resource.indexOf('://');
-  const slash = resource.indexOf('/', afterScheme + 3);
-  if (afterScheme === -1 || slash === -1) return '/';
-  const path = resource.slice(slash);
+  const path = /^[^:]*:\/\/[^/]*(.*)$/.exec(resource)?.[1] || '/';
   const stop = path.search(NOT_PATH_CHARACTER);
   return stop === -1 ? path : path.slice(0, path.lastIndexOf('/', stop) + 1);
 }
 
 /**
- * The signer's cookies as complete `Set-Cookie` values, one `X-Auth-CF-*` header per cookie, which
- * NGINX adds to the allowed /secret answer as they are (`add_header Set-Cookie`). Built here, where
- * every part was produced or checked (CloudFront's base64 alphabet, the configured domain, a path
- * of URL characters), so NGINX needs no code to assemble or check them.
+ * One `X-Auth-CF-*` header per signed cookie, a complete `Set-Cookie` value NGINX adds as it is.
+ * Built here, where every part was produced or checked (CloudFront's base64 alphabet, the
+ * configured domain, a path of URL characters), so NGINX needs no code to assemble or check them.
  */
 export function cloudFrontHeaders(signed: SignedCookies, path: string, domain?: string): Header[] {
   const attributes =
@@ -61,12 +55,8 @@ export function cloudFrontHeaders(signed: SignedCookies, path: string, domain?: 
  * without cookies (the assets just stay locked).
  */
 export function createCloudFrontGrant(config: CloudFrontGateConfig, logger: Logger): Grant {
-  const ready = createCloudFrontSigner({
-    ...config,
-    // The expiry is bucketed (downwards) here, before the signer, which would round up.
-    bucketSeconds: 0,
-    cacheSize: 64,
-  });
+  // No `bucketSeconds`: the signer's rounds up, so the expiry is bucketed down below instead.
+  const ready = createCloudFrontSigner({ ...config, cacheSize: 64 });
   // Failure is reported to every caller below; this only keeps it from being "unhandled" meanwhile.
   ready.catch(() => undefined);
   // A quarter of the TTL at most, so a cookie lives at least ¾ of it (when the token allows).

@@ -173,13 +173,12 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
     if (verdict === 'unavailable')
       throw new VerifyError('revocation_unavailable', 'the shared revocation store is unreachable');
     const { identity } = token;
-    const required = policy.config.scopes;
-    const missing = required.filter((scope) => !identity.scopes.includes(scope));
+    const missing = policy.config.scopes.filter((scope) => !identity.scopes.includes(scope));
     const judged: Outcome =
       missing.length === 0
         ? { decision: allow(identity), detail: undefined }
         : {
-            decision: deny('scope_insufficient', identity, required),
+            decision: deny('scope_insufficient', identity, policy.config.scopes),
             detail: `missing scopes: ${missing.join(' ')}`,
           };
     const { decision, detail } = await checkDpop(judged, token.jkt);
