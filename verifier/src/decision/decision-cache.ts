@@ -31,7 +31,8 @@ const sharedShape = createInterner<Omit<Identity, 'sub'>>(10_000);
 const sharedKid = createInterner<string>(10_000);
 
 /** The `cache` section's bounds (`maxTtl` in seconds), the clock and the keys' trust. */
-interface DecisionCacheOptions extends Omit<VerifierConfig['cache'], 'edgeTtl'> {
+type CacheBounds = Pick<VerifierConfig['cache'], 'maxEntries' | 'maxBytes' | 'maxTtl'>;
+interface DecisionCacheOptions extends CacheBounds {
   /** Milliseconds since the epoch. */
   readonly now: () => number;
   /** Epoch ms until which an issuer's keys are trusted; undefined for opaque issuers (no keys). */
