@@ -27,13 +27,13 @@ describe('verifier folders: arrows point inward (eslint.config.js)', { timeout: 
     [
       'decision/ importing a plugin',
       'verifier/src/decision/secret-set.ts',
-      '../cloudfront/index.js',
+      '../cloudfront/gate-decorator.js',
     ],
     ['http/ importing a plugin', 'verifier/src/http/contract.ts', '../dpop/challenge.js'],
     ['a plugin importing http/', 'verifier/src/revocation/watermarks.ts', '../http/routes.js'],
     ['config/ importing token/', 'verifier/src/config/values.ts', '../token/identity.js'],
     ['a folder importing the composition root', 'verifier/src/dpop/htu.ts', '../service.js'],
-    ['the probe importing a plugin', 'verifier/src/probe.ts', './cloudfront/index.js'],
+    ['the probe importing a plugin', 'verifier/src/probe.ts', './cloudfront/gate-decorator.js'],
   ])('refuses %s', async (_title, path, target) => {
     const messages = await restricted(path, `export type { X } from '${target}';\n`);
     expect(messages).toHaveLength(1);
@@ -42,6 +42,6 @@ describe('verifier folders: arrows point inward (eslint.config.js)', { timeout: 
 
   it('lets a plugin import the core it implements', async () => {
     const code = "export type { Grant } from '../decision/plugins.js';\n";
-    expect(await restricted('verifier/src/cloudfront/index.ts', code)).toEqual([]);
+    expect(await restricted('verifier/src/cloudfront/gate-decorator.ts', code)).toEqual([]);
   });
 });

@@ -1,7 +1,5 @@
-// The per-policy `cloudfront` section of the verifier's configuration, declared by the plugin
-// itself as a schema the policy includes: its fields are validated with the rest of the document,
-// then the key file is read through the configuration's one reader and checked, so
-// `--check-config` catches a wrong key before the first request does.
+// The per-policy `cloudfront` section, a schema the policy includes: validated with the document,
+// then its key file read through the one reader and checked, so `--check-config` catches a bad key.
 import type { KeyObject } from 'node:crypto';
 import { z } from 'zod';
 import {
@@ -10,28 +8,21 @@ import {
   readPrivateKey,
   type CloudFrontAlgorithm,
 } from '@secret-gate/cloudfront-signer';
-import { Deferred, section, type ConfigIo, type Fail } from '../config/values.js';
-import { domainCovers } from './cookie-scope.js';
+import { Deferred, section } from '../config/values.js';
 
 const MAX_TTL_SECONDS = 7 * 24 * 3600;
-// A cookie Domain is a host name (optionally with the legacy leading dot): it goes into a
-// Set-Cookie header, so anything beyond letters, digits, dots and hyphens is refused.
+// A cookie Domain goes into a Set-Cookie header: a host name (legacy leading dot allowed), no more.
 const cookieDomainShape =
   /^\.?(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/;
 const must = (phrase: string) => ({ error: `must be ${phrase}` });
+const keyPairIdPhrase = must('the CloudFront public key ID (letters and digits)');
 const ttlPhrase = must(`a whole number of seconds from 1 to ${MAX_TTL_SECONDS}`);
+const domainPhrase = must('a host name such as cdn.example.com');
 
-/**
- * CloudFront accepts SHA-256 for signed cookies and URLs (`CloudFront-Hash-Algorithm`), so the
- * gate prefers it; `RSA-SHA1` stays available for key groups that need it.
- */
-const DEFAULT_ALGORITHM: CloudFrontAlgorithm = 'RSA-SHA256';
-
-/** The section as written: plain settings, no key material. Validating it reads nothing. */
-export const cloudFrontSettings = section({
+const cloudFrontSettings = section({
   keyPairId: z
-    .string(must('the CloudFront public key ID (letters and digits)'))
-    .regex(/^[A-Za-z0-9]{1,128}$/, must('the CloudFront public key ID (letters and digits)'))
+    .string(keyPairIdPhrase)
+    .regex(/^[A-Za-z0-9]{1,128}$/, keyPairIdPhrase)
     .describe('The CloudFront public key ID (letters and digits).'),
   privateKeyFile: z
     .string(must('the path of the private key file'))
@@ -44,7 +35,7 @@ export const cloudFrontSettings = section({
       cloudFrontAlgorithms as [CloudFrontAlgorithm],
       must(`one of ${cloudFrontAlgorithms.join(', ')}`),
     )
-    .prefault(DEFAULT_ALGORITHM)
+    .prefault('RSA-SHA256')
     .describe(
       '`RSA-SHA256` (preferred: CloudFront accepts SHA-256 for cookies and URLs), `ECDSA-SHA256` or `RSA-SHA1`.',
     ),
@@ -68,14 +59,9 @@ export const cloudFrontSettings = section({
     .describe(
       `Longest lifetime of the cookies, 1 to ${MAX_TTL_SECONDS} seconds; never past the access token's \`exp\` (expiries are rounded down to a bucket of at most a quarter of it, up to 300 s). The cookies' \`Path\` is the resource's path up to its first wildcard.`,
     ),
-  /**
-   * Absent: host-only cookies (they then reach CloudFront only when the distribution serves the
-   * gate's own host). A browser accepts a `Domain` only when it covers the gate's host, and sends
-   * the cookie to CloudFront only when it covers the resource's host.
-   */
   cookieDomain: z
-    .string(must('a host name such as cdn.example.com'))
-    .regex(cookieDomainShape, must('a host name such as cdn.example.com'))
+    .string(domainPhrase)
+    .regex(cookieDomainShape, domainPhrase)
     .optional()
     .describe(
       "`Domain` attribute of the cookies; unset: host-only cookies. Must cover the resource's host, and the browser accepts it only when it also covers the gate's host: gate on `app.example.com`, CDN on `cdn.example.com` → `example.com`.",
@@ -83,7 +69,9 @@ export const cloudFrontSettings = section({
 }).superRefine(({ cookieDomain, resource }, ctx) => {
   const host = /^[a-z*]+:\/\/([^/:]+)/i.exec(resource)?.[1];
   if (cookieDomain === undefined || host === undefined || host.includes('*')) return;
-  if (!domainCovers(cookieDomain, host))
+  // RFC 6265 §5.1.3: a browser sends a `Domain` cookie to that host and its subdomains only.
+  const domain = cookieDomain.replace(/^\./, '').toLowerCase();
+  if (!`.${host.toLowerCase()}`.endsWith(`.${domain}`))
     ctx.addIssue({
       code: 'custom',
       input: cookieDomain,
@@ -92,35 +80,29 @@ export const cloudFrontSettings = section({
     });
 });
 
-export type CloudFrontSettings = z.output<typeof cloudFrontSettings>;
-
 /** The section once loaded: the settings and the checked private key. */
-export interface CloudFrontGateConfig extends CloudFrontSettings {
+export interface CloudFrontGateConfig extends z.output<typeof cloudFrontSettings> {
   readonly privateKey: KeyObject;
 }
 
 /**
- * Reads the key file through the configuration's reader and checks it fits the algorithm; reports
- * a problem that names the file but never quotes its contents.
+ * The section as a policy includes it: validated settings, then the key read once at start and
+ * checked against the algorithm; a problem names the file but never quotes its contents.
  */
-export function loadCloudFrontKey(
-  settings: CloudFrontSettings,
-  io: ConfigIo,
-  fail: Fail,
-): CloudFrontGateConfig | undefined {
-  const at = ['privateKeyFile'];
-  const text = io.read(settings.privateKeyFile, (message) => fail(message, at));
-  if (text === undefined) return undefined;
-  try {
-    return { ...settings, privateKey: readPrivateKey(text, settings.algorithm) };
-  } catch (error) {
-    const why = (error as Error).message.replace(/^"privateKey" /, '');
-    fail(`${JSON.stringify(settings.privateKeyFile)}: ${why}`, at);
-    return undefined;
-  }
-}
-
-/** The section as a policy includes it: validated settings, then the key read once at start. */
 export const cloudFrontSection = cloudFrontSettings
-  .transform((settings) => new Deferred((io, fail) => loadCloudFrontKey(settings, io, fail)))
+  .transform(
+    (settings) =>
+      new Deferred((io, fail): CloudFrontGateConfig | undefined => {
+        const at = ['privateKeyFile'];
+        const text = io.read(settings.privateKeyFile, (message) => fail(message, at));
+        if (text === undefined) return undefined;
+        try {
+          return { ...settings, privateKey: readPrivateKey(text, settings.algorithm) };
+        } catch (error) {
+          const why = (error as Error).message.replace(/^"privateKey" /, '');
+          fail(`${JSON.stringify(settings.privateKeyFile)}: ${why}`, at);
+          return undefined;
+        }
+      }),
+  )
   .describe('CloudFront signed cookies for allowed requests of this policy (see below).');

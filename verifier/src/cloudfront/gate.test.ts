@@ -4,16 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { createIo } from '../config/values.js';
-import { cookiePath } from './cookie-scope.js';
-import {
-  cloudFrontHeaders,
-  createCloudFrontDecorator,
-  cloudFrontSettings,
-  loadCloudFrontKey,
-  type CloudFrontGateConfig,
-  type CloudFrontSettings,
-} from './index.js';
+import { createIo, Deferred } from '../config/values.js';
+import { captureLogger } from '../testing/fixtures.js';
+import { cloudFrontSection, type CloudFrontGateConfig } from './gate-config.js';
+import { cloudFrontHeaders, cookiePath, createCloudFrontGrant } from './gate-decorator.js';
 
 const fixtures = fileURLToPath(new URL('../../../test/fixtures/cloudfront/', import.meta.url));
 const rsaFile = `${fixtures}rsa-2048.pkcs8.pem`;
@@ -31,58 +25,60 @@ const valid = {
 
 /** Validates the block as the verifier's configuration does, naming problems under `where`. */
 function parseCloudFrontConfig(value: unknown, where: string) {
-  const result = cloudFrontSettings.safeParse(value);
+  const result = cloudFrontSection.safeParse(value);
   const problems = (result.error?.issues ?? []).map(
     (issue) => `${[where, ...issue.path].join('.')}: ${issue.message}`,
   );
   return { config: result.data, problems };
 }
 
-const fail =
-  (problems: string[]) =>
-  (message: string, path: readonly string[] = []) =>
-    problems.push(`${['cf', ...path].join('.')}: ${message}`);
-
-function parseOk(value: unknown) {
-  const { config, problems } = parseCloudFrontConfig(value, 'policies.secret.cloudfront');
-  expect(problems).toEqual([]);
-  if (!config) throw new Error('no config');
-  return config;
-}
-
 const readKey = (path: string) => readFileSync(path, 'utf8');
 
 /** Validates the block, then reads its key through the reader, as the verifier's config does. */
-function loadOk(value: unknown): CloudFrontGateConfig {
-  const problems: string[] = [];
-  const config = loadCloudFrontKey(parseOk(value), createIo(readKey, {}), fail(problems));
+function load(value: unknown) {
+  const { config, problems } = parseCloudFrontConfig(value, 'cf');
   expect(problems).toEqual([]);
   if (!config) throw new Error('no config');
-  return config;
+  const failures: string[] = [];
+  const loaded = config.load(createIo(readKey, {}), (message, path = []) =>
+    failures.push(`${['cf', ...path].join('.')}: ${message}`),
+  );
+  return { loaded, failures };
 }
 
-function loadProblems(value: CloudFrontSettings): string[] {
-  const problems: string[] = [];
-  loadCloudFrontKey(value, createIo(readKey, {}), fail(problems));
-  return problems;
+function loadOk(value: unknown): CloudFrontGateConfig {
+  const { loaded, failures } = load(value);
+  expect(failures).toEqual([]);
+  if (!loaded) throw new Error('no config');
+  return loaded;
 }
 
 /** A token that outlives every cookie in these tests. */
 const FAR = NOW + 86_400;
 
+/** The grant's headers at `now`, and what the plugin logged. */
+async function grantAt(config: CloudFrontGateConfig, now: number, tokenExp = now + 86_400) {
+  const { logger, lines } = captureLogger();
+  const headers = await createCloudFrontGrant(config, logger)(now, tokenExp);
+  return { headers, lines };
+}
+
 /** The grant's cookie values and attributes, by the cookie or attribute they become. */
-async function headersOf(config: CloudFrontGateConfig, now: number, tokenExp = now + 86_400) {
-  const grant = await createCloudFrontDecorator(config)(now, tokenExp);
-  if (grant === undefined) throw new Error('no grant');
-  const fields: Record<string, string> = {
-    Policy: grant.policy,
-    Signature: grant.signature,
-    Expires: String(grant.expires),
-    'Key-Pair-Id': grant.keyPairId,
-    Path: grant.path,
-  };
-  if (grant.sha256) fields['Hash-Algorithm'] = 'SHA256';
-  if (grant.cookieDomain !== undefined) fields['Domain'] = grant.cookieDomain;
+async function headersOf(config: CloudFrontGateConfig, now: number, tokenExp?: number) {
+  const { headers, lines } = await grantAt(config, now, tokenExp);
+  expect(lines).toEqual([]);
+  const fields: Record<string, string> = {};
+  for (const [name, value] of headers) {
+    const [cookie = '', ...attributes] = value.split('; ');
+    const [cookieName, cookieValue = ''] = cookie.split('=');
+    expect(name).toBe(cookieName?.replace('CloudFront-', 'X-Auth-CF-'));
+    fields[name.replace('X-Auth-CF-', '')] = cookieValue;
+    for (const attribute of attributes) {
+      const [key = '', setting = ''] = attribute.split('=');
+      if (key === 'Expires') fields[key] = String(Date.parse(setting) / 1000);
+      if (key === 'Path' || key === 'Domain') fields[key] = setting;
+    }
+  }
   return fields;
 }
 
@@ -92,12 +88,12 @@ function decode(value: string): Buffer {
 
 describe('the cloudfront section (cloudFrontSettings)', () => {
   it('accepts a complete block', () => {
-    expect(parseOk(valid)).toEqual(valid);
+    expect(loadOk(valid)).toEqual({ ...valid, privateKey: expect.anything() });
   });
 
   it('defaults algorithm to RSA-SHA256 (CloudFront accepts SHA-256) and leaves cookieDomain out when absent', () => {
     const { algorithm: _a, cookieDomain: _d, ...rest } = valid;
-    const config = parseOk(rest);
+    const config = loadOk(rest);
     expect(config.algorithm).toBe('RSA-SHA256');
     expect('cookieDomain' in config).toBe(false);
   });
@@ -127,20 +123,20 @@ describe('the cloudfront section (cloudFrontSettings)', () => {
   });
 
   it('validates without reading anything: the key file is read by the load step', () => {
-    expect(
-      parseCloudFrontConfig({ ...valid, privateKeyFile: '/nonexistent/cf.pem' }, 'cf'),
-    ).toEqual({
-      config: { ...valid, privateKeyFile: '/nonexistent/cf.pem' },
-      problems: [],
-    });
+    const { config, problems } = parseCloudFrontConfig(
+      { ...valid, privateKeyFile: '/nonexistent/cf.pem' },
+      'cf',
+    );
+    expect(problems).toEqual([]);
+    expect(config).toBeInstanceOf(Deferred);
   });
 
   it('loads the key through the reader, so a missing or mismatched key is a config problem, without its contents', () => {
-    expect(loadProblems({ ...parseOk(valid), privateKeyFile: '/nonexistent/cf.pem' })).toEqual([
+    expect(load({ ...valid, privateKeyFile: '/nonexistent/cf.pem' }).failures).toEqual([
       'cf.privateKeyFile: cannot read "/nonexistent/cf.pem" (ENOENT)',
     ]);
 
-    expect(loadProblems({ ...parseOk(valid), algorithm: 'ECDSA-SHA256' })).toEqual([
+    expect(load({ ...valid, algorithm: 'ECDSA-SHA256' }).failures).toEqual([
       `cf.privateKeyFile: ${JSON.stringify(rsaFile)}: must be an ECDSA P-256 key for algorithm "ECDSA-SHA256"`,
     ]);
 
@@ -149,7 +145,7 @@ describe('the cloudfront section (cloudFrontSettings)', () => {
       join(dir, 'garbage.pem'),
       '-----BEGIN PRIVATE KEY-----\nc2VjcmV0\n-----END PRIVATE KEY-----\n',
     );
-    const garbage = loadProblems({ ...parseOk(valid), privateKeyFile: join(dir, 'garbage.pem') });
+    const garbage = load({ ...valid, privateKeyFile: join(dir, 'garbage.pem') }).failures;
     expect(garbage).toHaveLength(1);
     expect(garbage[0]).toMatch(/is not a readable private key/);
     expect(garbage[0]).not.toContain('c2VjcmV0');
@@ -178,23 +174,22 @@ describe('cloudFrontHeaders', () => {
   it('renders complete Set-Cookie values, one header per cookie, for NGINX to add as they are', () => {
     const attributes =
       '; Secure; HttpOnly; SameSite=Lax; Path=/private/; Domain=example.com; Expires=Tue, 01 Jan 2030 00:00:00 GMT';
-    const grant = {
-      kind: 'cloudfront-cookies',
-      keyPairId: 'K2JCJMDEHXQW5F',
-      policy: 'eyJTdGF0ZW1lbnQiOltdfQ__',
-      signature: 'c2ln~bmF0-dXJl_',
-      expires: 1_893_456_000,
-      sha256: true,
-      cookieDomain: 'example.com',
-      path: '/private/',
+    const cookies = {
+      'CloudFront-Policy': 'eyJTdGF0ZW1lbnQiOltdfQ__',
+      'CloudFront-Signature': 'c2ln~bmF0-dXJl_',
+      'CloudFront-Key-Pair-Id': 'K2JCJMDEHXQW5F',
     } as const;
-    expect(cloudFrontHeaders(grant)).toEqual([
+    const signed = {
+      cookies: { ...cookies, 'CloudFront-Hash-Algorithm': 'SHA256' },
+      expires: 1_893_456_000,
+    } as const;
+    expect(cloudFrontHeaders(signed, '/private/', 'example.com')).toEqual([
       ['X-Auth-CF-Policy', `CloudFront-Policy=eyJTdGF0ZW1lbnQiOltdfQ__${attributes}`],
       ['X-Auth-CF-Signature', `CloudFront-Signature=c2ln~bmF0-dXJl_${attributes}`],
       ['X-Auth-CF-Key-Pair-Id', `CloudFront-Key-Pair-Id=K2JCJMDEHXQW5F${attributes}`],
       ['X-Auth-CF-Hash-Algorithm', `CloudFront-Hash-Algorithm=SHA256${attributes}`],
     ]);
-    const hostOnly = cloudFrontHeaders({ ...grant, sha256: false, cookieDomain: undefined });
+    const hostOnly = cloudFrontHeaders({ ...signed, cookies }, '/private/', undefined);
     expect(hostOnly.map(([name]) => name)).toEqual([
       'X-Auth-CF-Policy',
       'X-Auth-CF-Signature',
@@ -204,7 +199,7 @@ describe('cloudFrontHeaders', () => {
   });
 });
 
-describe('createCloudFrontDecorator', () => {
+describe('createCloudFrontGrant', () => {
   it('answers the architecture headers, signed over the policy they carry', async () => {
     const headers = await headersOf(loadOk(valid), NOW);
     expect(Object.keys(headers).sort()).toEqual([
@@ -254,7 +249,7 @@ describe('createCloudFrontDecorator', () => {
   });
 
   it('hands out no cookie for a token with less than a second left', async () => {
-    await expect(createCloudFrontDecorator(loadOk(valid))(NOW, NOW + 0.5)).resolves.toBeUndefined();
+    expect(await grantAt(loadOk(valid), NOW, NOW + 0.5)).toEqual({ headers: [], lines: [] });
   });
 
   it.each([
@@ -270,13 +265,13 @@ describe('createCloudFrontDecorator', () => {
   });
 
   it('hands every user whose token outlives the window the same cookies, and new ones in the next', async () => {
-    const decorate = createCloudFrontDecorator(loadOk(valid));
+    const grant = createCloudFrontGrant(loadOk(valid), captureLogger().logger);
     const windowStart = 1_800_000_000;
-    const a = await decorate(windowStart + 1, FAR);
-    const b = await decorate(windowStart + 149, FAR + 5000);
-    const c = await decorate(windowStart + 151, FAR);
+    const a = await grant(windowStart + 1, FAR);
+    const b = await grant(windowStart + 149, FAR + 5000);
+    const c = await grant(windowStart + 151, FAR);
     expect(b).toEqual(a);
-    expect(c?.signature).not.toBe(a?.signature);
+    expect(c[1]?.[1]).not.toBe(a[1]?.[1]);
   });
 
   it('adds X-Auth-CF-Hash-Algorithm for ECDSA and omits X-Auth-CF-Domain without cookieDomain', async () => {
@@ -287,9 +282,14 @@ describe('createCloudFrontDecorator', () => {
     expect('Domain' in headers).toBe(false);
   });
 
-  it('never signs with a key that does not fit its algorithm', async () => {
-    const decorate = createCloudFrontDecorator({ ...loadOk(valid), algorithm: 'ECDSA-SHA256' });
-    await expect(decorate(NOW, FAR)).rejects.toThrow(TypeError);
+  it('never signs with a key that does not fit its algorithm: the allow goes out without cookies, the failure is logged', async () => {
+    const { headers, lines } = await grantAt({ ...loadOk(valid), algorithm: 'ECDSA-SHA256' }, NOW);
+    expect(headers).toEqual([]);
+    expect(lines).toHaveLength(1);
+    expect(JSON.parse(lines[0] ?? '')).toMatchObject({
+      level: 50,
+      msg: 'CloudFront signing failed',
+    });
   });
 });
 

@@ -17,18 +17,16 @@ import {
   unverifiedIssuer,
   type Credentials,
 } from '../token/token-shape.js';
-import type { DpopOutcome, DpopStep, Grant, RevocationCheck } from './plugins.js';
+import type { DpopOutcome as Outcome, DpopStep, Grant, RevocationCheck } from './plugins.js';
 import type { VerifiedToken } from '../token/verified-token.js';
 
+/** What NGINX sends to /verify; http/contract.ts has a row (header, meaning) for each field. */
 export interface VerifyRequest {
   readonly authorization?: string | undefined;
-  /** `?policy=NAME`; `default` when absent. */
   readonly policy?: string | undefined;
   readonly originalUri?: string | undefined;
   readonly originalMethod?: string | undefined;
-  /** The `DPoP` proof header (RFC 9449), one value, size-capped by NGINX. */
   readonly dpop?: string | undefined;
-  /** The gate's external origin as configured in NGINX (`SG_EXTERNAL_ORIGIN`), for `htu`. */
   readonly originalOrigin?: string | undefined;
 }
 
@@ -53,11 +51,6 @@ export interface AuthorizerParts {
   readonly revocation?: RevocationCheck | undefined;
 }
 
-/** A decision and why, for the log line (never a token). */
-type Outcome = DpopOutcome;
-
-const MISSING = deny('token_missing');
-const UNKNOWN_POLICY = deny('policy_unknown');
 const refusal = (error: VerifyError): Outcome => ({
   decision: deny(error.code),
   detail: error.message,
@@ -67,21 +60,19 @@ const refusal = (error: VerifyError): Outcome => ({
 const fingerprint = (token: string): string => hash('sha256', token, 'hex').slice(0, 8);
 
 /**
- * Checks, in the order of verifier/README.md "What is checked": policy known (else 403); a token
- * present (else 401 without error code); its size; the cache; its shape; a JWT's `iss` allowed by
- * the policy and its `alg` by the issuer, both before any key fetch, then full verification (an
- * opaque token goes to the policy's opaque issuer). Then, on every request, cached or not: the
- * policy's issuers, revocation, scopes (403 when missing), the DPoP proof and the grant of an
- * allow. A failure that is no token outcome (a bug) is `internal_error`: a 401, never a 500.
+ * The checks of verifier/README.md "What is checked", cheapest first: policy, token, cache, shape,
+ * a JWT's `iss` and `alg` before any key fetch, then full verification (or the policy's opaque
+ * issuer). On every request, cached or not: the policy's issuers, revocation, scopes, the DPoP
+ * proof, an allow's grant. A failure that is no token outcome (a bug) is a 401 `internal_error`.
  */
 export function createAuthorizer(parts: AuthorizerParts): Authorize {
-  const { cache, logger, metrics } = parts;
+  const { cache, logger, metrics, dpop } = parts;
   const edgeCap = Math.floor(parts.edgeTtl ?? 0);
   const now = parts.now ?? Date.now;
 
   /** A policy with what each of its requests needs worked out once. */
   function prepare(policy: PolicyConfig) {
-    if (policy.dpop !== 'off' && parts.dpop === undefined)
+    if (policy.dpop !== 'off' && dpop === undefined)
       throw new TypeError(`policy "${policy.name}" uses DPoP but no DPoP step was given`);
     const opaqueIssuer = policy.issuers.find((iss) => parts.opaqueVerifiers.has(iss));
     return {
@@ -92,6 +83,8 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
       grant: parts.grants?.get(policy.name),
       /** Cache keys of tokens this policy verifies: one for policies that read tokens alike. */
       keyPrefix: `${opaqueIssuer ?? ''}\u0000`,
+      /** The answer without a token: a DPoP-only policy challenges for the DPoP scheme. */
+      missing: dpop && policy.dpop === 'required' ? dpop.missingToken : deny('token_missing'),
     } as const;
   }
   type PreparedPolicy = ReturnType<typeof prepare>;
@@ -154,46 +147,24 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
     return parts.jwtVerifiers.get(iss)!(token);
   }
 
-  /** The DPoP step, on every request: a cached token never skips its proof. */
-  async function checkDpop(
-    policy: PreparedPolicy,
-    outcome: Outcome,
-    credentials: Credentials,
-    request: VerifyRequest,
-    jkt: string | undefined,
-  ): Promise<Outcome> {
-    const mode = policy.config.dpop;
-    if (mode === 'off' && jkt === undefined) return outcome;
-    // Only reachable for `off`: a bound token is never a bearer token.
-    if (parts.dpop === undefined)
-      return { decision: deny('dpop_binding_mismatch'), detail: 'DPoP-bound token as Bearer' };
-    const stepped = await parts.dpop.step(mode, outcome.decision, credentials, request, jkt);
-    return { decision: stepped.decision, detail: stepped.detail ?? outcome.detail };
-  }
-
-  /**
-   * How long NGINX may reuse the answer: only a verified token's outcome (an allow, or a 403 for
-   * missing scopes), never a 401, and never past the cap, the token's `exp` or its key's trust.
-   * Whole seconds rounded down, so a copy never outlives the token.
-   */
-  function edgeTtlFor(token: VerifiedToken): number | undefined {
-    if (edgeCap <= 0) return undefined;
-    const until = Math.min(token.exp, token.keyTrustedUntil ?? token.exp);
-    const seconds = Math.min(edgeCap, Math.floor(until - now() / 1000));
-    return seconds > 0 ? seconds : undefined;
-  }
-
-  async function decide(
-    request: VerifyRequest,
-    policy: PreparedPolicy,
-    credentials: Credentials,
-  ): Promise<Outcome> {
+  async function decide(request: VerifyRequest, policy: PreparedPolicy, credentials: Credentials) {
+    /** The DPoP step, on every request: a cached token never skips its proof. */
+    async function checkDpop(outcome: Outcome, jkt?: string): Promise<Outcome> {
+      const mode = policy.config.dpop;
+      // No step means every policy is `off` (prepare); a bound token is never a bearer token.
+      if (mode === 'off' || dpop === undefined) {
+        if (jkt === undefined) return outcome;
+        return { decision: deny('dpop_binding_mismatch'), detail: 'DPoP-bound token as Bearer' };
+      }
+      const stepped = await dpop.step(mode, outcome.decision, credentials, request, jkt);
+      return { decision: stepped.decision, detail: stepped.detail ?? outcome.detail };
+    }
     let token: VerifiedToken;
     try {
       token = await verified(credentials.token, policy);
     } catch (error) {
       if (!(error instanceof VerifyError)) throw error;
-      return checkDpop(policy, refusal(error), credentials, request, undefined);
+      return checkDpop(refusal(error));
     }
     // The policy's own checks. A revocation refusal throws, so no DPoP challenge follows it.
     const verdict = parts.revocation?.(token, policy.config.revocation);
@@ -202,65 +173,64 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
     if (verdict === 'unavailable')
       throw new VerifyError('revocation_unavailable', 'the shared revocation store is unreachable');
     const { identity } = token;
-    const required = policy.config.scopes;
-    const missing = required.filter((scope) => !identity.scopes.includes(scope));
+    const missing = policy.config.scopes.filter((scope) => !identity.scopes.includes(scope));
     const judged: Outcome =
       missing.length === 0
         ? { decision: allow(identity), detail: undefined }
         : {
-            decision: deny('scope_insufficient', identity, required),
+            decision: deny('scope_insufficient', identity, policy.config.scopes),
             detail: `missing scopes: ${missing.join(' ')}`,
           };
-    const { decision, detail } = await checkDpop(policy, judged, credentials, request, token.jkt);
+    const { decision, detail } = await checkDpop(judged, token.jkt);
     // Only the token's own outcome (allow, missing scopes) may be reused; DPoP refusals carry none.
     if (decision.identity === undefined) return { decision, detail };
-    const edgeTtl = edgeTtlFor(token);
-    const timed = edgeTtl === undefined ? decision : { ...decision, edgeTtl };
+    // Never past the cap, `exp` or the key's trust; whole seconds down, so no copy outlives them.
+    const until = Math.min(token.exp, token.keyTrustedUntil ?? token.exp);
+    const edgeTtl = Math.min(edgeCap, Math.floor(until - now() / 1000));
+    const timed = edgeTtl > 0 ? { ...decision, edgeTtl } : decision;
     if (timed.outcome !== 'allow' || policy.grant === undefined) return { decision: timed, detail };
     return { decision: withHeaders(timed, await policy.grant(now() / 1000, token.exp)), detail };
   }
 
-  function record(request: VerifyRequest, outcome: Outcome, token: string | undefined): Decision {
+  return async function authorize(request) {
+    const name = request.policy ?? DEFAULT_POLICY;
+    const policy = policies.get(name);
+    let token: string | undefined;
+    let outcome: Outcome;
+    try {
+      if (policy === undefined) {
+        logger.warn(
+          { policy: request.policy },
+          'configuration problem: /verify asked for an unknown policy',
+        );
+        throw new VerifyError('policy_unknown', 'unknown policy');
+      }
+      const credentials = readCredentials(request.authorization, policy.config.dpop !== 'off');
+      token = credentials?.token;
+      outcome = credentials
+        ? await decide(request, policy, credentials)
+        : { decision: policy.missing, detail: undefined };
+    } catch (error) {
+      if (error instanceof VerifyError) outcome = refusal(error);
+      else {
+        // A bug, not a token outcome: never `signature_invalid`, never a 500 at NGINX.
+        logger.error({ err: error }, 'unexpected verification failure');
+        outcome = { decision: deny('internal_error'), detail: 'unexpected failure' };
+      }
+    }
     const { decision, detail } = outcome;
-    const policy = request.policy ?? DEFAULT_POLICY;
     metrics?.decision(decision.reason);
     if (decision.outcome !== 'allow') {
       const { reason } = decision;
       const fp = token === undefined ? undefined : fingerprint(token);
       const uri = loggablePath(request.originalUri);
       const method = request.originalMethod;
-      logger.info({ status: statusFor(reason), reason, policy, fp, uri, method, detail }, 'denied');
+      const fields = { status: statusFor(reason), reason, policy: name, fp, uri, method, detail };
+      logger.info(fields, 'denied');
     } else if (logger.isLevelEnabled('debug')) {
       const fp = token && fingerprint(token);
-      logger.debug({ policy, fp, client: decision.identity?.client }, 'allowed');
+      logger.debug({ policy: name, fp, client: decision.identity?.client }, 'allowed');
     }
     return decision;
-  }
-
-  return async function authorize(request) {
-    const policy = policies.get(request.policy ?? DEFAULT_POLICY);
-    if (policy === undefined) {
-      logger.warn(
-        { policy: request.policy },
-        'configuration problem: /verify asked for an unknown policy',
-      );
-      return record(request, { decision: UNKNOWN_POLICY, detail: 'unknown policy' }, undefined);
-    }
-    let credentials: Credentials | undefined;
-    try {
-      credentials = readCredentials(request.authorization, policy.config.dpop !== 'off');
-      if (credentials === undefined) {
-        const missing =
-          policy.config.dpop === 'required' && parts.dpop ? parts.dpop.missingToken : MISSING;
-        return record(request, { decision: missing, detail: undefined }, undefined);
-      }
-      return record(request, await decide(request, policy, credentials), credentials.token);
-    } catch (error) {
-      if (error instanceof VerifyError) return record(request, refusal(error), credentials?.token);
-      // A bug, not a token outcome: never `signature_invalid`, never a 500 at NGINX.
-      logger.error({ err: error }, 'unexpected verification failure');
-      const failed = { decision: deny('internal_error'), detail: 'unexpected failure' };
-      return record(request, failed, credentials?.token);
-    }
   };
 }

@@ -1,18 +1,18 @@
 // Verified tokens remembered, so a repeat request costs one SHA-256 and one LRU lookup instead of
 // a signature check. It holds what a token proved, never what a policy made of it: authorize.ts
 // evaluates the policy on every request. Invariants (tests here and in authorize.test.ts):
-// 1. Key = SHA-256 over the token (and the opaque verifier that read it). The token is never stored.
+// 1. Key = SHA-256 over the token (and the opaque verifier that read it); the token is not stored.
 // 2. An entry's TTL never reaches past the token's `exp`, nor past `maxTtl`.
-// 3. `exp` and `nbf` are re-checked on every hit; a hit outside the window is dropped and the token
-//    goes through full verification again.
+// 3. `exp`, `nbf` and the issuer's trust horizon (last good JWKS fetch + `maxStale`) are re-checked
+//    on every hit; a hit outside them is dropped and the token is verified afresh (so with the IdP
+//    down that long a cached token gets `keys_unavailable` like a fresh one).
 // 4. Bounded by entry count and by (estimated) bytes; least recently used entries go first.
 // 5. Concurrent misses for one token (and policy) share one verification (`share`).
 // 6. When a key leaves an issuer's JWKS, every entry verified with that `kid` is dropped.
-// 7. Only verified tokens are stored, never a refusal (a key that appears later is picked up at
-//    once) nor a grant (a plugin's cookies).
-// 8. A hit past its issuer's trust horizon (last good JWKS fetch + `maxStale`) is a miss: with the
-//    IdP down that long a fresh token gets `keys_unavailable`, and so does a cached one.
+// 7. Only verified tokens are stored: never a refusal (a key that appears later is picked up at
+//    once), nor a grant (a plugin's cookies).
 import { LRUCache } from 'lru-cache';
+import type { VerifierConfig } from '../config/model.js';
 import type { Identity } from '../token/identity.js';
 import { createInterner } from '../intern.js';
 import type { VerifiedToken } from '../token/verified-token.js';
@@ -26,16 +26,13 @@ interface StoredEntry extends Omit<VerifiedToken, 'identity'> {
   readonly shape: Omit<Identity, 'sub'>;
 }
 
-// One copy of what thousands of tokens have in common: the (client, scopes, issuer) shape and the
-// `kid` (JSON.parse gives every token strings of its own).
+// One copy of what thousands of tokens share (JSON.parse gives each token strings of its own).
 const sharedShape = createInterner<Omit<Identity, 'sub'>>(10_000);
 const sharedKid = createInterner<string>(10_000);
 
-export interface DecisionCacheOptions {
-  readonly maxEntries: number;
-  readonly maxBytes: number;
-  /** Seconds. */
-  readonly maxTtl: number;
+/** The `cache` section's bounds (`maxTtl` in seconds), the clock and the keys' trust. */
+type CacheBounds = Pick<VerifierConfig['cache'], 'maxEntries' | 'maxBytes' | 'maxTtl'>;
+interface DecisionCacheOptions extends CacheBounds {
   /** Milliseconds since the epoch. */
   readonly now: () => number;
   /** Epoch ms until which an issuer's keys are trusted; undefined for opaque issuers (no keys). */

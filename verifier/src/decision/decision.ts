@@ -1,6 +1,5 @@
-// What /verify decided, as plain data: the outcome, why, who the token speaks for, and the header
-// pairs a plugin rendered for the answer. No status codes or challenges here: http/verify-answer.ts
-// renders a decision at the transport edge, in one place.
+// What /verify decided, as plain data: the outcome, why, who the token speaks for, and headers a
+// plugin rendered. Status codes and challenges are the transport edge's (http/verify-answer.ts).
 import type { DenyCode } from '../errors.js';
 import type { Identity } from '../token/identity.js';
 
@@ -17,10 +16,7 @@ export type Decision = (
   readonly requiredScopes?: readonly string[] | undefined;
   /** Whole seconds NGINX may reuse this answer (`X-Accel-Expires`); absent: never. */
   readonly edgeTtl?: number | undefined;
-  /**
-   * Headers a plugin rendered for this answer, passed on unread: a policy's grant (signed cookies)
-   * and the DPoP nonce on an allow, the `DPoP` challenge that replaces the Bearer one on a 401.
-   */
+  /** Plugin-rendered headers, passed on unread: a grant, a DPoP nonce or `DPoP` challenge. */
   readonly headers?: readonly Header[] | undefined;
 };
 

@@ -1,6 +1,5 @@
 // What the decision path asks of its plugins, declared here so the arrows point inward: dpop/,
-// revocation/ and cloudfront/ implement these contracts, the core never imports them, and only
-// service.ts wires one to the other.
+// revocation/ and cloudfront/ implement these, the core never imports them, service.ts wires them.
 import type { DpopMode, PolicyConfig } from '../config/model.js';
 import type { VerifyRequest } from './authorize.js';
 import type { Decision, Header } from './decision.js';
@@ -9,32 +8,28 @@ import type { VerifiedToken } from '../token/verified-token.js';
 
 /**
  * A policy's grant: what an allow hands out besides the identity, as ready answer headers. Called
- * on every allowed request (so time-limited values are always fresh) with the time and the token's
- * `exp` in epoch seconds; nothing it hands out may outlive `exp`. It never throws: a grant that
- * cannot be made is logged by the plugin and left out, and the allow stands.
+ * on every allow (so time-limited values are fresh) with the time and the token's `exp` in epoch
+ * seconds; nothing it hands out may outlive `exp`. It never throws: a grant it cannot make is
+ * logged by the plugin and left out, and the allow stands.
  */
 export type Grant = (nowSeconds: number, exp: number) => Promise<readonly Header[]>;
 
-/**
- * The pushed-revocation check, after the cache on every request (`checked` or `required`):
- * `valid`, or why the token must be refused (RFC 8417 events, logout tokens: revocation/).
- */
+/** The pushed-revocation check (RFC 8417 events, logout tokens), after the cache, every request. */
 export type RevocationCheck = (
   token: Pick<VerifiedToken, 'identity' | 'session'>,
   mode: PolicyConfig['revocation'],
 ) => 'valid' | 'revoked' | 'unavailable';
 
+/** A decision and why, for the log line (never a token or proof). */
 export interface DpopOutcome {
   readonly decision: Decision;
-  /** Why, for the log line (never a token or proof). */
   readonly detail: string | undefined;
 }
 
 /**
  * The DPoP step (RFC 9449 §7) on the token's decision, cached or fresh: the same decision (with a
- * nonce header when nonces are on), or a deny whose headers carry the `DPoP` challenge. It reads
- * the credentials, the request's proof, method, path and origin, and `jkt`: the accepted token's
- * `cnf.jkt`, undefined when it is unbound or was refused.
+ * nonce header when nonces are on), or a deny carrying the `DPoP` challenge. `jkt` is the accepted
+ * token's `cnf.jkt`, undefined when it is unbound or was refused.
  */
 export type DpopStep = (
   mode: DpopMode,

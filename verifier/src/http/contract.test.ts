@@ -13,16 +13,19 @@ const declared = new Set(
     row.name.split(', '),
   ),
 );
-const cookies = cloudFrontHeaders({
-  kind: 'cloudfront-cookies',
-  keyPairId: 'K1',
-  policy: 'p',
-  signature: 's',
-  expires: 1_800_000_000,
-  sha256: true,
-  cookieDomain: undefined,
-  path: '/',
-});
+const cookies = cloudFrontHeaders(
+  {
+    cookies: {
+      'CloudFront-Policy': 'p',
+      'CloudFront-Signature': 's',
+      'CloudFront-Key-Pair-Id': 'K1',
+      'CloudFront-Hash-Algorithm': 'SHA256',
+    },
+    expires: 1_800_000_000,
+  },
+  '/',
+  undefined,
+);
 
 describe('the /verify contract table', () => {
   it.each<[string, Decision]>([
