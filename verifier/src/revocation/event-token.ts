@@ -8,10 +8,7 @@ import { toVerifyError } from '../token/jwt-verifier.js';
 import type { KeySet } from '../token/key-set.js';
 import type { Revocation } from './watermarks.js';
 
-/**
- * Why a logout token or SET was refused, a closed union (metric labels, logs): jose's outcomes
- * under the access-token codes, and the receivers' own.
- */
+/** Why a logout token or SET was refused (metric labels, logs): jose's outcomes, and our own. */
 export type RefusalReason =
   | DenyCode
   | 'request_invalid'
@@ -48,11 +45,11 @@ export interface ReceivedEvent {
 
 export type EventVerifier = (token: string) => Promise<ReceivedEvent>;
 
+type Claims = Record<string, unknown>;
+
 function refuse(reason: RefusalReason, message: string): never {
   throw new ReceiverError(reason, message);
 }
-
-type Claims = Record<string, unknown>;
 
 /** One sender: its keys, and jose's options for its tokens (`issuer`, `audience`, `typ`…). */
 interface Sender extends JWTVerifyOptions {
@@ -62,12 +59,6 @@ interface Sender extends JWTVerifyOptions {
   /** BCL 1.0 §2.4 only recommends explicit typing: `typ` is checked when the header has one. */
   readonly typOptional?: boolean;
 }
-
-/** What a verified token of one sender asks of us. */
-type ReadEvent = (
-  verified: { claims: Claims; iat: number; events: Claims },
-  sender: Sender,
-) => Pick<ReceivedEvent, 'event' | 'revocations' | 'ignored'>;
 
 /** No sender needs more: a logout token is a few hundred bytes, a SET rarely over 2 KiB. */
 const MAX_EVENT_TOKEN_BYTES = 8192;
@@ -93,12 +84,15 @@ const subjectString = (value: unknown): string | undefined =>
 /**
  * What both kinds must be: a JWS by the keys of the sender its `iss` names, meeting that sender's
  * options (jose checks), a `jti` of 1 to 256 characters (replay-checked by the receiver), an
- * `iat` not in the future and an `events` object; `read` checks what `events` holds.
+ * `iat` not in the future and an `events` object; `read` says what that token asks of us.
  */
 function createEventVerifier(
   senders: ReadonlyMap<string, Sender>,
   now: () => number,
-  read: ReadEvent,
+  read: (
+    verified: { claims: Claims; iat: number; events: Claims },
+    sender: Sender,
+  ) => Pick<ReceivedEvent, 'event' | 'revocations' | 'ignored'>,
 ): EventVerifier {
   return async function verifyEventToken(token) {
     if (token.length > MAX_EVENT_TOKEN_BYTES)
@@ -140,12 +134,10 @@ function createEventVerifier(
 }
 
 /**
- * OIDC Back-Channel Logout 1.0 §2.6: a logout token is verified like an ID token (signature by
- * the issuer's keys and algorithms, `iss`, `aud` one of the issuer's `logoutAudiences`, `iat`
- * within `logoutTokenMaxAge`, `exp` when present, `typ: logout+jwt` when the header has a `typ`),
- * MUST carry `sub` or `sid` and the back-channel-logout member in `events`, MUST NOT carry
- * `nonce`. It revokes every token of that subject and/or session issued before its `iat`.
- * Undefined when no issuer lists logout audiences.
+ * OIDC Back-Channel Logout 1.0 §2.6: verified like an ID token (the issuer's keys and algorithms,
+ * `aud` one of its `logoutAudiences`, `iat` within `logoutTokenMaxAge`, `exp` if present), with
+ * `sub` or `sid`, the back-channel-logout event and no `nonce`; revokes that subject's and/or
+ * session's tokens issued before its `iat`. Undefined when no issuer lists logout audiences.
  */
 export function createLogoutTokenVerifier(
   config: Pick<VerifierConfig, 'issuers' | 'revocation'>,
@@ -188,12 +180,10 @@ export function createLogoutTokenVerifier(
 }
 
 /**
- * The SSF 1.0 SET profile: `typ: secevent+jwt`, no JWT `sub` and no `exp`, `iss` the transmitter
- * whose ssf-configuration was read (its keys), `aud` naming this receiver, exactly one event; no
- * age limit (polled SETs wait at the transmitter until acknowledged). CAEP session-revoked and
- * credential-change, RISC account-disabled and account-purged mean "refuse this subject's tokens
- * issued before the event"; the SSF verification event only proves the stream works. A subject
- * we cannot match, or an unknown event type, is acknowledged and ignored.
+ * The SSF 1.0 SET profile: `typ: secevent+jwt`, no JWT `sub` nor `exp`, `iss` the transmitter
+ * (its ssf-configuration's keys), `aud` this receiver, exactly one event, no age limit (polled
+ * SETs wait at the transmitter). REVOKING_EVENTS revoke the subject's tokens issued before the
+ * event; the verification event, an unknown type or subject are acknowledged and ignored.
  */
 export function createSetVerifier(
   transmitter: string,
@@ -236,9 +226,8 @@ export function createSetVerifier(
 }
 
 /**
- * RFC 9493 subjects: `iss_sub` (kept only for an issuer we accept tokens from), `email` (matched
- * only against the `email` claim of verified tokens), `complex` whose `user` is one of those;
- * `opaque` only names a stream.
+ * RFC 9493 subjects: `iss_sub`, `email` (matched only against verified `email` claims), `complex`
+ * whose `user` is one of those; `opaque` only names a stream.
  */
 function readSubject(value: unknown, nested = false): Omit<Revocation, 'at'> | undefined {
   if (!isObject(value)) return undefined;

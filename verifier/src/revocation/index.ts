@@ -55,22 +55,19 @@ export function createRevocationRuntime(
 
   /** POST /backchannel-logout (an issuer lists logout audiences), /ssf/events (push is on). */
   const receivers = new Map<string, Receiver>();
-  if (verifyLogout !== undefined) {
-    const processLogout = createEventProcessor(parts, verifyLogout, 'bcl');
-    receivers.set('/backchannel-logout', createLogoutReceiver(processLogout));
-  }
+  if (verifyLogout !== undefined)
+    receivers.set(
+      '/backchannel-logout',
+      createLogoutReceiver(createEventProcessor(parts, verifyLogout)),
+    );
   let transmitterKeys: KeySet | undefined;
   let poller: ReturnType<typeof createPoller>;
   if (transmitter !== undefined && audience !== undefined) {
     const fetching = { timeout: config.fetchTimeout, allowHttp };
+    const discovery = { issuer: transmitter, ...fetching };
     transmitterKeys = createKeySet({
       issuer: transmitter,
-      resolveUri: createEndpointResolver(
-        { issuer: transmitter, ...fetching },
-        undefined,
-        'jwks_uri',
-        'ssf-configuration',
-      ),
+      resolveUri: createEndpointResolver(discovery, undefined, 'jwks_uri', 'ssf-configuration'),
       ...config.jwks,
       ...fetching,
       now,
@@ -81,7 +78,7 @@ export function createRevocationRuntime(
       },
     });
     const verifySet = createSetVerifier(transmitter, audience, transmitterKeys, now);
-    const processSet = createEventProcessor(parts, verifySet, 'set');
+    const processSet = createEventProcessor(parts, verifySet);
     if (settings.ssf.push) receivers.set('/ssf/events', createPushReceiver(processSet));
     poller = createPoller(config, processSet, logger);
   }
@@ -110,10 +107,10 @@ export function createRevocationRuntime(
       void transmitterKeys?.start();
       poller?.start();
     },
-    async close() {
+    close() {
       poller?.stop();
       transmitterKeys?.stop();
-      await store.close();
+      return store.close();
     },
   };
 }

@@ -7,7 +7,7 @@ import { fetchJson } from '../fetch-json.js';
 import type { Logger } from '../log.js';
 import type { Metrics, RevocationChannel } from '../metrics.js';
 import { ReceiverError, type EventVerifier, type RefusalReason } from './event-token.js';
-import { RevocationStoreUnavailable, type RevocationStore } from './store.js';
+import type { RevocationStore } from './store.js';
 import type { Revocation } from './watermarks.js';
 
 type EventProcessor = ReturnType<typeof createEventProcessor>;
@@ -42,9 +42,9 @@ function setError({ reason, message }: ReceiverError): { err: string; descriptio
 }
 
 /**
- * Reads, verifies and applies one token of a kind, counting and logging the outcome; resolves with
- * the refusal, or undefined when it was applied (or acknowledged and ignored). `read` may refuse
- * the request itself by throwing a ReceiverError; `replayPrefix` keeps the kinds' `jti`s apart.
+ * Reads, verifies and applies one token, counting and logging the outcome; resolves with the
+ * refusal, or undefined when it was applied (or acknowledged and ignored). `read` may refuse the
+ * request itself by throwing a ReceiverError.
  */
 export function createEventProcessor(
   parts: {
@@ -54,7 +54,6 @@ export function createEventProcessor(
     readonly logger: Logger;
   },
   verify: EventVerifier,
-  replayPrefix: 'bcl' | 'set',
 ) {
   const { store, metrics, logger } = parts;
   return async function processEvent(
@@ -64,7 +63,9 @@ export function createEventProcessor(
     metrics.revocationReceived(channel);
     try {
       const { sender, jti, event, revocations, ignored } = await verify(read());
-      const replayKey = `${replayPrefix}\n${sender}\n${jti}`;
+      // The kind first: an IdP may send logout tokens and SETs, with `jti`s of their own.
+      const kind = channel === 'backchannel_logout' ? 'bcl' : 'set';
+      const replayKey = `${kind}\n${sender}\n${jti}`;
       if (!(await store.remember(replayKey)))
         throw new ReceiverError('jti_replayed', '"jti" was seen before');
       const written = await parts.apply(revocations).catch(async (error: unknown) => {
@@ -81,18 +82,16 @@ export function createEventProcessor(
       );
       return undefined;
     } catch (error) {
-      let refused: ReceiverError;
-      if (error instanceof ReceiverError) refused = error;
-      else if (error instanceof RevocationStoreUnavailable)
-        refused = new ReceiverError('store_unavailable', error.message);
-      else {
-        // A bug: logged as one, refused as a request not processed.
+      const refused =
+        error instanceof ReceiverError
+          ? error
+          : new ReceiverError('request_invalid', 'the request could not be processed');
+      // Anything else is a bug: logged as one, refused as a request not processed.
+      if (refused !== error)
         logger.error(
           { err: (error as Error).message },
           'unexpected failure receiving a revocation',
         );
-        refused = new ReceiverError('request_invalid', 'the request could not be processed');
-      }
       metrics.revocationRefused(channel, refused.reason);
       logger.info(
         { channel, reason: refused.reason, detail: refused.message },
@@ -142,11 +141,10 @@ export function createPushReceiver(processSet: EventProcessor): Receiver {
 const MAX_SETS_PER_POLL = 100;
 
 /**
- * RFC 8936 poll delivery from `revocation.ssf.pollEndpoint` (undefined without one): the next
- * request acknowledges (`ack`) the SETs processed and reports (`setErrs`, never redelivered) the
- * ones refused; those it could not process right now (store or keys unavailable) are neither, so
- * they come again. Errors back off from the interval up to ten times it; `moreAvailable` polls
- * again at once.
+ * RFC 8936 poll delivery from `revocation.ssf.pollEndpoint` (undefined without one). The next
+ * request acknowledges (`ack`) the SETs processed and reports the refused ones (`setErrs`, never
+ * redelivered); those it could not process now (store or keys unavailable) are neither, so they
+ * come again. Polls again at once on `moreAvailable`; errors back off up to ten intervals.
  */
 export function createPoller(
   config: Pick<VerifierConfig, 'revocation' | 'fetchTimeout'>,
@@ -158,24 +156,25 @@ export function createPoller(
   const endpoint = pollEndpoint;
   let ack: string[] = [];
   let setErrs: Record<string, { err: string; description: string }> = {};
+  let failures = 0;
+  /** Seconds until the next poll. */
+  let wait = 0;
+  let running: Promise<number> | undefined;
   let timer: NodeJS.Timeout | undefined;
   let stopped = true;
-  let failures = 0;
-  let running: Promise<number> | undefined;
 
-  /** One exchange; resolves with the SETs received and the seconds until the next one. */
-  async function poll(): Promise<[received: number, wait: number]> {
+  async function poll(): Promise<number> {
     const answer = await fetchJson(endpoint, {
       method: 'POST',
       timeout: config.fetchTimeout,
       allowHttp,
       headers: {
         'content-type': 'application/json',
-        ...(pollToken === undefined ? {} : { authorization: `Bearer ${pollToken}` }),
+        ...(pollToken !== undefined && { authorization: `Bearer ${pollToken}` }),
       },
       body: JSON.stringify({
         ack,
-        ...(Object.keys(setErrs).length > 0 ? { setErrs } : {}),
+        ...(Object.keys(setErrs).length > 0 && { setErrs }),
         maxEvents: 25,
         returnImmediately: true,
       }),
@@ -195,34 +194,23 @@ export function createPoller(
       if (refused === undefined) ack.push(jti);
       else if (!retryable(refused)) setErrs[jti] = setError(refused);
     }
-    // Acknowledgements go out with the next poll; send them soon when there are any.
+    failures = 0;
+    // Acknowledgements go out with the next poll: soon when there are any.
     const owed = ack.length > 0 || Object.keys(setErrs).length > 0;
-    return [entries.length, body.moreAvailable === true ? 0 : owed ? 0.05 : interval];
+    wait = body.moreAvailable === true ? 0 : owed ? 0.05 : interval;
+    return entries.length;
   }
 
-  function schedule(seconds: number): void {
-    if (stopped) return;
-    clearTimeout(timer);
-    timer = setTimeout(() => void pollOnce(), seconds * 1000);
-    timer.unref();
-  }
-
-  /** One poll now (or the one running), then the next is scheduled; resolves with the SETs received. */
+  /** One poll now (or the one running); resolves with the number of SETs received. */
   function pollOnce(): Promise<number> {
     running ??= poll()
-      .then(([received, wait]) => {
-        failures = 0;
-        schedule(wait);
-        return received;
-      })
       .catch((error: unknown) => {
+        wait = Math.min(interval * 2 ** failures, interval * 10);
         failures++;
-        const wait = Math.min(interval * 2 ** (failures - 1), interval * 10);
         logger.warn(
           { err: (error as Error).message, retryIn: wait },
           'SSF poll failed; backing off',
         );
-        schedule(wait);
         return 0;
       })
       .finally(() => {
@@ -231,10 +219,17 @@ export function createPoller(
     return running;
   }
 
+  async function run(): Promise<void> {
+    while (!stopped) {
+      await pollOnce();
+      await new Promise((resolve) => (timer = setTimeout(resolve, wait * 1000).unref()));
+    }
+  }
+
   return {
     start() {
       stopped = false;
-      void pollOnce();
+      void run();
     },
     pollOnce,
     stop() {

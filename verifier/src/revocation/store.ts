@@ -4,10 +4,7 @@
 // docs/revocation.md, "Across a Redis outage", says what a user sees when it fails.
 import { Redis } from 'ioredis';
 import { LRUCache } from 'lru-cache';
-
-export class RevocationStoreUnavailable extends Error {
-  override readonly name = 'RevocationStoreUnavailable';
-}
+import { ReceiverError } from './event-token.js';
 
 export type RevocationStore = ReturnType<typeof createRevocationStore>;
 
@@ -23,8 +20,10 @@ interface StoreOptions {
   /** Connection trouble (never a key: keys hold subjects). */
   readonly onError?: (message: string) => void;
   /** Seconds one store command took, for the latency histogram. */
-  readonly onLatency?: (operation: 'revoke' | 'remember' | 'load', seconds: number) => void;
+  readonly onLatency?: (operation: Operation, seconds: number) => void;
 }
+
+type Operation = 'revoke' | 'remember' | 'load';
 
 /** Values with their own expiry (ms), on the store's clock. */
 type View = LRUCache<string, number>;
@@ -77,7 +76,7 @@ export function createRevocationStore(options: StoreOptions) {
   const seen = newView();
   const replayTtl = Math.max(1, Math.ceil(options.replayTtl * 1000));
   const shared = options.url === undefined ? undefined : connect(options.url, view, options);
-  const full = (what: string) => new RevocationStoreUnavailable(`${what} is full`);
+  const full = (what: string) => new ReceiverError('store_unavailable', `${what} is full`);
   return {
     /** The watermark of `key` in seconds since the epoch, or undefined. */
     revokedBefore: (key: string) => view.get(key),
@@ -145,17 +144,13 @@ function connect(url: string, view: View, options: StoreOptions) {
   subscriber.on('ready', () => void resync());
 
   /** One command; timed for the latency histogram, and any failure means the store is unavailable. */
-  async function send<T>(
-    operation: 'revoke' | 'remember' | 'load' | undefined,
-    run: () => Promise<T>,
-  ): Promise<T> {
+  async function send<T>(operation: Operation | undefined, run: () => Promise<T>): Promise<T> {
     const started = performance.now();
     try {
       return await run();
     } catch (error) {
-      throw new RevocationStoreUnavailable(
-        `the revocation store did not answer (${(error as Error).message})`,
-      );
+      const message = `the revocation store did not answer (${(error as Error).message})`;
+      throw new ReceiverError('store_unavailable', message);
     } finally {
       if (operation !== undefined)
         options.onLatency?.(operation, (performance.now() - started) / 1000);
