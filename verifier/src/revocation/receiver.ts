@@ -13,19 +13,16 @@ import type { Revocation } from './watermarks.js';
 type EventProcessor = ReturnType<typeof createEventProcessor>;
 
 const NO_STORE: Answer['headers'] = [['Cache-Control', 'no-store']];
-
-function json(status: number, body: unknown): Answer {
-  return {
-    status,
-    headers: [['Content-Type', 'application/json'], ...NO_STORE],
-    body: JSON.stringify(body),
-  };
-}
+const JSON_NO_STORE: Answer['headers'] = [['Content-Type', 'application/json'], ...NO_STORE];
+const json = (status: number, body: unknown): Answer => ({
+  status,
+  headers: JSON_NO_STORE,
+  body: JSON.stringify(body),
+});
 
 /** Refusals the sender should retry later (503): the token may be fine, we could not check it. */
-function retryable({ reason }: ReceiverError): boolean {
-  return reason === 'store_unavailable' || reason === 'keys_unavailable';
-}
+const retryable = ({ reason }: ReceiverError) =>
+  reason === 'store_unavailable' || reason === 'keys_unavailable';
 
 /** RFC 8935 §2.3 / RFC 8936 `err` codes (the SET delivery error registry); the rest is a request. */
 const SET_ERRORS: Partial<Record<RefusalReason, string>> = {
@@ -154,6 +151,8 @@ export function createPoller(
   const { pollEndpoint, pollInterval: interval, pollToken, allowHttp } = config.revocation.ssf;
   if (pollEndpoint === undefined) return undefined;
   const endpoint = pollEndpoint;
+  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  if (pollToken !== undefined) headers.authorization = `Bearer ${pollToken}`;
   let ack: string[] = [];
   let setErrs: Record<string, { err: string; description: string }> = {};
   let failures = 0;
@@ -168,10 +167,7 @@ export function createPoller(
       method: 'POST',
       timeout: config.fetchTimeout,
       allowHttp,
-      headers: {
-        'content-type': 'application/json',
-        ...(pollToken !== undefined && { authorization: `Bearer ${pollToken}` }),
-      },
+      headers,
       body: JSON.stringify({
         ack,
         ...(Object.keys(setErrs).length > 0 && { setErrs }),
@@ -196,7 +192,7 @@ export function createPoller(
     }
     failures = 0;
     // Acknowledgements go out with the next poll: soon when there are any.
-    const owed = ack.length > 0 || Object.keys(setErrs).length > 0;
+    const owed = ack.length + Object.keys(setErrs).length > 0;
     wait = body.moreAvailable === true ? 0 : owed ? 0.05 : interval;
     return entries.length;
   }

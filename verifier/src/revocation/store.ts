@@ -132,9 +132,7 @@ function connect(url: string, view: View, options: StoreOptions) {
 
   client.on('error', (error: Error) => options.onError?.(error.message));
   subscriber.on('error', (error: Error) => options.onError?.(error.message));
-  subscriber.on('close', () => {
-    current = false;
-  });
+  subscriber.on('close', () => (current = false));
   // "ttl at key": the key, which may hold spaces, is last.
   subscriber.on('message', (_channel: string, message: string) => {
     const [ttl, at, ...key] = message.split(' ');
