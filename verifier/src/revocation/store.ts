@@ -53,9 +53,9 @@ return 1
  */
 function raise(view: View, key: string, at: number, ttl: number): boolean {
   const held = view.get(key);
-  if (held === undefined && view.size >= view.max) {
+  if (held === undefined && view.size >= view.maxSize) {
     view.purgeStale();
-    if (view.size >= view.max) return false;
+    if (view.size >= view.maxSize) return false;
   }
   const remaining = held === undefined ? 0 : view.getRemainingTTL(key);
   view.set(key, Math.max(at, held ?? at), { ttl: Math.max(ttl, remaining) });
@@ -69,8 +69,14 @@ function raise(view: View, key: string, at: number, ttl: number): boolean {
  * down the view may be behind: `isCurrent()` says so, and `required` policies refuse.
  */
 export function createRevocationStore(options: StoreOptions) {
+  // Bounded by a size of one per entry rather than `max`, which would allocate every slot up front.
   const newView = (): View =>
-    new LRUCache({ max: options.maxEntries, perf: { now: options.now }, ttlResolution: 0 });
+    new LRUCache({
+      maxSize: options.maxEntries,
+      sizeCalculation: () => 1,
+      perf: { now: options.now },
+      ttlResolution: 0,
+    });
   const view = newView();
   // In one process a remembered `jti` is an entry of its own that expires with the replay lifetime.
   const seen = newView();
