@@ -13,10 +13,7 @@ export interface Revocation {
   readonly at: number;
 }
 
-/**
- * One store key. The issuer comes from configuration or a verified event and precedes the value,
- * which is last, so no value can make two different subjects share a key.
- */
+/** One store key: the value last, so no value can make two different subjects share a key. */
 export function watermarkKey(kind: Revocation['kind'], iss: string, value: string): string {
   return kind === 'email' ? `email\n${value.toLowerCase()}` : `${kind}\n${iss}\n${value}`;
 }
@@ -35,9 +32,9 @@ export function tokenLifetimes(config: Pick<VerifierConfig, 'issuers'>): Map<str
 }
 
 /**
- * Writes each revocation for the lifetime of the tokens it can match, skipping a subject of an
- * issuer we accept no tokens from and one no valid token can match any more. Resolves with the
- * number written; rejects when the store cannot take it.
+ * Writes each revocation for the lifetime of the tokens it can match, skipping an issuer we accept
+ * no tokens from and what no valid token can match any more; resolves with the number written,
+ * rejects when the store cannot take it.
  */
 export function createRevocationApplier(
   store: RevocationStore,
