@@ -1,6 +1,6 @@
-// The pushed tokens, verified by jose's jwtVerify with our key sets: what logout tokens (OIDC
-// Back-Channel Logout 1.0 §2.4–2.6, here) and Security Event Tokens (set-events.ts) share. Each
-// becomes a ReceivedEvent: the `jti` the receiver remembers and the watermarks it writes.
+// The pushed tokens, verified by jose's jwtVerify with our key sets: logout tokens (OIDC
+// Back-Channel Logout 1.0 §2.4–2.6) and Security Event Tokens (RFC 8417, SSF 1.0 SET profile).
+// Each becomes a ReceivedEvent: the `jti` the receiver remembers and the watermarks it writes.
 import { decodeJwt, decodeProtectedHeader, jwtVerify, type JWTVerifyOptions } from 'jose';
 import type { VerifierConfig } from '../config/model.js';
 import type { DenyCode } from '../errors.js';
@@ -8,10 +8,7 @@ import { toVerifyError } from '../token/jwt-verifier.js';
 import type { KeySet } from '../token/key-set.js';
 import type { Revocation } from './watermarks.js';
 
-/**
- * Why a logout token or SET was refused, a closed union (metric labels, logs): jose's outcomes
- * under the access-token codes, and the receivers' own.
- */
+/** Why a logout token or SET was refused (metric labels, logs): jose's outcomes, and our own. */
 export type RefusalReason =
   | DenyCode
   | 'request_invalid'
@@ -48,73 +45,99 @@ export interface ReceivedEvent {
 
 export type EventVerifier = (token: string) => Promise<ReceivedEvent>;
 
-/** One sender: its keys, and jose's options for its tokens (`audience`, `typ`, `maxTokenAge`…). */
-export interface Sender extends JWTVerifyOptions {
+type Claims = Record<string, unknown>;
+
+function refuse(reason: RefusalReason, message: string): never {
+  throw new ReceiverError(reason, message);
+}
+
+/** One sender: its keys, and jose's options for its tokens (`issuer`, `audience`, `typ`…). */
+interface Sender extends JWTVerifyOptions {
   readonly issuer: string;
   readonly keys: KeySet;
   readonly clockTolerance: number;
+  /** BCL 1.0 §2.4 only recommends explicit typing: `typ` is checked when the header has one. */
+  readonly typOptional?: boolean;
 }
 
 /** No sender needs more: a logout token is a few hundred bytes, a SET rarely over 2 KiB. */
 const MAX_EVENT_TOKEN_BYTES = 8192;
 
-const BACKCHANNEL_LOGOUT_EVENT = 'http://schemas.openid.net/event/backchannel-logout';
+const BACKCHANNEL_LOGOUT = 'http://schemas.openid.net/event/backchannel-logout';
+const CAEP = 'https://schemas.openid.net/secevent/caep/event-type/';
+const RISC = 'https://schemas.openid.net/secevent/risc/event-type/';
+const VERIFICATION = 'https://schemas.openid.net/secevent/ssf/event-type/verification';
 
-type Claims = Record<string, unknown>;
+/** The SET event types acted on; metrics and logs name an event by its URI's last segment. */
+const REVOKING_EVENTS: ReadonlySet<string> = new Set([
+  ...['session-revoked', 'credential-change'].map((name) => `${CAEP}${name}`),
+  ...['account-disabled', 'account-purged'].map((name) => `${RISC}${name}`),
+]);
 
-export function isObject(value: unknown): value is Claims {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
-}
+const isObject = (value: unknown): value is Claims =>
+  value !== null && typeof value === 'object' && !Array.isArray(value);
 
 /** A subject, session or address as a string of 1 to 1024 characters; anything else is ignored. */
-export function subjectString(value: unknown): string | undefined {
-  return typeof value === 'string' && value.length > 0 && value.length <= 1024 ? value : undefined;
-}
+const subjectString = (value: unknown): string | undefined =>
+  typeof value === 'string' && value.length > 0 && value.length <= 1024 ? value : undefined;
 
 /**
- * What both kinds must be: a JWS by the sender's keys meeting its options (jose checks), a `jti`
- * of 1 to 256 characters (replay-checked by the receiver), an `iat` not in the future and an
- * `events` object. Resolves with the claims; what `events` holds is for the caller to check.
+ * What both kinds must be: a JWS by the keys of the sender its `iss` names, meeting that sender's
+ * options (jose checks), a `jti` of 1 to 256 characters (replay-checked by the receiver), an
+ * `iat` not in the future and an `events` object; `read` says what that token asks of us.
  */
-export async function verifyEventToken(
-  token: string,
-  { keys, ...options }: Sender,
+function createEventVerifier(
+  senders: ReadonlyMap<string, Sender>,
   now: () => number,
-): Promise<{ claims: Claims; jti: string; iat: number; events: Claims }> {
-  if (token.length > MAX_EVENT_TOKEN_BYTES)
-    throw new ReceiverError(
-      'token_malformed',
-      `the token is longer than ${MAX_EVENT_TOKEN_BYTES} bytes`,
-    );
-  let claims: Claims;
-  try {
-    ({ payload: claims } = await jwtVerify<Claims>(token, (header) => keys.getKey(header), {
-      ...options,
-      requiredClaims: ['iat', 'jti'],
-      currentDate: new Date(now()),
-    }));
-  } catch (error) {
-    const { code, message } = toVerifyError(error);
-    throw new ReceiverError(code, message);
-  }
-  const { jti, iat, events } = claims;
-  if (typeof jti !== 'string' || jti.length === 0 || jti.length > 256)
-    throw new ReceiverError('claim_invalid', '"jti" claim must be a string of 1 to 256 characters');
-  // jose checks a future `iat` only together with `maxTokenAge`, which SETs do not have.
-  if (typeof iat !== 'number' || iat > now() / 1000 + options.clockTolerance)
-    throw new ReceiverError('claim_invalid', '"iat" claim is in the future');
-  if (!isObject(events))
-    throw new ReceiverError('events_invalid', '"events" claim must be a JSON object');
-  return { claims, jti, iat, events };
+  read: (
+    verified: { claims: Claims; iat: number; events: Claims },
+    sender: Sender,
+  ) => Pick<ReceivedEvent, 'event' | 'revocations' | 'ignored'>,
+): EventVerifier {
+  return async function verifyEventToken(token) {
+    if (token.length > MAX_EVENT_TOKEN_BYTES)
+      refuse('token_malformed', `the token is longer than ${MAX_EVENT_TOKEN_BYTES} bytes`);
+    // The unverified `iss` only picks the sender; everything is verified afterwards.
+    let iss: unknown;
+    let typ: unknown;
+    try {
+      iss = decodeJwt(token).iss;
+      typ = decodeProtectedHeader(token).typ;
+    } catch {
+      refuse('token_malformed', 'the token is not a JWT');
+    }
+    const sender = typeof iss === 'string' ? senders.get(iss) : undefined;
+    if (sender === undefined)
+      refuse('issuer_unknown', '"iss" is not a sender whose tokens are accepted');
+    const { keys, typOptional, ...options } = sender;
+    let claims: Claims;
+    try {
+      ({ payload: claims } = await jwtVerify<Claims>(token, (header) => keys.getKey(header), {
+        ...options,
+        typ: typOptional && typ === undefined ? undefined : options.typ,
+        requiredClaims: ['iat', 'jti'],
+        currentDate: new Date(now()),
+      }));
+    } catch (error) {
+      const { code, message } = toVerifyError(error);
+      refuse(code, message);
+    }
+    const { jti, iat, events } = claims;
+    if (typeof jti !== 'string' || jti.length === 0 || jti.length > 256)
+      refuse('claim_invalid', '"jti" claim must be a string of 1 to 256 characters');
+    // jose checks a future `iat` only together with `maxTokenAge`, which SETs do not have.
+    if (typeof iat !== 'number' || iat > now() / 1000 + options.clockTolerance)
+      refuse('claim_invalid', '"iat" claim is in the future');
+    if (!isObject(events)) refuse('events_invalid', '"events" claim must be a JSON object');
+    return { sender: sender.issuer, jti, ...read({ claims, iat, events }, sender) };
+  };
 }
 
 /**
- * OIDC Back-Channel Logout 1.0 §2.6: a logout token is verified like an ID token (signature by
- * the issuer's keys and algorithms, `iss`, `aud` one of the issuer's `logoutAudiences`, `iat`
- * within `logoutTokenMaxAge`, `exp` when present, `typ: logout+jwt` when the header has a `typ`),
- * MUST carry `sub` or `sid` and the back-channel-logout member in `events`, MUST NOT carry
- * `nonce`. It revokes every token of that subject and/or session issued before its `iat`.
- * Undefined when no issuer lists logout audiences.
+ * OIDC Back-Channel Logout 1.0 §2.6: verified like an ID token (the issuer's keys and algorithms,
+ * `aud` one of its `logoutAudiences`, `iat` within `logoutTokenMaxAge`, `exp` if present), with
+ * `sub` or `sid`, the back-channel-logout event and no `nonce`; revokes that subject's and/or
+ * session's tokens issued before its `iat`. Undefined when no issuer lists logout audiences.
  */
 export function createLogoutTokenVerifier(
   config: Pick<VerifierConfig, 'issuers' | 'revocation'>,
@@ -132,48 +155,86 @@ export function createLogoutTokenVerifier(
       audience: [...issuer.logoutAudiences],
       algorithms: [...issuer.algorithms],
       typ: 'logout+jwt',
+      typOptional: true,
       clockTolerance: issuer.clockTolerance,
       maxTokenAge: config.revocation.logoutTokenMaxAge,
     });
   }
   if (senders.size === 0) return undefined;
 
-  return async function verifyLogoutToken(token) {
-    // The unverified `iss` only picks the sender; everything is verified afterwards.
-    let iss: unknown;
-    let typ: unknown;
-    try {
-      iss = decodeJwt(token).iss;
-      typ = decodeProtectedHeader(token).typ;
-    } catch {
-      throw new ReceiverError('token_malformed', 'the token is not a JWT');
-    }
-    const sender = typeof iss === 'string' ? senders.get(iss) : undefined;
-    if (sender === undefined)
-      throw new ReceiverError(
-        'issuer_unknown',
-        '"iss" is not an issuer whose logout tokens are accepted',
-      );
-    // BCL §2.4 only recommends explicit typing: a header without `typ` is accepted.
-    const rules = typ === undefined ? { ...sender, typ: undefined } : sender;
-    const { claims, jti, iat, events } = await verifyEventToken(token, rules, now);
-    if (!isObject(events[BACKCHANNEL_LOGOUT_EVENT]))
-      throw new ReceiverError(
-        'events_invalid',
-        `"events" has no "${BACKCHANNEL_LOGOUT_EVENT}" object`,
-      );
-    if ('nonce' in claims)
-      throw new ReceiverError('nonce_present', 'a logout token must not carry "nonce"');
-    const sub = subjectString(claims.sub);
-    const sid = subjectString(claims.sid);
-    if (sub === undefined && sid === undefined)
-      throw new ReceiverError('subject_missing', 'a logout token must carry "sub" or "sid"');
-    // The IdP's own clock dated the logout; its tokens are dated by the same clock. A token issued
-    // in the logout's second counts as older (whole-second `iat`s cannot tell them apart).
+  return createEventVerifier(senders, now, ({ claims, iat, events }, sender) => {
+    if (!isObject(events[BACKCHANNEL_LOGOUT]))
+      refuse('events_invalid', `"events" has no "${BACKCHANNEL_LOGOUT}" object`);
+    if ('nonce' in claims) refuse('nonce_present', 'a logout token must not carry "nonce"');
+    // The IdP's own clock dated the logout and dates its tokens. A token issued in the logout's
+    // second counts as older (whole-second `iat`s cannot tell them apart).
     const at = Math.min(iat + 1, now() / 1000 + sender.clockTolerance);
-    const revocations: Revocation[] = [];
-    if (sub !== undefined) revocations.push({ kind: 'sub', iss: sender.issuer, value: sub, at });
-    if (sid !== undefined) revocations.push({ kind: 'sid', iss: sender.issuer, value: sid, at });
-    return { sender: sender.issuer, jti, event: 'backchannel-logout', revocations };
+    const revocations = (['sub', 'sid'] as const).flatMap((kind) => {
+      const value = subjectString(claims[kind]);
+      return value === undefined ? [] : [{ kind, iss: sender.issuer, value, at }];
+    });
+    if (revocations.length === 0)
+      refuse('subject_missing', 'a logout token must carry "sub" or "sid"');
+    return { event: 'backchannel-logout', revocations };
+  });
+}
+
+/**
+ * The SSF 1.0 SET profile: `typ: secevent+jwt`, no JWT `sub` nor `exp`, `iss` the transmitter
+ * (its ssf-configuration's keys), `aud` this receiver, exactly one event, no age limit (polled
+ * SETs wait at the transmitter). REVOKING_EVENTS revoke the subject's tokens issued before the
+ * event; the verification event, an unknown type or subject are acknowledged and ignored.
+ */
+export function createSetVerifier(
+  transmitter: string,
+  audience: string,
+  keys: KeySet,
+  now: () => number,
+): EventVerifier {
+  const sender: Sender = {
+    issuer: transmitter,
+    keys,
+    audience,
+    // The SSF interoperability profile signs with RS256; the other asymmetric ones are fine.
+    algorithms: ['RS256', 'PS256', 'ES256', 'EdDSA'],
+    typ: 'secevent+jwt',
+    clockTolerance: 30,
   };
+  return createEventVerifier(new Map([[transmitter, sender]]), now, ({ claims, iat, events }) => {
+    if ('sub' in claims)
+      refuse('sub_present', 'a SET must not carry "sub" (the subject is in "sub_id")');
+    if ('exp' in claims) refuse('exp_present', 'a SET must not carry "exp"');
+    const types = Object.keys(events);
+    if (types.length !== 1)
+      refuse('events_invalid', `"events" must hold exactly one event, not ${types.length}`);
+    const type = types[0]!;
+    const event = events[type];
+    if (!isObject(event)) refuse('events_invalid', 'the event must be a JSON object');
+    const name = type.slice(type.lastIndexOf('/') + 1);
+    if (type === VERIFICATION) return { event: name, revocations: [] };
+    if (!REVOKING_EVENTS.has(type))
+      return { event: type.slice(0, 200), revocations: [], ignored: 'event_unknown' };
+    // SSF 1.0 puts the subject in `sub_id`; earlier drafts (and CAEP 1.0 examples) in the event.
+    const subject = readSubject(claims.sub_id ?? event.subject);
+    if (subject === undefined) return { event: name, revocations: [], ignored: 'subject_unknown' };
+    const stamp = event.event_timestamp;
+    const when = typeof stamp === 'number' && Number.isFinite(stamp) ? stamp : iat;
+    // Whole-second `iat`s: a token of the event's second counts as older. Never ahead of now, so
+    // a transmitter cannot revoke tokens that do not exist yet.
+    return { event: name, revocations: [{ ...subject, at: Math.min(when + 1, now() / 1000) }] };
+  });
+}
+
+/**
+ * RFC 9493 subjects: `iss_sub`, `email` (matched only against verified `email` claims), `complex`
+ * whose `user` is one of those; `opaque` only names a stream.
+ */
+function readSubject(value: unknown, nested = false): Omit<Revocation, 'at'> | undefined {
+  if (!isObject(value)) return undefined;
+  if (value.format === 'complex') return nested ? undefined : readSubject(value.user, true);
+  const [iss, sub, email] = [value.iss, value.sub, value.email].map(subjectString);
+  if (value.format === 'iss_sub' && iss && sub) return { kind: 'sub', iss, value: sub };
+  if (value.format === 'email' && email)
+    return { kind: 'email', iss: '', value: email.toLowerCase() };
+  return undefined;
 }

@@ -1,48 +1,28 @@
 // The receiving endpoints as functions of (content type, body) → Answer, independent of the HTTP
-// library, and the one path every logout token and SET takes: verify everything, then remember the
-// `jti` (a replay is refused here), then write the watermarks; a refused token changes nothing.
+// library, and the RFC 8936 poller. Every logout token and SET takes one path: verify everything,
+// remember the `jti` (a replay is refused here), write the watermarks; a refused one changes nothing.
+import type { VerifierConfig } from '../config/model.js';
 import type { Answer, ReceivedRequest, Receiver } from '../decision/plugins.js';
+import { fetchJson } from '../fetch-json.js';
 import type { Logger } from '../log.js';
 import type { Metrics, RevocationChannel } from '../metrics.js';
 import { ReceiverError, type EventVerifier, type RefusalReason } from './event-token.js';
-import { RevocationStoreUnavailable, type RevocationStore } from './store.js';
-import type { ApplyRevocations, Revocation } from './watermarks.js';
+import type { RevocationStore } from './store.js';
+import type { Revocation } from './watermarks.js';
 
-export interface ReceiverParts {
-  readonly store: RevocationStore;
-  readonly apply: ApplyRevocations;
-  readonly metrics: Metrics;
-  readonly logger: Logger;
-}
-
-/**
- * Reads, verifies and applies one token, counting and logging the outcome; resolves with the
- * refusal, or undefined when it was applied (or acknowledged and ignored). `read` may refuse the
- * request itself by throwing a ReceiverError.
- */
-export type EventProcessor = (
-  channel: RevocationChannel,
-  read: () => string,
-) => Promise<ReceiverError | undefined>;
+type EventProcessor = ReturnType<typeof createEventProcessor>;
 
 const NO_STORE: Answer['headers'] = [['Cache-Control', 'no-store']];
 const JSON_NO_STORE: Answer['headers'] = [['Content-Type', 'application/json'], ...NO_STORE];
-
-function json(status: number, body: unknown): Answer {
-  return { status, headers: JSON_NO_STORE, body: JSON.stringify(body) };
-}
-
-/** The body when its media type is `type`; else the request is refused with `refusal`. */
-function bodyAs(request: ReceivedRequest, type: string, refusal: string): string {
-  const media = (request.contentType ?? '').split(';')[0]!.trim().toLowerCase();
-  if (media !== type) throw new ReceiverError('request_invalid', refusal);
-  return request.body;
-}
+const json = (status: number, body: unknown): Answer => ({
+  status,
+  headers: JSON_NO_STORE,
+  body: JSON.stringify(body),
+});
 
 /** Refusals the sender should retry later (503): the token may be fine, we could not check it. */
-export function retryable({ reason }: ReceiverError): boolean {
-  return reason === 'store_unavailable' || reason === 'keys_unavailable';
-}
+const retryable = ({ reason }: ReceiverError) =>
+  reason === 'store_unavailable' || reason === 'keys_unavailable';
 
 /** RFC 8935 §2.3 / RFC 8936 `err` codes (the SET delivery error registry); the rest is a request. */
 const SET_ERRORS: Partial<Record<RefusalReason, string>> = {
@@ -54,45 +34,42 @@ const SET_ERRORS: Partial<Record<RefusalReason, string>> = {
 };
 
 /** A refused SET as push answers it and poll reports it (`setErrs`). */
-export function setError({ reason, message }: ReceiverError): { err: string; description: string } {
+function setError({ reason, message }: ReceiverError): { err: string; description: string } {
   return { err: SET_ERRORS[reason] ?? 'invalid_request', description: message };
 }
 
-/** The processor for one kind of token; `replayPrefix` keeps the `jti`s of the kinds apart. */
+/**
+ * Reads, verifies and applies one token, counting and logging the outcome; resolves with the
+ * refusal, or undefined when it was applied (or acknowledged and ignored). `read` may refuse the
+ * request itself by throwing a ReceiverError.
+ */
 export function createEventProcessor(
-  parts: ReceiverParts,
+  parts: {
+    readonly store: RevocationStore;
+    readonly apply: (revocations: readonly Revocation[]) => Promise<number>;
+    readonly metrics: Metrics;
+    readonly logger: Logger;
+  },
   verify: EventVerifier,
-  replayPrefix: 'bcl' | 'set',
-): EventProcessor {
+) {
   const { store, metrics, logger } = parts;
-
-  /** Remembers the `jti`, then writes; the `jti` is forgotten again when the write fails. */
-  async function rememberAndApply(replayKey: string, revocations: readonly Revocation[]) {
-    const fresh = await store.remember(replayKey).catch((error: Error) => {
-      throw new ReceiverError('store_unavailable', error.message);
-    });
-    if (!fresh) throw new ReceiverError('jti_replayed', '"jti" was seen before');
-    try {
-      return await parts.apply(revocations);
-    } catch (error) {
-      if (!(error instanceof RevocationStoreUnavailable)) throw error;
-      // The sender retries a 503; a remembered `jti` would turn that retry into a replay.
-      await store.forget(replayKey).catch(() => undefined);
-      throw new ReceiverError('store_unavailable', error.message);
-    }
-  }
-
-  /** Anything but a ReceiverError is a bug: logged as one, refused as a request not processed. */
-  function unexpected(error: unknown): ReceiverError {
-    logger.error({ err: (error as Error).message }, 'unexpected failure receiving a revocation');
-    return new ReceiverError('request_invalid', 'the request could not be processed');
-  }
-
-  return async function processEvent(channel, read) {
+  return async function processEvent(
+    channel: RevocationChannel,
+    read: () => string,
+  ): Promise<ReceiverError | undefined> {
     metrics.revocationReceived(channel);
     try {
       const { sender, jti, event, revocations, ignored } = await verify(read());
-      const written = await rememberAndApply(`${replayPrefix}\n${sender}\n${jti}`, revocations);
+      // The kind first: an IdP may send logout tokens and SETs, with `jti`s of their own.
+      const kind = channel === 'backchannel_logout' ? 'bcl' : 'set';
+      const replayKey = `${kind}\n${sender}\n${jti}`;
+      if (!(await store.remember(replayKey)))
+        throw new ReceiverError('jti_replayed', '"jti" was seen before');
+      const written = await parts.apply(revocations).catch(async (error: unknown) => {
+        // The sender retries a 503; a remembered `jti` would turn that retry into a replay.
+        await store.forget(replayKey).catch(() => undefined);
+        throw error;
+      });
       if (ignored === undefined) metrics.revocationApplied(channel, event);
       else metrics.revocationRefused(channel, ignored);
       const kinds = revocations.map((r) => r.kind);
@@ -102,7 +79,16 @@ export function createEventProcessor(
       );
       return undefined;
     } catch (error) {
-      const refused = error instanceof ReceiverError ? error : unexpected(error);
+      const refused =
+        error instanceof ReceiverError
+          ? error
+          : new ReceiverError('request_invalid', 'the request could not be processed');
+      // Anything else is a bug: logged as one, refused as a request not processed.
+      if (refused !== error)
+        logger.error(
+          { err: (error as Error).message },
+          'unexpected failure receiving a revocation',
+        );
       metrics.revocationRefused(channel, refused.reason);
       logger.info(
         { channel, reason: refused.reason, detail: refused.message },
@@ -113,19 +99,22 @@ export function createEventProcessor(
   };
 }
 
+/** The body when its media type is `type`; else the request is refused with `refusal`. */
+function bodyAs(request: ReceivedRequest, type: string, refusal: string): string {
+  const media = (request.contentType ?? '').split(';')[0]!.trim().toLowerCase();
+  if (media !== type) throw new ReceiverError('request_invalid', refusal);
+  return request.body;
+}
+
 /** POST /backchannel-logout: `logout_token=…` (form); 200, or 400 `{"error", "error_description"}`. */
 export function createLogoutReceiver(processLogout: EventProcessor): Receiver {
+  const form = 'application/x-www-form-urlencoded';
   return async function receiveLogout(request) {
     const refused = await processLogout('backchannel_logout', () => {
-      const form = 'application/x-www-form-urlencoded';
       const body = bodyAs(request, form, `the body must be ${form}`);
       const tokens = new URLSearchParams(body).getAll('logout_token');
-      if (tokens.length !== 1)
-        throw new ReceiverError(
-          'request_invalid',
-          'the body must carry exactly one "logout_token"',
-        );
-      return tokens[0]!;
+      if (tokens.length === 1) return tokens[0]!;
+      throw new ReceiverError('request_invalid', 'the body must carry exactly one "logout_token"');
     });
     if (refused === undefined) return { status: 200, headers: NO_STORE, body: '' };
     return retryable(refused)
@@ -136,12 +125,112 @@ export function createLogoutReceiver(processLogout: EventProcessor): Receiver {
 
 /** POST /ssf/events (RFC 8935): one SET as `application/secevent+jwt`; 202, or 400 `{"err", …}`. */
 export function createPushReceiver(processSet: EventProcessor): Receiver {
+  const set = 'application/secevent+jwt';
   return async function receivePush(request) {
-    const refused = await processSet('ssf_push', () => {
-      const set = 'application/secevent+jwt';
-      return bodyAs(request, set, `the body must be one SET sent as ${set}`).trim();
-    });
+    const refused = await processSet('ssf_push', () =>
+      bodyAs(request, set, `the body must be one SET sent as ${set}`).trim(),
+    );
     if (refused === undefined) return { status: 202, headers: NO_STORE, body: '' };
     return json(retryable(refused) ? 503 : 400, setError(refused));
+  };
+}
+
+const MAX_SETS_PER_POLL = 100;
+
+/**
+ * RFC 8936 poll delivery from `revocation.ssf.pollEndpoint` (undefined without one). The next
+ * request acknowledges (`ack`) the SETs processed and reports the refused ones (`setErrs`, never
+ * redelivered); those it could not process now (store or keys unavailable) are neither, so they
+ * come again. Polls again at once on `moreAvailable`; errors back off up to ten intervals.
+ */
+export function createPoller(
+  config: Pick<VerifierConfig, 'revocation' | 'fetchTimeout'>,
+  processSet: EventProcessor,
+  logger: Logger,
+) {
+  const { pollEndpoint, pollInterval: interval, pollToken, allowHttp } = config.revocation.ssf;
+  if (pollEndpoint === undefined) return undefined;
+  const endpoint = pollEndpoint;
+  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  if (pollToken !== undefined) headers.authorization = `Bearer ${pollToken}`;
+  let ack: string[] = [];
+  let setErrs: Record<string, { err: string; description: string }> = {};
+  let failures = 0;
+  /** Seconds until the next poll. */
+  let wait = 0;
+  let running: Promise<number> | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = true;
+
+  async function poll(): Promise<number> {
+    const answer = await fetchJson(endpoint, {
+      method: 'POST',
+      timeout: config.fetchTimeout,
+      allowHttp,
+      headers,
+      body: JSON.stringify({
+        ack,
+        ...(Object.keys(setErrs).length > 0 && { setErrs }),
+        maxEvents: 25,
+        returnImmediately: true,
+      }),
+    });
+    if (answer.status !== 200) throw new Error(`poll answered ${answer.status}`);
+    // Delivered: the transmitter has them now.
+    ack = [];
+    setErrs = {};
+    const body = (answer.body ?? {}) as { sets?: unknown; moreAvailable?: unknown };
+    const sets = body.sets !== null && typeof body.sets === 'object' ? body.sets : {};
+    const entries = Object.entries(sets as Record<string, unknown>).slice(0, MAX_SETS_PER_POLL);
+    for (const [jti, set] of entries) {
+      const refused = await processSet('ssf_poll', () => {
+        if (typeof set === 'string') return set;
+        throw new ReceiverError('request_invalid', 'the SET is not a string');
+      });
+      if (refused === undefined) ack.push(jti);
+      else if (!retryable(refused)) setErrs[jti] = setError(refused);
+    }
+    failures = 0;
+    // Acknowledgements go out with the next poll: soon when there are any.
+    const owed = ack.length + Object.keys(setErrs).length > 0;
+    wait = body.moreAvailable === true ? 0 : owed ? 0.05 : interval;
+    return entries.length;
+  }
+
+  /** One poll now (or the one running); resolves with the number of SETs received. */
+  function pollOnce(): Promise<number> {
+    running ??= poll()
+      .catch((error: unknown) => {
+        wait = Math.min(interval * 2 ** failures, interval * 10);
+        failures++;
+        logger.warn(
+          { err: (error as Error).message, retryIn: wait },
+          'SSF poll failed; backing off',
+        );
+        return 0;
+      })
+      .finally(() => {
+        running = undefined;
+      });
+    return running;
+  }
+
+  async function run(): Promise<void> {
+    while (!stopped) {
+      await pollOnce();
+      await new Promise((resolve) => (timer = setTimeout(resolve, wait * 1000).unref()));
+    }
+  }
+
+  return {
+    start() {
+      stopped = false;
+      void run();
+    },
+    pollOnce,
+    stop() {
+      stopped = true;
+      clearTimeout(timer);
+    },
   };
 }

@@ -3,14 +3,19 @@
 // `iat` cannot be shown newer, and a full store refuses rather than forgets.
 import { describe, expect, it } from 'vitest';
 import { manualClock } from '../testing/fixtures.js';
-import { createMemoryRevocationStore } from './store.js';
+import { createRevocationStore } from './store.js';
 import { createRevocationApplier, createRevocationCheck, watermarkKey } from './watermarks.js';
 
 const ISS = 'https://idp.test';
 
 function setup(maxEntries = 100) {
   const clock = manualClock();
-  const store = createMemoryRevocationStore({ maxEntries, replayTtl: 240, now: clock.now });
+  const store = createRevocationStore({
+    url: undefined,
+    maxEntries,
+    replayTtl: 240,
+    now: clock.now,
+  });
   // Tokens of ISS live at most 300 s (maxTokenAge + clockTolerance).
   const apply = createRevocationApplier(store, new Map([[ISS, 300]]), clock.now);
   let unchecked = 0;

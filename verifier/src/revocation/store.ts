@@ -1,103 +1,228 @@
 // The revocation store: watermarks and the `jti`s of received logout tokens and SETs. Reads are
 // synchronous from an in-process view, so the check costs a map lookup per request (cache hits
-// included); writes may go to a shared server (redis-store.ts) that every replica mirrors.
+// included); with a Redis (or Valkey) URL, writes go to that server and every replica mirrors it.
+// docs/revocation.md, "Across a Redis outage", says what a user sees when it fails.
+import { Redis } from 'ioredis';
+import { LRUCache } from 'lru-cache';
+import { ReceiverError } from './event-token.js';
 
-export interface RevocationStore {
-  /** The watermark of `key` in seconds since the epoch, or undefined. */
-  revokedBefore(key: string): number | undefined;
-  /** Number of live watermarks in the view; 0 lets the check skip building keys. */
-  readonly size: number;
-  /** Raises the watermark of `key` to at least `at` for `ttlSeconds`. Rejects when unreachable. */
-  revoke(key: string, at: number, ttlSeconds: number): Promise<void>;
-  /** True the first time `key` is seen within the store's replay lifetime, false for a replay. */
-  remember(key: string): Promise<boolean>;
-  /** Forgets a remembered key (after the write it guarded failed). */
-  forget(key: string): Promise<void>;
-  /** False while a shared store is unreachable: the view may miss recent revocations. */
-  isCurrent(): boolean;
-  close(): Promise<void>;
-}
+export type RevocationStore = ReturnType<typeof createRevocationStore>;
 
-export class RevocationStoreUnavailable extends Error {
-  override readonly name = 'RevocationStoreUnavailable';
-}
-
-/**
- * Watermarks in a Map with their own expiry; swept when the bound is reached. When full of live
- * entries it refuses a new key rather than forget one: a forgotten watermark un-revokes tokens,
- * a forgotten `jti` admits a replay.
- */
-export function createWatermarkView(maxEntries: number, now: () => number) {
-  const marks = new Map<string, { at: number; expires: number }>();
-  return {
-    get(key: string): number | undefined {
-      const mark = marks.get(key);
-      if (mark === undefined) return undefined;
-      if (mark.expires <= now()) {
-        marks.delete(key);
-        return undefined;
-      }
-      return mark.at;
-    },
-    /** Keeps the higher watermark; false when full of live entries. */
-    raise(key: string, at: number, expires: number): boolean {
-      const held = marks.get(key);
-      if (held !== undefined && held.expires > now() && held.at >= at) return true;
-      if (held === undefined && marks.size >= maxEntries) {
-        const t = now();
-        for (const [k, mark] of marks) if (mark.expires <= t) marks.delete(k);
-        if (marks.size >= maxEntries) return false;
-      }
-      marks.set(key, { at, expires: Math.max(expires, held?.expires ?? 0) });
-      return true;
-    },
-    delete: (key: string) => void marks.delete(key),
-    /** The live watermarks, for writing them back to a shared store that lost them. */
-    entries() {
-      const t = now();
-      return [...marks]
-        .filter(([, mark]) => mark.expires > t)
-        .map(([key, mark]) => ({ key, ...mark }));
-    },
-    get size() {
-      return marks.size;
-    },
-    clear: () => marks.clear(),
-  };
-}
-
-/** One process: what it receives is what it checks. Never unreachable. */
-export function createMemoryRevocationStore(options: {
+interface StoreOptions {
+  /** The shared server; undefined keeps everything in this process. */
+  readonly url: string | undefined;
+  /** Redis `AUTH` password read at start (`dpop.replayPassword`); wins over one in the URL. */
+  readonly password?: string | undefined;
   readonly maxEntries: number;
   /** The one lifetime of every remembered `jti` (seconds). */
   readonly replayTtl: number;
   readonly now: () => number;
-}): RevocationStore {
-  const { now } = options;
-  const view = createWatermarkView(options.maxEntries, now);
-  // A remembered `jti` is a mark of its own that expires with the replay lifetime.
-  const seen = createWatermarkView(options.maxEntries, now);
-  const full = (what: string) => Promise.reject(new RevocationStoreUnavailable(`${what} is full`));
+  /** Connection trouble (never a key: keys hold subjects). */
+  readonly onError?: (message: string) => void;
+  /** Seconds one store command took, for the latency histogram. */
+  readonly onLatency?: (operation: Operation, seconds: number) => void;
+}
+
+type Operation = 'revoke' | 'remember' | 'load';
+
+/** Values with their own expiry (ms), on the store's clock. */
+type View = LRUCache<string, number>;
+
+const WATERMARK_PREFIX = 'sg:rev:wm:';
+const REPLAY_PREFIX = 'sg:rev:jti:';
+const CHANNEL = 'sg:rev:watermarks';
+
+/** Keeps the higher watermark, extends the expiry, and tells the other replicas. */
+const RAISE = `
+local held = redis.call('GET', KEYS[1])
+if held and tonumber(held) >= tonumber(ARGV[1]) then
+  if redis.call('PTTL', KEYS[1]) < tonumber(ARGV[2]) then
+    redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  end
+  return 0
+end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+redis.call('PUBLISH', ARGV[3], ARGV[2] .. ' ' .. ARGV[1] .. ' ' .. ARGV[4])
+return 1
+`;
+
+/**
+ * Keeps the higher value and the later expiry, like RAISE. Full of live entries it refuses a new
+ * key (false) rather than let the cache evict one: a forgotten watermark un-revokes tokens, a
+ * forgotten `jti` admits a replay.
+ */
+function raise(view: View, key: string, at: number, ttl: number): boolean {
+  const held = view.get(key);
+  if (held === undefined && view.size >= view.maxSize) {
+    view.purgeStale();
+    if (view.size >= view.maxSize) return false;
+  }
+  const remaining = held === undefined ? 0 : view.getRemainingTTL(key);
+  view.set(key, Math.max(at, held ?? at), { ttl: Math.max(ttl, remaining) });
+  return true;
+}
+
+/**
+ * Without `url`, one process: what it receives is what it checks, and it is never unreachable.
+ * With one, a write raises the key on the server and publishes it, and every replica's subscriber
+ * raises its view, so the per-request check never waits on the network. While the subscriber is
+ * down the view may be behind: `isCurrent()` says so, and `required` policies refuse.
+ */
+export function createRevocationStore(options: StoreOptions) {
+  // Bounded by a size of one per entry rather than `max`, which would allocate every slot up front.
+  const newView = (): View =>
+    new LRUCache({
+      maxSize: options.maxEntries,
+      sizeCalculation: () => 1,
+      perf: { now: options.now },
+      ttlResolution: 0,
+    });
+  const view = newView();
+  // In one process a remembered `jti` is an entry of its own that expires with the replay lifetime.
+  const seen = newView();
+  const replayTtl = Math.max(1, Math.ceil(options.replayTtl * 1000));
+  const shared = options.url === undefined ? undefined : connect(options.url, view, options);
+  const full = (what: string) => new ReceiverError('store_unavailable', `${what} is full`);
   return {
-    revokedBefore: (key) => view.get(key),
+    /** The watermark of `key` in seconds since the epoch, or undefined. */
+    revokedBefore: (key: string) => view.get(key),
+    /** Number of watermarks in the view; 0 lets the check skip building keys. */
     get size() {
       return view.size;
     },
-    revoke(key, at, ttlSeconds) {
-      const raised = view.raise(key, at, now() + ttlSeconds * 1000);
-      return raised ? Promise.resolve() : full('the revocation store');
+    /** Raises the watermark of `key` to at least `at` for `ttlSeconds`. Rejects when unreachable. */
+    async revoke(key: string, at: number, ttlSeconds: number): Promise<void> {
+      const ttl = Math.max(1, Math.ceil(ttlSeconds * 1000));
+      await shared?.revoke(key, at, ttl);
+      // This replica knows at once, subscriber connected or not; a full view leaves it to the server.
+      if (!raise(view, key, at, ttl) && shared === undefined) throw full('the revocation store');
     },
-    remember(key) {
-      if (seen.get(key) !== undefined) return Promise.resolve(false);
-      const raised = seen.raise(key, 0, now() + options.replayTtl * 1000);
-      return raised ? Promise.resolve(true) : full('the in-process jti set');
+    /** True the first time `key` is seen within the replay lifetime, false for a replay. */
+    async remember(key: string): Promise<boolean> {
+      if (shared !== undefined) return shared.remember(key, replayTtl);
+      if (seen.has(key)) return false;
+      if (!raise(seen, key, 0, replayTtl)) throw full('the in-process jti set');
+      return true;
     },
-    forget: (key) => Promise.resolve(seen.delete(key)),
-    isCurrent: () => true,
-    close() {
+    /** Forgets a remembered key (after the write it guarded failed). */
+    async forget(key: string): Promise<void> {
+      if (shared !== undefined) await shared.forget(key);
+      else seen.delete(key);
+    },
+    /** False while the shared store is unreachable: the view may miss recent revocations. */
+    isCurrent: () => shared?.isCurrent() ?? true,
+    close(): Promise<void> {
+      shared?.close();
       view.clear();
       seen.clear();
       return Promise.resolve();
+    },
+  };
+}
+
+/** The Redis side, with the DPoP replay store's client settings (no offline queue, short timeouts). */
+function connect(url: string, view: View, options: StoreOptions) {
+  const client = new Redis(url, {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    commandTimeout: 500,
+    connectTimeout: 2000,
+    retryStrategy: (attempt: number) => Math.min(attempt * 200, 2000),
+    ...(options.password === undefined ? {} : { password: options.password }),
+  });
+  // A subscribed connection can run no other command, so the view is fed by a second one; it
+  // queues its SUBSCRIBE until connected.
+  const subscriber = client.duplicate({ enableOfflineQueue: true, commandTimeout: undefined });
+  let current = false;
+  let closed = false;
+
+  client.on('error', (error: Error) => options.onError?.(error.message));
+  subscriber.on('error', (error: Error) => options.onError?.(error.message));
+  subscriber.on('close', () => (current = false));
+  // "ttl at key": the key, which may hold spaces, is last.
+  subscriber.on('message', (_channel: string, message: string) => {
+    const [ttl, at, ...key] = message.split(' ');
+    if (Number.isFinite(Number(ttl)) && Number.isFinite(Number(at)))
+      raise(view, key.join(' '), Number(at), Number(ttl));
+  });
+  subscriber.on('ready', () => void resync());
+
+  /** One command; timed for the latency histogram, and any failure means the store is unavailable. */
+  async function send<T>(operation: Operation | undefined, run: () => Promise<T>): Promise<T> {
+    const started = performance.now();
+    try {
+      return await run();
+    } catch (error) {
+      const message = `the revocation store did not answer (${(error as Error).message})`;
+      throw new ReceiverError('store_unavailable', message);
+    } finally {
+      if (operation !== undefined)
+        options.onLatency?.(operation, (performance.now() - started) / 1000);
+    }
+  }
+
+  const raiseArgs = (key: string, at: number, ttl: number) =>
+    [RAISE, 1, `${WATERMARK_PREFIX}${key}`, String(at), String(ttl), CHANNEL, key] as const;
+
+  /**
+   * After each (re)connection: subscribes first, then loads every watermark, so nothing published
+   * meanwhile is missed and a restarted replica catches up. Then writes back what the view holds
+   * above the server's (a server restarted empty or flushed), so replicas started later load it.
+   */
+  async function resync(): Promise<void> {
+    try {
+      await subscriber.subscribe(CHANNEL);
+      /** Keys whose watermark the server holds at least as high as the view. */
+      const held = new Set<string>();
+      await send('load', async () => {
+        const batches = client.scanStream({ match: `${WATERMARK_PREFIX}*`, count: 500 });
+        for await (const keys of batches as AsyncIterable<string[]>) {
+          if (keys.length === 0) continue;
+          const batch = client.multi();
+          for (const key of keys) batch.get(key).pttl(key);
+          const answers = (await batch.exec()) ?? [];
+          keys.forEach((key, i) => {
+            const at = Number(answers[2 * i]?.[1]);
+            const ttl = Number(answers[2 * i + 1]?.[1]);
+            const name = key.slice(WATERMARK_PREFIX.length);
+            if (!Number.isFinite(at) || ttl <= 0) return;
+            raise(view, name, at, ttl);
+            if (at >= (view.get(name) ?? 0)) held.add(name);
+          });
+        }
+      });
+      const lost = [...view.entries()].filter(([key]) => !held.has(key));
+      for (let i = 0; i < lost.length; i += 500) {
+        const batch = client.pipeline();
+        for (const [key, at] of lost.slice(i, i + 500))
+          batch.eval(...raiseArgs(key, at, Math.max(1, Math.ceil(view.getRemainingTTL(key)))));
+        const failed = (await send('load', () => batch.exec()))?.find(([error]) => error);
+        if (failed) throw failed[0] as Error;
+      }
+      current = subscriber.status === 'ready' && !closed;
+    } catch (error) {
+      options.onError?.(`revocation store reload failed: ${(error as Error).message}`);
+      // The next reconnection retries; a failed reload on a live connection is retried here.
+      if (!closed) setTimeout(() => void resync(), 1000).unref();
+    }
+  }
+
+  return {
+    revoke: (key: string, at: number, ttl: number) =>
+      send('revoke', () => client.eval(...raiseArgs(key, at, ttl))),
+    async remember(key: string, ttl: number) {
+      const answer = await send('remember', () =>
+        client.set(`${REPLAY_PREFIX}${key}`, '1', 'PX', ttl, 'NX'),
+      );
+      return answer === 'OK';
+    },
+    forget: (key: string) => send(undefined, () => client.del(`${REPLAY_PREFIX}${key}`)),
+    isCurrent: () => current && client.status === 'ready',
+    close() {
+      closed = true;
+      current = false;
+      client.disconnect();
+      subscriber.disconnect();
     },
   };
 }

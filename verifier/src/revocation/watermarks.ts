@@ -5,23 +5,16 @@ import type { VerifierConfig } from '../config/model.js';
 import type { RevocationCheck } from '../decision/plugins.js';
 import type { RevocationStore } from './store.js';
 
-export type WatermarkKind = 'sub' | 'sid' | 'email';
-
 /** "Tokens of `iss` whose `kind` is `value` issued before `at` (seconds) are revoked." */
 export interface Revocation {
-  readonly kind: WatermarkKind;
+  readonly kind: 'sub' | 'sid' | 'email';
   readonly iss: string;
   readonly value: string;
   readonly at: number;
 }
 
-export type ApplyRevocations = (revocations: readonly Revocation[]) => Promise<number>;
-
-/**
- * One store key. The issuer comes from configuration or a verified event and precedes the value,
- * which is last, so no value can make two different subjects share a key.
- */
-export function watermarkKey(kind: WatermarkKind, iss: string, value: string): string {
+/** One store key: the value last, so no value can make two different subjects share a key. */
+export function watermarkKey(kind: Revocation['kind'], iss: string, value: string): string {
   return kind === 'email' ? `email\n${value.toLowerCase()}` : `${kind}\n${iss}\n${value}`;
 }
 
@@ -30,33 +23,31 @@ export function watermarkKey(kind: WatermarkKind, iss: string, value: string): s
  * plus the tolerance; opaque tokens their answer cache (after it the IdP is asked again).
  */
 export function tokenLifetimes(config: Pick<VerifierConfig, 'issuers'>): Map<string, number> {
-  const lifetimes = new Map<string, number>();
-  for (const issuer of config.issuers.values())
-    lifetimes.set(
+  return new Map(
+    [...config.issuers.values()].map((issuer) => [
       issuer.issuer,
       issuer.type === 'jwt' ? issuer.maxTokenAge + issuer.clockTolerance : issuer.cacheTtl,
-    );
-  return lifetimes;
+    ]),
+  );
 }
 
 /**
- * Writes each revocation that can match a token here, for the lifetime of the tokens it can match;
- * a subject of an issuer we do not accept tokens from is skipped, as is one no valid token can
- * match any more. Resolves with the number written; rejects when the store cannot take it.
+ * Writes each revocation for the lifetime of the tokens it can match, skipping an issuer we accept
+ * no tokens from and what no valid token can match any more; resolves with the number written,
+ * rejects when the store cannot take it.
  */
 export function createRevocationApplier(
   store: RevocationStore,
   lifetimes: ReadonlyMap<string, number>,
   now: () => number,
-): ApplyRevocations {
+) {
   const longest = Math.max(0, ...lifetimes.values());
-  return async function applyRevocations(revocations) {
+  return async function applyRevocations(revocations: readonly Revocation[]): Promise<number> {
     let written = 0;
     for (const { kind, iss, value, at } of revocations) {
       const lifetime = kind === 'email' ? longest : lifetimes.get(iss);
-      if (lifetime === undefined) continue;
-      const ttl = at + lifetime - now() / 1000;
-      if (ttl <= 0) continue;
+      const ttl = at + (lifetime ?? 0) - now() / 1000;
+      if (lifetime === undefined || ttl <= 0) continue;
       await store.revoke(watermarkKey(kind, iss, value), at, ttl);
       written++;
     }
@@ -65,10 +56,9 @@ export function createRevocationApplier(
 }
 
 /**
- * The per-request check: after the decision cache, before anything is answered, so a revoked
- * token is refused even when it was cached. A map lookup per key, most common first; nothing at
- * all while the store holds no watermark. `onUnchecked` counts each token served while the shared
- * store is unreachable (`checked` policies; `required` ones refuse).
+ * The per-request check, after the decision cache, so a revoked token is refused even when it was
+ * cached: a map lookup per key, nothing while the store holds no watermark. `onUnchecked` counts
+ * each token served while the shared store is unreachable (`checked`; `required` refuses).
  */
 export function createRevocationCheck(
   store: RevocationStore,
