@@ -10,7 +10,7 @@ import { checkProtectedHeader, validateClaims } from './jwt-claims.js';
 import type { KeySet } from './key-set.js';
 import { signatureScheme, verificationKey, verifySignature } from './jws-signature.js';
 import { looksLikeJwt } from './token-shape.js';
-import { readJkt, readSessionClaims, type VerifiedToken } from './verified-token.js';
+import { checkAudience, readJkt, readSessionClaims, type VerifiedToken } from './verified-token.js';
 
 export type JwtVerifier = (token: string) => Promise<VerifiedToken>;
 
@@ -87,15 +87,12 @@ export function createJwtVerifier(
       throw claimInvalid('"exp" minus "iat" is longer than the longest token age');
     const claims = payload as Record<string, unknown>;
     checkTokenKind(claims, config);
-    if (config.audienceClaim !== 'aud') {
-      // The audience in another claim than `aud` (Cognito's `client_id`): a string or an array.
-      const value = claims[config.audienceClaim];
-      if (!(Array.isArray(value) ? value : [value]).includes(config.audience))
-        throw new VerifyError(
-          'audience_mismatch',
-          `"${config.audienceClaim}" claim does not contain the configured audience`,
-        );
-    }
+    if (config.audienceClaim !== 'aud')
+      checkAudience(
+        claims[config.audienceClaim],
+        config.audience,
+        `"${config.audienceClaim}" claim`,
+      );
     return {
       jkt: readJkt(claims.cnf),
       identity: readIdentity(claims, config),

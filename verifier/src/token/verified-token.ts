@@ -62,3 +62,9 @@ export function readJkt(cnf: unknown, where = 'claim'): string | undefined {
     `"cnf" ${where} is not a DPoP key binding this gate understands`,
   );
 }
+
+/** `value` (a string or an array: `aud`, Cognito's `client_id`) must contain `audience`. */
+export function checkAudience(value: unknown, audience: string, what: string): void {
+  if (!(Array.isArray(value) ? value : [value]).includes(audience))
+    throw new VerifyError('audience_mismatch', `${what} does not contain the configured audience`);
+}
