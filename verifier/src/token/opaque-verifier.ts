@@ -64,14 +64,39 @@ export function createOpaqueVerifier(
   };
 }
 
+/**
+ * `token_type` values that name an access token: RFC 6749 §7.1 types (`Bearer`, RFC 9449's `DPoP`)
+ * and the RFC 8693 / RFC 7662 hint spellings. Anything else (`refresh_token`, Keycloak's
+ * `Refresh`, an ID token) is refused. Absent is accepted: RFC 7662 makes the member optional.
+ */
+const ACCESS_TOKEN_TYPES: ReadonlySet<unknown> = new Set([
+  'bearer',
+  'dpop',
+  'access_token',
+  'urn:ietf:params:oauth:token-type:access_token',
+]);
+
 function readIntrospection(answer: Answer, config: IntrospectionIssuer): Window {
   if (answer.active !== true)
     throw new VerifyError('token_inactive', 'introspection says the token is not active');
   if (answer.iss !== undefined && answer.iss !== config.issuer)
     throw new VerifyError('issuer_unknown', '"iss" in the introspection answer does not match');
-  const jkt = readBinding(answer);
+  const { token_type: type, exp, nbf } = answer;
+  const lower = typeof type === 'string' ? type.toLowerCase() : type;
+  if (lower !== undefined && !ACCESS_TOKEN_TYPES.has(lower))
+    throw new VerifyError(
+      'token_inactive',
+      '"token_type" in the introspection answer is not an access token',
+    );
+  // The server says the token is DPoP-bound either way it can (`cnf`, or `token_type: DPoP`); a
+  // binding the gate cannot check is refused rather than dropped.
+  const jkt = readJkt(answer.cnf, 'in the introspection answer');
+  if (jkt === undefined && lower === 'dpop')
+    throw new VerifyError(
+      'claim_invalid',
+      '"token_type" in the introspection answer is DPoP but it has no "cnf.jkt"',
+    );
   checkAudience(answer.aud, config.audience, '"aud" in the introspection answer');
-  const { exp, nbf } = answer;
   return {
     exp: typeof exp === 'number' ? exp : undefined,
     nbf: typeof nbf === 'number' ? nbf : undefined,
@@ -95,40 +120,6 @@ function readTokeninfo(answer: Answer, config: TokeninfoIssuer, seconds: number)
 function numeric(value: unknown): number | undefined {
   if (typeof value === 'number') return value;
   return typeof value === 'string' && /^\d{1,12}$/.test(value) ? Number(value) : undefined;
-}
-
-/**
- * `token_type` values that name an access token: RFC 6749 §7.1 types (`Bearer`, RFC 9449's `DPoP`)
- * and the RFC 8693 / RFC 7662 hint spellings. Anything else (`refresh_token`, Keycloak's
- * `Refresh`, an ID token) is refused. Absent is accepted: RFC 7662 makes the member optional.
- */
-const ACCESS_TOKEN_TYPES = new Set([
-  'bearer',
-  'dpop',
-  'access_token',
-  'urn:ietf:params:oauth:token-type:access_token',
-]);
-
-/**
- * The answer's `token_type` checked, and its `cnf.jkt` (RFC 9449 §6.2), undefined for a bearer
- * token. The server says the token is DPoP-bound either way it can (`cnf`, or `token_type: DPoP`);
- * a binding the gate cannot check is refused rather than dropped.
- */
-function readBinding(answer: Answer): string | undefined {
-  const type = answer.token_type;
-  const lower = typeof type === 'string' ? type.toLowerCase() : undefined;
-  if (type !== undefined && (lower === undefined || !ACCESS_TOKEN_TYPES.has(lower)))
-    throw new VerifyError(
-      'token_inactive',
-      '"token_type" in the introspection answer is not an access token',
-    );
-  const jkt = readJkt(answer.cnf, 'in the introspection answer');
-  if (jkt === undefined && lower === 'dpop')
-    throw new VerifyError(
-      'claim_invalid',
-      '"token_type" in the introspection answer is DPoP but it has no "cnf.jkt"',
-    );
-  return jkt;
 }
 
 /** One request to the issuer; every failure becomes a 401-class VerifyError. */

@@ -18,18 +18,12 @@ export interface VerifiedToken {
   readonly session?: SessionClaims | undefined;
 }
 
-/** What pushed revocations are matched against besides iss and sub; odd types are ignored. */
-export interface SessionClaims {
-  /** Seconds since the epoch; a token without `iat` cannot be shown newer than a watermark. */
-  readonly iat: number | undefined;
-  /** OIDC session id, when the IdP puts one into access tokens (Keycloak does). */
-  readonly sid: string | undefined;
-  /** The token's own `email` claim, lower-cased. */
-  readonly email: string | undefined;
-}
-
-/** The session claims of verified token claims. */
-export function readSessionClaims({ iat, sid, email }: Record<string, unknown>): SessionClaims {
+/**
+ * What pushed revocations are matched against besides iss and sub, odd types ignored: `iat` (a
+ * token without one cannot be shown newer than a watermark), the OIDC session id `sid` (Keycloak
+ * puts it into access tokens) and the token's own `email`, lower-cased.
+ */
+export function readSessionClaims({ iat, sid, email }: Record<string, unknown>) {
   const short = (value: unknown): string | undefined =>
     typeof value === 'string' && value.length > 0 && value.length <= 1024 ? value : undefined;
   return {
@@ -38,6 +32,7 @@ export function readSessionClaims({ iat, sid, email }: Record<string, unknown>):
     email: short(email)?.toLowerCase(),
   };
 }
+export type SessionClaims = Readonly<ReturnType<typeof readSessionClaims>>;
 
 /**
  * `cnf.jkt` (RFC 9449 §6), read alike from a JWT's claims (§6.1) and an introspection answer
