@@ -14,10 +14,9 @@ const MAX_ID_LENGTH = 256;
 const MAX_SCOPE_LENGTH = 1024;
 
 /**
- * A client id that reaches NGINX byte for byte: visible ASCII at both ends (NGINX trims spaces
- * and tabs around a header value), printable ASCII inside (anything else would need encoding),
- * at most 256 characters (a longer one would need cutting). The secret set is chosen by this
- * value, so an id that would be altered on the way is refused, never rewritten.
+ * A client id that reaches NGINX byte for byte (the secret set is chosen by it, so one that would
+ * be altered on the way is refused, never rewritten): visible ASCII at both ends (NGINX trims
+ * spaces and tabs around a value), printable ASCII inside, at most 256 characters.
  */
 const HEADER_EXACT_CLIENT = /^[\x21-\x7e](?:[\x20-\x7e]{0,254}[\x21-\x7e])?$/;
 
@@ -67,10 +66,7 @@ function readScopes(claims: Record<string, unknown>, names: readonly string[]): 
   return [];
 }
 
-/**
- * Printable ASCII passes unchanged; anything else is percent-encoded so a claim can never inject a
- * header line or a byte NGINX would reject.
- */
+/** Printable ASCII unchanged, else percent-encoded: no header line or byte NGINX would reject. */
 export function headerSafe(value: string, max = MAX_ID_LENGTH): string {
   const safe = /^[\x20-\x7e]*$/.test(value) ? value : encodeURIComponent(value);
   return safe.length <= max ? safe : safe.slice(0, max);

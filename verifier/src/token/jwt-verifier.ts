@@ -51,10 +51,9 @@ export function createJwtVerifier(
   return async function verifyJwt(token) {
     const at = now();
     let payload: JWTPayload;
-    let kid: unknown;
+    let header: ReturnType<typeof decodeProtectedHeader>;
     try {
       if (!looksLikeJwt(token)) throw new errors.JWSInvalid('Invalid Compact JWS');
-      let header: ReturnType<typeof decodeProtectedHeader>;
       try {
         header = decodeProtectedHeader(token);
       } catch {
@@ -66,13 +65,10 @@ export function createJwtVerifier(
         throw new VerifyError('alg_not_allowed', 'the token uses an unsupported algorithm or key');
       if (!verifySignature(token, scheme, key)) throw new errors.JWSSignatureVerificationFailed();
       payload = validateClaims(token, header, { ...options, currentDate: new Date(at) });
-      kid = header.kid;
     } catch (error) {
       // A preset's own wording for an audience it refuses (Keycloak's bare `account`).
-      const reason =
-        error instanceof errors.JWTClaimValidationFailed && error.claim === 'aud'
-          ? soleAudienceReason(config.preset, error.payload.aud)
-          : undefined;
+      const aud = error instanceof errors.JWTClaimValidationFailed && error.claim === 'aud';
+      const reason = aud ? soleAudienceReason(config.preset, error.payload.aud) : undefined;
       throw reason === undefined
         ? toVerifyError(error)
         : new VerifyError('audience_mismatch', reason);
@@ -95,7 +91,7 @@ export function createJwtVerifier(
       session: readSessionClaims(claims),
       exp,
       nbf: typeof payload.nbf === 'number' ? payload.nbf - clockTolerance : undefined,
-      kid: typeof kid === 'string' ? kid : undefined,
+      kid: typeof header.kid === 'string' ? header.kid : undefined,
       keyTrustedUntil: keySet.trustedUntil() / 1000,
     };
   };

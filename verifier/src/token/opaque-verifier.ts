@@ -18,13 +18,11 @@ type Window = { exp?: number | undefined; nbf?: number | undefined; jkt?: string
  * Every positive answer is refused outside its `nbf`..`exp` and cached for at most `cacheTtl`.
  * `introspection` (RFC 7662 §2): client_secret_basic; `active: true`; `aud` contains this API's
  * audience (a server answers `active: true` for every live token it issued, for any API); a
- * `token_type` that names an access token when present (a refresh token is active too: RFC 6749
- * §1.5); `iss` when present. A DPoP-bound token (RFC 9449 §6.2) carries `cnf.jkt`, read as from a
- * JWT, so its proofs are checked on every request and it never works as a bearer token.
- * `tokeninfo`: a vendor's endpoint (Google's `ya29.` tokens: not JWTs, not RFC 7662) that answers
- * 200 for a live token of any app, so `aud` must be the configured client id; `azp`/`aud` name the
- * client and `scope` the scopes. The token is POSTed as the form field `access_token` (as
- * google-auth-library's getTokenInfo does), never put in a URL that a log could quote.
+ * `token_type` naming an access token when present (a refresh token is active too: RFC 6749 §1.5);
+ * `iss` when present; `cnf.jkt` read as from a JWT (RFC 9449 §6.2). `tokeninfo` (Google's `ya29.`
+ * tokens: not JWTs, not RFC 7662) answers 200 for a live token of any app, so `aud` must be the
+ * configured client id; the token is POSTed as `access_token` (as google-auth-library does), never
+ * put in a URL that a log could quote.
  */
 export function createOpaqueVerifier(
   config: IntrospectionIssuer | TokeninfoIssuer,
