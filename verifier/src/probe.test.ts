@@ -27,14 +27,14 @@ function probe(
 }
 
 describe('the health probe follows VERIFIER_LISTEN', () => {
-  // A user-info issuer needs no key set (and is never called here): ready as soon as it listens.
+  // A tokeninfo issuer needs no key set (and is never called here): ready as soon as it listens.
   const built = () =>
     buildService(
       {},
       {
         file: {
           issuers: [
-            { type: 'userinfo', issuer: 'https://idp.test', endpoint: 'https://idp.test/u' },
+            { type: 'tokeninfo', preset: 'google', issuer: 'https://idp.test', audience: 'spa' },
           ],
           policies: { default: { issuers: ['https://idp.test'] } },
         },

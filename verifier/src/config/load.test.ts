@@ -141,7 +141,7 @@ describe('configuration from a file', () => {
         audience: 'api',
         cacheTtl: '30s',
       },
-      { type: 'userinfo', issuer: 'https://c.test', endpoint: 'https://c.test/userinfo' },
+      { type: 'tokeninfo', preset: 'google', issuer: 'https://c.test', audience: 'spa' },
     ],
     policies: {
       secret: { issuers: ['https://a.test', 'https://b.test'], scopes: ['secrets:read'] },
@@ -175,7 +175,7 @@ describe('configuration from a file', () => {
       issuers: [
         { issuer: 'https://a.test', audience: 'api', algorithms: ['HS256'], audiense: 'typo' },
         { type: 'introspection', issuer: 'https://b.test' },
-        { type: 'userinfo', issuer: 'https://c.test' },
+        { type: 'tokeninfo', preset: 'google', issuer: 'https://c.test', audience: 'spa' },
         { type: 'saml', issuer: 'https://d.test' },
       ],
       policies: {
@@ -196,10 +196,22 @@ describe('configuration from a file', () => {
       'config.issuers[1].clientId: a non-empty string is required',
       'config.issuers[1].clientSecret: a secret (a string, { "file": PATH } or { "env": NAME }) is required',
       'config.issuers[1].audience: a non-empty string is required',
-      'config.issuers[3].type: expected "jwt", "introspection", "userinfo" or "tokeninfo"',
+      'config.issuers[3].type: expected "jwt", "introspection" or "tokeninfo"',
       expect.stringMatching(/^config.policies.secret: unknown field "scope"/),
       'config.policies.secret.issuers: "https://missing.test" is not a configured issuer',
-      'config.policies.both.issuers: at most one introspection/userinfo issuer per policy',
+      'config.policies.both.issuers: at most one introspection/tokeninfo issuer per policy',
+    ]);
+  });
+
+  it('refuses a "userinfo" issuer (a kind that cannot tell this app\'s tokens from another app\'s), naming the kinds', () => {
+    const document = {
+      issuers: [
+        { type: 'userinfo', issuer: 'https://c.test', endpoint: 'https://c.test/userinfo' },
+      ],
+      policies: { default: { issuers: ['https://c.test'] } },
+    };
+    expect(problemsOf({ VERIFIER_CONFIG: '/x.json' }, JSON.stringify(document))).toEqual([
+      'config.issuers[0].type: expected "jwt", "introspection" or "tokeninfo"',
     ]);
   });
 

@@ -67,7 +67,7 @@ export function loadConfig(
       declared.set(withRow.issuer, withRow.type);
     const parsed = check(model.issuerSchema, withRow, at) as Json | undefined;
     if (parsed === undefined) return;
-    // Only where the issuer's type has the setting (a user-info issuer has no `clientClaims`).
+    // Only where the issuer's type has the setting (a JWT issuer has no `timeout`).
     for (const [field, from] of Object.entries(model.INHERITED))
       if (root && field in (issuerKind(parsed.type)?.shape ?? {})) parsed[field] ??= root[from];
     const issuer = parsed as unknown as model.IssuerConfig;

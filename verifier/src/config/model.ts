@@ -98,7 +98,7 @@ export const rootSchema = section({
     ),
   }).prefault({}),
   fetchTimeout: env('VERIFIER_FETCH_TIMEOUT', positive.prefault('5s')).describe(
-    'Timeout for discovery and JWKS requests, and the default `timeout` of introspection / user-info issuers.',
+    'Timeout for discovery and JWKS requests, and the default `timeout` of introspection / tokeninfo issuers.',
   ),
   metricsListen: env('VERIFIER_METRICS_LISTEN', listen.optional()).describe(
     'When set, `/metrics` is served on this second listener only (`host:port` or `unix:/path`), not on `listen`, so whoever can reach the auth endpoint cannot read the metrics.',
@@ -203,14 +203,14 @@ const clientClaims = claimNames
   .describe('Claims tried in order for the client id answered in `X-Auth-Client`.');
 const endpoint = url
   .optional()
-  .describe('Introspection / user-info URL. Unset: found through OIDC discovery from `issuer`.');
+  .describe('Introspection URL. Unset: found through OIDC discovery from `issuer`.');
 const opaqueCacheTtl = duration
   .prefault('60s')
   .describe("Seconds a positive answer is reused (never past the token's `exp`).");
 const allowHttp = offByDefault.describe(
-  "Allow plain `http:` for this issuer's discovery, JWKS, introspection or user-info URLs on a host that is not loopback (`localhost`, 127.0.0.0/8, `[::1]`). Off: such URLs are refused at start and at fetch time.",
+  "Allow plain `http:` for this issuer's discovery, JWKS, introspection or tokeninfo URLs on a host that is not loopback (`localhost`, 127.0.0.0/8, `[::1]`). Off: such URLs are refused at start and at fetch time.",
 );
-const timeout = duration.optional().describe('Timeout of one introspection / user-info request.');
+const timeout = duration.optional().describe('Timeout of one introspection / tokeninfo request.');
 /** How an opaque issuer's answers are fetched and reused. */
 const opaqueAnswers = { cacheTtl: opaqueCacheTtl, timeout, allowHttp };
 
@@ -289,18 +289,6 @@ const introspectionIssuer = section({
 });
 
 /**
- * An issuer of opaque tokens that are valid exactly when its user-info endpoint answers 200.
- * User-info claims describe the user (and some IdPs let users edit them), so no client id is ever
- * read from them: `X-Auth-Client` stays empty and NGINX serves its default set.
- */
-const userinfoIssuer = section({
-  type: z.literal('userinfo'),
-  issuer: issuerName,
-  endpoint,
-  ...opaqueAnswers,
-});
-
-/**
  * An issuer of opaque tokens only it can check, at a tokeninfo endpoint that is not RFC 7662
  * (Google, `"preset": "google"`): the answer names the client (`aud`/`azp`) and the scopes.
  */
@@ -327,12 +315,12 @@ const tokeninfoIssuer = section({
 /** One issuer by its `type` (default `jwt`), read with its preset row laid under it (presets.ts). */
 export const issuerSchema = z.discriminatedUnion(
   'type',
-  [jwtIssuer, introspectionIssuer, userinfoIssuer, tokeninfoIssuer],
+  [jwtIssuer, introspectionIssuer, tokeninfoIssuer],
   {
     error: (issue: { code: string }) =>
       issue.code === 'invalid_type'
         ? 'expected an object'
-        : 'expected "jwt", "introspection", "userinfo" or "tokeninfo"',
+        : 'expected "jwt", "introspection" or "tokeninfo"',
   },
 );
 
@@ -390,9 +378,8 @@ type Inherit<T> = T & {
 export type RootSettings = Loaded<z.output<typeof rootSchema>>;
 export type JwtIssuer = Inherit<Loaded<z.output<typeof jwtIssuer>>>;
 export type IntrospectionIssuer = Inherit<Loaded<z.output<typeof introspectionIssuer>>>;
-export type UserinfoIssuer = Inherit<Loaded<z.output<typeof userinfoIssuer>>>;
 export type TokeninfoIssuer = Inherit<Loaded<z.output<typeof tokeninfoIssuer>>>;
-export type IssuerConfig = JwtIssuer | IntrospectionIssuer | UserinfoIssuer | TokeninfoIssuer;
+export type IssuerConfig = JwtIssuer | IntrospectionIssuer | TokeninfoIssuer;
 export type PolicyConfig = { readonly name: string } & Loaded<z.output<typeof policySchema>>;
 export type DpopMode = PolicyConfig['dpop'];
 export type DpopConfig = RootSettings['dpop'];
@@ -456,6 +443,6 @@ export function checkConfig(
       report(at, `"${iss}" is not a configured issuer`);
     // An opaque token does not say who issued it, so a policy can only ask one opaque issuer.
     if (named.filter((iss) => (declared.get(iss) ?? 'jwt') !== 'jwt').length > 1)
-      report(at, 'at most one introspection/userinfo issuer per policy');
+      report(at, 'at most one introspection/tokeninfo issuer per policy');
   }
 }

@@ -191,12 +191,10 @@ describe.each(['uws', 'node'] as const)('the %s transport over a loopback socket
 
 describe.each(['uws', 'node'] as const)('the %s transport lifecycle', (transport) => {
   it('listens on a unix socket, finishes in-flight requests on close and then stops accepting', async () => {
-    // A user-info IdP that answers slowly keeps one request in flight while we close.
+    // An introspection endpoint that answers slowly keeps one request in flight while we close.
+    const active = JSON.stringify({ active: true, sub: 'slow', client_id: 'spa', aud: 'api' });
     const idp = createServer((_req, res) => {
-      setTimeout(
-        () => res.writeHead(200, { 'content-type': 'application/json' }).end('{"sub":"slow"}'),
-        300,
-      );
+      setTimeout(() => res.writeHead(200, { 'content-type': 'application/json' }).end(active), 300);
     });
     await new Promise<void>((resolve) => idp.listen(0, '127.0.0.1', resolve));
     const idpUrl = `http://127.0.0.1:${(idp.address() as { port: number }).port}`;
@@ -204,7 +202,16 @@ describe.each(['uws', 'node'] as const)('the %s transport lifecycle', (transport
       { VERIFIER_TRANSPORT: transport },
       {
         file: {
-          issuers: [{ type: 'userinfo', issuer: idpUrl, endpoint: `${idpUrl}/userinfo` }],
+          issuers: [
+            {
+              type: 'introspection',
+              issuer: idpUrl,
+              endpoint: `${idpUrl}/introspect`,
+              clientId: 'gate',
+              clientSecret: 'secret',
+              audience: 'api',
+            },
+          ],
           policies: { default: { issuers: [idpUrl] } },
         },
       },

@@ -4,14 +4,13 @@
 import { FetchError, fetchJson } from '../fetch-json.js';
 
 /**
- * Resolves an endpoint once: configured explicitly, or found by discovery on first use (a failed
- * discovery is tried again on the next call) with the issuer's fetch settings. `document` is the
- * well-known name.
+ * Resolves an endpoint once: `configured`, or found in the `document` well-known on first use with
+ * the issuer's fetch settings (a failed discovery is tried again on the next call).
  */
 export function createEndpointResolver(
   { issuer, timeout, allowHttp }: { issuer: string; timeout: number; allowHttp?: boolean },
   configured: string | undefined,
-  field: 'jwks_uri' | 'introspection_endpoint' | 'userinfo_endpoint',
+  field: 'jwks_uri' | 'introspection_endpoint',
   document = 'openid-configuration',
 ): () => Promise<string> {
   let found: string | undefined = configured;
@@ -21,11 +20,10 @@ export function createEndpointResolver(
     const { status, body } = await fetchJson(url, { timeout, allowHttp });
     if (status !== 200) throw new FetchError(`${url}: status ${status}`);
     const metadata = (body ?? {}) as Record<string, unknown>;
-    if (metadata.issuer !== issuer) {
+    if (metadata.issuer !== issuer)
       throw new FetchError(
         `${url}: "issuer" is ${JSON.stringify(metadata.issuer)}, expected "${issuer}"`,
       );
-    }
     const value = metadata[field];
     if (typeof value !== 'string') throw new FetchError(`${url}: no "${field}"`);
     return (found = value);

@@ -13,14 +13,49 @@ export interface Identity {
 const MAX_ID_LENGTH = 256;
 const MAX_SCOPE_LENGTH = 1024;
 
-/** Where scopes are when the issuer does not say: RFC 9068 `scope`, else the common `scp`. */
-const SCOPE_CLAIMS: readonly string[] = ['scope', 'scp'];
+/**
+ * A client id that reaches NGINX byte for byte (the secret set is chosen by it, so one that would
+ * be altered on the way is refused, never rewritten): visible ASCII at both ends (NGINX trims
+ * spaces and tabs around a value), printable ASCII inside, at most 256 characters.
+ */
+const HEADER_EXACT_CLIENT = /^[\x21-\x7e](?:[\x20-\x7e]{0,254}[\x21-\x7e])?$/;
 
 /**
- * Granted scopes from the first of `names` the claims hold: a space-separated string (`scope`,
- * Entra's `scp`) or an array (Okta's `scp`, Entra's app-only `roles`).
+ * The identity the claims of a verified token or introspection answer speak for. The client id is
+ * the first string among `clientClaims` (e.g. azp, client_id, cid); the scopes are the first of
+ * `scopeClaims` (default RFC 9068 `scope`, else the common `scp`) present: a space-separated
+ * string (`scope`, Entra's `scp`) or an array (Okta's `scp`, Entra's app-only `roles`).
  */
-function readScopes(claims: Record<string, unknown>, names = SCOPE_CLAIMS): string[] {
+export function readIdentity(
+  claims: Record<string, unknown>,
+  issuer: Pick<JwtIssuer, 'issuer' | 'clientClaims'> & Partial<Pick<JwtIssuer, 'scopeClaims'>>,
+): Identity {
+  const name = issuer.clientClaims.find((claim) => {
+    const value = claims[claim];
+    return typeof value === 'string' && value.length > 0;
+  });
+  const client = name === undefined ? '' : (claims[name] as string);
+  if (name !== undefined && !HEADER_EXACT_CLIENT.test(client))
+    throw new VerifyError(
+      'client_id_invalid',
+      `"${name}" claim cannot be passed on unchanged (surrounding spaces, non-printable or non-ASCII characters, or over ${MAX_ID_LENGTH} characters)`,
+    );
+  // A token of an issuer that names clients but names none here would get the `default` set
+  // as if it were some known client: refused instead.
+  if (name === undefined && issuer.clientClaims.length > 0)
+    throw new VerifyError(
+      'client_unknown',
+      `no client claim (${issuer.clientClaims.map((claim) => `"${claim}"`).join(', ')}) in the token`,
+    );
+  return {
+    sub: typeof claims.sub === 'string' ? claims.sub : '',
+    client,
+    scopes: readScopes(claims, issuer.scopeClaims ?? ['scope', 'scp']),
+    issuer: issuer.issuer,
+  };
+}
+
+function readScopes(claims: Record<string, unknown>, names: readonly string[]): string[] {
   for (const name of names) {
     const value = claims[name];
     if (typeof value === 'string') return value.split(' ').filter((s) => s.length > 0);
@@ -31,61 +66,7 @@ function readScopes(claims: Record<string, unknown>, names = SCOPE_CLAIMS): stri
   return [];
 }
 
-/**
- * A client id that reaches NGINX byte for byte: visible ASCII at both ends (NGINX trims spaces
- * and tabs around a header value), printable ASCII inside (anything else would need encoding),
- * at most 256 characters (a longer one would need cutting). The secret set is chosen by this
- * value, so an id that would be altered on the way is refused, never rewritten.
- */
-const HEADER_EXACT_CLIENT = /^[\x21-\x7e](?:[\x20-\x7e]{0,254}[\x21-\x7e])?$/;
-
-/**
- * The first string claim among `names` (e.g. azp, client_id, cid), or ''. Throws
- * `client_id_invalid` when that claim could not pass through a header unchanged.
- */
-function readClient(claims: Record<string, unknown>, names: readonly string[]): string {
-  for (const name of names) {
-    const value = claims[name];
-    if (typeof value !== 'string' || value.length === 0) continue;
-    if (!HEADER_EXACT_CLIENT.test(value))
-      throw new VerifyError(
-        'client_id_invalid',
-        `"${name}" claim cannot be passed on unchanged (surrounding spaces, non-printable or non-ASCII characters, or over ${MAX_ID_LENGTH} characters)`,
-      );
-    return value;
-  }
-  return '';
-}
-
-/**
- * The identity claims of a verified token or introspection answer speak for. `scopes` defaults to
- * the claims' own; a user-info answer grants none.
- */
-export function readIdentity(
-  claims: Record<string, unknown>,
-  issuer: Pick<JwtIssuer, 'issuer' | 'clientClaims'> & Partial<Pick<JwtIssuer, 'scopeClaims'>>,
-  scopes: readonly string[] = readScopes(claims, issuer.scopeClaims),
-): Identity {
-  const client = readClient(claims, issuer.clientClaims);
-  // A token of an issuer that names clients but names none here would get the `default` set
-  // as if it were some known client: refused instead. (User-info issuers name no client at all.)
-  if (client === '' && issuer.clientClaims.length > 0)
-    throw new VerifyError(
-      'client_unknown',
-      `no client claim (${issuer.clientClaims.map((name) => `"${name}"`).join(', ')}) in the token`,
-    );
-  return {
-    sub: typeof claims.sub === 'string' ? claims.sub : '',
-    client,
-    scopes,
-    issuer: issuer.issuer,
-  };
-}
-
-/**
- * Printable ASCII passes unchanged; anything else is percent-encoded so a claim can never inject a
- * header line or a byte NGINX would reject.
- */
+/** Printable ASCII unchanged, else percent-encoded: no header line or byte NGINX would reject. */
 export function headerSafe(value: string, max = MAX_ID_LENGTH): string {
   const safe = /^[\x20-\x7e]*$/.test(value) ? value : encodeURIComponent(value);
   return safe.length <= max ? safe : safe.slice(0, max);

@@ -7,12 +7,11 @@ type CryptoKey = webcrypto.CryptoKey;
 
 /**
  * How one JWS `alg` is checked, by the rules of jose's WebCrypto call: the WebCrypto algorithm the
- * key must have been imported for (hash and curve included), RSA keys of at least 2048 bits; the
- * node:crypto digest (null for Ed25519, which hashes internally) and verify options: RSA-PSS with
- * the hash length as salt length, ECDSA signatures raw r‖s (IEEE P1363) as JWS defines them.
+ * key must have been imported for, RSA keys of at least 2048 bits; the node:crypto digest (null
+ * for Ed25519, which hashes internally) and options: RSA-PSS salt = hash length, ECDSA signatures
+ * raw r‖s (IEEE P1363) as JWS defines them.
  */
 export interface SignatureScheme {
-  readonly alg: string;
   readonly digest: string | null;
   readonly keyAlgorithm: {
     readonly name: string;
@@ -23,44 +22,30 @@ export interface SignatureScheme {
   readonly minRsaBits?: number;
 }
 
-function rsa(alg: string, bits: 256 | 384 | 512, pss: boolean): SignatureScheme {
-  return {
-    alg,
-    digest: `sha${bits}`,
-    keyAlgorithm: { name: pss ? 'RSA-PSS' : 'RSASSA-PKCS1-v1_5', hash: `SHA-${bits}` },
-    options: pss
-      ? { padding: constants.RSA_PKCS1_PSS_PADDING, saltLength: bits / 8 }
-      : { padding: constants.RSA_PKCS1_PADDING },
-    minRsaBits: 2048,
-  };
-}
+const rsa = (bits: number, pss: boolean): SignatureScheme => ({
+  digest: `sha${bits}`,
+  keyAlgorithm: { name: pss ? 'RSA-PSS' : 'RSASSA-PKCS1-v1_5', hash: `SHA-${bits}` },
+  options: pss
+    ? { padding: constants.RSA_PKCS1_PSS_PADDING, saltLength: bits / 8 }
+    : { padding: constants.RSA_PKCS1_PADDING },
+  minRsaBits: 2048,
+});
+const ecdsa = (bits: number, namedCurve: string): SignatureScheme => ({
+  digest: `sha${bits}`,
+  keyAlgorithm: { name: 'ECDSA', namedCurve },
+  options: { dsaEncoding: 'ieee-p1363' },
+});
+const ED25519: SignatureScheme = { digest: null, keyAlgorithm: { name: 'Ed25519' }, options: {} };
 
-function ecdsa(alg: string, bits: 256 | 384 | 512, namedCurve: string): SignatureScheme {
-  return {
-    alg,
-    digest: `sha${bits}`,
-    keyAlgorithm: { name: 'ECDSA', namedCurve },
-    options: { dsaEncoding: 'ieee-p1363' },
-  };
-}
-
-const ED25519 = { digest: null, keyAlgorithm: { name: 'Ed25519' }, options: {} } as const;
-
-const SCHEMES: ReadonlyMap<string, SignatureScheme> = new Map(
-  [
-    rsa('RS256', 256, false),
-    rsa('RS384', 384, false),
-    rsa('RS512', 512, false),
-    rsa('PS256', 256, true),
-    rsa('PS384', 384, true),
-    rsa('PS512', 512, true),
-    ecdsa('ES256', 256, 'P-256'),
-    ecdsa('ES384', 384, 'P-384'),
-    ecdsa('ES512', 512, 'P-521'),
-    { alg: 'EdDSA', ...ED25519 },
-    { alg: 'Ed25519', ...ED25519 },
-  ].map((scheme) => [scheme.alg, scheme]),
-);
+const SCHEMES: ReadonlyMap<string, SignatureScheme> = new Map([
+  ...[256, 384, 512].flatMap((bits) => [
+    [`RS${bits}`, rsa(bits, false)] as const,
+    [`PS${bits}`, rsa(bits, true)] as const,
+    [`ES${bits}`, ecdsa(bits, bits === 512 ? 'P-521' : `P-${bits}`)] as const,
+  ]),
+  ['EdDSA', ED25519],
+  ['Ed25519', ED25519],
+]);
 
 /** The scheme of an `alg`, or undefined for one this module does not check (never HMAC, `none`). */
 export function signatureScheme(alg: string): SignatureScheme | undefined {
@@ -78,23 +63,23 @@ export function verificationKey(key: CryptoKey, scheme: SignatureScheme): KeyObj
   const algorithm = key.algorithm as Partial<
     webcrypto.RsaHashedKeyAlgorithm & webcrypto.EcKeyAlgorithm
   >;
-  const expected = scheme.keyAlgorithm;
-  if (key.type !== 'public' || !key.usages.includes('verify')) return undefined;
-  if (algorithm.name !== expected.name) return undefined;
-  if (expected.hash !== undefined && algorithm.hash?.name !== expected.hash) return undefined;
-  if (expected.namedCurve !== undefined && algorithm.namedCurve !== expected.namedCurve)
-    return undefined;
-  if (scheme.minRsaBits !== undefined && !((algorithm.modulusLength ?? 0) >= scheme.minRsaBits))
-    return undefined;
+  const { name, hash, namedCurve } = scheme.keyAlgorithm;
+  const fits =
+    key.type === 'public' &&
+    key.usages.includes('verify') &&
+    algorithm.name === name &&
+    (hash === undefined || algorithm.hash?.name === hash) &&
+    (namedCurve === undefined || algorithm.namedCurve === namedCurve) &&
+    (algorithm.modulusLength ?? 0) >= (scheme.minRsaBits ?? 0);
+  if (!fits) return undefined;
   let keyObject = keyObjects.get(key);
   if (keyObject === undefined) keyObjects.set(key, (keyObject = KeyObject.from(key)));
   return keyObject;
 }
 
 /**
- * True when the third segment of the compact JWS `token` is a valid signature over the first two
- * under `key`. The caller has checked the three base64url segments; a signature of the wrong
- * length or shape is false, never an exception.
+ * True when the third segment of the compact JWS `token` (three base64url segments, checked by
+ * the caller) is a valid signature over the first two; a malformed signature is false, not thrown.
  */
 export function verifySignature(token: string, scheme: SignatureScheme, key: KeyObject): boolean {
   const dot = token.lastIndexOf('.');

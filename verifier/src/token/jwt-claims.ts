@@ -6,44 +6,35 @@ import { createInterner } from '../intern.js';
 
 type Header = Readonly<Record<string, unknown>>;
 
-/** The only `crit` extension jose understands for a JWS; RFC 7797 forbids `b64: false` in a JWT. */
-const RECOGNIZED_CRIT: ReadonlySet<string> = new Set(['b64']);
-
 /**
- * jose's header rules, in its order: `crit` integrity-protected, a non-empty list of understood
- * extensions each present in the header; `b64` a boolean and never false; `alg` a non-empty
- * string in the allowlist. Returns the `alg`; throws jose's own error classes.
+ * jose's header rules, in its order: `crit` a non-empty list of extensions it understands (only
+ * `b64`), each present in the header; `b64` a boolean and never false (RFC 7797 forbids it in a
+ * JWT); `alg` a non-empty string in the allowlist. Returns the `alg`; throws jose's own errors.
  */
-export function checkProtectedHeader(
-  header: Header,
-  allowed: ReadonlyMap<string, unknown>,
-): string {
-  const { crit } = header;
+export function checkProtectedHeader(header: Header, allowed: ReadonlyMap<string, unknown>) {
+  const { crit, alg } = header;
   if (crit !== undefined) {
     if (
       !Array.isArray(crit) ||
       crit.length === 0 ||
       crit.some((name) => typeof name !== 'string' || name.length === 0)
-    ) {
+    )
       throw new errors.JWSInvalid(
         '"crit" (Critical) Header Parameter MUST be an array of non-empty strings when present',
       );
-    }
     for (const name of crit as string[]) {
-      if (!RECOGNIZED_CRIT.has(name))
+      if (name !== 'b64')
         throw new errors.JOSENotSupported(`Extension Header Parameter "${name}" is not recognized`);
       if (!Object.hasOwn(header, name) || header[name] === undefined)
         throw new errors.JWSInvalid(`Extension Header Parameter "${name}" is missing`);
     }
-    if (crit.includes('b64')) {
-      if (typeof header.b64 !== 'boolean')
-        throw new errors.JWSInvalid(
-          'The "b64" (base64url-encode payload) Header Parameter must be a boolean',
-        );
-      if (!header.b64) throw new errors.JWTInvalid('JWTs MUST NOT use unencoded payload');
-    }
+    // Every name in `crit` is `b64` now.
+    if (typeof header.b64 !== 'boolean')
+      throw new errors.JWSInvalid(
+        'The "b64" (base64url-encode payload) Header Parameter must be a boolean',
+      );
+    if (!header.b64) throw new errors.JWTInvalid('JWTs MUST NOT use unencoded payload');
   }
-  const { alg } = header;
   if (typeof alg !== 'string' || alg.length === 0)
     throw new errors.JWSInvalid('JWS "alg" (Algorithm) Header Parameter missing or invalid');
   if (!allowed.has(alg))
@@ -54,24 +45,22 @@ export function checkProtectedHeader(
 /** Issuers send one or two `typ` values: each envelope header is encoded once. */
 const envelopeHeader = createInterner<string>(64);
 
-function envelopeOf(typ: unknown): string {
-  const encode = () => Buffer.from(JSON.stringify({ alg: 'none', typ })).toString('base64url');
-  return typeof typ === 'string' ? envelopeHeader(typ, encode) : encode();
-}
-
 /**
- * The verified token's claims after jose's validation with `options` (the same options jwtVerify
- * takes for its claims). jose exports no "claims only" call, but UnsecuredJWT.decode is exactly
- * its claims validation (typ, required claims, iss, aud, exp, nbf, iat, tolerance) behind an
- * `alg: none` envelope, built here from the token's own payload and `typ`. Call only once the
- * signature of `token` has been verified: no token is accepted without one (RFC 8725 §3.1).
+ * The verified token's claims after jose's validation with `options` (jwtVerify's claim options).
+ * jose exports no "claims only" call, but UnsecuredJWT.decode is exactly its claims validation
+ * (typ, required claims, iss, aud, exp, nbf, iat, tolerance) behind an `alg: none` envelope, built
+ * here from the token's own payload and `typ`. Call only once the signature of `token` held: no
+ * token is accepted without one (RFC 8725 §3.1).
  */
 export function validateClaims(
   token: string,
   header: Header,
   options: JWTClaimVerificationOptions,
 ): JWTPayload {
+  const { typ } = header;
+  const encode = () => Buffer.from(JSON.stringify({ alg: 'none', typ })).toString('base64url');
+  const envelope = typeof typ === 'string' ? envelopeHeader(typ, encode) : encode();
   const start = token.indexOf('.') + 1;
   const payload = token.slice(start, token.indexOf('.', start));
-  return UnsecuredJWT.decode(`${envelopeOf(header.typ)}.${payload}.`, options).payload;
+  return UnsecuredJWT.decode(`${envelope}.${payload}.`, options).payload;
 }

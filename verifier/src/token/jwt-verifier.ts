@@ -10,7 +10,7 @@ import { checkProtectedHeader, validateClaims } from './jwt-claims.js';
 import type { KeySet } from './key-set.js';
 import { signatureScheme, verificationKey, verifySignature } from './jws-signature.js';
 import { looksLikeJwt } from './token-shape.js';
-import { readJkt, readSessionClaims, type VerifiedToken } from './verified-token.js';
+import { checkAudience, readJkt, readSessionClaims, type VerifiedToken } from './verified-token.js';
 
 export type JwtVerifier = (token: string) => Promise<VerifiedToken>;
 
@@ -21,23 +21,23 @@ const claimInvalid = (message: string) => new VerifyError('claim_invalid', messa
  * only, so `none` and HMAC never pass); the signature, with a key of the issuer's JWKS only
  * (`jku`, `x5u`, `jwk` and `x5c` headers are never used); `iss` exact, `aud` contains the
  * audience, `exp` required, `nbf` and `iat` within the tolerance, `typ` (RFC 9068 `at+jwt` unless
- * the issuer opts out). Then a lifetime within `maxTokenAge` (RFC 7519 sets no upper bound on
- * `exp`: a token minted for a century would outlive every key rotation and revocation plan), the
- * preset's discriminators (presets.ts: claims required or refused, so ID, logout and refresh
- * tokens stay out) and, for Cognito, the audience in `client_id`.
+ * the issuer opts out). Then a lifetime within `maxTokenAge` (RFC 7519 bounds no `exp`: a token
+ * minted for a century would outlive every key rotation), the preset's discriminators (presets.ts:
+ * so ID, logout and refresh tokens stay out) and, for Cognito, the audience in `client_id`.
  */
 export function createJwtVerifier(
   config: JwtIssuer,
   keySet: KeySet,
   now: () => number,
 ): JwtVerifier {
-  // `audienceClaim: client_id` (Cognito): jose checks no `aud`; the verifier does below.
-  const baseOptions = {
+  const { audience, audienceClaim, clockTolerance } = config;
+  const options = {
     issuer: config.issuer,
-    ...(config.audienceClaim === 'aud' ? { audience: config.audience } : {}),
-    clockTolerance: config.clockTolerance,
+    // `audienceClaim: client_id` (Cognito): jose checks no `aud`; the verifier does below.
+    audience: audienceClaim === 'aud' ? audience : undefined,
+    clockTolerance,
     requiredClaims: ['exp'],
-    ...(config.requireTyp === undefined ? {} : { typ: config.requireTyp }),
+    typ: config.requireTyp,
   };
   const schemes = new Map(
     config.algorithms.map((alg) => {
@@ -46,15 +46,14 @@ export function createJwtVerifier(
       return [alg, scheme] as const;
     }),
   );
-  const longest = config.maxTokenAge + config.clockTolerance;
+  const longest = config.maxTokenAge + clockTolerance;
 
   return async function verifyJwt(token) {
     const at = now();
     let payload: JWTPayload;
-    let kid: unknown;
+    let header: ReturnType<typeof decodeProtectedHeader>;
     try {
       if (!looksLikeJwt(token)) throw new errors.JWSInvalid('Invalid Compact JWS');
-      let header: ReturnType<typeof decodeProtectedHeader>;
       try {
         header = decodeProtectedHeader(token);
       } catch {
@@ -65,48 +64,46 @@ export function createJwtVerifier(
       if (key === undefined)
         throw new VerifyError('alg_not_allowed', 'the token uses an unsupported algorithm or key');
       if (!verifySignature(token, scheme, key)) throw new errors.JWSSignatureVerificationFailed();
-      payload = validateClaims(token, header, { ...baseOptions, currentDate: new Date(at) });
-      kid = header.kid;
+      payload = validateClaims(token, header, { ...options, currentDate: new Date(at) });
     } catch (error) {
       // A preset's own wording for an audience it refuses (Keycloak's bare `account`).
-      const reason =
-        error instanceof errors.JWTClaimValidationFailed && error.claim === 'aud'
-          ? soleAudienceReason(config.preset, error.payload.aud)
-          : undefined;
+      const aud = error instanceof errors.JWTClaimValidationFailed && error.claim === 'aud';
+      const reason = aud ? soleAudienceReason(config.preset, error.payload.aud) : undefined;
       throw reason === undefined
         ? toVerifyError(error)
         : new VerifyError('audience_mismatch', reason);
     }
+    const claims = payload as Record<string, unknown>;
     const { exp, iat } = payload as { exp: number; iat: unknown };
-    if (typeof iat === 'number' && iat > at / 1000 + config.clockTolerance)
+    if (typeof iat === 'number' && iat > at / 1000 + clockTolerance)
       throw claimInvalid('"iat" claim is in the future');
     // `exp` at most `maxTokenAge` after now and after `iat` (when given), both with the tolerance.
     if (exp - at / 1000 > longest)
       throw claimInvalid('"exp" claim is further ahead than the longest token age');
     if (typeof iat === 'number' && exp - iat > longest)
       throw claimInvalid('"exp" minus "iat" is longer than the longest token age');
-    const claims = payload as Record<string, unknown>;
     checkTokenKind(claims, config);
-    if (config.audienceClaim !== 'aud') {
-      // The audience in another claim than `aud` (Cognito's `client_id`): a string or an array.
-      const value = claims[config.audienceClaim];
-      if (!(Array.isArray(value) ? value : [value]).includes(config.audience))
-        throw new VerifyError(
-          'audience_mismatch',
-          `"${config.audienceClaim}" claim does not contain the configured audience`,
-        );
-    }
+    if (audienceClaim !== 'aud')
+      checkAudience(claims[audienceClaim], audience, `"${audienceClaim}" claim`);
     return {
       jkt: readJkt(claims.cnf),
       identity: readIdentity(claims, config),
       session: readSessionClaims(claims),
       exp,
-      nbf: typeof payload.nbf === 'number' ? payload.nbf - config.clockTolerance : undefined,
-      kid: typeof kid === 'string' ? kid : undefined,
+      nbf: typeof payload.nbf === 'number' ? payload.nbf - clockTolerance : undefined,
+      kid: typeof header.kid === 'string' ? header.kid : undefined,
       keyTrustedUntil: keySet.trustedUntil() / 1000,
     };
   };
 }
+
+/** A claim jose names in a JWTClaimValidationFailed → our code and message. */
+const CLAIM_FAILURES = new Map<string, readonly [DenyCode, string]>([
+  ['nbf', ['token_not_yet_valid', '"nbf" claim timestamp check failed']],
+  ['aud', ['audience_mismatch', '"aud" claim does not contain the configured audience']],
+  ['typ', ['typ_mismatch', '"typ" header does not match the required value']],
+  ['iss', ['issuer_unknown', '"iss" claim does not match the issuer']],
+]);
 
 /**
  * jose's error classes (and the key set's VerifyErrors) → our codes; the message keeps jose's
@@ -120,18 +117,10 @@ export function toVerifyError(error: unknown): VerifyError {
   if (error instanceof errors.JWTExpired)
     return fail('token_expired', `"${error.claim}" claim timestamp check failed`);
   if (error instanceof errors.JWTClaimValidationFailed) {
-    switch (error.claim) {
-      case 'nbf':
-        return fail('token_not_yet_valid', '"nbf" claim timestamp check failed');
-      case 'aud':
-        return fail('audience_mismatch', '"aud" claim does not contain the configured audience');
-      case 'typ':
-        return fail('typ_mismatch', '"typ" header does not match the required value');
-      case 'iss':
-        return fail('issuer_unknown', '"iss" claim does not match the issuer');
-      default:
-        return fail('claim_invalid', `"${error.claim}" claim is invalid (${error.reason})`);
-    }
+    const known = CLAIM_FAILURES.get(error.claim);
+    return known === undefined
+      ? fail('claim_invalid', `"${error.claim}" claim is invalid (${error.reason})`)
+      : fail(...known);
   }
   if (error instanceof errors.JOSEAlgNotAllowed)
     return fail('alg_not_allowed', '"alg" is not allowed');
@@ -139,13 +128,11 @@ export function toVerifyError(error: unknown): VerifyError {
     return fail('signature_invalid', 'signature verification failed');
   if (error instanceof errors.JWKSNoMatchingKey || error instanceof errors.JWKSMultipleMatchingKeys)
     return fail('key_unknown', 'no key matches the token');
-  if (error instanceof errors.JOSENotSupported) {
+  if (error instanceof errors.JOSENotSupported)
     return /crit|extension/i.test(error.message)
       ? fail('crit_unsupported', '"crit" names an extension that is not understood')
       : fail('alg_not_allowed', 'the token uses an unsupported algorithm or key');
-  }
   if (error instanceof errors.JOSEError)
     return fail('token_malformed', 'the token is not a valid JWS/JWT');
-  // No token outcome but a bug: the authorizer answers it as `internal_error`.
   throw error;
 }

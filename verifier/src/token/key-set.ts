@@ -11,11 +11,11 @@ export interface KeySetOptions {
   readonly issuer: string;
   /** The JWKS URL, configured or discovered. */
   readonly resolveUri: () => Promise<string>;
+  /** Seconds. */
   readonly refresh: number;
   readonly cooldown: number;
   readonly maxStale: number;
   readonly timeout: number;
-  /** The issuer's opt-in to plain http to a host that is not loopback. */
   readonly allowHttp?: boolean;
   /** Milliseconds since the epoch; injected so tests can move time. */
   readonly now: () => number;
@@ -35,6 +35,7 @@ export type KeySet = ReturnType<typeof createKeySet>;
  */
 export function createKeySet(options: KeySetOptions) {
   const { issuer, now } = options;
+  const floor = Math.min(options.cooldown, options.refresh);
   let local: ReturnType<typeof createLocalJWKSet> | undefined;
   let kids = new Set<string | undefined>();
   let loadedAt = -Infinity;
@@ -48,29 +49,22 @@ export function createKeySet(options: KeySetOptions) {
 
   /** One fetch; true when a new set was installed. Schedules the next one either way. */
   async function load(): Promise<boolean> {
-    const floor = Math.min(options.cooldown, options.refresh);
-    const failed = (outcome: JwksFetchOutcome, detail: string) => {
-      options.onFetch?.(outcome, detail);
-      schedule(floor);
-      return false;
-    };
-    let uri: string;
+    let uri = '';
     let answer: FetchedJson;
     try {
       uri = await options.resolveUri();
       answer = await fetchJson(uri, { timeout: options.timeout, allowHttp: options.allowHttp });
       if (answer.status !== 200) throw new FetchError(`${uri}: status ${answer.status}`);
+      // jose checks the document's shape (a `keys` array of objects) and matches keys later.
+      local = createLocalJWKSet(answer.body as JSONWebKeySet);
     } catch (error) {
-      return failed('error', (error as Error).message);
+      const { message } = error as Error;
+      if (error instanceof errors.JWKSInvalid) options.onFetch?.('invalid', `${uri}: ${message}`);
+      else options.onFetch?.('error', message);
+      schedule(floor);
+      return false;
     }
-    // jose checks the document's shape (a `keys` array of objects) and matches keys later.
-    const jwks = answer.body as JSONWebKeySet;
-    try {
-      local = createLocalJWKSet(jwks);
-    } catch (error) {
-      return failed('invalid', `${uri}: ${(error as Error).message}`);
-    }
-    const nextKids = new Set(jwks.keys.map((key) => key.kid));
+    const nextKids = new Set((answer.body as JSONWebKeySet).keys.map((key) => key.kid));
     const removed = new Set([...kids].filter((kid) => !nextKids.has(kid)));
     kids = nextKids;
     loadedAt = now();
@@ -103,14 +97,11 @@ export function createKeySet(options: KeySetOptions) {
   }
 
   /** jose's match in the held set; undefined when no key matches. */
-  async function match(header: JWSHeaderParameters) {
-    try {
-      return await local!(header);
-    } catch (error) {
+  const match = (header: JWSHeaderParameters) =>
+    local!(header).catch((error: unknown) => {
       if (error instanceof errors.JWKSNoMatchingKey) return undefined;
       throw error;
-    }
-  }
+    });
 
   return {
     issuer,

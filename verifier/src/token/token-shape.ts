@@ -3,9 +3,9 @@
 import { MAX_TOKEN_BYTES } from '../config/model.js';
 import { VerifyError } from '../errors.js';
 
-const TOKEN68 = /^[A-Za-z0-9\-._~+/]+=*$/;
 const BEARER_PREFIX = /^bearer(?: |$)/i;
 const DPOP_PREFIX = /^dpop(?: |$)/i;
+const TOKEN68 = /^[A-Za-z0-9\-._~+/]+=*$/;
 const JWS_COMPACT = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 const TOO_LARGE = () =>
   new VerifyError('token_too_large', `token is larger than ${MAX_TOKEN_BYTES} bytes`);
@@ -18,10 +18,9 @@ export interface Credentials {
 
 /**
  * The scheme and token of an `Authorization` header, or undefined when none was sent. Another
- * scheme (Basic, or DPoP unless `dpop` is true: a policy that accepts DPoP) counts as no token,
- * which RFC 6750 §3.1 answers without an error code. Only the size is checked here, so a cache
- * hit never scans the token; the token68 syntax is checked by `assertBearerSyntax` before
- * anything parses it.
+ * scheme (Basic, or DPoP unless `dpop`: a policy that accepts DPoP) counts as no token, which RFC
+ * 6750 §3.1 answers without an error code. Only the size is checked, so a cache hit never scans
+ * the token; `assertBearerSyntax` checks the token68 syntax before anything parses it.
  */
 export function readCredentials(
   authorization: string | undefined,
@@ -33,7 +32,7 @@ export function readCredentials(
   if (BEARER_PREFIX.test(authorization)) scheme = 'bearer';
   else if (dpop && DPOP_PREFIX.test(authorization)) scheme = 'dpop';
   else return undefined;
-  const token = authorization.slice(scheme === 'bearer' ? 6 : 4).trim();
+  const token = authorization.slice(scheme.length).trim();
   if (token.length === 0)
     throw new VerifyError(
       'token_malformed',
@@ -58,10 +57,9 @@ export function looksLikeJwt(token: string): boolean {
 }
 
 /**
- * The `iss` of a JWT-shaped token's payload, read without any check of the token: it only picks
- * the issuer whose keys and rules then verify it. Node's native base64url decoder makes this a
- * fraction of jose's decodeJwt, which matters once per new token. Throws when the payload is not
- * a JSON object.
+ * The `iss` of a JWT-shaped token's payload, read without any check: it only picks the issuer
+ * whose keys and rules then verify it. Node's base64url decoder makes this a fraction of jose's
+ * decodeJwt, once per new token. Throws when the payload is not a JSON object.
  */
 export function unverifiedIssuer(token: string): unknown {
   const start = token.indexOf('.') + 1;

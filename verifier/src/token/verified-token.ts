@@ -1,5 +1,5 @@
 // What a successful token check yields, whatever the token type (what the decision cache keeps),
-// and the readers of the claims it carries besides the identity: key binding and session.
+// and the readers of the claims it carries besides the identity: audience, key binding, session.
 import { VerifyError } from '../errors.js';
 import type { Identity } from './identity.js';
 
@@ -15,50 +15,43 @@ export interface VerifiedToken {
   readonly keyTrustedUntil?: number | undefined;
   /** `cnf.jkt` of a DPoP-bound token (RFC 9449 §6): the thumbprint its proofs must be signed with. */
   readonly jkt?: string | undefined;
-  /** What pushed revocations are matched against (`iat`, `sid`, `email`). */
   readonly session?: SessionClaims | undefined;
 }
 
-/** The claims of a verified token that revocations are matched against (besides iss and sub). */
-export interface SessionClaims {
-  /** Seconds since the epoch; a token without `iat` cannot be shown newer than a watermark. */
-  readonly iat: number | undefined;
-  /** OIDC session id, when the IdP puts one into access tokens (Keycloak does). */
-  readonly sid: string | undefined;
-  /** The token's own `email` claim, lower-cased; never an address from user-info. */
-  readonly email: string | undefined;
-}
-
-const MAX_CLAIM_LENGTH = 1024;
-
-/** Reads the session claims of verified token claims; odd types are ignored, not trusted. */
-export function readSessionClaims(claims: Record<string, unknown>): SessionClaims {
-  const { iat, sid, email } = claims;
+/**
+ * What pushed revocations are matched against besides iss and sub, odd types ignored: `iat` (a
+ * token without one cannot be shown newer than a watermark), the OIDC session id `sid` (Keycloak
+ * puts it into access tokens) and the token's own `email`, lower-cased.
+ */
+export function readSessionClaims({ iat, sid, email }: Record<string, unknown>) {
   const short = (value: unknown): string | undefined =>
-    typeof value === 'string' && value.length > 0 && value.length <= MAX_CLAIM_LENGTH
-      ? value
-      : undefined;
+    typeof value === 'string' && value.length > 0 && value.length <= 1024 ? value : undefined;
   return {
     iat: typeof iat === 'number' && Number.isFinite(iat) ? iat : undefined,
     sid: short(sid),
     email: short(email)?.toLowerCase(),
   };
 }
+export type SessionClaims = Readonly<ReturnType<typeof readSessionClaims>>;
 
 /**
- * `cnf.jkt` (RFC 9449 §6), read the same way from a JWT's claims (§6.1) and from an introspection
- * answer (§6.2); undefined for an unbound token. A `cnf` this gate cannot honour (another
- * confirmation method, a malformed thumbprint) refuses the token: accepting it as a bearer token
- * would drop the binding its issuer asked for. `where` names the source in the message.
+ * `cnf.jkt` (RFC 9449 §6), read alike from a JWT's claims (§6.1) and an introspection answer
+ * (§6.2); undefined for an unbound token. A `cnf` this gate cannot honour (another confirmation
+ * method, a malformed thumbprint) refuses the token: accepting it as a bearer token would drop the
+ * binding its issuer asked for. `where` names the source in the message.
  */
 export function readJkt(cnf: unknown, where = 'claim'): string | undefined {
   if (cnf === undefined) return undefined;
-  if (cnf !== null && typeof cnf === 'object' && !Array.isArray(cnf)) {
-    const { jkt } = cnf as Record<string, unknown>;
-    if (typeof jkt === 'string' && /^[A-Za-z0-9_-]{43}$/.test(jkt)) return jkt;
-  }
+  const jkt = cnf !== null && typeof cnf === 'object' ? (cnf as { jkt?: unknown }).jkt : undefined;
+  if (!Array.isArray(cnf) && typeof jkt === 'string' && /^[A-Za-z0-9_-]{43}$/.test(jkt)) return jkt;
   throw new VerifyError(
     'claim_invalid',
     `"cnf" ${where} is not a DPoP key binding this gate understands`,
   );
+}
+
+/** `value` (a string or an array: `aud`, Cognito's `client_id`) must contain `audience`. */
+export function checkAudience(value: unknown, audience: string, what: string): void {
+  if (!(Array.isArray(value) ? value : [value]).includes(audience))
+    throw new VerifyError('audience_mismatch', `${what} does not contain the configured audience`);
 }
