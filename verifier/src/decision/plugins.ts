@@ -32,7 +32,7 @@ export interface DpopOutcome {
  * token's `cnf.jkt`, undefined when it is unbound or was refused.
  */
 export type DpopStep = (
-  mode: DpopMode,
+  mode: Exclude<DpopMode, 'off'>,
   decision: Decision,
   credentials: Credentials,
   request: VerifyRequest,

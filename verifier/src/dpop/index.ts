@@ -2,7 +2,7 @@
 // proof.ts, htu.ts, replay-store.ts, nonce.ts and challenge.ts as its parts.
 import { hash } from 'node:crypto';
 import type { DpopConfig } from '../config/model.js';
-import { deny, withHeaders } from '../decision/decision.js';
+import { withHeaders } from '../decision/decision.js';
 import type { DpopOutcome, DpopStep } from '../decision/plugins.js';
 import { VerifyError, type DenyCode } from '../errors.js';
 import type { Logger } from '../log.js';
@@ -59,12 +59,6 @@ export function createDpopRuntime(
   });
 
   const step: DpopStep = async (mode, decision, { scheme, token }, request, jkt) => {
-    if (mode === 'off') {
-      // Not a DPoP policy, but a bound token still never works as a bearer token.
-      if (jkt !== undefined && decision.identity !== undefined)
-        return { decision: deny('dpop_binding_mismatch'), detail: 'DPoP-bound token as Bearer' };
-      return { decision, detail: undefined };
-    }
     if (decision.identity === undefined) {
       // The token was refused: a DPoP client (or a DPoP-only policy) gets a DPoP challenge.
       if ((scheme === 'dpop' || mode === 'required') && decision.outcome === 'deny')

@@ -79,7 +79,7 @@ export function createProofChecker(options: {
     }
     // jose refuses a malformed key and one whose type or curve does not fit `alg`; verificationKey
     // a private or secret one and an RSA key under 2048 bits.
-    const imported = await importJWK(jwk, scheme.alg).catch(() => undefined);
+    const imported = await importJWK(jwk, header.alg).catch(() => undefined);
     const key =
       imported === undefined || imported instanceof Uint8Array
         ? undefined
