@@ -95,12 +95,6 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
     buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.25, 1, 5],
     registers: [registry],
   });
-  const transport = new Gauge({
-    name: 'verifier_transport_info',
-    help: 'The HTTP transport in use (1 for the active one).',
-    labelNames: ['transport'] as const,
-    registers: [registry],
-  });
 
   const revocations = {
     received: new Counter({
@@ -155,10 +149,6 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}) {
       jwksFetches.labels(issuer, outcome).inc(),
     /** Seconds spent in one full (uncached) verification. */
     observeVerification: (seconds: number) => verification.observe(seconds),
-    setTransport(name: 'uws' | 'node') {
-      transport.reset();
-      transport.labels(name).set(1);
-    },
     /** Reads cache size and bytes when scraped. */
     watchCache(read: typeof readCache) {
       readCache = read;

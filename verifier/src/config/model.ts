@@ -53,9 +53,6 @@ export const rootSchema = section({
   listen: env('VERIFIER_LISTEN', listen.prefault(DEFAULT_LISTEN)).describe(
     '`host:port`, `[v6]:port` or `unix:/absolute/path.sock`.',
   ),
-  transport: env('VERIFIER_TRANSPORT', oneOf(['auto', 'uws', 'node']).prefault('auto')).describe(
-    '`uws`, `node` or `auto` (uWebSockets.js; node:http with a warning only when the native addon cannot load). The transport in use is in `/metrics`.',
-  ),
   logLevel: env('VERIFIER_LOG_LEVEL', logLevel.prefault('info')).describe(
     'pino level: `fatal`, `error`, `warn`, `info`, `debug`, `trace`, `silent`.',
   ),
@@ -400,7 +397,6 @@ export type IssuerConfig = JwtIssuer | IntrospectionIssuer | UserinfoIssuer | To
 export type PolicyConfig = { readonly name: string } & Loaded<z.output<typeof policySchema>>;
 export type DpopMode = PolicyConfig['dpop'];
 export type DpopConfig = RootSettings['dpop'];
-export type TransportChoice = RootSettings['transport'];
 export type { Listen };
 
 export type VerifierConfig = RootSettings & {
