@@ -376,7 +376,7 @@ export function documentSchema<I extends z.ZodType, P extends z.ZodType>(issuer:
   });
 }
 
-/** The policy a /verify without `?policy=` asks for. */
+/** The policy a /verify without `X-SG-Policy` asks for. */
 export const DEFAULT_POLICY = 'default';
 
 /** Tokens larger than this are refused before any parsing (RFC 8725 hygiene; 8 KiB). */

@@ -22,7 +22,7 @@ import type { VerifiedToken } from '../token/verified-token.js';
 
 export interface VerifyRequest {
   readonly authorization?: string | undefined;
-  /** `?policy=NAME`; `default` when absent. */
+  /** The `X-SG-Policy` header; `default` when absent. */
   readonly policy?: string | undefined;
   readonly originalUri?: string | undefined;
   readonly originalMethod?: string | undefined;

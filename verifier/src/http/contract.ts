@@ -33,7 +33,7 @@ export const REQUEST_HEADERS: readonly RequestHeader[] = [
     'X-SG-Policy',
     'policy',
     'always',
-    'the policy name (`default` when absent); a `?policy=NAME` query, for callers other than NGINX, wins over it',
+    'the policy name (`default` when absent); its only carrier, so the URL NGINX proxies to stays fixed',
   ),
   request(
     'Authorization',

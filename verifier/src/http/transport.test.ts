@@ -94,10 +94,12 @@ describe('the transport over a loopback socket', () => {
       'x-auth-set': secretSetName(issuer, 'spa-demo'),
     });
     const same = await token();
-    const first = await get({ port }, '/verify?policy=default', {
+    const first = await get({ port }, '/verify', {
+      'x-sg-policy': 'default',
       authorization: `Bearer ${same}`,
     });
-    const cached = await get({ port }, '/verify?policy=default', {
+    const cached = await get({ port }, '/verify', {
+      'x-sg-policy': 'default',
       authorization: `Bearer ${same}`,
     });
     expect([first.status, cached.status]).toEqual([204, 204]);
@@ -123,10 +125,18 @@ describe('the transport over a loopback socket', () => {
     expect(scope.headers['x-auth-challenge']).toBe(
       'Bearer realm="secret-gate", error="insufficient_scope", scope="secrets:read"',
     );
-    const policy = await get({ port }, '/verify?policy=nope', {
+    const policy = await get({ port }, '/verify', {
+      'x-sg-policy': 'nope',
       authorization: `Bearer ${await token()}`,
     });
     expect(policy.status).toBe(403);
+  });
+
+  it('reads the policy from X-SG-Policy only: a `?policy=` query names none', async () => {
+    const reply = await get({ port }, '/verify?policy=nope', {
+      authorization: `Bearer ${await token()}`,
+    });
+    expect(reply.status).toBe(204);
   });
 
   it('refuses a client over its call limit with a 403 marked limited, before any token work', async () => {

@@ -108,7 +108,6 @@ export function createTransport(uws: Uws, routes: Routes) {
       const request: { -readonly [K in keyof VerifyRequest]: VerifyRequest[K] } = {};
       for (const { field, key } of REQUEST_HEADERS)
         request[field] = req.getHeader(key) || undefined;
-      request.policy = req.getQuery('policy') || request.policy;
       later(res, authorize(request), renderDecision);
     });
   app.any('/*', (res: Response, req: HttpRequest) => {
