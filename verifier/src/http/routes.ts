@@ -4,16 +4,15 @@ import type { Authorize } from '../decision/authorize.js';
 import type { Header } from '../decision/decision.js';
 import type { Answer, Receiver } from '../decision/plugins.js';
 import type { Metrics } from '../metrics.js';
-import type { CallLimit } from './call-limit.js';
 
 /** A GET page: health, readiness, metrics. */
-export type Page = () => Answer | Promise<Answer>;
+type Page = () => Answer | Promise<Answer>;
 
 export interface Routes {
   /** /verify, any method (auth_request keeps the client's); absent on the metrics listener. */
   readonly verify?: Authorize;
   /** Asked before /verify does any token work; false: answered LIMITED (call-limit.ts). */
-  readonly admit?: CallLimit;
+  readonly admit?: (clientKey: string | undefined) => boolean;
   /** GET pages by path (`/healthz`, `/readyz`, `/metrics` unless it has a listener of its own). */
   readonly pages: ReadonlyMap<string, Page>;
   /** POST receivers by path (`/backchannel-logout`, `/ssf/events`); only the ones switched on. */
@@ -39,7 +38,7 @@ export const BODY_TOO_LARGE = json(413, {
 
 export function createRoutes(parts: {
   authorize: Authorize;
-  admit?: CallLimit;
+  admit?: Routes['admit'];
   isReady: () => boolean;
   metrics: Metrics;
   /** False when VERIFIER_METRICS_LISTEN moves `/metrics` to its own listener. */

@@ -17,6 +17,8 @@ import { renderDecision, type VerifyAnswer } from './verify-answer.js';
 type Uws = typeof import('uWebSockets.js');
 /** `aborted` is set by `onAborted` once the client has left. */
 type Response = HttpResponse & { aborted?: boolean };
+/** A page's or a receiver's answer, or /verify's (which has no body). */
+type Reply = Answer | VerifyAnswer;
 
 /** Status lines as uWS writes them (`204 No Content`), from node:http's reason phrases. */
 const STATUS_TEXT: Readonly<Record<number, string>> = Object.fromEntries(
@@ -32,9 +34,7 @@ export function loadUws(): Uws {
   try {
     uws = createRequire(import.meta.url)('uWebSockets.js') as Uws;
   } catch (error) {
-    throw new Error(`uWebSockets.js could not be loaded: ${(error as Error).message}`, {
-      cause: error,
-    });
+    throw new Error(`uWebSockets.js did not load: ${(error as Error).message}`, { cause: error });
   }
   if (typeof uws.getParts === 'function') return uws;
   throw new Error(
@@ -43,7 +43,7 @@ export function loadUws(): Uws {
 }
 
 /** 204 has no body; a 401/403 of /verify needs `Content-Length: 0` or keep-alive clients wait. */
-function write(res: Response, answer: Answer | VerifyAnswer): void {
+function write(res: Response, answer: Reply): void {
   if (res.aborted === true) return;
   res.cork(() => {
     res.writeStatus(STATUS_TEXT[answer.status] ?? String(answer.status));
@@ -57,7 +57,10 @@ export function describe(listen: Listen): string {
   return listen.kind === 'unix' ? `unix:${listen.path}` : `${listen.host}:${listen.port}`;
 }
 
-/** Serves `routes`: `/verify` by uWS's own router (the hot path reads no URL), then GET pages and POST receivers, 404 elsewhere. */
+/**
+ * Serves `routes`: `/verify` matched by uWS's own router (the hot path reads no URL), then the GET
+ * pages and POST receivers, 404 elsewhere.
+ */
 export function createTransport(uws: Uws, routes: Routes) {
   const app = uws.App();
   let inFlight = 0;
@@ -65,11 +68,7 @@ export function createTransport(uws: Uws, routes: Routes) {
   const asIs = (answer: Answer) => answer;
 
   /** Answers once `pending` settles: counted in flight, and not written if the client has left. */
-  function later<T>(
-    res: Response,
-    pending: Promise<T>,
-    render: (value: T) => Answer | VerifyAnswer,
-  ) {
+  function later<T>(res: Response, pending: Promise<T>, render: (value: T) => Reply): void {
     inFlight++;
     res.onAborted(() => {
       res.aborted = true;
