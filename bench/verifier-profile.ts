@@ -74,7 +74,6 @@ if (mode === 'jose') {
     VERIFIER_AUDIENCE: AUDIENCE,
     VERIFIER_JWKS_URI: jwks.url,
     VERIFIER_REQUIRED_SCOPES: 'secrets:read',
-    VERIFIER_TRANSPORT: 'node',
   });
   const service = createVerifierService(config, {
     logger: createLogger('warn'),

@@ -29,11 +29,10 @@ async function main(argv: readonly string[]): Promise<void> {
 
   const logger = createLogger(config.logLevel);
   const service = createVerifierService(config, { logger });
-  const { transport } = await service.listen();
+  await service.listen();
   logger.info(
     {
       listen: describe(config.listen),
-      transport: transport.name,
       metrics: config.metricsListen === undefined ? 'on listen' : describe(config.metricsListen),
       revocation:
         service.revocation === undefined

@@ -87,12 +87,6 @@ export function createMetrics(
     buckets: [...BUCKETS, 5],
     registers,
   });
-  const transport = new Gauge({
-    name: 'verifier_transport_info',
-    help: 'The HTTP transport in use (1 for the active one).',
-    labelNames: ['transport'] as const,
-    registers: [registry],
-  });
   const store = new Histogram({
     name: 'verifier_revocation_store_seconds',
     help: 'Time of one shared revocation store command, by operation.',
@@ -138,10 +132,6 @@ export function createMetrics(
     ),
     /** Seconds spent in one full (uncached) verification. */
     observeVerification: (seconds: number) => verification.observe(seconds),
-    setTransport(name: 'uws' | 'node') {
-      transport.reset();
-      transport.labels(name).set(1);
-    },
     /** Pushed revocation (revocation/): one logout token or SET arrived on `channel`. */
     revocationReceived: counter<[channel: RevocationChannel]>(
       'verifier_revocations_received_total',

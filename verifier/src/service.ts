@@ -15,9 +15,7 @@ import { createOpaqueVerifier, type OpaqueVerifier } from './token/opaque-verifi
 import { createRevocationRuntime } from './revocation/index.js';
 import { createCallLimit } from './http/call-limit.js';
 import { createRoutes } from './http/routes.js';
-import { pickTransport, type Transport } from './http/transport.js';
-import { createNodeTransport } from './http/transport-node.js';
-import { createUwsTransport } from './http/transport-uws.js';
+import { createTransport, loadUws } from './http/transport.js';
 
 export type VerifierService = ReturnType<typeof createVerifierService>;
 
@@ -103,8 +101,8 @@ export function createVerifierService(
     receivers: revocation?.receivers,
     readinessNote: () => revocation?.note(),
   });
-  let transport: Transport | undefined;
-  let metricsListener: Transport | undefined;
+  let transport: ReturnType<typeof createTransport> | undefined;
+  let metricsListener: typeof transport;
 
   return {
     authorize,
@@ -125,20 +123,16 @@ export function createVerifierService(
      * with the TCP ports (0 on a unix socket).
      */
     async listen(listen: Listen = config.listen, metricsListen = config.metricsListen) {
-      const picked = pickTransport(config.transport, logger);
-      transport =
-        picked.kind === 'uws'
-          ? createUwsTransport(picked.uws, routes)
-          : createNodeTransport(routes);
-      metrics.setTransport(transport.name);
+      const uws = loadUws();
+      transport = createTransport(uws, routes);
       const port = await transport.listen(listen);
       let metricsPort: number | undefined;
       if (metricsListen !== undefined) {
         // Its own port, so a scrape port can be opened to monitoring while /verify stays NGINX's.
-        metricsListener = createNodeTransport(routes.metricsOnly);
+        metricsListener = createTransport(uws, routes.metricsOnly);
         metricsPort = await metricsListener.listen(metricsListen);
       }
-      return { port, transport, metricsPort };
+      return { port, metricsPort };
     },
     /** Stops accepting, lets in-flight requests finish (up to `graceMs`), stops refreshing. */
     async stop(graceMs = 4000): Promise<void> {

@@ -85,7 +85,7 @@ export function documentFromEnv(env: NodeJS.ProcessEnv, read: FileReader, proble
     labels.set(`policies.${ENV_POLICY}.issuers`, 'VERIFIER_ISSUER');
     document.issuers = [issuer];
     // One policy under the name NGINX asks for on /secret, and under `default` for a /verify
-    // without `?policy=`; a problem in it is named by its variable, so it is reported once.
+    // without `X-SG-Policy`; a problem in it is named by its variable, so it is reported once.
     document.policies = { [ENV_POLICY]: policy, [DEFAULT_POLICY]: policy };
   }
   if (file === undefined && !singleIssuer)

@@ -22,7 +22,6 @@ describe('configuration from the environment', () => {
   it('single-issuer mode defines one JWT issuer and the policy NGINX asks for (secret, also answered as default), with documented defaults', () => {
     const config = loadConfig({ ...minimal, VERIFIER_REQUIRED_SCOPES: 'secrets:read  openid' });
     expect(config.listen).toEqual({ kind: 'tcp', host: '127.0.0.1', port: 8090 });
-    expect(config.transport).toBe('auto');
     expect(config.issuers.get('https://idp.test')).toEqual({
       type: 'jwt',
       issuer: 'https://idp.test',
@@ -104,16 +103,15 @@ describe('configuration from the environment', () => {
       VERIFIER_ISSUER: 'not a url',
       VERIFIER_ALGORITHMS: 'RS256,HS256,none',
       VERIFIER_LISTEN: 'localhost',
-      VERIFIER_TRANSPORT: 'fast',
       VERIFIER_LOG_LEVEL: 'loud',
       VERIFIER_CACHE_MAX_ENTRIES: '-3',
       VERIFIER_JWKS_COOLDOWN: 'soon',
+      VERIFIER_DPOP: 'fast',
       VERIFIER_TYPO: '1',
     });
     expect(problems).toEqual([
       expect.stringMatching(/^VERIFIER_TYPO: unknown variable/),
       'VERIFIER_LISTEN: expected host:port or unix:/path, got "localhost"',
-      'VERIFIER_TRANSPORT: expected auto, uws or node, got "fast"',
       expect.stringMatching(/^VERIFIER_LOG_LEVEL: expected one of/),
       'VERIFIER_CACHE_MAX_ENTRIES: expected a positive integer, got "-3"',
       'VERIFIER_JWKS_COOLDOWN: expected a duration such as 30, 30s, 10m or 24h, got "soon"',
@@ -121,6 +119,7 @@ describe('configuration from the environment', () => {
       'VERIFIER_AUDIENCE: required with VERIFIER_ISSUER',
       expect.stringMatching(/^VERIFIER_ALGORITHMS: "HS256" is not allowed \(asymmetric only/),
       expect.stringMatching(/^VERIFIER_ALGORITHMS: "none" is not allowed/),
+      'VERIFIER_DPOP: expected off, allowed or required, got "fast"',
     ]);
   });
 

@@ -57,9 +57,6 @@ export const rootSchema = section({
   listen: env('VERIFIER_LISTEN', listen.prefault(DEFAULT_LISTEN)).describe(
     '`host:port`, `[v6]:port` or `unix:/absolute/path.sock`.',
   ),
-  transport: env('VERIFIER_TRANSPORT', oneOf(['auto', 'uws', 'node']).prefault('auto')).describe(
-    '`uws`, `node` or `auto` (uWebSockets.js; node:http with a warning only when the native addon cannot load). The transport in use is in `/metrics`.',
-  ),
   logLevel: env('VERIFIER_LOG_LEVEL', logLevel.prefault('info')).describe(
     'pino level: `fatal`, `error`, `warn`, `info`, `debug`, `trace`, `silent`.',
   ),
@@ -363,7 +360,7 @@ export function documentSchema<I extends z.ZodType, P extends z.ZodType>(issuer:
   });
 }
 
-/** The policy a /verify without `?policy=` asks for. */
+/** The policy a /verify without `X-SG-Policy` asks for. */
 export const DEFAULT_POLICY = 'default';
 
 /** Tokens larger than this are refused before any parsing (RFC 8725 hygiene; 8 KiB). */
@@ -383,7 +380,6 @@ export type IssuerConfig = JwtIssuer | IntrospectionIssuer | TokeninfoIssuer;
 export type PolicyConfig = { readonly name: string } & Loaded<z.output<typeof policySchema>>;
 export type DpopMode = PolicyConfig['dpop'];
 export type DpopConfig = RootSettings['dpop'];
-export type TransportChoice = RootSettings['transport'];
 export type { Listen };
 
 export type VerifierConfig = RootSettings & {

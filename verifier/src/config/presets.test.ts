@@ -545,7 +545,7 @@ describe('no preset accepts any IdP\u2019s ID token', () => {
 describe('what a preset refuses at start', () => {
   const problemsOf = (env: Record<string, string>): readonly string[] => {
     try {
-      loadConfig({ VERIFIER_TRANSPORT: 'auto', ...env });
+      loadConfig(env);
     } catch (error) {
       expect(error).toBeInstanceOf(ConfigError);
       return (error as ConfigError).problems;

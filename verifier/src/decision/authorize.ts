@@ -1,5 +1,5 @@
 // The auth endpoint as a function: request headers in, a Decision (plain data) out, on one linear
-// path. No sockets and no HTTP here, so tests call it directly and both transports share it.
+// path. No sockets and no HTTP here, so tests call it directly, as the transport does.
 import { hash } from 'node:crypto';
 import { DEFAULT_POLICY, type PolicyConfig, type VerifierConfig } from '../config/model.js';
 import type { DecisionCache } from './decision-cache.js';
@@ -23,6 +23,7 @@ import type { VerifiedToken } from '../token/verified-token.js';
 /** What NGINX sends to /verify; http/contract.ts has a row (header, meaning) for each field. */
 export interface VerifyRequest {
   readonly authorization?: string | undefined;
+  /** The `X-SG-Policy` header; `default` when absent. */
   readonly policy?: string | undefined;
   readonly originalUri?: string | undefined;
   readonly originalMethod?: string | undefined;

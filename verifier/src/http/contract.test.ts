@@ -48,7 +48,7 @@ describe('the /verify contract table', () => {
     expect(names.filter((name) => !declared.has(name))).toEqual([]);
   });
 
-  it('has a row for every VerifyRequest field (the policy: X-SG-Policy, or the query)', () => {
+  it('has a row for every VerifyRequest field (the policy travels in X-SG-Policy)', () => {
     expect(REQUEST_HEADERS.map((row) => row.field).sort()).toEqual([
       'authorization',
       'dpop',

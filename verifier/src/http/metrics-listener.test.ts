@@ -19,19 +19,16 @@ async function start(extra: Record<string, string>) {
   };
 }
 
-describe.each(['uws', 'node'] as const)('/metrics with the %s transport', (transport) => {
+describe('/metrics', () => {
   it('is served on the main listener when no metrics listener is set', async () => {
-    const { main } = await start({ VERIFIER_TRANSPORT: transport });
+    const { main } = await start({});
     const answer = await fetch(`${main}/metrics`);
     expect(answer.status).toBe(200);
     expect(await answer.text()).toContain('verifier_decisions_total');
   });
 
   it('moves to its own listener when VERIFIER_METRICS_LISTEN is set: 404 on the auth listener', async () => {
-    const { main, metrics } = await start({
-      VERIFIER_TRANSPORT: transport,
-      VERIFIER_METRICS_LISTEN: '127.0.0.1:1',
-    });
+    const { main, metrics } = await start({ VERIFIER_METRICS_LISTEN: '127.0.0.1:1' });
     expect((await fetch(`${main}/metrics`)).status).toBe(404);
     const scraped = await fetch(`${metrics}/metrics`);
     expect(scraped.status).toBe(200);

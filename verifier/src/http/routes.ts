@@ -1,21 +1,18 @@
-// What each path answers, independent of the HTTP library: transports read a request into these
-// calls (transport.ts dispatches) and write the results verbatim.
+// What each path answers; transport.ts reads a request into these calls and writes the results
+// verbatim (/verify's decision through verify-answer.ts).
 import type { Authorize } from '../decision/authorize.js';
 import type { Header } from '../decision/decision.js';
 import type { Answer, Receiver } from '../decision/plugins.js';
 import type { Metrics } from '../metrics.js';
-import type { CallLimit } from './call-limit.js';
 
 /** A GET page: health, readiness, metrics. */
-export type Page = () => Answer | Promise<Answer>;
+type Page = () => Answer | Promise<Answer>;
 
 export interface Routes {
-  /** /verify, any method (auth_request keeps the client's); undefined on the metrics listener. */
-  readonly verify: Authorize | undefined;
+  /** /verify, any method (auth_request keeps the client's); absent on the metrics listener. */
+  readonly verify?: Authorize;
   /** Asked before /verify does any token work; false: answered LIMITED (call-limit.ts). */
-  readonly admit?: CallLimit | undefined;
-  /** GET /readyz: 200 once every issuer's key set has loaded (and is not too stale). */
-  readyz(): Answer;
+  readonly admit?: (clientKey: string | undefined) => boolean;
   /** GET pages by path (`/healthz`, `/readyz`, `/metrics` unless it has a listener of its own). */
   readonly pages: ReadonlyMap<string, Page>;
   /** POST receivers by path (`/backchannel-logout`, `/ssf/events`); only the ones switched on. */
@@ -41,7 +38,7 @@ export const BODY_TOO_LARGE = json(413, {
 
 export function createRoutes(parts: {
   authorize: Authorize;
-  admit?: CallLimit;
+  admit?: Routes['admit'];
   isReady: () => boolean;
   metrics: Metrics;
   /** False when VERIFIER_METRICS_LISTEN moves `/metrics` to its own listener. */
@@ -49,7 +46,7 @@ export function createRoutes(parts: {
   receivers?: ReadonlyMap<string, Receiver>;
   /** A line /readyz adds to its answer (e.g. the revocation store is unreachable). */
   readinessNote?: () => string | undefined;
-}): Routes & { readonly metricsOnly: Routes } {
+}): Routes & { readyz(): Answer; readonly metricsOnly: Routes } {
   const ok: Answer = { status: 200, headers: [TEXT, NO_STORE], body: 'ok\n' };
   const notReady: Answer = { ...ok, status: 503, body: 'key sets not loaded\n' };
   const scrape = async (): Promise<Answer> => ({
@@ -57,6 +54,7 @@ export function createRoutes(parts: {
     headers: [['Content-Type', parts.metrics.registry.contentType], NO_STORE],
     body: await parts.metrics.render(),
   });
+  /** 200 once every issuer's key set has loaded (and is not too stale). */
   const readyz = (): Answer => {
     const note = parts.readinessNote?.();
     const base = parts.isReady() ? ok : notReady;
@@ -68,19 +66,13 @@ export function createRoutes(parts: {
     ['/readyz', readyz],
   ]);
   if (parts.metricsOnMain ?? true) pages.set('/metrics', scrape);
-  const receivers = parts.receivers ?? new Map<string, Receiver>();
   return {
     verify: parts.authorize,
     admit: parts.admit,
     readyz,
     pages,
-    receivers,
+    receivers: parts.receivers ?? new Map<string, Receiver>(),
     // The metrics listener answers GET /metrics and 404 to everything else.
-    metricsOnly: {
-      verify: undefined,
-      readyz,
-      pages: new Map([['/metrics', scrape]]),
-      receivers: new Map(),
-    },
+    metricsOnly: { pages: new Map([['/metrics', scrape]]), receivers: new Map() },
   };
 }

@@ -7,8 +7,8 @@ import { OAuth2Server } from 'oauth2-mock-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_RECEIVER_BODY_BYTES } from '../decision/plugins.js';
 import { secretSetName } from '../decision/secret-set.js';
-import { loadUws, pickTransport } from './transport.js';
-import { captureLogger, startJwksServer, type JwksServer } from '../testing/fixtures.js';
+import { loadUws } from './transport.js';
+import { startJwksServer, type JwksServer } from '../testing/fixtures.js';
 import { revocationFile } from '../testing/replicas.js';
 import { buildService } from '../testing/service.js';
 
@@ -35,28 +35,6 @@ function get(
   });
 }
 
-describe('transport choice', () => {
-  const broken = () => new Error('uWebSockets.js native addon did not load (shim in use)');
-
-  it('auto falls back to node:http with a warning when the addon cannot load', () => {
-    const { logger, lines } = captureLogger();
-    expect(pickTransport('auto', logger, broken)).toEqual({ kind: 'node' });
-    expect(lines.join('\n')).toContain('falling back to the node:http transport');
-  });
-
-  it('uws refuses to start without the addon', () => {
-    expect(() => pickTransport('uws', captureLogger().logger, broken)).toThrow(/did not load/);
-  });
-
-  it('node never loads the addon', () => {
-    expect(
-      pickTransport('node', captureLogger().logger, () => {
-        throw new Error('must not load');
-      }),
-    ).toEqual({ kind: 'node' });
-  });
-});
-
 describe('the uWS addon', () => {
   it('is the native addon, not the ws shim', () => {
     const uws = loadUws();
@@ -65,7 +43,7 @@ describe('the uWS addon', () => {
   });
 });
 
-describe.each(['uws', 'node'] as const)('the %s transport over a loopback socket', (transport) => {
+describe('the transport over a loopback socket', () => {
   let idp: OAuth2Server;
   let issuer: string;
   let service: ReturnType<typeof buildService>['service'];
@@ -93,7 +71,6 @@ describe.each(['uws', 'node'] as const)('the %s transport over a loopback socket
       VERIFIER_ISSUER: issuer,
       VERIFIER_AUDIENCE: 'secret-gate-api',
       VERIFIER_REQUIRED_SCOPES: 'secrets:read',
-      VERIFIER_TRANSPORT: transport,
       // oauth2-mock-server signs access tokens with `typ: JWT`: the documented opt-out.
       VERIFIER_REQUIRE_TYP: 'off',
       // Far more than the other rows ask for, a fixed number for the limit's row.
@@ -117,10 +94,12 @@ describe.each(['uws', 'node'] as const)('the %s transport over a loopback socket
       'x-auth-set': secretSetName(issuer, 'spa-demo'),
     });
     const same = await token();
-    const first = await get({ port }, '/verify?policy=default', {
+    const first = await get({ port }, '/verify', {
+      'x-sg-policy': 'default',
       authorization: `Bearer ${same}`,
     });
-    const cached = await get({ port }, '/verify?policy=default', {
+    const cached = await get({ port }, '/verify', {
+      'x-sg-policy': 'default',
       authorization: `Bearer ${same}`,
     });
     expect([first.status, cached.status]).toEqual([204, 204]);
@@ -146,10 +125,18 @@ describe.each(['uws', 'node'] as const)('the %s transport over a loopback socket
     expect(scope.headers['x-auth-challenge']).toBe(
       'Bearer realm="secret-gate", error="insufficient_scope", scope="secrets:read"',
     );
-    const policy = await get({ port }, '/verify?policy=nope', {
+    const policy = await get({ port }, '/verify', {
+      'x-sg-policy': 'nope',
       authorization: `Bearer ${await token()}`,
     });
     expect(policy.status).toBe(403);
+  });
+
+  it('reads the policy from X-SG-Policy only: a `?policy=` query names none', async () => {
+    const reply = await get({ port }, '/verify?policy=nope', {
+      authorization: `Bearer ${await token()}`,
+    });
+    expect(reply.status).toBe(204);
   });
 
   it('refuses a client over its call limit with a 403 marked limited, before any token work', async () => {
@@ -176,7 +163,6 @@ describe.each(['uws', 'node'] as const)('the %s transport over a loopback socket
     expect((await get({ port }, '/readyz')).status).toBe(200);
     const metrics = await get({ port }, '/metrics');
     expect(metrics.status).toBe(200);
-    expect(metrics.body).toContain(`verifier_transport_info{transport="${transport}"} 1`);
     expect(metrics.body).toMatch(/verifier_decisions_total\{result="allow",reason="allowed"\} \d+/);
     expect(metrics.body).toMatch(
       /verifier_decisions_total\{result="deny_401",reason="token_missing"\} \d+/,
@@ -189,7 +175,7 @@ describe.each(['uws', 'node'] as const)('the %s transport over a loopback socket
   });
 });
 
-describe.each(['uws', 'node'] as const)('the %s transport lifecycle', (transport) => {
+describe('the transport lifecycle', () => {
   it('listens on a unix socket, finishes in-flight requests on close and then stops accepting', async () => {
     // An introspection endpoint that answers slowly keeps one request in flight while we close.
     const active = JSON.stringify({ active: true, sub: 'slow', client_id: 'spa', aud: 'api' });
@@ -199,7 +185,7 @@ describe.each(['uws', 'node'] as const)('the %s transport lifecycle', (transport
     await new Promise<void>((resolve) => idp.listen(0, '127.0.0.1', resolve));
     const idpUrl = `http://127.0.0.1:${(idp.address() as { port: number }).port}`;
     const { service } = buildService(
-      { VERIFIER_TRANSPORT: transport },
+      {},
       {
         file: {
           issuers: [
@@ -233,52 +219,46 @@ describe.each(['uws', 'node'] as const)('the %s transport lifecycle', (transport
   });
 });
 
-describe.each(['uws', 'node'] as const)(
-  'a revocation receiver on the %s transport',
-  (transport) => {
-    let jwks: JwksServer;
-    let service: ReturnType<typeof buildService>['service'];
-    let base: string;
+describe('a revocation receiver on the transport', () => {
+  let jwks: JwksServer;
+  let service: ReturnType<typeof buildService>['service'];
+  let base: string;
 
-    beforeAll(async () => {
-      jwks = await startJwksServer(['rsaA']);
-      ({ service } = buildService(
-        { VERIFIER_TRANSPORT: transport },
-        { file: revocationFile(jwks.url) },
-      ));
-      await service.start();
-      const { port } = await service.listen({ kind: 'tcp', host: '127.0.0.1', port: 0 });
-      base = `http://127.0.0.1:${port}`;
-    });
-    afterAll(async () => {
-      await service.stop(0);
-      await jwks.close();
-    });
+  beforeAll(async () => {
+    jwks = await startJwksServer(['rsaA']);
+    ({ service } = buildService({}, { file: revocationFile(jwks.url) }));
+    await service.start();
+    const { port } = await service.listen({ kind: 'tcp', host: '127.0.0.1', port: 0 });
+    base = `http://127.0.0.1:${port}`;
+  });
+  afterAll(async () => {
+    await service.stop(0);
+    await jwks.close();
+  });
 
-    const post = (body: string) =>
-      fetch(`${base}/backchannel-logout`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded' },
-        body,
-      });
-
-    it('reads a POST body and answers with the receiver: 400 JSON for a forged logout token', async () => {
-      const answer = await post('logout_token=a.b.c');
-      expect(answer.status).toBe(400);
-      expect(answer.headers.get('cache-control')).toBe('no-store');
-      expect(await answer.json()).toMatchObject({ error: 'invalid_request' });
+  const post = (body: string) =>
+    fetch(`${base}/backchannel-logout`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body,
     });
 
-    it('refuses a body over the cap with 413 and another method with 405', async () => {
-      const large = await post(`logout_token=${'a'.repeat(MAX_RECEIVER_BODY_BYTES)}`);
-      expect(large.status).toBe(413);
-      expect(await large.json()).toEqual({
-        error: 'invalid_request',
-        error_description: 'the body is too large',
-      });
-      expect((await fetch(`${base}/backchannel-logout`)).status).toBe(405);
-      // Pages answer GET only: a POST to one is not found.
-      expect((await fetch(`${base}/healthz`, { method: 'POST', body: 'x' })).status).toBe(404);
+  it('reads a POST body and answers with the receiver: 400 JSON for a forged logout token', async () => {
+    const answer = await post('logout_token=a.b.c');
+    expect(answer.status).toBe(400);
+    expect(answer.headers.get('cache-control')).toBe('no-store');
+    expect(await answer.json()).toMatchObject({ error: 'invalid_request' });
+  });
+
+  it('refuses a body over the cap with 413 and another method with 405', async () => {
+    const large = await post(`logout_token=${'a'.repeat(MAX_RECEIVER_BODY_BYTES)}`);
+    expect(large.status).toBe(413);
+    expect(await large.json()).toEqual({
+      error: 'invalid_request',
+      error_description: 'the body is too large',
     });
-  },
-);
+    expect((await fetch(`${base}/backchannel-logout`)).status).toBe(405);
+    // Pages answer GET only: a POST to one is not found.
+    expect((await fetch(`${base}/healthz`, { method: 'POST', body: 'x' })).status).toBe(404);
+  });
+});

@@ -1,147 +1,56 @@
-// What both HTTP adapters share: the transport contract, one dispatch from a request to its route
-// (so uWebSockets.js and node:http answer alike), the unix socket helpers, and the choice between
-// them (VERIFIER_TRANSPORT). Each adapter only reads its library's request and writes an answer.
-import { chmodSync, unlinkSync } from 'node:fs';
+// The HTTP edge on uWebSockets.js, the only code that touches uWS `req`/`res`. uWS invalidates
+// `req` once the handler returns, so headers are copied first; a write after the client left
+// crashes it, so `onAborted` is set before anything is awaited; each answer is one `cork`.
+// There is no node:http fallback: the package ships binaries for every platform we run on.
+import { chmodSync, rmSync } from 'node:fs';
+import { STATUS_CODES } from 'node:http';
 import { createRequire } from 'node:module';
-import type { Listen, TransportChoice } from '../config/model.js';
-import type { Authorize, VerifyRequest } from '../decision/authorize.js';
-import type { Decision } from '../decision/decision.js';
-import { MAX_RECEIVER_BODY_BYTES, type Answer } from '../decision/plugins.js';
-import type { Logger } from '../log.js';
+import type { HttpRequest, HttpResponse, us_listen_socket } from 'uWebSockets.js';
+import type { Listen } from '../config/model.js';
+import type { VerifyRequest } from '../decision/authorize.js';
+import { MAX_RECEIVER_BODY_BYTES, type Answer, type Receiver } from '../decision/plugins.js';
 import { CLIENT_KEY, LIMITED } from './call-limit.js';
 import { REQUEST_HEADERS } from './contract.js';
 import { BODY_TOO_LARGE, METHOD_NOT_ALLOWED, NOT_FOUND, type Routes } from './routes.js';
 import { renderDecision, type VerifyAnswer } from './verify-answer.js';
 
-export interface Transport {
-  readonly name: 'uws' | 'node';
-  /** Starts listening; resolves with the bound TCP port (0 for a unix socket). */
-  listen(listen: Listen): Promise<number>;
-  /** Stops accepting, waits for in-flight requests up to `graceMs`, then drops connections. */
-  close(graceMs: number): Promise<void>;
-}
+type Uws = typeof import('uWebSockets.js');
+/** `aborted` is set by `onAborted` once the client has left. */
+type Response = HttpResponse & { aborted?: boolean };
+/** A page's or a receiver's answer, or /verify's (which has no body). */
+type Reply = Answer | VerifyAnswer;
 
-/** An answer to write: /verify's carry no body (401/403 say `Content-Length: 0`). */
-export type Written = Answer | VerifyAnswer;
-
-/**
- * How one HTTP library's request `Q` is read and its response `S` written. Everything is read
- * synchronously in the handler (uWS invalidates `req` once it returns); the body only through
- * `readBody`. Module-level objects: a request allocates nothing for them.
- */
-export interface Wire<Q, S> {
-  /** Upper case. */
-  method(req: Q): string;
-  /** True when the library itself drops the body of a HEAD answer (node:http; uWS does not). */
-  readonly answersHead: boolean;
-  header(req: Q, key: string): string | undefined;
-  policy(req: Q): string | undefined;
-  /** Starts watching for the client leaving; needed before anything is awaited (uWS). */
-  watch(res: S): void;
-  isOpen(res: S): boolean;
-  /** The body (the client watched meanwhile); undefined past `max` bytes or once the client left. */
-  readBody(req: Q, res: S, max: number, done: (body: string | undefined) => void): void;
-  write(res: S, answer: Written): void;
-}
-
-/** Answers one request by its path; `inFlight` counts what is still to be answered. */
-export function createDispatch<Q, S>(routes: Routes, wire: Wire<Q, S>) {
-  let inFlight = 0;
-  /** Writes `render(value)` once `pending` settles, unless the client has gone. */
-  function later<T>(res: S, pending: Promise<T>, render: (value: T) => Written): void {
-    void pending.then((value) => {
-      inFlight--;
-      if (wire.isOpen(res)) wire.write(res, render(value));
-    });
-  }
-  const asIs = (answer: Answer) => answer;
-
-  /** /verify, the hot path: the call counted, the contract's headers copied, the decision rendered. */
-  function verify(req: Q, res: S, authorize: Authorize): void {
-    if (routes.admit?.(wire.header(req, CLIENT_KEY)) === false) return wire.write(res, LIMITED);
-    const request: { -readonly [K in keyof VerifyRequest]: VerifyRequest[K] } = {};
-    for (const { field, key } of REQUEST_HEADERS) request[field] = wire.header(req, key);
-    // NGINX names the policy in a header (its URL then has no variable to parse on every hit).
-    request.policy = wire.policy(req) ?? request.policy;
-    inFlight++;
-    wire.watch(res);
-    later<Decision>(res, authorize(request), renderDecision);
-  }
-
-  function dispatch(req: Q, res: S, path: string): void {
-    if (path === '/verify' && routes.verify !== undefined) return verify(req, res, routes.verify);
-    const receiver = routes.receivers.get(path);
-    if (receiver !== undefined) {
-      if (wire.method(req) !== 'POST') return wire.write(res, METHOD_NOT_ALLOWED);
-      const contentType = wire.header(req, 'content-type');
-      inFlight++;
-      let read = false;
-      return wire.readBody(req, res, MAX_RECEIVER_BODY_BYTES, (body) => {
-        if (read) return;
-        read = true;
-        if (body !== undefined) return later(res, receiver({ contentType, body }), asIs);
-        // Written at once: the adapter drops the connection right after.
-        inFlight--;
-        if (wire.isOpen(res)) wire.write(res, BODY_TOO_LARGE);
-      });
-    }
-    const page = routes.pages.get(path);
-    const method = page === undefined ? '' : wire.method(req);
-    if (page === undefined || (method !== 'GET' && (method !== 'HEAD' || !wire.answersHead)))
-      return wire.write(res, NOT_FOUND);
-    const answer = page();
-    if (!(answer instanceof Promise)) return wire.write(res, answer);
-    inFlight++;
-    wire.watch(res);
-    later(res, answer, asIs);
-  }
-
-  return {
-    dispatch,
-    /** For a library whose own router has already matched `/verify` (uWS). */
-    verify: (req: Q, res: S) =>
-      routes.verify ? verify(req, res, routes.verify) : wire.write(res, NOT_FOUND),
-    inFlight: () => inFlight,
-  };
-}
-
-export type UwsModule = typeof import('uWebSockets.js');
+/** Status lines as uWS writes them (`204 No Content`), from node:http's reason phrases. */
+const STATUS_TEXT: Readonly<Record<number, string>> = Object.fromEntries(
+  Object.entries(STATUS_CODES).map(([code, reason]) => [code, `${code} ${reason}`]),
+);
 
 /**
- * Loads the uWS native addon. The npm repack silently swaps in a `ws`-based shim when its binary
- * does not match this platform; only the real addon exports `getParts`, so that is what we test.
+ * The native addon, or an error that says why the verifier cannot start. The npm repack silently
+ * swaps in a `ws` shim when no binary matches; only the real addon exports `getParts`.
  */
-export function loadUws(): UwsModule | Error {
+export function loadUws(): Uws {
+  let uws: Uws;
   try {
-    const uws = createRequire(import.meta.url)('uWebSockets.js') as UwsModule;
-    if (typeof uws.getParts !== 'function')
-      return new Error('uWebSockets.js native addon did not load (shim in use)');
-    return uws;
+    uws = createRequire(import.meta.url)('uWebSockets.js') as Uws;
   } catch (error) {
-    return new Error(`uWebSockets.js could not be loaded: ${(error as Error).message}`);
+    throw new Error(`uWebSockets.js did not load: ${(error as Error).message}`, { cause: error });
   }
+  if (typeof uws.getParts === 'function') return uws;
+  throw new Error(
+    `uWebSockets.js has no native addon for ${process.platform}-${process.arch} on Node ${process.version} (its binaries are for Node 16, 18 and 20, glibc on Linux)`,
+  );
 }
 
-/** `uws` insists on the addon; `auto` falls back to node:http with a warning; `node` never tries. */
-export function pickTransport(
-  choice: TransportChoice,
-  logger: Logger,
-  load: () => UwsModule | Error = loadUws,
-): { kind: 'uws'; uws: UwsModule } | { kind: 'node' } {
-  if (choice === 'node') return { kind: 'node' };
-  const loaded = load();
-  if (!(loaded instanceof Error)) return { kind: 'uws', uws: loaded };
-  if (choice === 'uws') throw loaded;
-  logger.warn({ reason: loaded.message }, 'falling back to the node:http transport');
-  return { kind: 'node' };
-}
-
-/** Resolves after `inFlight()` reaches 0 or `graceMs` passes, whichever is first. */
-export async function drain(inFlight: () => number, graceMs: number): Promise<void> {
-  const deadline = Date.now() + graceMs;
-  while (inFlight() > 0 && Date.now() < deadline) {
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
+/** 204 has no body; a 401/403 of /verify needs `Content-Length: 0` or keep-alive clients wait. */
+function write(res: Response, answer: Reply): void {
+  if (res.aborted === true) return;
+  res.cork(() => {
+    res.writeStatus(STATUS_TEXT[answer.status] ?? String(answer.status));
+    for (const [name, value] of answer.headers) res.writeHeader(name, value);
+    if (answer.status === 204) res.endWithoutBody();
+    else res.end('body' in answer ? answer.body : '');
+  });
 }
 
 export function describe(listen: Listen): string {
@@ -149,22 +58,97 @@ export function describe(listen: Listen): string {
 }
 
 /**
- * Listens through `bind` (each library's own call), with a socket file left by a crashed run
- * removed first (nothing else is ever removed). NGINX runs as another user and reaches the socket
- * through a shared group: the socket is 0660 (connecting needs write permission), and its
- * directory (0770, owner and group) decides who may reach it at all.
+ * Serves `routes`: `/verify` matched by uWS's own router (the hot path reads no URL), then the GET
+ * pages and POST receivers, 404 elsewhere.
  */
-export async function listenOn(listen: Listen, bind: () => Promise<number>): Promise<number> {
-  if (listen.kind === 'unix') {
-    try {
-      unlinkSync(listen.path);
-    } catch {
-      // absent: nothing to do
-    }
+export function createTransport(uws: Uws, routes: Routes) {
+  const app = uws.App();
+  let inFlight = 0;
+  let socket: us_listen_socket | undefined;
+  const asIs = (answer: Answer) => answer;
+
+  /** Answers once `pending` settles: counted in flight, and not written if the client has left. */
+  function later<T>(res: Response, pending: Promise<T>, render: (value: T) => Reply): void {
+    inFlight++;
+    res.onAborted(() => {
+      res.aborted = true;
+    });
+    void pending.then((value) => {
+      inFlight--;
+      write(res, render(value));
+    });
   }
-  const port = await bind().catch(() => {
-    throw new Error(`cannot listen on ${describe(listen)}`);
+
+  /** A receiver's body up to the cap, each chunk copied at once (uWS reuses their memory). */
+  function receive(res: Response, receiver: Receiver, contentType: string | undefined): void {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let settle!: (answer: Answer | Promise<Answer>) => void;
+    later(res, new Promise<Answer>((resolve) => (settle = resolve)), asIs);
+    // Set after `later`'s: a client leaving mid-body ends the wait too (nothing is written then).
+    res.onAborted(() => {
+      res.aborted = true;
+      settle(BODY_TOO_LARGE);
+    });
+    res.onData((chunk, isLast) => {
+      size += chunk.byteLength;
+      // Refused at once; the chunks still arriving are ignored.
+      if (size > MAX_RECEIVER_BODY_BYTES) return settle(BODY_TOO_LARGE);
+      chunks.push(Buffer.from(chunk.slice(0)));
+      if (isLast) settle(receiver({ contentType, body: Buffer.concat(chunks).toString('utf8') }));
+    });
+  }
+
+  const authorize = routes.verify;
+  if (authorize !== undefined)
+    app.any('/verify', (res: Response, req: HttpRequest) => {
+      if (routes.admit?.(req.getHeader(CLIENT_KEY) || undefined) === false)
+        return write(res, LIMITED);
+      const request: { -readonly [K in keyof VerifyRequest]: VerifyRequest[K] } = {};
+      for (const { field, key } of REQUEST_HEADERS)
+        request[field] = req.getHeader(key) || undefined;
+      later(res, authorize(request), renderDecision);
+    });
+  app.any('/*', (res: Response, req: HttpRequest) => {
+    const path = req.getUrl();
+    const method = req.getMethod().toUpperCase();
+    const receiver = routes.receivers.get(path);
+    if (receiver !== undefined) {
+      if (method !== 'POST') return write(res, METHOD_NOT_ALLOWED);
+      return receive(res, receiver, req.getHeader('content-type') || undefined);
+    }
+    const page = routes.pages.get(path);
+    if (page === undefined || method !== 'GET') return write(res, NOT_FOUND);
+    const answer = page();
+    if (!(answer instanceof Promise)) return write(res, answer);
+    later(res, answer, asIs);
   });
-  if (listen.kind === 'unix') chmodSync(listen.path, 0o660);
-  return listen.kind === 'tcp' ? port : 0;
+
+  return {
+    /**
+     * Resolves with the bound TCP port (0 on a unix socket). A socket file left by a crashed run
+     * is removed first (nothing else ever is). NGINX, another user sharing a group, must write to
+     * connect: the socket is 0660, and its directory (0770) decides who may reach it at all.
+     */
+    async listen(listen: Listen): Promise<number> {
+      if (listen.kind === 'unix') rmSync(listen.path, { force: true });
+      const bound = await new Promise<us_listen_socket | false>((resolve) => {
+        if (listen.kind === 'unix') app.listen_unix(resolve, listen.path);
+        else app.listen(listen.host, listen.port, resolve);
+      });
+      if (bound === false) throw new Error(`cannot listen on ${describe(listen)}`);
+      socket = bound;
+      if (listen.kind === 'tcp') return uws.us_socket_local_port(bound);
+      chmodSync(listen.path, 0o660);
+      return 0;
+    },
+    /** Stops accepting, then waits up to `graceMs` for the requests in flight. */
+    async close(graceMs: number): Promise<void> {
+      if (socket !== undefined) uws.us_listen_socket_close(socket);
+      socket = undefined;
+      const deadline = Date.now() + graceMs;
+      while (inFlight > 0 && Date.now() < deadline)
+        await new Promise((resolve) => setTimeout(resolve, 10));
+    },
+  };
 }

@@ -1,14 +1,11 @@
-// The transport edge: a Decision rendered as the answer of /verify (the contract in contract.ts and
-// docs/architecture.md). The only place status codes, identity headers and RFC 6750 challenges are
-// built; a plugin's headers are passed on as the plugin rendered them. Both transports write what
-// this returns verbatim.
+// A Decision rendered as the answer of /verify (contract.ts, docs/architecture.md): the only place
+// status codes, identity headers and RFC 6750 challenges are built; a plugin's headers pass as the
+// plugin rendered them, and the transport writes the result verbatim.
 import type { Decision, Header } from '../decision/decision.js';
 import { statusFor } from '../errors.js';
 import { headerSafe, scopeHeader } from '../token/identity.js';
 import { createInterner } from '../intern.js';
 import { secretSetName } from '../decision/secret-set.js';
-
-export const REALM = 'secret-gate';
 
 export interface VerifyAnswer {
   readonly status: 204 | 401 | 403;
@@ -18,21 +15,18 @@ export interface VerifyAnswer {
 // Header pairs for values many tokens share (client, set, challenges) are built once.
 const sharedPair = createInterner<Header>(10_000);
 
+const BEARER = 'Bearer realm="secret-gate"';
+const INVALID = `${BEARER}, error="invalid_token"`;
+const NOT_STORED: Header = ['X-Accel-Expires', '0'];
 const denial = (status: 401 | 403, challenge?: string): VerifyAnswer => ({
   status,
-  headers: [
-    ...(challenge === undefined ? [] : [['WWW-Authenticate', challenge] as const]),
-    ['X-Accel-Expires', '0'],
-  ],
+  headers: challenge === undefined ? [NOT_STORED] : [['WWW-Authenticate', challenge], NOT_STORED],
 });
-const NO_TOKEN = denial(401, `Bearer realm="${REALM}"`);
-const INVALID_TOKEN = denial(401, `Bearer realm="${REALM}", error="invalid_token"`);
+const NO_TOKEN = denial(401, BEARER);
+const INVALID_TOKEN = denial(401, INVALID);
 // A client id NGINX would have to alter (trim, cut, encode) to carry it; RFC 6750 has no code for
 // "valid token, unusable client", so it is an invalid_token with a description that names it.
-const CLIENT_ID_INVALID = denial(
-  401,
-  `Bearer realm="${REALM}", error="invalid_token", error_description="client_id_invalid"`,
-);
+const CLIENT_ID_INVALID = denial(401, `${INVALID}, error_description="client_id_invalid"`);
 const CLIENT_UNKNOWN = denial(403);
 
 /**
@@ -52,26 +46,17 @@ export function renderDecision(decision: Decision): VerifyAnswer {
   if (decision.reason === 'client_unknown') return CLIENT_UNKNOWN;
   const required = decision.requiredScopes ?? [];
   const scope = required.length > 0 ? `, scope="${scopeHeader(required).replace(/"/g, '')}"` : '';
-  return {
-    status,
-    headers: [
-      sharedPair(`x ${scope}`, () => [
-        'X-Auth-Challenge',
-        `Bearer realm="${REALM}", error="insufficient_scope"${scope}`,
-      ]),
-      edgeExpires(decision),
-    ],
-  };
+  const challenge = `${BEARER}, error="insufficient_scope"${scope}`;
+  const pair = sharedPair(`x ${challenge}`, () => ['X-Auth-Challenge', challenge] as const);
+  return { status, headers: [pair, edgeExpires(decision)] };
 }
 
 /**
  * `X-Accel-Expires`: how many seconds NGINX's decision cache may answer for this one. Always sent,
  * so 0 ("do not store") is explicit on every answer NGINX must not reuse.
  */
-function edgeExpires(decision: Decision): Header {
-  const seconds = decision.edgeTtl ?? 0;
-  return ACCEL_EXPIRES[seconds] ?? ['X-Accel-Expires', String(seconds)];
-}
+const edgeExpires = ({ edgeTtl = 0 }: Decision): Header =>
+  ACCEL_EXPIRES[edgeTtl] ?? ['X-Accel-Expires', String(edgeTtl)];
 const ACCEL_EXPIRES: readonly Header[] = Array.from(
   { length: 301 },
   (_, seconds) => ['X-Accel-Expires', String(seconds)] as const,

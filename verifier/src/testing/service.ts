@@ -15,7 +15,6 @@ export function buildService(
 ): TestService {
   const config = loadConfig(
     {
-      VERIFIER_TRANSPORT: 'auto',
       ...env,
       ...(options.file === undefined ? {} : { VERIFIER_CONFIG: '/test/config.json' }),
     },
