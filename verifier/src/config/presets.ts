@@ -1,9 +1,7 @@
 // Issuer presets: one row of settings per identity provider, so `VERIFIER_PRESET=okta` accepts
 // its access tokens and refuses its ID tokens. A row is laid under the issuer as written (each
 // setting can still be given); its start-time refusals cannot be turned off. Vendor pages cited.
-import { VerifyError } from '../errors.js';
 import type { JwtIssuer, TokeninfoIssuer } from './model.js';
-import type { ClaimRule } from './values.js';
 
 /** ID tokens (`nonce`, `at_hash`), logout tokens and Security Event Tokens (`events`). */
 export const ALWAYS_REFUSED = ['nonce', 'at_hash', 'events'] as const;
@@ -108,13 +106,6 @@ const CHECKS = ['issuerPath', 'refusedAudiences', 'soleAudience'];
 export const PRESET_NAMES = Object.keys(PRESETS) as [PresetName, ...PresetName[]];
 const rowOf = (name: PresetName): PresetRow => PRESETS[name];
 
-export interface TokenKindRules {
-  readonly issuer: string;
-  readonly preset: PresetName;
-  readonly requireClaims: readonly ClaimRule[];
-  readonly refuseClaims: readonly string[];
-}
-
 /**
  * The issuer as written with its preset's row under it: the row's `type` when none is written
  * (`google` makes a tokeninfo issuer) and its settings where the issuer sets none. The top-level
@@ -156,34 +147,9 @@ export function checkPresetIssuer(
     report('audience', `"${issuer.audience}" ${refused?.reason}`);
 }
 
-/**
- * Refuses a verified token that is not one of the issuer's access tokens: a required claim
- * missing or different, or a refused claim present (RFC 8725 §3.11, token confusion).
- */
-export function checkTokenKind(claims: Readonly<Record<string, unknown>>, rules: TokenKindRules) {
-  for (const { claim, value } of rules.requireClaims) {
-    const found = claims[claim];
-    if (found === undefined)
-      throw kindError(`"${claim}" claim is missing: not an access token of this issuer`);
-    // A claim given as an object or an array never matches a `claim=value` rule.
-    if (value !== undefined && !(scalar(found) && String(found) === value))
-      throw kindError(`"${claim}" claim is not "${value}": not an access token of this issuer`);
-  }
-  for (const claim of rules.refuseClaims.filter((name) => claims[name] !== undefined))
-    throw kindError(`"${claim}" claim is present: not an access token`);
-}
-
 /** The run-time reason a preset gives for an audience refusal, when it has its own. */
 export function soleAudienceReason(preset: PresetName, aud: unknown): string | undefined {
   const sole = rowOf(preset).soleAudience;
   const only: unknown = Array.isArray(aud) && aud.length === 1 ? aud[0] : aud;
   return sole !== undefined && only === sole.value ? sole.reason : undefined;
-}
-
-function scalar(value: unknown): value is string | number | boolean {
-  return ['string', 'number', 'boolean'].includes(typeof value);
-}
-
-function kindError(message: string): VerifyError {
-  return new VerifyError('claim_invalid', message);
 }

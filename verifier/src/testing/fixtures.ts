@@ -5,7 +5,8 @@ import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { Writable } from 'node:stream';
 import { base64url, importJWK, SignJWT, type JWK } from 'jose';
-import { ALWAYS_REFUSED, type TokenKindRules } from '../config/presets.js';
+import type { JwtIssuer } from '../config/model.js';
+import { ALWAYS_REFUSED } from '../config/presets.js';
 import { createLogger, type Logger } from '../log.js';
 
 export type KeyName = 'rsaA' | 'rsaB' | 'ec' | 'ecB' | 'attacker';
@@ -24,7 +25,7 @@ export const RFC9068_RULES = {
   audienceClaim: 'aud',
   requireClaims: [],
   refuseClaims: [...ALWAYS_REFUSED],
-} as const satisfies Omit<TokenKindRules, 'issuer'> & Record<string, unknown>;
+} as const satisfies Partial<JwtIssuer>;
 
 export function publicJwk(name: KeyName): JWK {
   const { d: _d, p: _p, q: _q, dp: _dp, dq: _dq, qi: _qi, ...pub } = PRIVATE_JWKS[name];

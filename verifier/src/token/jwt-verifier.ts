@@ -3,14 +3,20 @@
 // getter (key-set.ts) and the signature arithmetic (jws-signature.ts) are ours.
 import { decodeProtectedHeader, errors, type JWTPayload } from 'jose';
 import type { JwtIssuer } from '../config/model.js';
-import { checkTokenKind, soleAudienceReason } from '../config/presets.js';
+import { soleAudienceReason } from '../config/presets.js';
 import { VerifyError, type DenyCode } from '../errors.js';
 import { readIdentity } from './identity.js';
 import { checkProtectedHeader, validateClaims } from './jwt-claims.js';
 import type { KeySet } from './key-set.js';
 import { signatureScheme, verificationKey, verifySignature } from './jws-signature.js';
 import { looksLikeJwt } from './token-shape.js';
-import { checkAudience, readJkt, readSessionClaims, type VerifiedToken } from './verified-token.js';
+import {
+  checkAudience,
+  checkTokenKind,
+  readJkt,
+  readSessionClaims,
+  type VerifiedToken,
+} from './verified-token.js';
 
 export type JwtVerifier = (token: string) => Promise<VerifiedToken>;
 

@@ -1,12 +1,11 @@
 // Opaque (non-JWT) access tokens, checked by asking their issuer: the study's model done right
 // (docs/study.md). Anything but a clear positive answer is a 401, timeouts and non-200 included.
 import type { IntrospectionIssuer, TokeninfoIssuer } from '../config/model.js';
-import { checkTokenKind } from '../config/presets.js';
 import { VerifyError } from '../errors.js';
 import { FetchError, fetchJson, type FetchedJson, type FetchJsonOptions } from '../fetch-json.js';
 import { createEndpointResolver } from './discovery.js';
 import { readIdentity } from './identity.js';
-import { checkAudience, readJkt, type VerifiedToken } from './verified-token.js';
+import { checkAudience, checkTokenKind, readJkt, type VerifiedToken } from './verified-token.js';
 
 export type OpaqueVerifier = (token: string) => Promise<VerifiedToken>;
 

@@ -1,5 +1,6 @@
 // What a successful token check yields, whatever the token type (what the decision cache keeps),
-// and the readers of the claims it carries besides the identity: audience, key binding, session.
+// and the checks of its other claims: audience, access-token kind, key binding, session.
+import type { JwtIssuer } from '../config/model.js';
 import { VerifyError } from '../errors.js';
 import type { Identity } from './identity.js';
 
@@ -54,4 +55,27 @@ export function readJkt(cnf: unknown, where = 'claim'): string | undefined {
 export function checkAudience(value: unknown, audience: string, what: string): void {
   if (!(Array.isArray(value) ? value : [value]).includes(audience))
     throw new VerifyError('audience_mismatch', `${what} does not contain the configured audience`);
+}
+
+/**
+ * Refuses a verified token that is not one of the issuer's access tokens: a required claim
+ * missing or different, or a refused claim present (RFC 8725 §3.11, token confusion).
+ */
+export function checkTokenKind(
+  claims: Readonly<Record<string, unknown>>,
+  rules: Pick<JwtIssuer, 'requireClaims' | 'refuseClaims'>,
+): void {
+  const wrong = (message: string) => new VerifyError('claim_invalid', message);
+  for (const { claim, value } of rules.requireClaims) {
+    const found = claims[claim];
+    if (found === undefined)
+      throw wrong(`"${claim}" claim is missing: not an access token of this issuer`);
+    // A claim given as an object or an array never matches a `claim=value` rule.
+    const scalar =
+      typeof found === 'string' || typeof found === 'number' || typeof found === 'boolean';
+    if (value !== undefined && !(scalar && String(found) === value))
+      throw wrong(`"${claim}" claim is not "${value}": not an access token of this issuer`);
+  }
+  const refused = rules.refuseClaims.find((name) => claims[name] !== undefined);
+  if (refused !== undefined) throw wrong(`"${refused}" claim is present: not an access token`);
 }
