@@ -10,10 +10,7 @@ const ENV_POLICY = 'secret';
 const ISSUER = 'issuers[0]';
 
 /** A VERIFIER_* variable and the place in the file of the setting it sets (VERIFIER_CONFIG: ''). */
-export interface Variable {
-  readonly env: string;
-  readonly path: string;
-}
+export type Variable = Readonly<{ env: string; path: string }>;
 
 /** The issuer section of one `type` (none written: `jwt`). */
 export const issuerKind = (type: unknown) =>
