@@ -1,8 +1,7 @@
 // The CloudFront grant plugin: on an allow, the signed cookies as `X-Auth-CF-*` headers for NGINX
 // to add to /secret (docs/architecture.md); the core passes them on unread.
 import { createCloudFrontSigner, type SignedCookies } from '@secret-gate/cloudfront-signer';
-import type { Header } from '../decision/decision.js';
-import type { Grant } from '../decision/plugins.js';
+import type { Grant, Header } from '../decision/decision.js';
 import type { Logger } from '../log.js';
 import type { CloudFrontGateConfig } from './gate-config.js';
 

@@ -10,7 +10,7 @@ import type { JwtIssuer } from '../config/model.js';
 import { createJwtVerifier, type JwtVerifier } from '../token/jwt-verifier.js';
 import type { KeySet } from '../token/key-set.js';
 import type { VerifiedToken } from '../token/verified-token.js';
-import { secretSetName } from './secret-set.js';
+import { secretSetName } from '../http/verify-answer.js';
 import {
   AUDIENCE,
   captureLogger,

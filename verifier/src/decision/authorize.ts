@@ -3,7 +3,6 @@
 import { hash } from 'node:crypto';
 import { DEFAULT_POLICY, type PolicyConfig, type VerifierConfig } from '../config/model.js';
 import type { DecisionCache } from './decision-cache.js';
-import { allow, deny, withHeaders, type Decision } from './decision.js';
 import { statusFor, VerifyError } from '../errors.js';
 import type { JwtVerifier } from '../token/jwt-verifier.js';
 import type { Logger } from '../log.js';
@@ -17,7 +16,8 @@ import {
   unverifiedIssuer,
   type Credentials,
 } from '../token/token-shape.js';
-import type { DpopOutcome as Outcome, DpopStep, Grant, RevocationCheck } from './plugins.js';
+import { allow, deny, withHeaders, type Decision } from './decision.js';
+import type { DpopOutcome as Outcome, DpopStep, Grant, RevocationCheck } from './decision.js';
 import type { VerifiedToken } from '../token/verified-token.js';
 
 /** What NGINX sends to /verify; http/contract.ts has a row (header, meaning) for each field. */
@@ -101,23 +101,23 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
     const key = hash('sha256', policy.keyPrefix + token, 'base64url');
     const hit = cache.get(key);
     if (hit !== undefined) {
-      metrics?.cacheHit();
+      metrics?.cacheLookup('hit');
       // Verified for another policy that reads tokens alike: this one may not accept its issuer.
       if (!policy.issuers.has(hit.identity.issuer))
         throw new VerifyError('issuer_not_allowed', '"iss" is not allowed by this policy');
       return hit;
     }
-    metrics?.cacheMiss();
+    metrics?.cacheLookup('miss');
     // Shared per policy too: a verification checks the asking policy's issuers before any fetch.
     return cache.share(`${policy.config.name}\u0000${key}`, async () => {
-      const started = performance.now();
+      const stopTimer = metrics?.verification.startTimer();
       try {
         const fresh = await verifyToken(token, policy);
         // Kept only when something reads it: a gate without receivers caches no session claims.
         cache.set(key, parts.revocation ? fresh : { ...fresh, session: undefined });
         return fresh;
       } finally {
-        metrics?.observeVerification((performance.now() - started) / 1000);
+        stopTimer?.();
       }
     });
   }
