@@ -32,13 +32,12 @@ export function createVerifierService(
     trustedUntil: (issuer) => keySets.get(issuer)?.trustedUntil(),
   });
   const metrics = createMetrics(cache, keySets, options.defaultMetrics);
-  const jwtVerifiers = new Map<string, JwtVerifier>();
-  const opaqueVerifiers = new Map<string, OpaqueVerifier>();
+  const verifiers = new Map<string, JwtVerifier | OpaqueVerifier>();
 
   for (const settings of config.issuers.values()) {
     const { issuer } = settings;
     if (settings.type !== 'jwt') {
-      opaqueVerifiers.set(issuer, createOpaqueVerifier(settings, now));
+      verifiers.set(issuer, createOpaqueVerifier(settings, now));
       continue;
     }
     const log = logger.child({ issuer });
@@ -59,7 +58,7 @@ export function createVerifierService(
       },
     });
     keySets.set(issuer, keySet);
-    jwtVerifiers.set(issuer, createJwtVerifier(settings, keySet, now));
+    verifiers.set(issuer, createJwtVerifier(settings, keySet, now));
   }
 
   const policies = [...config.policies.values()];
@@ -80,8 +79,7 @@ export function createVerifierService(
   const authorize = createAuthorizer({
     dpop,
     config,
-    jwtVerifiers,
-    opaqueVerifiers,
+    verifiers,
     cache,
     logger,
     metrics,
@@ -124,13 +122,10 @@ export function createVerifierService(
     async listen(listen: Listen = config.listen, metricsListen = config.metricsListen) {
       transport = createTransport(routes);
       const port = await transport.listen(listen);
-      let metricsPort: number | undefined;
-      if (metricsListen !== undefined) {
-        // Its own port, so a scrape port can be opened to monitoring while /verify stays NGINX's.
-        metricsListener = createTransport(routes.metricsOnly);
-        metricsPort = await metricsListener.listen(metricsListen);
-      }
-      return { port, metricsPort };
+      if (metricsListen === undefined) return { port, metricsPort: undefined };
+      // Its own port, so a scrape port can be opened to monitoring while /verify stays NGINX's.
+      metricsListener = createTransport(routes.metricsOnly);
+      return { port, metricsPort: await metricsListener.listen(metricsListen) };
     },
     /** Stops accepting, lets in-flight requests finish (up to `graceMs`), stops refreshing. */
     async stop(graceMs = 4000): Promise<void> {

@@ -35,8 +35,8 @@ export type Authorize = (request: VerifyRequest) => Promise<Decision>;
 
 export interface AuthorizerParts {
   readonly config: Pick<VerifierConfig, 'issuers' | 'policies'>;
-  readonly jwtVerifiers: ReadonlyMap<string, JwtVerifier>;
-  readonly opaqueVerifiers: ReadonlyMap<string, OpaqueVerifier>;
+  /** Each issuer's verifier (JWT or opaque), by `iss`. */
+  readonly verifiers: ReadonlyMap<string, JwtVerifier | OpaqueVerifier>;
   readonly cache: DecisionCache;
   readonly logger: Logger;
   readonly metrics?: Metrics | undefined;
@@ -75,12 +75,13 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
   function prepare(policy: PolicyConfig) {
     if (policy.dpop !== 'off' && dpop === undefined)
       throw new TypeError(`policy "${policy.name}" uses DPoP but no DPoP step was given`);
-    const opaqueIssuer = policy.issuers.find((iss) => parts.opaqueVerifiers.has(iss));
+    const isJwt = (iss: string) => parts.config.issuers.get(iss)?.type === 'jwt';
+    const opaqueIssuer = policy.issuers.find((iss) => !isJwt(iss));
     return {
       config: policy,
       issuers: new Set(policy.issuers),
-      jwtIssuers: new Set(policy.issuers.filter((iss) => parts.jwtVerifiers.has(iss))),
-      opaque: opaqueIssuer === undefined ? undefined : parts.opaqueVerifiers.get(opaqueIssuer),
+      jwtIssuers: new Set(policy.issuers.filter(isJwt)),
+      opaque: opaqueIssuer === undefined ? undefined : parts.verifiers.get(opaqueIssuer),
       grant: parts.grants?.get(policy.name),
       /** Cache keys of tokens this policy verifies: one for policies that read tokens alike. */
       keyPrefix: `${opaqueIssuer ?? ''}\u0000`,
@@ -145,7 +146,7 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
     if (!policy.jwtIssuers.has(iss))
       throw new VerifyError('issuer_not_allowed', '"iss" is not allowed by this policy');
     // jose checks `alg` against the issuer's allowlist before it asks for a key.
-    return parts.jwtVerifiers.get(iss)!(token);
+    return parts.verifiers.get(iss)!(token);
   }
 
   async function decide(request: VerifyRequest, policy: PreparedPolicy, credentials: Credentials) {
