@@ -4,11 +4,9 @@ import { hash } from 'node:crypto';
 import { DEFAULT_POLICY, type PolicyConfig, type VerifierConfig } from '../config/model.js';
 import type { DecisionCache } from './decision-cache.js';
 import { statusFor, VerifyError } from '../errors.js';
-import type { JwtVerifier } from '../token/jwt-verifier.js';
 import type { Logger } from '../log.js';
 import { loggablePath } from '../log-path.js';
 import type { Metrics } from '../metrics.js';
-import type { OpaqueVerifier } from '../token/opaque-verifier.js';
 import {
   assertBearerSyntax,
   looksLikeJwt,
@@ -36,7 +34,7 @@ export type Authorize = (request: VerifyRequest) => Promise<Decision>;
 export interface AuthorizerParts {
   readonly config: Pick<VerifierConfig, 'issuers' | 'policies'>;
   /** Each issuer's verifier (JWT or opaque), by `iss`. */
-  readonly verifiers: ReadonlyMap<string, JwtVerifier | OpaqueVerifier>;
+  readonly verifiers: ReadonlyMap<string, (token: string) => Promise<VerifiedToken>>;
   readonly cache: DecisionCache;
   readonly logger: Logger;
   readonly metrics?: Metrics | undefined;

@@ -2,15 +2,13 @@
 // headers and RFC 6750 challenges are built; a plugin's headers pass as the plugin rendered them,
 // and the transport writes the result verbatim.
 import { hash } from 'node:crypto';
-import type { Decision, Header } from '../decision/decision.js';
+import type { Answer, Decision, Header } from '../decision/decision.js';
 import { statusFor } from '../errors.js';
 import { headerSafe, scopeHeader } from '../token/identity.js';
 import { createInterner } from '../intern.js';
 
-export interface VerifyAnswer {
-  readonly status: 204 | 401 | 403;
-  readonly headers: readonly Header[];
-}
+/** /verify's answer: no body, and only the statuses auth_request understands. */
+export type VerifyAnswer = Pick<Answer, 'headers'> & { readonly status: 204 | 401 | 403 };
 
 /**
  * The secret set NGINX serves for an allow (`X-Auth-Set`): `c` + the first 32 hex digits of
