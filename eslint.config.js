@@ -19,7 +19,7 @@ const testSupportImport = {
 
 // Folders by concern inside verifier/src, arrows pointing inward (docs/architecture.md, "Layout"):
 // config/ is the innermost ring, then token/, then decision/ (which declares what it asks of its
-// plugins in decision/plugins.ts); dpop/, revocation/ and cloudfront/ are plugins that implement
+// plugins in decision/decision.ts); dpop/, revocation/ and cloudfront/ are plugins that implement
 // those contracts, http/ is the transport edge, and only service.ts and main.ts (the composition
 // root) wire everything together. Each folder lists the folders it must never import.
 const FORBIDDEN = {

@@ -24,7 +24,7 @@ import { Worker } from 'node:worker_threads';
 import { freePort } from '../stack/ports.js';
 import { LOAD_TEST_VERIFIER_ENV } from '../perf/systems.js';
 import { VERIFIER_NODE_FLAGS } from '../stack/service-env.js';
-import { secretSetName } from '../verifier/src/decision/secret-set.js';
+import { secretSetName } from '../verifier/src/http/verify-answer.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const ISSUER = 'https://bench.issuer.test';

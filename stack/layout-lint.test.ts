@@ -23,14 +23,14 @@ describe('verifier folders: arrows point inward (eslint.config.js)', { timeout: 
       'verifier/src/token/token-shape.ts',
       '../revocation/watermarks.js',
     ],
-    ['decision/ importing http/', 'verifier/src/decision/secret-set.ts', '../http/routes.js'],
+    ['decision/ importing http/', 'verifier/src/decision/decision.ts', '../http/transport.js'],
     [
       'decision/ importing a plugin',
-      'verifier/src/decision/secret-set.ts',
+      'verifier/src/decision/decision.ts',
       '../cloudfront/gate-decorator.js',
     ],
     ['http/ importing a plugin', 'verifier/src/http/contract.ts', '../dpop/challenge.js'],
-    ['a plugin importing http/', 'verifier/src/revocation/watermarks.ts', '../http/routes.js'],
+    ['a plugin importing http/', 'verifier/src/revocation/watermarks.ts', '../http/transport.js'],
     ['config/ importing token/', 'verifier/src/config/values.ts', '../token/identity.js'],
     ['a folder importing the composition root', 'verifier/src/dpop/htu.ts', '../service.js'],
     ['the probe importing a plugin', 'verifier/src/probe.ts', './cloudfront/gate-decorator.js'],
@@ -41,7 +41,7 @@ describe('verifier folders: arrows point inward (eslint.config.js)', { timeout: 
   });
 
   it('lets a plugin import the core it implements', async () => {
-    const code = "export type { Grant } from '../decision/plugins.js';\n";
+    const code = "export type { Grant } from '../decision/decision.js';\n";
     expect(await restricted('verifier/src/cloudfront/gate-decorator.ts', code)).toEqual([]);
   });
 });

@@ -28,7 +28,7 @@ function digest(text) {
 
 /**
  * The directory name of the set of (`issuer`, `clientId`): the verifier answers the same name as
- * `X-Auth-Set` (verifier/src/decision/secret-set.ts). A digest, so no client id can name a path, and the
+ * `X-Auth-Set` (verifier/src/http/verify-answer.ts). A digest, so no client id can name a path, and the
  * issuer is part of it, so equal client ids of two issuers never share a file.
  * @param {string} issuer
  * @param {string} clientId

@@ -11,7 +11,7 @@ import {
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { secretSetName } from '../../verifier/src/decision/secret-set.js';
+import { secretSetName } from '../../verifier/src/http/verify-answer.js';
 import secretSets from './secret-sets.js';
 
 const ISS_A = 'https://idp-a.example';

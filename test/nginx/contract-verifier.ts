@@ -2,7 +2,7 @@
 // exactly as docs/architecture.md specifies, decided by fixed bearer tokens instead of JWTs, and
 // remembers the headers it received so tests can prove what NGINX forwards.
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
-import { secretSetName } from '../../verifier/src/decision/secret-set.js';
+import { secretSetName } from '../../verifier/src/http/verify-answer.js';
 
 /** The issuer the stand-in speaks for (the local default of SG_SECRETS_ISSUER). */
 export const contractIssuer = 'http://127.0.0.1:8081';

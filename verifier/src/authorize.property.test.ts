@@ -67,8 +67,7 @@ beforeAll(async () => {
   const verifier = createJwtVerifier(issuer, localKeySet({ keys: [jwk] }), now);
   authorize = createAuthorizer({
     config: { issuers: new Map([[ISS, issuer]]), policies: new Map([['secret', policy]]) },
-    jwtVerifiers: new Map([[ISS, verifier]]),
-    opaqueVerifiers: new Map(),
+    verifiers: new Map([[ISS, verifier]]),
     cache: createDecisionCache({
       maxEntries: 10_000,
       maxBytes: 16 * 1024 * 1024,

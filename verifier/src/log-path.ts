@@ -1,9 +1,8 @@
-// The form of the original request path the verifier writes to its log. NGINX sends the path part
-// of the raw request URI, which a client writes as it likes: up to 16 KB, and it may hide a token
-// (`/secret%3Faccess_token=…`, `/<token>/../secret` that NGINX still matches as /secret). The log
-// keeps only what comes before an encoded `?` or `#`, a `?` or `#`, or a run of 32 characters a
-// token is made of (a JWT's header alone is longer), at most 200 characters — the same rule as
-// NGINX's access log (nginx/templates/snippets/access-log.conf.template).
+// The original request path as the log writes it. A client writes the raw URI as it likes: up to
+// 16 KB, and it may hide a token (`/secret%3Faccess_token=…`, `/<token>/../secret` that NGINX still
+// matches as /secret). Kept: what comes before a `?` or `#` (encoded or not) or a run of 32 token
+// characters (a JWT's header alone is longer), at most 200 characters; the rule of NGINX's access
+// log too (nginx/templates/snippets/access-log.conf.template).
 
 const CUT = /%3f|%23|[?#]|[A-Za-z0-9_~+=-]{32}/i;
 const LONGEST = 200;

@@ -47,15 +47,14 @@ export function createMetrics(
       count.pending++;
     };
   }
-  /** A gauge read when scraped; left alone while `read` has nothing to say. */
-  const gauge = (name: string, help: string, read: () => number | undefined) =>
+  /** A gauge read when scraped. */
+  const gauge = (name: string, help: string, read: () => number) =>
     new Gauge({
       name,
       help,
       registers,
       collect() {
-        const value = read();
-        if (value !== undefined) this.set(value);
+        this.set(read());
       },
     });
   /** A counter bumped with its label values in `labelNames` order (off the hot path). */
@@ -64,11 +63,10 @@ export function createMetrics(
     return (...values: V) => metric.labels(...values).inc();
   }
 
-  const countLookup = pendingCounter(
-    'verifier_cache_lookups_total',
-    'Decision cache lookups by outcome (hit, miss).',
-    (outcome: 'hit' | 'miss') => ({ outcome }),
-    ['outcome'],
+  const countUnchecked = pendingCounter(
+    'verifier_revocation_unchecked_total',
+    'Tokens served while the shared revocation store was unreachable (`checked` policies).',
+    () => ({}),
   );
   gauge('verifier_cache_entries', 'Decisions currently cached.', () => cache.size);
   gauge('verifier_cache_bytes', 'Estimated bytes held by the decision cache.', () => cache.bytes);
@@ -81,12 +79,6 @@ export function createMetrics(
       for (const [issuer, keySet] of keySets) this.set({ issuer }, keySet.isReady() ? 1 : 0);
     },
   });
-  const verification = new Histogram({
-    name: 'verifier_verification_seconds',
-    help: 'Time of one full token verification (cache misses only).',
-    buckets: [...BUCKETS, 5],
-    registers,
-  });
   const store = new Histogram({
     name: 'verifier_revocation_store_seconds',
     help: 'Time of one shared revocation store command, by operation.',
@@ -94,26 +86,20 @@ export function createMetrics(
     buckets: BUCKETS,
     registers,
   });
-  const countUnchecked = pendingCounter(
-    'verifier_revocation_unchecked_total',
-    'Tokens served while the shared revocation store was unreachable (`checked` policies).',
-    () => ({}),
-  );
   let readRevocation: (() => { watermarks: number; current: boolean }) | undefined;
   gauge(
     'verifier_revocation_watermarks',
     'Revocation watermarks held (per subject, session or e-mail address).',
-    () => readRevocation?.().watermarks,
+    () => readRevocation?.().watermarks ?? 0,
   );
   gauge(
     'verifier_revocation_store_current',
     '1 while the revocation view is current (0: the shared store is unreachable).',
-    () => (readRevocation === undefined ? undefined : readRevocation().current ? 1 : 0),
+    () => (readRevocation?.().current ? 1 : 0),
   );
 
   return {
     registry,
-    /** One answer of /verify. */
     decision: pendingCounter(
       'verifier_decisions_total',
       'Answers of /verify by result (allow, deny_401, deny_403) and reason.',
@@ -123,36 +109,41 @@ export function createMetrics(
       }),
       ['result', 'reason'],
     ),
-    cacheHit: () => countLookup('hit'),
-    cacheMiss: () => countLookup('miss'),
+    cacheLookup: pendingCounter(
+      'verifier_cache_lookups_total',
+      'Decision cache lookups by outcome (hit, miss).',
+      (outcome: 'hit' | 'miss') => ({ outcome }),
+      ['outcome'],
+    ),
     jwksFetch: counter<[issuer: string, outcome: JwksFetchOutcome]>(
       'verifier_jwks_fetches_total',
       'JWKS fetches by issuer and outcome (ok, error, invalid).',
       ['issuer', 'outcome'],
     ),
-    /** Seconds spent in one full (uncached) verification. */
-    observeVerification: (seconds: number) => verification.observe(seconds),
-    /** Pushed revocation (revocation/): one logout token or SET arrived on `channel`. */
+    /** `startTimer()` around one full (uncached) verification. */
+    verification: new Histogram({
+      name: 'verifier_verification_seconds',
+      help: 'Time of one full token verification (cache misses only).',
+      buckets: [...BUCKETS, 5],
+      registers,
+    }),
+    // Pushed revocation (revocation/): per logout token or SET, by the channel it came on.
     revocationReceived: counter<[channel: RevocationChannel]>(
       'verifier_revocations_received_total',
       'Logout tokens and SETs received, by channel (backchannel_logout, ssf_push, ssf_poll).',
       ['channel'],
     ),
-    /** It was verified and acted on (`event`: backchannel-logout, session-revoked, …). */
     revocationApplied: counter<[channel: RevocationChannel, event: string]>(
       'verifier_revocations_applied_total',
       'Logout tokens and SETs verified and acted on, by channel and event type.',
       ['channel', 'event'],
     ),
-    /** It was refused (`reason`: the error code answered or logged). */
     revocationRefused: counter<[channel: RevocationChannel, reason: string]>(
       'verifier_revocations_refused_total',
       'Logout tokens and SETs refused, by channel and reason.',
       ['channel', 'reason'],
     ),
-    /** A token served without a current revocation view (shared store unreachable, `checked`). */
     revocationUnchecked: () => countUnchecked(''),
-    /** Seconds one shared-store command took. */
     observeRevocationStore: (operation: string, seconds: number) =>
       store.observe({ operation }, seconds),
     /** Reads the store's watermark count and whether its view is current, when scraped. */

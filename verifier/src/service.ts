@@ -4,7 +4,7 @@ import { createAuthorizer } from './decision/authorize.js';
 import { createCloudFrontGrant } from './cloudfront/gate-decorator.js';
 import type { Listen, VerifierConfig } from './config/model.js';
 import { createDecisionCache } from './decision/decision-cache.js';
-import type { Grant } from './decision/plugins.js';
+import type { Grant } from './decision/decision.js';
 import { createEndpointResolver } from './token/discovery.js';
 import { createDpopRuntime } from './dpop/index.js';
 import { createJwtVerifier, type JwtVerifier } from './token/jwt-verifier.js';
@@ -14,8 +14,7 @@ import { createMetrics } from './metrics.js';
 import { createOpaqueVerifier, type OpaqueVerifier } from './token/opaque-verifier.js';
 import { createRevocationRuntime } from './revocation/index.js';
 import { createCallLimit } from './http/call-limit.js';
-import { createRoutes } from './http/routes.js';
-import { createTransport, loadUws } from './http/transport.js';
+import { createRoutes, createTransport } from './http/transport.js';
 
 export type VerifierService = ReturnType<typeof createVerifierService>;
 
@@ -33,13 +32,12 @@ export function createVerifierService(
     trustedUntil: (issuer) => keySets.get(issuer)?.trustedUntil(),
   });
   const metrics = createMetrics(cache, keySets, options.defaultMetrics);
-  const jwtVerifiers = new Map<string, JwtVerifier>();
-  const opaqueVerifiers = new Map<string, OpaqueVerifier>();
+  const verifiers = new Map<string, JwtVerifier | OpaqueVerifier>();
 
   for (const settings of config.issuers.values()) {
     const { issuer } = settings;
     if (settings.type !== 'jwt') {
-      opaqueVerifiers.set(issuer, createOpaqueVerifier(settings, now));
+      verifiers.set(issuer, createOpaqueVerifier(settings, now));
       continue;
     }
     const log = logger.child({ issuer });
@@ -60,7 +58,7 @@ export function createVerifierService(
       },
     });
     keySets.set(issuer, keySet);
-    jwtVerifiers.set(issuer, createJwtVerifier(settings, keySet, now));
+    verifiers.set(issuer, createJwtVerifier(settings, keySet, now));
   }
 
   const policies = [...config.policies.values()];
@@ -81,8 +79,7 @@ export function createVerifierService(
   const authorize = createAuthorizer({
     dpop,
     config,
-    jwtVerifiers,
-    opaqueVerifiers,
+    verifiers,
     cache,
     logger,
     metrics,
@@ -123,16 +120,12 @@ export function createVerifierService(
      * with the TCP ports (0 on a unix socket).
      */
     async listen(listen: Listen = config.listen, metricsListen = config.metricsListen) {
-      const uws = loadUws();
-      transport = createTransport(uws, routes);
+      transport = createTransport(routes);
       const port = await transport.listen(listen);
-      let metricsPort: number | undefined;
-      if (metricsListen !== undefined) {
-        // Its own port, so a scrape port can be opened to monitoring while /verify stays NGINX's.
-        metricsListener = createTransport(uws, routes.metricsOnly);
-        metricsPort = await metricsListener.listen(metricsListen);
-      }
-      return { port, metricsPort };
+      if (metricsListen === undefined) return { port, metricsPort: undefined };
+      // Its own port, so a scrape port can be opened to monitoring while /verify stays NGINX's.
+      metricsListener = createTransport(routes.metricsOnly);
+      return { port, metricsPort: await metricsListener.listen(metricsListen) };
     },
     /** Stops accepting, lets in-flight requests finish (up to `graceMs`), stops refreshing. */
     async stop(graceMs = 4000): Promise<void> {

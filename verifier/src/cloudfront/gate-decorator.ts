@@ -1,8 +1,7 @@
 // The CloudFront grant plugin: on an allow, the signed cookies as `X-Auth-CF-*` headers for NGINX
 // to add to /secret (docs/architecture.md); the core passes them on unread.
 import { createCloudFrontSigner, type SignedCookies } from '@secret-gate/cloudfront-signer';
-import type { Header } from '../decision/decision.js';
-import type { Grant } from '../decision/plugins.js';
+import type { Grant, Header } from '../decision/decision.js';
 import type { Logger } from '../log.js';
 import type { CloudFrontGateConfig } from './gate-config.js';
 
@@ -32,9 +31,8 @@ export function cookiePath(resource: string): string {
 }
 
 /**
- * One `X-Auth-CF-*` header per signed cookie, a complete `Set-Cookie` value NGINX adds as it is.
- * Built here, where every part was produced or checked (CloudFront's base64 alphabet, the
- * configured domain, a path of URL characters), so NGINX needs no code to assemble or check them.
+ * One `X-Auth-CF-*` header per signed cookie, a complete `Set-Cookie` value NGINX adds as it is:
+ * every part was produced or checked here (CloudFront's base64, the domain, a URL path).
  */
 export function cloudFrontHeaders(signed: SignedCookies, path: string, domain?: string): Header[] {
   const attributes =
@@ -48,9 +46,8 @@ export function cloudFrontHeaders(signed: SignedCookies, path: string, domain?: 
 }
 
 /**
- * The grant of a policy with a `cloudfront` section; starts the one WebCrypto import of the
- * checked key. No subject goes into the policy (CloudFront's has no field that names a viewer):
- * all users of a gate policy share a bucket's cookies, so one signature serves a bucket.
+ * The grant of a policy with a `cloudfront` section. No subject goes into the policy (CloudFront's
+ * names no viewer), so all users of a gate policy share a bucket's cookies: one signature each.
  * Signing trouble never turns an authenticated user away: it is logged and the allow goes out
  * without cookies (the assets just stay locked).
  */

@@ -10,7 +10,7 @@ import type { JwtIssuer } from '../config/model.js';
 import { createJwtVerifier, type JwtVerifier } from '../token/jwt-verifier.js';
 import type { KeySet } from '../token/key-set.js';
 import type { VerifiedToken } from '../token/verified-token.js';
-import { secretSetName } from './secret-set.js';
+import { secretSetName } from '../http/verify-answer.js';
 import {
   AUDIENCE,
   captureLogger,
@@ -524,8 +524,7 @@ describe('authorize: the grant extension point', () => {
     const calls: Array<[number, number]> = [];
     const authorize = createAuthorizer({
       config,
-      jwtVerifiers: new Map([[ISSUER, async () => verifiedAs('spa-demo', T + 60)]]),
-      opaqueVerifiers: new Map(),
+      verifiers: new Map([[ISSUER, async () => verifiedAs('spa-demo', T + 60)]]),
       cache: createDecisionCache({ ...config.cache, now: clock.now }),
       logger: captureLogger().logger,
       now: clock.now,
@@ -569,8 +568,7 @@ describe('authorize: unexpected failures', () => {
     const { logger, lines } = captureLogger();
     const authorize = createAuthorizer({
       config,
-      jwtVerifiers: new Map([[ISSUER, verify]]),
-      opaqueVerifiers: new Map(),
+      verifiers: new Map([[ISSUER, verify]]),
       cache: createDecisionCache({ ...config.cache, now: clock.now }),
       logger,
     });

@@ -3,13 +3,10 @@
 import { hash } from 'node:crypto';
 import { DEFAULT_POLICY, type PolicyConfig, type VerifierConfig } from '../config/model.js';
 import type { DecisionCache } from './decision-cache.js';
-import { allow, deny, withHeaders, type Decision } from './decision.js';
 import { statusFor, VerifyError } from '../errors.js';
-import type { JwtVerifier } from '../token/jwt-verifier.js';
 import type { Logger } from '../log.js';
 import { loggablePath } from '../log-path.js';
 import type { Metrics } from '../metrics.js';
-import type { OpaqueVerifier } from '../token/opaque-verifier.js';
 import {
   assertBearerSyntax,
   looksLikeJwt,
@@ -17,7 +14,8 @@ import {
   unverifiedIssuer,
   type Credentials,
 } from '../token/token-shape.js';
-import type { DpopOutcome as Outcome, DpopStep, Grant, RevocationCheck } from './plugins.js';
+import { allow, deny, withHeaders, type Decision } from './decision.js';
+import type { DpopOutcome as Outcome, DpopStep, Grant, RevocationCheck } from './decision.js';
 import type { VerifiedToken } from '../token/verified-token.js';
 
 /** What NGINX sends to /verify; http/contract.ts has a row (header, meaning) for each field. */
@@ -35,8 +33,8 @@ export type Authorize = (request: VerifyRequest) => Promise<Decision>;
 
 export interface AuthorizerParts {
   readonly config: Pick<VerifierConfig, 'issuers' | 'policies'>;
-  readonly jwtVerifiers: ReadonlyMap<string, JwtVerifier>;
-  readonly opaqueVerifiers: ReadonlyMap<string, OpaqueVerifier>;
+  /** Each issuer's verifier (JWT or opaque), by `iss`. */
+  readonly verifiers: ReadonlyMap<string, (token: string) => Promise<VerifiedToken>>;
   readonly cache: DecisionCache;
   readonly logger: Logger;
   readonly metrics?: Metrics | undefined;
@@ -75,12 +73,13 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
   function prepare(policy: PolicyConfig) {
     if (policy.dpop !== 'off' && dpop === undefined)
       throw new TypeError(`policy "${policy.name}" uses DPoP but no DPoP step was given`);
-    const opaqueIssuer = policy.issuers.find((iss) => parts.opaqueVerifiers.has(iss));
+    const isJwt = (iss: string) => parts.config.issuers.get(iss)?.type === 'jwt';
+    const opaqueIssuer = policy.issuers.find((iss) => !isJwt(iss));
     return {
       config: policy,
       issuers: new Set(policy.issuers),
-      jwtIssuers: new Set(policy.issuers.filter((iss) => parts.jwtVerifiers.has(iss))),
-      opaque: opaqueIssuer === undefined ? undefined : parts.opaqueVerifiers.get(opaqueIssuer),
+      jwtIssuers: new Set(policy.issuers.filter(isJwt)),
+      opaque: opaqueIssuer === undefined ? undefined : parts.verifiers.get(opaqueIssuer),
       grant: parts.grants?.get(policy.name),
       /** Cache keys of tokens this policy verifies: one for policies that read tokens alike. */
       keyPrefix: `${opaqueIssuer ?? ''}\u0000`,
@@ -101,23 +100,23 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
     const key = hash('sha256', policy.keyPrefix + token, 'base64url');
     const hit = cache.get(key);
     if (hit !== undefined) {
-      metrics?.cacheHit();
+      metrics?.cacheLookup('hit');
       // Verified for another policy that reads tokens alike: this one may not accept its issuer.
       if (!policy.issuers.has(hit.identity.issuer))
         throw new VerifyError('issuer_not_allowed', '"iss" is not allowed by this policy');
       return hit;
     }
-    metrics?.cacheMiss();
+    metrics?.cacheLookup('miss');
     // Shared per policy too: a verification checks the asking policy's issuers before any fetch.
     return cache.share(`${policy.config.name}\u0000${key}`, async () => {
-      const started = performance.now();
+      const stopTimer = metrics?.verification.startTimer();
       try {
         const fresh = await verifyToken(token, policy);
         // Kept only when something reads it: a gate without receivers caches no session claims.
         cache.set(key, parts.revocation ? fresh : { ...fresh, session: undefined });
         return fresh;
       } finally {
-        metrics?.observeVerification((performance.now() - started) / 1000);
+        stopTimer?.();
       }
     });
   }
@@ -145,7 +144,7 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
     if (!policy.jwtIssuers.has(iss))
       throw new VerifyError('issuer_not_allowed', '"iss" is not allowed by this policy');
     // jose checks `alg` against the issuer's allowlist before it asks for a key.
-    return parts.jwtVerifiers.get(iss)!(token);
+    return parts.verifiers.get(iss)!(token);
   }
 
   async function decide(request: VerifyRequest, policy: PreparedPolicy, credentials: Credentials) {

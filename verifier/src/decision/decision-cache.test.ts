@@ -56,8 +56,7 @@ function heldAuthorizer(
   };
   const authorize = createAuthorizer({
     config,
-    jwtVerifiers: new Map(issuers.map((issuer) => [issuer, verifier])),
-    opaqueVerifiers: new Map(),
+    verifiers: new Map(issuers.map((issuer) => [issuer, verifier])),
     cache: createDecisionCache({ ...config.cache, now: clock.now }),
     logger: captureLogger().logger,
   });

@@ -2,8 +2,7 @@
 // proof.ts, htu.ts, replay-store.ts, nonce.ts and challenge.ts as its parts.
 import { hash } from 'node:crypto';
 import type { DpopConfig } from '../config/model.js';
-import { withHeaders } from '../decision/decision.js';
-import type { DpopOutcome, DpopStep } from '../decision/plugins.js';
+import { withHeaders, type DpopOutcome, type DpopStep } from '../decision/decision.js';
 import { VerifyError, type DenyCode } from '../errors.js';
 import type { Logger } from '../log.js';
 import { dpopDenial } from './challenge.js';

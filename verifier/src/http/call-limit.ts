@@ -4,23 +4,7 @@
 // a client through at up to N times the rate.
 import { LRUCache } from 'lru-cache';
 import type { VerifierConfig } from '../config/model.js';
-import { row } from './contract.js';
 import type { VerifyAnswer } from './verify-answer.js';
-
-// The limit's rows of the /verify contract (docs/architecture.md): what it counts, how it refuses.
-export const CLIENT_KEY_HEADER = row(
-  'X-SG-Client',
-  'always',
-  "the client key (the address after `real_ip`, an IPv6 client by its /64) the per-client call limit counts (`VERIFIER_VERIFY_RATE`); never part of a decision or of the edge cache's key",
-);
-/** Lower case, as uWS looks headers up. */
-export const CLIENT_KEY = CLIENT_KEY_HEADER.name.toLowerCase();
-
-export const LIMITED_HEADER = row(
-  'X-Auth-Challenge',
-  '403 (limited)',
-  '`limited`: the per-client call limit refused before any token work; no `X-Accel-Expires`, so never stored at the edge; NGINX answers the client 429 + `Retry-After`',
-);
 
 /** A 403, as auth_request takes no 429: NGINX turns the mark into 429 + Retry-After. */
 export const LIMITED: VerifyAnswer = { status: 403, headers: [['X-Auth-Challenge', 'limited']] };

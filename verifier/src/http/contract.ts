@@ -1,21 +1,11 @@
 // The /verify contract between NGINX and the verifier, declared once: the request headers the
-// transport reads, the answer headers verify-answer.ts writes. docs/architecture.md's tables are
-// generated from these rows and from the plugins' own (cloudfront/gate-decorator.ts,
-// dpop/challenge.ts) by `npm run docs:config`; a test fails when they drift.
+// transport reads, the answer headers verify-answer.ts and call-limit.ts write. The tables of
+// docs/architecture.md are generated from these rows and the plugins' own (cloudfront/, dpop/) by
+// `npm run docs:config`; a test fails when they drift.
 import type { VerifyRequest } from '../decision/authorize.js';
 
-/** One header of the contract and what it means. */
-export interface ContractHeader {
-  readonly name: string;
-  /** Which answers carry it (`204`, `401`, …); for a request header, when NGINX sends it. */
-  readonly on: string;
-  readonly meaning: string;
-}
-
-/** A row of the contract; call-limit.ts writes its own two with it. */
-export function row(name: string, on: string, meaning: string): ContractHeader {
-  return { name, on, meaning };
-}
+/** A header and its meaning; `on`: which answers carry it (`204`, …), or when NGINX sends it. */
+const row = (name: string, on: string, meaning: string) => ({ name, on, meaning });
 
 /** A request header, the VerifyRequest field it fills and its `key` in lower case (uWS's lookup). */
 const request = (name: string, field: keyof VerifyRequest, on: string, meaning: string) =>
@@ -57,7 +47,7 @@ export const REQUEST_HEADERS = [
 ] as const;
 
 /** The headers of the core's answers; a plugin's own rows come from the plugin. */
-export const ANSWER_HEADERS: readonly ContractHeader[] = [
+export const ANSWER_HEADERS = [
   row(
     'X-Accel-Expires',
     'every answer',
@@ -80,3 +70,15 @@ export const ANSWER_HEADERS: readonly ContractHeader[] = [
     '`Bearer realm="secret-gate", error="insufficient_scope", scope="…"`, which NGINX copies into `WWW-Authenticate` (auth_request passes that header only on a 401); absent on a 403 `client_unknown` (a token naming no client: more scopes would not help)',
   ),
 ];
+
+// The per-client call limit's rows (call-limit.ts): what it counts, how it refuses.
+export const CLIENT_KEY_HEADER = row(
+  'X-SG-Client',
+  'always',
+  "the client key (the address after `real_ip`, an IPv6 client by its /64) the per-client call limit counts (`VERIFIER_VERIFY_RATE`); never part of a decision or of the edge cache's key",
+);
+export const LIMITED_HEADER = row(
+  'X-Auth-Challenge',
+  '403 (limited)',
+  '`limited`: the per-client call limit refused before any token work; no `X-Accel-Expires`, so never stored at the edge; NGINX answers the client 429 + `Retry-After`',
+);

@@ -1,17 +1,22 @@
-// The HTTP edge on uWebSockets.js, the only code that touches uWS `req`/`res`. uWS invalidates
+// The HTTP edge on uWebSockets.js (no node:http fallback: it ships binaries for every platform we
+// run on): what each path answers, and the only code that touches uWS `req`/`res`. uWS invalidates
 // `req` once the handler returns, so headers are copied first; a write after the client left
 // crashes it, so `onAborted` is set before anything is awaited; each answer is one `cork`.
-// There is no node:http fallback: the package ships binaries for every platform we run on.
 import { chmodSync, rmSync } from 'node:fs';
 import { STATUS_CODES } from 'node:http';
 import { createRequire } from 'node:module';
 import type { HttpRequest, HttpResponse, us_listen_socket } from 'uWebSockets.js';
 import type { Listen } from '../config/model.js';
-import type { VerifyRequest } from '../decision/authorize.js';
-import { MAX_RECEIVER_BODY_BYTES, type Answer, type Receiver } from '../decision/plugins.js';
-import { CLIENT_KEY, LIMITED } from './call-limit.js';
-import { REQUEST_HEADERS } from './contract.js';
-import { BODY_TOO_LARGE, METHOD_NOT_ALLOWED, NOT_FOUND, type Routes } from './routes.js';
+import type { Authorize, VerifyRequest } from '../decision/authorize.js';
+import {
+  MAX_RECEIVER_BODY_BYTES,
+  type Answer,
+  type Header,
+  type Receiver,
+} from '../decision/decision.js';
+import type { Metrics } from '../metrics.js';
+import { LIMITED } from './call-limit.js';
+import { CLIENT_KEY_HEADER, REQUEST_HEADERS } from './contract.js';
 import { renderDecision, type VerifyAnswer } from './verify-answer.js';
 
 type Uws = typeof import('uWebSockets.js');
@@ -19,11 +24,80 @@ type Uws = typeof import('uWebSockets.js');
 type Response = HttpResponse & { aborted?: boolean };
 /** A page's or a receiver's answer, or /verify's (which has no body). */
 type Reply = Answer | VerifyAnswer;
+/** A GET page: health, readiness, metrics. */
+type Page = () => Answer | Promise<Answer>;
 
+export interface Routes {
+  /** /verify, any method (auth_request keeps the client's); absent on the metrics listener. */
+  readonly verify?: Authorize;
+  /** Asked before /verify does any token work; false: answered LIMITED (call-limit.ts). */
+  readonly admit?: (clientKey: string | undefined) => boolean;
+  /** GET pages by path (`/healthz`, `/readyz`, `/metrics` unless it has a listener of its own). */
+  readonly pages: ReadonlyMap<string, Page>;
+  /** POST receivers by path (`/backchannel-logout`, `/ssf/events`); only the ones switched on. */
+  readonly receivers: ReadonlyMap<string, Receiver>;
+}
+
+const TEXT: Header = ['Content-Type', 'text/plain; charset=utf-8'];
+const NO_STORE: Header = ['Cache-Control', 'no-store'];
+const NOT_FOUND: Answer = { status: 404, headers: [TEXT], body: 'not found\n' };
+const json = (status: number, body: unknown): Answer => ({
+  status,
+  headers: [['Content-Type', 'application/json'], NO_STORE],
+  body: JSON.stringify(body),
+});
+// A receiver path asked with another method than POST; a receiver body over the cap.
+const METHOD_NOT_ALLOWED = json(405, { error: 'invalid_request' });
+const BODY_TOO_LARGE = json(413, {
+  error: 'invalid_request',
+  error_description: 'the body is too large',
+});
+const CLIENT_KEY = CLIENT_KEY_HEADER.name.toLowerCase();
 /** Status lines as uWS writes them (`204 No Content`), from node:http's reason phrases. */
 const STATUS_TEXT: Readonly<Record<number, string>> = Object.fromEntries(
   Object.entries(STATUS_CODES).map(([code, reason]) => [code, `${code} ${reason}`]),
 );
+
+/** The routes of the main listener, and `metricsOnly`'s: GET /metrics and 404 to everything else. */
+export function createRoutes(parts: {
+  authorize: Authorize;
+  admit: NonNullable<Routes['admit']>;
+  isReady: () => boolean;
+  metrics: Metrics;
+  /** False when VERIFIER_METRICS_LISTEN moves `/metrics` to its own listener. */
+  metricsOnMain: boolean;
+  receivers?: ReadonlyMap<string, Receiver> | undefined;
+  /** A line /readyz adds to its answer (e.g. the revocation store is unreachable). */
+  readinessNote: () => string | undefined;
+}) {
+  const ok: Answer = { status: 200, headers: [TEXT, NO_STORE], body: 'ok\n' };
+  const notReady: Answer = { ...ok, status: 503, body: 'key sets not loaded\n' };
+  const scrape = async (): Promise<Answer> => ({
+    status: 200,
+    headers: [['Content-Type', parts.metrics.registry.contentType], NO_STORE],
+    body: await parts.metrics.render(),
+  });
+  /** 200 once every issuer's key set has loaded (and is not too stale). */
+  const readyz = (): Answer => {
+    const note = parts.readinessNote();
+    const base = parts.isReady() ? ok : notReady;
+    if (note === undefined) return base;
+    return { ...base, body: base === ok ? `ok; ${note}\n` : `${base.body}${note}\n` };
+  };
+  const pages = new Map<string, Page>([
+    ['/healthz', () => ok],
+    ['/readyz', readyz],
+  ]);
+  if (parts.metricsOnMain) pages.set('/metrics', scrape);
+  return {
+    verify: parts.authorize,
+    admit: parts.admit,
+    readyz,
+    pages,
+    receivers: parts.receivers ?? new Map<string, Receiver>(),
+    metricsOnly: { pages: new Map([['/metrics', scrape]]), receivers: new Map() },
+  };
+}
 
 /**
  * The native addon, or an error that says why the verifier cannot start. The npm repack silently
@@ -61,7 +135,8 @@ export function describe(listen: Listen): string {
  * Serves `routes`: `/verify` matched by uWS's own router (the hot path reads no URL), then the GET
  * pages and POST receivers, 404 elsewhere.
  */
-export function createTransport(uws: Uws, routes: Routes) {
+export function createTransport(routes: Routes) {
+  const uws = loadUws();
   const app = uws.App();
   let inFlight = 0;
   let socket: us_listen_socket | undefined;

@@ -1,15 +1,25 @@
-// A Decision rendered as the answer of /verify (contract.ts, docs/architecture.md): the only place
-// status codes, identity headers and RFC 6750 challenges are built; a plugin's headers pass as the
-// plugin rendered them, and the transport writes the result verbatim.
-import type { Decision, Header } from '../decision/decision.js';
+// A Decision rendered as the answer of /verify (contract.ts): the only place status codes, identity
+// headers and RFC 6750 challenges are built; a plugin's headers pass as the plugin rendered them,
+// and the transport writes the result verbatim.
+import { hash } from 'node:crypto';
+import type { Answer, Decision, Header } from '../decision/decision.js';
 import { statusFor } from '../errors.js';
 import { headerSafe, scopeHeader } from '../token/identity.js';
 import { createInterner } from '../intern.js';
-import { secretSetName } from '../decision/secret-set.js';
 
-export interface VerifyAnswer {
-  readonly status: 204 | 401 | 403;
-  readonly headers: readonly Header[];
+/** /verify's answer: no body, and only the statuses auth_request understands. */
+export type VerifyAnswer = Pick<Answer, 'headers'> & { readonly status: 204 | 401 | 403 };
+
+/**
+ * The secret set NGINX serves for an allow (`X-Auth-Set`): `c` + the first 32 hex digits of
+ * SHA-256(`issuer` LF `client`), so NGINX picks the set's file without knowing either and no claim
+ * can name a path; the issuer is in it, as client ids are unique only within one issuer. The same
+ * derivation writes the files (nginx/njs/secret-sets.js); test/nginx checks they agree. Undefined
+ * without a client id (NGINX then serves the default set).
+ */
+export function secretSetName(issuer: string, client: string): string | undefined {
+  if (client === '') return undefined;
+  return `c${hash('sha256', `${issuer}\n${client}`, 'hex').slice(0, 32)}`;
 }
 
 // Header pairs for values many tokens share (client, set, challenges) are built once.
@@ -28,6 +38,14 @@ const INVALID_TOKEN = denial(401, INVALID);
 // "valid token, unusable client", so it is an invalid_token with a description that names it.
 const CLIENT_ID_INVALID = denial(401, `${INVALID}, error_description="client_id_invalid"`);
 const CLIENT_UNKNOWN = denial(403);
+// `X-Accel-Expires`: how many seconds NGINX's decision cache may answer for this one; always sent,
+// so 0 ("do not store") is explicit on every answer NGINX must not reuse.
+const ACCEL_EXPIRES: readonly Header[] = Array.from(
+  { length: 301 },
+  (_, seconds) => ['X-Accel-Expires', String(seconds)] as const,
+);
+const edgeExpires = ({ edgeTtl = 0 }: Decision): Header =>
+  ACCEL_EXPIRES[edgeTtl] ?? ['X-Accel-Expires', String(edgeTtl)];
 
 /**
  * 204 carries the identity headers (and a plugin's); 401 carries `WWW-Authenticate` with
@@ -52,20 +70,9 @@ export function renderDecision(decision: Decision): VerifyAnswer {
 }
 
 /**
- * `X-Accel-Expires`: how many seconds NGINX's decision cache may answer for this one. Always sent,
- * so 0 ("do not store") is explicit on every answer NGINX must not reuse.
- */
-const edgeExpires = ({ edgeTtl = 0 }: Decision): Header =>
-  ACCEL_EXPIRES[edgeTtl] ?? ['X-Accel-Expires', String(edgeTtl)];
-const ACCEL_EXPIRES: readonly Header[] = Array.from(
-  { length: 301 },
-  (_, seconds) => ['X-Accel-Expires', String(seconds)] as const,
-);
-
-/**
  * An allow is short on purpose: NGINX stores it in its edge cache and parses every header again
- * on each hit. `X-Auth-Set` names the secret set (secret-set.ts), `X-Auth-Client` is for the
- * access log; both are built once per (issuer, client) and shared by every decision that has it.
+ * on each hit. `X-Auth-Client` is for the access log; it and `X-Auth-Set` are built once per
+ * (issuer, client) and shared by every decision that has it.
  */
 function allowHeaders(decision: Decision): Header[] {
   const { identity } = decision;

@@ -2,7 +2,7 @@
 // and the poller from the configuration. The transmitter's keys come only from the `jwks_uri` of
 // its `/.well-known/ssf-configuration` (SSF 1.0 §7.1), which must name it as `issuer`.
 import type { VerifierConfig } from '../config/model.js';
-import type { Receiver } from '../decision/plugins.js';
+import type { Receiver } from '../decision/decision.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { createEndpointResolver } from '../token/discovery.js';

@@ -2,7 +2,7 @@
 // library, and the RFC 8936 poller. Every logout token and SET takes one path: verify everything,
 // remember the `jti` (a replay is refused here), write the watermarks; a refused one changes nothing.
 import type { VerifierConfig } from '../config/model.js';
-import type { Answer, ReceivedRequest, Receiver } from '../decision/plugins.js';
+import type { Answer, ReceivedRequest, Receiver } from '../decision/decision.js';
 import { fetchJson } from '../fetch-json.js';
 import type { Logger } from '../log.js';
 import type { Metrics, RevocationChannel } from '../metrics.js';

@@ -2,7 +2,7 @@
 // (iss, sid) and per verified e-mail address until no token they can match is still valid; written
 // by the receivers, read by the per-request check.
 import type { VerifierConfig } from '../config/model.js';
-import type { RevocationCheck } from '../decision/plugins.js';
+import type { RevocationCheck } from '../decision/decision.js';
 import type { RevocationStore } from './store.js';
 
 /** "Tokens of `iss` whose `kind` is `value` issued before `at` (seconds) are revoked." */
