@@ -6,21 +6,19 @@ import { LRUCache } from 'lru-cache';
 import { VerifyError } from '../errors.js';
 import { checkProtectedHeader, validateClaims } from '../token/jwt-claims.js';
 import {
-  signatureScheme,
+  signatureSchemes,
   verificationKey,
   verifySignature,
   type SignatureScheme,
 } from '../token/jws-signature.js';
+import { looksLikeJwt } from '../token/token-shape.js';
 import { normalizeHtu } from './htu.js';
 
 /** A proof is a short JWS with one public key in it; anything larger is refused unparsed. */
 export const MAX_PROOF_BYTES = 2048;
 const MAX_JTI_LENGTH = 256;
-const JWS_COMPACT = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 /** JWK members that only a private (or symmetric) key has (RFC 7518 §6). */
 const PRIVATE_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'] as const;
-/** Protected headers kept (see `headers` below); one per active DPoP client is the working set. */
-const HEADER_CACHE_ENTRIES = 10_000;
 /** Every cached header passed the `typ` check, so the claims are validated under that `typ`. */
 const DPOP_TYP = { typ: 'dpop+jwt' } as const;
 
@@ -42,19 +40,15 @@ export function createProofChecker(options: {
   iatWindow: number;
   now: () => number;
 }) {
-  const schemes = new Map<string, SignatureScheme>();
-  for (const alg of options.algorithms) {
-    const scheme = signatureScheme(alg);
-    if (scheme === undefined) throw new TypeError(`no signature scheme for DPoP "${alg}"`);
-    schemes.set(alg, scheme);
-  }
+  const schemes = signatureSchemes(options.algorithms);
   /**
    * A client signs every proof with one key under one protected header (alg, typ, jwk): what it
    * decides, the imported key included, is kept by its base64url text, so a repeat costs a map
-   * lookup rather than a key import and a digest. Only headers that passed go in.
+   * lookup rather than a key import and a digest. Only headers that passed go in; one per active
+   * client is the working set.
    */
   const headers = new LRUCache<string, { jkt: string; key: KeyObject; scheme: SignatureScheme }>({
-    max: HEADER_CACHE_ENTRIES,
+    max: 10_000,
   });
 
   async function prepareHeader(proof: string) {
@@ -100,7 +94,7 @@ export function createProofChecker(options: {
   ) {
     if (proof.length > MAX_PROOF_BYTES)
       throw invalid(`the DPoP proof is larger than ${MAX_PROOF_BYTES} bytes`);
-    if (!JWS_COMPACT.test(proof)) throw invalid('the DPoP proof is not a compact JWS');
+    if (!looksLikeJwt(proof)) throw invalid('the DPoP proof is not a compact JWS');
     const segment = proof.slice(0, proof.indexOf('.'));
     let prepared = headers.get(segment);
     if (prepared === undefined) headers.set(segment, (prepared = await prepareHeader(proof)));

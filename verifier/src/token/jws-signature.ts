@@ -47,9 +47,15 @@ const SCHEMES: ReadonlyMap<string, SignatureScheme> = new Map([
   ['Ed25519', ED25519],
 ]);
 
-/** The scheme of an `alg`, or undefined for one this module does not check (never HMAC, `none`). */
-export function signatureScheme(alg: string): SignatureScheme | undefined {
-  return SCHEMES.get(alg);
+/** The schemes of an `alg` allowlist: a TypeError at start for one not checked here (HMAC, `none`). */
+export function signatureSchemes(algorithms: readonly string[]) {
+  return new Map<string, SignatureScheme>(
+    algorithms.map((alg) => {
+      const scheme = SCHEMES.get(alg);
+      if (scheme === undefined) throw new TypeError(`no signature scheme for "${alg}"`);
+      return [alg, scheme] as const;
+    }),
+  );
 }
 
 /** A key set holds a handful of keys: each is turned into a KeyObject once. */

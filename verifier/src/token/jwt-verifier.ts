@@ -8,7 +8,7 @@ import { VerifyError, type DenyCode } from '../errors.js';
 import { readIdentity } from './identity.js';
 import { checkProtectedHeader, validateClaims } from './jwt-claims.js';
 import type { KeySet } from './key-set.js';
-import { signatureScheme, verificationKey, verifySignature } from './jws-signature.js';
+import { signatureSchemes, verificationKey, verifySignature } from './jws-signature.js';
 import { looksLikeJwt } from './token-shape.js';
 import { checkAudience, readJkt, readSessionClaims, type VerifiedToken } from './verified-token.js';
 
@@ -39,13 +39,7 @@ export function createJwtVerifier(
     requiredClaims: ['exp'],
     typ: config.requireTyp,
   };
-  const schemes = new Map(
-    config.algorithms.map((alg) => {
-      const scheme = signatureScheme(alg);
-      if (scheme === undefined) throw new TypeError(`no signature scheme for "${alg}"`);
-      return [alg, scheme] as const;
-    }),
-  );
+  const schemes = signatureSchemes(config.algorithms);
   const longest = config.maxTokenAge + clockTolerance;
 
   return async function verifyJwt(token) {
