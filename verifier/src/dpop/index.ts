@@ -15,10 +15,10 @@ import { createMemoryReplayStore } from './replay-store.js';
 
 /**
  * The step runs after the token's decision (cached or fresh) on every request, so a cached token
- * never skips its proof (§7). It refuses a bound token as Bearer (no downgrade), the DPoP scheme
- * with an unbound token, a proof that fails proof.ts or is not by the token's `cnf.jkt` key, a
- * missing or stale server nonce (when on) and a `jti` seen before. A shared replay store that does
- * not answer fails `required` policies closed; `allowed` ones check replays in process meanwhile.
+ * never skips its proof (§7). It refuses a bound token as Bearer (no downgrade), DPoP with an
+ * unbound token, a proof that fails proof.ts or is not by the `cnf.jkt` key, a missing or stale
+ * nonce (when on) and a `jti` seen before. A shared replay store that does not answer fails
+ * `required` policies closed; `allowed` ones check replays in process meanwhile.
  */
 export function createDpopRuntime(
   config: DpopConfig,

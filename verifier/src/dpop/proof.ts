@@ -26,14 +26,12 @@ const invalid = (message: string) => new VerifyError('dpop_proof_invalid', messa
 const unverified = () => invalid('the DPoP proof signature or claims did not verify');
 
 /**
- * Checks, cheap ones before any crypto: a compact JWS of at most MAX_PROOF_BYTES; `typ: dpop+jwt`;
- * `alg` in the allowlist (asymmetric only, so `none` and HMAC never pass); unknown `crit` refused;
- * `jwk` a public key (no private members) whose type and curve fit `alg` (RSA at least 2048 bits);
- * the signature with that key; `exp`, `nbf` and `iat` as jose validates them when present; `jti`
- * present; `htm` = the original method; `htu` = the external URL without query and fragment; `iat`
- * within ±`iatWindow` seconds; `ath` = base64url(SHA-256(token)) when a token is presented. Left to
- * the caller: `nonce`, replay of `jti` and `cnf.jkt`. `algorithms` are asymmetric (the
- * configuration checks it); `now` is in epoch milliseconds.
+ * Checks, cheap ones first: a compact JWS of at most MAX_PROOF_BYTES; `typ: dpop+jwt`; `alg` in
+ * the asymmetric allowlist (never `none` or HMAC); no unknown `crit`; `jwk` a public key fitting
+ * `alg` (RSA ≥ 2048 bits); the signature; `exp`, `nbf`, `iat` as jose validates them; `jti`; `htm`
+ * the original method; `htu` the external URL (no query, fragment); `iat` within ±`iatWindow` s;
+ * `ath` = base64url(SHA-256(token)) when a token is presented. Left to the caller: `nonce`, `jti`
+ * replays and `cnf.jkt`. `now` is in epoch milliseconds.
  */
 export function createProofChecker(options: {
   algorithms: readonly string[];
@@ -42,10 +40,9 @@ export function createProofChecker(options: {
 }) {
   const schemes = signatureSchemes(options.algorithms);
   /**
-   * A client signs every proof with one key under one protected header (alg, typ, jwk): what it
-   * decides, the imported key included, is kept by its base64url text, so a repeat costs a map
-   * lookup rather than a key import and a digest. Only headers that passed go in; one per active
-   * client is the working set.
+   * A client signs every proof under one protected header (alg, typ, jwk): what it decides, the
+   * imported key included, is kept by its base64url text, so a repeat costs a map lookup, not a key
+   * import and a digest. Only headers that passed go in; one per active client is the working set.
    */
   const headers = new LRUCache<string, { jkt: string; key: KeyObject; scheme: SignatureScheme }>({
     max: 10_000,
@@ -71,8 +68,8 @@ export function createProofChecker(options: {
     } catch {
       throw unverified();
     }
-    // jose refuses a malformed key and one whose type or curve does not fit `alg`; verificationKey
-    // a private or secret one and an RSA key under 2048 bits.
+    // jose refuses a malformed key or one unfit for `alg`; verificationKey a private, secret or
+    // short RSA one.
     const imported = await importJWK(jwk, header.alg).catch(() => undefined);
     const key =
       imported === undefined || imported instanceof Uint8Array
@@ -84,9 +81,9 @@ export function createProofChecker(options: {
   }
 
   /**
-   * `expect`: the original method, the normalised external URL (htu.ts externalUrl) and the access
-   * token for `ath` (none at a token endpoint). Resolves with the key's RFC 7638 thumbprint `jkt`,
-   * `jti`, `iat` and the unchecked `nonce`; rejects with a `dpop_proof_invalid` VerifyError.
+   * `expect`: the original method, the normalised external URL (htu.ts) and the access token for
+   * `ath` (none at a token endpoint). Resolves with the key's RFC 7638 thumbprint `jkt`, `jti`,
+   * `iat` and the unchecked `nonce`; rejects with a `dpop_proof_invalid` VerifyError.
    */
   return async function checkProof(
     proof: string,

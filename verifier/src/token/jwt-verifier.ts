@@ -1,6 +1,5 @@
-// Verifies one issuer's JWT access tokens (RFC 7519, RFC 8725, RFC 9068) and maps every jose
-// outcome to our closed DenyCode union. jose parses the header and validates the claims; the key
-// getter (key-set.ts) and the signature arithmetic (jws-signature.ts) are ours.
+// One issuer's JWT access tokens (RFC 7519, RFC 8725, RFC 9068), every jose outcome mapped to a
+// DenyCode. jose parses the header and the claims; keys (key-set.ts) and signatures are ours.
 import { decodeProtectedHeader, errors, type JWTPayload } from 'jose';
 import type { JwtIssuer } from '../config/model.js';
 import { checkTokenKind, soleAudienceReason } from '../config/presets.js';
@@ -17,13 +16,12 @@ export type JwtVerifier = (token: string) => Promise<VerifiedToken>;
 const claimInvalid = (message: string) => new VerifyError('claim_invalid', message);
 
 /**
- * Checked, in jose's order: the header (`crit` understood, `alg` in the allowlist: asymmetric
- * only, so `none` and HMAC never pass); the signature, with a key of the issuer's JWKS only
- * (`jku`, `x5u`, `jwk` and `x5c` headers are never used); `iss` exact, `aud` contains the
- * audience, `exp` required, `nbf` and `iat` within the tolerance, `typ` (RFC 9068 `at+jwt` unless
- * the issuer opts out). Then a lifetime within `maxTokenAge` (RFC 7519 bounds no `exp`: a token
- * minted for a century would outlive every key rotation), the preset's discriminators (presets.ts:
- * so ID, logout and refresh tokens stay out) and, for Cognito, the audience in `client_id`.
+ * Checked, in jose's order: the header (`crit` understood, `alg` in the asymmetric allowlist, so
+ * never `none` or HMAC); the signature, by a key of the issuer's JWKS only (never `jku`, `x5u`,
+ * `jwk`, `x5c`); `iss` exact, `aud`, `exp` required, `nbf` and `iat` within the tolerance, `typ`
+ * (RFC 9068 `at+jwt` unless opted out). Then a lifetime within `maxTokenAge` (a century-long `exp`
+ * would outlive every key rotation), the preset's discriminators (presets.ts: no ID, logout or
+ * refresh tokens) and, for Cognito, the audience in `client_id`.
  */
 export function createJwtVerifier(
   config: JwtIssuer,
@@ -100,9 +98,8 @@ const CLAIM_FAILURES = new Map<string, readonly [DenyCode, string]>([
 ]);
 
 /**
- * jose's error classes (and the key set's VerifyErrors) → our codes; the message keeps jose's
- * wording, which names the claim. Anything else is a bug, rethrown so that the caller answers it
- * as `internal_error`, never as a token outcome. The receivers of revocation/ share this mapping.
+ * jose's errors (and the key set's VerifyErrors) → our codes, in jose's wording that names the
+ * claim; anything else is a bug, rethrown (`internal_error`). revocation/'s receivers share it.
  */
 export function toVerifyError(error: unknown): VerifyError {
   if (error instanceof VerifyError) return error;

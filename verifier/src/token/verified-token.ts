@@ -1,5 +1,5 @@
-// What a successful token check yields, whatever the token type (what the decision cache keeps),
-// and the readers of the claims it carries besides the identity: audience, key binding, session.
+// What a successful token check yields, whatever its type (what the decision cache keeps), and
+// the readers of its claims besides the identity: audience, key binding, session.
 import { VerifyError } from '../errors.js';
 import type { Identity } from './identity.js';
 
@@ -35,10 +35,8 @@ export function readSessionClaims({ iat, sid, email }: Record<string, unknown>) 
 export type SessionClaims = Readonly<ReturnType<typeof readSessionClaims>>;
 
 /**
- * `cnf.jkt` (RFC 9449 §6), read alike from a JWT's claims (§6.1) and an introspection answer
- * (§6.2); undefined for an unbound token. A `cnf` this gate cannot honour (another confirmation
- * method, a malformed thumbprint) refuses the token: accepting it as a bearer token would drop the
- * binding its issuer asked for. `where` names the source in the message.
+ * `cnf.jkt` of a JWT (RFC 9449 §6.1) or an introspection answer (§6.2), undefined when unbound. A
+ * `cnf` this gate cannot honour refuses the token: as a bearer token it would lose its binding.
  */
 export function readJkt(cnf: unknown, where = 'claim'): string | undefined {
   if (cnf === undefined) return undefined;
