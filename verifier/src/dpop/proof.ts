@@ -1,10 +1,10 @@
 // One DPoP proof checked per RFC 9449 §4.3 and §7, with node:crypto on the calling thread: jose's
 // jwtVerify would queue a WebCrypto job on the thread pool per proof, several times the ES256 math.
 import { hash, type KeyObject } from 'node:crypto';
-import { calculateJwkThumbprint, decodeProtectedHeader, importJWK, type JWTPayload } from 'jose';
+import { calculateJwkThumbprint, importJWK, type JWTPayload } from 'jose';
 import { LRUCache } from 'lru-cache';
 import { VerifyError } from '../errors.js';
-import { checkProtectedHeader, validateClaims } from '../token/jwt-claims.js';
+import { checkProtectedHeader, readProtectedHeader, validateClaims } from '../token/jwt-claims.js';
 import {
   signatureSchemes,
   verificationKey,
@@ -49,12 +49,8 @@ export function createProofChecker(options: {
   });
 
   async function prepareHeader(proof: string) {
-    let header: ReturnType<typeof decodeProtectedHeader>;
-    try {
-      header = decodeProtectedHeader(proof);
-    } catch {
-      throw invalid('the DPoP proof header is not valid JSON');
-    }
+    const header = readProtectedHeader(proof);
+    if (header === undefined) throw invalid('the DPoP proof header is not valid JSON');
     if (header.typ !== 'dpop+jwt') throw invalid('"typ" header must be "dpop+jwt"');
     const scheme = typeof header.alg === 'string' ? schemes.get(header.alg) : undefined;
     if (scheme === undefined) throw invalid('"alg" is not an allowed DPoP algorithm');

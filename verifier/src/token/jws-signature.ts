@@ -47,7 +47,7 @@ const SCHEMES: ReadonlyMap<string, SignatureScheme> = new Map([
   ['Ed25519', ED25519],
 ]);
 
-/** The schemes of an `alg` allowlist; a TypeError at start for one not checked here (HMAC, none). */
+/** The schemes of an `alg` allowlist; a TypeError at start for any other (HMAC, `none`). */
 export function signatureSchemes(algorithms: readonly string[]) {
   return new Map<string, SignatureScheme>(
     algorithms.map((alg) => {

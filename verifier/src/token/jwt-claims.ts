@@ -1,9 +1,20 @@
 // jose's jwtVerify checks around a signature checked by jws-signature.ts: the protected header
 // before any key is fetched, the claims after the signature held.
-import { errors, UnsecuredJWT, type JWTClaimVerificationOptions, type JWTPayload } from 'jose';
+import { decodeProtectedHeader, errors, UnsecuredJWT } from 'jose';
 import { createInterner } from '../intern.js';
+import { looksLikeJwt } from './token-shape.js';
 
 type Header = Readonly<Record<string, unknown>>;
+
+/** The protected header of a compact JWS, undefined when `token` is none or its header no object. */
+export function readProtectedHeader(token: string) {
+  if (!looksLikeJwt(token)) return undefined;
+  try {
+    return decodeProtectedHeader(token);
+  } catch {
+    return undefined;
+  }
+}
 
 /**
  * jose's header rules, in its order: `crit` a non-empty list of extensions it understands (only
@@ -51,8 +62,8 @@ const envelopeHeader = createInterner<string>(64);
 export function validateClaims(
   token: string,
   header: Header,
-  options: JWTClaimVerificationOptions,
-): JWTPayload {
+  options: Parameters<typeof UnsecuredJWT.decode>[1],
+) {
   const { typ } = header;
   const encode = () => Buffer.from(JSON.stringify({ alg: 'none', typ })).toString('base64url');
   const envelope = typeof typ === 'string' ? envelopeHeader(typ, encode) : encode();

@@ -1,14 +1,13 @@
 // One issuer's JWT access tokens (RFC 7519, RFC 8725, RFC 9068), every jose outcome mapped to a
 // DenyCode. jose parses the header and the claims; keys (key-set.ts) and signatures are ours.
-import { decodeProtectedHeader, errors, type JWTPayload } from 'jose';
+import { errors, type JWTPayload } from 'jose';
 import type { JwtIssuer } from '../config/model.js';
 import { checkTokenKind, soleAudienceReason } from '../config/presets.js';
 import { VerifyError, type DenyCode } from '../errors.js';
 import { readIdentity } from './identity.js';
-import { checkProtectedHeader, validateClaims } from './jwt-claims.js';
+import { checkProtectedHeader, readProtectedHeader, validateClaims } from './jwt-claims.js';
 import type { KeySet } from './key-set.js';
 import { signatureSchemes, verificationKey, verifySignature } from './jws-signature.js';
-import { looksLikeJwt } from './token-shape.js';
 import { checkAudience, readJkt, readSessionClaims, type VerifiedToken } from './verified-token.js';
 
 export type JwtVerifier = (token: string) => Promise<VerifiedToken>;
@@ -43,14 +42,10 @@ export function createJwtVerifier(
   return async function verifyJwt(token) {
     const at = now();
     let payload: JWTPayload;
-    let header: ReturnType<typeof decodeProtectedHeader>;
+    let header: ReturnType<typeof readProtectedHeader>;
     try {
-      if (!looksLikeJwt(token)) throw new errors.JWSInvalid('Invalid Compact JWS');
-      try {
-        header = decodeProtectedHeader(token);
-      } catch {
-        throw new errors.JWSInvalid('JWS Protected Header is invalid');
-      }
+      header = readProtectedHeader(token);
+      if (header === undefined) throw new errors.JWSInvalid('Invalid Compact JWS');
       const scheme = schemes.get(checkProtectedHeader(header, schemes))!;
       const key = verificationKey(await keySet.getKey(header), scheme);
       if (key === undefined)
