@@ -42,17 +42,6 @@ export function createDpopRuntime(
           onError: (message) => logger.warn({ err: message }, 'DPoP replay store unreachable'),
         });
   let lastStoreWarning = 0;
-  function warnStoreError(message: string, failedClosed: boolean) {
-    // At most one line a second while the store is down.
-    if (now() - lastStoreWarning < 1000) return;
-    lastStoreWarning = now();
-    logger.warn(
-      { err: message, failedClosed },
-      failedClosed
-        ? 'DPoP replay store unreachable: proofs refused on required policies'
-        : 'DPoP replay store unreachable: this process checks replays on its own meanwhile',
-    );
-  }
   const refuse = (code: DenyCode, detail: string | undefined, nonce?: string): DpopOutcome => ({
     decision: dpopDenial(code, { algs, nonce }),
     detail,
@@ -97,10 +86,19 @@ export function createDpopRuntime(
     try {
       fresh = await store.remember(key, replayTtl);
     } catch (error) {
-      const message = (error as Error).message;
-      warnStoreError(message, mode === 'required');
-      if (mode === 'required' || store === memory)
-        return refuse('dpop_replay_unavailable', message);
+      const { message } = error as Error;
+      const failedClosed = mode === 'required';
+      // At most one line a second while the store is down.
+      if (now() - lastStoreWarning >= 1000) {
+        lastStoreWarning = now();
+        logger.warn(
+          { err: message, failedClosed },
+          failedClosed
+            ? 'DPoP replay store unreachable: proofs refused on required policies'
+            : 'DPoP replay store unreachable: this process checks replays on its own meanwhile',
+        );
+      }
+      if (failedClosed || store === memory) return refuse('dpop_replay_unavailable', message);
       try {
         fresh = memory.remember(key, replayTtl);
       } catch (memoryError) {
