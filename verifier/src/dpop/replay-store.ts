@@ -4,10 +4,9 @@
 // throws (rejects) when the store cannot answer: the caller decides whether that fails closed.
 
 /**
- * An in-process store bounded by `maxEntries`, answering at once. Every key lives the same
- * `ttlSeconds`, so the Map's insertion order is also expiry order and expired keys are swept from
- * its front. When it is full of live keys it refuses rather than forget one (which would let a
- * replay through). `now` is in epoch milliseconds.
+ * An in-process store of at most `maxEntries`. Every key lives the same `ttlSeconds`, so the Map's
+ * insertion order is expiry order and expired keys are swept from its front. Full of live keys, it
+ * refuses rather than forget one (which would let a replay through). `now` in epoch milliseconds.
  */
 export function createMemoryReplayStore(options: { maxEntries: number; now: () => number }) {
   const seen = new Map<string, number>();

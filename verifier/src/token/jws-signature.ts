@@ -2,14 +2,12 @@
 // with WebCrypto, a libuv thread-pool job per call on Node 20 that costs more CPU than the math:
 // 80–115 µs per RS256 token against 33–36 µs here (docs/performance.md, "Hot path").
 import { constants, KeyObject, verify, type SigningOptions, type webcrypto } from 'node:crypto';
-
-type CryptoKey = webcrypto.CryptoKey;
+import type { CryptoKey } from 'jose';
 
 /**
- * How one JWS `alg` is checked, by the rules of jose's WebCrypto call: the WebCrypto algorithm the
- * key must have been imported for, RSA keys of at least 2048 bits; the node:crypto digest (null
- * for Ed25519, which hashes internally) and options: RSA-PSS salt = hash length, ECDSA signatures
- * raw r‖s (IEEE P1363) as JWS defines them.
+ * How one JWS `alg` is checked, by jose's WebCrypto rules: the algorithm the key must be imported
+ * for (RSA keys of at least 2048 bits); the node:crypto digest (null for Ed25519, which hashes
+ * internally) and options (RSA-PSS salt = hash length, ECDSA raw r‖s as JWS defines it).
  */
 export interface SignatureScheme {
   readonly digest: string | null;

@@ -19,9 +19,8 @@ export interface VerifiedToken {
 }
 
 /**
- * What pushed revocations are matched against besides iss and sub, odd types ignored: `iat` (a
- * token without one cannot be shown newer than a watermark), the OIDC session id `sid` (Keycloak
- * puts it into access tokens) and the token's own `email`, lower-cased.
+ * What pushed revocations match besides iss and sub, odd types ignored: `iat` (without one a
+ * token is never newer than a watermark), the OIDC `sid` (Keycloak has it), `email` lower-cased.
  */
 export function readSessionClaims({ iat, sid, email }: Record<string, unknown>) {
   const short = (value: unknown): string | undefined =>
