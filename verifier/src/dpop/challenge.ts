@@ -1,6 +1,5 @@
-// The `DPoP` challenge of RFC 9449 §7.1, rendered by the plugin into the decision's headers, which
-// the transport edge (http/verify-answer.ts) writes in place of the Bearer challenge: one
-// `WWW-Authenticate` (NGINX passes one on a 401), `algs` always, `DPoP-Nonce` when nonces are on.
+// The `DPoP` challenge of RFC 9449 §7.1, put in the decision's headers, which http/ writes in place
+// of the Bearer one: one `WWW-Authenticate` (NGINX passes one on a 401), and `DPoP-Nonce`.
 import { deny, type Decision, type Header } from '../decision/decision.js';
 import type { DenyCode } from '../errors.js';
 

@@ -3,10 +3,7 @@
 // syntax- and scheme-based normalisation §4.3 asks for; query and fragment are ignored.
 import { LRUCache } from 'lru-cache';
 
-/**
- * Normalised URLs by raw input ('' for "not an absolute http(s) URL"): a client's proofs name the
- * same URL and every request rebuilds the same external one, so a repeat skips the parser.
- */
+/** Normalised URLs by raw input ('' for none): a URL seen before skips the parser. */
 const normalized = new LRUCache<string, string>({ max: 1024 });
 
 /** `scheme://host[:port]/path` of `raw`, or undefined when it is not an absolute http(s) URL. */
@@ -24,9 +21,8 @@ export function normalizeHtu(raw: string): string | undefined {
 }
 
 /**
- * The external URL of the original request: `origin` is the gate's configured public origin
- * (never a client header), `path` the raw path NGINX saw (no query). Undefined when either is
- * missing or unusable, which fails every proof.
+ * The external URL of the original request from the configured public origin (never a client
+ * header) and the raw path NGINX saw (no query); undefined, failing every proof, when unusable.
  */
 export function externalUrl(origin: string | undefined, path: string | undefined) {
   // `//host/x` as a path would change the authority once joined.

@@ -14,10 +14,10 @@ import { createMemoryReplayStore } from './replay-store.js';
 
 /**
  * The step runs after the token's decision (cached or fresh) on every request, so a cached token
- * never skips its proof (§7). It refuses a bound token as Bearer (no downgrade), the DPoP scheme
- * with an unbound token, a proof that fails proof.ts or is not by the token's `cnf.jkt` key, a
- * missing or stale server nonce (when on) and a `jti` seen before. A shared replay store that does
- * not answer fails `required` policies closed; `allowed` ones check replays in process meanwhile.
+ * never skips its proof (§7). It refuses a bound token as Bearer (no downgrade), DPoP with an
+ * unbound token, a proof that fails proof.ts or is not by the `cnf.jkt` key, a missing or stale
+ * nonce (when on) and a `jti` seen before. A shared replay store that does not answer fails
+ * `required` policies closed; `allowed` ones check replays in process meanwhile.
  */
 export function createDpopRuntime(
   config: DpopConfig,
@@ -41,17 +41,6 @@ export function createDpopRuntime(
           onError: (message) => logger.warn({ err: message }, 'DPoP replay store unreachable'),
         });
   let lastStoreWarning = 0;
-  function warnStoreError(message: string, failedClosed: boolean) {
-    // At most one line a second while the store is down.
-    if (now() - lastStoreWarning < 1000) return;
-    lastStoreWarning = now();
-    logger.warn(
-      { err: message, failedClosed },
-      failedClosed
-        ? 'DPoP replay store unreachable: proofs refused on required policies'
-        : 'DPoP replay store unreachable: this process checks replays on its own meanwhile',
-    );
-  }
   const refuse = (code: DenyCode, detail: string | undefined, nonce?: string): DpopOutcome => ({
     decision: dpopDenial(code, { algs, nonce }),
     detail,
@@ -96,10 +85,19 @@ export function createDpopRuntime(
     try {
       fresh = await store.remember(key, replayTtl);
     } catch (error) {
-      const message = (error as Error).message;
-      warnStoreError(message, mode === 'required');
-      if (mode === 'required' || store === memory)
-        return refuse('dpop_replay_unavailable', message);
+      const { message } = error as Error;
+      const failedClosed = mode === 'required';
+      // At most one line a second while the store is down.
+      if (now() - lastStoreWarning >= 1000) {
+        lastStoreWarning = now();
+        logger.warn(
+          { err: message, failedClosed },
+          failedClosed
+            ? 'DPoP replay store unreachable: proofs refused on required policies'
+            : 'DPoP replay store unreachable: this process checks replays on its own meanwhile',
+        );
+      }
+      if (failedClosed || store === memory) return refuse('dpop_replay_unavailable', message);
       try {
         fresh = memory.remember(key, replayTtl);
       } catch (memoryError) {

@@ -3,10 +3,7 @@
 // that just fetched one is never refused at a boundary).
 import { createHmac } from 'node:crypto';
 
-/**
- * `current()` is the nonce to send as `DPoP-Nonce`; `isValid` accepts it and the previous one.
- * `windowSeconds` long windows, `now` in epoch milliseconds.
- */
+/** `current()` is the `DPoP-Nonce` to send; `isValid` accepts it and the previous one. */
 export function createNonceSource(secret: string, windowSeconds: number, now: () => number) {
   const key = Buffer.from(secret, 'utf8');
   const windowMs = Math.max(1, windowSeconds) * 1000;
@@ -21,8 +18,8 @@ export function createNonceSource(secret: string, windowSeconds: number, now: ()
   };
   return {
     current,
-    // A nonce is no secret (every answer hands out the current one): a plain comparison with the
-    // two valid ones, the previous one rebuilt only when the current one does not match.
+    // No secret (every answer hands out the current one): compared plainly, the previous one
+    // rebuilt only when the current one does not match.
     isValid: (nonce: unknown) =>
       typeof nonce === 'string' && (nonce === current() || nonce === make(cached.window - 1)),
   };

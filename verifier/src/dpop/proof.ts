@@ -1,26 +1,24 @@
 // One DPoP proof checked per RFC 9449 §4.3 and §7, with node:crypto on the calling thread: jose's
 // jwtVerify would queue a WebCrypto job on the thread pool per proof, several times the ES256 math.
 import { hash, type KeyObject } from 'node:crypto';
-import { calculateJwkThumbprint, decodeProtectedHeader, importJWK, type JWTPayload } from 'jose';
+import { calculateJwkThumbprint, importJWK, type JWTPayload } from 'jose';
 import { LRUCache } from 'lru-cache';
 import { VerifyError } from '../errors.js';
-import { checkProtectedHeader, validateClaims } from '../token/jwt-claims.js';
+import { checkProtectedHeader, readProtectedHeader, validateClaims } from '../token/jwt-claims.js';
 import {
-  signatureScheme,
+  signatureSchemes,
   verificationKey,
   verifySignature,
   type SignatureScheme,
 } from '../token/jws-signature.js';
+import { looksLikeJwt } from '../token/token-shape.js';
 import { normalizeHtu } from './htu.js';
 
 /** A proof is a short JWS with one public key in it; anything larger is refused unparsed. */
 export const MAX_PROOF_BYTES = 2048;
 const MAX_JTI_LENGTH = 256;
-const JWS_COMPACT = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 /** JWK members that only a private (or symmetric) key has (RFC 7518 §6). */
 const PRIVATE_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'] as const;
-/** Protected headers kept (see `headers` below); one per active DPoP client is the working set. */
-const HEADER_CACHE_ENTRIES = 10_000;
 /** Every cached header passed the `typ` check, so the claims are validated under that `typ`. */
 const DPOP_TYP = { typ: 'dpop+jwt' } as const;
 
@@ -28,42 +26,31 @@ const invalid = (message: string) => new VerifyError('dpop_proof_invalid', messa
 const unverified = () => invalid('the DPoP proof signature or claims did not verify');
 
 /**
- * Checks, cheap ones before any crypto: a compact JWS of at most MAX_PROOF_BYTES; `typ: dpop+jwt`;
- * `alg` in the allowlist (asymmetric only, so `none` and HMAC never pass); unknown `crit` refused;
- * `jwk` a public key (no private members) whose type and curve fit `alg` (RSA at least 2048 bits);
- * the signature with that key; `exp`, `nbf` and `iat` as jose validates them when present; `jti`
- * present; `htm` = the original method; `htu` = the external URL without query and fragment; `iat`
- * within ±`iatWindow` seconds; `ath` = base64url(SHA-256(token)) when a token is presented. Left to
- * the caller: `nonce`, replay of `jti` and `cnf.jkt`. `algorithms` are asymmetric (the
- * configuration checks it); `now` is in epoch milliseconds.
+ * Checks, cheap ones first: a compact JWS of at most MAX_PROOF_BYTES; `typ: dpop+jwt`; `alg` in
+ * the asymmetric allowlist (never `none` or HMAC); no unknown `crit`; `jwk` a public key fitting
+ * `alg` (RSA ≥ 2048 bits); the signature; `exp`, `nbf`, `iat` as jose validates them; `jti`; `htm`
+ * the original method; `htu` the external URL (no query, fragment); `iat` within ±`iatWindow` s;
+ * `ath` = base64url(SHA-256(token)) when a token is presented. Left to the caller: `nonce`, `jti`
+ * replays and `cnf.jkt`. `now` is in epoch milliseconds.
  */
 export function createProofChecker(options: {
   algorithms: readonly string[];
   iatWindow: number;
   now: () => number;
 }) {
-  const schemes = new Map<string, SignatureScheme>();
-  for (const alg of options.algorithms) {
-    const scheme = signatureScheme(alg);
-    if (scheme === undefined) throw new TypeError(`no signature scheme for DPoP "${alg}"`);
-    schemes.set(alg, scheme);
-  }
+  const schemes = signatureSchemes(options.algorithms);
   /**
-   * A client signs every proof with one key under one protected header (alg, typ, jwk): what it
-   * decides, the imported key included, is kept by its base64url text, so a repeat costs a map
-   * lookup rather than a key import and a digest. Only headers that passed go in.
+   * A client signs every proof under one protected header (alg, typ, jwk): what it decides, the
+   * imported key included, is kept by its base64url text, so a repeat costs a map lookup, not a key
+   * import and a digest. Only headers that passed go in; one per active client is the working set.
    */
   const headers = new LRUCache<string, { jkt: string; key: KeyObject; scheme: SignatureScheme }>({
-    max: HEADER_CACHE_ENTRIES,
+    max: 10_000,
   });
 
   async function prepareHeader(proof: string) {
-    let header: ReturnType<typeof decodeProtectedHeader>;
-    try {
-      header = decodeProtectedHeader(proof);
-    } catch {
-      throw invalid('the DPoP proof header is not valid JSON');
-    }
+    const header = readProtectedHeader(proof);
+    if (header === undefined) throw invalid('the DPoP proof header is not valid JSON');
     if (header.typ !== 'dpop+jwt') throw invalid('"typ" header must be "dpop+jwt"');
     const scheme = typeof header.alg === 'string' ? schemes.get(header.alg) : undefined;
     if (scheme === undefined) throw invalid('"alg" is not an allowed DPoP algorithm');
@@ -77,8 +64,8 @@ export function createProofChecker(options: {
     } catch {
       throw unverified();
     }
-    // jose refuses a malformed key and one whose type or curve does not fit `alg`; verificationKey
-    // a private or secret one and an RSA key under 2048 bits.
+    // jose refuses a malformed key or one unfit for `alg`; verificationKey a private, secret or
+    // short RSA one.
     const imported = await importJWK(jwk, header.alg).catch(() => undefined);
     const key =
       imported === undefined || imported instanceof Uint8Array
@@ -90,9 +77,9 @@ export function createProofChecker(options: {
   }
 
   /**
-   * `expect`: the original method, the normalised external URL (htu.ts externalUrl) and the access
-   * token for `ath` (none at a token endpoint). Resolves with the key's RFC 7638 thumbprint `jkt`,
-   * `jti`, `iat` and the unchecked `nonce`; rejects with a `dpop_proof_invalid` VerifyError.
+   * `expect`: the original method, the normalised external URL (htu.ts) and the access token for
+   * `ath` (none at a token endpoint). Resolves with the key's RFC 7638 thumbprint `jkt`, `jti`,
+   * `iat` and the unchecked `nonce`; rejects with a `dpop_proof_invalid` VerifyError.
    */
   return async function checkProof(
     proof: string,
@@ -100,7 +87,7 @@ export function createProofChecker(options: {
   ) {
     if (proof.length > MAX_PROOF_BYTES)
       throw invalid(`the DPoP proof is larger than ${MAX_PROOF_BYTES} bytes`);
-    if (!JWS_COMPACT.test(proof)) throw invalid('the DPoP proof is not a compact JWS');
+    if (!looksLikeJwt(proof)) throw invalid('the DPoP proof is not a compact JWS');
     const segment = proof.slice(0, proof.indexOf('.'));
     let prepared = headers.get(segment);
     if (prepared === undefined) headers.set(segment, (prepared = await prepareHeader(proof)));

@@ -1,15 +1,12 @@
-// Where used proof `jti`s are remembered (RFC 9449 §11.1): in process, which stops a replay to the
-// same verifier only, or in a Redis (or Valkey) server every replica shares (redis-replay-store.ts,
-// apart so the dev IdP's image, which uses the in-process store, needs no Redis client). Either
-// store's `remember(key, ttlSeconds)` is true the first time a key is seen within `ttlSeconds`,
-// false for a replay, and throws (rejects) when the store cannot answer: the caller decides whether
-// that fails closed. `isReady()` is true once the store can answer.
+// Used proof `jti`s (RFC 9449 §11.1): in process (a replay to this verifier only) or in a Redis or
+// Valkey every replica shares (redis-replay-store.ts, apart so the dev IdP loads no Redis client).
+// `remember(key, ttlSeconds)` is true the first time within `ttlSeconds`, false for a replay, and
+// throws (rejects) when the store cannot answer: the caller decides whether that fails closed.
 
 /**
- * An in-process store bounded by `maxEntries`, answering at once. Every key lives the same
- * `ttlSeconds`, so the Map's insertion order is also expiry order and expired keys are swept from
- * its front. When it is full of live keys it refuses rather than forget one (which would let a
- * replay through). `now` is in epoch milliseconds.
+ * An in-process store of at most `maxEntries`. Every key lives the same `ttlSeconds`, so the Map's
+ * insertion order is expiry order and expired keys are swept from its front. Full of live keys, it
+ * refuses rather than forget one (which would let a replay through). `now` in epoch milliseconds.
  */
 export function createMemoryReplayStore(options: { maxEntries: number; now: () => number }) {
   const seen = new Map<string, number>();
@@ -29,6 +26,7 @@ export function createMemoryReplayStore(options: { maxEntries: number; now: () =
       seen.set(key, at + ttlSeconds * 1000);
       return true;
     },
+    /** True once the store can answer. */
     isReady: () => true,
     close: () => Promise.resolve(seen.clear()),
   };

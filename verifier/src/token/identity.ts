@@ -14,17 +14,15 @@ const MAX_ID_LENGTH = 256;
 const MAX_SCOPE_LENGTH = 1024;
 
 /**
- * A client id that reaches NGINX byte for byte (the secret set is chosen by it, so one that would
- * be altered on the way is refused, never rewritten): visible ASCII at both ends (NGINX trims
- * spaces and tabs around a value), printable ASCII inside, at most 256 characters.
+ * A client id that reaches NGINX byte for byte, as it picks the secret set (refused, never
+ * rewritten): visible ASCII at both ends (NGINX trims spaces and tabs), printable inside, ≤ 256.
  */
 const HEADER_EXACT_CLIENT = /^[\x21-\x7e](?:[\x20-\x7e]{0,254}[\x21-\x7e])?$/;
 
 /**
- * The identity the claims of a verified token or introspection answer speak for. The client id is
- * the first string among `clientClaims` (e.g. azp, client_id, cid); the scopes are the first of
- * `scopeClaims` (default RFC 9068 `scope`, else the common `scp`) present: a space-separated
- * string (`scope`, Entra's `scp`) or an array (Okta's `scp`, Entra's app-only `roles`).
+ * Who a verified token or introspection answer speaks for: the client id is the first string among
+ * `clientClaims` (azp, client_id, cid…); the scopes the first of `scopeClaims` (default `scope`,
+ * then `scp`) present: a space-separated string or an array (Okta's `scp`, Entra's `roles`).
  */
 export function readIdentity(
   claims: Record<string, unknown>,

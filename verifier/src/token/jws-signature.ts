@@ -2,14 +2,12 @@
 // with WebCrypto, a libuv thread-pool job per call on Node 20 that costs more CPU than the math:
 // 80–115 µs per RS256 token against 33–36 µs here (docs/performance.md, "Hot path").
 import { constants, KeyObject, verify, type SigningOptions, type webcrypto } from 'node:crypto';
-
-type CryptoKey = webcrypto.CryptoKey;
+import type { CryptoKey } from 'jose';
 
 /**
- * How one JWS `alg` is checked, by the rules of jose's WebCrypto call: the WebCrypto algorithm the
- * key must have been imported for, RSA keys of at least 2048 bits; the node:crypto digest (null
- * for Ed25519, which hashes internally) and options: RSA-PSS salt = hash length, ECDSA signatures
- * raw r‖s (IEEE P1363) as JWS defines them.
+ * How one JWS `alg` is checked, by jose's WebCrypto rules: the algorithm the key must be imported
+ * for (RSA keys of at least 2048 bits); the node:crypto digest (null for Ed25519, which hashes
+ * internally) and options (RSA-PSS salt = hash length, ECDSA raw r‖s as JWS defines it).
  */
 export interface SignatureScheme {
   readonly digest: string | null;
@@ -47,9 +45,15 @@ const SCHEMES: ReadonlyMap<string, SignatureScheme> = new Map([
   ['Ed25519', ED25519],
 ]);
 
-/** The scheme of an `alg`, or undefined for one this module does not check (never HMAC, `none`). */
-export function signatureScheme(alg: string): SignatureScheme | undefined {
-  return SCHEMES.get(alg);
+/** The schemes of an `alg` allowlist; a TypeError at start for any other (HMAC, `none`). */
+export function signatureSchemes(algorithms: readonly string[]) {
+  return new Map<string, SignatureScheme>(
+    algorithms.map((alg) => {
+      const scheme = SCHEMES.get(alg);
+      if (scheme === undefined) throw new TypeError(`no signature scheme for "${alg}"`);
+      return [alg, scheme] as const;
+    }),
+  );
 }
 
 /** A key set holds a handful of keys: each is turned into a KeyObject once. */

@@ -1,10 +1,20 @@
-// The JWS checks around the signature, as jose's jwtVerify makes them, for verifiers that do the
-// signature arithmetic themselves (jws-signature.ts): the protected header before any key is
-// fetched, and the claims after the signature held.
-import { errors, UnsecuredJWT, type JWTClaimVerificationOptions, type JWTPayload } from 'jose';
+// jose's jwtVerify checks around a signature checked by jws-signature.ts: the protected header
+// before any key is fetched, the claims after the signature held.
+import { decodeProtectedHeader, errors, UnsecuredJWT } from 'jose';
 import { createInterner } from '../intern.js';
+import { looksLikeJwt } from './token-shape.js';
 
 type Header = Readonly<Record<string, unknown>>;
+
+/** The protected header of a compact JWS, undefined when `token` is none or its header no object. */
+export function readProtectedHeader(token: string) {
+  if (!looksLikeJwt(token)) return undefined;
+  try {
+    return decodeProtectedHeader(token);
+  } catch {
+    return undefined;
+  }
+}
 
 /**
  * jose's header rules, in its order: `crit` a non-empty list of extensions it understands (only
@@ -25,10 +35,9 @@ export function checkProtectedHeader(header: Header, allowed: ReadonlyMap<string
     for (const name of crit as string[]) {
       if (name !== 'b64')
         throw new errors.JOSENotSupported(`Extension Header Parameter "${name}" is not recognized`);
-      if (!Object.hasOwn(header, name) || header[name] === undefined)
+      if (header.b64 === undefined)
         throw new errors.JWSInvalid(`Extension Header Parameter "${name}" is missing`);
     }
-    // Every name in `crit` is `b64` now.
     if (typeof header.b64 !== 'boolean')
       throw new errors.JWSInvalid(
         'The "b64" (base64url-encode payload) Header Parameter must be a boolean',
@@ -46,17 +55,15 @@ export function checkProtectedHeader(header: Header, allowed: ReadonlyMap<string
 const envelopeHeader = createInterner<string>(64);
 
 /**
- * The verified token's claims after jose's validation with `options` (jwtVerify's claim options).
- * jose exports no "claims only" call, but UnsecuredJWT.decode is exactly its claims validation
- * (typ, required claims, iss, aud, exp, nbf, iat, tolerance) behind an `alg: none` envelope, built
- * here from the token's own payload and `typ`. Call only once the signature of `token` held: no
- * token is accepted without one (RFC 8725 §3.1).
+ * The claims of `token` validated by jose with jwtVerify's claim `options`: UnsecuredJWT.decode is
+ * exactly that validation (typ, required claims, iss, aud, exp, nbf, iat) behind an `alg: none`
+ * envelope built from the token's payload and `typ`. Only once the signature held (RFC 8725 §3.1).
  */
 export function validateClaims(
   token: string,
   header: Header,
-  options: JWTClaimVerificationOptions,
-): JWTPayload {
+  options: Parameters<typeof UnsecuredJWT.decode>[1],
+) {
   const { typ } = header;
   const encode = () => Buffer.from(JSON.stringify({ alg: 'none', typ })).toString('base64url');
   const envelope = typeof typ === 'string' ? envelopeHeader(typ, encode) : encode();

@@ -1,15 +1,13 @@
-// Verifies one issuer's JWT access tokens (RFC 7519, RFC 8725, RFC 9068) and maps every jose
-// outcome to our closed DenyCode union. jose parses the header and validates the claims; the key
-// getter (key-set.ts) and the signature arithmetic (jws-signature.ts) are ours.
-import { decodeProtectedHeader, errors, type JWTPayload } from 'jose';
+// One issuer's JWT access tokens (RFC 7519, RFC 8725, RFC 9068), every jose outcome mapped to a
+// DenyCode. jose parses the header and the claims; keys (key-set.ts) and signatures are ours.
+import { errors, type JWTPayload } from 'jose';
 import type { JwtIssuer } from '../config/model.js';
 import { soleAudienceReason } from '../config/presets.js';
 import { VerifyError, type DenyCode } from '../errors.js';
 import { readIdentity } from './identity.js';
-import { checkProtectedHeader, validateClaims } from './jwt-claims.js';
+import { checkProtectedHeader, readProtectedHeader, validateClaims } from './jwt-claims.js';
 import type { KeySet } from './key-set.js';
-import { signatureScheme, verificationKey, verifySignature } from './jws-signature.js';
-import { looksLikeJwt } from './token-shape.js';
+import { signatureSchemes, verificationKey, verifySignature } from './jws-signature.js';
 import {
   checkAudience,
   checkTokenKind,
@@ -23,13 +21,12 @@ export type JwtVerifier = (token: string) => Promise<VerifiedToken>;
 const claimInvalid = (message: string) => new VerifyError('claim_invalid', message);
 
 /**
- * Checked, in jose's order: the header (`crit` understood, `alg` in the allowlist: asymmetric
- * only, so `none` and HMAC never pass); the signature, with a key of the issuer's JWKS only
- * (`jku`, `x5u`, `jwk` and `x5c` headers are never used); `iss` exact, `aud` contains the
- * audience, `exp` required, `nbf` and `iat` within the tolerance, `typ` (RFC 9068 `at+jwt` unless
- * the issuer opts out). Then a lifetime within `maxTokenAge` (RFC 7519 bounds no `exp`: a token
- * minted for a century would outlive every key rotation), the preset's discriminators (presets.ts:
- * so ID, logout and refresh tokens stay out) and, for Cognito, the audience in `client_id`.
+ * Checked, in jose's order: the header (`crit` understood, `alg` in the asymmetric allowlist, so
+ * never `none` or HMAC); the signature, by a key of the issuer's JWKS only (never `jku`, `x5u`,
+ * `jwk`, `x5c`); `iss` exact, `aud`, `exp` required, `nbf` and `iat` within the tolerance, `typ`
+ * (RFC 9068 `at+jwt` unless opted out). Then a lifetime within `maxTokenAge` (a century-long `exp`
+ * would outlive every key rotation), the preset's discriminators (presets.ts: no ID, logout or
+ * refresh tokens) and, for Cognito, the audience in `client_id`.
  */
 export function createJwtVerifier(
   config: JwtIssuer,
@@ -45,26 +42,16 @@ export function createJwtVerifier(
     requiredClaims: ['exp'],
     typ: config.requireTyp,
   };
-  const schemes = new Map(
-    config.algorithms.map((alg) => {
-      const scheme = signatureScheme(alg);
-      if (scheme === undefined) throw new TypeError(`no signature scheme for "${alg}"`);
-      return [alg, scheme] as const;
-    }),
-  );
+  const schemes = signatureSchemes(config.algorithms);
   const longest = config.maxTokenAge + clockTolerance;
 
   return async function verifyJwt(token) {
     const at = now();
     let payload: JWTPayload;
-    let header: ReturnType<typeof decodeProtectedHeader>;
+    let header: ReturnType<typeof readProtectedHeader>;
     try {
-      if (!looksLikeJwt(token)) throw new errors.JWSInvalid('Invalid Compact JWS');
-      try {
-        header = decodeProtectedHeader(token);
-      } catch {
-        throw new errors.JWSInvalid('JWS Protected Header is invalid');
-      }
+      header = readProtectedHeader(token);
+      if (header === undefined) throw new errors.JWSInvalid('Invalid Compact JWS');
       const scheme = schemes.get(checkProtectedHeader(header, schemes))!;
       const key = verificationKey(await keySet.getKey(header), scheme);
       if (key === undefined)
@@ -112,9 +99,8 @@ const CLAIM_FAILURES = new Map<string, readonly [DenyCode, string]>([
 ]);
 
 /**
- * jose's error classes (and the key set's VerifyErrors) → our codes; the message keeps jose's
- * wording, which names the claim. Anything else is a bug, rethrown so that the caller answers it
- * as `internal_error`, never as a token outcome. The receivers of revocation/ share this mapping.
+ * jose's errors (and the key set's VerifyErrors) → our codes, in jose's wording that names the
+ * claim; anything else is a bug, rethrown (`internal_error`). revocation/'s receivers share it.
  */
 export function toVerifyError(error: unknown): VerifyError {
   if (error instanceof VerifyError) return error;

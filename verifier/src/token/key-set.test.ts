@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { statusOf, verdictOf } from '../testing/answer.js';
-import { createKeySet, type KeySet, type KeySetOptions } from './key-set.js';
+import { createKeySet, type KeySet } from './key-set.js';
 import {
   AUDIENCE,
   ISSUER,
@@ -25,7 +25,7 @@ afterEach(async () => {
 
 function makeKeySet(
   clock: ReturnType<typeof manualClock>,
-  extra: Partial<KeySetOptions> = {},
+  extra: Partial<Parameters<typeof createKeySet>[0]> = {},
 ): KeySet {
   keySet = createKeySet({
     issuer: ISSUER,

@@ -6,8 +6,16 @@ import { VerifyError } from '../errors.js';
 import { FetchError, fetchJson, type FetchedJson } from '../fetch-json.js';
 
 export type JwksFetchOutcome = 'ok' | 'error' | 'invalid';
+export type KeySet = ReturnType<typeof createKeySet>;
 
-export interface KeySetOptions {
+/**
+ * Loaded at start and refreshed in the background every `refresh` seconds (a smaller
+ * `Cache-Control: max-age` shortens it, never below `cooldown`); a failure retries every
+ * `cooldown`. An unknown `kid` triggers at most one fetch per `cooldown`, and concurrent fetches
+ * are merged. After a failed refresh the last good set keeps serving for `maxStale` seconds after
+ * the last good fetch, then tokens are refused (`keys_unavailable`). No redirects (fetch-json.ts).
+ */
+export function createKeySet(options: {
   readonly issuer: string;
   /** The JWKS URL, configured or discovered. */
   readonly resolveUri: () => Promise<string>;
@@ -22,18 +30,7 @@ export interface KeySetOptions {
   readonly onFetch?: (outcome: JwksFetchOutcome, detail?: string) => void;
   /** Called with the `kid`s (undefined for keys without one) that left the set. */
   readonly onKeysRemoved?: (kids: ReadonlySet<string | undefined>) => void;
-}
-
-export type KeySet = ReturnType<typeof createKeySet>;
-
-/**
- * Loaded at start and refreshed in the background every `refresh` seconds (a smaller
- * `Cache-Control: max-age` shortens it, never below `cooldown`); a failure retries every
- * `cooldown`. An unknown `kid` triggers at most one fetch per `cooldown`, and concurrent fetches
- * are merged. After a failed refresh the last good set keeps serving for `maxStale` seconds after
- * the last good fetch, then tokens are refused (`keys_unavailable`). No redirects (fetch-json.ts).
- */
-export function createKeySet(options: KeySetOptions) {
+}) {
   const { issuer, now } = options;
   const floor = Math.min(options.cooldown, options.refresh);
   let local: ReturnType<typeof createLocalJWKSet> | undefined;
@@ -96,7 +93,7 @@ export function createKeySet(options: KeySetOptions) {
     return refresh();
   }
 
-  /** jose's match in the held set; undefined when no key matches. */
+  /** jose's match in the held set, undefined for none. */
   const match = (header: JWSHeaderParameters) =>
     local!(header).catch((error: unknown) => {
       if (error instanceof errors.JWKSNoMatchingKey) return undefined;

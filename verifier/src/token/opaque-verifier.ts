@@ -14,14 +14,12 @@ type Answer = Record<string, unknown>;
 type Window = { exp?: number | undefined; nbf?: number | undefined; jkt?: string | undefined };
 
 /**
- * Every positive answer is refused outside its `nbf`..`exp` and cached for at most `cacheTtl`.
- * `introspection` (RFC 7662 §2): client_secret_basic; `active: true`; `aud` contains this API's
- * audience (a server answers `active: true` for every live token it issued, for any API); a
- * `token_type` naming an access token when present (a refresh token is active too: RFC 6749 §1.5);
- * `iss` when present; `cnf.jkt` read as from a JWT (RFC 9449 §6.2). `tokeninfo` (Google's `ya29.`
- * tokens: not JWTs, not RFC 7662) answers 200 for a live token of any app, so `aud` must be the
- * configured client id; the token is POSTed as `access_token` (as google-auth-library does), never
- * put in a URL that a log could quote.
+ * A positive answer is refused outside its `nbf`..`exp`, cached at most `cacheTtl`. `introspection`
+ * (RFC 7662 §2): client_secret_basic; `active: true`; `aud` contains this API's audience (the
+ * server says active for any API); `token_type` an access token when present (a refresh token is
+ * active too); `iss` when present; `cnf.jkt` (RFC 9449 §6.2). `tokeninfo` (Google's `ya29.`)
+ * answers for a live token of any app, so `aud` must be the client id; the token is POSTed as
+ * `access_token` (as google-auth-library does), never put in a URL a log could quote.
  */
 export function createOpaqueVerifier(
   config: IntrospectionIssuer | TokeninfoIssuer,
@@ -62,9 +60,8 @@ export function createOpaqueVerifier(
 }
 
 /**
- * `token_type` values that name an access token: RFC 6749 §7.1 types (`Bearer`, RFC 9449's `DPoP`)
- * and the RFC 8693 / RFC 7662 hint spellings. Anything else (`refresh_token`, Keycloak's
- * `Refresh`, an ID token) is refused. Absent is accepted: RFC 7662 makes the member optional.
+ * `token_type`s of an access token: RFC 6749 §7.1 (`Bearer`, RFC 9449 `DPoP`) and the RFC 8693 /
+ * 7662 hint spellings; `refresh_token`, Keycloak's `Refresh`… are refused, absent is accepted.
  */
 const ACCESS_TOKEN_TYPES: ReadonlySet<unknown> = new Set([
   'bearer',

@@ -18,9 +18,8 @@ export interface Credentials {
 
 /**
  * The scheme and token of an `Authorization` header, or undefined when none was sent. Another
- * scheme (Basic, or DPoP unless `dpop`: a policy that accepts DPoP) counts as no token, which RFC
- * 6750 §3.1 answers without an error code. Only the size is checked, so a cache hit never scans
- * the token; `assertBearerSyntax` checks the token68 syntax before anything parses it.
+ * scheme (Basic, or DPoP unless `dpop`) counts as no token (RFC 6750 §3.1: no error code). Only
+ * the size is checked, so a cache hit never scans the token (`assertBearerSyntax` does, later).
  */
 export function readCredentials(
   authorization: string | undefined,
@@ -57,9 +56,8 @@ export function looksLikeJwt(token: string): boolean {
 }
 
 /**
- * The `iss` of a JWT-shaped token's payload, read without any check: it only picks the issuer
- * whose keys and rules then verify it. Node's base64url decoder makes this a fraction of jose's
- * decodeJwt, once per new token. Throws when the payload is not a JSON object.
+ * The unchecked `iss` of a JWT-shaped token, which only picks the issuer that verifies it (Node's
+ * base64url decoder: a fraction of jose's decodeJwt). Throws when the payload is no JSON object.
  */
 export function unverifiedIssuer(token: string): unknown {
   const start = token.indexOf('.') + 1;

@@ -1,5 +1,5 @@
-// What a successful token check yields, whatever the token type (what the decision cache keeps),
-// and the checks of its other claims: audience, access-token kind, key binding, session.
+// What a successful token check yields, whatever its type (what the decision cache keeps), and
+// the checks of its other claims: audience, access-token kind, key binding, session.
 import type { JwtIssuer } from '../config/model.js';
 import { VerifyError } from '../errors.js';
 import type { Identity } from './identity.js';
@@ -20,9 +20,8 @@ export interface VerifiedToken {
 }
 
 /**
- * What pushed revocations are matched against besides iss and sub, odd types ignored: `iat` (a
- * token without one cannot be shown newer than a watermark), the OIDC session id `sid` (Keycloak
- * puts it into access tokens) and the token's own `email`, lower-cased.
+ * What pushed revocations match besides iss and sub, odd types ignored: `iat` (without one a
+ * token is never newer than a watermark), the OIDC `sid` (Keycloak has it), `email` lower-cased.
  */
 export function readSessionClaims({ iat, sid, email }: Record<string, unknown>) {
   const short = (value: unknown): string | undefined =>
@@ -36,10 +35,8 @@ export function readSessionClaims({ iat, sid, email }: Record<string, unknown>) 
 export type SessionClaims = Readonly<ReturnType<typeof readSessionClaims>>;
 
 /**
- * `cnf.jkt` (RFC 9449 §6), read alike from a JWT's claims (§6.1) and an introspection answer
- * (§6.2); undefined for an unbound token. A `cnf` this gate cannot honour (another confirmation
- * method, a malformed thumbprint) refuses the token: accepting it as a bearer token would drop the
- * binding its issuer asked for. `where` names the source in the message.
+ * `cnf.jkt` of a JWT (RFC 9449 §6.1) or an introspection answer (§6.2), undefined when unbound. A
+ * `cnf` this gate cannot honour refuses the token: as a bearer token it would lose its binding.
  */
 export function readJkt(cnf: unknown, where = 'claim'): string | undefined {
   if (cnf === undefined) return undefined;
