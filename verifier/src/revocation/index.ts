@@ -10,7 +10,7 @@ import { createKeySet, type KeySet } from '../token/key-set.js';
 import { createLogoutTokenVerifier, createSetVerifier } from './event-token.js';
 import { createLogoutReceiver, createPoller, createPushReceiver } from './receiver.js';
 import { createRevocationStore } from './store.js';
-import { createRevocationApplier, createRevocationCheck, tokenLifetimes } from './watermarks.js';
+import { createRevocationApplier, createRevocationCheck } from './watermarks.js';
 
 /**
  * The runtime when anything can push a revocation here (an issuer with `logoutAudiences`, or a
@@ -45,7 +45,15 @@ export function createRevocationRuntime(
     },
     onLatency: (operation, seconds) => metrics.observeRevocationStore(operation, seconds),
   });
-  const apply = createRevocationApplier(store, tokenLifetimes(config), now);
+  // How long a token of each issuer can stay valid: JWTs the longest accepted lifetime plus the
+  // tolerance; opaque tokens their answer cache (after it the IdP is asked again).
+  const lifetimes = new Map(
+    [...config.issuers.values()].map((issuer) => [
+      issuer.issuer,
+      issuer.type === 'jwt' ? issuer.maxTokenAge + issuer.clockTolerance : issuer.cacheTtl,
+    ]),
+  );
+  const apply = createRevocationApplier(store, lifetimes, now);
   const parts = { store, apply, metrics, logger };
 
   /** POST /backchannel-logout (an issuer lists logout audiences), /ssf/events (push is on). */

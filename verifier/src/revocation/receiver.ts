@@ -87,11 +87,9 @@ function createEventProcessor(parts: ReceiverParts, verify: EventVerifier) {
         error instanceof ReceiverError
           ? error
           : new ReceiverError('request_invalid', 'the request could not be processed');
-      metrics.revocationRefused(channel, refused.reason);
-      logger.info(
-        { channel, reason: refused.reason, detail: refused.message },
-        'revocation refused',
-      );
+      const { reason, message: detail } = refused;
+      metrics.revocationRefused(channel, reason);
+      logger.info({ channel, reason, detail }, 'revocation refused');
       return refused;
     }
   };
@@ -116,9 +114,8 @@ export function createLogoutReceiver(parts: ReceiverParts, verify: EventVerifier
       throw new ReceiverError('request_invalid', 'the body must carry exactly one "logout_token"');
     });
     if (refused === undefined) return { status: 200, headers: NO_STORE, body: '' };
-    return retryable(refused)
-      ? json(503, { error: 'temporarily_unavailable', error_description: refused.message })
-      : json(400, { error: 'invalid_request', error_description: refused.message });
+    const error = retryable(refused) ? 'temporarily_unavailable' : 'invalid_request';
+    return json(retryable(refused) ? 503 : 400, { error, error_description: refused.message });
   };
 }
 
