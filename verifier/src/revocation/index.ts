@@ -102,7 +102,7 @@ export function createRevocationRuntime(
           : 'revocation store unreachable: tokens served without revocation checks',
     start() {
       void transmitterKeys?.start();
-      poller?.start();
+      void poller?.start();
     },
     close() {
       poller?.stop();

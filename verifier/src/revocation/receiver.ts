@@ -211,17 +211,14 @@ export function createPoller(
     return running;
   }
 
-  async function run(): Promise<void> {
-    while (!stopped) {
-      await pollOnce();
-      await new Promise((resolve) => (timer = setTimeout(resolve, wait * 1000).unref()));
-    }
-  }
-
   return {
-    start() {
+    /** Polls, waiting `wait` seconds after each poll, until `stop()`. */
+    async start() {
       stopped = false;
-      void run();
+      while (!stopped) {
+        await pollOnce();
+        await new Promise((resolve) => (timer = setTimeout(resolve, wait * 1000).unref()));
+      }
     },
     pollOnce,
     stop() {
