@@ -59,8 +59,7 @@ function createEventProcessor(parts: ReceiverParts, verify: EventVerifier) {
     try {
       const { sender, jti, event, revocations, ignored } = await verify(read());
       // The kind first: an IdP may send logout tokens and SETs, with `jti`s of their own.
-      const kind = channel === 'backchannel_logout' ? 'bcl' : 'set';
-      const replayKey = `${kind}\n${sender}\n${jti}`;
+      const replayKey = `${channel === 'backchannel_logout' ? 'bcl' : 'set'}\n${sender}\n${jti}`;
       if (!(await store.remember(replayKey)))
         throw new ReceiverError('jti_replayed', '"jti" was seen before');
       const written = await parts.apply(revocations).catch(async (error: unknown) => {
