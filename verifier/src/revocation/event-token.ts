@@ -204,11 +204,10 @@ export function createSetVerifier(
     if ('sub' in claims)
       refuse('sub_present', 'a SET must not carry "sub" (the subject is in "sub_id")');
     if ('exp' in claims) refuse('exp_present', 'a SET must not carry "exp"');
-    const types = Object.keys(events);
+    const types = Object.entries(events);
     if (types.length !== 1)
       refuse('events_invalid', `"events" must hold exactly one event, not ${types.length}`);
-    const type = types[0]!;
-    const event = events[type];
+    const [type, event] = types[0]!;
     if (!isObject(event)) refuse('events_invalid', 'the event must be a JSON object');
     const name = type.slice(type.lastIndexOf('/') + 1);
     if (type === VERIFICATION) return { event: name, revocations: [] };

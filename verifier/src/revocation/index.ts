@@ -8,14 +8,9 @@ import type { Metrics } from '../metrics.js';
 import { createEndpointResolver } from '../token/discovery.js';
 import { createKeySet, type KeySet } from '../token/key-set.js';
 import { createLogoutTokenVerifier, createSetVerifier } from './event-token.js';
-import {
-  createEventProcessor,
-  createLogoutReceiver,
-  createPoller,
-  createPushReceiver,
-} from './receiver.js';
+import { createLogoutReceiver, createPoller, createPushReceiver } from './receiver.js';
 import { createRevocationStore } from './store.js';
-import { createRevocationApplier, createRevocationCheck, tokenLifetimes } from './watermarks.js';
+import { createRevocationApplier, createRevocationCheck } from './watermarks.js';
 
 /**
  * The runtime when anything can push a revocation here (an issuer with `logoutAudiences`, or a
@@ -50,24 +45,27 @@ export function createRevocationRuntime(
     },
     onLatency: (operation, seconds) => metrics.observeRevocationStore(operation, seconds),
   });
-  const apply = createRevocationApplier(store, tokenLifetimes(config), now);
+  // How long a token of each issuer can stay valid: JWTs the longest accepted lifetime plus the
+  // tolerance; opaque tokens their answer cache (after it the IdP is asked again).
+  const lifetimes = new Map(
+    [...config.issuers.values()].map((issuer) => [
+      issuer.issuer,
+      issuer.type === 'jwt' ? issuer.maxTokenAge + issuer.clockTolerance : issuer.cacheTtl,
+    ]),
+  );
+  const apply = createRevocationApplier(store, lifetimes, now);
   const parts = { store, apply, metrics, logger };
 
   /** POST /backchannel-logout (an issuer lists logout audiences), /ssf/events (push is on). */
   const receivers = new Map<string, Receiver>();
   if (verifyLogout !== undefined)
-    receivers.set(
-      '/backchannel-logout',
-      createLogoutReceiver(createEventProcessor(parts, verifyLogout)),
-    );
+    receivers.set('/backchannel-logout', createLogoutReceiver(parts, verifyLogout));
   let transmitterKeys: KeySet | undefined;
   let poller: ReturnType<typeof createPoller>;
   if (transmitter !== undefined && audience !== undefined) {
-    const fetching = { timeout: config.fetchTimeout, allowHttp };
-    const discovery = { issuer: transmitter, ...fetching };
+    const fetching = { issuer: transmitter, timeout: config.fetchTimeout, allowHttp };
     transmitterKeys = createKeySet({
-      issuer: transmitter,
-      resolveUri: createEndpointResolver(discovery, undefined, 'jwks_uri', 'ssf-configuration'),
+      resolveUri: createEndpointResolver(fetching, undefined, 'jwks_uri', 'ssf-configuration'),
       ...config.jwks,
       ...fetching,
       now,
@@ -78,9 +76,8 @@ export function createRevocationRuntime(
       },
     });
     const verifySet = createSetVerifier(transmitter, audience, transmitterKeys, now);
-    const processSet = createEventProcessor(parts, verifySet);
-    if (settings.ssf.push) receivers.set('/ssf/events', createPushReceiver(processSet));
-    poller = createPoller(config, processSet, logger);
+    if (settings.ssf.push) receivers.set('/ssf/events', createPushReceiver(parts, verifySet));
+    poller = createPoller(config, parts, verifySet);
   }
 
   const required = [...config.policies.values()].some((p) => p.revocation === 'required');
@@ -105,7 +102,7 @@ export function createRevocationRuntime(
           : 'revocation store unreachable: tokens served without revocation checks',
     start() {
       void transmitterKeys?.start();
-      poller?.start();
+      void poller?.start();
     },
     close() {
       poller?.stop();

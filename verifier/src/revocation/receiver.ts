@@ -10,7 +10,13 @@ import { ReceiverError, type EventVerifier, type RefusalReason } from './event-t
 import type { RevocationStore } from './store.js';
 import type { Revocation } from './watermarks.js';
 
-type EventProcessor = ReturnType<typeof createEventProcessor>;
+/** What every receiver takes: the store, the watermark writer, metrics and logs. */
+export interface ReceiverParts {
+  readonly store: RevocationStore;
+  readonly apply: (revocations: readonly Revocation[]) => Promise<number>;
+  readonly metrics: Metrics;
+  readonly logger: Logger;
+}
 
 const NO_STORE: Answer['headers'] = [['Cache-Control', 'no-store']];
 const JSON_NO_STORE: Answer['headers'] = [['Content-Type', 'application/json'], ...NO_STORE];
@@ -43,15 +49,7 @@ function setError({ reason, message }: ReceiverError): { err: string; descriptio
  * refusal, or undefined when it was applied (or acknowledged and ignored). `read` may refuse the
  * request itself by throwing a ReceiverError.
  */
-export function createEventProcessor(
-  parts: {
-    readonly store: RevocationStore;
-    readonly apply: (revocations: readonly Revocation[]) => Promise<number>;
-    readonly metrics: Metrics;
-    readonly logger: Logger;
-  },
-  verify: EventVerifier,
-) {
+function createEventProcessor(parts: ReceiverParts, verify: EventVerifier) {
   const { store, metrics, logger } = parts;
   return async function processEvent(
     channel: RevocationChannel,
@@ -61,8 +59,7 @@ export function createEventProcessor(
     try {
       const { sender, jti, event, revocations, ignored } = await verify(read());
       // The kind first: an IdP may send logout tokens and SETs, with `jti`s of their own.
-      const kind = channel === 'backchannel_logout' ? 'bcl' : 'set';
-      const replayKey = `${kind}\n${sender}\n${jti}`;
+      const replayKey = `${channel === 'backchannel_logout' ? 'bcl' : 'set'}\n${sender}\n${jti}`;
       if (!(await store.remember(replayKey)))
         throw new ReceiverError('jti_replayed', '"jti" was seen before');
       const written = await parts.apply(revocations).catch(async (error: unknown) => {
@@ -79,21 +76,19 @@ export function createEventProcessor(
       );
       return undefined;
     } catch (error) {
-      const refused =
-        error instanceof ReceiverError
-          ? error
-          : new ReceiverError('request_invalid', 'the request could not be processed');
       // Anything else is a bug: logged as one, refused as a request not processed.
-      if (refused !== error)
+      if (!(error instanceof ReceiverError))
         logger.error(
           { err: (error as Error).message },
           'unexpected failure receiving a revocation',
         );
-      metrics.revocationRefused(channel, refused.reason);
-      logger.info(
-        { channel, reason: refused.reason, detail: refused.message },
-        'revocation refused',
-      );
+      const refused =
+        error instanceof ReceiverError
+          ? error
+          : new ReceiverError('request_invalid', 'the request could not be processed');
+      const { reason, message: detail } = refused;
+      metrics.revocationRefused(channel, reason);
+      logger.info({ channel, reason, detail }, 'revocation refused');
       return refused;
     }
   };
@@ -107,8 +102,9 @@ function bodyAs(request: ReceivedRequest, type: string, refusal: string): string
 }
 
 /** POST /backchannel-logout: `logout_token=…` (form); 200, or 400 `{"error", "error_description"}`. */
-export function createLogoutReceiver(processLogout: EventProcessor): Receiver {
+export function createLogoutReceiver(parts: ReceiverParts, verify: EventVerifier): Receiver {
   const form = 'application/x-www-form-urlencoded';
+  const processLogout = createEventProcessor(parts, verify);
   return async function receiveLogout(request) {
     const refused = await processLogout('backchannel_logout', () => {
       const body = bodyAs(request, form, `the body must be ${form}`);
@@ -117,15 +113,15 @@ export function createLogoutReceiver(processLogout: EventProcessor): Receiver {
       throw new ReceiverError('request_invalid', 'the body must carry exactly one "logout_token"');
     });
     if (refused === undefined) return { status: 200, headers: NO_STORE, body: '' };
-    return retryable(refused)
-      ? json(503, { error: 'temporarily_unavailable', error_description: refused.message })
-      : json(400, { error: 'invalid_request', error_description: refused.message });
+    const error = retryable(refused) ? 'temporarily_unavailable' : 'invalid_request';
+    return json(retryable(refused) ? 503 : 400, { error, error_description: refused.message });
   };
 }
 
 /** POST /ssf/events (RFC 8935): one SET as `application/secevent+jwt`; 202, or 400 `{"err", …}`. */
-export function createPushReceiver(processSet: EventProcessor): Receiver {
+export function createPushReceiver(parts: ReceiverParts, verify: EventVerifier): Receiver {
   const set = 'application/secevent+jwt';
+  const processSet = createEventProcessor(parts, verify);
   return async function receivePush(request) {
     const refused = await processSet('ssf_push', () =>
       bodyAs(request, set, `the body must be one SET sent as ${set}`).trim(),
@@ -145,12 +141,13 @@ const MAX_SETS_PER_POLL = 100;
  */
 export function createPoller(
   config: Pick<VerifierConfig, 'revocation' | 'fetchTimeout'>,
-  processSet: EventProcessor,
-  logger: Logger,
+  parts: ReceiverParts,
+  verify: EventVerifier,
 ) {
-  const { pollEndpoint, pollInterval: interval, pollToken, allowHttp } = config.revocation.ssf;
-  if (pollEndpoint === undefined) return undefined;
-  const endpoint = pollEndpoint;
+  const { pollInterval: interval, pollToken, allowHttp } = config.revocation.ssf;
+  const endpoint = config.revocation.ssf.pollEndpoint;
+  if (endpoint === undefined) return undefined;
+  const processSet = createEventProcessor(parts, verify);
   const headers: Record<string, string> = { 'content-type': 'application/json' };
   if (pollToken !== undefined) headers.authorization = `Bearer ${pollToken}`;
   let ack: string[] = [];
@@ -162,7 +159,7 @@ export function createPoller(
   let timer: NodeJS.Timeout | undefined;
   let stopped = true;
 
-  async function poll(): Promise<number> {
+  const poll = async (): Promise<number> => {
     const answer = await fetchJson(endpoint, {
       method: 'POST',
       timeout: config.fetchTimeout,
@@ -195,7 +192,7 @@ export function createPoller(
     const owed = ack.length + Object.keys(setErrs).length > 0;
     wait = body.moreAvailable === true ? 0 : owed ? 0.05 : interval;
     return entries.length;
-  }
+  };
 
   /** One poll now (or the one running); resolves with the number of SETs received. */
   function pollOnce(): Promise<number> {
@@ -203,10 +200,8 @@ export function createPoller(
       .catch((error: unknown) => {
         wait = Math.min(interval * 2 ** failures, interval * 10);
         failures++;
-        logger.warn(
-          { err: (error as Error).message, retryIn: wait },
-          'SSF poll failed; backing off',
-        );
+        const err = (error as Error).message;
+        parts.logger.warn({ err, retryIn: wait }, 'SSF poll failed; backing off');
         return 0;
       })
       .finally(() => {
@@ -215,17 +210,14 @@ export function createPoller(
     return running;
   }
 
-  async function run(): Promise<void> {
-    while (!stopped) {
-      await pollOnce();
-      await new Promise((resolve) => (timer = setTimeout(resolve, wait * 1000).unref()));
-    }
-  }
-
   return {
-    start() {
+    /** Polls, waiting `wait` seconds after each poll, until `stop()`. */
+    async start() {
       stopped = false;
-      void run();
+      while (!stopped) {
+        await pollOnce();
+        await new Promise((resolve) => (timer = setTimeout(resolve, wait * 1000).unref()));
+      }
     },
     pollOnce,
     stop() {

@@ -136,8 +136,8 @@ function connect(url: string, view: View, options: StoreOptions) {
   let current = false;
   let closed = false;
 
-  client.on('error', (error: Error) => options.onError?.(error.message));
-  subscriber.on('error', (error: Error) => options.onError?.(error.message));
+  for (const connection of [client, subscriber])
+    connection.on('error', (error: Error) => options.onError?.(error.message));
   subscriber.on('close', () => (current = false));
   // "ttl at key": the key, which may hold spaces, is last.
   subscriber.on('message', (_channel: string, message: string) => {
@@ -191,14 +191,13 @@ function connect(url: string, view: View, options: StoreOptions) {
           });
         }
       });
-      const lost = [...view.entries()].filter(([key]) => !held.has(key));
-      for (let i = 0; i < lost.length; i += 500) {
-        const batch = client.pipeline();
-        for (const [key, at] of lost.slice(i, i + 500))
-          batch.eval(...raiseArgs(key, at, Math.max(1, Math.ceil(view.getRemainingTTL(key)))));
-        const failed = (await send('load', () => batch.exec()))?.find(([error]) => error);
-        if (failed) throw failed[0] as Error;
-      }
+      // One pipeline: ioredis writes it in chunks and the view holds at most `maxEntries`.
+      const lost = client.pipeline();
+      for (const [key, at] of view.entries())
+        if (!held.has(key))
+          lost.eval(...raiseArgs(key, at, Math.max(1, Math.ceil(view.getRemainingTTL(key)))));
+      const failed = (await send('load', () => lost.exec()))?.find(([error]) => error);
+      if (failed) throw failed[0] as Error;
       current = subscriber.status === 'ready' && !closed;
     } catch (error) {
       options.onError?.(`revocation store reload failed: ${(error as Error).message}`);

@@ -1,7 +1,6 @@
 // Watermarks: "tokens of this subject issued before t are revoked", kept per (iss, sub), per
 // (iss, sid) and per verified e-mail address until no token they can match is still valid; written
 // by the receivers, read by the per-request check.
-import type { VerifierConfig } from '../config/model.js';
 import type { RevocationCheck } from '../decision/decision.js';
 import type { RevocationStore } from './store.js';
 
@@ -16,19 +15,6 @@ export interface Revocation {
 /** One store key: the value last, so no value can make two different subjects share a key. */
 export function watermarkKey(kind: Revocation['kind'], iss: string, value: string): string {
   return kind === 'email' ? `email\n${value.toLowerCase()}` : `${kind}\n${iss}\n${value}`;
-}
-
-/**
- * Seconds a token of each configured issuer can stay valid: JWTs the longest accepted lifetime
- * plus the tolerance; opaque tokens their answer cache (after it the IdP is asked again).
- */
-export function tokenLifetimes(config: Pick<VerifierConfig, 'issuers'>): Map<string, number> {
-  return new Map(
-    [...config.issuers.values()].map((issuer) => [
-      issuer.issuer,
-      issuer.type === 'jwt' ? issuer.maxTokenAge + issuer.clockTolerance : issuer.cacheTtl,
-    ]),
-  );
 }
 
 /**
