@@ -363,9 +363,6 @@ export function documentSchema<I extends z.ZodType, P extends z.ZodType>(issuer:
 /** The policy a /verify without `X-SG-Policy` asks for. */
 export const DEFAULT_POLICY = 'default';
 
-/** Tokens larger than this are refused before any parsing (RFC 8725 hygiene; 8 KiB). */
-export const MAX_TOKEN_BYTES = 8192;
-
 /** An issuer that leaves out a setting named here takes the top-level one named beside it. */
 export const INHERITED = { clientClaims: 'clientClaims', timeout: 'fetchTimeout' } as const;
 type Inherit<T> = T & {

@@ -1,7 +1,9 @@
 // Cheap checks before any hashing, crypto or fetch (RFC 8725 §3.1; verifier/README.md "What is
 // checked"): a size cap, the Bearer syntax of RFC 6750 §2.1 and the three base64url segments.
-import { MAX_TOKEN_BYTES } from '../config/model.js';
 import { VerifyError } from '../errors.js';
+
+/** Tokens larger than this are refused before any parsing (RFC 8725 hygiene; 8 KiB). */
+export const MAX_TOKEN_BYTES = 8192;
 
 const BEARER_PREFIX = /^bearer(?: |$)/i;
 const DPOP_PREFIX = /^dpop(?: |$)/i;
