@@ -1,6 +1,6 @@
 // What the three images promise on their own, proven on the built images with the plain docker CLI:
 // they run as a non-root user on a read-only root filesystem (NGINX with a tmpfs on /tmp), their
-// own HEALTHCHECK turns healthy, `docker stop` ends them in under 2 s without `--init`, the NGINX
+// own HEALTHCHECK turns healthy, they end on `docker stop` by themselves without `--init`, the NGINX
 // image is the same nginx 1.22.1 + njs 0.7.9 the local runner uses, and the verifier listens on
 // loopback unless told otherwise. Everything it starts is removed in afterAll, even on failure.
 import { spawnSync } from 'node:child_process';
@@ -262,14 +262,16 @@ describe.skipIf(noEngine !== undefined)(
       );
     });
 
-    it('stops in under 2 s on `docker stop`, each image as PID 1 without --init', async () => {
-      const took: Record<string, number> = {};
+    // How long a stop takes is a figure of `npm run bench:rotation` (its stop-time row); here the
+    // behaviour: each image ends on SIGTERM by itself (exit 0), never by the SIGKILL that follows
+    // the grace period (exit 137).
+    it('ends on `docker stop` by itself, each image as PID 1 without --init', async () => {
+      const exits: Record<string, string> = {};
       for (const name of Object.values(names)) {
-        const started = performance.now();
-        await docker('stop', '-t', '10', name);
-        took[name] = Math.round(performance.now() - started);
+        await docker('stop', '-t', '30', name);
+        exits[name] = await docker('inspect', '--format', '{{.State.ExitCode}}', name);
       }
-      for (const [name, ms] of Object.entries(took)) expect(ms, name).toBeLessThan(2_000);
+      expect(exits).toEqual(Object.fromEntries(Object.values(names).map((n) => [n, '0'])));
     });
   },
 );

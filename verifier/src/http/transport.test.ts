@@ -7,7 +7,6 @@ import { OAuth2Server } from 'oauth2-mock-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_RECEIVER_BODY_BYTES } from '../decision/decision.js';
 import { secretSetName } from './verify-answer.js';
-import { loadUws } from './transport.js';
 import { startJwksServer, type JwksServer } from '../testing/fixtures.js';
 import { revocationFile } from '../testing/replicas.js';
 import { buildService } from '../testing/service.js';
@@ -34,14 +33,6 @@ function get(
     req.end();
   });
 }
-
-describe('the uWS addon', () => {
-  it('is the native addon, not the ws shim', () => {
-    const uws = loadUws();
-    expect(uws).not.toBeInstanceOf(Error);
-    expect(typeof (uws as { getParts: unknown }).getParts).toBe('function');
-  });
-});
 
 describe('the transport over a loopback socket', () => {
   let idp: OAuth2Server;

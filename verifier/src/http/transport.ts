@@ -4,7 +4,6 @@
 // crashes it, so `onAborted` is set before anything is awaited; each answer is one `cork`.
 import { chmodSync, rmSync } from 'node:fs';
 import { STATUS_CODES } from 'node:http';
-import { createRequire } from 'node:module';
 import type { HttpRequest, HttpResponse, us_listen_socket } from 'uWebSockets.js';
 import type { Listen } from '../config/model.js';
 import type { Authorize, VerifyRequest } from '../decision/authorize.js';
@@ -17,9 +16,9 @@ import {
 import type { Metrics } from '../metrics.js';
 import { LIMITED } from './call-limit.js';
 import { CLIENT_KEY_HEADER, REQUEST_HEADERS } from './contract.js';
+import { loadUws } from './uws-addon.js';
 import { renderDecision, type VerifyAnswer } from './verify-answer.js';
 
-type Uws = typeof import('uWebSockets.js');
 /** `aborted` is set by `onAborted` once the client has left. */
 type Response = HttpResponse & { aborted?: boolean };
 /** A page's or a receiver's answer, or /verify's (which has no body). */
@@ -97,23 +96,6 @@ export function createRoutes(parts: {
     receivers: parts.receivers ?? new Map<string, Receiver>(),
     metricsOnly: { pages: new Map([['/metrics', scrape]]), receivers: new Map() },
   };
-}
-
-/**
- * The native addon, or an error that says why the verifier cannot start. The npm repack silently
- * swaps in a `ws` shim when no binary matches; only the real addon exports `getParts`.
- */
-export function loadUws(): Uws {
-  let uws: Uws;
-  try {
-    uws = createRequire(import.meta.url)('uWebSockets.js') as Uws;
-  } catch (error) {
-    throw new Error(`uWebSockets.js did not load: ${(error as Error).message}`, { cause: error });
-  }
-  if (typeof uws.getParts === 'function') return uws;
-  throw new Error(
-    `uWebSockets.js has no native addon for ${process.platform}-${process.arch} on Node ${process.version} (its binaries are for Node 16, 18 and 20, glibc on Linux)`,
-  );
 }
 
 /** 204 has no body; a 401/403 of /verify needs `Content-Length: 0` or keep-alive clients wait. */
