@@ -4,7 +4,7 @@
 // image is the same nginx 1.22.1 + njs 0.7.9 the local runner uses, and the verifier listens on
 // loopback unless told otherwise. Everything it starts is removed in afterAll, even on failure.
 import { spawnSync } from 'node:child_process';
-import { chmodSync, copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -216,6 +216,49 @@ describe.skipIf(noEngine !== undefined)(
         expect.stringMatching(/dist\/cli.*No such file or directory/),
         expect.stringMatching(/\.bin\/cf-sign.*No such file or directory/),
       ]);
+    });
+
+    it('the verifier and IdP images run Node 24 LTS; the verifier keeps only its recorded uWS addon', async () => {
+      for (const image of [IMAGES.verifier, IMAGES.idp])
+        expect(await docker('run', '--rm', image, 'node', '--version'), image).toMatch(/^v24\./);
+      const kept = await docker(
+        'run',
+        '--rm',
+        IMAGES.verifier,
+        'sh',
+        '-c',
+        'ls node_modules/uWebSockets.js | grep "\\.node$"',
+      );
+      const recorded = JSON.parse(
+        readFileSync(new URL('../../verifier/uws-addons.json', import.meta.url), 'utf8'),
+      ) as { addons: Record<string, { sha256: string }> };
+      expect(kept).toMatch(/^uws_linux_(x64|arm64)_137\.node$/);
+      expect(Object.keys(recorded.addons)).toContain(kept);
+    });
+
+    it('the verifier refuses to start on an addon that differs from the recorded one, naming the file and both hashes', async () => {
+      const started = spawnSync(
+        'docker',
+        [
+          'run',
+          '--rm',
+          '--user',
+          'root',
+          '-e',
+          'VERIFIER_ISSUER=https://idp.test',
+          '-e',
+          'VERIFIER_AUDIENCE=api',
+          IMAGES.verifier,
+          'sh',
+          '-c',
+          'for f in node_modules/uWebSockets.js/uws_*.node; do printf x >> "$f"; done; exec node verifier/dist/main.js',
+        ],
+        { encoding: 'utf8', timeout: 60_000 },
+      );
+      expect(started.status).toBe(1);
+      expect(started.stderr).toMatch(
+        /^verifier failed to start: uWebSockets\.js addon \/app\/node_modules\/uWebSockets\.js\/uws_linux_\w+_137\.node: sha256 [0-9a-f]{64} differs from the recorded [0-9a-f]{64} \(verifier\/uws-addons\.json\)$/m,
+      );
     });
 
     it('the NGINX image is the nginx 1.22.1 + njs 0.7.9 of the local runner', async () => {

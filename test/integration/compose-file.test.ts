@@ -196,14 +196,14 @@ describe('docker-compose.yaml mirrors the local runner', () => {
       expect(bases.length).toBeGreaterThan(1);
       const stages = [...text.matchAll(/^FROM \S+ AS (\S+)/gm)].map((m) => m[1]);
       for (const base of bases)
-        expect(['debian:bookworm-slim', 'node:20-bookworm-slim', ...stages]).toContain(base);
+        expect(['debian:bookworm-slim', 'node:24-trixie-slim', ...stages]).toContain(base);
       // A `# syntax=` line makes BuildKit pull its frontend image from a registry.
       expect(text).not.toMatch(/^# *syntax=/m);
       expect(text).toMatch(/^USER (node|nginx)$/m);
       expect(text).toMatch(/^HEALTHCHECK /m);
       const runtime = bases.at(-1);
       expect(runtime).toBe(
-        path === 'nginx/Dockerfile' ? 'debian:bookworm-slim' : 'node:20-bookworm-slim',
+        path === 'nginx/Dockerfile' ? 'debian:bookworm-slim' : 'node:24-trixie-slim',
       );
     },
   );

@@ -1,0 +1,131 @@
+// The in-process rows `bench/runtimes.ts` runs under each Node it compares, over the same
+// all-distinct RS256 tokens (fixed keys), one JSON line per row on stdout:
+//   crypto     bare `crypto.verify` of each token's signature, the key prepared once: the machine's
+//              own cost of the math, the floor every other row is read against
+//   signature  the verifier's node:crypto JWS check (token/jws-signature.ts)
+//   compact    jose's `compactVerify` (WebCrypto), the key imported once
+//   jwtVerify  jose's `jwtVerify` with the verifier's claim options
+//   authorize  the verifier's whole decision path (`authorize`, no socket), every token new
+//   rss        peak RSS after 100,000 distinct decisions are cached (ES256 tokens; the entry does
+//              not depend on `alg`), with the deployed heap flags
+// Usage: node --import tsx bench/runtime-rows.ts [timing|rss]
+import { createPrivateKey, createPublicKey, sign, verify } from 'node:crypto';
+import { compactVerify, importJWK, jwtVerify } from 'jose';
+import { loadConfig } from '../verifier/src/config/load.js';
+import { createLogger } from '../verifier/src/log.js';
+import { createVerifierService } from '../verifier/src/service.js';
+import {
+  AUDIENCE,
+  ISSUER,
+  PRIVATE_JWKS,
+  publicJwk,
+  startJwksServer,
+  type KeyName,
+} from '../verifier/src/testing/fixtures.js';
+import { signatureSchemes, verifySignature } from '../verifier/src/token/jws-signature.js';
+
+const WARM_UP = 2_000;
+const MEASURED = Number(process.env.BENCH_RUNTIME_TOKENS ?? 8_000);
+const RSS_TOKENS = 100_000;
+
+function mint(name: KeyName, alg: 'RS256' | 'ES256', count: number): string[] {
+  const key = createPrivateKey({ key: PRIVATE_JWKS[name] as never, format: 'jwk' });
+  const b64 = (value: string | Buffer) => Buffer.from(value).toString('base64url');
+  const header = b64(JSON.stringify({ alg, kid: PRIVATE_JWKS[name].kid, typ: 'at+jwt' }));
+  const now = Math.floor(Date.now() / 1000);
+  return Array.from({ length: count }, (_, i) => {
+    const payload = b64(
+      JSON.stringify({
+        iss: ISSUER,
+        aud: AUDIENCE,
+        sub: `user-${i}`,
+        azp: 'spa-demo',
+        scope: 'openid secrets:read',
+        iat: now,
+        exp: now + 3600,
+        jti: `r-${i}`,
+      }),
+    );
+    const input = `${header}.${payload}`;
+    const options = alg === 'ES256' ? { key, dsaEncoding: 'ieee-p1363' as const } : key;
+    return `${input}.${b64(sign('sha256', Buffer.from(input), options))}`;
+  });
+}
+
+/** CPU µs per call over the measured tokens, after the warm-up ones. */
+async function cpuPerCall(tokens: string[], call: (token: string) => unknown): Promise<number> {
+  for (let i = 0; i < WARM_UP; i++) await call(tokens[i]!);
+  const before = process.cpuUsage();
+  for (let i = WARM_UP; i < tokens.length; i++) await call(tokens[i]!);
+  const used = process.cpuUsage(before);
+  return (used.user + used.system) / (tokens.length - WARM_UP);
+}
+
+async function createService(kid: KeyName) {
+  const jwks = await startJwksServer([kid]);
+  const config = loadConfig({
+    VERIFIER_ISSUER: ISSUER,
+    VERIFIER_AUDIENCE: AUDIENCE,
+    VERIFIER_JWKS_URI: jwks.url,
+    VERIFIER_REQUIRED_SCOPES: 'secrets:read',
+  });
+  const service = createVerifierService(config, {
+    logger: createLogger('warn'),
+    defaultMetrics: false,
+  });
+  await service.start();
+  const allow = async (token: string) => {
+    const decision = await service.authorize({ authorization: `Bearer ${token}` });
+    if (decision.outcome !== 'allow') throw new Error(`denied: ${decision.reason}`);
+  };
+  return { allow, close: () => Promise.all([service.stop(0), jwks.close()]) };
+}
+
+function row(name: string, value: number): void {
+  process.stdout.write(`${JSON.stringify({ row: name, value: Number(value.toFixed(1)) })}\n`);
+}
+
+async function timingRows(): Promise<void> {
+  const tokens = mint('rsaA', 'RS256', WARM_UP + MEASURED);
+  const keyObject = createPublicKey({ key: publicJwk('rsaA') as never, format: 'jwk' });
+  const cryptoKey = await importJWK(publicJwk('rsaA'), 'RS256');
+  const scheme = signatureSchemes(['RS256']).get('RS256')!;
+  const split = (token: string) => {
+    const dot = token.lastIndexOf('.');
+    return [Buffer.from(token.slice(0, dot)), Buffer.from(token.slice(dot + 1), 'base64url')];
+  };
+  const parts = tokens.map(split);
+  let i = 0;
+  row(
+    'crypto',
+    await cpuPerCall(tokens, () => {
+      const [input, signature] = parts[i++ % parts.length]!;
+      if (!verify('sha256', input!, keyObject, signature!)) throw new Error('bad signature');
+    }),
+  );
+  row(
+    'signature',
+    await cpuPerCall(tokens, (token) => {
+      if (!verifySignature(token, scheme, keyObject)) throw new Error('bad signature');
+    }),
+  );
+  row(
+    'compact',
+    await cpuPerCall(tokens, (token) => compactVerify(token, cryptoKey, { algorithms: ['RS256'] })),
+  );
+  const options = { issuer: ISSUER, audience: AUDIENCE, algorithms: ['RS256'] };
+  row('jwtVerify', await cpuPerCall(tokens, (token) => jwtVerify(token, cryptoKey, options)));
+  const service = await createService('rsaA');
+  row('authorize', await cpuPerCall(tokens, service.allow));
+  await service.close();
+}
+
+async function rssRow(): Promise<void> {
+  const tokens = mint('ec', 'ES256', RSS_TOKENS);
+  const service = await createService('ec');
+  for (const token of tokens) await service.allow(token);
+  row('rss', process.resourceUsage().maxRSS / 1024);
+  await service.close();
+}
+
+await (process.argv[2] === 'rss' ? rssRow() : timingRows());
