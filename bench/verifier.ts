@@ -11,8 +11,9 @@
 // Last, peak RSS of a verifier holding 100,000 distinct cached decisions (ES256 tokens, because
 // minting 100k RS256 tokens would dominate the run; the cache entry does not depend on `alg`),
 // with Node's default heap sizing and with the lean V8 limits the README recommends.
-// BENCH_ROWS=throughput, BENCH_ROWS=rss or BENCH_ROWS=revocation (the ceiling, the cached row and
-// the revocation-on row only) runs one part.
+// First, the in-process rows on Node 20 (end of life, the comparison), 22 and 24 side by side
+// (bench/runtimes.ts). BENCH_ROWS=runtimes, BENCH_ROWS=throughput, BENCH_ROWS=rss or
+// BENCH_ROWS=revocation (the ceiling, the cached row and the revocation-on row only) runs one part.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync, randomUUID, sign, type KeyObject } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -24,6 +25,7 @@ import { Worker } from 'node:worker_threads';
 import { freePort } from '../stack/ports.js';
 import { LOAD_TEST_VERIFIER_ENV } from '../perf/systems.js';
 import { VERIFIER_NODE_FLAGS } from '../stack/service-env.js';
+import { COMPARED_VERSIONS, runtimeTable } from './runtimes.js';
 import { secretSetName } from '../verifier/src/http/verify-answer.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -313,7 +315,7 @@ async function measureInlineUws(source: string, token?: string): Promise<WrkResu
 }
 
 async function main(): Promise<void> {
-  const rows = new Set((process.env.BENCH_ROWS ?? 'throughput,rss').split(','));
+  const rows = new Set((process.env.BENCH_ROWS ?? 'runtimes,throughput,rss').split(','));
   // The compiled verifier, as deployed: no TypeScript loader in the measured process or its RSS.
   const build = spawnSync('npm', ['run', '--silent', 'build:verifier'], {
     cwd: ROOT,
@@ -331,6 +333,7 @@ async function main(): Promise<void> {
     { key: ec.publicKey, kid: 'bench-ec', alg: 'ES256' },
   ]);
   const report: string[] = [];
+  if (rows.has('runtimes')) report.push(runtimeTable(COMPARED_VERSIONS, VERIFIER_NODE_FLAGS), '');
   if (rows.has('throughput')) report.push(...(await throughputRows(rsa, jwks.url)));
   if (rows.has('revocation')) report.push(...(await revocationRows(rsa, jwks.url)));
   if (rows.has('rss')) report.push(...(await rssRows(ec.privateKey, jwks.url)));

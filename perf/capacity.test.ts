@@ -2,6 +2,9 @@
 // report says and how the options select the search.
 import { describe, expect, it } from 'vitest';
 import {
+  capacitySpread,
+  judgeTrials,
+  needsAnotherTrial,
   CAPACITY_STEP_SECONDS,
   capacityOf,
   capacitySeries,
@@ -11,6 +14,7 @@ import {
   nextStepUsers,
   offeredRps,
   shouldContinue,
+  type CapacityStep,
 } from './capacity.js';
 import { renderChart } from './chart.js';
 import { parseStressOptions } from './stress-options.js';
@@ -58,6 +62,45 @@ describe('a capacity step', () => {
     expect(judgeStep(500, wrk(990, 5), { cpuSeconds: 0, wallSeconds: 0 }).generatorSaturated).toBe(
       true,
     );
+  });
+});
+
+describe('a step judged over trials', () => {
+  const held = judgeStep(1000, wrk(1990, 40), idleWrk);
+  const broken = judgeStep(1000, wrk(1990, 400), idleWrk);
+
+  it('stops as soon as two of three trials agree, and runs the third only on a split', () => {
+    expect(needsAnotherTrial([held], 3)).toBe(true);
+    expect(needsAnotherTrial([held, held], 3)).toBe(false);
+    expect(needsAnotherTrial([broken, broken], 3)).toBe(false);
+    expect(needsAnotherTrial([held, broken], 3)).toBe(true);
+    expect(needsAnotherTrial([held, broken, held], 3)).toBe(false);
+    expect(needsAnotherTrial([broken], 1)).toBe(false);
+  });
+
+  it('holds when most trials held, showing a trial that agrees with the verdict', () => {
+    const step = judgeTrials([held, broken, held]);
+    expect(step).toMatchObject({ heldGoal: true, p99Ms: 40, trials: { run: 3, held: 2 } });
+    expect(judgeTrials([broken, held, broken])).toMatchObject({ heldGoal: false, p99Ms: 400 });
+  });
+
+  it('one bad trial no longer moves the capacity of a search', () => {
+    const search = (second: CapacityStep) => [
+      judgeTrials([judgeStep(500, wrk(990, 8), idleWrk)]),
+      judgeTrials([judgeStep(1000, wrk(1990, 30), idleWrk), second, held]),
+      judgeTrials([judgeStep(1500, wrk(2900, 300), idleWrk)]),
+    ];
+    expect(capacityOf(search(held))?.users).toBe(1000);
+    expect(capacityOf(search(broken))?.users).toBe(1000);
+  });
+
+  it('reports how far apart the capacities of several searches landed, in ladder steps', () => {
+    const at = (users: number) => [judgeStep(users, wrk(users * 2, 20), idleWrk)];
+    expect(capacitySpread([500, 1000, 1500], [at(1000), at(1000), at(1000)]).spreadSteps).toBe(0);
+    expect(capacitySpread([500, 1000, 1500], [at(1000), at(1500), at(1000)])).toEqual({
+      capacities: [1000, 1500, 1000],
+      spreadSteps: 1,
+    });
   });
 });
 

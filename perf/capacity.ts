@@ -23,6 +23,12 @@ export const LEAST_CAPACITY_USERS = 25;
 /** `--quick`: two small steps, to keep the harness alive in CI (not to quote). */
 export const QUICK_CAPACITY_STEPS: readonly number[] = Object.freeze([50, 100]);
 export const CAPACITY_STEP_SECONDS = Object.freeze({ full: 30, quick: 8 });
+/**
+ * Trials per step: a full search judges each step by the majority of up to three trials (two that
+ * agree decide it), so one burst of load from elsewhere on a shared machine neither ends a search
+ * early nor lifts it a step; `--quick` runs one.
+ */
+export const CAPACITY_STEP_TRIALS = Object.freeze({ full: 3, quick: 1 });
 /** The study's think time, uniform 0–1 s: a user asks once per 0.5 s on average. */
 export const MAX_THINK_MS = 1000;
 
@@ -72,6 +78,8 @@ export interface CapacityStep {
   readonly services: readonly StepService[];
   /** `/secret`'s p99 inside the gate (its access log), when it writes one. */
   readonly gateSecretP99Ms: number | undefined;
+  /** Trials run at this step and how many held the goal (1 and 0/1 for a single trial). */
+  readonly trials?: { readonly run: number; readonly held: number } | undefined;
 }
 
 /** Requests per second `users` offer with think time uniform in [0, maxThinkMs]. */
@@ -120,6 +128,27 @@ export function judgeStep(
     })),
     gateSecretP99Ms: measured.serverLatency?.find((row) => row.path === '/secret')?.p99Ms,
   };
+}
+
+/** True while the trials so far leave the majority of `planned` undecided. */
+export function needsAnotherTrial(trials: readonly CapacityStep[], planned: number): boolean {
+  const majority = Math.floor(planned / 2) + 1;
+  const held = trials.filter((trial) => trial.heldGoal).length;
+  return held < majority && trials.length - held < majority && trials.length < planned;
+}
+
+/**
+ * One step from its trials: held when most trials held; the figures are those of the median trial
+ * by p99 among the trials that agree with the verdict, so the table shows a run that happened.
+ */
+export function judgeTrials(trials: readonly CapacityStep[]): CapacityStep {
+  const held = trials.filter((trial) => trial.heldGoal).length;
+  const heldGoal = held * 2 > trials.length;
+  const agreeing = trials
+    .filter((trial) => trial.heldGoal === heldGoal)
+    .sort((a, b) => a.p99Ms - b.p99Ms);
+  const median = agreeing[Math.floor((agreeing.length - 1) / 2)]!;
+  return { ...median, heldGoal, trials: { run: trials.length, held } };
 }
 
 /** The highest step that held the goal with wrk unsaturated; undefined when none did. */
@@ -178,11 +207,11 @@ export function formatCapacity(name: string, steps: readonly CapacityStep[]): st
   const lines = [
     `### ${name}`,
     '',
-    '| users | offered req/s | served req/s | failures | p99 ms | wrk CPU | goal | CPU µs per request (throttled periods); runnable, waiting for a core | `/secret` p99 inside the gate |',
+    '| users | offered req/s | served req/s | failures | p99 ms | wrk CPU | goal (trials held) | CPU µs per request (throttled periods); runnable, waiting for a core | `/secret` p99 inside the gate |',
     '| ----: | ------------: | -----------: | -------: | -----: | ------: | ---- | ------------------------------------------------------------------- | ----------------------------: |',
     ...steps.map(
       (step) =>
-        `| ${step.users} | ${step.offeredRps.toFixed(0)} | ${step.servedRps.toFixed(0)} | ${step.failures} | ${step.p99Ms.toFixed(1)} | ${generatorShare(step)} | ${step.heldGoal ? 'held' : 'broken'} | ${serviceCosts(step)} | ${step.gateSecretP99Ms === undefined ? '—' : `${step.gateSecretP99Ms} ms`} |`,
+        `| ${step.users} | ${step.offeredRps.toFixed(0)} | ${step.servedRps.toFixed(0)} | ${step.failures} | ${step.p99Ms.toFixed(1)} | ${generatorShare(step)} | ${step.heldGoal ? 'held' : 'broken'}${step.trials && step.trials.run > 1 ? ` (${step.trials.held}/${step.trials.run})` : ''} | ${serviceCosts(step)} | ${step.gateSecretP99Ms === undefined ? '—' : `${step.gateSecretP99Ms} ms`} |`,
     ),
     '',
     capacity
@@ -219,4 +248,17 @@ export function nextStepUsers(
   if (steps.some((step) => step.heldGoal)) return undefined;
   const half = Math.floor(last.users / 2);
   return half >= LEAST_CAPACITY_USERS && last.users <= plan[0]! ? half : undefined;
+}
+
+/** A system's capacity in each of several searches, and how far apart they landed in steps. */
+export function capacitySpread(
+  plan: readonly number[],
+  runs: readonly (readonly CapacityStep[])[],
+): { readonly capacities: readonly (number | undefined)[]; readonly spreadSteps: number } {
+  const capacities = runs.map((steps) => capacityOf(steps)?.users);
+  const ladder = [...new Set([...plan, ...capacities.filter((u) => u !== undefined)])].sort(
+    (a, b) => a - b,
+  );
+  const positions = capacities.map((users) => (users === undefined ? -1 : ladder.indexOf(users)));
+  return { capacities, spreadSteps: Math.max(...positions) - Math.min(...positions) };
 }

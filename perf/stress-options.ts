@@ -3,7 +3,7 @@
 import { BASELINE_NAMES } from './baselines.js';
 import { GENERATOR_NAMES, parseGenerators, type GeneratorName } from './generators.js';
 import { PROFILES, type ResourceProfile } from './limits.js';
-import { CAPACITY_STEP_SECONDS } from './capacity.js';
+import { CAPACITY_STEP_SECONDS, CAPACITY_STEP_TRIALS } from './capacity.js';
 
 export const SYSTEM_NAMES = ['ours', ...BASELINE_NAMES] as const;
 export type SystemName = (typeof SYSTEM_NAMES)[number];
@@ -21,6 +21,8 @@ export interface StressOptions {
   readonly engine: 'process' | 'docker';
   /** Raise the users step by step under wrk until the latency goal breaks (perf/capacity.ts). */
   readonly findCapacity: boolean;
+  /** `--find-capacity`: whole searches in a row, to report how far their capacities spread. */
+  readonly runs: number;
   readonly quick: boolean;
   readonly help: boolean;
 }
@@ -44,7 +46,10 @@ export const STRESS_USAGE = `usage: npm run stress -- [options]
   --engine NAME      process (local processes in cgroups) or docker (docker-compose-stress.yaml)
                      (default: process)
   --find-capacity    wrk at rising users until p99 > 100 ms or a failure; --duration is per step
-                     (default ${CAPACITY_STEP_SECONDS.full} s, --quick: two small steps of ${CAPACITY_STEP_SECONDS.quick} s)`;
+                     (default ${CAPACITY_STEP_SECONDS.full} s, --quick: two small steps of ${CAPACITY_STEP_SECONDS.quick} s);
+                     each step is judged by the majority of ${CAPACITY_STEP_TRIALS.full} trials (--quick: 1)
+  --runs N           with --find-capacity: N searches in a row, and the spread of their capacities
+                     (default 1)`;
 
 /** Parses `90`, `90s`, `5m`, `1h` into seconds; undefined when malformed or not positive. */
 export function parseDuration(text: string): number | undefined {
@@ -74,6 +79,7 @@ export function parseStressOptions(argv: readonly string[]): StressOptions {
     '--duration',
     '--out',
     '--engine',
+    '--runs',
   ]);
   for (let i = 0; i < argv.length; i++) {
     const raw = argv[i]!;
@@ -129,6 +135,8 @@ export function parseStressOptions(argv: readonly string[]): StressOptions {
 
   const findCapacity = values.has('--find-capacity');
   const quick = values.has('--quick');
+  const runs = numberOption('--runs', 1);
+  if (values.has('--runs') && !findCapacity) problems.push('"--runs" needs --find-capacity');
   let durationSeconds: number = findCapacity
     ? CAPACITY_STEP_SECONDS[quick ? 'quick' : 'full']
     : quick
@@ -156,6 +164,7 @@ export function parseStressOptions(argv: readonly string[]): StressOptions {
     outDir: values.get('--out'),
     engine: engine as StressOptions['engine'],
     findCapacity,
+    runs,
     quick,
     help: values.has('--help') || values.has('-h'),
   });

@@ -34,11 +34,16 @@ import { createDockerEngine, type DockerEngine } from '../perf/docker-engine.js'
 import { mintTokens, writeTokenFile } from '../perf/tokens.js';
 import { runWrkStudy } from '../perf/wrk-study.js';
 import {
+  capacityOf,
   capacitySeries,
+  capacitySpread,
   CAPACITY_GOAL,
+  CAPACITY_STEP_TRIALS,
   CAPACITY_STEPS,
   formatCapacity,
   judgeStep,
+  judgeTrials,
+  needsAnotherTrial,
   nextStepUsers,
   QUICK_CAPACITY_STEPS,
   type CapacityStep,
@@ -301,6 +306,7 @@ function findCapacity(
 ): Promise<{ steps: CapacityStep[]; error?: string }> {
   const { options, confinement, cpuPlan } = setup;
   const plan = options.quick ? QUICK_CAPACITY_STEPS : CAPACITY_STEPS;
+  const trialsPerStep = CAPACITY_STEP_TRIALS[options.quick ? 'quick' : 'full'];
   const steps: CapacityStep[] = [];
   return withSystem<{ steps: CapacityStep[]; error?: string }>(
     name,
@@ -319,29 +325,31 @@ function findCapacity(
         const tokenFile = join(scratch, `tokens-${users}.txt`);
         writeTokenFile(tokenFile, tokens.slice(0, users));
         const stepUsers = users;
-        const measured = await whileDriving(instance, confinement, () =>
-          runWrkStudy({
-            host: instance.baseUrl,
-            users: stepUsers,
-            durationSeconds: options.durationSeconds,
-            tokenFile,
-            scriptFile: join(dir, `wrk-${users}.lua`),
-            cpus: cpuPlan.load,
-            logFile: join(dir, `wrk-${users}.log`),
-          }),
-        );
-        const step = judgeStep(
-          users,
-          measured.value.result,
-          measured.value.loadGenerator,
-          measured,
-        );
+        const trials: CapacityStep[] = [];
+        do {
+          const name = `${users}${trials.length === 0 ? '' : `-${trials.length + 1}`}`;
+          const measured = await whileDriving(instance, confinement, () =>
+            runWrkStudy({
+              host: instance.baseUrl,
+              users: stepUsers,
+              durationSeconds: options.durationSeconds,
+              tokenFile,
+              scriptFile: join(dir, `wrk-${name}.lua`),
+              cpus: cpuPlan.load,
+              logFile: join(dir, `wrk-${name}.log`),
+            }),
+          );
+          trials.push(
+            judgeStep(users, measured.value.result, measured.value.loadGenerator, measured),
+          );
+        } while (needsAnotherTrial(trials, trialsPerStep));
+        const step = judgeTrials(trials);
         steps.push(step);
         const costs = step.services
           .map((s) => `${s.name} ${s.cpuUsPerRequest.toFixed(0)} µs`)
           .join(' + ');
         process.stderr.write(
-          `[${name}] ${users} users: offered ${step.offeredRps.toFixed(0)} req/s, served ${step.servedRps.toFixed(0)}, ${step.failures} failures, p99 ${step.p99Ms.toFixed(1)} ms, wrk CPU ${((step.generatorCpuShare ?? NaN) * 100).toFixed(0)} %${step.generatorSaturated ? ' (saturated)' : ''}; ${costs} per request\n`,
+          `[${name}] ${users} users: offered ${step.offeredRps.toFixed(0)} req/s, served ${step.servedRps.toFixed(0)}, ${step.failures} failures, p99 ${step.p99Ms.toFixed(1)} ms, ${step.heldGoal ? 'held' : 'broken'} in ${trials.filter((t) => t.heldGoal).length}/${trials.length} trials, wrk CPU ${((step.generatorCpuShare ?? NaN) * 100).toFixed(0)} %${step.generatorSaturated ? ' (saturated)' : ''}; ${costs} per request\n`,
         );
         users = nextStepUsers(plan, steps);
       }
@@ -352,12 +360,51 @@ function findCapacity(
 }
 
 /** The capacity report: per system its steps and capacity, and the chart of p99 against load. */
+type CapacityResult = { name: SystemName; steps: CapacityStep[]; error?: string };
+
+/**
+ * With `--runs N`: each system's capacity in every search, how far apart they landed (in steps of
+ * the ladder), and ours against each baseline run by run.
+ */
+function spreadSection(options: StressOptions, runs: readonly CapacityResult[][]): string[] {
+  const plan = options.quick ? QUICK_CAPACITY_STEPS : CAPACITY_STEPS;
+  const usersOf = (r: CapacityResult | undefined) => (r ? capacityOf(r.steps) : undefined);
+  const lines = [
+    `## ${runs.length} searches in a row`,
+    '',
+    `| system | ${runs.map((_, i) => `run ${i + 1}: users (req/s offered)`).join(' | ')} | spread |`,
+    `| --- | ${runs.map(() => '---:').join(' | ')} | ---: |`,
+  ];
+  for (const name of options.systems) {
+    const mine = runs.map((run) => run.find((r) => r.name === name)?.steps ?? []);
+    const { spreadSteps } = capacitySpread(plan, mine);
+    const cells = runs.map((run) => {
+      const step = usersOf(run.find((r) => r.name === name));
+      return step ? `${step.users} (${step.offeredRps.toFixed(0)})` : 'none';
+    });
+    lines.push(
+      `| ${name} | ${cells.join(' | ')} | ${spreadSteps} step${spreadSteps === 1 ? '' : 's'} |`,
+    );
+  }
+  for (const baseline of options.systems.filter((name) => name !== 'ours')) {
+    if (!options.systems.includes('ours')) break;
+    const ratios = runs.map((run) => {
+      const ours = usersOf(run.find((r) => r.name === 'ours'));
+      const theirs = usersOf(run.find((r) => r.name === baseline));
+      return ours && theirs ? `${(ours.offeredRps / theirs.offeredRps).toFixed(2)}×` : '—';
+    });
+    lines.push('', `ours ÷ ${baseline}, run by run: ${ratios.join(', ')}.`);
+  }
+  return [...lines, ''];
+}
+
 function writeCapacityReport(
   outDir: string,
   options: StressOptions,
-  results: readonly { name: SystemName; steps: CapacityStep[]; error?: string }[],
+  runs: readonly CapacityResult[][],
   support: Confinement['support'],
 ): string {
+  const results = runs.at(-1) ?? [];
   const chartFile = 'capacity.svg';
   writeFileSync(
     join(outDir, chartFile),
@@ -378,10 +425,14 @@ function writeCapacityReport(
     '',
     `![p99 against offered load](${chartFile})`,
     '',
-    ...results.flatMap((r) => [
-      formatCapacity(r.name, r.steps),
-      ...(r.error ? ['', `Stopped by an error: ${r.error}`] : []),
-      '',
+    ...(runs.length > 1 ? spreadSection(options, runs) : []),
+    ...runs.flatMap((run, i) => [
+      ...(runs.length > 1 ? [`## Run ${i + 1}`, ''] : []),
+      ...run.flatMap((r) => [
+        formatCapacity(r.name, r.steps),
+        ...(r.error ? ['', `Stopped by an error: ${r.error}`] : []),
+        '',
+      ]),
     ]),
   ].join('\n');
   const file = join(outDir, 'report.md');
@@ -426,20 +477,21 @@ async function main(): Promise<number> {
   }
 
   if (options.findCapacity) {
-    const found: { name: SystemName; steps: CapacityStep[]; error?: string }[] = [];
+    const runs: CapacityResult[][] = [];
     try {
-      for (const name of options.systems) {
-        found.push({
-          name,
-          ...(await findCapacity(name, setup)),
-        });
+      for (let run = 1; run <= options.runs; run++) {
+        if (options.runs > 1) process.stderr.write(`search ${run} of ${options.runs}\n`);
+        const found: CapacityResult[] = [];
+        for (const name of options.systems)
+          found.push({ name, ...(await findCapacity(name, setup)) });
+        runs.push(found);
       }
     } finally {
       await confinement.release();
     }
-    const file = writeCapacityReport(outDir, options, found, confinement.support);
+    const file = writeCapacityReport(outDir, options, runs, confinement.support);
     console.log(`report: ${file}`);
-    return found.some((r) => r.error) ? 1 : 0;
+    return runs.flat().some((r) => r.error) ? 1 : 0;
   }
 
   const results: SystemResult[] = [];

@@ -15,7 +15,8 @@ export const LISTEN_EXPECTED = 'host:port or unix:/path';
 export function parseListen(value: string): Listen | { readonly problem: string } {
   if (value.startsWith('unix:')) {
     const path = value.slice('unix:'.length);
-    if (!path.startsWith('/')) return { problem: `unix socket path must be absolute, got "${path}"` };
+    if (!path.startsWith('/'))
+      return { problem: `unix socket path must be absolute, got "${path}"` };
     return { kind: 'unix', path };
   }
   const [, v6, host, port] = TCP.exec(value) ?? [];
