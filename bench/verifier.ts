@@ -26,6 +26,7 @@ import { freePort } from '../stack/ports.js';
 import { LOAD_TEST_VERIFIER_ENV } from '../perf/systems.js';
 import { VERIFIER_NODE_FLAGS } from '../stack/service-env.js';
 import { COMPARED_VERSIONS, runtimeTable } from './runtimes.js';
+import { IMAGES, buildImages, docker, missingEngine } from '../test/containers/engine.js';
 import { secretSetName } from '../verifier/src/http/verify-answer.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -558,11 +559,56 @@ async function rssRows(ecKey: KeyObject, jwksUri: string): Promise<string[]> {
     const peak = vmHwmMb(verifier.child.pid!);
     await stop(verifier.child);
     rows.push(
-      `peak RSS, ${filled} cached decisions, node ${nodeOptions || '(no flags)'}: ${peak.toFixed(1)} MB ` +
+      `peak RSS, ${filled} cached decisions, Node ${process.versions.node} ${nodeOptions || '(no flags)'}: ${peak.toFixed(1)} MB ` +
         `(heap used ${heapMb('heap_size_used_bytes')} of ${heapMb('heap_size_total_bytes')} MB; goal <= 128 MB)`,
     );
   }
+  rows.push(await imageRssRow(jwksUri, fill));
   return rows;
+}
+
+/**
+ * The same fill against the verifier image (Node 24 with its addon, the image's own heap flags),
+ * on the host's network so it reaches this JWKS; its peak read from /proc on the host.
+ */
+async function imageRssRow(jwksUri: string, fill: string): Promise<string> {
+  const noEngine = await missingEngine();
+  if (noEngine !== undefined) return `peak RSS in the verifier image: not measured (${noEngine})`;
+  await buildImages();
+  const port = await freePort();
+  const id = await docker(
+    'run',
+    '-d',
+    '--rm',
+    '--network',
+    'host',
+    ...Object.entries({
+      VERIFIER_ISSUER: ISSUER,
+      VERIFIER_AUDIENCE: AUDIENCE,
+      VERIFIER_JWKS_URI: jwksUri,
+      VERIFIER_REQUIRED_SCOPES: 'secrets:read',
+      VERIFIER_LISTEN: `127.0.0.1:${port}`,
+      VERIFIER_LOG_LEVEL: 'warn',
+      VERIFIER_CACHE_MAX_ENTRIES: String(RSS_TOKENS),
+      VERIFIER_CACHE_MAX_BYTES: '1g',
+      ...LOAD_TEST_VERIFIER_ENV,
+    }).flatMap(([name, value]) => ['-e', `${name}=${value}`]),
+    IMAGES.verifier,
+  );
+  try {
+    await waitReady(`http://127.0.0.1:${port}/readyz`);
+    const node = await docker('exec', id, 'node', '--version');
+    let filled = 0;
+    for (let round = 0; round < 40 && filled < RSS_TOKENS; round++) {
+      wrk(`http://127.0.0.1:${port}`, { script: fill, seconds: 5 });
+      const metrics = (await fetchText(`http://127.0.0.1:${port}/metrics`)).body;
+      filled = Number(/^verifier_cache_entries (\d+)/m.exec(metrics)?.[1] ?? 0);
+    }
+    const peak = vmHwmMb(Number(await docker('inspect', '--format', '{{.State.Pid}}', id)));
+    return `peak RSS, ${filled} cached decisions, verifier image (${node}, its NODE_OPTIONS): ${peak.toFixed(1)} MB (goal <= 128 MB)`;
+  } finally {
+    await docker('stop', id);
+  }
 }
 
 if (process.argv[2] === '--jose-loop') {

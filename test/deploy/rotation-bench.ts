@@ -5,7 +5,12 @@
 //   (b) preload: `js_preload_object` parses it once per configuration; a watcher runs
 //       `nginx -s reload` when the file changes.
 // Prints throughput ratios (wrk) and the failures / mixed bodies seen while rotating under load.
-// Run: npx tsx test/deploy/rotation-bench.ts [--seconds 5] [--connections 32]
+// Then two figures the suites only bound loosely (they must not fail on a slow machine):
+//   visible    through the real stack (npm start's), how long after a write of the secrets file
+//              /secret serves the new set (the secret-set watcher's poll + NGINX's open_file_cache)
+//   stop time  how long `docker stop` takes for each image as PID 1 without --init (when an engine
+//              answers; the images are built as the container suites build them)
+// Run: npm run bench:rotation [-- --seconds 5] [--connections 32] [--rotations 10]
 import { spawn, spawnSync } from 'node:child_process';
 import {
   chmodSync,
@@ -21,11 +26,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { freePort } from '../../stack/ports.js';
+import { startStack } from '../../stack/start-stack.js';
+import { IMAGES, buildImages, docker, missingEngine } from '../containers/engine.js';
 
 const { values: args } = parseArgs({
   options: {
     seconds: { type: 'string', default: '5' },
     connections: { type: 'string', default: '32' },
+    rotations: { type: 'string', default: '10' },
   },
 });
 const seconds = Number(args.seconds);
@@ -243,4 +251,77 @@ async function main(): Promise<void> {
   }
 }
 
+const spread = (ms: number[]) => {
+  const sorted = [...ms].sort((a, b) => a - b);
+  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+  return `min ${at(0).toFixed(0)}, median ${at(0.5).toFixed(0)}, max ${at(1).toFixed(0)} ms`;
+};
+
+/** Through the stack: write generation n, then poll /secret until it serves it. */
+async function visibleRow(rotations: number): Promise<void> {
+  const stack = await startStack();
+  try {
+    const token = await stack.mintToken({ clientId: 'spa-demo' });
+    const took: number[] = [];
+    for (let n = 1; n <= rotations; n++) {
+      const set = { 'x-api-key': `rotated-g${n}` };
+      writeFileSync(
+        stack.files.secrets,
+        JSON.stringify({ default: set, clients: { 'spa-demo': set } }),
+      );
+      const started = performance.now();
+      for (;;) {
+        const answer = await fetch(stack.urls.secret, {
+          headers: { authorization: `Bearer ${token}` },
+        });
+        if (answer.ok && (await answer.text()).includes(`rotated-g${n}`)) break;
+        if (performance.now() - started > 30_000) throw new Error(`generation ${n} never served`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      took.push(performance.now() - started);
+    }
+    console.log(
+      `visible: a rotated secrets file served after ${spread(took)} (${rotations} rotations)`,
+    );
+  } finally {
+    await stack.stop();
+  }
+}
+
+/** `docker stop` of each image running alone, as PID 1 without --init. */
+async function stopTimeRow(): Promise<void> {
+  const noEngine = await missingEngine();
+  if (noEngine !== undefined) {
+    console.log(`stop time: not measured (no container engine: ${noEngine})`);
+    return;
+  }
+  await buildImages();
+  const files = mkdtempSync(join(tmpdir(), 'sg-stop-time-'));
+  chmodSync(files, 0o755);
+  writeFileSync(join(files, 'secrets.json'), '{"default":{}}', { mode: 0o644 });
+  const runs: Record<string, string[]> = {
+    idp: [IMAGES.idp],
+    verifier: [
+      '-e',
+      'VERIFIER_ISSUER=https://idp.test',
+      '-e',
+      'VERIFIER_AUDIENCE=api',
+      IMAGES.verifier,
+    ],
+    nginx: ['--tmpfs', '/tmp', '-v', `${files}:/etc/secret-gate:ro`, IMAGES.nginx],
+  };
+  const took: string[] = [];
+  for (const [name, args] of Object.entries(runs)) {
+    const id = await docker('run', '-d', '--rm', '--read-only', ...args);
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    const started = performance.now();
+    await docker('stop', '-t', '30', id);
+    took.push(`${name} ${(performance.now() - started).toFixed(0)} ms`);
+  }
+  rmSync(files, { recursive: true, force: true });
+  console.log(`stop time (docker stop, no --init): ${took.join(', ')}`);
+}
+
 await main();
+await visibleRow(Number(args.rotations));
+await stopTimeRow();
