@@ -189,7 +189,8 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
               detail: `missing scopes: ${missing.join(' ')}`,
             };
     const { decision, detail } = await checkDpop(judged, token.jkt);
-    // Only the token's own outcome (allow, missing scopes) may be reused; DPoP refusals carry none.
+    // Only the token's own outcome (allow, its client or scopes refused) may be reused at the edge;
+    // DPoP refusals carry none.
     if (decision.identity === undefined) return { decision, detail };
     // Never past the cap, `exp` or the key's trust; whole seconds down, so no copy outlives them.
     const until = Math.min(token.exp, token.keyTrustedUntil ?? token.exp);
