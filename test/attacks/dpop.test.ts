@@ -5,9 +5,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   hmacProof,
+  hugeExponentRsaKey,
   privateProofJwk,
   proofJwk,
   signProof,
+  signRsaProof,
   thumbprintOf,
   unsignedProof,
   type ProofOptions,
@@ -126,6 +128,24 @@ describe('DPoP attacks: each a 401 with a DPoP challenge and no secret', () => {
     expectDpopRefusal(
       await send(`dpop: ${name}`, { authorization: `DPoP ${bound}`, dpop: await make() }),
     );
+  });
+
+  it('a proof by an RSA key whose exponent is as long as its modulus: invalid_dpop_proof, its signature never checked', async () => {
+    // The key signed this proof soundly; checking it would cost milliseconds of CPU per request.
+    const { privateKey, jwk } = hugeExponentRsaKey();
+    const dpop = signRsaProof(privateKey, jwk, { htu: secretUrl, accessToken: bound });
+    const answer = await send('dpop: huge RSA exponent', { authorization: `DPoP ${bound}`, dpop });
+    expectDpopRefusal(answer);
+    expect(answer.headers['www-authenticate']).toContain('error="invalid_dpop_proof"');
+  });
+
+  it('a proof by another sound key than cnf.jkt: invalid_token, as the binding fails', async () => {
+    const answer = await send('dpop: key not cnf.jkt', {
+      authorization: `DPoP ${bound}`,
+      dpop: await proof({ key: 'rsaA' }),
+    });
+    expectDpopRefusal(answer);
+    expect(answer.headers['www-authenticate']).toContain('error="invalid_token"');
   });
 
   it('the bound token as Bearer (no downgrade), with or without a proof', async () => {

@@ -23,6 +23,8 @@ export type DenyCode =
   | 'client_id_invalid'
   // The token names no client in any of the issuer's client claims: no secret set can be chosen.
   | 'client_unknown'
+  // The token names a client the policy's `clients` does not list.
+  | 'client_not_allowed'
   | 'scope_insufficient'
   | 'policy_unknown'
   | 'internal_error'
@@ -56,10 +58,16 @@ export class VerifyError extends Error {
 /**
  * 401 "not authenticated", 403 "authenticated but not allowed" (RFC 6750 §3.1); auth_request
  * understands no 5xx, so `internal_error` (a bug, never a token outcome) is a 401: the token could
- * not be shown valid. 403 too: a valid token naming no client (no secret set can be chosen), and an
- * unknown policy (the gate is misconfigured; a 401 would start a pointless browser sign-in loop).
+ * not be shown valid. 403 too: a valid token naming no client (no secret set can be chosen) or a
+ * client the policy does not serve, and an unknown policy (the gate is misconfigured; a 401 would
+ * start a pointless browser sign-in loop).
  */
 export function statusFor(code: DenyCode): 401 | 403 {
   return FORBIDDEN.has(code) ? 403 : 401;
 }
-const FORBIDDEN = new Set<DenyCode>(['scope_insufficient', 'client_unknown', 'policy_unknown']);
+const FORBIDDEN = new Set<DenyCode>([
+  'scope_insufficient',
+  'client_unknown',
+  'client_not_allowed',
+  'policy_unknown',
+]);

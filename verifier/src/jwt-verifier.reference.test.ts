@@ -32,7 +32,8 @@ const TOLERANCE = 30;
 
 // ---------------------------------------------------------------------------------------------
 // Keys: the fixed fixtures (RS256, ES256, an attacker's RSA key) plus what keys.json lacks, made
-// once per run: an Ed25519 key and a 1024-bit RSA key. PS256 reuses rsaB's material under its own
+// once per run: an Ed25519 key, a 1024-bit RSA key, RSA-3072 and RSA-4096 keys (signatures whose
+// base64url length is 4k and 4k+3), P-384 and P-521 keys. PS256 reuses rsaB's material under its own
 // kid; `rsa-any` and `ed-any` publish keys without `alg`, so the token's `alg` picks the import.
 
 type Method = 'pkcs1' | 'pss' | 'ecdsa' | 'ed' | 'hmac';
@@ -47,6 +48,10 @@ const privateOf = (name: keyof typeof PRIVATE_JWKS): KeyObject =>
 
 const ed = generateKeyPairSync('ed25519');
 const shortRsa = generateKeyPairSync('rsa', { modulusLength: 1024 });
+const rsa3072 = generateKeyPairSync('rsa', { modulusLength: 3072 });
+const rsa4096 = generateKeyPairSync('rsa', { modulusLength: 4096 });
+const p384 = generateKeyPairSync('ec', { namedCurve: 'P-384' });
+const p521 = generateKeyPairSync('ec', { namedCurve: 'P-521' });
 const exported = (key: KeyObject) => key.export({ format: 'jwk' }) as JWK;
 
 const SIGNERS = {
@@ -59,6 +64,10 @@ const SIGNERS = {
   short: { key: shortRsa.privateKey, kid: 'rsa-short' },
   attacker: { key: privateOf('attacker'), kid: PRIVATE_JWKS.attacker.kid },
   ecB: { key: privateOf('ecB'), kid: PRIVATE_JWKS.ecB.kid },
+  rs3072: { key: rsa3072.privateKey, kid: 'rsa-3072' },
+  rs4096: { key: rsa4096.privateKey, kid: 'rsa-4096' },
+  es384: { key: p384.privateKey, kid: 'ec-384' },
+  es512: { key: p521.privateKey, kid: 'ec-521' },
 } satisfies Record<string, Signer>;
 
 const JWKS: { keys: JWK[] } = {
@@ -70,6 +79,10 @@ const JWKS: { keys: JWK[] } = {
     { ...exported(ed.publicKey), kid: 'ed-1', alg: 'EdDSA', use: 'sig' },
     { ...exported(ed.publicKey), kid: 'ed-any', use: 'sig' },
     { ...exported(shortRsa.publicKey), kid: 'rsa-short', alg: 'RS256', use: 'sig' },
+    { ...exported(rsa3072.publicKey), kid: 'rsa-3072', alg: 'RS256', use: 'sig' },
+    { ...exported(rsa4096.publicKey), kid: 'rsa-4096', alg: 'RS512', use: 'sig' },
+    { ...exported(p384.publicKey), kid: 'ec-384', alg: 'ES384', use: 'sig' },
+    { ...exported(p521.publicKey), kid: 'ec-521', alg: 'ES512', use: 'sig' },
   ],
 };
 
@@ -78,7 +91,7 @@ const RSA_A_PEM = createPublicKey({ key: publicJwk('rsaA') as never, format: 'jw
   .export({ format: 'pem', type: 'spki' })
   .toString();
 
-const ALL_ALGS = ['RS256', 'PS256', 'ES256', 'EdDSA', 'Ed25519'];
+const ALL_ALGS = ['RS256', 'RS512', 'PS256', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'];
 
 const issuer = (algorithms: string[], requireTyp?: string): JwtIssuer => ({
   type: 'jwt',
@@ -218,22 +231,23 @@ beforeAll(() => {
 const seg = (text: string) => base64url.encode(text);
 const json = (value: unknown) => JSON.stringify(value);
 
-function signInput(input: string, method: Method, key: KeyObject | string): string {
+function signInput(input: string, method: Method, key: KeyObject | string, bits = 256): string {
   const data = Buffer.from(input);
+  const digest = `sha${bits}`;
   let signature: Buffer;
   switch (method) {
     case 'pkcs1':
-      signature = sign('sha256', data, key);
+      signature = sign(digest, data, key);
       break;
     case 'pss':
-      signature = sign('sha256', data, {
+      signature = sign(digest, data, {
         key: key as KeyObject,
         padding: 6, // RSA_PKCS1_PSS_PADDING
-        saltLength: 32,
+        saltLength: bits / 8,
       });
       break;
     case 'ecdsa':
-      signature = sign('sha256', data, { key: key as KeyObject, dsaEncoding: 'ieee-p1363' });
+      signature = sign(digest, data, { key: key as KeyObject, dsaEncoding: 'ieee-p1363' });
       break;
     case 'ed':
       signature = sign(null, data, key);
@@ -247,8 +261,11 @@ function signInput(input: string, method: Method, key: KeyObject | string): stri
 
 const METHOD_OF: Record<string, Method> = {
   RS256: 'pkcs1',
+  RS512: 'pkcs1',
   PS256: 'pss',
   ES256: 'ecdsa',
+  ES384: 'ecdsa',
+  ES512: 'ecdsa',
   EdDSA: 'ed',
   Ed25519: 'ed',
   HS256: 'hmac',
@@ -277,6 +294,10 @@ const ALG_OF = new Map<Signer, string>([
   [SIGNERS.short, 'RS256'],
   [SIGNERS.attacker, 'RS256'],
   [SIGNERS.ecB, 'ES256'],
+  [SIGNERS.rs3072, 'RS256'],
+  [SIGNERS.rs4096, 'RS512'],
+  [SIGNERS.es384, 'ES384'],
+  [SIGNERS.es512, 'ES512'],
 ]);
 
 const baseClaims = (): Record<string, unknown> => ({
@@ -306,7 +327,8 @@ function build(options: Build = {}): string {
     options.payloadText ?? json(dropUndefined({ ...baseClaims(), ...options.claims }));
   const input = `${seg(headerText)}.${seg(payloadText)}`;
   const method = options.method ?? METHOD_OF[String(header.alg)] ?? 'pkcs1';
-  return `${input}.${signInput(input, method, options.secret ?? signer.key)}`;
+  const bits = Number(/(?:384|512)$/.exec(String(header.alg))?.[0] ?? 256);
+  return `${input}.${signInput(input, method, options.secret ?? signer.key, bits)}`;
 }
 
 function replaceSegment(token: string, index: number, value: string): string {
@@ -324,6 +346,32 @@ function flipChar(token: string, index: number, at = 5): string {
 
 // ---------------------------------------------------------------------------------------------
 // The table.
+
+const LONG_SIGNERS = [
+  ['RS256 (RSA-3072)', SIGNERS.rs3072],
+  ['RS512 (RSA-4096)', SIGNERS.rs4096],
+  ['ES384 (P-384)', SIGNERS.es384],
+  ['ES512 (P-521)', SIGNERS.es512],
+] as const;
+
+const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+
+/** A signature segment spelled otherwise, and what the `all` configuration must do with it. */
+const RESPELLINGS: ReadonlyArray<readonly [string, (signature: string) => string, Expect]> = [
+  ['with one character appended', (sig) => `${sig}A`, 'reject'],
+  ['with two characters appended', (sig) => `${sig}AA`, 'reject'],
+  ['one character shorter', (sig) => sig.slice(0, -1), 'reject'],
+  ['with "=" padding', (sig) => `${sig}=`, 'reject'],
+  ['with "==" padding', (sig) => `${sig}==`, 'reject'],
+  ['with a "+" for a character', (sig) => `+${sig.slice(1)}`, 'reject'],
+  ['with a "/" for a character', (sig) => `${sig.slice(0, 9)}/${sig.slice(10)}`, 'reject'],
+  ['with a "%" appended', (sig) => `${sig}%`, 'reject'],
+  [
+    "with the last character's unused bits changed",
+    (sig) => `${sig.slice(0, -1)}${ALPHABET[ALPHABET.indexOf(sig.at(-1)!) ^ 1]!}`,
+    'either',
+  ],
+];
 
 type Expect = 'accept' | 'reject' | 'either';
 
@@ -808,12 +856,26 @@ const CASES: Case[] = [
     token: () => `${seg(json({ alg: 'RS256' }))}A.${build().split('.').slice(1).join('.')}`,
     expect: 'reject',
   },
+
+  // Longer keys, and their signatures spelled otherwise: a lenient decoder drops a stray last
+  // character of a 4k-long segment (RSA-3072: 512 characters, P-384: 128, P-521: 176).
+  ...LONG_SIGNERS.flatMap(([name, signer]): Case[] => [
+    valid(name, signer),
+    ...RESPELLINGS.map(([spelling, respell, expected]): Case => ({
+      name: `${name}, signature ${spelling}`,
+      token: () => {
+        const token = build({ signer });
+        return replaceSegment(token, 2, respell(token.split('.')[2]!));
+      },
+      expect: expected,
+    })),
+  ]),
 ];
 
 describe('createJwtVerifier against jose jwtVerify', () => {
   it('publishes RSA, EC and OKP keys, as the cases below assume', () => {
     expect(JWKS.keys.map((key) => key.kty).sort()).toEqual(
-      ['EC', 'OKP', 'OKP', 'RSA', 'RSA', 'RSA', 'RSA'].sort(),
+      ['EC', 'EC', 'EC', 'OKP', 'OKP', 'RSA', 'RSA', 'RSA', 'RSA', 'RSA', 'RSA'].sort(),
     );
   });
 

@@ -631,3 +631,44 @@ describe('DPoP settings', () => {
       expect(problems.some((problem) => problem.startsWith(name))).toBe(true);
   });
 });
+
+describe('bounds on token settings', () => {
+  it('refuses a clock tolerance over 5 minutes at start, naming the variable and why', () => {
+    expect(
+      loadConfig({ ...minimal, VERIFIER_CLOCK_TOLERANCE: '5m' }).issuers.get('https://idp.test'),
+    ).toMatchObject({ clockTolerance: 300 });
+    expect(problemsOf({ ...minimal, VERIFIER_CLOCK_TOLERANCE: '301s' })).toEqual([
+      'VERIFIER_CLOCK_TOLERANCE: must be at most 300s (5m): a token is accepted this long after its "exp"',
+    ]);
+    const file = JSON.stringify({
+      issuers: [{ issuer: 'https://idp.test', audience: 'api', clockTolerance: '1h' }],
+      policies: { default: { issuers: ['https://idp.test'] } },
+    });
+    expect(problemsOf({ VERIFIER_CONFIG: '/c.json' }, file)).toEqual([
+      'config.issuers[0].clockTolerance: must be at most 300s (5m): a token is accepted this long after its "exp"',
+    ]);
+  });
+
+  it("reads a policy's clients from the file or VERIFIER_ALLOWED_CLIENTS, and refuses an empty list", () => {
+    const clientsOf = (config: ReturnType<typeof loadConfig>) =>
+      [...config.policies.values()].map(({ name, clients }) => [name, clients]);
+    expect(
+      clientsOf(loadConfig({ ...minimal, VERIFIER_ALLOWED_CLIENTS: 'spa-demo,admin' })),
+    ).toEqual([
+      ['secret', ['spa-demo', 'admin']],
+      ['default', ['spa-demo', 'admin']],
+    ]);
+    expect(clientsOf(loadConfig(minimal))).toEqual([
+      ['secret', undefined],
+      ['default', undefined],
+    ]);
+    const file = (clients: unknown) =>
+      JSON.stringify({
+        issuers: [{ issuer: 'https://idp.test', audience: 'api' }],
+        policies: { default: { issuers: ['https://idp.test'], clients } },
+      });
+    expect(problemsOf({ VERIFIER_CONFIG: '/c.json' }, file([]))).toEqual([
+      'config.policies.default.clients: at least one client is required',
+    ]);
+  });
+});

@@ -49,6 +49,12 @@ const redisStore = text.regex(
 const atLeast1s = duration.refine((seconds) => seconds >= 1, 'must be at least 1s');
 const positive = duration.refine((seconds) => seconds > 0, 'must be greater than 0');
 const iatWindow = duration.refine((s) => s >= 1 && s <= 600, 'must be between 1s and 10m');
+/** Clock skew between hosts that keep time is seconds; minutes more would keep expired tokens. */
+const MAX_CLOCK_TOLERANCE = 300;
+const clockTolerance = duration.refine(
+  (seconds) => seconds <= MAX_CLOCK_TOLERANCE,
+  `must be at most ${MAX_CLOCK_TOLERANCE}s (5m): a token is accepted this long after its "exp"`,
+);
 const offByDefault = flag.prefault(false);
 const claimNames = list('claim name');
 
@@ -248,8 +254,8 @@ const jwtIssuer = section({
   ).describe(
     'Allowed `alg` values; asymmetric only (RS*, PS*, ES*, EdDSA). `none` and HS* are refused at start.',
   ),
-  clockTolerance: env('VERIFIER_CLOCK_TOLERANCE', duration.prefault('30s')).describe(
-    'Leeway for `exp`, `nbf` and `iat`.',
+  clockTolerance: env('VERIFIER_CLOCK_TOLERANCE', clockTolerance.prefault('30s')).describe(
+    'Leeway for `exp`, `nbf` and `iat`, at most `5m`: a token is accepted this long after its `exp`.',
   ),
   requireTyp: env('VERIFIER_REQUIRE_TYP', typ.prefault('at+jwt')).describe(
     'RFC 9068 §2.1: the `typ` header every token must carry (`application/` prefix allowed), so an ID token or another JWT cannot pass as an access token. `off` for an issuer that does not type its access tokens.',
@@ -328,6 +334,9 @@ export const policySchema = section({
   ),
   scopes: env('VERIFIER_REQUIRED_SCOPES', list().prefault([])).describe(
     'Scopes (`scope` string or `scp` array) that must all be granted; a missing one gives 403.',
+  ),
+  clients: env('VERIFIER_ALLOWED_CLIENTS', list('client').optional()).describe(
+    "Client ids (as the issuer's `clientClaims` name them: `azp`, `client_id`…) whose tokens this policy serves; a valid token of any other client gets 403 `client_not_allowed`. Unset: every client of the policy's issuers, which get the `default` secret set unless a set is named for them. An id here allows that client of each of the policy's issuers.",
   ),
   cloudfront: cloudFrontSection.optional(),
   dpop: env('VERIFIER_DPOP', oneOf(['off', 'allowed', 'required']).prefault('off')).describe(

@@ -514,6 +514,67 @@ describe('authorize: policies from a config file', () => {
   });
 });
 
+describe('authorize: a policy that lists its clients', () => {
+  it("serves only the listed clients' tokens, cached or not, and answers 403 client_not_allowed to the others", async () => {
+    const { service, lines } = buildService(
+      {},
+      {
+        now: clock.now,
+        file: {
+          issuers: [{ issuer: ISSUER, audience: AUDIENCE, jwksUri: jwks.url }],
+          policies: {
+            secret: { issuers: [ISSUER], clients: ['spa-demo'] },
+            open: { issuers: [ISSUER] },
+          },
+        },
+      },
+    );
+    await service.start();
+    const listed = await mint();
+    const other = await mint({ claims: { azp: 'another-app' } });
+    for (let round = 0; round < 2; round++) {
+      expect(statusOf(await service.authorize({ ...bearer(listed), policy: 'secret' }))).toBe(204);
+      const refused = await service.authorize({ ...bearer(other), policy: 'secret' });
+      expect({ status: statusOf(refused), reason: refused.reason }).toEqual({
+        status: 403,
+        reason: 'client_not_allowed',
+      });
+      // No scope would help: no `insufficient_scope` challenge.
+      expect(header(refused, 'X-Auth-Challenge')).toBeUndefined();
+      // Another policy of the same issuer without a list still serves that client.
+      expect(statusOf(await service.authorize({ ...bearer(other), policy: 'open' }))).toBe(204);
+    }
+    const denied = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(denied).toContainEqual(
+      expect.objectContaining({
+        status: 403,
+        reason: 'client_not_allowed',
+        detail: 'client "another-app" is not one of the policy\'s clients',
+      }),
+    );
+    await service.stop(0);
+  });
+
+  it('reads VERIFIER_ALLOWED_CLIENTS for the single-issuer policy', async () => {
+    const { service } = buildService(
+      {
+        VERIFIER_ISSUER: ISSUER,
+        VERIFIER_AUDIENCE: AUDIENCE,
+        VERIFIER_JWKS_URI: jwks.url,
+        VERIFIER_ALLOWED_CLIENTS: 'spa-demo, admin-console',
+      },
+      { now: clock.now },
+    );
+    await service.start();
+    expect(statusOf(await service.authorize(bearer(await mint())))).toBe(204);
+    const admin = await mint({ claims: { azp: 'admin-console' } });
+    expect(statusOf(await service.authorize(bearer(admin)))).toBe(204);
+    const other = await mint({ claims: { azp: 'another-app' } });
+    expect((await service.authorize(bearer(other))).reason).toBe('client_not_allowed');
+    await service.stop(0);
+  });
+});
+
 describe('authorize: the grant extension point', () => {
   it('adds its headers to every allowed answer of its policy, cached or not, and never to denials', async () => {
     const config = loadConfig({

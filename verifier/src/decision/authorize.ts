@@ -61,8 +61,8 @@ const fingerprint = (token: string): string => hash('sha256', token, 'hex').slic
 /**
  * The checks of verifier/README.md "What is checked", cheapest first: policy, token, cache, shape,
  * a JWT's `iss` and `alg` before any key fetch, then full verification (or the policy's opaque
- * issuer). On every request, cached or not: the policy's issuers, revocation, scopes, the DPoP
- * proof, an allow's grant. A failure that is no token outcome (a bug) is a 401 `internal_error`.
+ * issuer). On every request, cached or not: the policy's issuers, revocation, clients, scopes, the
+ * DPoP proof, an allow's grant. A failure that is no token outcome (a bug) is a 401 `internal_error`.
  */
 export function createAuthorizer(parts: AuthorizerParts): Authorize {
   const { cache, logger, metrics, dpop } = parts;
@@ -78,6 +78,8 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
     return {
       config: policy,
       issuers: new Set(policy.issuers),
+      /** The clients this policy serves; undefined: every client of its issuers. */
+      clients: policy.clients && new Set(policy.clients),
       jwtIssuers: new Set(policy.issuers.filter(isJwt)),
       opaque: opaqueIssuer === undefined ? undefined : parts.verifiers.get(opaqueIssuer),
       grant: parts.grants?.get(policy.name),
@@ -175,14 +177,20 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
     const { identity } = token;
     const missing = policy.config.scopes.filter((scope) => !identity.scopes.includes(scope));
     const judged: Outcome =
-      missing.length === 0
-        ? { decision: allow(identity), detail: undefined }
-        : {
-            decision: deny('scope_insufficient', identity, policy.config.scopes),
-            detail: `missing scopes: ${missing.join(' ')}`,
-          };
+      policy.clients?.has(identity.client) === false
+        ? {
+            decision: deny('client_not_allowed', identity),
+            detail: `client ${JSON.stringify(identity.client)} is not one of the policy's clients`,
+          }
+        : missing.length === 0
+          ? { decision: allow(identity), detail: undefined }
+          : {
+              decision: deny('scope_insufficient', identity, policy.config.scopes),
+              detail: `missing scopes: ${missing.join(' ')}`,
+            };
     const { decision, detail } = await checkDpop(judged, token.jkt);
-    // Only the token's own outcome (allow, missing scopes) may be reused; DPoP refusals carry none.
+    // Only the token's own outcome (allow, its client or scopes refused) may be reused at the edge;
+    // DPoP refusals carry none.
     if (decision.identity === undefined) return { decision, detail };
     // Never past the cap, `exp` or the key's trust; whole seconds down, so no copy outlives them.
     const until = Math.min(token.exp, token.keyTrustedUntil ?? token.exp);

@@ -15,7 +15,7 @@ export type Decision = (
   | { readonly outcome: 'allow'; readonly reason: 'allowed' }
   | { readonly outcome: 'deny'; readonly reason: DenyCode }
 ) & {
-  /** Set when the token itself was accepted (an allow, and a deny for missing scopes). */
+  /** Set when the token itself was accepted (an allow, a deny for its client or missing scopes). */
   readonly identity?: Identity | undefined;
   /** On a deny for missing scopes: the scopes the policy requires, for the challenge. */
   readonly requiredScopes?: readonly string[] | undefined;
@@ -29,7 +29,7 @@ export function allow(identity: Identity): Decision {
   return { outcome: 'allow', reason: 'allowed', identity };
 }
 
-/** A deny; `identity` and `requiredScopes` only when the token was accepted (missing scopes). */
+/** A deny; `identity` (and `requiredScopes`) only when the token was accepted. */
 export function deny(code: DenyCode, identity?: Identity, scopes?: readonly string[]): Decision {
   if (identity === undefined) return { outcome: 'deny', reason: code };
   return { outcome: 'deny', reason: code, identity, requiredScopes: scopes };

@@ -15,9 +15,10 @@ import { createMemoryReplayStore } from './replay-store.js';
 /**
  * The step runs after the token's decision (cached or fresh) on every request, so a cached token
  * never skips its proof (§7). It refuses a bound token as Bearer (no downgrade), DPoP with an
- * unbound token, a proof that fails proof.ts or is not by the `cnf.jkt` key, a missing or stale
- * nonce (when on) and a `jti` seen before. A shared replay store that does not answer fails
- * `required` policies closed; `allowed` ones check replays in process meanwhile.
+ * unbound token, a proof that fails proof.ts or is not by the `cnf.jkt` key (checked there before
+ * any signature work), a missing or stale nonce (when on) and a `jti` seen before. A shared replay
+ * store that does not answer fails `required` policies closed; `allowed` ones check replays in
+ * process meanwhile.
  */
 export function createDpopRuntime(
   config: DpopConfig,
@@ -65,7 +66,7 @@ export function createDpopRuntime(
     if (htu === undefined)
       return refuse('dpop_proof_invalid', 'no external origin or path to check "htu" against');
 
-    const expected = { htm: request.originalMethod ?? '', htu, accessToken: token };
+    const expected = { htm: request.originalMethod ?? '', htu, accessToken: token, jkt };
     let checked;
     try {
       checked = await checkProof(request.dpop, expected);
@@ -74,8 +75,6 @@ export function createDpopRuntime(
       if (!(error instanceof VerifyError)) throw error;
       return refuse(error.code, error.message);
     }
-    if (checked.jkt !== jkt)
-      return refuse('dpop_binding_mismatch', 'the proof key is not the token\'s "cnf.jkt"');
     if (nonces !== undefined && !nonces.isValid(checked.nonce))
       return refuse('dpop_nonce_required', 'no current server nonce', nonces.current());
 

@@ -1,14 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import { VerifyError } from '../errors.js';
 import {
+  hugeExponentRsaKey,
   proofJwk,
   privateProofJwk,
   signProof,
+  signRsaProof,
   hmacProof,
   unsignedProof,
   thumbprintOf,
 } from '../testing/dpop-proof.js';
-import { calculateJwkThumbprint } from 'jose';
+import { calculateJwkThumbprint, type JWK } from 'jose';
 import { constants, createHash, generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
 import { createProofChecker, MAX_PROOF_BYTES } from './proof.js';
 
@@ -222,5 +224,84 @@ describe('which proof keys may verify which "alg", each proof signed correctly b
     if (fits) await expect(checked).resolves.toMatchObject({ jti: 'by-hand' });
     else
       await expect(checked).rejects.toThrow('"jwk" header is not a public key usable with "alg"');
+  });
+});
+
+describe('the proof key judged before any signature work', () => {
+  const RSA_RULE =
+    'an RSA key needs the exponent 65537 ("AQAB") and a modulus of 2048 to 4096 bits';
+  const options = { htu: HTU, accessToken: TOKEN, iat: NOW };
+  const bound = async (jwk: JWK) => ({ ...expect200, jkt: await calculateJwkThumbprint(jwk) });
+
+  it("refuses an RSA key whose exponent is as long as its modulus, though it signed the proof and is the token's key", async () => {
+    const { privateKey, jwk } = hugeExponentRsaKey();
+    const proof = signRsaProof(privateKey, jwk, options);
+    expect(await refusal(proof, await bound(jwk))).toEqual({
+      code: 'dpop_proof_invalid',
+      message: `"jwk" header is not a public key usable with "alg": ${RSA_RULE}`,
+    });
+  });
+
+  it.each([
+    [
+      'the exponent 3',
+      () => generateKeyPairSync('rsa', { modulusLength: 2048, publicExponent: 3 }),
+    ],
+    [
+      'the exponent 2^32 - 1',
+      () => generateKeyPairSync('rsa', { modulusLength: 2048, publicExponent: 2 ** 32 - 1 }),
+    ],
+    ['a 1024-bit modulus', () => generateKeyPairSync('rsa', { modulusLength: 1024 })],
+  ])('refuses an RSA key with %s', async (_, pair) => {
+    const { privateKey, publicKey } = pair();
+    const jwk = publicKey.export({ format: 'jwk' }) as JWK;
+    const { message } = await refusal(signRsaProof(privateKey, jwk, options), await bound(jwk));
+    expect(message).toContain(RSA_RULE);
+  });
+
+  it.each([
+    ['a modulus over 4096 bits', 513, 0x80],
+    ['a modulus with a leading zero byte', 257, 0x00],
+  ])('refuses %s by its text', async (_, length, first) => {
+    const n = Buffer.alloc(length, 0xa5);
+    n[0] = first;
+    const jwk = { kty: 'RSA', n: n.toString('base64url'), e: 'AQAB' };
+    const { message } = await refusal(
+      signRsaProof(generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey, jwk, options),
+      await bound(jwk),
+    );
+    expect(message).toContain(RSA_RULE);
+  });
+
+  it.each([
+    ['an EC key on another curve', { kty: 'EC', crv: 'secp256k1', x: 'AA', y: 'AA' }],
+    ['an OKP key under ES256', { kty: 'OKP', crv: 'Ed25519', x: 'AA' }],
+    ['an RSA key under ES256', proofJwk('rsaA')],
+  ])('refuses %s for ES256 by its members', async (_, jwk) => {
+    const proof = signProof({ ...options, header: { jwk } });
+    expect(await refusal(proof, await bound(jwk))).toEqual({
+      code: 'dpop_proof_invalid',
+      message: '"jwk" header is not a public key usable with "alg"',
+    });
+  });
+
+  it('refuses a key other than the token\'s "cnf.jkt" before its signature is checked', async () => {
+    const expectation = { ...expect200, jkt: await thumbprintOf('ec') };
+    const byOtherKey = await signProof({ ...options, key: 'ecB' });
+    const [header, payload] = byOtherKey.split('.');
+    for (const proof of [byOtherKey, `${header}.${payload}.${'A'.repeat(86)}`])
+      expect(await refusal(proof, expectation)).toEqual({
+        code: 'dpop_binding_mismatch',
+        message: 'the proof key is not the token\'s "cnf.jkt"',
+      });
+  });
+
+  it('refuses a known proof header that comes with another token\'s "cnf.jkt"', async () => {
+    const proof = await signProof(options);
+    await expect(check(proof, await bound(proofJwk('ec')))).resolves.toMatchObject({
+      jti: expect.any(String),
+    });
+    const again = await signProof(options);
+    expect((await refusal(again, await bound(proofJwk('ecB')))).code).toBe('dpop_binding_mismatch');
   });
 });

@@ -13,25 +13,28 @@ import {
 } from '../token/jws-signature.js';
 import { looksLikeJwt } from '../token/token-shape.js';
 import { normalizeHtu } from './htu.js';
+import { proofKeyProblem } from './proof-key.js';
 
 /** A proof is a short JWS with one public key in it; anything larger is refused unparsed. */
 export const MAX_PROOF_BYTES = 2048;
 const MAX_JTI_LENGTH = 256;
-/** JWK members that only a private (or symmetric) key has (RFC 7518 §6). */
-const PRIVATE_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'] as const;
 /** Every cached header passed the `typ` check, so the claims are validated under that `typ`. */
 const DPOP_TYP = { typ: 'dpop+jwt' } as const;
 
 const invalid = (message: string) => new VerifyError('dpop_proof_invalid', message);
 const unverified = () => invalid('the DPoP proof signature or claims did not verify');
+const notBound = () =>
+  new VerifyError('dpop_binding_mismatch', 'the proof key is not the token\'s "cnf.jkt"');
 
 /**
  * Checks, cheap ones first: a compact JWS of at most MAX_PROOF_BYTES; `typ: dpop+jwt`; `alg` in
  * the asymmetric allowlist (never `none` or HMAC); no unknown `crit`; `jwk` a public key fitting
- * `alg` (RSA ≥ 2048 bits); the signature; `exp`, `nbf`, `iat` as jose validates them; `jti`; `htm`
- * the original method; `htu` the external URL (no query, fragment); `iat` within ±`iatWindow` s;
- * `ath` = base64url(SHA-256(token)) when a token is presented. Left to the caller: `nonce`, `jti`
- * replays and `cnf.jkt`. `now` is in epoch milliseconds.
+ * `alg` by its members alone (proof-key.ts: RSA only with e = 65537 and 2048–4096 bits); its RFC
+ * 7638 thumbprint the token's `cnf.jkt` when one is given (`dpop_binding_mismatch`), all before
+ * the key is imported or any signature checked; the signature; `exp`, `nbf`, `iat` as jose
+ * validates them; `jti`; `htm` the original method; `htu` the external URL (no query, fragment);
+ * `iat` within ±`iatWindow` s; `ath` = base64url(SHA-256(token)) when a token is presented. Left
+ * to the caller: `nonce` and `jti` replays. `now` is in epoch milliseconds.
  */
 export function createProofChecker(options: {
   algorithms: readonly string[];
@@ -48,7 +51,7 @@ export function createProofChecker(options: {
     max: 10_000,
   });
 
-  async function prepareHeader(proof: string) {
+  async function prepareHeader(proof: string, jkt: string | undefined) {
     const header = readProtectedHeader(proof);
     if (header === undefined) throw invalid('the DPoP proof header is not valid JSON');
     if (header.typ !== 'dpop+jwt') throw invalid('"typ" header must be "dpop+jwt"');
@@ -57,13 +60,19 @@ export function createProofChecker(options: {
     const { jwk } = header;
     if (jwk === null || typeof jwk !== 'object' || Array.isArray(jwk))
       throw invalid('"jwk" header must hold the public key');
-    if (PRIVATE_MEMBERS.some((member) => member in jwk))
-      throw invalid('"jwk" header must not carry private key members');
+    const problem = proofKeyProblem(jwk, scheme);
+    if (problem !== undefined) throw invalid(problem);
     try {
       checkProtectedHeader(header, schemes); // jose's `crit` rules
     } catch {
       throw unverified();
     }
+    // jose checks that the members the thumbprint reads are strings; a key of another token is
+    // refused before it is imported.
+    const thumbprint = await calculateJwkThumbprint(jwk, 'sha256').catch(() => undefined);
+    if (thumbprint === undefined)
+      throw invalid('"jwk" header is not a public key usable with "alg"');
+    if (jkt !== undefined && thumbprint !== jkt) throw notBound();
     // jose refuses a malformed key or one unfit for `alg`; verificationKey a private, secret or
     // short RSA one.
     const imported = await importJWK(jwk, header.alg).catch(() => undefined);
@@ -72,25 +81,33 @@ export function createProofChecker(options: {
         ? undefined
         : verificationKey(imported, scheme);
     if (key === undefined) throw invalid('"jwk" header is not a public key usable with "alg"');
-    // Every member the thumbprint reads is sound once the key imported.
-    return { jkt: await calculateJwkThumbprint(jwk, 'sha256'), key, scheme };
+    return { jkt: thumbprint, key, scheme };
   }
 
   /**
-   * `expect`: the original method, the normalised external URL (htu.ts) and the access token for
-   * `ath` (none at a token endpoint). Resolves with the key's RFC 7638 thumbprint `jkt`, `jti`,
-   * `iat` and the unchecked `nonce`; rejects with a `dpop_proof_invalid` VerifyError.
+   * `expect`: the original method, the normalised external URL (htu.ts), the access token for
+   * `ath` and its `cnf.jkt` (neither at a token endpoint). Resolves with the key's RFC 7638
+   * thumbprint `jkt`, `jti`, `iat` and the unchecked `nonce`; rejects with a `dpop_proof_invalid`
+   * VerifyError, or `dpop_binding_mismatch` for a key other than `expect.jkt`.
    */
   return async function checkProof(
     proof: string,
-    expect: { htm: string; htu: string; accessToken?: string | undefined },
+    expect: {
+      htm: string;
+      htu: string;
+      accessToken?: string | undefined;
+      jkt?: string | undefined;
+    },
   ) {
     if (proof.length > MAX_PROOF_BYTES)
       throw invalid(`the DPoP proof is larger than ${MAX_PROOF_BYTES} bytes`);
     if (!looksLikeJwt(proof)) throw invalid('the DPoP proof is not a compact JWS');
     const segment = proof.slice(0, proof.indexOf('.'));
     let prepared = headers.get(segment);
-    if (prepared === undefined) headers.set(segment, (prepared = await prepareHeader(proof)));
+    if (prepared === undefined)
+      headers.set(segment, (prepared = await prepareHeader(proof, expect.jkt)));
+    // A header kept for one token's key may come with another token.
+    else if (expect.jkt !== undefined && prepared.jkt !== expect.jkt) throw notBound();
 
     const at = options.now();
     if (!verifySignature(proof, prepared.scheme, prepared.key)) throw unverified();

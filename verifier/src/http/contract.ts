@@ -67,7 +67,7 @@ export const ANSWER_HEADERS = [
   row(
     'X-Auth-Challenge',
     '403',
-    '`Bearer realm="secret-gate", error="insufficient_scope", scope="…"`, which NGINX copies into `WWW-Authenticate` (auth_request passes that header only on a 401); absent on a 403 `client_unknown` (a token naming no client: more scopes would not help)',
+    '`Bearer realm="secret-gate", error="insufficient_scope", scope="…"`, which NGINX copies into `WWW-Authenticate` (auth_request passes that header only on a 401); absent on a 403 `client_unknown` or `client_not_allowed` (a token naming no client, or one the policy does not serve: more scopes would not help)',
   ),
 ];
 

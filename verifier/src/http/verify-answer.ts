@@ -62,6 +62,8 @@ export function renderDecision(decision: Decision): VerifyAnswer {
   if (status === 401) return decision.reason === 'token_missing' ? NO_TOKEN : INVALID_TOKEN;
   // No client, no secret set: more scopes would not help, so no `insufficient_scope` challenge.
   if (decision.reason === 'client_unknown') return CLIENT_UNKNOWN;
+  // Nor for a client the policy does not serve; the token's answer, kept at the edge like one.
+  if (decision.reason === 'client_not_allowed') return { status, headers: [edgeExpires(decision)] };
   const required = decision.requiredScopes ?? [];
   const scope = required.length > 0 ? `, scope="${scopeHeader(required).replace(/"/g, '')}"` : '';
   const challenge = `${BEARER}, error="insufficient_scope"${scope}`;

@@ -9,6 +9,7 @@ import {
   ISSUER,
   mintToken,
   PRIVATE_JWKS,
+  signRs256,
   startJwksServer,
   type JwksServer,
 } from '../testing/fixtures.js';
@@ -141,6 +142,18 @@ describe('an invalid logout token gets 400 and changes nothing', () => {
       /"iat"/,
     ],
     ['no jti', () => mintLogoutToken({ claims: { ...base, jti: undefined } }), /"jti"/],
+    [
+      'a crit extension it does not understand',
+      async () => {
+        const minted = await mintLogoutToken({ claims: base });
+        const claims = JSON.parse(
+          Buffer.from(minted.split('.')[1]!, 'base64url').toString(),
+        ) as Record<string, unknown>;
+        const header = { alg: 'RS256', kid: PRIVATE_JWKS.rsaA.kid, typ: 'logout+jwt' };
+        return signRs256({ ...header, crit: ['urn:example:x'], 'urn:example:x': 1 }, claims);
+      },
+      /"crit" names an extension that is not understood/,
+    ],
   ];
   for (const [name, make, description] of variants) {
     it(name, async () => {

@@ -4,6 +4,7 @@
 import { decodeJwt, decodeProtectedHeader, jwtVerify, type JWTVerifyOptions } from 'jose';
 import type { VerifierConfig } from '../config/model.js';
 import type { DenyCode } from '../errors.js';
+import { checkCrit } from '../token/jwt-claims.js';
 import { toVerifyError } from '../token/jwt-verifier.js';
 import type { KeySet } from '../token/key-set.js';
 import type { Revocation } from './watermarks.js';
@@ -112,6 +113,7 @@ function createEventVerifier(
     const { keys, typOptional, ...options } = sender;
     let claims: Claims;
     try {
+      checkCrit(decodeProtectedHeader(token)); // jose's first check, with a reason of its own
       ({ payload: claims } = await jwtVerify<Claims>(token, (header) => keys.getKey(header), {
         ...options,
         typ: typOptional && typ === undefined ? undefined : options.typ,

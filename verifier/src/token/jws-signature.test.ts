@@ -1,13 +1,14 @@
 import { generateKeyPairSync, webcrypto } from 'node:crypto';
 import {
   base64url,
+  compactVerify,
   CompactSign,
   exportJWK,
   generateKeyPair,
   importJWK,
   type CryptoKey,
 } from 'jose';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { signatureSchemes, verificationKey, verifySignature } from './jws-signature.js';
 
 const encoder = new TextEncoder();
@@ -116,5 +117,75 @@ describe('JWS signatures checked with node:crypto, as jose checks them with WebC
 
   it.each(['none', 'HS256', 'RS1', ''])('has no scheme for "%s"', (alg) => {
     expect(() => signatureSchemes([alg])).toThrow(`no signature scheme for "${alg}"`);
+  });
+});
+
+/**
+ * The signature segment spelled otherwise, and the verdict it must get: jose's, or a refusal where
+ * jose's decoder (atob) forgives padding and whitespace, which a compact JWS never holds (RFC 7515
+ * §2, §7.1; the gate's token shape check refuses those before any key is fetched).
+ */
+const SPELLINGS: ReadonlyArray<readonly [string, 'as jose' | 'refused', (sig: string) => string]> =
+  [
+    ['one character appended', 'as jose', (sig) => `${sig}A`],
+    ['two characters appended', 'as jose', (sig) => `${sig}AA`],
+    ['one character removed', 'as jose', (sig) => sig.slice(0, -1)],
+    ['a "+" in place of a character', 'as jose', (sig) => `+${sig.slice(1)}`],
+    ['a "/" in place of a character', 'as jose', (sig) => `/${sig.slice(1)}`],
+    ['a "." in place of a character', 'as jose', (sig) => `.${sig.slice(1)}`],
+    [
+      'the last character with its unused low bits changed',
+      'as jose',
+      (sig) => {
+        const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+        return `${sig.slice(0, -1)}${alphabet[alphabet.indexOf(sig.at(-1)!) ^ 1]!}`;
+      },
+    ],
+    ['"=" padding', 'refused', (sig) => `${sig}=`],
+    ['"==" padding', 'refused', (sig) => `${sig}==`],
+    ['a space appended', 'refused', (sig) => `${sig} `],
+  ];
+
+describe('the signature segment read strictly', () => {
+  const KEYS = [
+    ['RS256', 'RSA-2048', { modulusLength: 2048 }],
+    ['RS256', 'RSA-3072', { modulusLength: 3072 }],
+    ['PS384', 'RSA-4096', { modulusLength: 4096 }],
+    ['ES256', 'P-256', {}],
+    ['ES384', 'P-384', {}],
+    ['ES512', 'P-521', {}],
+    ['EdDSA', 'Ed25519', {}],
+  ] as const;
+  const tokens = new Map<string, Awaited<ReturnType<typeof signed>>>();
+  beforeAll(async () => {
+    for (const [alg, name, options] of KEYS) tokens.set(name, await signed(alg, options));
+  }, 60_000);
+
+  const rows = KEYS.flatMap(([alg, name]) =>
+    SPELLINGS.map(
+      ([spelling, verdict, respell]) => [alg, name, spelling, verdict, respell] as const,
+    ),
+  );
+  it.each(rows)('%s, %s key, %s: %s', async (alg, name, _spelling, verdict, respell) => {
+    const { token, publicKey } = tokens.get(name)!;
+    const dot = token.lastIndexOf('.');
+    const respelled = `${token.slice(0, dot + 1)}${respell(token.slice(dot + 1))}`;
+    const jose = await compactVerify(respelled, publicKey, { algorithms: [alg] }).then(
+      () => true,
+      () => false,
+    );
+    expect(check(respelled, alg, publicKey)).toBe(verdict === 'as jose' ? jose : false);
+  });
+
+  it("refuses a character appended to a P-384, P-521 and RSA-3072 signature (Node's decoder drops it)", () => {
+    for (const [alg, name] of [
+      ['ES384', 'P-384'],
+      ['ES512', 'P-521'],
+      ['RS256', 'RSA-3072'],
+    ] as const) {
+      const { token, publicKey } = tokens.get(name)!;
+      expect(check(token, alg, publicKey)).toBe(true);
+      expect(check(`${token}A`, alg, publicKey)).toBe(false);
+    }
   });
 });

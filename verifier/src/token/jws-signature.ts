@@ -7,7 +7,8 @@ import type { CryptoKey } from 'jose';
 /**
  * How one JWS `alg` is checked, by jose's WebCrypto rules: the algorithm the key must be imported
  * for (RSA keys of at least 2048 bits); the node:crypto digest (null for Ed25519, which hashes
- * internally) and options (RSA-PSS salt = hash length, ECDSA raw r‖s as JWS defines it).
+ * internally) and options (RSA-PSS salt = hash length, ECDSA raw r‖s as JWS defines it); the
+ * signature's length in bytes (RSA: the modulus's, read from the key).
  */
 export interface SignatureScheme {
   readonly digest: string | null;
@@ -18,6 +19,7 @@ export interface SignatureScheme {
   };
   readonly options: Readonly<SigningOptions>;
   readonly minRsaBits?: number;
+  readonly signatureBytes?: number;
 }
 
 const rsa = (bits: number, pss: boolean): SignatureScheme => ({
@@ -28,12 +30,19 @@ const rsa = (bits: number, pss: boolean): SignatureScheme => ({
     : { padding: constants.RSA_PKCS1_PADDING },
   minRsaBits: 2048,
 });
+// RFC 7518 §3.4: r and s, each the curve's order length (P-521: 66 bytes).
 const ecdsa = (bits: number, namedCurve: string): SignatureScheme => ({
   digest: `sha${bits}`,
   keyAlgorithm: { name: 'ECDSA', namedCurve },
   options: { dsaEncoding: 'ieee-p1363' },
+  signatureBytes: 2 * Math.ceil((bits === 512 ? 521 : bits) / 8),
 });
-const ED25519: SignatureScheme = { digest: null, keyAlgorithm: { name: 'Ed25519' }, options: {} };
+const ED25519: SignatureScheme = {
+  digest: null,
+  keyAlgorithm: { name: 'Ed25519' },
+  options: {},
+  signatureBytes: 64,
+};
 
 const SCHEMES: ReadonlyMap<string, SignatureScheme> = new Map([
   ...[256, 384, 512].flatMap((bits) => [
@@ -81,14 +90,37 @@ export function verificationKey(key: CryptoKey, scheme: SignatureScheme): KeyObj
   return keyObject;
 }
 
+/** An RSA key's signatures are as long as its modulus: its length in base64url, read once. */
+const rsaSignatureLengths = new WeakMap<KeyObject, number>();
+
+/** Characters of `bytes` in unpadded base64url (RFC 7515 §2): the only length that spells them. */
+const base64urlLength = (bytes: number) => Math.ceil((bytes * 4) / 3);
+
+function signatureLength(scheme: SignatureScheme, key: KeyObject): number {
+  if (scheme.signatureBytes !== undefined) return base64urlLength(scheme.signatureBytes);
+  let length = rsaSignatureLengths.get(key);
+  if (length === undefined) {
+    const bits = key.asymmetricKeyDetails?.modulusLength ?? 0;
+    rsaSignatureLengths.set(key, (length = base64urlLength(Math.ceil(bits / 8))));
+  }
+  return length;
+}
+
+const BASE64URL = /^[A-Za-z0-9_-]*$/;
+
 /**
- * True when the third segment of the compact JWS `token` (three base64url segments, checked by
- * the caller) is a valid signature over the first two; a malformed signature is false, not thrown.
+ * True when the third segment of the compact JWS `token` is a valid signature over the first two;
+ * a malformed signature is false, not thrown. The segment is read strictly, as jose's decoder
+ * reads it: the base64url alphabet only, no padding, and exactly the length of a signature of
+ * `scheme` and `key` (Node's own decoder would drop a stray last character). The unused low bits
+ * of the last character are not checked, by jose either (RFC 4648 §3.5 leaves them to decoders).
  */
 export function verifySignature(token: string, scheme: SignatureScheme, key: KeyObject): boolean {
   const dot = token.lastIndexOf('.');
+  const encoded = token.slice(dot + 1);
+  if (encoded.length !== signatureLength(scheme, key) || !BASE64URL.test(encoded)) return false;
   const signingInput = Buffer.from(token.slice(0, dot), 'latin1');
-  const signature = Buffer.from(token.slice(dot + 1), 'base64url');
+  const signature = Buffer.from(encoded, 'base64url');
   try {
     return verify(scheme.digest, signingInput, { key, ...scheme.options }, signature);
   } catch {

@@ -1,6 +1,7 @@
 // jose's jwtVerify checks around a signature checked by jws-signature.ts: the protected header
 // before any key is fetched, the claims after the signature held.
 import { decodeProtectedHeader, errors, UnsecuredJWT } from 'jose';
+import { VerifyError } from '../errors.js';
 import { createInterner } from '../intern.js';
 import { looksLikeJwt } from './token-shape.js';
 
@@ -17,12 +18,27 @@ export function readProtectedHeader(token: string) {
 }
 
 /**
- * jose's header rules, in its order: `crit` a non-empty list of extensions it understands (only
- * `b64`), each present in the header; `b64` a boolean and never false (RFC 7797 forbids it in a
- * JWT); `alg` a non-empty string in the allowlist. Returns the `alg`; throws jose's own errors.
+ * jose's header rules, in its order: `crit` (checkCrit); `alg` a non-empty string in the
+ * allowlist. Returns the `alg`; throws jose's own errors, and checkCrit's VerifyError.
  */
 export function checkProtectedHeader(header: Header, allowed: ReadonlyMap<string, unknown>) {
-  const { crit, alg } = header;
+  const { alg } = header;
+  checkCrit(header);
+  if (typeof alg !== 'string' || alg.length === 0)
+    throw new errors.JWSInvalid('JWS "alg" (Algorithm) Header Parameter missing or invalid');
+  if (!allowed.has(alg))
+    throw new errors.JOSEAlgNotAllowed('"alg" (Algorithm) Header Parameter value not allowed');
+  return alg;
+}
+
+/**
+ * jose's `crit` rules (RFC 7515 §4.1.11): when present, a non-empty list of extensions it
+ * understands (only `b64`), each present in the header; `b64` a boolean and never false (RFC 7797
+ * forbids it in a JWT). An extension it does not understand is a `crit_unsupported` VerifyError;
+ * a malformed `crit` or `b64`, jose's own error.
+ */
+export function checkCrit(header: Header): void {
+  const { crit } = header;
   if (crit !== undefined) {
     if (
       !Array.isArray(crit) ||
@@ -34,7 +50,10 @@ export function checkProtectedHeader(header: Header, allowed: ReadonlyMap<string
       );
     for (const name of crit as string[]) {
       if (name !== 'b64')
-        throw new errors.JOSENotSupported(`Extension Header Parameter "${name}" is not recognized`);
+        throw new VerifyError(
+          'crit_unsupported',
+          '"crit" names an extension that is not understood',
+        );
       if (header.b64 === undefined)
         throw new errors.JWSInvalid(`Extension Header Parameter "${name}" is missing`);
     }
@@ -44,11 +63,6 @@ export function checkProtectedHeader(header: Header, allowed: ReadonlyMap<string
       );
     if (!header.b64) throw new errors.JWTInvalid('JWTs MUST NOT use unencoded payload');
   }
-  if (typeof alg !== 'string' || alg.length === 0)
-    throw new errors.JWSInvalid('JWS "alg" (Algorithm) Header Parameter missing or invalid');
-  if (!allowed.has(alg))
-    throw new errors.JOSEAlgNotAllowed('"alg" (Algorithm) Header Parameter value not allowed');
-  return alg;
 }
 
 /** Issuers send one or two `typ` values: each envelope header is encoded once. */

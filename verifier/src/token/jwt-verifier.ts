@@ -99,8 +99,9 @@ const CLAIM_FAILURES = new Map<string, readonly [DenyCode, string]>([
 ]);
 
 /**
- * jose's errors (and the key set's VerifyErrors) → our codes, in jose's wording that names the
- * claim; anything else is a bug, rethrown (`internal_error`). revocation/'s receivers share it.
+ * jose's errors (and our own VerifyErrors: the key set's, checkCrit's) → our codes, in jose's
+ * wording that names the claim; anything else is a bug, rethrown (`internal_error`). revocation/'s
+ * receivers share it, and run checkCrit before jose's jwtVerify.
  */
 export function toVerifyError(error: unknown): VerifyError {
   if (error instanceof VerifyError) return error;
@@ -121,9 +122,7 @@ export function toVerifyError(error: unknown): VerifyError {
   if (error instanceof errors.JWKSNoMatchingKey || error instanceof errors.JWKSMultipleMatchingKeys)
     return fail('key_unknown', 'no key matches the token');
   if (error instanceof errors.JOSENotSupported)
-    return /crit|extension/i.test(error.message)
-      ? fail('crit_unsupported', '"crit" names an extension that is not understood')
-      : fail('alg_not_allowed', 'the token uses an unsupported algorithm or key');
+    return fail('alg_not_allowed', 'the token uses an unsupported algorithm or key');
   if (error instanceof errors.JOSEError)
     return fail('token_malformed', 'the token is not a valid JWS/JWT');
   throw error;
