@@ -80,7 +80,9 @@ describe('renderNginxConfig', () => {
       'temp',
     ]);
     expect(await readdir(path.join(outDir, 'conf.d'))).toEqual(['default.conf']);
+    // The two snippets sg-render writes itself: /config.json's answer and the edge key's header.
     expect((await readdir(path.join(outDir, 'snippets'))).sort()).toEqual([
+      'edge-key.conf',
       'plain.conf',
       'runtime-config.conf',
     ]);
@@ -187,6 +189,43 @@ describe('renderNginxConfig', () => {
     });
   });
 
+  it("writes NGINX's edge key header from SG_EDGE_KEY_FILE, readable by its owner only, and nothing without it", async () => {
+    const templatesDir = await writeTemplates({ 'nginx.conf.template': 'events {}\n' });
+    const keyFile = path.join(work, 'edge-key');
+    const key = 'a1B2-_.~+/='.padEnd(64, '9');
+    await writeFile(keyFile, `${key}\n`);
+    const keyed = path.join(work, 'keyed');
+    await renderNginxConfig({ templatesDir, outDir: keyed, env: { SG_EDGE_KEY_FILE: keyFile } });
+    const snippet = path.join(keyed, 'snippets/edge-key.conf');
+    expect(await readFile(snippet, 'utf8')).toBe(`proxy_set_header X-SG-Edge-Key "${key}";\n`);
+    expect((await stat(snippet)).mode & 0o777).toBe(0o600);
+    const plain = path.join(work, 'plain');
+    await renderNginxConfig({ templatesDir, outDir: plain, env: {} });
+    expect(await readFile(path.join(plain, 'snippets/edge-key.conf'), 'utf8')).not.toContain(
+      'proxy_set_header',
+    );
+  });
+
+  it('refuses an edge key file it cannot read, or one that is short or would break the header, naming no key', async () => {
+    const templatesDir = await writeTemplates({ 'nginx.conf.template': 'events {}\n' });
+    const keyFile = path.join(work, 'edge-key');
+    const render = (content?: string) =>
+      (content === undefined ? Promise.resolve() : writeFile(keyFile, content)).then(() =>
+        renderNginxConfig({
+          templatesDir,
+          outDir: path.join(work, 'out'),
+          env: { SG_EDGE_KEY_FILE: keyFile },
+        }),
+      );
+    await expect(render()).rejects.toThrow(`SG_EDGE_KEY_FILE "${keyFile}" cannot be read`);
+    const shape = `SG_EDGE_KEY_FILE "${keyFile}" must hold 32 to 256 characters`;
+    for (const bad of ['short', `${'k'.repeat(40)}"; add_header X 1; #`, `${'k'.repeat(40)}\nx`]) {
+      const rendering = render(bad);
+      await expect(rendering).rejects.toThrow(shape);
+      await expect(rendering).rejects.not.toThrow('kkkk');
+    }
+  });
+
   it('makes what the prefix-relative paths of a run need: run, temp, logs, njs and modules', async () => {
     const templatesDir = await writeTemplates({ 'nginx.conf.template': 'events {}\n' });
     const outDir = path.join(work, 'out');
@@ -218,9 +257,12 @@ describe('the project templates', () => {
       ...referencedNames(await allTemplateText()),
       ...[...scripts.matchAll(/\$\{?(SG_[A-Z_]+)/g)].map((m) => m[1] as string),
     ]);
-    // SG_SECRETS_POLL and SG_JS_RUNTIME are the watcher's own knobs, not NGINX settings.
+    // SG_SECRETS_POLL and SG_JS_RUNTIME are the watcher's own knobs, not NGINX settings;
+    // SG_EDGE_KEY_FILE is the render script's, set by whoever generates the key (the runner, an
+    // init container), never an image default (docs/SECURITY.md).
     used.delete('SG_SECRETS_POLL');
     used.delete('SG_JS_RUNTIME');
+    used.delete('SG_EDGE_KEY_FILE');
     expect([...used].sort()).toEqual(nginxVariables.map((v) => v.name).sort());
   });
 

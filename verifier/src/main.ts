@@ -43,6 +43,10 @@ async function main(argv: readonly string[]): Promise<void> {
     },
     'verifier listening',
   );
+  if (config.listen.kind === 'tcp' && config.edgeKeyFile === undefined)
+    logger.warn(
+      'listening on TCP without VERIFIER_EDGE_KEY_FILE: any process that reaches the port names its own client for the call limit',
+    );
   void service.start().then(() => {
     if (service.isReady()) logger.info('key sets loaded; ready');
     else logger.warn('some key sets did not load yet; /readyz answers 503 until they do');
