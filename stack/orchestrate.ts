@@ -8,7 +8,7 @@ import { mkdtempSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createIdpClient } from './idp-client.js';
-import { nginxPaths } from './nginx/render.js';
+import { nginxPaths, removeStaleMemoryDirs } from './nginx/render.js';
 import { prepareNginx, type NginxRuntime } from './nginx-runtime.js';
 import {
   OWN_MEMORY_DIR_ENV,
@@ -131,6 +131,8 @@ export async function orchestrate(options: StackOptions, shape: StackShape): Pro
     },
     nginx: {},
   };
+  // What a run killed before its clean-up left in memory (tokens, secret sets) goes first.
+  for (const dir of removeStaleMemoryDirs()) log(`removed ${dir}, left by a run that is gone`);
   const nginx = await prepareNginx({
     prefix: join(runtimeDir, 'nginx'),
     nginx: nginxBinary,

@@ -12,6 +12,7 @@ import {
   symlink,
   writeFile,
 } from 'node:fs/promises';
+import { spawnSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -21,7 +22,9 @@ import {
   localNginxEnv,
   nginxPaths,
   nginxVariables,
+  OWNER_FILE,
   referencedNames,
+  removeStaleMemoryDirs,
   renderNginxConfig,
   renderScript,
 } from './render.js';
@@ -364,5 +367,38 @@ describe('the memory directory (edge-cache files and secret sets)', () => {
     await mkdir(dir, { mode: 0o700 });
     await chown(dir, 4242, 4242);
     await expect(createMemoryDir(dir)).rejects.toThrow(/owner uid 4242/);
+  });
+});
+
+describe('memory directories earlier runs left behind', () => {
+  /** A run's directory under `work`, with a token file and, unless null, a marker naming `pid`. */
+  async function leftBy(name: string, pid: number | null): Promise<string> {
+    const dir = path.join(work, name);
+    await mkdir(path.join(dir, 'sg-edge-cache'), { recursive: true, mode: 0o700 });
+    await writeFile(path.join(dir, 'sg-edge-cache', 'entry'), 'Authorization: Bearer eyJ…');
+    if (pid !== null) await writeFile(path.join(dir, OWNER_FILE), `${pid}\n`);
+    return dir;
+  }
+
+  it('marks a run’s directory with the runner’s process id', async () => {
+    const dir = path.join(work, 'memory');
+    await createMemoryDir(dir);
+    expect(await readFile(path.join(dir, OWNER_FILE), 'utf8')).toBe(`${process.pid}\n`);
+  });
+
+  it('removes one whose runner is gone, and leaves a live run’s, an unmarked one and other names', async () => {
+    const gone = spawnSync('true').pid;
+    const stale = await leftBy('secret-gate-00112233aabbccdd', gone);
+    const live = await leftBy('secret-gate-0123456789abcdef', process.pid);
+    const unmarked = await leftBy('secret-gate-fedcba9876543210', null);
+    const other = await leftBy('secret-gate-other', gone);
+    const linked = await leftBy('secret-gate-aaaaaaaaaaaaaaaa', null);
+    await writeFile(path.join(work, 'marker'), `${gone}\n`);
+    await symlink(path.join(work, 'marker'), path.join(linked, OWNER_FILE));
+    expect(removeStaleMemoryDirs(work)).toEqual([stale]);
+    await expect(lstat(stale)).rejects.toThrow('ENOENT');
+    for (const kept of [live, unmarked, other, linked])
+      expect((await lstat(kept)).isDirectory()).toBe(true);
+    expect(removeStaleMemoryDirs(path.join(work, 'nowhere'))).toEqual([]);
   });
 });
