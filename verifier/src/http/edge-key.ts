@@ -2,7 +2,8 @@
 // by the internal /_verify location and the receivers' locations. Whoever else reaches a TCP
 // listener (another process on the host, another container on the network) cannot name the
 // client the call limit counts, nor push revocation events around NGINX's own limits.
-import { hash, timingSafeEqual } from 'node:crypto';
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
 import type { Answer } from '../decision/decision.js';
 import type { VerifyAnswer } from './verify-answer.js';
 
@@ -30,4 +31,19 @@ export function createEdgeCheck(key: string): (presented: string) => boolean {
   return function isEdge(presented) {
     return timingSafeEqual(digest(presented), expected);
   };
+}
+
+/**
+ * Writes a fresh key (32 random bytes, hex) to `path` unless a file is there already, which is
+ * kept so that NGINX and a restarted verifier keep agreeing. Mode 0640: NGINX reads it through
+ * the group (docker-compose.yaml's `group_add`). The key is never printed.
+ */
+export function createEdgeKeyFile(path: string): 'created' | 'kept' {
+  try {
+    writeFileSync(path, `${randomBytes(32).toString('hex')}\n`, { flag: 'wx', mode: 0o640 });
+    return 'created';
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return 'kept';
+    throw error;
+  }
 }
