@@ -22,7 +22,9 @@ async function main(argv: readonly string[]): Promise<void> {
       process.exit(EXIT_CONFIG);
     }
     const made = createEdgeKeyFile(edgeKeyFile);
-    process.stdout.write(`edge key ${made === 'created' ? 'created in' : 'kept:'} ${edgeKeyFile}\n`);
+    process.stdout.write(
+      `edge key ${made === 'created' ? 'created in' : 'kept:'} ${edgeKeyFile}\n`,
+    );
   }
   try {
     config = loadConfig(process.env);

@@ -86,5 +86,5 @@ export const LIMITED_HEADER = row(
 export const EDGE_KEY_HEADER = row(
   'X-SG-Edge-Key',
   'always (and to the receivers) with `SG_EDGE_KEY_FILE`',
-  "the key of `SG_EDGE_KEY_FILE`, proving the call came through NGINX; with `VERIFIER_EDGE_KEY_FILE` set, a call without it is answered 401 before the call limit counts it or any token work, so no other caller names a client key",
+  'the key of `SG_EDGE_KEY_FILE`, proving the call came through NGINX; with `VERIFIER_EDGE_KEY_FILE` set, a call without it is answered 401 before the call limit counts it or any token work, so no other caller names a client key',
 );
