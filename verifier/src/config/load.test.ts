@@ -668,4 +668,3 @@ describe("NGINX's edge key", () => {
     ]);
   });
 });
-
