@@ -8,6 +8,7 @@ import { CLOUDFRONT_HEADERS } from '../verifier/src/cloudfront/gate-decorator.js
 import {
   ANSWER_HEADERS,
   CLIENT_KEY_HEADER,
+  EDGE_KEY_HEADER,
   LIMITED_HEADER,
   REQUEST_HEADERS,
 } from '../verifier/src/http/contract.js';
@@ -45,7 +46,11 @@ export function renderVerifyContract(): string {
     'Request headers NGINX sends (and only these; `proxy_pass_request_headers off`):',
     table(
       ['header', 'sent', 'meaning'],
-      [...REQUEST_HEADERS, CLIENT_KEY_HEADER].map((row) => [names(row.name), row.on, row.meaning]),
+      [...REQUEST_HEADERS, CLIENT_KEY_HEADER, EDGE_KEY_HEADER].map((row) => [
+        names(row.name),
+        row.on,
+        row.meaning,
+      ]),
     ),
     'Answer headers:',
     table(

@@ -3,11 +3,12 @@
 // NGINX, describes the three processes and hands them to superviseStack(). What differs between
 // the two runs is a StackShape: where files go and with which modes, how the verifier listens,
 // and whom NGINX and the verifier run as.
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createIdpClient } from './idp-client.js';
-import { nginxPaths } from './nginx/render.js';
+import { nginxPaths, removeStaleMemoryDirs } from './nginx/render.js';
 import { prepareNginx, type NginxRuntime } from './nginx-runtime.js';
 import {
   OWN_MEMORY_DIR_ENV,
@@ -53,8 +54,12 @@ export interface StackShape {
   /** The verifier's TCP port (0 when it listens on a unix socket), picked before anything starts. */
   verifierPort(requested: number | undefined): Promise<number>;
   listener(layout: StackLayout, port: number): VerifierListener;
-  /** Writes the secrets file and the verifier configuration with this run's modes and owners. */
-  writeFile(path: string, content: string | Buffer, kind: 'secrets' | 'config'): void;
+  /**
+   * Writes the secrets file, the verifier configuration and the edge key (the runner's and the
+   * verifier's to read; NGINX's master reads it while the runner renders) with this run's modes
+   * and owners.
+   */
+  writeFile(path: string, content: string | Buffer, kind: 'secrets' | 'config' | 'key'): void;
   readonly idpEnv: Readonly<Record<string, string>>;
   readonly nginxOverrides: Readonly<Record<string, string>>;
   /** Runs once NGINX's prefix is rendered, before anything starts (permissions). */
@@ -101,6 +106,12 @@ export async function orchestrate(options: StackOptions, shape: StackShape): Pro
       ? verifierConfig({ issuer, jwksUri: `${issuer}/jwks`, audience })
       : ownIdpVerifierConfig({ ...own, audience });
   shape.writeFile(verifierConfigFile, `${JSON.stringify(config, null, 2)}\n`, 'config');
+  // On TCP anyone on the host reaches the verifier: a key of this run proves a call is NGINX's.
+  const edgeKeyFile = verifier.address.startsWith('unix:')
+    ? undefined
+    : join(layout.configDir, 'edge-key');
+  if (edgeKeyFile !== undefined)
+    shape.writeFile(edgeKeyFile, randomBytes(32).toString('hex'), 'key');
 
   const env: Record<ServiceName, Record<string, string>> = {
     idp: {
@@ -115,11 +126,13 @@ export async function orchestrate(options: StackOptions, shape: StackShape): Pro
       ...options.env?.idp,
     },
     verifier: {
-      ...verifierEnv({ listen: verifier.address, configFile: verifierConfigFile }),
+      ...verifierEnv({ listen: verifier.address, configFile: verifierConfigFile, edgeKeyFile }),
       ...options.env?.verifier,
     },
     nginx: {},
   };
+  // What a run killed before its clean-up left in memory (tokens, secret sets) goes first.
+  for (const dir of removeStaleMemoryDirs()) log(`removed ${dir}, left by a run that is gone`);
   const nginx = await prepareNginx({
     prefix: join(runtimeDir, 'nginx'),
     nginx: nginxBinary,
@@ -129,7 +142,11 @@ export async function orchestrate(options: StackOptions, shape: StackShape): Pro
     audience,
     clientId: own?.clientId,
     secretsFile,
-    overrides: { ...shape.nginxOverrides, ...options.env?.nginx },
+    overrides: {
+      ...shape.nginxOverrides,
+      ...(edgeKeyFile === undefined ? {} : { SG_EDGE_KEY_FILE: edgeKeyFile }),
+      ...options.env?.nginx,
+    },
     secrets: options.secrets,
   });
   env.nginx = { ...nginx.env, ...OWN_MEMORY_DIR_ENV };

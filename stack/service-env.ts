@@ -99,10 +99,12 @@ export function idpEnv(options: {
   };
 }
 
-export function verifierEnv(options: { listen: string; configFile: string }) {
+/** `edgeKeyFile`: the key NGINX proves itself with, for a verifier on TCP (none on a socket). */
+export function verifierEnv(options: { listen: string; configFile: string; edgeKeyFile?: string }) {
   return {
     VERIFIER_LISTEN: options.listen,
     VERIFIER_CONFIG: options.configFile,
     VERIFIER_LOG_LEVEL: 'info',
+    ...(options.edgeKeyFile === undefined ? {} : { VERIFIER_EDGE_KEY_FILE: options.edgeKeyFile }),
   };
 }

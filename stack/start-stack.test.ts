@@ -1,9 +1,15 @@
 // startStack() leaves nothing behind: stop() ends every process group, and if the runner itself is
-// killed outright (SIGKILL, no handlers run) the kernel ends its children too.
-import { spawn } from 'node:child_process';
+// killed outright (SIGKILL, no handlers run) the kernel ends its children too. `npm start` removes
+// its memory directory (edge-cache files hold tokens) on SIGTERM to its process group, and a start
+// removes the one a killed run left.
+import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { describe, expect, it } from 'vitest';
+import { OWNER_FILE } from './nginx/render.js';
 import { SERVICE_NAMES } from './service-env.js';
 import { REPO_ROOT, startStack } from './start-stack.js';
 
@@ -55,5 +61,52 @@ describe('startStack process hygiene', () => {
     expect(pids.every(alive)).toBe(true);
     runner.kill('SIGKILL');
     expect(await gone(pids)).toBe(true);
+  }, 120_000);
+});
+
+describe('the memory directory of a run (edge-cache files with tokens, the secret sets)', () => {
+  it('is gone once `npm start` has stopped after SIGTERM to its process group', async () => {
+    const runtimeDir = mkdtempSync(join(tmpdir(), 'secret-gate-npm-start-'));
+    const ports = ['--port', '0', '--idp-port', '0', '--verifier-port', '0'];
+    const npm = spawn('npm', ['start', '--', ...ports, '--runtime-dir', runtimeDir, '--no-build'], {
+      cwd: REPO_ROOT,
+      stdio: ['ignore', 'pipe', 'inherit'],
+      detached: true, // its own process group, as a terminal or a service manager starts it
+    });
+    const exited = once(npm, 'exit');
+    const lines = createInterface({ input: npm.stdout });
+    for await (const line of lines) if (line.startsWith('secret-gate is running')) break;
+    // The directory the run's NGINX caches decisions in.
+    const tunables = readFileSync(join(runtimeDir, 'nginx', 'tunables.conf'), 'utf8');
+    const memoryDir = /proxy_cache_path (\S+)\/sg-edge-cache/.exec(tunables)?.[1] ?? '';
+    expect(existsSync(join(memoryDir, OWNER_FILE))).toBe(true);
+    const group = -(npm.pid ?? 0);
+    process.kill(group, 'SIGTERM');
+    await exited;
+    // npm may leave before the runner has stopped its services: wait for the whole group.
+    for (let i = 0; i < 150 && alive(group); i++)
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(alive(group)).toBe(false);
+    expect(existsSync(memoryDir)).toBe(false);
+    rmSync(runtimeDir, { recursive: true, force: true });
+  }, 120_000);
+
+  it('left by a run that was killed is removed by the next start', async () => {
+    // A runner that is gone: its process id names no process any more.
+    const gone = spawnSync('true').pid ?? 0;
+    const stale = join(
+      '/dev/shm',
+      `secret-gate-${'f'.repeat(8)}${gone.toString(16).padStart(8, '0')}`,
+    );
+    mkdirSync(join(stale, 'sg-edge-cache'), { recursive: true, mode: 0o700 });
+    writeFileSync(join(stale, 'sg-edge-cache', 'entry'), 'Authorization: Bearer eyJ…');
+    writeFileSync(join(stale, OWNER_FILE), `${gone}\n`);
+    const stack = await startStack();
+    try {
+      expect(existsSync(stale)).toBe(false);
+    } finally {
+      await stack.stop();
+      rmSync(stale, { recursive: true, force: true });
+    }
   }, 120_000);
 });

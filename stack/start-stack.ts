@@ -40,6 +40,7 @@ function devShape(): StackShape {
     }),
     writeFile(path, content, kind) {
       if (kind === 'config') return writeFileSync(path, content);
+      if (kind === 'key') return writeFileSync(path, content, { mode: 0o600 });
       writeFileSync(path, content, { mode: 0o600 });
       // NGINX's workers may run as another user (`nobody` under root): they get read access only.
       letWorkersRead(dirname(path), path);

@@ -12,6 +12,7 @@ import {
   symlink,
   writeFile,
 } from 'node:fs/promises';
+import { spawnSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -21,7 +22,9 @@ import {
   localNginxEnv,
   nginxPaths,
   nginxVariables,
+  OWNER_FILE,
   referencedNames,
+  removeStaleMemoryDirs,
   renderNginxConfig,
   renderScript,
 } from './render.js';
@@ -80,7 +83,9 @@ describe('renderNginxConfig', () => {
       'temp',
     ]);
     expect(await readdir(path.join(outDir, 'conf.d'))).toEqual(['default.conf']);
+    // The two snippets sg-render writes itself: /config.json's answer and the edge key's header.
     expect((await readdir(path.join(outDir, 'snippets'))).sort()).toEqual([
+      'edge-key.conf',
       'plain.conf',
       'runtime-config.conf',
     ]);
@@ -187,6 +192,43 @@ describe('renderNginxConfig', () => {
     });
   });
 
+  it("writes NGINX's edge key header from SG_EDGE_KEY_FILE, readable by its owner only, and nothing without it", async () => {
+    const templatesDir = await writeTemplates({ 'nginx.conf.template': 'events {}\n' });
+    const keyFile = path.join(work, 'edge-key');
+    const key = 'a1B2-_.~+/='.padEnd(64, '9');
+    await writeFile(keyFile, `${key}\n`);
+    const keyed = path.join(work, 'keyed');
+    await renderNginxConfig({ templatesDir, outDir: keyed, env: { SG_EDGE_KEY_FILE: keyFile } });
+    const snippet = path.join(keyed, 'snippets/edge-key.conf');
+    expect(await readFile(snippet, 'utf8')).toBe(`proxy_set_header X-SG-Edge-Key "${key}";\n`);
+    expect((await stat(snippet)).mode & 0o777).toBe(0o600);
+    const plain = path.join(work, 'plain');
+    await renderNginxConfig({ templatesDir, outDir: plain, env: {} });
+    expect(await readFile(path.join(plain, 'snippets/edge-key.conf'), 'utf8')).not.toContain(
+      'proxy_set_header',
+    );
+  });
+
+  it('refuses an edge key file it cannot read, or one that is short or would break the header, naming no key', async () => {
+    const templatesDir = await writeTemplates({ 'nginx.conf.template': 'events {}\n' });
+    const keyFile = path.join(work, 'edge-key');
+    const render = (content?: string) =>
+      (content === undefined ? Promise.resolve() : writeFile(keyFile, content)).then(() =>
+        renderNginxConfig({
+          templatesDir,
+          outDir: path.join(work, 'out'),
+          env: { SG_EDGE_KEY_FILE: keyFile },
+        }),
+      );
+    await expect(render()).rejects.toThrow(`SG_EDGE_KEY_FILE "${keyFile}" cannot be read`);
+    const shape = `SG_EDGE_KEY_FILE "${keyFile}" must hold 32 to 256 characters`;
+    for (const bad of ['short', `${'k'.repeat(40)}"; add_header X 1; #`, `${'k'.repeat(40)}\nx`]) {
+      const rendering = render(bad);
+      await expect(rendering).rejects.toThrow(shape);
+      await expect(rendering).rejects.not.toThrow('kkkk');
+    }
+  });
+
   it('makes what the prefix-relative paths of a run need: run, temp, logs, njs and modules', async () => {
     const templatesDir = await writeTemplates({ 'nginx.conf.template': 'events {}\n' });
     const outDir = path.join(work, 'out');
@@ -218,9 +260,12 @@ describe('the project templates', () => {
       ...referencedNames(await allTemplateText()),
       ...[...scripts.matchAll(/\$\{?(SG_[A-Z_]+)/g)].map((m) => m[1] as string),
     ]);
-    // SG_SECRETS_POLL and SG_JS_RUNTIME are the watcher's own knobs, not NGINX settings.
+    // SG_SECRETS_POLL and SG_JS_RUNTIME are the watcher's own knobs, not NGINX settings;
+    // SG_EDGE_KEY_FILE is the render script's, set by whoever generates the key (the runner, an
+    // init container), never an image default (docs/SECURITY.md).
     used.delete('SG_SECRETS_POLL');
     used.delete('SG_JS_RUNTIME');
+    used.delete('SG_EDGE_KEY_FILE');
     expect([...used].sort()).toEqual(nginxVariables.map((v) => v.name).sort());
   });
 
@@ -322,5 +367,38 @@ describe('the memory directory (edge-cache files and secret sets)', () => {
     await mkdir(dir, { mode: 0o700 });
     await chown(dir, 4242, 4242);
     await expect(createMemoryDir(dir)).rejects.toThrow(/owner uid 4242/);
+  });
+});
+
+describe('memory directories earlier runs left behind', () => {
+  /** A run's directory under `work`, with a token file and, unless null, a marker naming `pid`. */
+  async function leftBy(name: string, pid: number | null): Promise<string> {
+    const dir = path.join(work, name);
+    await mkdir(path.join(dir, 'sg-edge-cache'), { recursive: true, mode: 0o700 });
+    await writeFile(path.join(dir, 'sg-edge-cache', 'entry'), 'Authorization: Bearer eyJ…');
+    if (pid !== null) await writeFile(path.join(dir, OWNER_FILE), `${pid}\n`);
+    return dir;
+  }
+
+  it('marks a run’s directory with the runner’s process id', async () => {
+    const dir = path.join(work, 'memory');
+    await createMemoryDir(dir);
+    expect(await readFile(path.join(dir, OWNER_FILE), 'utf8')).toBe(`${process.pid}\n`);
+  });
+
+  it('removes one whose runner is gone, and leaves a live run’s, an unmarked one and other names', async () => {
+    const gone = spawnSync('true').pid;
+    const stale = await leftBy('secret-gate-00112233aabbccdd', gone);
+    const live = await leftBy('secret-gate-0123456789abcdef', process.pid);
+    const unmarked = await leftBy('secret-gate-fedcba9876543210', null);
+    const other = await leftBy('secret-gate-other', gone);
+    const linked = await leftBy('secret-gate-aaaaaaaaaaaaaaaa', null);
+    await writeFile(path.join(work, 'marker'), `${gone}\n`);
+    await symlink(path.join(work, 'marker'), path.join(linked, OWNER_FILE));
+    expect(removeStaleMemoryDirs(work)).toEqual([stale]);
+    await expect(lstat(stale)).rejects.toThrow('ENOENT');
+    for (const kept of [live, unmarked, other, linked])
+      expect((await lstat(kept)).isDirectory()).toBe(true);
+    expect(removeStaleMemoryDirs(path.join(work, 'nowhere'))).toEqual([]);
   });
 });

@@ -2,7 +2,8 @@
 // nginx/bin/sg-render: the image's entrypoint runs the same script, so the checks on the SG_*
 // values and the rendering are one piece of code for both homes.
 import { spawnSync } from 'node:child_process';
-import { chmod, chown, lstat, mkdir, readdir, symlink } from 'node:fs/promises';
+import { lstatSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { chmod, chown, lstat, mkdir, readdir, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { workerOwner } from '../worker-access.js';
 import { nginxPaths } from './variables.js';
@@ -99,7 +100,57 @@ export async function createMemoryDir(dir: string): Promise<void> {
     }
   }
   await chmod(dir, 0o700);
+  // Whose run this is: the next run removes the directory once this process is gone
+  // (removeStaleMemoryDirs), should this one have died before its clean-up.
+  await writeFile(path.join(dir, OWNER_FILE), `${process.pid}\n`, { mode: 0o600 });
   if (process.getuid?.() === 0) await chown(dir, owner.uid, owner.gid);
+}
+
+/** The marker createMemoryDir leaves in a run's memory directory: the runner's process id. */
+export const OWNER_FILE = '.secret-gate-runner';
+/** The names localMemoryDir gives (`secret-gate-` + 16 hex digits). */
+const LOCAL_NAME = /^secret-gate-[0-9a-f]{16}$/;
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: a process of another user holds that id now, so it is alive.
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Removes the memory directories earlier local runs left under `parent` (a runner killed before
+ * its clean-up leaves the edge cache's tokens and the secret sets behind): only a real directory
+ * of a local run's name holding this user's marker, whose runner is gone. Anything else, another
+ * user's or a live run's, is left alone. Returns the directories removed.
+ */
+export function removeStaleMemoryDirs(parent = '/dev/shm'): string[] {
+  const uid = process.getuid?.();
+  let names: string[];
+  try {
+    names = readdirSync(parent).filter((name) => LOCAL_NAME.test(name));
+  } catch {
+    return [];
+  }
+  const removed: string[] = [];
+  for (const name of names) {
+    const dir = path.join(parent, name);
+    try {
+      const marker = path.join(dir, OWNER_FILE);
+      const found = lstatSync(marker);
+      if (!lstatSync(dir).isDirectory() || !found.isFile() || found.uid !== uid) continue;
+      const pid = Number(readFileSync(marker, 'utf8').trim());
+      if (!Number.isSafeInteger(pid) || pid <= 1 || alive(pid)) continue;
+    } catch {
+      continue; // no marker we can read: not ours to judge
+    }
+    rmSync(dir, { recursive: true, force: true });
+    removed.push(dir);
+  }
+  return removed;
 }
 
 /** The SG_ names referenced by a template, in order of first use. */

@@ -147,6 +147,41 @@ describe('the verifier-call limit', () => {
     expect(Object.fromEntries(fresh)).toEqual({ 401: 10 });
   });
 
+  it("gives a caller at the verifier's own port no say in the client key, nor a way to spend another client's calls", async () => {
+    const token = await gate.stack.mintToken();
+    const statuses: number[] = [];
+    // Around NGINX, naming a new client on every call and then the next browser's address.
+    for (let i = 0; i < 60; i++) {
+      const client = i < 30 ? `198.51.100.${i}` : '203.0.113.20';
+      const answer = await fetch(`${gate.stack.urls.verifier}/verify`, {
+        headers: {
+          'x-sg-policy': 'secret',
+          'x-sg-client': client,
+          authorization: `Bearer ${token}`,
+        },
+      });
+      statuses.push(answer.status);
+    }
+    // Refused before any token work: rotating the key neither escapes the limit nor gets a 204.
+    expect(statuses).toEqual(Array<number>(60).fill(401));
+    // That browser's bucket is whole: ten new tokens at once through NGINX all reach the verifier.
+    const fresh = await hammer(
+      gate.stack.urls.secret,
+      () => ({ authorization: `Bearer ${randomToken()}`, 'x-forwarded-for': '203.0.113.20' }),
+      10,
+      10,
+    );
+    expect(Object.fromEntries(fresh)).toEqual({ 401: 10 });
+    // And NGINX, which holds the key, still serves the token.
+    const through = await gate.send({
+      path: '/secret',
+      headers: { authorization: `Bearer ${token}`, 'x-forwarded-for': '203.0.113.21' },
+      label: 'through NGINX after the direct calls',
+      earned: true,
+    });
+    expect(through.status).toBe(200);
+  });
+
   it('leaks nothing and answers no 500 along the way', () => {
     expect(gate.watch.scan(gate.readLogs())).toEqual([]);
     expect(gate.serverErrors).toEqual([]);

@@ -30,6 +30,8 @@ interface ComposeService {
   depends_on?: Record<string, { condition: string }>;
   healthcheck?: { test: string[] };
   secrets?: string[];
+  command?: string[];
+  group_add?: string[];
 }
 
 const compose = parse(readFileSync(join(REPO_ROOT, 'docker-compose.yaml'), 'utf8'), {
@@ -37,6 +39,7 @@ const compose = parse(readFileSync(join(REPO_ROOT, 'docker-compose.yaml'), 'utf8
 }) as {
   services: Record<string, ComposeService>;
   secrets?: Record<string, { file?: string }>;
+  volumes?: Record<string, unknown>;
 };
 const service = (name: string): ComposeService => {
   const found = compose.services[name];
@@ -45,7 +48,10 @@ const service = (name: string): ComposeService => {
 };
 const names = (env: object | undefined) => Object.keys(env ?? {}).sort();
 
-/** The runner's variables for each service, built by the same functions startStack() uses. */
+/**
+ * The runner's variables for each service, built by the same functions startStack() uses; on TCP
+ * the runner gives the verifier and NGINX the edge key file of the run.
+ */
 const runner = {
   idp: idpEnv({
     host: '127.0.0.1',
@@ -53,8 +59,12 @@ const runner = {
     issuer: 'http://127.0.0.1:8081',
     audience: 'secret-gate-api',
   }),
-  verifier: verifierEnv({ listen: '127.0.0.1:8090', configFile: '/tmp/verifier.json' }),
-  nginx: localNginxEnv({ prefix: '/tmp/prefix' }),
+  verifier: verifierEnv({
+    listen: '127.0.0.1:8090',
+    configFile: '/tmp/verifier.json',
+    edgeKeyFile: '/tmp/edge-key',
+  }),
+  nginx: { ...localNginxEnv({ prefix: '/tmp/prefix' }), SG_EDGE_KEY_FILE: '/tmp/edge-key' },
 };
 
 describe('docker-compose.yaml mirrors the local runner', () => {
@@ -62,7 +72,7 @@ describe('docker-compose.yaml mirrors the local runner', () => {
     expect(Object.keys(compose.services).sort()).toEqual([...SERVICE_NAMES].sort());
   });
 
-  it.each(SERVICE_NAMES)(
+  it.each(['idp', 'nginx'] as const)(
     'publishes %s on its default port (movable by a variable), on loopback only',
     (name) => {
       const port = DEFAULT_PORTS[name];
@@ -73,11 +83,40 @@ describe('docker-compose.yaml mirrors the local runner', () => {
     },
   );
 
-  it('builds NGINX from nginx/Dockerfile with everything baked in: only the dev secrets are mounted', () => {
+  it('publishes no port of the verifier: only NGINX calls it, with the edge key', () => {
+    expect(service('verifier').ports).toBeUndefined();
+  });
+
+  it('has the verifier make the edge key on a volume NGINX reads, through the group, read-only', () => {
+    const verifier = service('verifier');
+    const nginx = service('nginx');
+    expect(verifier.command).toEqual(['node', 'verifier/dist/main.js', '--make-edge-key']);
+    const keyFile = verifier.environment?.VERIFIER_EDGE_KEY_FILE ?? '';
+    const nginxKeyFile = nginx.environment?.SG_EDGE_KEY_FILE ?? '';
+    // The same named volume, the same file in it: the verifier's read-write, NGINX's read-only.
+    const on = (volumes: string[] | undefined, file: string) =>
+      volumes
+        ?.map((volume) => volume.split(':'))
+        .find(([, at]) => at !== undefined && file.startsWith(`${at}/`));
+    const [volume, at = '', mode] = on(verifier.volumes, keyFile) ?? [];
+    const [nginxVolume, nginxAt = '', nginxMode] = on(nginx.volumes, nginxKeyFile) ?? [];
+    expect(volume).toBe('edge-key');
+    expect(nginxVolume).toBe('edge-key');
+    expect([mode, nginxMode]).toEqual([undefined, 'ro']);
+    expect(keyFile.slice(at.length)).toBe(nginxKeyFile.slice(nginxAt.length));
+    expect(compose.volumes).toHaveProperty('edge-key');
+    // The key is 0640, the verifier's (node, 1000): NGINX (101) reads it as a member of its group.
+    expect(nginx.group_add).toEqual(['1000']);
+  });
+
+  it('builds NGINX from nginx/Dockerfile with everything baked in: only the dev secrets and the edge key are mounted', () => {
     const nginx = service('nginx');
     const docker = dockerNginxEnv();
     // Nothing built on the host (no ./spa/dist), so `docker compose up` works on a fresh clone.
-    expect(nginx.volumes).toEqual([`./nginx/secrets.dev.json:${docker.SG_SECRETS_FILE}:ro`]);
+    expect(nginx.volumes).toEqual([
+      `./nginx/secrets.dev.json:${docker.SG_SECRETS_FILE}:ro`,
+      'edge-key:/run/secret-gate:ro',
+    ]);
   });
 
   it.each(SERVICE_NAMES)(
@@ -103,7 +142,7 @@ describe('docker-compose.yaml mirrors the local runner', () => {
     const env = service('nginx').environment ?? {};
     const sg = Object.fromEntries(Object.entries(env).filter(([name]) => name.startsWith('SG_')));
     expect(names(sg)).toEqual(names(runner.nginx));
-    expect(sg).toEqual(dockerNginxEnv());
+    expect(sg).toEqual({ ...dockerNginxEnv(), SG_EDGE_KEY_FILE: '/run/secret-gate/edge-key' });
   });
 
   it('passes the flat SECRETS as a mounted file, never as a variable docker inspect would show', () => {

@@ -35,15 +35,28 @@ function writeSecrets(secrets: SecretsFile): void {
   renameSync(join(files, 'secrets.next'), join(files, 'secrets.json'));
 }
 
-async function createTarget(ports: Record<ServiceName, number>): Promise<GateTarget> {
+/** The verifier publishes no port: its readiness is asked inside it, with the image's probe. */
+async function verifierReady(id: string, signal: AbortSignal): Promise<void> {
+  for (;;) {
+    const ready = await docker('exec', id, 'node', 'verifier/dist/probe.js', '/readyz').then(
+      () => true,
+      () => false,
+    );
+    if (ready) return;
+    signal.throwIfAborted();
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+}
+
+async function createTarget(ports: Record<'idp' | 'nginx', number>): Promise<GateTarget> {
   const gate = `http://127.0.0.1:${ports.nginx}`;
   const idp = createIdpClient(`http://127.0.0.1:${ports.idp}`);
-  const readiness: Record<ServiceName, string> = {
-    idp: `http://127.0.0.1:${ports.idp}/readyz`,
-    verifier: `http://127.0.0.1:${ports.verifier}/readyz`,
-    nginx: `${gate}/hello`,
-  };
   const idOf = (name: ServiceName) => environment?.getContainer(`${name}-1`).getId() ?? '';
+  const readiness: Record<ServiceName, (signal: AbortSignal) => Promise<void>> = {
+    idp: (signal) => waitForHttp(`http://127.0.0.1:${ports.idp}/readyz`, signal),
+    verifier: (signal) => verifierReady(idOf('verifier'), signal),
+    nginx: (signal) => waitForHttp(`${gate}/hello`, signal),
+  };
   return {
     // The issuer tokens carry: the compose file's, whatever port the host reaches the IdP on.
     urls: { hello: `${gate}/hello`, secret: `${gate}/secret`, issuer: 'http://localhost:8081' },
@@ -58,7 +71,7 @@ async function createTarget(ports: Record<ServiceName, number>): Promise<GateTar
     },
     async startService(name) {
       await docker('start', idOf(name));
-      await waitForHttp(readiness[name], AbortSignal.timeout(60_000));
+      await readiness[name](AbortSignal.timeout(60_000));
     },
     writeSecrets(secrets) {
       writeSecrets(secrets);
@@ -77,7 +90,7 @@ describe.skipIf(noEngine !== undefined)(
       files = mkdtempSync(join(tmpdir(), 'sg-compose-'));
       chmodSync(files, 0o755);
       writeSecrets(demoSecrets);
-      const ports = { idp: await freePort(), verifier: await freePort(), nginx: await freePort() };
+      const ports = { idp: await freePort(), nginx: await freePort() };
       environment = await new DockerComposeEnvironment(REPO_ROOT, [
         'docker-compose.yaml',
         'test/containers/compose-suite.yaml',
@@ -86,7 +99,6 @@ describe.skipIf(noEngine !== undefined)(
         .withEnvironment({
           SECRET_GATE_PORT: String(ports.nginx),
           SECRET_GATE_IDP_PORT: String(ports.idp),
-          SECRET_GATE_VERIFIER_PORT: String(ports.verifier),
           SECRET_GATE_TEST_FILES: files,
           SECRET_GATE_TAG: IMAGE_TAG,
         })

@@ -4,7 +4,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
-import { chmod, mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -82,7 +82,7 @@ afterAll(async () => {
 
 async function startSite(
   verifierAddr: string,
-  options: Partial<LocalNginxOptions> = {},
+  { edgeKeyFile, ...options }: Partial<LocalNginxOptions> & { edgeKeyFile?: string } = {},
   processEnv: Record<string, string> = {},
   edit?: (prefix: string) => Promise<void>,
 ): Promise<Site> {
@@ -101,6 +101,8 @@ async function startSite(
     cloudFrontCookies: 'on',
     ...options,
   });
+  // The key the runner generates for a verifier on TCP (stack/orchestrate.ts), when a test asks.
+  if (edgeKeyFile !== undefined) Object.assign(env, { SG_EDGE_KEY_FILE: edgeKeyFile });
   const nginx = await startLocalNginx({ prefix, env, processEnv, ...(edit ? { edit } : {}) });
   cleanups.push(async () => {
     await nginx.stop();
@@ -245,6 +247,56 @@ describe('NGINX in front of a verifier that speaks the contract', () => {
       // SG_EXTERNAL_ORIGIN, for DPoP's `htu`: the configured origin, never the request's Host.
       'x-original-origin': new URL(site.url).origin,
     });
+  });
+
+  it("sends the verifier its edge key, on /_verify and to the receivers, and nothing else of the client's", async () => {
+    const key = 'f00d'.repeat(16);
+    const keyFile = path.join(await mkdtemp(path.join(tmpdir(), 'sg-edge-key-')), 'edge-key');
+    await writeFile(keyFile, `${key}\n`, { mode: 0o600 });
+    const keyed = await startSite(`127.0.0.1:${verifierPort}`, { edgeKeyFile: keyFile });
+    const before = verifier.received.length;
+    const answer = await get(`${keyed.url}/secret`, {
+      headers: {
+        authorization: `Bearer ${contractTokens.spaDemo}`,
+        // A client cannot pose as NGINX nor name its own client key.
+        'x-sg-edge-key': 'guessed',
+        'x-sg-client': '203.0.113.1',
+      },
+    });
+    expect(answer.status).toBe(200);
+    expect(verifier.received.at(-1)?.headers).toEqual({
+      host: 'sg_verifier',
+      authorization: `Bearer ${contractTokens.spaDemo}`,
+      'x-sg-policy': 'secret',
+      'x-sg-client': '127.0.0.1',
+      'x-original-uri': '/secret',
+      'x-original-method': 'GET',
+      'x-original-origin': new URL(keyed.url).origin,
+      'x-sg-edge-key': key,
+    });
+    await get(`${keyed.url}/backchannel-logout`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        cookie: 'session=1',
+        'x-sg-edge-key': 'guessed',
+      },
+      body: 'logout_token=a.b.c',
+    });
+    expect(verifier.received.length).toBe(before + 2);
+    // The receiver's call: its body's type and length, and the key; the client's other headers dropped.
+    expect(verifier.received.at(-1)).toEqual({
+      url: '/backchannel-logout',
+      headers: {
+        host: 'sg_verifier',
+        'content-type': 'application/x-www-form-urlencoded',
+        'content-length': String('logout_token=a.b.c'.length),
+        'x-sg-edge-key': key,
+      },
+    });
+    // The rendered header is the master's to read alone.
+    const snippet = path.join(keyed.prefix, 'snippets', 'edge-key.conf');
+    expect((await stat(snippet)).mode & 0o777).toBe(0o600);
   });
 
   it('answers cookies larger than NGINX accepts with a JSON 400, never a 500', async () => {

@@ -1,10 +1,12 @@
 // The verifier process: read the configuration, start the service, listen, and shut down cleanly
-// on SIGTERM/SIGINT. `--check-config` validates the configuration (and key files) and exits.
+// on SIGTERM/SIGINT. `--check-config` validates the configuration (and key files) and exits;
+// `--make-edge-key` first creates VERIFIER_EDGE_KEY_FILE with a fresh key when it is missing.
 import { ConfigError, loadConfig } from './config/load.js';
 import type { VerifierConfig } from './config/model.js';
 import { createLogger } from './log.js';
 import { createVerifierService } from './service.js';
 import { describe } from './http/transport.js';
+import { createEdgeKeyFile } from './http/edge-key.js';
 
 /** Exit code for an unusable configuration (distinct from a crash). */
 const EXIT_CONFIG = 2;
@@ -13,6 +15,17 @@ const SHUTDOWN_MS = 5000;
 
 async function main(argv: readonly string[]): Promise<void> {
   let config: VerifierConfig;
+  const edgeKeyFile = process.env.VERIFIER_EDGE_KEY_FILE?.trim();
+  if (argv.includes('--make-edge-key')) {
+    if (!edgeKeyFile?.startsWith('/')) {
+      process.stderr.write('--make-edge-key: set VERIFIER_EDGE_KEY_FILE to an absolute path\n');
+      process.exit(EXIT_CONFIG);
+    }
+    const made = createEdgeKeyFile(edgeKeyFile);
+    process.stdout.write(
+      `edge key ${made === 'created' ? 'created in' : 'kept:'} ${edgeKeyFile}\n`,
+    );
+  }
   try {
     config = loadConfig(process.env);
   } catch (error) {
@@ -43,6 +56,10 @@ async function main(argv: readonly string[]): Promise<void> {
     },
     'verifier listening',
   );
+  if (config.listen.kind === 'tcp' && config.edgeKeyFile === undefined)
+    logger.warn(
+      'listening on TCP without VERIFIER_EDGE_KEY_FILE: any process that reaches the port names its own client for the call limit',
+    );
   void service.start().then(() => {
     if (service.isReady()) logger.info('key sets loaded; ready');
     else logger.warn('some key sets did not load yet; /readyz answers 503 until they do');

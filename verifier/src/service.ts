@@ -14,6 +14,7 @@ import { createMetrics } from './metrics.js';
 import { createOpaqueVerifier, type OpaqueVerifier } from './token/opaque-verifier.js';
 import { createRevocationRuntime } from './revocation/index.js';
 import { createCallLimit } from './http/call-limit.js';
+import { createEdgeCheck } from './http/edge-key.js';
 import { createRoutes, createTransport } from './http/transport.js';
 
 export type VerifierService = ReturnType<typeof createVerifierService>;
@@ -92,6 +93,7 @@ export function createVerifierService(
   const routes = createRoutes({
     authorize,
     admit: createCallLimit(config.callLimit, now),
+    isEdge: config.edgeKeyFile === undefined ? undefined : createEdgeCheck(config.edgeKeyFile),
     isReady,
     metrics,
     metricsOnMain: config.metricsListen === undefined,

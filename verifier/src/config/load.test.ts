@@ -672,3 +672,41 @@ describe('bounds on token settings', () => {
     ]);
   });
 });
+
+describe("NGINX's edge key", () => {
+  const key = 'e'.repeat(64);
+  const read = (content: string) => (path: string) => {
+    if (path === '/run/secret-gate/edge-key') return content;
+    throw Object.assign(new Error('no such file'), { code: 'ENOENT' });
+  };
+
+  it('is read once from the file VERIFIER_EDGE_KEY_FILE names, one trailing newline dropped', () => {
+    const env = { ...minimal, VERIFIER_EDGE_KEY_FILE: '/run/secret-gate/edge-key' };
+    expect(loadConfig(env, read(`${key}\n`)).edgeKeyFile).toBe(key);
+    expect(loadConfig(minimal).edgeKeyFile).toBeUndefined();
+  });
+
+  it('refuses a relative path, a missing file, an empty one and a short key, never quoting it', () => {
+    const problems = (path: string, content: string) => {
+      try {
+        loadConfig({ ...minimal, VERIFIER_EDGE_KEY_FILE: path }, read(content));
+      } catch (error) {
+        return (error as ConfigError).problems;
+      }
+      throw new Error('expected a ConfigError');
+    };
+    expect(problems('edge-key', key)).toEqual([
+      'VERIFIER_EDGE_KEY_FILE: expected an absolute path, got "edge-key"',
+    ]);
+    expect(problems('/run/other', key)).toEqual([
+      'VERIFIER_EDGE_KEY_FILE: cannot read "/run/other" (ENOENT)',
+    ]);
+    expect(problems('/run/secret-gate/edge-key', '\n')).toEqual([
+      'VERIFIER_EDGE_KEY_FILE: "/run/secret-gate/edge-key" is empty',
+    ]);
+    const short = problems('/run/secret-gate/edge-key', 'short-key-31-bytes-long-0123456');
+    expect(short).toEqual([
+      'VERIFIER_EDGE_KEY_FILE: "/run/secret-gate/edge-key" must hold at least 32 bytes',
+    ]);
+  });
+});

@@ -19,6 +19,7 @@ import {
   rate,
   says,
   secret,
+  secretFile,
   section,
   text,
   typ,
@@ -89,6 +90,9 @@ export const rootSchema = section({
       "Calls a client may make at once beyond the rate (a token bucket of `burst` + 1, refilled at the rate), as NGINX's `limit_req … burst nodelay` counts.",
     ),
   }).prefault({}),
+  edgeKeyFile: env('VERIFIER_EDGE_KEY_FILE', secretFile(32).optional()).describe(
+    "A file holding the key NGINX proves itself with (`X-SG-Edge-Key`, at least 32 bytes; `SG_EDGE_KEY_FILE` names the same file on NGINX's side), read once at start. When set, `/verify` and the revocation receivers answer a call without it 401 before any other work, so only NGINX names the client the call limit counts. Needed wherever the listener is TCP (a port other processes can reach); unset on a unix socket, whose file mode decides who connects.",
+  ),
   jwks: section({
     refresh: env('VERIFIER_JWKS_REFRESH', atLeast1s.prefault('10m')).describe(
       'Background refresh interval; a smaller `Cache-Control: max-age` shortens it (not below the cooldown).',

@@ -193,6 +193,27 @@ export type Loaded<T> =
         : T;
 
 /**
+ * An absolute path to a file holding a secret of at least `minBytes`, read once at start (one
+ * trailing newline dropped). Only the path is ever in the configuration or the environment; the
+ * value is never quoted.
+ */
+export function secretFile(minBytes: number) {
+  return z
+    .string(says('an absolute path'))
+    .regex(/^\//, says('an absolute path'))
+    .transform(
+      (path) =>
+        new Deferred((io, fail): string => {
+          const value = io.read(path, fail)?.replace(/\r?\n$/, '');
+          if (value === '') fail(`"${path}" is empty`);
+          else if (value !== undefined && Buffer.byteLength(value) < minBytes)
+            fail(`"${path}" must hold at least ${minBytes} bytes`);
+          return value ?? '';
+        }),
+    );
+}
+
+/**
  * A secret written inline (`"s3cret"`), or read once at start from `{ "file": "/run/secrets/x" }`
  * (one trailing newline dropped, as `kubectl create secret --from-file` keeps it) or
  * `{ "env": "NAME" }`, which keep the value out of a ConfigMap. `minBytes` holds for the value

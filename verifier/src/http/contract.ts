@@ -82,3 +82,9 @@ export const LIMITED_HEADER = row(
   '403 (limited)',
   '`limited`: the per-client call limit refused before any token work; no `X-Accel-Expires`, so never stored at the edge; NGINX answers the client 429 + `Retry-After`',
 );
+// NGINX's key (edge-key.ts), checked before the call limit when VERIFIER_EDGE_KEY_FILE is set.
+export const EDGE_KEY_HEADER = row(
+  'X-SG-Edge-Key',
+  'always (and to the receivers) with `SG_EDGE_KEY_FILE`',
+  'the key of `SG_EDGE_KEY_FILE`, proving the call came through NGINX; with `VERIFIER_EDGE_KEY_FILE` set, a call without it is answered 401 before the call limit counts it or any token work, so no other caller names a client key',
+);

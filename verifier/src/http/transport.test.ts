@@ -7,7 +7,7 @@ import { OAuth2Server } from 'oauth2-mock-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_RECEIVER_BODY_BYTES } from '../decision/decision.js';
 import { secretSetName } from './verify-answer.js';
-import { startJwksServer, type JwksServer } from '../testing/fixtures.js';
+import { mintToken, startJwksServer, type JwksServer } from '../testing/fixtures.js';
 import { revocationFile } from '../testing/replicas.js';
 import { buildService } from '../testing/service.js';
 
@@ -251,5 +251,105 @@ describe('a revocation receiver on the transport', () => {
     expect((await fetch(`${base}/backchannel-logout`)).status).toBe(405);
     // Pages answer GET only: a POST to one is not found.
     expect((await fetch(`${base}/healthz`, { method: 'POST', body: 'x' })).status).toBe(404);
+  });
+});
+
+describe("NGINX's edge key on the transport", () => {
+  const KEY = 'k'.repeat(24) + '0123456789abcdef';
+  const edge = { 'x-sg-edge-key': KEY };
+  let jwks: JwksServer;
+  let service: ReturnType<typeof buildService>['service'];
+  let port: number;
+
+  beforeAll(async () => {
+    jwks = await startJwksServer(['rsaA']);
+    ({ service } = buildService(
+      {},
+      {
+        file: revocationFile(jwks.url, {
+          edgeKeyFile: '/run/secret-gate/edge-key',
+          callLimit: { rate: '1r/m', burst: 4 },
+        }),
+        files: { '/run/secret-gate/edge-key': `${KEY}\n` },
+      },
+    ));
+    await service.start();
+    ({ port } = await service.listen({ kind: 'tcp', host: '127.0.0.1', port: 0 }));
+  });
+  afterAll(async () => {
+    await service.stop(0);
+    await jwks.close();
+  });
+
+  const secret = { 'x-sg-policy': 'secret' };
+
+  it('refuses a caller without the key 401 before any token work, whatever client it names', async () => {
+    const token = await mintToken();
+    const before = (await get({ port }, '/metrics')).body;
+    const statuses: number[] = [];
+    // A caller rotating X-SG-Client to escape the limit: no answer ever carries a decision.
+    for (let i = 0; i < 30; i++)
+      statuses.push(
+        (
+          await get({ port }, '/verify', {
+            ...secret,
+            'x-sg-client': `198.51.100.${i}`,
+            authorization: `Bearer ${token}`,
+          })
+        ).status,
+      );
+    expect(statuses).toEqual(Array<number>(30).fill(401));
+    const wrong = [KEY.slice(1), `${KEY}x`, KEY.replace('k', 'K'), ''];
+    for (const key of wrong) {
+      const reply = await get({ port }, '/verify', {
+        ...secret,
+        'x-sg-edge-key': key,
+        authorization: `Bearer ${token}`,
+      });
+      expect(reply).toMatchObject({ status: 401, body: '' });
+      // Not a token's refusal (no challenge), and never stored at the edge.
+      expect(reply.headers['www-authenticate']).toBeUndefined();
+      expect(reply.headers['x-accel-expires']).toBe('0');
+    }
+    // No decision was made for any of them.
+    expect((await get({ port }, '/metrics')).body.match(/verifier_decisions_total.*/g)).toEqual(
+      before.match(/verifier_decisions_total.*/g),
+    );
+  });
+
+  it("never spends a client's calls: the client a keyless caller named still has its whole burst", async () => {
+    const client = { 'x-sg-client': '198.51.100.77' };
+    for (let i = 0; i < 20; i++)
+      await get({ port }, '/verify', { ...client, authorization: `Bearer x${i}` });
+    const token = await mintToken();
+    const statuses: number[] = [];
+    for (let i = 0; i < 7; i++) {
+      const headers = { ...secret, ...edge, ...client, authorization: `Bearer ${token}` };
+      statuses.push((await get({ port }, '/verify', headers)).status);
+    }
+    // burst 4 + 1 answered with the key, then limited: the 20 keyless calls counted for nothing.
+    expect(statuses).toEqual([204, 204, 204, 204, 204, 403, 403]);
+  });
+
+  it('answers a receiver push without the key 401 JSON before reading it, and takes it with the key', async () => {
+    const push = (headers: Record<string, string>) =>
+      fetch(`http://127.0.0.1:${port}/backchannel-logout`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+        body: 'logout_token=a.b.c',
+      });
+    const keyless = await push({});
+    expect(keyless.status).toBe(401);
+    expect(await keyless.json()).toEqual({
+      error: 'invalid_request',
+      error_description: 'unknown caller',
+    });
+    const keyed = await push(edge);
+    expect(keyed.status).toBe(400);
+  });
+
+  it('keeps the probes and metrics open to every caller', async () => {
+    expect((await get({ port }, '/healthz')).status).toBe(200);
+    expect((await get({ port }, '/readyz')).status).toBe(200);
   });
 });

@@ -15,7 +15,8 @@ import {
 } from '../decision/decision.js';
 import type { Metrics } from '../metrics.js';
 import { LIMITED } from './call-limit.js';
-import { CLIENT_KEY_HEADER, REQUEST_HEADERS } from './contract.js';
+import { CLIENT_KEY_HEADER, EDGE_KEY_HEADER, REQUEST_HEADERS } from './contract.js';
+import { CALLER_UNKNOWN, CALLER_UNKNOWN_BODY } from './edge-key.js';
 import { loadUws } from './uws-addon.js';
 import { renderDecision, type VerifyAnswer } from './verify-answer.js';
 
@@ -31,6 +32,11 @@ export interface Routes {
   readonly verify?: Authorize;
   /** Asked before /verify does any token work; false: answered LIMITED (call-limit.ts). */
   readonly admit?: (clientKey: string | undefined) => boolean;
+  /**
+   * Asked first on /verify and the receivers when an edge key is configured (edge-key.ts):
+   * false answers 401 before the call limit or any other work.
+   */
+  readonly isEdge?: ((presented: string) => boolean) | undefined;
   /** GET pages by path (`/healthz`, `/readyz`, `/metrics` unless it has a listener of its own). */
   readonly pages: ReadonlyMap<string, Page>;
   /** POST receivers by path (`/backchannel-logout`, `/ssf/events`); only the ones switched on. */
@@ -52,6 +58,7 @@ const BODY_TOO_LARGE = json(413, {
   error_description: 'the body is too large',
 });
 const CLIENT_KEY = CLIENT_KEY_HEADER.name.toLowerCase();
+const EDGE_KEY = EDGE_KEY_HEADER.name.toLowerCase();
 /** Status lines as uWS writes them (`204 No Content`), from node:http's reason phrases. */
 const STATUS_TEXT: Readonly<Record<number, string>> = Object.fromEntries(
   Object.entries(STATUS_CODES).map(([code, reason]) => [code, `${code} ${reason}`]),
@@ -61,6 +68,7 @@ const STATUS_TEXT: Readonly<Record<number, string>> = Object.fromEntries(
 export function createRoutes(parts: {
   authorize: Authorize;
   admit: NonNullable<Routes['admit']>;
+  isEdge?: Routes['isEdge'];
   isReady: () => boolean;
   metrics: Metrics;
   /** False when VERIFIER_METRICS_LISTEN moves `/metrics` to its own listener. */
@@ -91,6 +99,7 @@ export function createRoutes(parts: {
   return {
     verify: parts.authorize,
     admit: parts.admit,
+    isEdge: parts.isEdge,
     readyz,
     pages,
     receivers: parts.receivers ?? new Map<string, Receiver>(),
@@ -156,9 +165,12 @@ export function createTransport(routes: Routes) {
     });
   }
 
+  const { isEdge } = routes;
   const authorize = routes.verify;
   if (authorize !== undefined)
     app.any('/verify', (res: Response, req: HttpRequest) => {
+      // Before the limit: a caller without the key must not spend another client's calls.
+      if (isEdge?.(req.getHeader(EDGE_KEY)) === false) return write(res, CALLER_UNKNOWN);
       if (routes.admit?.(req.getHeader(CLIENT_KEY) || undefined) === false)
         return write(res, LIMITED);
       const request: { -readonly [K in keyof VerifyRequest]: VerifyRequest[K] } = {};
@@ -172,6 +184,7 @@ export function createTransport(routes: Routes) {
     const receiver = routes.receivers.get(path);
     if (receiver !== undefined) {
       if (method !== 'POST') return write(res, METHOD_NOT_ALLOWED);
+      if (isEdge?.(req.getHeader(EDGE_KEY)) === false) return write(res, CALLER_UNKNOWN_BODY);
       return receive(res, receiver, req.getHeader('content-type') || undefined);
     }
     const page = routes.pages.get(path);
