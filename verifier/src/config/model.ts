@@ -153,8 +153,8 @@ export const rootSchema = section({
     ).describe(
       'Bound of the in-process `jti` set of received logout tokens and SETs; when it is full of live entries new ones are refused with 503 (`temporarily_unavailable`, the sender retries) rather than one forgotten.',
     ),
-    viewMaxEntries: env('VERIFIER_REVOCATION_VIEW_MAX_ENTRIES', count.prefault('1000000')).describe(
-      "Bound of each replica's view of the revocation watermarks (one per revoked subject, session or address, kept for the tokens' lifetime: a day of logouts with the default `maxTokenAge`; about 200 bytes each). A revocation this replica cannot hold is refused with 503 (the sender retries) and never acknowledged; a replica that misses one published by another refuses every token its view cannot clear (401 `revocation_unavailable`) and answers 503 on `/readyz` until its view holds all of them again.",
+    viewMaxEntries: env('VERIFIER_REVOCATION_VIEW_MAX_ENTRIES', count.prefault('250000')).describe(
+      "Bound of each replica's view of the revocation watermarks: one per revoked subject, session or address, each kept for its tokens' lifetime (a day with the default `maxTokenAge`), so the default holds a day of three logouts a second; about 600 bytes each (150 MB when full). A revocation this replica cannot hold is refused with 503 (the sender retries) and never acknowledged; a replica that misses one published by another refuses every token its view cannot clear (401 `revocation_unavailable`) and answers 503 on `/readyz` until its view holds all of them again.",
     ),
     receiverRate: env('VERIFIER_REVOCATION_RECEIVER_RATE', rate.prefault('5r/s')).describe(
       "Per-client rate of pushes to `POST /backchannel-logout` and `POST /ssf/events` together (`Nr/s` or `Nr/m`), the client as NGINX names it in `X-SG-Client`: a sender pushes a few events a second. Over it: 429 + `Retry-After` before any signature work, and at most one log line a second. Per process, a bucket apart from `/verify`'s.",
