@@ -59,11 +59,11 @@ function refuse(reason: RefusalReason, message: string): never {
 interface Sender extends JWTVerifyOptions {
   readonly issuer: string;
   readonly keys: KeySet;
+  /** Its access tokens carry the session's `sid` (Keycloak), so a `sid`-only logout matches. */
+  readonly sessionIds?: boolean;
   readonly clockTolerance: number;
   /** BCL 1.0 §2.4 only recommends explicit typing: `typ` is checked when the header has one. */
   readonly typOptional?: boolean;
-  /** Its access tokens carry the session's `sid` (Keycloak), so a `sid`-only logout matches. */
-  readonly sessionIds?: boolean;
 }
 
 /** No sender needs more: a logout token is a few hundred bytes, a SET rarely over 2 KiB. */
@@ -167,11 +167,11 @@ export function createLogoutTokenVerifier(
     senders.set(issuer.issuer, {
       issuer: issuer.issuer,
       keys,
+      sessionIds: issuer.preset === 'keycloak',
       audience: [...issuer.logoutAudiences],
       algorithms: [...issuer.algorithms],
       typ: 'logout+jwt',
       typOptional: true,
-      sessionIds: issuer.preset === 'keycloak',
       clockTolerance: issuer.clockTolerance,
       maxTokenAge: config.revocation.logoutTokenMaxAge,
     });
