@@ -14,6 +14,7 @@ import {
 import {
   AUDIENCE,
   ISSUER,
+  manualClock,
   mintToken,
   PRIVATE_JWKS,
   startJwksServer,
@@ -280,6 +281,43 @@ describe('an invalid SET gets 400 with its registered err and changes nothing', 
     expect(gate.lines.some((line) => line.includes('\\"jti\\" was seen before'))).toBe(true);
     expect(gate.service.revocation!.store.size).toBe(before);
     expect((await secretStatus(held)).status).toBe(204);
+  });
+});
+
+describe('the replay window', () => {
+  it('remembers a SET for as long as its age lets it be accepted, then refuses it as too old', async () => {
+    const clock = manualClock(Date.now());
+    const timed = buildService(
+      {},
+      {
+        now: clock.now,
+        file: {
+          issuers: [
+            { issuer: ISSUER, audience: AUDIENCE, jwksUri: jwks.url, algorithms: ['RS256'] },
+          ],
+          policies: { secret: { issuers: [ISSUER] } },
+          revocation: { ssf: { transmitter: transmitter.issuer, audience: RECEIVER } },
+        },
+      },
+    );
+    await timed.service.start();
+    await timed.service.revocation!.transmitterKeys!.refresh();
+    const push = timed.service.routes.receivers.get('/ssf/events')!;
+    const set = await mintSet(iss(), { claims: { sub_id: subject('ivy') }, now: clock.seconds() });
+    const send = async () =>
+      (await push({ contentType: 'application/secevent+jwt', body: set })).status;
+    expect(await send()).toBe(202);
+    // Past twice the logout token age (what a SET's `jti` was kept for), within the SET age.
+    clock.advance(30 * 60);
+    expect(await send()).toBe(400);
+    expect(timed.lines.some((line) => line.includes('jti_replayed'))).toBe(true);
+    // Past the SET age (1 h by default): refused for its age, whether remembered or not.
+    clock.advance(31 * 60);
+    expect(await send()).toBe(400);
+    expect(await timed.service.metrics.render()).toMatch(
+      /verifier_revocations_refused_total\{channel="ssf_push",reason="(?!jti_replayed)[a-z_]+"\} 1/,
+    );
+    await timed.service.stop(0);
   });
 });
 
