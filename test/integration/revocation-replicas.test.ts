@@ -1,6 +1,8 @@
 // Two verifier replicas sharing one real redis-server as their revocation store: a logout token
 // received by one is honoured by the other and by a replica started afterwards; with Redis gone,
-// `required` policies fail closed, `checked` ones serve and count it, and /readyz says so.
+// `required` policies fail closed, `checked` ones serve and count it, and /readyz says so; a Redis
+// that stops answering on an open connection is noticed too. A full view never acknowledges a
+// revocation it would not enforce: refused with 503, or the replica that missed it fails closed.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Decision } from '../../verifier/src/decision/decision.js';
 import { statusOf } from '../../verifier/src/testing/answer.js';
@@ -20,10 +22,11 @@ const replicas = createReplicas();
 
 /** The replicas' configuration: one issuer with back-channel logout, a `required` policy too. */
 const replicaFile = (extra: object = {}) => revocationFile(jwks.url, extra);
-const replica = () => replicas.build({ VERIFIER_REVOCATION_STORE: redis.url }, replicaFile());
+const replica = (env: Record<string, string> = {}, url = redis.url) =>
+  replicas.build({ VERIFIER_REVOCATION_STORE: url, ...env }, replicaFile());
 
-async function started(): Promise<TestService> {
-  const built = replica();
+async function started(env: Record<string, string> = {}, url = redis.url): Promise<TestService> {
+  const built = replica(env, url);
   await built.service.start();
   await until(() => built.service.isReady() && built.service.revocation!.store.isCurrent());
   return built;
@@ -136,4 +139,80 @@ describe('a revocation store that wants a password', () => {
     expect(without.service.revocation!.store.isCurrent()).toBe(false);
     expect(without.lines.join('\n')).not.toContain(PASSWORD);
   });
+});
+
+describe('a Redis that stops answering on an open connection', () => {
+  let paused: RedisServer;
+  beforeAll(async () => {
+    paused = await startRedisServer();
+  });
+  afterAll(() => paused.stop());
+
+  it('makes the view not current within seconds (an unanswered PING), and current again once it answers', async () => {
+    const watched = await started({}, paused.url);
+    paused.pause();
+    // No `close` arrives from a peer that stopped: the subscriber's unanswered PING says so.
+    const stoppedAt = Date.now();
+    await until(() => !watched.service.revocation!.store.isCurrent(), 5_000);
+    expect(Date.now() - stoppedAt).toBeLessThan(4_000);
+    expect(watched.service.routes.readyz().body).toMatch(/revocation store unreachable/);
+    const token = await mintToken({ claims: { sub: 'pia' } });
+    expect((await ask(watched, token, 'strict')).reason).toBe('revocation_unavailable');
+    paused.resume();
+    await until(() => watched.service.revocation!.store.isCurrent(), 10_000);
+    expect(statusOf(await ask(watched, token, 'strict'))).toBe(204);
+  }, 20_000);
+});
+
+describe('a full revocation view', () => {
+  let shared: RedisServer;
+  beforeAll(async () => {
+    shared = await startRedisServer();
+  });
+  afterAll(() => shared.stop());
+
+  it('refuses with 503 what it cannot hold, and a replica that missed one refuses every token it cannot clear', async () => {
+    const bound = (entries: number) => ({ VERIFIER_REVOCATION_VIEW_MAX_ENTRIES: String(entries) });
+    const [first, second] = [
+      await started(bound(3), shared.url),
+      await started(bound(3), shared.url),
+    ];
+    // A replica with a smaller view: it will miss the third watermark the others hold.
+    const small = await started(bound(2), shared.url);
+    const tokens = new Map<string, string>();
+    for (const sub of ['v1', 'v2', 'v3', 'v4', 'bystander'])
+      tokens.set(sub, await mintToken({ claims: { sub }, now: seconds() - 10 }));
+    for (const sub of ['v1', 'v2', 'v3']) {
+      const answer = await logout(first, await mintLogoutToken({ claims: { sub } }));
+      expect({ sub, status: answer.status }).toEqual({ sub, status: 200 });
+    }
+    // Acknowledged, so enforced everywhere: the small replica refuses v3 as unavailable, and with
+    // it every token its view cannot clear.
+    for (const at of [first, second])
+      await until(async () => (await ask(at, tokens.get('v3')!)).reason === 'token_revoked');
+    expect((await ask(small, tokens.get('v3')!)).reason).toBe('revocation_unavailable');
+    expect((await ask(small, tokens.get('bystander')!)).reason).toBe('revocation_unavailable');
+    expect((await ask(small, tokens.get('v1')!)).reason).toBe('token_revoked');
+    expect(small.service.routes.readyz()).toMatchObject({
+      status: 503,
+      body: expect.stringMatching(/revocation view overflowed/),
+    });
+    expect(await small.service.metrics.render()).toMatch(/verifier_revocation_view_complete 0/);
+    expect(statusOf(await ask(second, tokens.get('bystander')!))).toBe(204);
+
+    // Full: the next revocation is refused, never acknowledged, at either replica; nothing changed.
+    for (const at of [first, second]) {
+      const refused = await logout(at, await mintLogoutToken({ claims: { sub: 'v4' } }));
+      expect(refused.status).toBe(503);
+      expect(JSON.parse(refused.body)).toEqual({ error: 'temporarily_unavailable' });
+      expect(statusOf(await ask(at, tokens.get('v4')!))).toBe(204);
+      expect(at.service.routes.readyz().body).toMatch(/revocation view full/);
+    }
+    const text = await first.service.metrics.render();
+    expect(text).toMatch(/verifier_revocation_view_capacity 3/);
+    expect(text).toMatch(/verifier_revocation_watermarks 3/);
+    expect(text).toMatch(
+      /verifier_revocations_refused_total\{channel="backchannel_logout",reason="store_unavailable"\} 1/,
+    );
+  }, 20_000);
 });

@@ -11,6 +11,9 @@ export interface RedisServer {
   readonly port: number;
   /** SIGTERM shuts down cleanly (saving to `dataDir` if any); SIGKILL loses everything. */
   stop(signal?: 'SIGTERM' | 'SIGKILL'): Promise<void>;
+  /** SIGSTOP: connections stay open and nothing answers (a half-open peer); `resume` undoes it. */
+  pause(): void;
+  resume(): void;
 }
 
 export const REDIS_SERVER_BINARY = '/usr/bin/redis-server';
@@ -46,9 +49,12 @@ export async function startRedisServer(
     url: `redis://127.0.0.1:${port}`,
     port,
     async stop(signal = 'SIGTERM') {
+      if (child.exitCode === null) child.kill('SIGCONT');
       if (child.exitCode === null) child.kill(signal);
       await exited;
     },
+    pause: () => void child.kill('SIGSTOP'),
+    resume: () => void child.kill('SIGCONT'),
   };
 }
 

@@ -86,7 +86,9 @@ export function createMetrics(
     buckets: BUCKETS,
     registers,
   });
-  let readRevocation: (() => { watermarks: number; current: boolean }) | undefined;
+  let readRevocation:
+    | (() => { watermarks: number; current: boolean; capacity: number; complete: boolean })
+    | undefined;
   gauge(
     'verifier_revocation_watermarks',
     'Revocation watermarks held (per subject, session or e-mail address).',
@@ -96,6 +98,16 @@ export function createMetrics(
     'verifier_revocation_store_current',
     '1 while the revocation view is current (0: the shared store is unreachable).',
     () => (readRevocation?.().current ? 1 : 0),
+  );
+  gauge(
+    'verifier_revocation_view_capacity',
+    'Bound of the revocation view (`revocation.viewMaxEntries`): at it, new revocations are refused with 503.',
+    () => readRevocation?.().capacity ?? 0,
+  );
+  gauge(
+    'verifier_revocation_view_complete',
+    '0 while the full view misses a watermark of the shared store: tokens it cannot clear are refused.',
+    () => (readRevocation === undefined || readRevocation().complete ? 1 : 0),
   );
 
   return {
@@ -140,13 +152,13 @@ export function createMetrics(
     ),
     revocationRefused: counter<[channel: RevocationChannel, reason: string]>(
       'verifier_revocations_refused_total',
-      'Logout tokens and SETs refused, by channel and reason.',
+      'Logout tokens and SETs refused (`rate_limited`: before being read), or acknowledged and ignored, by channel and reason.',
       ['channel', 'reason'],
     ),
     revocationUnchecked: () => countUnchecked(''),
     observeRevocationStore: (operation: string, seconds: number) =>
       store.observe({ operation }, seconds),
-    /** Reads the store's watermark count and whether its view is current, when scraped. */
+    /** Reads the view's size, bound and state when scraped. */
     watchRevocation(read: NonNullable<typeof readRevocation>) {
       readRevocation = read;
     },

@@ -72,7 +72,17 @@ export function createVerifierService(
   const dpop = policies.some((policy) => policy.dpop !== 'off')
     ? createDpopRuntime(config.dpop, { now, logger })
     : undefined;
-  const revocation = createRevocationRuntime(config, { keySets, metrics, logger, now });
+  const revocation = createRevocationRuntime(config, {
+    keySets,
+    metrics,
+    logger,
+    now,
+    // A bucket of its own, apart from /verify's: a sender pushes a few events a second.
+    admitPush: createCallLimit(
+      { rate: config.revocation.receiverRate, burst: config.revocation.receiverBurst },
+      now,
+    ),
+  });
   const isReady = () =>
     [...keySets.values()].every((keySet) => keySet.isReady()) &&
     (dpop?.store.isReady() ?? true) &&

@@ -393,6 +393,19 @@ describe('issuer hardening settings', () => {
       }),
     ).toEqual(['VERIFIER_METRICS_LISTEN: must differ from VERIFIER_LISTEN']);
   });
+
+  it('takes an email subject issuer only among the configured JWT issuers', () => {
+    const ssf = { VERIFIER_SSF_TRANSMITTER: 'https://tx.test', VERIFIER_SSF_AUDIENCE: 'gate' };
+    const config = loadConfig({
+      ...minimal,
+      ...ssf,
+      VERIFIER_SSF_EMAIL_ISSUER: 'https://idp.test',
+    });
+    expect(config.revocation.ssf.emailIssuer).toBe('https://idp.test');
+    expect(
+      problemsOf({ ...minimal, ...ssf, VERIFIER_SSF_EMAIL_ISSUER: 'https://other.test' }),
+    ).toEqual(['VERIFIER_SSF_EMAIL_ISSUER: must be a configured issuer of JWT access tokens']);
+  });
 });
 
 describe('one configuration model', () => {

@@ -152,13 +152,25 @@ export const rootSchema = section({
       "Longest time a revoked token may still get its secret through NGINX's edge cache while a receiver is on: the edge reuse becomes at most this minus 1 s (NGINX expires entries in whole seconds), and never more than `cache.edgeTtl`.",
     ),
     logoutTokenMaxAge: env('VERIFIER_LOGOUT_TOKEN_MAX_AGE', atLeast1s.prefault('2m')).describe(
-      'How old (by `iat`) a logout token or SET may be; its `jti` is remembered for twice this long.',
+      "How old (by `iat`) a logout token may be; its `jti` is remembered for twice this long (at least this plus twice the issuer's `clockTolerance`).",
+    ),
+    setMaxAge: env('VERIFIER_SET_MAX_AGE', atLeast1s.prefault('1h')).describe(
+      'How old (by `iat`) a Security Event Token may be, pushed or polled (a polled SET may have waited at the transmitter); an older one is refused. Its `jti` is remembered this long plus twice the clock tolerance (30 s), so a replay is refused for as long as the SET itself would be accepted.',
     ),
     replayMaxEntries: env(
       'VERIFIER_REVOCATION_REPLAY_MAX_ENTRIES',
       count.prefault('100000'),
     ).describe(
-      'Bound of the in-process `jti` set of received logout tokens and SETs; when it is full of live entries new ones are refused (400) rather than one forgotten.',
+      'Bound of the in-process `jti` set of received logout tokens and SETs; when it is full of live entries new ones are refused with 503 (`temporarily_unavailable`, the sender retries) rather than one forgotten.',
+    ),
+    viewMaxEntries: env('VERIFIER_REVOCATION_VIEW_MAX_ENTRIES', count.prefault('250000')).describe(
+      "Bound of each replica's view of the revocation watermarks: one per revoked subject, session or address, each kept for its tokens' lifetime (a day with the default `maxTokenAge`), so the default holds a day of three logouts a second; about 600 bytes each (150 MB when full). A revocation this replica cannot hold is refused with 503 (the sender retries) and never acknowledged; a replica that misses one published by another refuses every token its view cannot clear (401 `revocation_unavailable`) and answers 503 on `/readyz` until its view holds all of them again.",
+    ),
+    receiverRate: env('VERIFIER_REVOCATION_RECEIVER_RATE', rate.prefault('5r/s')).describe(
+      "Per-client rate of pushes to `POST /backchannel-logout` and `POST /ssf/events` together (`Nr/s` or `Nr/m`), the client as NGINX names it in `X-SG-Client`: a sender pushes a few events a second. Over it: 429 + `Retry-After` before any signature work, and at most one log line a second. Per process, a bucket apart from `/verify`'s.",
+    ),
+    receiverBurst: env('VERIFIER_REVOCATION_RECEIVER_BURST', count.prefault('20')).describe(
+      'Pushes a client may send at once beyond `receiverRate` (a token bucket of `receiverBurst` + 1).',
     ),
     ssf: section({
       transmitter: env('VERIFIER_SSF_TRANSMITTER', url.optional()).describe(
@@ -181,6 +193,9 @@ export const rootSchema = section({
       ),
       allowHttp: env('VERIFIER_SSF_ALLOW_HTTP', offByDefault).describe(
         "Allow plain `http:` for the transmitter's URLs on a host that is not loopback.",
+      ),
+      emailIssuer: env('VERIFIER_SSF_EMAIL_ISSUER', url.optional()).describe(
+        'The issuer (one of `issuers`) whose access tokens an `email` subject names: its tokens whose `email` is that address and whose `email_verified` is `true` are revoked. Unset: `email` subjects are acknowledged and ignored, as an address alone names no issuer.',
       ),
     })
       // The rules between the receiver's own settings sit on its section, so they are checked
@@ -433,6 +448,13 @@ export function checkConfig(
     const where = (at: Listen) => (at.kind === 'unix' ? at.path : `${at.host}:${at.port}`);
     if (root.metricsListen !== undefined && where(root.metricsListen) === where(root.listen))
       report('metricsListen', `must differ from ${label('listen')}`);
+    // An address is matched against the `email` claim of this issuer's JWTs only.
+    const { emailIssuer } = root.revocation.ssf;
+    if (
+      emailIssuer !== undefined &&
+      (!declared.has(emailIssuer) || (declared.get(emailIssuer) ?? 'jwt') !== 'jwt')
+    )
+      report('revocation.ssf.emailIssuer', 'must be a configured issuer of JWT access tokens');
   }
   for (const { at, issuer } of issuers) {
     // The URL the verifier fetches first: the one configured, else the issuer's discovery document.

@@ -85,6 +85,8 @@ export interface Answer {
 export interface ReceivedRequest {
   readonly contentType: string | undefined;
   readonly body: string;
+  /** The client as NGINX names it (`X-SG-Client`), for the receivers' per-client limit. */
+  readonly clientKey?: string | undefined;
 }
 
 /** A POST endpoint of a plugin: the body in, an answer out. */

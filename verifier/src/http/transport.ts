@@ -146,7 +146,11 @@ export function createTransport(routes: Routes) {
   }
 
   /** A receiver's body up to the cap, each chunk copied at once (uWS reuses their memory). */
-  function receive(res: Response, receiver: Receiver, contentType: string | undefined): void {
+  function receive(
+    res: Response,
+    receiver: Receiver,
+    headers: { contentType: string | undefined; clientKey: string | undefined },
+  ): void {
     const chunks: Buffer[] = [];
     let size = 0;
     let settle!: (answer: Answer | Promise<Answer>) => void;
@@ -161,7 +165,7 @@ export function createTransport(routes: Routes) {
       // Refused at once; the chunks still arriving are ignored.
       if (size > MAX_RECEIVER_BODY_BYTES) return settle(BODY_TOO_LARGE);
       chunks.push(Buffer.from(chunk.slice(0)));
-      if (isLast) settle(receiver({ contentType, body: Buffer.concat(chunks).toString('utf8') }));
+      if (isLast) settle(receiver({ ...headers, body: Buffer.concat(chunks).toString('utf8') }));
     });
   }
 
@@ -185,7 +189,10 @@ export function createTransport(routes: Routes) {
     if (receiver !== undefined) {
       if (method !== 'POST') return write(res, METHOD_NOT_ALLOWED);
       if (isEdge?.(req.getHeader(EDGE_KEY)) === false) return write(res, CALLER_UNKNOWN_BODY);
-      return receive(res, receiver, req.getHeader('content-type') || undefined);
+      return receive(res, receiver, {
+        contentType: req.getHeader('content-type') || undefined,
+        clientKey: req.getHeader(CLIENT_KEY) || undefined,
+      });
     }
     const page = routes.pages.get(path);
     if (page === undefined || method !== 'GET') return write(res, NOT_FOUND);

@@ -1,6 +1,7 @@
 // POST /backchannel-logout as a specification: a valid logout token revokes the subject's older
 // tokens at once (cached decisions included) and nothing else; each invalid variant gets its 400
-// and changes nothing.
+// (the error code only; why goes to the log) and changes nothing; a sender over its per-client
+// limit gets 429 before any signature work.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { statusOf } from '../testing/answer.js';
 import { LOGOUT_EVENT, mintLogoutToken } from '../testing/event-tokens.js';
@@ -42,8 +43,8 @@ afterAll(async () => {
 
 const seconds = () => Math.floor(Date.now() / 1000);
 
-function logout(body: string, contentType = 'application/x-www-form-urlencoded') {
-  return gate.service.routes.receivers.get('/backchannel-logout')!({ contentType, body });
+function logout(body: string, contentType = 'application/x-www-form-urlencoded', at = gate) {
+  return at.service.routes.receivers.get('/backchannel-logout')!({ contentType, body });
 }
 const form = (token: string) => `logout_token=${encodeURIComponent(token)}`;
 
@@ -87,6 +88,34 @@ describe('a valid logout token', () => {
     expect((await logout(form(token))).status).toBe(200);
     expect((await secretStatus(inSession)).reason).toBe('token_revoked');
     expect((await secretStatus(otherSession)).status).toBe(204);
+  });
+
+  it('counts a sid-only logout of an issuer whose access tokens carry no sid, and warns once', async () => {
+    for (const sid of ['s-7', 's-8'])
+      expect(
+        (await logout(form(await mintLogoutToken({ claims: { sub: undefined, sid } })))).status,
+      ).toBe(200);
+    expect(await gate.service.metrics.render()).toMatch(
+      /verifier_revocations_refused_total\{channel="backchannel_logout",reason="sid_unmatched"\} [2-9]/,
+    );
+    expect(gate.lines.filter((line) => line.includes('name only a session'))).toHaveLength(1);
+  });
+
+  it('counts no sid-only logout of a Keycloak issuer, whose access tokens carry the sid', async () => {
+    const keycloak = buildService(
+      {},
+      {
+        file: {
+          issuers: [{ ...logoutIssuer(jwks.url), preset: 'keycloak', requireClaims: [] }],
+          policies: { secret: { issuers: [ISSUER] } },
+        },
+      },
+    );
+    await keycloak.service.start();
+    const token = await mintLogoutToken({ claims: { sub: undefined, sid: 's-9' } });
+    expect((await logout(form(token), undefined, keycloak)).status).toBe(200);
+    expect(await keycloak.service.metrics.render()).not.toMatch(/sid_unmatched/);
+    await keycloak.service.stop(0);
   });
 });
 
@@ -163,10 +192,9 @@ describe('an invalid logout token gets 400 and changes nothing', () => {
       const answer = await logout(form(token));
       expect(answer.status).toBe(400);
       expect(answer.headers).toContainEqual(['Cache-Control', 'no-store']);
-      const body = JSON.parse(answer.body) as { error: string; error_description: string };
-      expect(body.error).toBe('invalid_request');
-      expect(body.error_description).toMatch(description);
-      expect(answer.body).not.toContain(token);
+      // The code only: why it was refused is the log's (one line a second per reason).
+      expect(JSON.parse(answer.body)).toEqual({ error: 'invalid_request' });
+      expect(description.test(answer.body)).toBe(false);
       expect(gate.service.revocation!.store.size).toBe(before);
       expect((await secretStatus(held)).status).toBe(204);
     });
@@ -185,9 +213,9 @@ describe('an invalid logout token gets 400 and changes nothing', () => {
     const before = gate.service.revocation!.store.size;
     const answer = await logout(form(replay));
     expect(answer.status).toBe(400);
-    expect((JSON.parse(answer.body) as { error_description: string }).error_description).toBe(
-      '"jti" was seen before',
-    );
+    expect(JSON.parse(answer.body)).toEqual({ error: 'invalid_request' });
+    const logged = gate.lines.filter((line) => line.includes('revocation refused'));
+    expect(logged.some((line) => line.includes('\\"jti\\" was seen before'))).toBe(true);
     expect(gate.service.revocation!.store.size).toBe(before);
     expect((await secretStatus(held)).status).toBe(204);
     expect((await secretStatus(newer)).status).toBe(204);
@@ -201,7 +229,68 @@ describe('an invalid logout token gets 400 and changes nothing', () => {
   });
 });
 
+describe('refusals in the log', () => {
+  it('logs at most one line a second per reason, then says how many it left out', async () => {
+    const count = () =>
+      gate.lines.filter(
+        (line) => line.includes('revocation refused') && line.includes('nonce_present'),
+      ).length;
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    const before = count();
+    for (let i = 0; i < 5; i++)
+      expect((await logout(form(await mintLogoutToken({ claims: { nonce: 'n' } })))).status).toBe(
+        400,
+      );
+    expect(count()).toBe(before + 1);
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    await logout(form(await mintLogoutToken({ claims: { nonce: 'n' } })));
+    expect(count()).toBe(before + 2);
+    expect(
+      JSON.parse(gate.lines.findLast((line) => line.includes('nonce_present'))!),
+    ).toMatchObject({
+      suppressed: 4,
+    });
+  });
+});
+
+describe('the per-client push limit', () => {
+  it('answers 429 + Retry-After past the bucket, before reading the token, per client', async () => {
+    const limited = buildService(
+      { VERIFIER_REVOCATION_RECEIVER_RATE: '1r/m', VERIFIER_REVOCATION_RECEIVER_BURST: '2' },
+      { file: { issuers: [logoutIssuer(jwks.url)], policies: { secret: { issuers: [ISSUER] } } } },
+    );
+    await limited.service.start();
+    const receive = limited.service.routes.receivers.get('/backchannel-logout')!;
+    const push = (clientKey: string) =>
+      receive({
+        contentType: 'application/x-www-form-urlencoded',
+        body: 'logout_token=x.y.z',
+        clientKey,
+      });
+    const answers = [];
+    for (let i = 0; i < 10; i++) answers.push(await push('203.0.113.7'));
+    expect(answers.map((a) => a.status)).toEqual([400, 400, 400, ...Array(7).fill(429)]);
+    expect(answers[3]!.headers).toContainEqual(['Retry-After', '60']);
+    expect(JSON.parse(answers[3]!.body)).toEqual({ error: 'too_many_requests' });
+    // Another client has a bucket of its own.
+    expect((await push('203.0.113.8')).status).toBe(400);
+    const text = await limited.service.metrics.render();
+    expect(text).toMatch(/verifier_revocations_received_total\{channel="backchannel_logout"\} 4\n/);
+    expect(text).toMatch(
+      /verifier_revocations_refused_total\{channel="backchannel_logout",reason="rate_limited"\} 7\n/,
+    );
+    expect(limited.lines.filter((line) => line.includes('over the per-client limit'))).toHaveLength(
+      1,
+    );
+    await limited.service.stop(0);
+  });
+});
+
 describe('the receiver', () => {
+  it('warns at start that the in-memory store holds revocations for one replica only', () => {
+    expect(gate.lines.filter((line) => line.includes('in-memory store'))).toHaveLength(1);
+  });
+
   it('is off unless an issuer lists logout audiences', () => {
     const plain = buildService({
       VERIFIER_ISSUER: ISSUER,

@@ -40,8 +40,12 @@ export interface ReceivedEvent {
   /** The short name in metrics and logs (`backchannel-logout`, …); an unknown type's URI (logged). */
   readonly event: string;
   readonly revocations: readonly Revocation[];
-  /** Set when nothing is to be done: the token is acknowledged and ignored. */
-  readonly ignored?: 'event_unknown' | 'subject_unknown';
+  /**
+   * Set when nothing is to be done: the token is acknowledged and ignored. `sid_unmatched`: a
+   * logout naming only a session, of an issuer whose access tokens carry no `sid` (its watermark
+   * is written all the same, and matches nothing).
+   */
+  readonly ignored?: 'event_unknown' | 'subject_unknown' | 'sid_unmatched';
 }
 
 export type EventVerifier = (token: string) => Promise<ReceivedEvent>;
@@ -56,6 +60,8 @@ function refuse(reason: RefusalReason, message: string): never {
 interface Sender extends JWTVerifyOptions {
   readonly issuer: string;
   readonly keys: KeySet;
+  /** Its access tokens carry the session's `sid` (Keycloak), so a `sid`-only logout matches. */
+  readonly sessionIds?: boolean;
   readonly clockTolerance: number;
   /** BCL 1.0 §2.4 only recommends explicit typing: `typ` is checked when the header has one. */
   readonly typOptional?: boolean;
@@ -69,10 +75,19 @@ const CAEP = 'https://schemas.openid.net/secevent/caep/event-type/';
 const RISC = 'https://schemas.openid.net/secevent/risc/event-type/';
 const VERIFICATION = 'https://schemas.openid.net/secevent/ssf/event-type/verification';
 
-/** The SET event types acted on; metrics and logs name an event by its URI's last segment. */
+/**
+ * The SET event types acted on; metrics and logs name an event by its URI's last segment. A
+ * compromised credential, revoked sessions or tokens end the subject's tokens like a logout.
+ */
 const REVOKING_EVENTS: ReadonlySet<string> = new Set([
   ...['session-revoked', 'credential-change'].map((name) => `${CAEP}${name}`),
-  ...['account-disabled', 'account-purged'].map((name) => `${RISC}${name}`),
+  ...[
+    'account-disabled',
+    'account-purged',
+    'credential-compromise',
+    'sessions-revoked',
+    'tokens-revoked',
+  ].map((name) => `${RISC}${name}`),
 ]);
 
 const isObject = (value: unknown): value is Claims =>
@@ -154,6 +169,7 @@ export function createLogoutTokenVerifier(
     senders.set(issuer.issuer, {
       issuer: issuer.issuer,
       keys,
+      sessionIds: issuer.preset === 'keycloak',
       audience: [...issuer.logoutAudiences],
       algorithms: [...issuer.algorithms],
       typ: 'logout+jwt',
@@ -177,21 +193,32 @@ export function createLogoutTokenVerifier(
     });
     if (revocations.length === 0)
       refuse('subject_missing', 'a logout token must carry "sub" or "sid"');
-    return { event: 'backchannel-logout', revocations };
+    const unmatched = !sender.sessionIds && revocations.every(({ kind }) => kind === 'sid');
+    return {
+      event: 'backchannel-logout',
+      revocations,
+      ...(unmatched && { ignored: 'sid_unmatched' }),
+    };
   });
 }
 
+/** Leeway for a SET's `iat` and `event_timestamp` against our clock and each other. */
+export const SET_CLOCK_TOLERANCE = 30;
+
 /**
  * The SSF 1.0 SET profile: `typ: secevent+jwt`, no JWT `sub` nor `exp`, `iss` the transmitter
- * (its ssf-configuration's keys), `aud` this receiver, exactly one event, no age limit (polled
- * SETs wait at the transmitter). REVOKING_EVENTS revoke the subject's tokens issued before the
- * event; the verification event, an unknown type or subject are acknowledged and ignored.
+ * (its ssf-configuration's keys), `aud` this receiver, exactly one event, `iat` at most `maxAge`
+ * old (`revocation.setMaxAge`; polled SETs wait at the transmitter), an `event_timestamp` not
+ * later than `iat`. REVOKING_EVENTS revoke the subject's tokens issued before the event; the
+ * verification event, an unknown type or subject are acknowledged and ignored. An `email` subject
+ * names tokens of `emailIssuer` only (undefined: ignored).
  */
 export function createSetVerifier(
   transmitter: string,
   audience: string,
   keys: KeySet,
   now: () => number,
+  limits: { readonly maxAge: number; readonly emailIssuer: string | undefined },
 ): EventVerifier {
   const sender: Sender = {
     issuer: transmitter,
@@ -200,7 +227,8 @@ export function createSetVerifier(
     // The SSF interoperability profile signs with RS256; the other asymmetric ones are fine.
     algorithms: ['RS256', 'PS256', 'ES256', 'EdDSA'],
     typ: 'secevent+jwt',
-    clockTolerance: 30,
+    clockTolerance: SET_CLOCK_TOLERANCE,
+    maxTokenAge: limits.maxAge,
   };
   return createEventVerifier(new Map([[transmitter, sender]]), now, ({ claims, iat, events }) => {
     if ('sub' in claims)
@@ -216,10 +244,13 @@ export function createSetVerifier(
     if (!REVOKING_EVENTS.has(type))
       return { event: type.slice(0, 200), revocations: [], ignored: 'event_unknown' };
     // SSF 1.0 puts the subject in `sub_id`; earlier drafts (and CAEP 1.0 examples) in the event.
-    const subject = readSubject(claims.sub_id ?? event.subject);
-    if (subject === undefined) return { event: name, revocations: [], ignored: 'subject_unknown' };
     const stamp = event.event_timestamp;
     const when = typeof stamp === 'number' && Number.isFinite(stamp) ? stamp : iat;
+    // A later event would re-revoke tokens issued after the SET on every replay within its age.
+    if (when > iat + SET_CLOCK_TOLERANCE)
+      refuse('claim_invalid', '"event_timestamp" is later than the SET\'s "iat"');
+    const subject = readSubject(claims.sub_id ?? event.subject, limits.emailIssuer);
+    if (subject === undefined) return { event: name, revocations: [], ignored: 'subject_unknown' };
     // Whole-second `iat`s: a token of the event's second counts as older. Never ahead of now, so
     // a transmitter cannot revoke tokens that do not exist yet.
     return { event: name, revocations: [{ ...subject, at: Math.min(when + 1, now() / 1000) }] };
@@ -227,15 +258,21 @@ export function createSetVerifier(
 }
 
 /**
- * RFC 9493 subjects: `iss_sub`, `email` (matched only against verified `email` claims), `complex`
- * whose `user` is one of those; `opaque` only names a stream.
+ * RFC 9493 subjects: `iss_sub`, `email` (of `emailIssuer`'s tokens, matched only against their
+ * `email` claim with `email_verified: true`: an address alone names no issuer), `complex` whose
+ * `user` is one of those; `opaque` only names a stream.
  */
-function readSubject(value: unknown, nested = false): Omit<Revocation, 'at'> | undefined {
+function readSubject(
+  value: unknown,
+  emailIssuer: string | undefined,
+  nested = false,
+): Omit<Revocation, 'at'> | undefined {
   if (!isObject(value)) return undefined;
-  if (value.format === 'complex') return nested ? undefined : readSubject(value.user, true);
+  if (value.format === 'complex')
+    return nested ? undefined : readSubject(value.user, emailIssuer, true);
   const [iss, sub, email] = [value.iss, value.sub, value.email].map(subjectString);
   if (value.format === 'iss_sub' && iss && sub) return { kind: 'sub', iss, value: sub };
-  if (value.format === 'email' && email)
-    return { kind: 'email', iss: '', value: email.toLowerCase() };
+  if (value.format === 'email' && email && emailIssuer !== undefined)
+    return { kind: 'email', iss: emailIssuer, value: email.toLowerCase() };
   return undefined;
 }

@@ -2,12 +2,17 @@
 // and the poller from the configuration. The transmitter's keys come only from the `jwks_uri` of
 // its `/.well-known/ssf-configuration` (SSF 1.0 §7.1), which must name it as `issuer`.
 import type { VerifierConfig } from '../config/model.js';
-import type { Receiver } from '../decision/decision.js';
+import type { Answer, Receiver } from '../decision/decision.js';
 import type { Logger } from '../log.js';
-import type { Metrics } from '../metrics.js';
+import type { Metrics, RevocationChannel } from '../metrics.js';
 import { createEndpointResolver } from '../token/discovery.js';
 import { createKeySet, type KeySet } from '../token/key-set.js';
-import { createLogoutTokenVerifier, createSetVerifier } from './event-token.js';
+import {
+  createLogoutTokenVerifier,
+  createSetVerifier,
+  SET_CLOCK_TOLERANCE,
+} from './event-token.js';
+import { createLogThrottle } from './log-throttle.js';
 import { createLogoutReceiver, createPoller, createPushReceiver } from './receiver.js';
 import { createRevocationStore } from './store.js';
 import { createRevocationApplier, createRevocationCheck } from './watermarks.js';
@@ -23,6 +28,11 @@ export function createRevocationRuntime(
     readonly metrics: Metrics;
     readonly logger: Logger;
     readonly now: () => number;
+    /**
+     * The pushes' per-client bucket (`receiverRate`, `receiverBurst`): true while `clientKey`
+     * may push; main wires the call limit of http/ here.
+     */
+    readonly admitPush: (clientKey: string | undefined) => boolean;
   },
 ) {
   const { metrics, logger, now } = deps;
@@ -35,13 +45,13 @@ export function createRevocationRuntime(
   const store = createRevocationStore({
     url: settings.store === 'memory' ? undefined : settings.store,
     password: config.dpop.replayPassword,
-    maxEntries: settings.replayMaxEntries,
-    replayTtl: settings.logoutTokenMaxAge * 2,
+    viewMaxEntries: settings.viewMaxEntries,
+    replayMaxEntries: settings.replayMaxEntries,
     now,
     onError(message) {
       if (now() - lastStoreWarning < 1000) return;
       lastStoreWarning = now();
-      logger.warn({ err: message }, 'revocation store unreachable');
+      logger.warn({ err: message }, 'revocation store trouble');
     },
     onLatency: (operation, seconds) => metrics.observeRevocationStore(operation, seconds),
   });
@@ -54,12 +64,61 @@ export function createRevocationRuntime(
     ]),
   );
   const apply = createRevocationApplier(store, lifetimes, now);
-  const parts = { store, apply, metrics, logger };
+  // A `jti` is kept as long as its token could be accepted again: from an `iat` up to the
+  // tolerance ahead of our clock until its age and the tolerance have passed.
+  const tolerance = Math.max(
+    0,
+    ...[...config.issuers.values()].map((i) => (i.type === 'jwt' ? i.clockTolerance : 0)),
+  );
+  const logoutReplayTtl = Math.max(
+    2 * settings.logoutTokenMaxAge,
+    settings.logoutTokenMaxAge + 2 * tolerance,
+  );
+  const setReplayTtl = settings.setMaxAge + 2 * SET_CLOCK_TOLERANCE;
+  const throttle = createLogThrottle(now);
+  const parts = {
+    store,
+    apply,
+    metrics,
+    logger,
+    throttle,
+    replayTtl: (channel: RevocationChannel) =>
+      channel === 'backchannel_logout' ? logoutReplayTtl : setReplayTtl,
+  };
+
+  // The pushes' own per-client bucket, apart from /verify's: a sender pushes a few events a
+  // second. Over it, 429 before the token is looked at, and the log line is throttled too.
+  const retryAfter = String(Math.max(1, Math.ceil(1 / settings.receiverRate)));
+  const tooMany: Answer = {
+    status: 429,
+    headers: [
+      ['Content-Type', 'application/json'],
+      ['Cache-Control', 'no-store'],
+      ['Retry-After', retryAfter],
+    ],
+    body: JSON.stringify({ error: 'too_many_requests' }),
+  };
+  const limited =
+    (channel: RevocationChannel, receiver: Receiver): Receiver =>
+    (request) => {
+      if (deps.admitPush(request.clientKey)) return receiver(request);
+      metrics.revocationRefused(channel, 'rate_limited');
+      const suppressed = throttle(`${channel} rate_limited`);
+      if (suppressed !== undefined)
+        logger.warn(
+          { channel, client: request.clientKey, suppressed },
+          'revocation pushes over the per-client limit refused (429)',
+        );
+      return Promise.resolve(tooMany);
+    };
 
   /** POST /backchannel-logout (an issuer lists logout audiences), /ssf/events (push is on). */
   const receivers = new Map<string, Receiver>();
   if (verifyLogout !== undefined)
-    receivers.set('/backchannel-logout', createLogoutReceiver(parts, verifyLogout));
+    receivers.set(
+      '/backchannel-logout',
+      limited('backchannel_logout', createLogoutReceiver(parts, verifyLogout)),
+    );
   let transmitterKeys: KeySet | undefined;
   let poller: ReturnType<typeof createPoller>;
   if (transmitter !== undefined && audience !== undefined) {
@@ -75,13 +134,27 @@ export function createRevocationRuntime(
           logger.warn({ transmitter, outcome, detail }, 'SSF key set fetch failed');
       },
     });
-    const verifySet = createSetVerifier(transmitter, audience, transmitterKeys, now);
-    if (settings.ssf.push) receivers.set('/ssf/events', createPushReceiver(parts, verifySet));
+    const verifySet = createSetVerifier(transmitter, audience, transmitterKeys, now, {
+      maxAge: settings.setMaxAge,
+      emailIssuer: settings.ssf.emailIssuer,
+    });
+    if (settings.ssf.push)
+      receivers.set('/ssf/events', limited('ssf_push', createPushReceiver(parts, verifySet)));
     poller = createPoller(config, parts, verifySet);
   }
 
+  if (settings.store === 'memory' && receivers.size > 0)
+    logger.warn(
+      { receivers: [...receivers.keys()] },
+      'revocation receivers use the in-memory store: a revocation is enforced only by the replica that received it; with more than one replica set VERIFIER_REVOCATION_STORE to a Redis URL',
+    );
   const required = [...config.policies.values()].some((p) => p.revocation === 'required');
-  metrics.watchRevocation(() => ({ watermarks: store.size, current: store.isCurrent() }));
+  metrics.watchRevocation(() => ({
+    watermarks: store.size,
+    current: store.isCurrent(),
+    capacity: store.capacity,
+    complete: store.isComplete(),
+  }));
   return {
     store,
     check: createRevocationCheck(store, () => metrics.revocationUnchecked()),
@@ -91,15 +164,23 @@ export function createRevocationRuntime(
     transmitterKeys,
     /** Cap on NGINX's reuse of an answer: the latency bound minus NGINX's rounding second. */
     edgeTtl: Math.max(0, Math.min(config.cache.edgeTtl, settings.maxLatency - 1)),
-    /** True when the view is current, or no policy has to refuse without it. */
-    isReady: () => !required || store.isCurrent(),
+    /**
+     * True when the view is current (or no policy has to refuse without it) and complete (a view
+     * that overflowed refuses every token it cannot clear).
+     */
+    isReady: () => (!required || store.isCurrent()) && store.isComplete(),
     /** Why /readyz is not a plain `ok`, or undefined. */
-    note: () =>
-      store.isCurrent()
-        ? undefined
-        : required
+    note(): string | undefined {
+      if (!store.isComplete())
+        return 'revocation view overflowed: tokens it cannot clear are refused until it holds every watermark';
+      if (!store.isCurrent())
+        return required
           ? 'revocation store unreachable: policies that require revocation checks refuse'
-          : 'revocation store unreachable: tokens served without revocation checks',
+          : 'revocation store unreachable: tokens served without revocation checks';
+      if (store.size >= store.capacity)
+        return 'revocation view full: new revocations are refused (503) until watermarks expire';
+      return undefined;
+    },
     start() {
       void transmitterKeys?.start();
       void poller?.start();

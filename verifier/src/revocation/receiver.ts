@@ -1,6 +1,8 @@
 // The receiving endpoints as functions of (content type, body) → Answer, independent of the HTTP
 // library, and the RFC 8936 poller. Every logout token and SET takes one path: verify everything,
 // remember the `jti` (a replay is refused here), write the watermarks; a refused one changes nothing.
+// Why a token was refused goes to the log (at most a line a second per reason); the answer carries
+// the RFC's error code only.
 import type { VerifierConfig } from '../config/model.js';
 import type { Answer, ReceivedRequest, Receiver } from '../decision/decision.js';
 import { fetchJson } from '../fetch-json.js';
@@ -16,6 +18,10 @@ export interface ReceiverParts {
   readonly apply: (revocations: readonly Revocation[]) => Promise<number>;
   readonly metrics: Metrics;
   readonly logger: Logger;
+  /** Seconds a `jti` of the channel is remembered: as long as a replay would still be accepted. */
+  readonly replayTtl: (channel: RevocationChannel) => number;
+  /** Shared by the receivers: undefined while the refusal's kind was logged in the last second. */
+  readonly throttle: (kind: string) => number | undefined;
 }
 
 const NO_STORE: Answer['headers'] = [['Cache-Control', 'no-store']];
@@ -39,9 +45,9 @@ const SET_ERRORS: Partial<Record<RefusalReason, string>> = {
   alg_not_allowed: 'invalid_key',
 };
 
-/** A refused SET as push answers it and poll reports it (`setErrs`). */
-function setError({ reason, message }: ReceiverError): { err: string; description: string } {
-  return { err: SET_ERRORS[reason] ?? 'invalid_request', description: message };
+/** A refused SET as push answers it and poll reports it (`setErrs`): the code, the why logged. */
+function setError({ reason }: ReceiverError): { err: string } {
+  return { err: SET_ERRORS[reason] ?? 'invalid_request' };
 }
 
 /**
@@ -50,7 +56,9 @@ function setError({ reason, message }: ReceiverError): { err: string; descriptio
  * request itself by throwing a ReceiverError.
  */
 function createEventProcessor(parts: ReceiverParts, verify: EventVerifier) {
-  const { store, metrics, logger } = parts;
+  const { store, metrics, logger, throttle } = parts;
+  /** Senders already warned that their `sid`-only logouts match no token. */
+  const sidWarned = new Set<string>();
   return async function processEvent(
     channel: RevocationChannel,
     read: () => string,
@@ -60,7 +68,7 @@ function createEventProcessor(parts: ReceiverParts, verify: EventVerifier) {
       const { sender, jti, event, revocations, ignored } = await verify(read());
       // The kind first: an IdP may send logout tokens and SETs, with `jti`s of their own.
       const replayKey = `${channel === 'backchannel_logout' ? 'bcl' : 'set'}\n${sender}\n${jti}`;
-      if (!(await store.remember(replayKey)))
+      if (!(await store.remember(replayKey, parts.replayTtl(channel))))
         throw new ReceiverError('jti_replayed', '"jti" was seen before');
       const written = await parts.apply(revocations).catch(async (error: unknown) => {
         // The sender retries a 503; a remembered `jti` would turn that retry into a replay.
@@ -69,6 +77,13 @@ function createEventProcessor(parts: ReceiverParts, verify: EventVerifier) {
       });
       if (ignored === undefined) metrics.revocationApplied(channel, event);
       else metrics.revocationRefused(channel, ignored);
+      if (ignored === 'sid_unmatched' && !sidWarned.has(sender)) {
+        sidWarned.add(sender);
+        logger.warn(
+          { channel, sender },
+          'logout tokens of this issuer name only a session ("sid"), which its access tokens do not carry: they revoke nothing; have the IdP add "sub" (counted as reason="sid_unmatched")',
+        );
+      }
       const kinds = revocations.map((r) => r.kind);
       logger.info(
         { channel, sender, event, watermarks: written, kinds, ...(ignored && { why: ignored }) },
@@ -77,18 +92,20 @@ function createEventProcessor(parts: ReceiverParts, verify: EventVerifier) {
       return undefined;
     } catch (error) {
       // Anything else is a bug: logged as one, refused as a request not processed.
-      if (!(error instanceof ReceiverError))
-        logger.error(
-          { err: (error as Error).message },
-          'unexpected failure receiving a revocation',
-        );
-      const refused =
-        error instanceof ReceiverError
-          ? error
-          : new ReceiverError('request_invalid', 'the request could not be processed');
+      const unexpected = !(error instanceof ReceiverError);
+      const refused = unexpected
+        ? new ReceiverError('request_invalid', (error as Error).message)
+        : error;
       const { reason, message: detail } = refused;
       metrics.revocationRefused(channel, reason);
-      logger.info({ channel, reason, detail }, 'revocation refused');
+      const suppressed = throttle(`${channel} ${unexpected ? 'unexpected' : reason}`);
+      if (suppressed === undefined) return refused;
+      if (unexpected)
+        logger.error(
+          { channel, err: detail, suppressed },
+          'unexpected failure receiving a revocation',
+        );
+      else logger.info({ channel, reason, detail, suppressed }, 'revocation refused');
       return refused;
     }
   };
@@ -114,7 +131,7 @@ export function createLogoutReceiver(parts: ReceiverParts, verify: EventVerifier
     });
     if (refused === undefined) return { status: 200, headers: NO_STORE, body: '' };
     const error = retryable(refused) ? 'temporarily_unavailable' : 'invalid_request';
-    return json(retryable(refused) ? 503 : 400, { error, error_description: refused.message });
+    return json(retryable(refused) ? 503 : 400, { error });
   };
 }
 
@@ -185,7 +202,9 @@ export function createPoller(
         throw new ReceiverError('request_invalid', 'the SET is not a string');
       });
       if (refused === undefined) ack.push(jti);
-      else if (!retryable(refused)) setErrs[jti] = setError(refused);
+      // Only to the transmitter this poll authenticated, as RFC 8936 §2.4 reports errors.
+      else if (!retryable(refused))
+        setErrs[jti] = { ...setError(refused), description: refused.message };
     }
     failures = 0;
     // Acknowledgements go out with the next poll: soon when there are any.

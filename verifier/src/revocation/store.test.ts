@@ -12,8 +12,8 @@ function setup(maxEntries = 100) {
   const clock = manualClock();
   const store = createRevocationStore({
     url: undefined,
-    maxEntries,
-    replayTtl: 240,
+    viewMaxEntries: maxEntries,
+    replayMaxEntries: maxEntries,
     now: clock.now,
   });
   // Tokens of ISS live at most 300 s (maxTokenAge + clockTolerance).
@@ -70,16 +70,22 @@ describe('revocation watermarks', () => {
     expect(store.size).toBe(0);
   });
 
-  it('match a session id and a verified e-mail address (case-insensitively)', async () => {
+  it("match a session id and a verified e-mail address (case-insensitively), of that issuer's tokens only", async () => {
     const { clock, apply, check, decision } = setup();
     const t = clock.seconds();
     await apply([
       { kind: 'sid', iss: ISS, value: 's-1', at: t },
-      { kind: 'email', iss: '', value: 'cy@example.com', at: t },
+      { kind: 'email', iss: ISS, value: 'Cy@Example.com', at: t },
     ]);
     expect(check(decision('u', t - 1, { sid: 's-1' }), 'checked')).toBe('revoked');
     expect(check(decision('u', t - 1, { sid: 's-2' }), 'checked')).toBe('valid');
     expect(check(decision('v', t - 1, { email: 'cy@example.com' }), 'checked')).toBe('revoked');
+    const elsewhere = decision('v', t - 1, { email: 'cy@example.com' });
+    const other = {
+      ...elsewhere,
+      identity: { ...elsewhere.identity, issuer: 'https://other.test' },
+    };
+    expect(check(other, 'checked')).toBe('valid');
   });
 
   it('refuse a token without iat once its subject has a watermark', async () => {
@@ -101,9 +107,19 @@ describe('revocation watermarks', () => {
 describe('the jti set', () => {
   it('answers true once, false for a replay, and forgets on request', async () => {
     const { store } = setup();
-    expect(await store.remember('bcl\nx')).toBe(true);
-    expect(await store.remember('bcl\nx')).toBe(false);
+    expect(await store.remember('bcl\nx', 240)).toBe(true);
+    expect(await store.remember('bcl\nx', 240)).toBe(false);
     await store.forget('bcl\nx');
-    expect(await store.remember('bcl\nx')).toBe(true);
+    expect(await store.remember('bcl\nx', 240)).toBe(true);
+  });
+
+  it('remembers each key for the lifetime it is given', async () => {
+    const { clock, store } = setup();
+    expect(await store.remember('set\nlong', 3600)).toBe(true);
+    expect(await store.remember('bcl\nshort', 240)).toBe(true);
+    clock.advance(241);
+    expect(await store.remember('bcl\nshort', 240)).toBe(true);
+    clock.advance(3000);
+    expect(await store.remember('set\nlong', 3600)).toBe(false);
   });
 });

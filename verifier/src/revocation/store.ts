@@ -13,11 +13,12 @@ interface StoreOptions {
   readonly url: string | undefined;
   /** Redis `AUTH` password read at start (`dpop.replayPassword`); wins over one in the URL. */
   readonly password?: string | undefined;
-  readonly maxEntries: number;
-  /** The one lifetime of every remembered `jti` (seconds). */
-  readonly replayTtl: number;
+  /** Bound of the watermark view (`revocation.viewMaxEntries`). */
+  readonly viewMaxEntries: number;
+  /** Bound of the in-process `jti` set (`revocation.replayMaxEntries`). */
+  readonly replayMaxEntries: number;
   readonly now: () => number;
-  /** Connection trouble (never a key: keys hold subjects). */
+  /** Connection trouble, a full view (never a key: keys hold subjects). */
   readonly onError?: (message: string) => void;
   /** Seconds one store command took, for the latency histogram. */
   readonly onLatency?: (operation: Operation, seconds: number) => void;
@@ -31,6 +32,10 @@ type View = LRUCache<string, number>;
 const WATERMARK_PREFIX = 'sg:rev:wm:';
 const REPLAY_PREFIX = 'sg:rev:jti:';
 const CHANNEL = 'sg:rev:watermarks';
+/** The subscriber is PINGed this often; an answer later than the next PING marks it not current. */
+const HEARTBEAT_MS = 1000;
+/** While a watermark published by another replica is missing from the view, a reload this often. */
+const OVERFLOW_RELOAD_MS = 10_000;
 
 /** Keeps the higher watermark, extends the expiry, and tells the other replicas. */
 const RAISE = `
@@ -46,17 +51,21 @@ redis.call('PUBLISH', ARGV[3], ARGV[2] .. ' ' .. ARGV[1] .. ' ' .. ARGV[4])
 return 1
 `;
 
+/** True when `key` can be raised: the view holds it, or has room (after dropping expired ones). */
+function hasRoom(view: View, key: string): boolean {
+  if (view.size < view.maxSize || view.has(key)) return true;
+  view.purgeStale();
+  return view.size < view.maxSize;
+}
+
 /**
  * Keeps the higher value and the later expiry, like RAISE. Full of live entries it refuses a new
  * key (false) rather than let the cache evict one: a forgotten watermark un-revokes tokens, a
  * forgotten `jti` admits a replay.
  */
 function raise(view: View, key: string, at: number, ttl: number): boolean {
+  if (!hasRoom(view, key)) return false;
   const held = view.get(key);
-  if (held === undefined && view.size >= view.maxSize) {
-    view.purgeStale();
-    if (view.size >= view.maxSize) return false;
-  }
   const remaining = held === undefined ? 0 : view.getRemainingTTL(key);
   view.set(key, Math.max(at, held ?? at), { ttl: Math.max(ttl, remaining) });
   return true;
@@ -70,17 +79,16 @@ function raise(view: View, key: string, at: number, ttl: number): boolean {
  */
 export function createRevocationStore(options: StoreOptions) {
   // Bounded by a size of one per entry rather than `max`, which would allocate every slot up front.
-  const newView = (): View =>
+  const newView = (maxSize: number): View =>
     new LRUCache({
-      maxSize: options.maxEntries,
+      maxSize,
       sizeCalculation: () => 1,
       perf: { now: options.now },
       ttlResolution: 0,
     });
-  const view = newView();
+  const view = newView(options.viewMaxEntries);
   // In one process a remembered `jti` is an entry of its own that expires with the replay lifetime.
-  const seen = newView();
-  const replayTtl = Math.max(1, Math.ceil(options.replayTtl * 1000));
+  const seen = newView(options.replayMaxEntries);
   const shared = options.url === undefined ? undefined : connect(options.url, view, options);
   const full = (what: string) => new ReceiverError('store_unavailable', `${what} is full`);
   return {
@@ -90,15 +98,26 @@ export function createRevocationStore(options: StoreOptions) {
     get size() {
       return view.size;
     },
-    /** Raises the watermark of `key` to at least `at` for `ttlSeconds`. Rejects when unreachable. */
+    /** The bound of the view (`viewMaxEntries`). */
+    capacity: options.viewMaxEntries,
+    /**
+     * Raises the watermark of `key` to at least `at` for `ttlSeconds`. Rejects when unreachable,
+     * and when this replica's view cannot hold it: never written, so never acknowledged, where it
+     * would not be enforced (the sender retries once watermarks expire).
+     */
     async revoke(key: string, at: number, ttlSeconds: number): Promise<void> {
       const ttl = Math.max(1, Math.ceil(ttlSeconds * 1000));
+      if (!hasRoom(view, key)) throw full('the revocation view');
       await shared?.revoke(key, at, ttl);
-      // This replica knows at once, subscriber connected or not; a full view leaves it to the server.
-      if (!raise(view, key, at, ttl) && shared === undefined) throw full('the revocation store');
+      // This replica knows at once, subscriber connected or not. The view filled meanwhile (from
+      // the other replicas): the server has it, this replica does not, and says so.
+      if (raise(view, key, at, ttl)) return;
+      shared?.lost();
+      throw full('the revocation view');
     },
-    /** True the first time `key` is seen within the replay lifetime, false for a replay. */
-    async remember(key: string): Promise<boolean> {
+    /** True the first time `key` is seen within `ttlSeconds`, false for a replay. */
+    async remember(key: string, ttlSeconds: number): Promise<boolean> {
+      const replayTtl = Math.max(1, Math.ceil(ttlSeconds * 1000));
       if (shared !== undefined) return shared.remember(key, replayTtl);
       if (seen.has(key)) return false;
       if (!raise(seen, key, 0, replayTtl)) throw full('the in-process jti set');
@@ -111,6 +130,11 @@ export function createRevocationStore(options: StoreOptions) {
     },
     /** False while the shared store is unreachable: the view may miss recent revocations. */
     isCurrent: () => shared?.isCurrent() ?? true,
+    /**
+     * False while a watermark the shared store holds is missing from the full view: a token the
+     * view does not refuse may be revoked all the same (the check refuses it as unavailable).
+     */
+    isComplete: () => shared?.isComplete() ?? true,
     close(): Promise<void> {
       shared?.close();
       view.clear();
@@ -135,6 +159,24 @@ function connect(url: string, view: View, options: StoreOptions) {
   const subscriber = client.duplicate({ enableOfflineQueue: true, commandTimeout: undefined });
   let current = false;
   let closed = false;
+  /** Watermarks the view could not take so far; a reload with none lost clears `incomplete`. */
+  let lostCount = 0;
+  let incomplete = false;
+  let reloadTimer: NodeJS.Timeout | undefined;
+
+  /** A watermark of the server is not in the view: incomplete until a reload holds them all. */
+  function lost(): void {
+    lostCount++;
+    if (!incomplete)
+      options.onError?.(
+        'the revocation view is full: a watermark of the shared store is missing here, so tokens are refused until it fits',
+      );
+    incomplete = true;
+    reloadTimer ??= setTimeout(() => {
+      reloadTimer = undefined;
+      void resync();
+    }, OVERFLOW_RELOAD_MS).unref();
+  }
 
   for (const connection of [client, subscriber])
     connection.on('error', (error: Error) => options.onError?.(error.message));
@@ -142,10 +184,30 @@ function connect(url: string, view: View, options: StoreOptions) {
   // "ttl at key": the key, which may hold spaces, is last.
   subscriber.on('message', (_channel: string, message: string) => {
     const [ttl, at, ...key] = message.split(' ');
-    if (Number.isFinite(Number(ttl)) && Number.isFinite(Number(at)))
-      raise(view, key.join(' '), Number(at), Number(ttl));
+    if (!Number.isFinite(Number(ttl)) || !Number.isFinite(Number(at))) return;
+    if (!raise(view, key.join(' '), Number(at), Number(ttl))) lost();
   });
   subscriber.on('ready', () => void resync());
+
+  // A half-open connection (a peer that stopped answering, a silent network drop) raises no
+  // `close`: a PING not answered by the next beat marks the view not current and reconnects.
+  let pingSent: number | undefined;
+  const heartbeat = setInterval(() => {
+    if (subscriber.status !== 'ready') return void (pingSent = undefined);
+    if (pingSent === undefined) {
+      const sent = (pingSent = performance.now());
+      subscriber.ping().then(
+        () => void (pingSent === sent && (pingSent = undefined)),
+        () => undefined,
+      );
+      return;
+    }
+    if (performance.now() - pingSent < HEARTBEAT_MS) return;
+    pingSent = undefined;
+    current = false;
+    options.onError?.('the revocation store did not answer PING in time; reconnecting');
+    subscriber.disconnect(true);
+  }, HEARTBEAT_MS).unref();
 
   /** One command; timed for the latency histogram, and any failure means the store is unavailable. */
   async function send<T>(operation: Operation | undefined, run: () => Promise<T>): Promise<T> {
@@ -170,6 +232,7 @@ function connect(url: string, view: View, options: StoreOptions) {
    * above the server's (a server restarted empty or flushed), so replicas started later load it.
    */
   async function resync(): Promise<void> {
+    const lostBefore = lostCount;
     try {
       await subscriber.subscribe(CHANNEL);
       /** Keys whose watermark the server holds at least as high as the view. */
@@ -186,19 +249,21 @@ function connect(url: string, view: View, options: StoreOptions) {
             const ttl = Number(answers[2 * i + 1]?.[1]);
             const name = key.slice(WATERMARK_PREFIX.length);
             if (!Number.isFinite(at) || ttl <= 0) return;
-            raise(view, name, at, ttl);
+            if (!raise(view, name, at, ttl)) return lost();
             if (at >= (view.get(name) ?? 0)) held.add(name);
           });
         }
       });
-      // One pipeline: ioredis writes it in chunks and the view holds at most `maxEntries`.
-      const lost = client.pipeline();
+      // One pipeline: ioredis writes it in chunks and the view holds at most `viewMaxEntries`.
+      const missing = client.pipeline();
       for (const [key, at] of view.entries())
         if (!held.has(key))
-          lost.eval(...raiseArgs(key, at, Math.max(1, Math.ceil(view.getRemainingTTL(key)))));
-      const failed = (await send('load', () => lost.exec()))?.find(([error]) => error);
+          missing.eval(...raiseArgs(key, at, Math.max(1, Math.ceil(view.getRemainingTTL(key)))));
+      const failed = (await send('load', () => missing.exec()))?.find(([error]) => error);
       if (failed) throw failed[0] as Error;
       current = subscriber.status === 'ready' && !closed;
+      // Complete again once a whole reload lost nothing (neither loaded nor published meanwhile).
+      if (lostCount === lostBefore) incomplete = false;
     } catch (error) {
       options.onError?.(`revocation store reload failed: ${(error as Error).message}`);
       // The next reconnection retries; a failed reload on a live connection is retried here.
@@ -209,6 +274,7 @@ function connect(url: string, view: View, options: StoreOptions) {
   return {
     revoke: (key: string, at: number, ttl: number) =>
       send('revoke', () => client.eval(...raiseArgs(key, at, ttl))),
+    lost,
     async remember(key: string, ttl: number) {
       const answer = await send('remember', () =>
         client.set(`${REPLAY_PREFIX}${key}`, '1', 'PX', ttl, 'NX'),
@@ -217,9 +283,12 @@ function connect(url: string, view: View, options: StoreOptions) {
     },
     forget: (key: string) => send(undefined, () => client.del(`${REPLAY_PREFIX}${key}`)),
     isCurrent: () => current && client.status === 'ready',
+    isComplete: () => !incomplete,
     close() {
       closed = true;
       current = false;
+      clearInterval(heartbeat);
+      clearTimeout(reloadTimer);
       client.disconnect();
       subscriber.disconnect();
     },

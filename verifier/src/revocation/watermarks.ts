@@ -1,6 +1,6 @@
 // Watermarks: "tokens of this subject issued before t are revoked", kept per (iss, sub), per
-// (iss, sid) and per verified e-mail address until no token they can match is still valid; written
-// by the receivers, read by the per-request check.
+// (iss, sid) and per (iss, verified e-mail address) until no token they can match is still valid;
+// written by the receivers, read by the per-request check.
 import type { RevocationCheck } from '../decision/decision.js';
 import type { RevocationStore } from './store.js';
 
@@ -14,7 +14,7 @@ export interface Revocation {
 
 /** One store key: the value last, so no value can make two different subjects share a key. */
 export function watermarkKey(kind: Revocation['kind'], iss: string, value: string): string {
-  return kind === 'email' ? `email\n${value.toLowerCase()}` : `${kind}\n${iss}\n${value}`;
+  return `${kind}\n${iss}\n${kind === 'email' ? value.toLowerCase() : value}`;
 }
 
 /**
@@ -27,11 +27,10 @@ export function createRevocationApplier(
   lifetimes: ReadonlyMap<string, number>,
   now: () => number,
 ) {
-  const longest = Math.max(0, ...lifetimes.values());
   return async function applyRevocations(revocations: readonly Revocation[]): Promise<number> {
     let written = 0;
     for (const { kind, iss, value, at } of revocations) {
-      const lifetime = kind === 'email' ? longest : lifetimes.get(iss);
+      const lifetime = lifetimes.get(iss);
       const ttl = at + (lifetime ?? 0) - now() / 1000;
       if (lifetime === undefined || ttl <= 0) continue;
       await store.revoke(watermarkKey(kind, iss, value), at, ttl);
@@ -44,7 +43,9 @@ export function createRevocationApplier(
 /**
  * The per-request check, after the decision cache, so a revoked token is refused even when it was
  * cached: a map lookup per key, nothing while the store holds no watermark. `onUnchecked` counts
- * each token served while the shared store is unreachable (`checked`; `required` refuses).
+ * each token served while the shared store is unreachable (`checked`; `required` refuses). While
+ * the view misses a watermark of the shared store (it overflowed), a token it does not refuse is
+ * `unavailable` under every policy: it may be the one revoked.
  */
 export function createRevocationCheck(
   store: RevocationStore,
@@ -66,6 +67,6 @@ export function createRevocationCheck(
       if (before !== undefined && (session?.iat === undefined || session.iat < before))
         return 'revoked';
     }
-    return 'valid';
+    return store.isComplete() ? 'valid' : 'unavailable';
   };
 }

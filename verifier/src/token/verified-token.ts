@@ -21,15 +21,16 @@ export interface VerifiedToken {
 
 /**
  * What pushed revocations match besides iss and sub, odd types ignored: `iat` (without one a
- * token is never newer than a watermark), the OIDC `sid` (Keycloak has it), `email` lower-cased.
+ * token is never newer than a watermark), the OIDC `sid` (Keycloak has it), `email` lower-cased
+ * and only with `email_verified: true` (an unverified address may be anyone's).
  */
-export function readSessionClaims({ iat, sid, email }: Record<string, unknown>) {
+export function readSessionClaims({ iat, sid, email, email_verified }: Record<string, unknown>) {
   const short = (value: unknown): string | undefined =>
     typeof value === 'string' && value.length > 0 && value.length <= 1024 ? value : undefined;
   return {
     iat: typeof iat === 'number' && Number.isFinite(iat) ? iat : undefined,
     sid: short(sid),
-    email: short(email)?.toLowerCase(),
+    email: email_verified === true ? short(email)?.toLowerCase() : undefined,
   };
 }
 export type SessionClaims = Readonly<ReturnType<typeof readSessionClaims>>;
