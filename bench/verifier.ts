@@ -551,7 +551,7 @@ async function rssRows(ecKey: KeyObject, jwksUri: string): Promise<string[]> {
     );
     let filled = 0;
     let metrics = '';
-    for (let round = 0; round < 40 && filled < RSS_TOKENS; round++) {
+    for (let round = 0; round < 120 && filled < RSS_TOKENS; round++) {
       wrk(`http://127.0.0.1:${verifier.port}`, { script: fill, seconds: 5 });
       metrics = (await fetchText(`http://127.0.0.1:${verifier.port}/metrics`)).body;
       filled = Number(/^verifier_cache_entries (\d+)/m.exec(metrics)?.[1] ?? 0);
@@ -604,7 +604,7 @@ async function imageRssRow(jwksUri: string, fill: string): Promise<string> {
     await waitReady(`http://127.0.0.1:${port}/readyz`);
     const node = await docker('exec', id, 'node', '--version');
     let filled = 0;
-    for (let round = 0; round < 40 && filled < RSS_TOKENS; round++) {
+    for (let round = 0; round < 120 && filled < RSS_TOKENS; round++) {
       wrk(`http://127.0.0.1:${port}`, { script: fill, seconds: 5 });
       const metrics = (await fetchText(`http://127.0.0.1:${port}/metrics`)).body;
       filled = Number(/^verifier_cache_entries (\d+)/m.exec(metrics)?.[1] ?? 0);
