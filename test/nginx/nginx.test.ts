@@ -280,11 +280,13 @@ describe('NGINX in front of a verifier that speaks the contract', () => {
         'content-type': 'application/x-www-form-urlencoded',
         cookie: 'session=1',
         'x-sg-edge-key': 'guessed',
+        'x-sg-client': '203.0.113.1',
       },
       body: 'logout_token=a.b.c',
     });
     expect(verifier.received.length).toBe(before + 2);
-    // The receiver's call: its body's type and length, and the key; the client's other headers dropped.
+    // The receiver's call: its body's type and length, the key, and the client NGINX names for the
+    // push limit; the client's other headers (its own X-SG-Client among them) dropped.
     expect(verifier.received.at(-1)).toEqual({
       url: '/backchannel-logout',
       headers: {
@@ -292,6 +294,7 @@ describe('NGINX in front of a verifier that speaks the contract', () => {
         'content-type': 'application/x-www-form-urlencoded',
         'content-length': String('logout_token=a.b.c'.length),
         'x-sg-edge-key': key,
+        'x-sg-client': '127.0.0.1',
       },
     });
     // The rendered header is the master's to read alone.
