@@ -106,6 +106,8 @@ async function main(): Promise<void> {
   }
 
   const { urls } = stack;
+  // A terminal that went away must not crash the runner before its clean-up (EPIPE on a line).
+  process.stdout.on('error', () => {});
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.prependOnceListener(signal, () => console.log(`\n${signal}: stopping secret-gate…`));
   }
