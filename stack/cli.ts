@@ -10,7 +10,9 @@ const HELP = `usage: npm start -- [options]
 
   --port N            NGINX port (env PORT, default ${DEFAULT_PORTS.nginx}; 0 = any free port)
   --idp-port N        dev IdP port (env IDP_PORT, default ${DEFAULT_PORTS.idp})
-  --verifier-port N   verifier port (env VERIFIER_PORT, default ${DEFAULT_PORTS.verifier})
+  --verifier-port N   the verifier on this loopback port instead (env VERIFIER_PORT; 0 = any free
+                      port), NGINX proving its calls with a key of the run; default: a unix
+                      socket in the runtime directory that only NGINX reaches
   --runtime-dir DIR   rendered config, runtime files and logs (env RUNTIME_DIR, default run/)
   --secrets-file F    secrets file { default, clients } (env SECRETS_FILE, default nginx/secrets.dev.json)
   --production        the production shape: unprivileged NGINX and verifier, verifier on a unix
@@ -58,14 +60,11 @@ async function main(): Promise<void> {
     return;
   }
   const env = process.env;
+  const verifierPort = values['verifier-port'] ?? env.VERIFIER_PORT;
   const ports = {
     nginx: parsePort(values.port ?? env.PORT, DEFAULT_PORTS.nginx, '--port'),
     idp: parsePort(values['idp-port'] ?? env.IDP_PORT, DEFAULT_PORTS.idp, '--idp-port'),
-    verifier: parsePort(
-      values['verifier-port'] ?? env.VERIFIER_PORT,
-      DEFAULT_PORTS.verifier,
-      '--verifier-port',
-    ),
+    verifier: parsePort(verifierPort, DEFAULT_PORTS.verifier, '--verifier-port'),
   };
   const ownOnly = (['jwks-uri', 'preset', 'client-id'] as const).filter(
     (name) => values[name] !== undefined,
@@ -90,6 +89,8 @@ async function main(): Promise<void> {
   try {
     stack = await (values.production ? startProductionStack : startStack)({
       ports,
+      // Only NGINX names the client the verifier limits: a socket only it reaches, unless asked.
+      verifierSocket: verifierPort === undefined || verifierPort === '',
       runtimeDir: values['runtime-dir'] ?? env.RUNTIME_DIR ?? join(REPO_ROOT, 'run'),
       secretsFile: values['secrets-file'] ?? env.SECRETS_FILE,
       secrets: env.SECRETS || undefined,
@@ -105,6 +106,8 @@ async function main(): Promise<void> {
   }
 
   const { urls } = stack;
+  // A terminal that went away must not crash the runner before its clean-up (EPIPE on a line).
+  process.stdout.on('error', () => {});
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.prependOnceListener(signal, () => console.log(`\n${signal}: stopping secret-gate…`));
   }

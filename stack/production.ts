@@ -126,7 +126,11 @@ export function asUser(runAs: RunAs, command: string, args: readonly string[]): 
 }
 
 /** Polls `GET path` over a unix socket until it answers 200, like a kubelet exec probe would. */
-function waitForUnixHttp(socketPath: string, path: string, signal: AbortSignal): Promise<void> {
+export function waitForUnixHttp(
+  socketPath: string,
+  path: string,
+  signal: AbortSignal,
+): Promise<void> {
   const once = () =>
     new Promise<boolean>((done) => {
       const req = request({ socketPath, path, timeout: 2_000 }, (res) => {

@@ -10,6 +10,12 @@ export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export interface StackOptions {
   /** Ports per service; 0 (the default here) picks a free one. `npm start` passes 8080/8081/8090. */
   readonly ports?: Partial<Record<ServiceName, number>>;
+  /**
+   * The verifier on a unix socket in the runtime directory, which only NGINX's user (or group)
+   * may reach, instead of a loopback port with an edge key (`npm start` unless given a verifier
+   * port). `ports.verifier` is then unused.
+   */
+  readonly verifierSocket?: boolean;
   /** Directory for rendered config, runtime files and logs; a fresh temp dir when omitted. */
   readonly runtimeDir?: string;
   /** Secrets file NGINX serves from (`{ default, clients }`); the demo sets when omitted. */

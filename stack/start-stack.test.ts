@@ -4,7 +4,15 @@
 // removes the one a killed run left.
 import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -65,31 +73,62 @@ describe('startStack process hygiene', () => {
 });
 
 describe('the memory directory of a run (edge-cache files with tokens, the secret sets)', () => {
-  it('is gone once `npm start` has stopped after SIGTERM to its process group', async () => {
-    const runtimeDir = mkdtempSync(join(tmpdir(), 'secret-gate-npm-start-'));
-    const ports = ['--port', '0', '--idp-port', '0', '--verifier-port', '0'];
-    const npm = spawn('npm', ['start', '--', ...ports, '--runtime-dir', runtimeDir, '--no-build'], {
-      cwd: REPO_ROOT,
-      stdio: ['ignore', 'pipe', 'inherit'],
-      detached: true, // its own process group, as a terminal or a service manager starts it
-    });
-    const exited = once(npm, 'exit');
-    const lines = createInterface({ input: npm.stdout });
-    for await (const line of lines) if (line.startsWith('secret-gate is running')) break;
-    // The directory the run's NGINX caches decisions in.
-    const tunables = readFileSync(join(runtimeDir, 'nginx', 'tunables.conf'), 'utf8');
-    const memoryDir = /proxy_cache_path (\S+)\/sg-edge-cache/.exec(tunables)?.[1] ?? '';
-    expect(existsSync(join(memoryDir, OWNER_FILE))).toBe(true);
-    const group = -(npm.pid ?? 0);
-    process.kill(group, 'SIGTERM');
-    await exited;
-    // npm may leave before the runner has stopped its services: wait for the whole group.
-    for (let i = 0; i < 150 && alive(group); i++)
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    expect(alive(group)).toBe(false);
-    expect(existsSync(memoryDir)).toBe(false);
-    rmSync(runtimeDir, { recursive: true, force: true });
-  }, 120_000);
+  it.each([
+    ['its terminal still open', false],
+    ['its terminal gone (stdout closed, so its goodbye line fails)', true],
+  ])(
+    'is gone once `npm start` has stopped after SIGTERM to its process group, %s',
+    async (_case, closeTerminal) => {
+      const runtimeDir = mkdtempSync(join(tmpdir(), 'secret-gate-npm-start-'));
+      const ports = ['--port', '0', '--idp-port', '0'];
+      const args = ['start', '--', ...ports, '--runtime-dir', runtimeDir, '--no-build'];
+      const npm = spawn('npm', args, {
+        cwd: REPO_ROOT,
+        stdio: ['ignore', 'pipe', 'inherit'],
+        detached: true, // its own process group, as a terminal or a service manager starts it
+      });
+      const group = -(npm.pid ?? 0);
+      const exited = once(npm, 'exit');
+      try {
+        const lines = createInterface({ input: npm.stdout });
+        const said: string[] = [];
+        for await (const line of lines) {
+          said.push(line);
+          if (line.includes("-H 'Authorization: Bearer ")) break;
+        }
+        // The verifier on a socket only NGINX reaches, and the secret through NGINX.
+        const verifierAt = /^\s+verifier\s+unix:(\S+)$/.exec(
+          said.find((l) => /^\s+verifier\s/.test(l)) ?? '',
+        );
+        expect(verifierAt?.[1]).toBe(join(runtimeDir, 'verifier', 'verifier.sock'));
+        expect(statSync(verifierAt?.[1] ?? '').isSocket()).toBe(true);
+        // Its directory: the runner's, entered by NGINX's workers' group only when they are `nobody`.
+        const socketDir = statSync(join(runtimeDir, 'verifier')).mode & 0o7777;
+        expect(socketDir).toBe(process.getuid?.() === 0 ? 0o2750 : 0o700);
+        const curl = said.at(-1) ?? '';
+        const [, url = '', token = ''] =
+          /curl -i (\S+) -H 'Authorization: Bearer (\S+)'/.exec(curl) ?? [];
+        const answer = await fetch(url, { headers: { authorization: `Bearer ${token}` } });
+        expect(answer.status).toBe(200);
+        // The directory the run's NGINX caches decisions in.
+        const tunables = readFileSync(join(runtimeDir, 'nginx', 'tunables.conf'), 'utf8');
+        const memoryDir = /proxy_cache_path (\S+)\/sg-edge-cache/.exec(tunables)?.[1] ?? '';
+        expect(existsSync(join(memoryDir, OWNER_FILE))).toBe(true);
+        if (closeTerminal) npm.stdout.destroy();
+        process.kill(group, 'SIGTERM');
+        await exited;
+        // npm may leave before the runner has stopped its services: wait for the whole group.
+        for (let i = 0; i < 150 && alive(group); i++)
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        expect(alive(group)).toBe(false);
+        expect(existsSync(memoryDir)).toBe(false);
+      } finally {
+        if (alive(group)) process.kill(group, 'SIGKILL');
+        rmSync(runtimeDir, { recursive: true, force: true });
+      }
+    },
+    120_000,
+  );
 
   it('left by a run that was killed is removed by the next start', async () => {
     // A runner that is gone: its process id names no process any more.

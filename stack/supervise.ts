@@ -23,6 +23,12 @@ export interface StackParts extends Omit<
 export async function superviseStack(parts: StackParts): Promise<Stack> {
   const { services, readyTimeoutMs, log, label, cleanUp, ...described } = parts;
   let stopped = false;
+  let cleaned = false;
+  const cleanUpOnce = () => {
+    if (cleaned) return;
+    cleaned = true;
+    cleanUp();
+  };
   const stack: Stack = {
     ...described,
     mintToken: (mint = {}) =>
@@ -42,13 +48,16 @@ export async function superviseStack(parts: StackParts): Promise<Stack> {
       // NGINX first so no request reaches a verifier that is going away, then the rest.
       await services.nginx?.stop();
       await Promise.all([services.verifier?.stop(), services.idp?.stop()]);
-      cleanUp();
+      cleanUpOnce();
     },
   };
   const tracker = {
     stop: () => stack.stop(),
+    // Also on the way out of a process that ends before stop() is done (an uncaught error,
+    // exit(), a stop slower than the grace): what the run left in memory goes with it.
     killNow: () => {
       for (const name of SERVICE_NAMES) services[name]?.killNow();
+      cleanUpOnce();
     },
   };
   trackStack(tracker);

@@ -1,4 +1,7 @@
 import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { startJwksServer } from './testing/fixtures.js';
@@ -75,6 +78,30 @@ describe('the verifier process', { timeout: 90_000 }, () => {
     );
     expect(code).toBe(0);
     expect(stdout).toContain('configuration ok');
+  });
+
+  it('--make-edge-key writes a key the configuration then reads, once, and never prints it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'verifier-edge-key-'));
+    const env = {
+      VERIFIER_ISSUER: 'https://idp.test',
+      VERIFIER_AUDIENCE: 'api',
+      VERIFIER_EDGE_KEY_FILE: join(dir, 'edge-key'),
+    };
+    const first = await run(env, ['--make-edge-key', '--check-config']);
+    expect(first.code).toBe(0);
+    expect(first.stdout).toContain('configuration ok');
+    const key = readFileSync(join(dir, 'edge-key'), 'utf8').trim();
+    expect(key).toMatch(/^[0-9a-f]{64}$/);
+    const again = await run(env, ['--make-edge-key', '--check-config']);
+    expect(again.code).toBe(0);
+    expect(readFileSync(join(dir, 'edge-key'), 'utf8').trim()).toBe(key);
+    for (const output of [first.stdout, first.stderr, again.stdout, again.stderr])
+      expect(output).not.toContain(key);
+    const { VERIFIER_EDGE_KEY_FILE: _file, ...unset } = env;
+    const refused = await run(unset, ['--make-edge-key']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('set VERIFIER_EDGE_KEY_FILE to an absolute path');
+    rmSync(dir, { recursive: true, force: true });
   });
 
   it('serves, becomes ready, and exits 0 promptly on SIGTERM', async () => {
