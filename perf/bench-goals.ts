@@ -21,6 +21,11 @@ export interface BenchRow {
   readonly ratio: number;
   /** CPU time each service of the system spent per request during the row: where the time goes. */
   readonly cpu_us?: Readonly<Record<string, number>>;
+  /**
+   * The machine's own cost of the signature the row verifies per request (a bare `crypto.verify`
+   * in-process, same run), which the verifier's CPU is read against.
+   */
+  readonly crypto_floor_us?: number;
 }
 
 export interface BenchGoal {
@@ -29,6 +34,9 @@ export interface BenchGoal {
   readonly target: number;
   readonly met: boolean;
 }
+
+/** What a cached DPoP request may cost the verifier beyond verifying its proof's signature. */
+export const DPOP_OVER_FLOOR_US = 40;
 
 /** Adds each row's ratio to the ceiling row (which must be present and first). */
 export function withRatios(rows: readonly Omit<BenchRow, 'ratio'>[]): BenchRow[] {
@@ -46,8 +54,9 @@ export function evaluateBenchGoals(rows: readonly BenchRow[]): BenchGoal[] {
   const ceiling = rps(ROW_NAMES.ceiling);
   const cached = rps(ROW_NAMES.cached);
   const distinct = rps(ROW_NAMES.distinct);
-  const dpopVerifierUs =
-    rows.find((row) => row.name === ROW_NAMES.cachedDpop)?.cpu_us?.verifier ?? NaN;
+  const dpop = rows.find((row) => row.name === ROW_NAMES.cachedDpop);
+  const dpopVerifierUs = dpop?.cpu_us?.verifier ?? NaN;
+  const dpopTarget = (dpop?.crypto_floor_us ?? NaN) + DPOP_OVER_FLOOR_US;
   const atLeast: [string, number, number][] = [
     ['/secret cached ≥ 0.4× the ceiling', cached / ceiling, 0.4],
     ['/secret all-distinct ≥ 0.15× the ceiling', distinct / ceiling, 0.15],
@@ -57,10 +66,10 @@ export function evaluateBenchGoals(rows: readonly BenchRow[]): BenchGoal[] {
   return [
     ...atLeast.map(([goal, value, target]) => ({ goal, value, target, met: value >= target })),
     {
-      goal: '/secret cached DPoP: verifier ≤ 150 µs CPU per request',
+      goal: `/secret cached DPoP: verifier CPU per request ≤ the proof's bare ES256 verify + ${DPOP_OVER_FLOOR_US} µs (${dpopTarget.toFixed(0)} µs)`,
       value: dpopVerifierUs,
-      target: 150,
-      met: dpopVerifierUs <= 150,
+      target: dpopTarget,
+      met: dpopVerifierUs <= dpopTarget,
     },
   ];
 }
