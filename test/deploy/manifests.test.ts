@@ -62,8 +62,11 @@ function templateVariables(): Set<string> {
   // The render script writes /config.json from some; the secret-set watcher beside NGINX reads
   // the secrets file's settings.
   const scripts = readFileSync(renderScript, 'utf8') + readFileSync(secretSetsScript, 'utf8');
+  // SG_EDGE_KEY_FILE is set by whoever makes the edge key (compose, the runner): the pod reaches
+  // its verifier on a unix socket, which needs none.
+  const scriptOnly = ['SG_SECRETS_POLL', 'SG_JS_RUNTIME', 'SG_EDGE_KEY_FILE'];
   for (const m of scripts.matchAll(/\$\{?(SG_[A-Z_]+)/g))
-    if (m[1] !== 'SG_SECRETS_POLL' && m[1] !== 'SG_JS_RUNTIME') names.add(m[1] as string);
+    if (!scriptOnly.includes(m[1] as string)) names.add(m[1] as string);
   return names;
 }
 
