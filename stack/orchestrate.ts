@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createIdpClient } from './idp-client.js';
 import { nginxPaths } from './nginx/render.js';
+import { audienceParametersFor } from './nginx/variables.js';
 import { prepareNginx, type NginxRuntime } from './nginx-runtime.js';
 import {
   OWN_MEMORY_DIR_ENV,
@@ -25,9 +26,10 @@ import {
   verifierEnv,
   type ServiceName,
 } from './service-env.js';
-import { REPO_ROOT, type Stack, type StackOptions } from './stack.js';
+import { REPO_ROOT, type OwnIdp, type Stack, type StackOptions } from './stack.js';
 import { inheritedEnv, stackUrls, superviseStack } from './supervise.js';
 import { assertWorkersCanReach } from './worker-access.js';
+import { withVerifierSettings, type Decided, type FlagValues } from './verifier-settings.js';
 
 /** Where one run keeps its files. */
 export interface StackLayout {
@@ -96,11 +98,14 @@ export async function orchestrate(options: StackOptions, shape: StackShape): Pro
     'secrets',
   );
   const verifierConfigFile = join(layout.configDir, 'verifier.json');
-  const config =
+  const settings = withVerifierSettings(
     own === undefined
-      ? verifierConfig({ issuer, jwksUri: `${issuer}/jwks`, audience })
-      : ownIdpVerifierConfig({ ...own, audience });
-  shape.writeFile(verifierConfigFile, `${JSON.stringify(config, null, 2)}\n`, 'config');
+      ? (verifierConfig({ issuer, jwksUri: `${issuer}/jwks`, audience }) as Record<string, unknown>)
+      : ownIdpVerifierConfig({ ...own, audience }),
+    options.verifierVariables ?? {},
+    ...runnerDecides(own, audience),
+  );
+  shape.writeFile(verifierConfigFile, `${JSON.stringify(settings.document, null, 2)}\n`, 'config');
 
   const env: Record<ServiceName, Record<string, string>> = {
     idp: {
@@ -116,6 +121,7 @@ export async function orchestrate(options: StackOptions, shape: StackShape): Pro
     },
     verifier: {
       ...verifierEnv({ listen: verifier.address, configFile: verifierConfigFile }),
+      ...settings.env,
       ...options.env?.verifier,
     },
     nginx: {},
@@ -128,6 +134,7 @@ export async function orchestrate(options: StackOptions, shape: StackShape): Pro
     issuer,
     audience,
     clientId: own?.clientId,
+    audienceParameters: own === undefined ? undefined : audienceParametersFor(own.preset),
     secretsFile,
     overrides: { ...shape.nginxOverrides, ...options.env?.nginx },
     secrets: options.secrets,
@@ -193,6 +200,7 @@ export async function orchestrate(options: StackOptions, shape: StackShape): Pro
     ports,
     env,
     runtimeDir,
+    audience,
     files: {
       nginxConf: nginx.confFile,
       nginxPrefix: nginx.prefix,
@@ -214,4 +222,40 @@ export async function orchestrate(options: StackOptions, shape: StackShape): Pro
       rmSync(runtimeDir, { recursive: true, force: true });
     },
   });
+}
+
+/**
+ * The VERIFIER_* settings a run sets itself (and why an operator's cannot apply), and those its
+ * command line gave: a variable may repeat a flag, not contradict it.
+ */
+function runnerDecides(own: OwnIdp | undefined, audience: string): [Decided, FlagValues] {
+  const always = {
+    VERIFIER_CONFIG:
+      'npm start writes the verifier configuration itself; give single settings as VERIFIER_* variables, or run the verifier alone with your file',
+    VERIFIER_LISTEN:
+      'npm start places the verifier itself (--verifier-port; a unix socket with --production)',
+  };
+  if (own === undefined)
+    return [
+      {
+        ...always,
+        VERIFIER_ISSUER:
+          'the dev IdP issues the tokens in this run; name your own IdP with --issuer',
+        VERIFIER_JWKS_URI: "the dev IdP's key set is used in this run; use it with --issuer",
+      },
+      { VERIFIER_AUDIENCE: { flag: '--audience', value: audience } },
+    ];
+  const flags: Record<string, { flag: string; value: string }> = {
+    VERIFIER_ISSUER: { flag: '--issuer', value: own.issuer },
+    VERIFIER_AUDIENCE: { flag: '--audience', value: audience },
+  };
+  if (own.jwksUri !== undefined)
+    flags.VERIFIER_JWKS_URI = { flag: '--jwks-uri', value: own.jwksUri };
+  if (own.preset !== undefined) flags.VERIFIER_PRESET = { flag: '--preset', value: own.preset };
+  if (own.logoutAudiences?.length)
+    flags.VERIFIER_LOGOUT_AUDIENCES = {
+      flag: '--logout-audience',
+      value: own.logoutAudiences.join(','),
+    };
+  return [always, flags];
 }
