@@ -18,18 +18,11 @@ import {
 import { freePort } from './ports.js';
 import { artefacts, ensureArtefacts, findNginx } from './prerequisites.js';
 import { createServiceProcess, waitForHttp, type ServiceProcess } from './service-process.js';
-import {
-  VERIFIER_NODE_FLAGS,
-  idpEnv,
-  ownIdpVerifierConfig,
-  verifierConfig,
-  verifierEnv,
-  type ServiceName,
-} from './service-env.js';
-import { REPO_ROOT, type OwnIdp, type Stack, type StackOptions } from './stack.js';
+import { VERIFIER_NODE_FLAGS, idpEnv, verifierEnv, type ServiceName } from './service-env.js';
+import { REPO_ROOT, type Stack, type StackOptions } from './stack.js';
 import { inheritedEnv, stackUrls, superviseStack } from './supervise.js';
 import { assertWorkersCanReach } from './worker-access.js';
-import { withVerifierSettings, type Decided, type FlagValues } from './verifier-settings.js';
+import { runnerVerifierSettings } from './verifier-settings.js';
 
 /** Where one run keeps its files. */
 export interface StackLayout {
@@ -98,13 +91,12 @@ export async function orchestrate(options: StackOptions, shape: StackShape): Pro
     'secrets',
   );
   const verifierConfigFile = join(layout.configDir, 'verifier.json');
-  const settings = withVerifierSettings(
-    own === undefined
-      ? (verifierConfig({ issuer, jwksUri: `${issuer}/jwks`, audience }) as Record<string, unknown>)
-      : ownIdpVerifierConfig({ ...own, audience }),
-    options.verifierVariables ?? {},
-    ...runnerDecides(own, audience),
-  );
+  const settings = runnerVerifierSettings({
+    own,
+    issuer,
+    audience,
+    variables: options.verifierVariables ?? {},
+  });
   shape.writeFile(verifierConfigFile, `${JSON.stringify(settings.document, null, 2)}\n`, 'config');
 
   const env: Record<ServiceName, Record<string, string>> = {
@@ -222,40 +214,4 @@ export async function orchestrate(options: StackOptions, shape: StackShape): Pro
       rmSync(runtimeDir, { recursive: true, force: true });
     },
   });
-}
-
-/**
- * The VERIFIER_* settings a run sets itself (and why an operator's cannot apply), and those its
- * command line gave: a variable may repeat a flag, not contradict it.
- */
-function runnerDecides(own: OwnIdp | undefined, audience: string): [Decided, FlagValues] {
-  const always = {
-    VERIFIER_CONFIG:
-      'npm start writes the verifier configuration itself; give single settings as VERIFIER_* variables, or run the verifier alone with your file',
-    VERIFIER_LISTEN:
-      'npm start places the verifier itself (--verifier-port; a unix socket with --production)',
-  };
-  if (own === undefined)
-    return [
-      {
-        ...always,
-        VERIFIER_ISSUER:
-          'the dev IdP issues the tokens in this run; name your own IdP with --issuer',
-        VERIFIER_JWKS_URI: "the dev IdP's key set is used in this run; use it with --issuer",
-      },
-      { VERIFIER_AUDIENCE: { flag: '--audience', value: audience } },
-    ];
-  const flags: Record<string, { flag: string; value: string }> = {
-    VERIFIER_ISSUER: { flag: '--issuer', value: own.issuer },
-    VERIFIER_AUDIENCE: { flag: '--audience', value: audience },
-  };
-  if (own.jwksUri !== undefined)
-    flags.VERIFIER_JWKS_URI = { flag: '--jwks-uri', value: own.jwksUri };
-  if (own.preset !== undefined) flags.VERIFIER_PRESET = { flag: '--preset', value: own.preset };
-  if (own.logoutAudiences?.length)
-    flags.VERIFIER_LOGOUT_AUDIENCES = {
-      flag: '--logout-audience',
-      value: own.logoutAudiences.join(','),
-    };
-  return [always, flags];
 }

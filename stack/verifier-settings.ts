@@ -7,6 +7,8 @@
 // (where the verifier listens, a second configuration file, an issuer the run does not use) stops
 // the start with one line that says why.
 import { ENVIRONMENT } from '../verifier/src/config/load.js';
+import { ownIdpVerifierConfig, verifierConfig } from './service-env.js';
+import type { OwnIdp } from './stack.js';
 
 const ISSUER = 'issuers[0].';
 const POLICY = 'policies.secret.';
@@ -97,4 +99,59 @@ function setPath(target: Record<string, unknown>, keys: Array<string | number>, 
     at = typeof next === 'object' && next !== null ? (next as typeof at) : (at[key] = {});
   }
   at[last] = value;
+}
+
+/**
+ * The verifier's configuration for one run (`npm start`, with or without --issuer, --production):
+ * the runner's document for the dev IdP or the own IdP, with the operator's `variables` laid over
+ * it. One function for every runner mode, so each setting takes the same path in all of them.
+ */
+export function runnerVerifierSettings(run: {
+  readonly own: OwnIdp | undefined;
+  readonly issuer: string;
+  readonly audience: string;
+  readonly variables: Readonly<Record<string, string>>;
+}): VerifierSettings {
+  const { own, issuer, audience } = run;
+  const document =
+    own === undefined
+      ? (verifierConfig({ issuer, jwksUri: `${issuer}/jwks`, audience }) as Record<string, unknown>)
+      : ownIdpVerifierConfig({ ...own, audience });
+  return withVerifierSettings(document, run.variables, ...runnerDecides(own, audience));
+}
+
+/**
+ * The VERIFIER_* settings a run sets itself (and why an operator's cannot apply), and those its
+ * command line gave: a variable may repeat a flag, not contradict it.
+ */
+function runnerDecides(own: OwnIdp | undefined, audience: string): [Decided, FlagValues] {
+  const always = {
+    VERIFIER_CONFIG:
+      'npm start writes the verifier configuration itself; give single settings as VERIFIER_* variables, or run the verifier alone with your file',
+    VERIFIER_LISTEN:
+      'npm start places the verifier itself (--verifier-port; a unix socket with --production)',
+  };
+  if (own === undefined)
+    return [
+      {
+        ...always,
+        VERIFIER_ISSUER:
+          'the dev IdP issues the tokens in this run; name your own IdP with --issuer',
+        VERIFIER_JWKS_URI: "the dev IdP's key set is used in this run; use it with --issuer",
+      },
+      { VERIFIER_AUDIENCE: { flag: '--audience', value: audience } },
+    ];
+  const flags: Record<string, { flag: string; value: string }> = {
+    VERIFIER_ISSUER: { flag: '--issuer', value: own.issuer },
+    VERIFIER_AUDIENCE: { flag: '--audience', value: audience },
+  };
+  if (own.jwksUri !== undefined)
+    flags.VERIFIER_JWKS_URI = { flag: '--jwks-uri', value: own.jwksUri };
+  if (own.preset !== undefined) flags.VERIFIER_PRESET = { flag: '--preset', value: own.preset };
+  if (own.logoutAudiences?.length)
+    flags.VERIFIER_LOGOUT_AUDIENCES = {
+      flag: '--logout-audience',
+      value: own.logoutAudiences.join(','),
+    };
+  return [always, flags];
 }
