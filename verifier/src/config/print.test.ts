@@ -8,7 +8,7 @@ const base = {
 };
 
 const printed = (env: Record<string, string>) =>
-  JSON.parse(printableConfig(loadConfig(env))) as Record<string, any>;
+  JSON.parse(printableConfig(loadConfig(env))) as Record<string, unknown>;
 
 describe('--print-config', () => {
   it('prints the effective settings: variables, preset rows and defaults', () => {
@@ -17,13 +17,17 @@ describe('--print-config', () => {
       VERIFIER_PRESET: 'keycloak',
       VERIFIER_REQUIRED_SCOPES: 'a b',
     });
-    expect(config.issuers['https://idp.example.test']).toMatchObject({
-      audience: 'secret-gate-api',
-      preset: 'keycloak',
-      requireTyp: 'JWT',
+    expect(config).toMatchObject({
+      issuers: {
+        'https://idp.example.test': {
+          audience: 'secret-gate-api',
+          preset: 'keycloak',
+          requireTyp: 'JWT',
+        },
+      },
+      policies: { secret: { scopes: ['a', 'b'] } },
+      cache: { maxTtl: 300 },
     });
-    expect(config.policies.secret.scopes).toEqual(['a', 'b']);
-    expect(config.cache.maxTtl).toBe(300);
   });
 
   it('redacts secrets and the credentials of a store URL', () => {
@@ -41,10 +45,13 @@ describe('--print-config', () => {
     );
     for (const secret of [nonceKey, 'replay-pass', 'store-pass', 'poll-token-value'])
       expect(text).not.toContain(secret);
-    const config = JSON.parse(text) as Record<string, any>;
-    expect(config.dpop.nonceKey).toBe('[redacted]');
-    expect(config.dpop.replayStore).toBe('rediss://[redacted]@redis.example.test:6380');
-    expect(config.revocation.ssf.pollToken).toBe('[redacted]');
-    expect(config.revocation.logoutTokenMaxAge).toBe(120);
+    expect(JSON.parse(text)).toMatchObject({
+      dpop: {
+        nonceKey: '[redacted]',
+        replayPassword: '[redacted]',
+        replayStore: 'rediss://[redacted]@redis.example.test:6380',
+      },
+      revocation: { logoutTokenMaxAge: 120, ssf: { pollToken: '[redacted]' } },
+    });
   });
 });
