@@ -126,7 +126,13 @@ describe.sequential('the stack against Glewlwyd', { timeout: 90_000 }, () => {
       await app.getByPlaceholder('Your password').fill(idp.user.password);
       await app.getByRole('button', { name: 'OK' }).click();
       await app.getByLabel('Secrets').check();
+      // Continue only once the consent is stored, or Glewlwyd asks for it again.
+      const granted = app.waitForResponse(
+        (response) =>
+          response.request().method() === 'PUT' && /\/auth\/grant\//.test(response.url()),
+      );
       await app.getByRole('button', { name: 'Grant access' }).click();
+      expect((await granted).ok()).toBe(true);
       await app.getByRole('button', { name: 'Continue' }).click();
       await app.getByRole('heading', { name: 'Signed in' }).waitFor();
       await app.getByText(/^Fetched at /).waitFor();
