@@ -15,6 +15,8 @@ export interface NginxRuntimeOptions {
   readonly audience: string;
   /** The SPA's client id at the IdP (`clientId` in `/config.json`); the demo client when unset. */
   readonly clientId?: string | undefined;
+  /** SG_OIDC_AUDIENCE_PARAMETERS: how the SPA names the API at sign-in. */
+  readonly audienceParameters?: string | undefined;
   readonly secretsFile: string;
   /** SG_* overrides (e.g. a higher SG_SECRET_RATE for load tests). */
   readonly overrides: Readonly<Record<string, string>>;
@@ -40,6 +42,9 @@ export async function prepareNginx(options: NginxRuntimeOptions): Promise<NginxR
       oidcIssuer: options.issuer,
       oidcAudience: options.audience,
       ...(options.clientId === undefined ? {} : { oidcClientId: options.clientId }),
+      ...(options.audienceParameters === undefined
+        ? {}
+        : { oidcAudienceParameters: options.audienceParameters }),
       // One worker is plenty on loopback and keeps the process count low when suites run in parallel.
       workerProcesses: 1,
     }),

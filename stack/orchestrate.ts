@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { createIdpClient } from './idp-client.js';
 import { nginxPaths, removeStaleMemoryDirs } from './nginx/render.js';
+import { audienceParametersFor } from './nginx/variables.js';
 import { prepareNginx, type NginxRuntime } from './nginx-runtime.js';
 import {
   OWN_MEMORY_DIR_ENV,
@@ -18,17 +19,11 @@ import {
 import { freePort } from './ports.js';
 import { artefacts, ensureArtefacts, findNginx } from './prerequisites.js';
 import { createServiceProcess, waitForHttp, type ServiceProcess } from './service-process.js';
-import {
-  VERIFIER_NODE_FLAGS,
-  idpEnv,
-  ownIdpVerifierConfig,
-  verifierConfig,
-  verifierEnv,
-  type ServiceName,
-} from './service-env.js';
+import { VERIFIER_NODE_FLAGS, idpEnv, verifierEnv, type ServiceName } from './service-env.js';
 import { REPO_ROOT, type Stack, type StackOptions } from './stack.js';
 import { inheritedEnv, stackUrls, superviseStack } from './supervise.js';
 import { assertWorkersCanReach } from './worker-access.js';
+import { runnerVerifierSettings } from './verifier-settings.js';
 
 /** Where one run keeps its files. */
 export interface StackLayout {
@@ -101,11 +96,13 @@ export async function orchestrate(options: StackOptions, shape: StackShape): Pro
     'secrets',
   );
   const verifierConfigFile = join(layout.configDir, 'verifier.json');
-  const config =
-    own === undefined
-      ? verifierConfig({ issuer, jwksUri: `${issuer}/jwks`, audience })
-      : ownIdpVerifierConfig({ ...own, audience });
-  shape.writeFile(verifierConfigFile, `${JSON.stringify(config, null, 2)}\n`, 'config');
+  const settings = runnerVerifierSettings({
+    own,
+    issuer,
+    audience,
+    variables: options.verifierVariables ?? {},
+  });
+  shape.writeFile(verifierConfigFile, `${JSON.stringify(settings.document, null, 2)}\n`, 'config');
   // On TCP anyone on the host reaches the verifier: a key of this run proves a call is NGINX's.
   const edgeKeyFile = verifier.address.startsWith('unix:')
     ? undefined
@@ -127,6 +124,7 @@ export async function orchestrate(options: StackOptions, shape: StackShape): Pro
     },
     verifier: {
       ...verifierEnv({ listen: verifier.address, configFile: verifierConfigFile, edgeKeyFile }),
+      ...settings.env,
       ...options.env?.verifier,
     },
     nginx: {},
@@ -141,6 +139,7 @@ export async function orchestrate(options: StackOptions, shape: StackShape): Pro
     issuer,
     audience,
     clientId: own?.clientId,
+    audienceParameters: own === undefined ? undefined : audienceParametersFor(own.preset),
     secretsFile,
     overrides: {
       ...shape.nginxOverrides,
@@ -210,6 +209,7 @@ export async function orchestrate(options: StackOptions, shape: StackShape): Pro
     ports,
     env,
     runtimeDir,
+    audience,
     files: {
       nginxConf: nginx.confFile,
       nginxPrefix: nginx.prefix,

@@ -62,16 +62,18 @@ export function ownIdpVerifierConfig(idp: {
   readonly audience: string;
   readonly jwksUri?: string | undefined;
   readonly preset?: string | undefined;
-}): object {
+  readonly logoutAudiences?: readonly string[] | undefined;
+}): Record<string, unknown> {
   return withSecretPolicy(idp.issuer, {
     issuer: idp.issuer,
     audience: idp.audience,
     ...(idp.preset === undefined ? {} : { preset: idp.preset }),
     ...(idp.jwksUri === undefined ? {} : { jwksUri: idp.jwksUri }),
+    ...(idp.logoutAudiences?.length ? { logoutAudiences: [...idp.logoutAudiences] } : {}),
   });
 }
 
-function withSecretPolicy(issuer: string, settings: object): object {
+function withSecretPolicy(issuer: string, settings: object): Record<string, unknown> {
   return {
     issuers: [settings],
     policies: {

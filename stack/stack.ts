@@ -26,6 +26,11 @@ export interface StackOptions {
   readonly audience?: string;
   /** Your own IdP instead of the dev IdP, which is then not started (`npm start -- --issuer`). */
   readonly ownIdp?: OwnIdp;
+  /**
+   * The operator's VERIFIER_* settings (`npm start` passes those of its environment): each reaches
+   * the verifier (stack/verifier-settings.ts), or the start stops saying why it cannot.
+   */
+  readonly verifierVariables?: Readonly<Record<string, string>>;
   /** Extra variables per service (e.g. `{ verifier: { VERIFIER_LOG_LEVEL: 'debug' } }`). */
   readonly env?: Partial<Record<ServiceName, Record<string, string>>>;
   /** Build missing `verifier/dist` and `spa/dist` (default true); false only reports them. */
@@ -48,6 +53,11 @@ export interface OwnIdp {
   readonly preset?: string | undefined;
   /** The SPA's client id at that IdP (`clientId` in `/config.json`). */
   readonly clientId?: string | undefined;
+  /**
+   * Client ids whose back-channel logout tokens the verifier accepts (`logoutAudiences`): the
+   * receiver at `/backchannel-logout` is on when there is one.
+   */
+  readonly logoutAudiences?: readonly string[] | undefined;
 }
 
 export interface StackUrls {
@@ -71,6 +81,8 @@ export interface Stack {
   /** Variables each service was started with (only the ones the runner sets). */
   readonly env: Readonly<Record<ServiceName, Readonly<Record<string, string>>>>;
   readonly runtimeDir: string;
+  /** The `aud` the verifier requires. */
+  readonly audience: string;
   readonly files: {
     readonly nginxConf: string;
     readonly nginxPrefix: string;

@@ -61,6 +61,10 @@ export function createAuth(config: AppConfig, env: AuthEnvironment) {
   };
   const clientAuth = oauth.None();
   const redirectUri = new URL('/', env.origin).href;
+  // RFC 8707 resource indicator and/or Auth0's `audience`, on both requests, so `aud` is the API.
+  const apiParameters = Object.fromEntries(
+    config.audienceParameters.map((name) => [name, config.audience]),
+  );
   const http = config.issuer.protocol === 'http:' ? { [oauth.allowInsecureRequests]: true } : {};
   let discovery: Promise<oauth.AuthorizationServer> | undefined;
 
@@ -96,8 +100,7 @@ export function createAuth(config: AppConfig, env: AuthEnvironment) {
       redirect_uri: redirectUri,
       response_type: 'code',
       scope: config.scope,
-      // Names the API the access token is for; IdPs that do not know the parameter ignore it.
-      audience: config.audience,
+      ...apiParameters,
       code_challenge: await oauth.calculatePKCECodeChallenge(codeVerifier),
       code_challenge_method: 'S256',
       state,
@@ -147,7 +150,7 @@ export function createAuth(config: AppConfig, env: AuthEnvironment) {
             params,
             redirectUri,
             pending.codeVerifier,
-            { ...http, DPoP: dpop },
+            { ...http, DPoP: dpop, additionalParameters: apiParameters },
           ),
           { expectedNonce: pending.nonce, requireIdToken: true },
         );

@@ -34,6 +34,30 @@ describe('parseConfig', () => {
     expect(Object.isFrozen(config)).toBe(true);
   });
 
+  it('names the API with the RFC 8707 resource parameter unless told otherwise', () => {
+    expect(parseConfig(valid, ORIGIN).audienceParameters).toEqual(['resource']);
+  });
+
+  it.each([
+    ['resource', ['resource']],
+    ['audience', ['audience']],
+    ['resource audience', ['resource', 'audience']],
+    ['', []],
+  ])('reads audienceParameters "%s" as %j', (audienceParameters, expected) => {
+    expect(parseConfig({ ...valid, audienceParameters }, ORIGIN).audienceParameters).toEqual(
+      expected,
+    );
+  });
+
+  it.each([['aud'], [['resource']], ['resource scope']])(
+    'refuses audienceParameters %j',
+    (audienceParameters) => {
+      expect(problemsOf({ ...valid, audienceParameters })).toEqual([
+        '"audienceParameters" must list "resource" and/or "audience" (space-separated)',
+      ]);
+    },
+  );
+
   it('keeps an https issuer path exactly (discovery appends to it)', () => {
     const config = parseConfig(
       { ...valid, issuer: 'https://login.example.com/realms/demo' },

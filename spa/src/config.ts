@@ -10,12 +10,33 @@ export interface AppConfig {
   readonly clientId: string;
   /** Space-separated scopes requested at sign-in; always includes `openid`. */
   readonly scope: string;
-  /** The API audience the access token is requested for (sent as `audience`). */
+  /** The API the access token is requested for. */
   readonly audience: string;
+  /**
+   * How the authorization and token requests name it: `resource` (RFC 8707), `audience` (Auth0),
+   * both or neither (an IdP that takes the API from the scope or its own configuration).
+   */
+  readonly audienceParameters: readonly AudienceParameter[];
   /** Present only when CloudFront signed cookies are configured at the gate. */
   readonly cloudfront?: { readonly imageUrl: URL };
   /** Seconds this browser's clock is behind the gate's (negative: ahead); absent when in step. */
   readonly clockSkewSeconds?: number;
+}
+
+export const AUDIENCE_PARAMETERS = ['resource', 'audience'] as const;
+export type AudienceParameter = (typeof AUDIENCE_PARAMETERS)[number];
+
+/** A space-separated list of `resource` and `audience`; absent: `resource`, the standard. */
+function parseAudienceParameters(value: unknown, problems: string[]) {
+  if (value === undefined) return ['resource'] as const;
+  const names = typeof value === 'string' ? value.split(/\s+/).filter(Boolean) : [undefined];
+  const known = (name: unknown): name is AudienceParameter =>
+    AUDIENCE_PARAMETERS.includes(name as AudienceParameter);
+  if (!names.every(known)) {
+    problems.push('"audienceParameters" must list "resource" and/or "audience" (space-separated)');
+    return undefined;
+  }
+  return Object.freeze([...new Set(names)]);
 }
 
 /** The configuration could not be loaded or is not usable; `problems` lists every reason. */
@@ -83,6 +104,7 @@ export function parseConfig(json: unknown, origin: string): AppConfig {
     problems.push('"scope" must include "openid" (the ID token names the signed-in user)');
   }
   const audience = parseText(raw.audience, 'audience', problems);
+  const audienceParameters = parseAudienceParameters(raw.audienceParameters, problems);
 
   let cloudfront: AppConfig['cloudfront'];
   if (raw.cloudfront !== undefined && raw.cloudfront !== null) {
@@ -100,7 +122,7 @@ export function parseConfig(json: unknown, origin: string): AppConfig {
     }
   }
 
-  if (problems.length > 0 || !issuer || !clientId || !scope || !audience) {
+  if (problems.length > 0 || !issuer || !clientId || !scope || !audience || !audienceParameters) {
     throw new ConfigError(problems);
   }
   return Object.freeze({
@@ -108,6 +130,7 @@ export function parseConfig(json: unknown, origin: string): AppConfig {
     clientId,
     scope,
     audience,
+    audienceParameters,
     ...(cloudfront ? { cloudfront } : {}),
   });
 }

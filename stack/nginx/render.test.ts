@@ -185,7 +185,13 @@ describe('renderNginxConfig', () => {
       clientId: 'spa-demo',
       scope: 'openid secrets:read',
       audience: 'secret-gate-api',
+      // Unset: the RFC 8707 resource parameter; empty: none (Keycloak, Okta, Entra, Cognito).
+      audienceParameters: 'resource',
     });
+    for (const parameters of ['audience', 'resource audience', ''])
+      expect(await body({ ...oidc, SG_OIDC_AUDIENCE_PARAMETERS: parameters })).toMatchObject({
+        audienceParameters: parameters,
+      });
     const image = 'https://cdn.example.test/private/logo.png';
     expect(await body({ ...oidc, SG_CLOUDFRONT_IMAGE_URL: image })).toMatchObject({
       cloudfront: { imageUrl: image },

@@ -18,6 +18,7 @@ export type NginxVariableName =
   | 'SG_OIDC_CLIENT_ID'
   | 'SG_OIDC_SCOPE'
   | 'SG_OIDC_AUDIENCE'
+  | 'SG_OIDC_AUDIENCE_PARAMETERS'
   | 'SG_CSP_CONNECT_SRC'
   | 'SG_CSP_IMG_SRC'
   | 'SG_CLOUDFRONT_IMAGE_URL'
@@ -127,6 +128,13 @@ export const nginxVariables: readonly NginxVariable[] = Object.freeze([
     description: '`audience` in `/config.json`.',
   },
   {
+    name: 'SG_OIDC_AUDIENCE_PARAMETERS',
+    local: 'resource',
+    docker: 'resource',
+    description:
+      'How the SPA names the API at sign-in (`audienceParameters` in `/config.json`), space-separated: `resource` (RFC 8707 resource indicator, the standard), `audience` (Auth0); empty sends neither (an IdP whose audience comes from the scope or a mapper). `npm start -- --preset` picks it (docs/connect-your-idp.md).',
+  },
+  {
     name: 'SG_CSP_CONNECT_SRC',
     local: "(the issuer's origin)",
     docker: 'http://localhost:8081',
@@ -221,6 +229,8 @@ export interface LocalNginxOptions {
   readonly oidcClientId?: string;
   readonly oidcScope?: string;
   readonly oidcAudience?: string;
+  /** `resource`, `audience`, both or neither (SG_OIDC_AUDIENCE_PARAMETERS). */
+  readonly oidcAudienceParameters?: string;
   /** Defaults to the issuer's origin. */
   readonly cspConnectSrc?: string;
   readonly cspImgSrc?: string;
@@ -259,6 +269,7 @@ export function localNginxEnv(options: LocalNginxOptions): NginxEnv {
     SG_OIDC_CLIENT_ID: options.oidcClientId ?? 'spa-demo',
     SG_OIDC_SCOPE: options.oidcScope ?? 'openid secrets:read',
     SG_OIDC_AUDIENCE: options.oidcAudience ?? 'secret-gate-api',
+    SG_OIDC_AUDIENCE_PARAMETERS: options.oidcAudienceParameters ?? 'resource',
     SG_CSP_CONNECT_SRC: options.cspConnectSrc ?? new URL(issuer).origin,
     SG_CSP_IMG_SRC: options.cspImgSrc ?? '',
     SG_CLOUDFRONT_IMAGE_URL: options.cloudFrontImageUrl ?? '',
@@ -294,4 +305,26 @@ function originOf(listen: string): string {
 /** The SG_ values of the project's NGINX image, as docker compose sets them. */
 export function dockerNginxEnv(): NginxEnv {
   return Object.fromEntries(nginxVariables.map((v) => [v.name, v.docker])) as NginxEnv;
+}
+
+/**
+ * The authorization request parameters that make an IdP's `aud` the API, by verifier preset:
+ * RFC 8707 `resource` for standard issuers; Auth0 reads only its own `audience`; Entra v2,
+ * Okta's custom authorization servers, Keycloak (Audience mapper) and Cognito take the API from
+ * the scope or the server's configuration and need neither (Entra v2 refuses `resource`).
+ */
+export function audienceParametersFor(preset: string | undefined): string {
+  switch (preset ?? 'rfc9068') {
+    case 'auth0':
+    case 'auth0-rfc9068':
+      return 'audience';
+    case 'entra':
+    case 'okta':
+    case 'keycloak':
+    case 'cognito':
+    case 'google':
+      return '';
+    default:
+      return 'resource';
+  }
 }

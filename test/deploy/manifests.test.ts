@@ -130,7 +130,12 @@ describe.each(Object.entries(BUILDS))('the %s', (_, dir) => {
   const verifier = container('verifier');
   const nginxRef = nginx.envFrom?.[0]?.configMapRef?.name ?? '';
   const nginxEnv = configMap(nginxRef);
-  const verifierEnv = Object.fromEntries((verifier.env ?? []).map((e) => [e.name, e.value ?? '']));
+  // Kubernetes lays the container's `env` over its `envFrom`.
+  const verifierEnv = {
+    ...configMap(verifier.envFrom?.[0]?.configMapRef?.name ?? ''),
+    ...Object.fromEntries((verifier.env ?? []).map((e) => [e.name, e.value ?? ''])),
+  };
+  const verifierFromEnvFile = configMap(verifier.envFrom?.[0]?.configMapRef?.name ?? '');
   const podLabels = (
     deployment.spec as { template: { metadata: { labels: Record<string, string> } } }
   ).template.metadata.labels;
@@ -236,6 +241,17 @@ describe.each(Object.entries(BUILDS))('the %s', (_, dir) => {
     const set = Object.keys(nginxEnv).filter((name) => name.startsWith('SG_'));
     expect(new Set(set)).toEqual(templateVariables());
     expect(new Set(set)).toEqual(new Set(nginxVariables.map((v) => v.name)));
+  });
+
+  it("takes the verifier's settings from verifier.env, except where it listens and its file", () => {
+    expect(verifierFromEnvFile).toMatchObject({ VERIFIER_METRICS_LISTEN: '0.0.0.0:9464' });
+    // The Deployment's `env` would win over these silently: they must never be in the file.
+    expect(Object.keys(verifierFromEnvFile)).not.toContain('VERIFIER_LISTEN');
+    expect(Object.keys(verifierFromEnvFile)).not.toContain('VERIFIER_CONFIG');
+    expect((verifier.env ?? []).map((e) => e.name).sort()).toEqual([
+      'VERIFIER_CONFIG',
+      'VERIFIER_LISTEN',
+    ]);
   });
 
   it('gives the verifier only VERIFIER_ variables its configuration module accepts', () => {
@@ -590,7 +606,7 @@ const kubectl = spawnSync('kubectl', ['version', '--client'], { encoding: 'utf8'
 describe.skipIf(!kubectl)('kubectl kustomize', () => {
   /** kubectl's output with generated-name hashes removed and Secret data decoded. */
   function normalise(text: string): unknown[] {
-    const hashless = text.replace(/\b(secret-gate-[a-z]+)-[a-z0-9]{10}\b/g, '$1');
+    const hashless = text.replace(/\b(secret-gate(?:-[a-z]+)+)-[a-z0-9]{10}\b/g, '$1');
     return (parseYaml(hashless, 'kubectl kustomize') as Manifest[]).map((m) => {
       if (m.kind !== 'Secret' || !m.data) return m;
       const { data, ...rest } = m;

@@ -9,6 +9,7 @@ import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { dockerNginxEnv, localNginxEnv } from '../../stack/nginx/render.js';
 import { REPO_ROOT } from '../../stack/start-stack.js';
+import { ENVIRONMENT } from '../../verifier/src/config/load.js';
 import {
   DEFAULT_PORTS,
   SERVICE_NAMES,
@@ -162,11 +163,22 @@ describe('docker-compose.yaml mirrors the local runner', () => {
       IDP_HOST: '0.0.0.0',
       IDP_ISSUER: 'http://localhost:8081',
     });
-    expect(names(service('verifier').environment)).toEqual(names(runner.verifier));
+    expect(names(service('verifier').environment)).toEqual(
+      expect.arrayContaining(names(runner.verifier)),
+    );
     expect(service('verifier').environment).toMatchObject({
       VERIFIER_LISTEN: '0.0.0.0:8090',
-      VERIFIER_LOG_LEVEL: runner.verifier.VERIFIER_LOG_LEVEL,
+      VERIFIER_LOG_LEVEL: `\${VERIFIER_LOG_LEVEL:-${runner.verifier.VERIFIER_LOG_LEVEL}}`,
     });
+  });
+
+  it('passes every other documented VERIFIER_* setting through from the environment', () => {
+    const environment = service('verifier').environment ?? {};
+    const stacks = new Set(['VERIFIER_LISTEN', 'VERIFIER_CONFIG', 'VERIFIER_LOG_LEVEL']);
+    for (const { env: name } of ENVIRONMENT.filter((row) => !stacks.has(row.env)))
+      expect(environment[name], name).toBe(`\${${name}:-}`);
+    const known = new Set(ENVIRONMENT.map((row) => row.env));
+    expect(Object.keys(environment).filter((name) => !known.has(name))).toEqual([]);
   });
 
   it('mounts a verifier config that is the runner policy for the compose addresses', () => {

@@ -41,6 +41,9 @@ describe('docker-compose.own-idp.yaml', () => {
     expect(env).toMatchObject({
       VERIFIER_ISSUER: expect.stringContaining('SECRET_GATE_ISSUER'),
       VERIFIER_PRESET: expect.stringContaining('SECRET_GATE_PRESET'),
+      // An operator's own variable wins over the overlay's default, as over the runner's.
+      VERIFIER_REQUIRED_SCOPES: '${VERIFIER_REQUIRED_SCOPES:-${SECRET_GATE_SCOPES:-secrets:read}}',
+      VERIFIER_LOGOUT_AUDIENCES: '${VERIFIER_LOGOUT_AUDIENCES:-${SECRET_GATE_LOGOUT_AUDIENCES:-}}',
     });
   });
 

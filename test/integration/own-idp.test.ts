@@ -163,9 +163,14 @@ describe.sequential(
           ...['--runtime-dir', join(scratch, 'cli-run'), '--no-build'],
           ...['--issuer', issuer, '--jwks-uri', `${issuer}/jwks`],
           ...['--audience', AUDIENCE, '--preset', 'keycloak', '--client-id', 'kc-spa'],
-          ...['--secrets-file', secretsFile],
+          ...['--secrets-file', secretsFile, '--logout-audience', 'kc-spa'],
         ],
-        { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'inherit'] },
+        {
+          cwd: REPO_ROOT,
+          stdio: ['ignore', 'pipe', 'inherit'],
+          // A documented verifier setting reaches the verifier in this mode too.
+          env: { ...process.env, VERIFIER_REQUIRED_SCOPES: 'openid' },
+        },
       );
       const lines = createInterface({ input: cli.stdout! });
       secretUrl = await new Promise<string>((resolve, reject) => {
@@ -190,6 +195,35 @@ describe.sequential(
       expect(
         output.some((line) => line.includes(String(idp.issuer.url)) && line.includes('keycloak')),
       ).toBe(true);
+    });
+
+    it("prints what the IdP's discovery says, the audience, the logout URL and the verifier's log", () => {
+      const text = output.join('\n');
+      expect(text).toMatch(/issuer +http:\/\/127\.0\.0\.1:\d+\n/);
+      expect(text).toMatch(/JWKS +http:\/\/127\.0\.0\.1:\d+\/jwks/);
+      expect(text).toMatch(/token endpoint +http:\/\/127\.0\.0\.1:\d+\/token/);
+      expect(text).toMatch(/RFC 8707 +resource indicators/);
+      expect(text).toMatch(/DPoP +/);
+      expect(text).toMatch(/back-channel +logout/);
+      expect(text).toContain(`audience   ${AUDIENCE}  (the tokens' "aud" must contain it)`);
+      expect(text).toMatch(/logout +http:\/\/127\.0\.0\.1:\d+\/backchannel-logout .*kc-spa/);
+      expect(text).toMatch(/refusals +\S+\/logs\/verifier\.log/);
+    });
+
+    it('honours VERIFIER_REQUIRED_SCOPES from its environment (openid instead of secrets:read)', async () => {
+      const response = await fetch(secretUrl, {
+        headers: { authorization: `Bearer ${await token('kc-partner', 'openid')}` },
+      });
+      expect(response.status).toBe(200);
+    });
+
+    it('turns the back-channel logout receiver on: a bad logout token gets 400, not 404', async () => {
+      const logout = await fetch(secretUrl.replace(/\/secret$/, '/backchannel-logout'), {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: 'logout_token=not.a.jwt',
+      });
+      expect(logout.status).toBe(400);
     });
 
     it("serves /secret 200 with that client's own set, 401 without a token", async () => {

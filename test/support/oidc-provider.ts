@@ -11,7 +11,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import * as DPoP from 'dpop';
-import Provider, { errors } from 'oidc-provider';
+import Provider, { errors, type ClientMetadata } from 'oidc-provider';
 
 export interface OidcProviderOptions {
   /** Client ids registered for client credentials; each one's secret is `${id}-secret`. */
@@ -26,6 +26,11 @@ export interface OidcProviderOptions {
   readonly port?: number;
   /** Registers every client for back-channel logout (`features.backchannelLogout`) at this URI. */
   readonly backchannelLogoutUri?: string;
+  /**
+   * A public browser client (code + PKCE, no secret) redirecting to `redirectUri`, signed in through
+   * the provider's own development login and consent pages (`features.devInteractions`).
+   */
+  readonly browserClient?: { readonly clientId: string; readonly redirectUri: string };
 }
 
 export interface TokenRequest {
@@ -113,31 +118,54 @@ export async function startOidcProvider(
   const { port } = server.address() as AddressInfo;
   const issuer = `http://127.0.0.1:${port}`;
 
+  const logout: Partial<ClientMetadata> =
+    options.backchannelLogoutUri === undefined
+      ? {}
+      : {
+          backchannel_logout_uri: options.backchannelLogoutUri,
+          backchannel_logout_session_required: false,
+        };
+  const browser = options.browserClient;
+  const browserClients: ClientMetadata[] =
+    browser === undefined
+      ? []
+      : [
+          {
+            client_id: browser.clientId,
+            grant_types: ['authorization_code'],
+            response_types: ['code'],
+            redirect_uris: [browser.redirectUri],
+            post_logout_redirect_uris: [browser.redirectUri],
+            token_endpoint_auth_method: 'none',
+            id_token_signed_response_alg: 'ES256',
+            scope: scopes.join(' '),
+            ...logout,
+          },
+        ];
+
   function build(): void {
     provider = new Provider(issuer, {
-      clients: clients.map((id) => ({
-        client_id: id,
-        client_secret: `${id}-secret`,
-        grant_types: ['client_credentials'],
-        response_types: [],
-        redirect_uris: [],
-        token_endpoint_auth_method: 'client_secret_basic',
-        // Its keys are P-256 only: every signed response of the client uses ES256.
-        id_token_signed_response_alg: 'ES256',
-        scope: scopes.join(' '),
-        ...(options.backchannelLogoutUri === undefined
-          ? {}
-          : {
-              backchannel_logout_uri: options.backchannelLogoutUri,
-              backchannel_logout_session_required: false,
-            }),
-      })),
+      clients: [
+        ...browserClients,
+        ...clients.map((id): ClientMetadata => ({
+          client_id: id,
+          client_secret: `${id}-secret`,
+          grant_types: ['client_credentials'],
+          response_types: [],
+          redirect_uris: [],
+          token_endpoint_auth_method: 'client_secret_basic',
+          // Its keys are P-256 only: every signed response of the client uses ES256.
+          id_token_signed_response_alg: 'ES256',
+          scope: scopes.join(' '),
+          ...logout,
+        })),
+      ],
       // Signing keys first: the provider signs with the first key of an algorithm.
       jwks: { keys },
       scopes: [...scopes],
-      ttl: { ClientCredentials: ttl },
+      ttl: { ClientCredentials: ttl, AccessToken: ttl },
       features: {
-        devInteractions: { enabled: false },
+        devInteractions: { enabled: browser !== undefined },
         clientCredentials: { enabled: true },
         dPoP: { enabled: true },
         backchannelLogout: { enabled: options.backchannelLogoutUri !== undefined },

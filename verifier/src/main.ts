@@ -1,8 +1,10 @@
 // The verifier process: read the configuration, start the service, listen, and shut down cleanly
 // on SIGTERM/SIGINT. `--check-config` validates the configuration (and key files) and exits;
 // `--make-edge-key` first creates VERIFIER_EDGE_KEY_FILE with a fresh key when it is missing.
+// `--print-config` prints the effective configuration (secrets redacted) and exits.
 import { ConfigError, loadConfig } from './config/load.js';
 import type { VerifierConfig } from './config/model.js';
+import { printableConfig } from './config/print.js';
 import { createLogger } from './log.js';
 import { createVerifierService } from './service.js';
 import { describe } from './http/transport.js';
@@ -32,6 +34,10 @@ async function main(argv: readonly string[]): Promise<void> {
     if (!(error instanceof ConfigError)) throw error;
     process.stderr.write(`${error.message}\n`);
     process.exit(EXIT_CONFIG);
+  }
+  if (argv.includes('--print-config')) {
+    process.stdout.write(printableConfig(config));
+    return;
   }
   if (argv.includes('--check-config')) {
     process.stdout.write(

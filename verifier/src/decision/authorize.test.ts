@@ -435,6 +435,8 @@ describe('authorize: answers', () => {
       reason: 'audience_mismatch',
       uri: '/secret',
       method: 'GET',
+      // Which claim failed and what this issuer expected: configuration, not the token's content.
+      detail: `"aud" claim does not contain the configured audience: expected "${AUDIENCE}"`,
     });
     expect(entry.fp).toBe(createHash('sha256').update(token).digest('hex').slice(0, 8));
     expect(plain.lines.join('\n')).not.toContain(token.split('.')[2]!);

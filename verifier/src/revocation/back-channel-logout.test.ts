@@ -78,6 +78,18 @@ describe('a valid logout token', () => {
     expect((await secretStatus(newer)).status).toBe(204);
   });
 
+  it.each([
+    ['typ JWT without exp (the BCL drafts, Glewlwyd)', { typ: 'JWT' }],
+    ['typ application/jwt without exp', { typ: 'application/jwt' }],
+    ['no typ and no exp', { typ: undefined }],
+  ])('accepts a logout token with %s, bounded by its iat', async (_name, header) => {
+    const subject = `draft-${String(header.typ)}`;
+    const older = await mintToken({ claims: { sub: subject }, now: seconds() - 10 });
+    const token = await mintLogoutToken({ claims: { sub: subject, exp: undefined }, header });
+    expect((await logout(form(token))).status).toBe(200);
+    expect(await secretStatus(older)).toEqual({ status: 401, reason: 'token_revoked' });
+  });
+
   it('revokes by session id alone, for tokens that carry that sid', async () => {
     const inSession = await mintToken({ claims: { sub: 'dave', sid: 's-1' }, now: seconds() - 5 });
     const otherSession = await mintToken({
@@ -149,6 +161,43 @@ describe('an invalid logout token gets 400 and changes nothing', () => {
       /"aud"/,
     ],
     ['the wrong typ', () => mintLogoutToken({ claims: base, header: { typ: 'at+jwt' } }), /"typ"/],
+    [
+      'an access token typed JWT (no events)',
+      () =>
+        mintLogoutToken({
+          claims: { ...base, events: undefined, exp: undefined, scope: 'secrets:read' },
+          header: { typ: 'JWT' },
+        }),
+      /"events"/,
+    ],
+    [
+      'an ID token typed JWT (nonce, no events)',
+      () =>
+        mintLogoutToken({
+          claims: { ...base, events: undefined, nonce: 'n-1' },
+          header: { typ: 'JWT' },
+        }),
+      /"events"/,
+    ],
+    [
+      'a logout token typed JWT with a nonce',
+      () =>
+        mintLogoutToken({
+          claims: { ...base, exp: undefined, nonce: 'n-1' },
+          header: { typ: 'JWT' },
+        }),
+      /"nonce"/,
+    ],
+    [
+      'a logout token typed JWT without exp and an old iat',
+      () =>
+        mintLogoutToken({
+          claims: { ...base, exp: undefined },
+          header: { typ: 'JWT' },
+          now: seconds() - 3600,
+        }),
+      /"iat"/,
+    ],
     [
       'no back-channel-logout member in events',
       () => mintLogoutToken({ claims: { ...base, events: { 'urn:other': {} } } }),

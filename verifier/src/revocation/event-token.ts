@@ -63,7 +63,12 @@ interface Sender extends JWTVerifyOptions {
   /** Its access tokens carry the session's `sid` (Keycloak), so a `sid`-only logout matches. */
   readonly sessionIds?: boolean;
   readonly clockTolerance: number;
-  /** BCL 1.0 §2.4 only recommends explicit typing: `typ` is checked when the header has one. */
+  /**
+   * BCL 1.0 §2.4 only recommends explicit typing, and IdPs built on its drafts send `typ: JWT`
+   * (Glewlwyd): `typ` is checked only when the header has another one. Such a token still has to
+   * be a logout token: the back-channel-logout event and no `nonce` (checked by its reader) tell
+   * it from an access or ID token of the same issuer.
+   */
   readonly typOptional?: boolean;
 }
 
@@ -89,6 +94,10 @@ const REVOKING_EVENTS: ReadonlySet<string> = new Set([
     'tokens-revoked',
   ].map((name) => `${RISC}${name}`),
 ]);
+
+/** The generic `typ` of RFC 7519 §5.1 (`JWT`, any case, `application/` prefix allowed). */
+const isPlainJwt = (typ: unknown) =>
+  typeof typ === 'string' && /^(?:application\/)?jwt$/i.test(typ);
 
 const isObject = (value: unknown): value is Claims =>
   value !== null && typeof value === 'object' && !Array.isArray(value);
@@ -131,7 +140,7 @@ function createEventVerifier(
       checkCrit(decodeProtectedHeader(token)); // jose's first check, with a reason of its own
       ({ payload: claims } = await jwtVerify<Claims>(token, (header) => keys.getKey(header), {
         ...options,
-        typ: typOptional && typ === undefined ? undefined : options.typ,
+        typ: typOptional && (typ === undefined || isPlainJwt(typ)) ? undefined : options.typ,
         requiredClaims: ['iat', 'jti'],
         currentDate: new Date(now()),
       }));
@@ -152,7 +161,8 @@ function createEventVerifier(
 
 /**
  * OIDC Back-Channel Logout 1.0 §2.6: verified like an ID token (the issuer's keys and algorithms,
- * `aud` one of its `logoutAudiences`, `iat` within `logoutTokenMaxAge`, `exp` if present), with
+ * `aud` one of its `logoutAudiences`, `iat` within `logoutTokenMaxAge`, `exp` if present: the BCL
+ * drafts had none, so its age is bounded by `iat` alone; `typ` `logout+jwt`, `JWT` or none), with
  * `sub` or `sid`, the back-channel-logout event and no `nonce`; revokes that subject's and/or
  * session's tokens issued before its `iat`. Undefined when no issuer lists logout audiences.
  */

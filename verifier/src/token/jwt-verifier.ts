@@ -63,7 +63,7 @@ export function createJwtVerifier(
       const aud = error instanceof errors.JWTClaimValidationFailed && error.claim === 'aud';
       const reason = aud ? soleAudienceReason(config.preset, error.payload.aud) : undefined;
       throw reason === undefined
-        ? toVerifyError(error)
+        ? withExpectation(toVerifyError(error), config)
         : new VerifyError('audience_mismatch', reason);
     }
     const claims = payload as Record<string, unknown>;
@@ -88,6 +88,23 @@ export function createJwtVerifier(
       keyTrustedUntil: keySet.trustedUntil() / 1000,
     };
   };
+}
+
+/**
+ * The refusal with what this issuer expected, for the log line an operator reads when an IdP's
+ * tokens do not fit (`aud` not the `--audience`, another `typ`): configuration, never the token.
+ */
+function withExpectation(error: VerifyError, config: JwtIssuer): VerifyError {
+  const expected: Partial<Record<DenyCode, string>> = {
+    audience_mismatch: `expected "${config.audience}"`,
+    typ_mismatch: `expected "${config.requireTyp}"`,
+    issuer_unknown: `expected "${config.issuer}"`,
+    alg_not_allowed: `expected one of ${config.algorithms.join(', ')}`,
+  };
+  const expectation = expected[error.code];
+  return expectation === undefined
+    ? error
+    : new VerifyError(error.code, `${error.message}: ${expectation}`);
 }
 
 /** A claim jose names in a JWTClaimValidationFailed → our code and message. */

@@ -1,0 +1,57 @@
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from './load.js';
+import { printableConfig } from './print.js';
+
+const base = {
+  VERIFIER_ISSUER: 'https://idp.example.test',
+  VERIFIER_AUDIENCE: 'secret-gate-api',
+};
+
+const printed = (env: Record<string, string>) =>
+  JSON.parse(printableConfig(loadConfig(env))) as Record<string, unknown>;
+
+describe('--print-config', () => {
+  it('prints the effective settings: variables, preset rows and defaults', () => {
+    const config = printed({
+      ...base,
+      VERIFIER_PRESET: 'keycloak',
+      VERIFIER_REQUIRED_SCOPES: 'a b',
+    });
+    expect(config).toMatchObject({
+      issuers: {
+        'https://idp.example.test': {
+          audience: 'secret-gate-api',
+          preset: 'keycloak',
+          requireTyp: 'JWT',
+        },
+      },
+      policies: { secret: { scopes: ['a', 'b'] } },
+      cache: { maxTtl: 300 },
+    });
+  });
+
+  it('redacts secrets and the credentials of a store URL', () => {
+    const nonceKey = 'n'.repeat(40);
+    const text = printableConfig(
+      loadConfig({
+        ...base,
+        VERIFIER_DPOP_NONCE_KEY: nonceKey,
+        VERIFIER_DPOP_REPLAY_PASSWORD: 'replay-pass',
+        VERIFIER_DPOP_REPLAY_STORE: 'rediss://user:store-pass@redis.example.test:6380',
+        VERIFIER_SSF_TRANSMITTER: 'https://ssf.example.test',
+        VERIFIER_SSF_AUDIENCE: 'gate',
+        VERIFIER_SSF_POLL_TOKEN: 'poll-token-value',
+      }),
+    );
+    for (const secret of [nonceKey, 'replay-pass', 'store-pass', 'poll-token-value'])
+      expect(text).not.toContain(secret);
+    expect(JSON.parse(text)).toMatchObject({
+      dpop: {
+        nonceKey: '[redacted]',
+        replayPassword: '[redacted]',
+        replayStore: 'rediss://[redacted]@redis.example.test:6380',
+      },
+      revocation: { logoutTokenMaxAge: 120, ssf: { pollToken: '[redacted]' } },
+    });
+  });
+});
