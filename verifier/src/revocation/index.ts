@@ -5,6 +5,7 @@ import type { VerifierConfig } from '../config/model.js';
 import type { Receiver } from '../decision/decision.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
+import { redisSettingsOf } from '../redis/connection.js';
 import { createEndpointResolver } from '../token/discovery.js';
 import { createKeySet, type KeySet } from '../token/key-set.js';
 import { createLogoutTokenVerifier, createSetVerifier } from './event-token.js';
@@ -34,7 +35,7 @@ export function createRevocationRuntime(
   let lastStoreWarning = 0;
   const store = createRevocationStore({
     url: settings.store === 'memory' ? undefined : settings.store,
-    password: config.dpop.replayPassword,
+    redis: redisSettingsOf(config),
     maxEntries: settings.replayMaxEntries,
     replayTtl: settings.logoutTokenMaxAge * 2,
     now,

@@ -2,8 +2,8 @@
 // synchronous from an in-process view, so the check costs a map lookup per request (cache hits
 // included); with a Redis (or Valkey) URL, writes go to that server and every replica mirrors it.
 // docs/revocation.md, "Across a Redis outage", says what a user sees when it fails.
-import { Redis } from 'ioredis';
 import { LRUCache } from 'lru-cache';
+import { openRedis, type RedisSettings } from '../redis/connection.js';
 import { ReceiverError } from './event-token.js';
 
 export type RevocationStore = ReturnType<typeof createRevocationStore>;
@@ -11,8 +11,8 @@ export type RevocationStore = ReturnType<typeof createRevocationStore>;
 interface StoreOptions {
   /** The shared server; undefined keeps everything in this process. */
   readonly url: string | undefined;
-  /** Redis `AUTH` password read at start (`dpop.replayPassword`); wins over one in the URL. */
-  readonly password?: string | undefined;
+  /** User, password (read at start; wins over one in the URL), CA, replica acknowledgement. */
+  readonly redis?: Partial<RedisSettings>;
   readonly maxEntries: number;
   /** The one lifetime of every remembered `jti` (seconds). */
   readonly replayTtl: number;
@@ -28,11 +28,19 @@ type Operation = 'revoke' | 'remember' | 'load';
 /** Values with their own expiry (ms), on the store's clock. */
 type View = LRUCache<string, number>;
 
-const WATERMARK_PREFIX = 'sg:rev:wm:';
+// Every watermark and their channel share the hash slot of `{rev}`, so in a Cluster one node
+// holds them all: the script, the reload's MULTI and the write-back pipeline stay in one slot, and
+// sharded pub/sub reaches every replica from that node. The `jti`s are one key per command.
+const WATERMARK_PREFIX = 'sg:{rev}:wm:';
 const REPLAY_PREFIX = 'sg:rev:jti:';
-const CHANNEL = 'sg:rev:watermarks';
+const CHANNEL = 'sg:{rev}:watermarks';
+/** The layout before Cluster support, loaded (and written back under the new names) on reload. */
+const LEGACY_PREFIX = 'sg:rev:wm:';
 
-/** Keeps the higher watermark, extends the expiry, and tells the other replicas. */
+/**
+ * Keeps the higher watermark, extends the expiry, and tells the other replicas (ARGV[5]: PUBLISH,
+ * or SPUBLISH in a Cluster).
+ */
 const RAISE = `
 local held = redis.call('GET', KEYS[1])
 if held and tonumber(held) >= tonumber(ARGV[1]) then
@@ -42,7 +50,7 @@ if held and tonumber(held) >= tonumber(ARGV[1]) then
   return 0
 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-redis.call('PUBLISH', ARGV[3], ARGV[2] .. ' ' .. ARGV[1] .. ' ' .. ARGV[4])
+redis.call(ARGV[5], ARGV[3], ARGV[2] .. ' ' .. ARGV[1] .. ' ' .. ARGV[4])
 return 1
 `;
 
@@ -120,32 +128,23 @@ export function createRevocationStore(options: StoreOptions) {
   };
 }
 
-/** The Redis side, with the DPoP replay store's client settings (no offline queue, short timeouts). */
+/** The Redis side, through the connection layer both stores share (redis/connection.ts). */
 function connect(url: string, view: View, options: StoreOptions) {
-  const client = new Redis(url, {
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 0,
-    commandTimeout: 500,
-    connectTimeout: 2000,
-    retryStrategy: (attempt: number) => Math.min(attempt * 200, 2000),
-    ...(options.password === undefined ? {} : { password: options.password }),
-  });
-  // A subscribed connection can run no other command, so the view is fed by a second one; it
-  // queues its SUBSCRIBE until connected.
-  const subscriber = client.duplicate({ enableOfflineQueue: true, commandTimeout: undefined });
+  const shared = openRedis(url, options.redis ?? {}, (message) => options.onError?.(message));
+  const { client } = shared;
   let current = false;
   let closed = false;
-
-  for (const connection of [client, subscriber])
-    connection.on('error', (error: Error) => options.onError?.(error.message));
-  subscriber.on('close', () => (current = false));
-  // "ttl at key": the key, which may hold spaces, is last.
-  subscriber.on('message', (_channel: string, message: string) => {
-    const [ttl, at, ...key] = message.split(' ');
-    if (Number.isFinite(Number(ttl)) && Number.isFinite(Number(at)))
-      raise(view, key.join(' '), Number(at), Number(ttl));
+  // A subscribed connection can run no other command, so the view is fed by a second one.
+  const subscription = shared.subscribe(CHANNEL, {
+    // "ttl at key": the key, which may hold spaces, is last.
+    onMessage(message) {
+      const [ttl, at, ...key] = message.split(' ');
+      if (Number.isFinite(Number(ttl)) && Number.isFinite(Number(at)))
+        raise(view, key.join(' '), Number(at), Number(ttl));
+    },
+    onUp: () => void resync(),
+    onDown: () => (current = false),
   });
-  subscriber.on('ready', () => void resync());
 
   /** One command; timed for the latency histogram, and any failure means the store is unavailable. */
   async function send<T>(operation: Operation | undefined, run: () => Promise<T>): Promise<T> {
@@ -162,43 +161,56 @@ function connect(url: string, view: View, options: StoreOptions) {
   }
 
   const raiseArgs = (key: string, at: number, ttl: number) =>
-    [RAISE, 1, `${WATERMARK_PREFIX}${key}`, String(at), String(ttl), CHANNEL, key] as const;
+    [
+      RAISE,
+      1,
+      `${WATERMARK_PREFIX}${key}`,
+      String(at),
+      String(ttl),
+      CHANNEL,
+      key,
+      shared.publishCommand,
+    ] as const;
 
   /**
-   * After each (re)connection: subscribes first, then loads every watermark, so nothing published
-   * meanwhile is missed and a restarted replica catches up. Then writes back what the view holds
-   * above the server's (a server restarted empty or flushed), so replicas started later load it.
+   * After each (re)subscription, so nothing published meanwhile is missed: loads every watermark,
+   * so a restarted replica catches up. Then writes back what the view holds above the server's (a
+   * server restarted empty or flushed, a replica promoted before it had them), so replicas started
+   * later load it.
    */
   async function resync(): Promise<void> {
     try {
-      await subscriber.subscribe(CHANNEL);
       /** Keys whose watermark the server holds at least as high as the view. */
       const held = new Set<string>();
+      const prefixes =
+        shared.topology === 'cluster' ? [WATERMARK_PREFIX] : [WATERMARK_PREFIX, LEGACY_PREFIX];
       await send('load', async () => {
-        const batches = client.scanStream({ match: `${WATERMARK_PREFIX}*`, count: 500 });
-        for await (const keys of batches as AsyncIterable<string[]>) {
-          if (keys.length === 0) continue;
-          const batch = client.multi();
-          for (const key of keys) batch.get(key).pttl(key);
-          const answers = (await batch.exec()) ?? [];
-          keys.forEach((key, i) => {
-            const at = Number(answers[2 * i]?.[1]);
-            const ttl = Number(answers[2 * i + 1]?.[1]);
-            const name = key.slice(WATERMARK_PREFIX.length);
-            if (!Number.isFinite(at) || ttl <= 0) return;
-            raise(view, name, at, ttl);
-            if (at >= (view.get(name) ?? 0)) held.add(name);
-          });
-        }
+        for (const prefix of prefixes)
+          for await (const keys of shared.scan(`${prefix}*`)) {
+            if (keys.length === 0) continue;
+            const batch = client.multi();
+            for (const key of keys) batch.get(key).pttl(key);
+            const answers = (await batch.exec()) ?? [];
+            keys.forEach((key, i) => {
+              const at = Number(answers[2 * i]?.[1]);
+              const ttl = Number(answers[2 * i + 1]?.[1]);
+              const name = key.slice(prefix.length);
+              if (!Number.isFinite(at) || ttl <= 0) return;
+              raise(view, name, at, ttl);
+              if (prefix === WATERMARK_PREFIX && at >= (view.get(name) ?? 0)) held.add(name);
+            });
+          }
       });
       // One pipeline: ioredis writes it in chunks and the view holds at most `maxEntries`.
-      const lost = client.pipeline();
-      for (const [key, at] of view.entries())
-        if (!held.has(key))
-          lost.eval(...raiseArgs(key, at, Math.max(1, Math.ceil(view.getRemainingTTL(key)))));
-      const failed = (await send('load', () => lost.exec()))?.find(([error]) => error);
-      if (failed) throw failed[0] as Error;
-      current = subscriber.status === 'ready' && !closed;
+      const lost = [...view.entries()].filter(([key]) => !held.has(key));
+      if (lost.length > 0)
+        await send('load', () =>
+          shared.write((batch) => {
+            for (const [key, at] of lost)
+              batch.eval(...raiseArgs(key, at, Math.max(1, Math.ceil(view.getRemainingTTL(key)))));
+          }),
+        );
+      current = subscription.isUp() && !closed;
     } catch (error) {
       options.onError?.(`revocation store reload failed: ${(error as Error).message}`);
       // The next reconnection retries; a failed reload on a live connection is retried here.
@@ -208,20 +220,20 @@ function connect(url: string, view: View, options: StoreOptions) {
 
   return {
     revoke: (key: string, at: number, ttl: number) =>
-      send('revoke', () => client.eval(...raiseArgs(key, at, ttl))),
+      send('revoke', () => shared.write((batch) => batch.eval(...raiseArgs(key, at, ttl)))),
     async remember(key: string, ttl: number) {
-      const answer = await send('remember', () =>
-        client.set(`${REPLAY_PREFIX}${key}`, '1', 'PX', ttl, 'NX'),
+      const [answer] = await send('remember', () =>
+        shared.write((batch) => batch.set(`${REPLAY_PREFIX}${key}`, '1', 'PX', ttl, 'NX')),
       );
       return answer === 'OK';
     },
     forget: (key: string) => send(undefined, () => client.del(`${REPLAY_PREFIX}${key}`)),
-    isCurrent: () => current && client.status === 'ready',
+    isCurrent: () => current && shared.isReady(),
     close() {
       closed = true;
       current = false;
-      client.disconnect();
-      subscriber.disconnect();
+      shared.close();
+      subscription.close();
     },
   };
 }
