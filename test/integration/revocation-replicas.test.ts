@@ -1,6 +1,9 @@
-// Two verifier replicas sharing one real redis-server as their revocation store: a logout token
+// Two verifier replicas sharing a real Redis as their revocation store, one assertion table run on
+// a single node, a Sentinel primary with two replicas and a three-primary Cluster: a logout token
 // received by one is honoured by the other and by a replica started afterwards; with Redis gone,
-// `required` policies fail closed, `checked` ones serve and count it, and /readyz says so.
+// `required` policies fail closed, `checked` ones serve and count it, and /readyz says so. Then
+// the chaos row: revocations pushed at a steady rate while Sentinel's primary is killed; every
+// accepted one is still enforced on every replica after the failover.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Decision } from '../../verifier/src/decision/decision.js';
 import { statusOf } from '../../verifier/src/testing/answer.js';
@@ -13,19 +16,20 @@ import {
 import { createReplicas, revocationFile, until } from '../../verifier/src/testing/replicas.js';
 import type { TestService } from '../../verifier/src/testing/service.js';
 import { startRedisServer, type RedisServer } from '../support/redis-server.js';
+import { startTopology, TOPOLOGIES, type RedisTopology } from '../support/redis-topologies.js';
 
-let redis: RedisServer;
 let jwks: JwksServer;
 const replicas = createReplicas();
 
 /** The replicas' configuration: one issuer with back-channel logout, a `required` policy too. */
 const replicaFile = (extra: object = {}) => revocationFile(jwks.url, extra);
-const replica = () => replicas.build({ VERIFIER_REVOCATION_STORE: redis.url }, replicaFile());
+const replica = (url: string) => replicas.build({ VERIFIER_REVOCATION_STORE: url }, replicaFile());
 
-async function started(): Promise<TestService> {
-  const built = replica();
+/** A replica on `url` once its view is loaded; a Sentinel or Cluster client takes a moment more. */
+async function started(url: string): Promise<TestService> {
+  const built = replica(url);
   await built.service.start();
-  await until(() => built.service.isReady() && built.service.revocation!.store.isCurrent());
+  await until(() => built.service.isReady() && built.service.revocation!.store.isCurrent(), 10_000);
   return built;
 }
 
@@ -39,23 +43,26 @@ const logout = (at: TestService, token: string) =>
   });
 
 beforeAll(async () => {
-  redis = await startRedisServer();
   jwks = await startJwksServer(['rsaA']);
 }, 20_000);
 afterAll(async () => {
   await replicas.stopAll();
   await jwks.close();
-  await redis.stop();
 });
 
-describe('revocation store shared through Redis', () => {
+describe.each(TOPOLOGIES)('revocation store shared through Redis (%s)', (name) => {
+  let topology: RedisTopology;
   let first: TestService;
   let second: TestService;
   let older: string;
+  beforeAll(async () => {
+    topology = await startTopology(name);
+  }, 60_000);
+  afterAll(() => topology.stop());
 
   it('a logout received by one replica refuses the token at the other, cached there or not', async () => {
-    first = await started();
-    second = await started();
+    first = await started(topology.url);
+    second = await started(topology.url);
     older = await mintToken({ claims: { sub: 'ida' }, now: seconds() - 10 });
     expect(statusOf(await ask(second, older))).toBe(204);
     expect((await logout(first, await mintLogoutToken({ claims: { sub: 'ida' } }))).status).toBe(
@@ -75,7 +82,7 @@ describe('revocation store shared through Redis', () => {
 
   it('survives a verifier restart: a replica started afterwards loads the watermarks', async () => {
     await second.service.stop(0);
-    const restarted = await started();
+    const restarted = await started(topology.url);
     expect((await ask(restarted, older)).reason).toBe('token_revoked');
     const newer = await mintToken({ claims: { sub: 'ida' }, now: seconds() + 2 });
     expect(statusOf(await ask(restarted, newer))).toBe(204);
@@ -83,7 +90,7 @@ describe('revocation store shared through Redis', () => {
 
   it('with Redis gone: required refuses, checked serves and counts it, /readyz says so', async () => {
     const token = await mintToken({ claims: { sub: 'lee' } });
-    await redis.stop();
+    await topology.stop();
     await until(() => !first.service.revocation!.store.isCurrent());
     const strict = await ask(first, token, 'strict');
     expect({ status: statusOf(strict), reason: strict.reason }).toEqual({
@@ -104,36 +111,135 @@ describe('revocation store shared through Redis', () => {
   });
 });
 
-describe('a revocation store that wants a password', () => {
+/** One pushed revocation: who, the token it must refuse, what the receiver answered and when. */
+interface Push {
+  readonly sub: string;
+  readonly token: string;
+  status: number;
+  readonly at: number;
+}
+
+describe('chaos: the Sentinel primary killed while revocations arrive', () => {
+  let topology: RedisTopology;
+  beforeAll(async () => {
+    topology = await startTopology('sentinel');
+  }, 60_000);
+  afterAll(() => topology.stop());
+
+  it('loses no accepted revocation: every one is enforced by every replica after the failover', async () => {
+    const [a, b] = [await started(topology.url), await started(topology.url)];
+    const pushes: Push[] = [];
+    async function push(i: number, at: TestService): Promise<void> {
+      const sub = `chaos-${i}`;
+      const token = await mintToken({ claims: { sub }, now: seconds() - 10 });
+      const answer = await logout(at, await mintLogoutToken({ claims: { sub } }));
+      pushes.push({ sub, token, status: answer.status, at: Date.now() });
+    }
+    // One revocation every 50 ms, alternating between the replicas, from a second before the kill
+    // until ten have been accepted after the promotion (or 30 s have passed).
+    let failedOver = false;
+    let killedAt = Number.POSITIVE_INFINITY;
+    const killing = (async () => {
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      killedAt = Date.now();
+      await topology.killPrimary();
+      failedOver = true;
+    })();
+    const acceptedAgain = () =>
+      pushes.filter(({ at, status }) => at > killedAt && status === 200).length;
+    const stopAt = Date.now() + 30_000;
+    for (let i = 0; !(failedOver && acceptedAgain() >= 10) && Date.now() < stopAt; i++) {
+      await push(i, i % 2 === 0 ? a : b);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    await killing;
+
+    const before = pushes.filter(({ at }) => at <= killedAt);
+    const firstAfter = pushes.find(({ at, status }) => at > killedAt && status === 200);
+    const gap = (firstAfter?.at ?? Number.NaN) - (before.at(-1)?.at ?? Number.NaN);
+    // The transmitter retries what was refused (503) once the store answers again.
+    await until(() => [a, b].every((at) => at.service.revocation!.store.isCurrent()), 20_000);
+    const refused = pushes.filter(({ status }) => status !== 200);
+    for (const retried of refused) {
+      const answer = await logout(a, await mintLogoutToken({ claims: { sub: retried.sub } }));
+      retried.status = answer.status;
+    }
+    expect(refused.every(({ status }) => status === 200)).toBe(true);
+
+    // Every replica, and one started after the failover (it loads from the promoted primary).
+    const late = await started(topology.url);
+    let lost = 0;
+    for (const { token } of pushes)
+      for (const at of [a, b, late])
+        await until(async () => (await ask(at, token)).reason === 'token_revoked', 2_000).catch(
+          () => void lost++,
+        );
+    console.log(
+      `sentinel failover: ${pushes.length} revocations pushed (${before.length} before the kill), ` +
+        `${refused.length} refused during the failover and accepted on retry, ${lost} lost; ` +
+        `no revocation accepted for ${gap} ms`,
+    );
+    expect(lost).toBe(0);
+    expect(pushes.length).toBeGreaterThan(20);
+  }, 90_000);
+});
+
+describe('a revocation store behind an ACL user and a password', () => {
   const PASSWORD = 'revocation-store-password';
   let guarded: RedisServer;
   beforeAll(async () => {
-    guarded = await startRedisServer({ requirePass: PASSWORD });
+    // No default user: only `gate`, with the keys and channels the stores use.
+    guarded = await startRedisServer({
+      args: [
+        '--user',
+        'default',
+        'off',
+        '--user',
+        'gate',
+        'on',
+        `>${PASSWORD}`,
+        '~sg:*',
+        '&sg:*',
+        '+@all',
+      ],
+    });
   });
   afterAll(() => guarded.stop());
 
-  it("is reached with the replay store's password, and is never current without it", async () => {
-    const file = (password?: object) =>
-      replicaFile({
-        revocation: { store: guarded.url },
-        ...(password === undefined ? {} : { dpop: { replayPassword: password } }),
-      });
-    const withPassword = replicas.build(
-      { REDIS_PASSWORD: PASSWORD },
-      file({ env: 'REDIS_PASSWORD' }),
-    );
-    const without = replicas.build({}, file());
-    await withPassword.service.start();
-    await until(() => withPassword.service.revocation!.store.isCurrent());
-    const token = await mintToken({ claims: { sub: 'ana' }, now: seconds() - 10 });
-    expect(
-      (await logout(withPassword, await mintLogoutToken({ claims: { sub: 'ana' } }))).status,
-    ).toBe(200);
-    expect((await ask(withPassword, token)).reason).toBe('token_revoked');
+  const file = (redis: object, extra: object = {}) =>
+    replicaFile({ revocation: { store: guarded.url }, redis, ...extra });
+  async function revokes(built: TestService, sub: string): Promise<boolean> {
+    await built.service.start();
+    await until(() => built.service.revocation!.store.isCurrent());
+    const token = await mintToken({ claims: { sub }, now: seconds() - 10 });
+    expect((await logout(built, await mintLogoutToken({ claims: { sub } }))).status).toBe(200);
+    return (await ask(built, token)).reason === 'token_revoked';
+  }
 
-    await without.service.start();
+  it('is reached as the configured user with the password from a variable', async () => {
+    const built = replicas.build(
+      { REDIS_PASSWORD: PASSWORD },
+      file({ username: 'gate', password: { env: 'REDIS_PASSWORD' } }),
+    );
+    expect(await revokes(built, 'ana')).toBe(true);
+  });
+
+  it('takes the password from the deprecated dpop.replayPassword too', async () => {
+    const built = replicas.build(
+      { REDIS_PASSWORD: PASSWORD },
+      file({ username: 'gate' }, { dpop: { replayPassword: { env: 'REDIS_PASSWORD' } } }),
+    );
+    expect(await revokes(built, 'bea')).toBe(true);
+  });
+
+  it('is never current without the password, which no log line holds', async () => {
+    const without = replicas.build({}, file({ username: 'gate' }));
+    const wrong = replicas.build({}, file({ username: 'gate', password: 'not-it' }));
+    for (const built of [without, wrong]) await built.service.start();
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect(without.service.revocation!.store.isCurrent()).toBe(false);
-    expect(without.lines.join('\n')).not.toContain(PASSWORD);
+    expect(wrong.service.revocation!.store.isCurrent()).toBe(false);
+    expect([...without.lines, ...wrong.lines].join('\n')).not.toContain(PASSWORD);
+    expect(wrong.lines.join('\n')).not.toContain('not-it');
   });
 });
