@@ -66,12 +66,14 @@ async function eventually(what: string, check: () => Promise<boolean>, ms = 20_0
 async function startSentinel(): Promise<RedisTopology> {
   const dir = await mkdtemp(join(tmpdir(), 'sg-sentinel-'));
   const nodes = new Map<number, RedisServer>();
-  // Replicas sync at once rather than after diskless sync's default 5 s delay.
-  const primary = await startRedisServer({ args: ['--repl-diskless-sync-delay', '0'] });
+  // Replicas sync at once rather than after diskless sync's default 5 s delay, and write the
+  // copy they receive in the topology's directory.
+  const sync = ['--repl-diskless-sync-delay', '0', '--dir', dir];
+  const primary = await startRedisServer({ args: sync });
   nodes.set(primary.port, primary);
   for (let i = 0; i < 2; i++) {
     const replica = await startRedisServer({
-      args: ['--replicaof', '127.0.0.1', String(primary.port), '--repl-diskless-sync-delay', '0'],
+      args: ['--replicaof', '127.0.0.1', String(primary.port), ...sync],
     });
     nodes.set(replica.port, replica);
   }
@@ -126,7 +128,7 @@ async function startSentinel(): Promise<RedisTopology> {
       // The old primary comes back empty, as a replica of the new one (as an operator restarts it).
       const back = await startRedisServer({
         port: killed,
-        args: ['--replicaof', '127.0.0.1', String(promoted), '--repl-diskless-sync-delay', '0'],
+        args: ['--replicaof', '127.0.0.1', String(promoted), ...sync],
       });
       nodes.set(killed, back);
       return { killed, promoted: promoted! };

@@ -156,8 +156,9 @@ function createClient(target: RedisTarget, settings: Partial<RedisSettings>, nod
     sentinels: [...target.hosts],
     name: target.masterName,
     role: 'master',
-    // Moves to the promoted replica as soon as a sentinel announces it (+switch-master).
-    failoverDetector: true,
+    // A primary demoted under a live connection (a planned failover) answers READONLY: reconnect,
+    // which asks the sentinels for the new one.
+    reconnectOnError: (error: Error) => error.message.startsWith('READONLY'),
     sentinelRetryStrategy: retryStrategy,
     ...(settings.sentinelPassword === undefined
       ? {}
