@@ -582,6 +582,12 @@ describe('DPoP settings', () => {
     }
   });
 
+  it.each(['abc', '17', '-1'])('refuses %s replicas to wait for', (value) => {
+    expect(problemsOf({ ...single, VERIFIER_REDIS_WAIT_REPLICAS: value })).toEqual([
+      `VERIFIER_REDIS_WAIT_REPLICAS: expected a number of replicas from 0 to 16, got "${value}"`,
+    ]);
+  });
+
   it('reads the redis section for both stores, and the deprecated dpop names as fallbacks', () => {
     const files: Record<string, string> = {
       '/x.json': JSON.stringify({

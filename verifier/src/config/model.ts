@@ -46,6 +46,17 @@ const redisStore = text.superRefine((value, ctx) => {
   const target = value === 'memory' ? undefined : parseRedisUrl(value);
   if (typeof target === 'string') ctx.addIssue(target);
 });
+/** How many replicas a write waits for: 0 (none) to 16, as a number or a string of digits. */
+const replicasSaid = says('a number of replicas from 0 to 16');
+const replicaCount = z
+  .union(
+    [
+      z.number(replicasSaid).int(replicasSaid).min(0, replicasSaid).max(16, replicasSaid),
+      z.string(replicasSaid).regex(/^(?:\d|1[0-6])$/, replicasSaid),
+    ],
+    replicasSaid,
+  )
+  .transform(Number);
 /** An absolute path to a file read once at start. */
 const pemFile = z
   .string(says('an absolute path'))
@@ -158,10 +169,7 @@ export const rootSchema = section({
     allowPlaintext: env('VERIFIER_REDIS_ALLOW_PLAINTEXT', flag.optional()).describe(
       'Allow a plain (`redis`, `redis+sentinel`, `redis+cluster`) store URL with a host that is not loopback (`localhost`, 127.0.0.0/8, `[::1]`). Off: such a URL is refused at start; use the `rediss` forms (TLS).',
     ),
-    waitReplicas: env(
-      'VERIFIER_REDIS_WAIT_REPLICAS',
-      z.coerce.number().int().min(0).max(16).optional(),
-    ).describe(
+    waitReplicas: env('VERIFIER_REDIS_WAIT_REPLICAS', replicaCount.optional()).describe(
       'Replicas that must hold each write (revocation, logout `jti`, DPoP proof `jti`) before it counts (`WAIT`); fewer within `waitTimeout` and the write fails as if the store were unreachable. Unset: 1 with `redis+sentinel`, 0 (no wait) otherwise. docs/revocation.md, "Failover", says what it buys.',
     ),
     waitTimeout: env('VERIFIER_REDIS_WAIT_TIMEOUT', positive.prefault('200ms')).describe(

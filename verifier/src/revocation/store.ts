@@ -212,9 +212,10 @@ function connect(url: string, view: View, options: StoreOptions) {
         );
       current = subscription.isUp() && !closed;
     } catch (error) {
+      if (closed) return;
       options.onError?.(`revocation store reload failed: ${(error as Error).message}`);
       // The next reconnection retries; a failed reload on a live connection is retried here.
-      if (!closed) setTimeout(() => void resync(), 1000).unref();
+      setTimeout(() => void resync(), 1000).unref();
     }
   }
 
