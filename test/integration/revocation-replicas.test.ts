@@ -9,14 +9,26 @@ import type { Decision } from '../../verifier/src/decision/decision.js';
 import { statusOf } from '../../verifier/src/testing/answer.js';
 import { mintLogoutToken } from '../../verifier/src/testing/event-tokens.js';
 import {
+  ISSUER,
   mintToken,
   startJwksServer,
   type JwksServer,
 } from '../../verifier/src/testing/fixtures.js';
-import { createReplicas, revocationFile, until } from '../../verifier/src/testing/replicas.js';
+import {
+  boundRequest,
+  createReplicas,
+  revocationFile,
+  until,
+} from '../../verifier/src/testing/replicas.js';
 import type { TestService } from '../../verifier/src/testing/service.js';
 import { startRedisServer, type RedisServer } from '../support/redis-server.js';
-import { startTopology, TOPOLOGIES, type RedisTopology } from '../support/redis-topologies.js';
+import {
+  startTlsRedis,
+  startTopology,
+  TOPOLOGIES,
+  type RedisTopology,
+  type TlsRedis,
+} from '../support/redis-topologies.js';
 
 let jwks: JwksServer;
 const replicas = createReplicas();
@@ -129,11 +141,17 @@ describe('chaos: the Sentinel primary killed while revocations arrive', () => {
   it('loses no accepted revocation: every one is enforced by every replica after the failover', async () => {
     const [a, b] = [await started(topology.url), await started(topology.url)];
     const pushes: Push[] = [];
+    /** What /readyz said while a revocation was refused (no primary reachable). */
+    const readiness = new Set<string>();
     async function push(i: number, at: TestService): Promise<void> {
       const sub = `chaos-${i}`;
       const token = await mintToken({ claims: { sub }, now: seconds() - 10 });
       const answer = await logout(at, await mintLogoutToken({ claims: { sub } }));
       pushes.push({ sub, token, status: answer.status, at: Date.now() });
+      if (answer.status !== 200 && !at.service.revocation!.store.isCurrent()) {
+        const readyz = at.service.routes.readyz();
+        readiness.add(`${readyz.status} ${readyz.body}`);
+      }
     }
     // One revocation every 50 ms, alternating between the replicas, from a second before the kill
     // until ten have been accepted after the promotion (or 30 s have passed).
@@ -181,6 +199,11 @@ describe('chaos: the Sentinel primary killed while revocations arrive', () => {
     );
     expect(lost).toBe(0);
     expect(pushes.length).toBeGreaterThan(20);
+    // `strict` requires revocation checks: while no primary answered, the replicas were unready
+    // and said why.
+    expect([...readiness].length).toBeGreaterThan(0);
+    for (const said of readiness)
+      expect(said).toMatch(/^503 [^]*revocation store unreachable: policies that require/);
   }, 90_000);
 });
 
@@ -241,5 +264,47 @@ describe('a revocation store behind an ACL user and a password', () => {
     expect(wrong.service.revocation!.store.isCurrent()).toBe(false);
     expect([...without.lines, ...wrong.lines].join('\n')).not.toContain(PASSWORD);
     expect(wrong.lines.join('\n')).not.toContain('not-it');
+  });
+});
+
+describe('stores over TLS with a private CA', () => {
+  let tls: TlsRedis;
+  beforeAll(async () => {
+    tls = await startTlsRedis();
+  }, 30_000);
+  afterAll(() => tls.stop());
+
+  const CA_FILE = '/etc/secret-gate/redis/ca.crt';
+  const file = (redis: object) =>
+    replicaFile({
+      revocation: { store: tls.url },
+      dpop: { replayStore: tls.url },
+      redis,
+      policies: {
+        secret: { issuers: [ISSUER], scopes: ['secrets:read'], dpop: 'allowed' },
+        strict: { issuers: [ISSUER], scopes: ['secrets:read'], revocation: 'required' },
+      },
+    });
+
+  it('trusts the server through redis.caFile: revocations and proofs are shared', async () => {
+    const built = replicas.build({}, file({ caFile: CA_FILE }), { [CA_FILE]: tls.ca });
+    await built.service.start();
+    await until(() => built.service.isReady() && built.service.revocation!.store.isCurrent());
+    const token = await mintToken({ claims: { sub: 'tia' }, now: seconds() - 10 });
+    expect((await logout(built, await mintLogoutToken({ claims: { sub: 'tia' } }))).status).toBe(
+      200,
+    );
+    expect((await ask(built, token)).reason).toBe('token_revoked');
+    const request = await boundRequest('https://gate.example.com');
+    expect(statusOf(await built.service.authorize(request))).toBe(204);
+    expect((await built.service.authorize(request)).reason).toBe('dpop_proof_replayed');
+  });
+
+  it('never trusts it without the CA: the store stays unreachable', async () => {
+    const built = replicas.build({}, file({}));
+    await built.service.start();
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(built.service.revocation!.store.isCurrent()).toBe(false);
+    expect(built.lines.join('\n')).toMatch(/revocation store unreachable/);
   });
 });

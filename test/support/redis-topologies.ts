@@ -2,8 +2,8 @@
 // free loopback ports for the replica suites: one node; a primary with two replicas watched by
 // three sentinels (a failover in about two seconds); a cluster of three primaries. Each says the
 // URL the verifier is given, kills its primary (Sentinel promotes a replica) and stops everything.
-import { spawn } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
@@ -183,6 +183,84 @@ async function startCluster(): Promise<RedisTopology> {
     killPrimary: () => Promise.reject(new Error('the test cluster has no replicas to promote')),
     async stop() {
       for (const node of nodes) await node.stop('SIGKILL');
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface TlsRedis {
+  /** `rediss://127.0.0.1:PORT`, the TLS port. */
+  readonly url: string;
+  /** PEM of the private CA that signed the server's certificate (for `redis.caFile`). */
+  readonly ca: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * One node that speaks TLS only to clients, with a certificate for 127.0.0.1 from a CA made for
+ * it (openssl); its plain port, bound to loopback, serves only the start-up check.
+ */
+export async function startTlsRedis(): Promise<TlsRedis> {
+  const dir = await mkdtemp(join(tmpdir(), 'sg-redis-tls-'));
+  const at = (name: string) => join(dir, name);
+  await writeFile(at('san.ext'), 'subjectAltName=IP:127.0.0.1\n');
+  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes'];
+  for (const args of [
+    [
+      'req',
+      '-x509',
+      ...ec,
+      '-keyout',
+      at('ca.key'),
+      '-out',
+      at('ca.crt'),
+      '-days',
+      '1',
+      '-subj',
+      '/CN=secret-gate test CA',
+    ],
+    ['req', ...ec, '-keyout', at('server.key'), '-out', at('server.csr'), '-subj', '/CN=127.0.0.1'],
+    [
+      'x509',
+      '-req',
+      '-in',
+      at('server.csr'),
+      '-CA',
+      at('ca.crt'),
+      '-CAkey',
+      at('ca.key'),
+      '-CAcreateserial',
+      '-out',
+      at('server.crt'),
+      '-days',
+      '1',
+      '-extfile',
+      at('san.ext'),
+    ],
+  ]) {
+    const made = spawnSync('/usr/bin/openssl', args, { stdio: 'ignore' });
+    if (made.status !== 0) throw new Error(`openssl ${args[0]} failed`);
+  }
+  const tlsPort = await freePort();
+  const server = await startRedisServer({
+    args: [
+      '--tls-port',
+      String(tlsPort),
+      '--tls-cert-file',
+      at('server.crt'),
+      '--tls-key-file',
+      at('server.key'),
+      '--tls-ca-cert-file',
+      at('ca.crt'),
+      '--tls-auth-clients',
+      'no',
+    ],
+  });
+  return {
+    url: `rediss://127.0.0.1:${tlsPort}`,
+    ca: await readFile(at('ca.crt'), 'utf8'),
+    async stop() {
+      await server.stop('SIGKILL');
       await rm(dir, { recursive: true, force: true });
     },
   };

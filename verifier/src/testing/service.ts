@@ -11,14 +11,15 @@ export interface TestService {
 
 export function buildService(
   env: Record<string, string>,
-  options: { now?: () => number; file?: unknown } = {},
+  options: { now?: () => number; file?: unknown; files?: Readonly<Record<string, string>> } = {},
 ): TestService {
   const config = loadConfig(
     {
       ...env,
       ...(options.file === undefined ? {} : { VERIFIER_CONFIG: '/test/config.json' }),
     },
-    () => JSON.stringify(options.file),
+    // `files`: other files the configuration names (a CA bundle), by path.
+    (path) => options.files?.[path] ?? JSON.stringify(options.file),
   );
   const { logger, lines } = captureLogger('debug');
   const service = createVerifierService(config, {
