@@ -17,7 +17,8 @@ const MAIN = fileURLToPath(new URL('../../verifier/src/main.ts', import.meta.url
  */
 async function run(
   store: string,
-): Promise<{ code: number | null; stderr: string; listening: boolean }> {
+  env: Record<string, string> = {},
+): Promise<{ code: number | null; stdout: string; stderr: string; listening: boolean }> {
   const listen = `127.0.0.1:${await freePort()}`;
   const child = spawn(process.execPath, ['--import', 'tsx', MAIN], {
     env: {
@@ -27,12 +28,15 @@ async function run(
       VERIFIER_DPOP: 'required',
       VERIFIER_LISTEN: listen,
       VERIFIER_DPOP_REPLAY_STORE: store,
+      ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stderr = '';
   let listening = false;
+  let stdout = '';
   child.stdout.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString();
     if (!chunk.toString().includes('verifier listening')) return;
     listening = true;
     child.kill('SIGKILL');
@@ -42,7 +46,7 @@ async function run(
   return new Promise((resolve) =>
     child.on('exit', (code) => {
       clearTimeout(timer);
-      resolve({ code, stderr, listening });
+      resolve({ code, stdout, stderr, listening });
     }),
   );
 }
@@ -104,6 +108,20 @@ describe('a store URL that does not fit the server', { timeout: 30_000 }, () => 
     const { listening, stderr } = await run(store());
     expect(stderr).toBe('');
     expect(listening).toBe(true);
+  });
+
+  it('logs one deprecation line for each former dpop.replay* name in use, never the password', async () => {
+    const { listening, stdout } = await run(`redis://127.0.0.1:${single.port}`, {
+      VERIFIER_DPOP_REPLAY_PASSWORD: 'former-password',
+      VERIFIER_DPOP_REPLAY_ALLOW_PLAINTEXT: 'true',
+    });
+    expect(listening).toBe(true);
+    const deprecated = stdout.split('\n').filter((line) => line.includes('is deprecated'));
+    expect(deprecated.map((line) => (JSON.parse(line) as { msg: string }).msg)).toEqual([
+      'dpop.replayPassword is deprecated; use redis.password (it applies to both stores)',
+      'dpop.replayAllowPlaintext is deprecated; use redis.allowPlaintext (it applies to both stores)',
+    ]);
+    expect(stdout).not.toContain('former-password');
   });
 
   it.each([
