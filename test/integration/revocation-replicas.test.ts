@@ -4,6 +4,7 @@
 // `required` policies fail closed, `checked` ones serve and count it, and /readyz says so. Then
 // the chaos row: revocations pushed at a steady rate while Sentinel's primary is killed; every
 // accepted one is still enforced on every replica after the failover.
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Decision } from '../../verifier/src/decision/decision.js';
 import { statusOf } from '../../verifier/src/testing/answer.js';
@@ -21,6 +22,7 @@ import {
   until,
 } from '../../verifier/src/testing/replicas.js';
 import type { TestService } from '../../verifier/src/testing/service.js';
+import { watermarkKey } from '../../verifier/src/revocation/watermarks.js';
 import { startRedisServer, type RedisServer } from '../support/redis-server.js';
 import {
   startTlsRedis,
@@ -306,5 +308,50 @@ describe('stores over TLS with a private CA', () => {
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     expect(built.service.revocation!.store.isCurrent()).toBe(false);
     expect(built.lines.join('\n')).toMatch(/revocation store unreachable/);
+  });
+});
+
+describe('watermarks a version before the hash-tagged layout wrote', () => {
+  let redis: RedisServer;
+  beforeAll(async () => {
+    redis = await startRedisServer();
+  });
+  afterAll(() => redis.stop());
+
+  it('are loaded and written back under the new names, so their tokens stay refused', async () => {
+    const key = watermarkKey('sub', ISSUER, 'uma');
+    const raw = new Redis(redis.port, '127.0.0.1');
+    await raw.set(`sg:rev:wm:${key}`, String(seconds()), 'PX', 60_000);
+    const token = await mintToken({ claims: { sub: 'uma' }, now: seconds() - 10 });
+    const upgraded = await started(redis.url);
+    expect((await ask(upgraded, token)).reason).toBe('token_revoked');
+    expect(await raw.get(`sg:{rev}:wm:${key}`)).toBe(String(await raw.get(`sg:rev:wm:${key}`)));
+    raw.disconnect();
+  });
+
+  it('are heard from, and told to, replicas of that version during a rolling upgrade', async () => {
+    const upgraded = await started(redis.url);
+    const raw = new Redis(redis.port, '127.0.0.1');
+    const older = raw.duplicate();
+    const heard: string[] = [];
+    older.on('message', (_channel: string, message: string) => heard.push(message));
+    await older.subscribe('sg:rev:watermarks');
+    // An old replica's announcement: "ttl at key".
+    const token = await mintToken({ claims: { sub: 'ula' }, now: seconds() - 10 });
+    await raw.publish(
+      'sg:rev:watermarks',
+      `60000 ${seconds()} ${watermarkKey('sub', ISSUER, 'ula')}`,
+    );
+    await until(async () => (await ask(upgraded, token)).reason === 'token_revoked', 1_000);
+    // And what the upgraded one receives reaches the old ones.
+    expect((await logout(upgraded, await mintLogoutToken({ claims: { sub: 'ugo' } }))).status).toBe(
+      200,
+    );
+    await until(
+      () => heard.some((message) => message.endsWith(watermarkKey('sub', ISSUER, 'ugo'))),
+      1_000,
+    );
+    raw.disconnect();
+    older.disconnect();
   });
 });

@@ -100,17 +100,17 @@ export function openRedis(
           yield keys;
     },
     /**
-     * Subscribes to `channel` on a connection of its own, again after every reconnection (and in
-     * a Cluster on the node that now serves the channel's slot, with sharded pub/sub): `onUp`
-     * after each subscription, `onDown` when the connection is lost.
+     * Subscribes to `channels` on a connection of its own, again after every reconnection (in a
+     * Cluster to one channel, on the node that now serves its slot, with sharded pub/sub):
+     * `onUp` after each subscription, `onDown` when the connection is lost.
      */
     subscribe(
-      channel: string,
+      channels: readonly [string, ...string[]],
       handlers: { onMessage(message: string): void; onUp(): void; onDown(): void },
     ) {
       return client instanceof Cluster
-        ? followShard(client, node, channel, handlers, onError)
-        : follow(client, channel, handlers, onError);
+        ? followShard(client, node, channels[0], handlers, onError)
+        : follow(client, channels, handlers, onError);
     },
     /** PUBLISH, or SPUBLISH in a Cluster (where classic pub/sub would reach every node). */
     publishCommand: topology === 'cluster' ? 'SPUBLISH' : 'PUBLISH',
@@ -174,13 +174,18 @@ interface Handlers {
 }
 
 /** A single node or a Sentinel primary: a duplicate connection that queues its SUBSCRIBE. */
-function follow(client: Redis, channel: string, handlers: Handlers, onError: (m: string) => void) {
+function follow(
+  client: Redis,
+  channels: readonly string[],
+  handlers: Handlers,
+  onError: (message: string) => void,
+) {
   const subscriber = client.duplicate({ enableOfflineQueue: true, commandTimeout: undefined });
   subscriber.on('error', (error: Error) => onError(error.message));
   subscriber.on('message', (_channel: string, message: string) => handlers.onMessage(message));
   subscriber.on('close', () => handlers.onDown());
   subscriber.on('ready', () => {
-    subscriber.subscribe(channel).then(
+    subscriber.subscribe(...channels).then(
       () => handlers.onUp(),
       (error: Error) => onError(`subscription failed: ${error.message}`),
     );

@@ -34,12 +34,16 @@ type View = LRUCache<string, number>;
 const WATERMARK_PREFIX = 'sg:{rev}:wm:';
 const REPLAY_PREFIX = 'sg:rev:jti:';
 const CHANNEL = 'sg:{rev}:watermarks';
-/** The layout before Cluster support, loaded (and written back under the new names) on reload. */
+/**
+ * The layout before Cluster support, for a rolling upgrade: its keys are loaded (and written back
+ * under the new names) on reload, and outside a Cluster its channel is heard and told too.
+ */
 const LEGACY_PREFIX = 'sg:rev:wm:';
+const LEGACY_CHANNEL = 'sg:rev:watermarks';
 
 /**
  * Keeps the higher watermark, extends the expiry, and tells the other replicas (ARGV[5]: PUBLISH,
- * or SPUBLISH in a Cluster).
+ * or SPUBLISH in a Cluster; ARGV[6], if any, a second channel to PUBLISH on).
  */
 const RAISE = `
 local held = redis.call('GET', KEYS[1])
@@ -50,7 +54,9 @@ if held and tonumber(held) >= tonumber(ARGV[1]) then
   return 0
 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-redis.call(ARGV[5], ARGV[3], ARGV[2] .. ' ' .. ARGV[1] .. ' ' .. ARGV[4])
+local message = ARGV[2] .. ' ' .. ARGV[1] .. ' ' .. ARGV[4]
+redis.call(ARGV[5], ARGV[3], message)
+if ARGV[6] then redis.call('PUBLISH', ARGV[6], message) end
 return 1
 `;
 
@@ -135,7 +141,8 @@ function connect(url: string, view: View, options: StoreOptions) {
   let current = false;
   let closed = false;
   // A subscribed connection can run no other command, so the view is fed by a second one.
-  const subscription = shared.subscribe(CHANNEL, {
+  const cluster = shared.topology === 'cluster';
+  const subscription = shared.subscribe(cluster ? [CHANNEL] : [CHANNEL, LEGACY_CHANNEL], {
     // "ttl at key": the key, which may hold spaces, is last.
     onMessage(message) {
       const [ttl, at, ...key] = message.split(' ');
@@ -170,6 +177,7 @@ function connect(url: string, view: View, options: StoreOptions) {
       CHANNEL,
       key,
       shared.publishCommand,
+      ...(cluster ? [] : [LEGACY_CHANNEL]),
     ] as const;
 
   /**
@@ -182,8 +190,7 @@ function connect(url: string, view: View, options: StoreOptions) {
     try {
       /** Keys whose watermark the server holds at least as high as the view. */
       const held = new Set<string>();
-      const prefixes =
-        shared.topology === 'cluster' ? [WATERMARK_PREFIX] : [WATERMARK_PREFIX, LEGACY_PREFIX];
+      const prefixes = cluster ? [WATERMARK_PREFIX] : [WATERMARK_PREFIX, LEGACY_PREFIX];
       await send('load', async () => {
         for (const prefix of prefixes)
           for await (const keys of shared.scan(`${prefix}*`)) {
