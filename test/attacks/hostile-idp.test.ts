@@ -141,9 +141,9 @@ describe('key and introspection URLs in plain http', () => {
     });
     expect(run.status).toBe(2);
     expect(run.stderr).toContain(
-      'VERIFIER_DPOP_REPLAY_STORE: plain redis:// to a host that is not loopback',
+      'VERIFIER_DPOP_REPLAY_STORE: plain redis to a host that is not loopback',
     );
-    expect(run.stderr).toContain('VERIFIER_DPOP_REPLAY_ALLOW_PLAINTEXT=true');
+    expect(run.stderr).toContain('VERIFIER_REDIS_ALLOW_PLAINTEXT=true');
     expect(run.stderr).not.toContain('hunter2-password');
   });
 });

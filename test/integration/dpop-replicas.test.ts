@@ -1,48 +1,58 @@
-// Two verifier replicas sharing one real redis-server as their DPoP replay store: a proof used at
-// one replica is refused at the other, and an unreachable store fails closed for `required`; a
-// store with a password is reached with the one the configuration names (a variable or a file).
+// Two verifier replicas sharing a real Redis as their DPoP replay store, one assertion table run on
+// a single node, a Sentinel primary with two replicas and a three-primary Cluster: a proof used at
+// one replica is refused at the other, and an unreachable store fails closed for `required`. The
+// chaos row kills Sentinel's primary while proofs arrive: no proof accepted before, during or after
+// the failover is accepted again at another replica. A store with a user and password is reached
+// with the ones the configuration names (a variable or a file).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Decision } from '../../verifier/src/decision/decision.js';
 import { answerOf, statusOf } from '../../verifier/src/testing/answer.js';
 import { signProof } from '../../verifier/src/testing/dpop-proof.js';
 import { startJwksServer, type JwksServer } from '../../verifier/src/testing/fixtures.js';
-import { boundRequest, createReplicas, dpopFile } from '../../verifier/src/testing/replicas.js';
+import {
+  boundRequest,
+  createReplicas,
+  dpopFile,
+  until,
+} from '../../verifier/src/testing/replicas.js';
 import { buildService, type TestService } from '../../verifier/src/testing/service.js';
 import { startRedisServer, type RedisServer } from '../support/redis-server.js';
+import { startTopology, TOPOLOGIES, type RedisTopology } from '../support/redis-topologies.js';
 
 const ORIGIN = 'https://gate.example.com';
-let redis: RedisServer;
 let jwks: JwksServer;
 /** Every replica built here, stopped after the suite. */
 const built = createReplicas();
-const replicas: TestService[] = [];
-let strict: TestService;
 
 async function untilReady(service: TestService['service']): Promise<void> {
   await service.start();
-  for (let i = 0; i < 100 && !service.isReady(); i++)
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  expect(service.isReady()).toBe(true);
+  await until(() => service.isReady(), 10_000);
 }
 
 beforeAll(async () => {
-  redis = await startRedisServer();
   jwks = await startJwksServer(['rsaA']);
-  const env = { VERIFIER_DPOP_REPLAY_STORE: redis.url };
-  for (let i = 0; i < 2; i++) replicas.push(built.build(env, dpopFile(jwks.url, 'allowed')));
-  strict = built.build(env, dpopFile(jwks.url, 'required'));
-  for (const replica of [...replicas, strict]) await untilReady(replica.service);
 });
 afterAll(async () => {
   await built.stopAll();
   await jwks.close();
-  await redis.stop();
 });
 
 const ask = (replica: TestService, request: object): Promise<Decision> =>
   Promise.resolve(replica.service.authorize(request));
 
-describe('DPoP replay store shared through Redis', () => {
+describe.each(TOPOLOGIES)('DPoP replay store shared through Redis (%s)', (name) => {
+  let topology: RedisTopology;
+  const replicas: TestService[] = [];
+  let strict: TestService;
+  beforeAll(async () => {
+    topology = await startTopology(name);
+    const env = { VERIFIER_DPOP_REPLAY_STORE: topology.url };
+    for (let i = 0; i < 2; i++) replicas.push(built.build(env, dpopFile(jwks.url, 'allowed')));
+    strict = built.build(env, dpopFile(jwks.url, 'required'));
+    for (const replica of [...replicas, strict]) await untilReady(replica.service);
+  }, 60_000);
+  afterAll(() => topology.stop());
+
   it('refuses at a second replica a proof the first one accepted', async () => {
     const request = await boundRequest(ORIGIN);
     expect(statusOf(await ask(replicas[0]!, request))).toBe(204);
@@ -66,7 +76,7 @@ describe('DPoP replay store shared through Redis', () => {
   });
 
   it('with Redis gone: required fails closed, allowed checks replays in each process', async () => {
-    await redis.stop();
+    await topology.stop();
     const forStrict = await boundRequest(ORIGIN);
     const refused = await ask(strict, forStrict);
     expect(statusOf(refused)).toBe(401);
@@ -76,6 +86,56 @@ describe('DPoP replay store shared through Redis', () => {
     expect(statusOf(await ask(replicas[0]!, request))).toBe(204);
     expect((await ask(replicas[0]!, request)).reason).toBe('dpop_proof_replayed');
   });
+});
+
+describe('chaos: the Sentinel primary killed while proofs arrive', () => {
+  let topology: RedisTopology;
+  beforeAll(async () => {
+    topology = await startTopology('sentinel');
+  }, 60_000);
+  afterAll(() => topology.stop());
+
+  it('accepts no replay: each proof accepted around the failover is refused at the other replica', async () => {
+    const env = { VERIFIER_DPOP_REPLAY_STORE: topology.url };
+    const [first, second] = [0, 1].map(() => built.build(env, dpopFile(jwks.url, 'required')));
+    for (const replica of [first!, second!]) await untilReady(replica.service);
+    const accepted: object[] = [];
+    let refused = 0;
+    let failedOver = false;
+    let killedAt = Number.POSITIVE_INFINITY;
+    let acceptedAfter = 0;
+    const killing = (async () => {
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      killedAt = Date.now();
+      await topology.killPrimary();
+      failedOver = true;
+    })();
+    // One proof every 50 ms at the first replica until ten are accepted after the promotion.
+    const stopAt = Date.now() + 30_000;
+    while (!(failedOver && acceptedAfter >= 10) && Date.now() < stopAt) {
+      const request = await boundRequest(ORIGIN);
+      const decision = await ask(first!, request);
+      if (statusOf(decision) === 204) {
+        accepted.push(request);
+        if (Date.now() > killedAt) acceptedAfter++;
+      } else {
+        expect(decision.reason).toBe('dpop_replay_unavailable');
+        refused++;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    await killing;
+
+    let replaysAccepted = 0;
+    for (const request of accepted)
+      if (statusOf(await ask(second!, request)) === 204) replaysAccepted++;
+    console.log(
+      `sentinel failover: ${accepted.length} proofs accepted, ${refused} refused while no ` +
+        `primary answered, ${replaysAccepted} replays accepted`,
+    );
+    expect(replaysAccepted).toBe(0);
+    expect(acceptedAfter).toBeGreaterThanOrEqual(10);
+  }, 90_000);
 });
 
 describe('a replay store that wants a password', () => {
@@ -92,7 +152,8 @@ describe('a replay store that wants a password', () => {
       {
         file: {
           ...dpopFile(jwks.url, 'required'),
-          dpop: { replayStore: guarded.url, replayPassword: { env: 'REDIS_PASSWORD' } },
+          dpop: { replayStore: guarded.url },
+          redis: { password: { env: 'REDIS_PASSWORD' } },
         },
       },
     );

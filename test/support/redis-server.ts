@@ -17,19 +17,30 @@ export interface RedisServer {
 }
 
 export const REDIS_SERVER_BINARY = '/usr/bin/redis-server';
+export const REDIS_SENTINEL_BINARY = '/usr/bin/redis-sentinel';
 
 /**
  * `requirePass`: the server refuses every command until a client sends `AUTH` with it.
  * `port`: listen there (a server started again where clients expect it) instead of a free one.
  * `dataDir`: keep the keys in `dump.rdb` there across a SIGTERM.
+ * `args`: more `--option value` pairs (a replica's `--replicaof`, cluster mode).
+ * `sentinelConfig`: start redis-sentinel on this (writable) configuration file instead.
  */
 export async function startRedisServer(
-  options: { requirePass?: string; port?: number; dataDir?: string } = {},
+  options: {
+    requirePass?: string;
+    port?: number;
+    dataDir?: string;
+    args?: readonly string[];
+    sentinelConfig?: string;
+  } = {},
 ): Promise<RedisServer> {
   const port = options.port ?? (await freePort());
+  const sentinel = options.sentinelConfig === undefined ? [] : [options.sentinelConfig];
   const child: ChildProcess = spawn(
-    REDIS_SERVER_BINARY,
+    sentinel.length > 0 ? REDIS_SENTINEL_BINARY : REDIS_SERVER_BINARY,
     [
+      ...sentinel,
       '--port',
       String(port),
       '--bind',
@@ -40,6 +51,7 @@ export async function startRedisServer(
       '--appendonly',
       'no',
       ...(options.requirePass === undefined ? [] : ['--requirepass', options.requirePass]),
+      ...(options.args ?? []),
     ],
     { stdio: 'ignore' },
   );

@@ -6,6 +6,7 @@ import { ConfigError, loadConfig } from './config/load.js';
 import type { VerifierConfig } from './config/model.js';
 import { printableConfig } from './config/print.js';
 import { createLogger } from './log.js';
+import { deprecatedRedisSettings, storeTopologyProblem } from './redis/connection.js';
 import { createVerifierService } from './service.js';
 import { describe } from './http/transport.js';
 import { createEdgeKeyFile } from './http/edge-key.js';
@@ -47,6 +48,13 @@ async function main(argv: readonly string[]): Promise<void> {
   }
 
   const logger = createLogger(config.logLevel);
+  for (const line of deprecatedRedisSettings(config)) logger.warn(line);
+  // A Cluster URL at a node without cluster mode (and the like) is found only by asking it.
+  const topology = await storeTopologyProblem(config);
+  if (topology !== undefined) {
+    process.stderr.write(`invalid verifier configuration: ${topology}\n`);
+    process.exit(EXIT_CONFIG);
+  }
   const service = createVerifierService(config, { logger });
   await service.listen();
   logger.info(

@@ -12,6 +12,7 @@ import { createKeySet, type KeySet } from './token/key-set.js';
 import type { Logger } from './log.js';
 import { createMetrics } from './metrics.js';
 import { createOpaqueVerifier, type OpaqueVerifier } from './token/opaque-verifier.js';
+import { redisSettingsOf } from './redis/connection.js';
 import { createRevocationRuntime } from './revocation/index.js';
 import { createCallLimit } from './http/call-limit.js';
 import { createEdgeCheck } from './http/edge-key.js';
@@ -70,7 +71,7 @@ export function createVerifierService(
 
   // Only built when a policy reads DPoP, so a bearer-only gate never connects to a replay store.
   const dpop = policies.some((policy) => policy.dpop !== 'off')
-    ? createDpopRuntime(config.dpop, { now, logger })
+    ? createDpopRuntime(config.dpop, { now, logger, redis: redisSettingsOf(config) })
     : undefined;
   const revocation = createRevocationRuntime(config, {
     keySets,

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
+import { deprecatedRedisSettings, redisSettingsOf } from '../redis/connection.js';
 import { ConfigError, loadConfig } from './load.js';
 
 const minimal = { VERIFIER_ISSUER: 'https://idp.test', VERIFIER_AUDIENCE: 'secret-gate-api' };
@@ -527,7 +528,7 @@ describe('DPoP settings', () => {
       iatWindow: 60,
       replayStore: 'memory',
       replayPassword: undefined,
-      replayAllowPlaintext: false,
+      replayAllowPlaintext: undefined,
       replayMaxEntries: 1_000_000,
       nonceKey: undefined,
     });
@@ -553,8 +554,11 @@ describe('DPoP settings', () => {
     ['redis://cache:6379', false],
     ['redis://10.0.0.7:6379/2', false],
     ['redis://user:pw@cache.internal', false],
-    ['redis://[not-a-host', false],
+    ['redis+sentinel://127.0.0.1:26379,10.0.0.8:26379/gate', false],
+    ['redis+cluster://cache-0:6379,cache-1:6379', false],
     ['redis://127.0.0.1:6379', true],
+    ['redis+sentinel://127.0.0.1:26379,localhost:26380/gate', true],
+    ['rediss+cluster://cache-0:6379,cache-1:6379', true],
     ['redis://localhost:6379', true],
     ['redis://[::1]:6379', true],
     ['rediss://cache:6379', true],
@@ -563,8 +567,89 @@ describe('DPoP settings', () => {
     if (accepted) expect(loadConfig(env).dpop.replayStore).toBe(url);
     else
       expect(problemsOf(env)).toEqual([
-        'VERIFIER_DPOP_REPLAY_STORE: plain redis:// to a host that is not loopback; use rediss://, or opt in with "replayAllowPlaintext": true (VERIFIER_DPOP_REPLAY_ALLOW_PLAINTEXT=true)',
+        'VERIFIER_DPOP_REPLAY_STORE: plain redis to a host that is not loopback; use a rediss:// form, or opt in with "redis.allowPlaintext": true (VERIFIER_REDIS_ALLOW_PLAINTEXT=true)',
       ]);
+  });
+
+  it.each([
+    [
+      'memcached://cache:11211',
+      'unknown scheme "memcached://"; expected one of redis://, rediss://',
+    ],
+    [
+      'redis+sentinel://s1:26379,s2:26379',
+      'redis+sentinel:// needs the master name after the hosts',
+    ],
+    ['redis+sentinel:///gate', 'redis+sentinel:// names no host'],
+    ['redis+cluster://', 'redis+cluster:// names no host'],
+    ['redis://[not-a-host', '"[not-a-host" is not a host[:port]'],
+  ])('refuses the store URL %s at start with one line', (url, problem) => {
+    for (const [name, env] of [
+      ['VERIFIER_DPOP_REPLAY_STORE', { ...single, VERIFIER_DPOP_REPLAY_STORE: url }],
+      ['VERIFIER_REVOCATION_STORE', { ...single, VERIFIER_REVOCATION_STORE: url }],
+    ] as const) {
+      const problems = problemsOf(env);
+      expect(problems).toHaveLength(1);
+      expect(problems[0]).toMatch(new RegExp(`^${name}: `));
+      expect(problems[0]).toContain(problem);
+    }
+  });
+
+  it.each(['abc', '17', '-1'])('refuses %s replicas to wait for', (value) => {
+    expect(problemsOf({ ...single, VERIFIER_REDIS_WAIT_REPLICAS: value })).toEqual([
+      `VERIFIER_REDIS_WAIT_REPLICAS: expected a number of replicas from 0 to 16, got "${value}"`,
+    ]);
+  });
+
+  it('reads the redis section for both stores, and the deprecated dpop names as fallbacks', () => {
+    const files: Record<string, string> = {
+      '/x.json': JSON.stringify({
+        issuers: [{ issuer: 'https://idp.test', audience: 'api' }],
+        policies: { secret: { issuers: ['https://idp.test'], dpop: 'required' } },
+        dpop: { replayStore: 'rediss+sentinel://s1,s2,s3/gate' },
+        revocation: { store: 'redis+cluster://cache-0,cache-1' },
+        redis: {
+          username: 'gate',
+          password: { file: '/run/secrets/redis-password' },
+          caFile: '/etc/redis-ca/ca.crt',
+          allowPlaintext: true,
+          waitReplicas: 2,
+          waitTimeout: '50ms',
+        },
+      }),
+      '/run/secrets/redis-password': 'from-the-file\n',
+      '/etc/redis-ca/ca.crt': '-----BEGIN CERTIFICATE-----\n',
+    };
+    const config = loadConfig({ VERIFIER_CONFIG: '/x.json' }, (path) => files[path] ?? '');
+    expect(config.redis).toEqual({
+      username: 'gate',
+      password: 'from-the-file',
+      sentinelPassword: undefined,
+      caFile: '-----BEGIN CERTIFICATE-----\n',
+      allowPlaintext: true,
+      waitReplicas: 2,
+      waitTimeout: 0.05,
+    });
+    expect(redisSettingsOf(config)).toMatchObject({ password: 'from-the-file', waitReplicas: 2 });
+    expect(deprecatedRedisSettings(config)).toEqual([]);
+
+    const old = loadConfig({
+      ...single,
+      VERIFIER_DPOP_REPLAY_STORE: 'redis://cache:6379',
+      VERIFIER_DPOP_REPLAY_PASSWORD: 'old-password',
+      VERIFIER_DPOP_REPLAY_ALLOW_PLAINTEXT: 'true',
+    });
+    expect(redisSettingsOf(old).password).toBe('old-password');
+    expect(deprecatedRedisSettings(old)).toEqual([
+      'dpop.replayPassword is deprecated; use redis.password (it applies to both stores)',
+      'dpop.replayAllowPlaintext is deprecated; use redis.allowPlaintext (it applies to both stores)',
+    ]);
+    const both = loadConfig({
+      ...single,
+      VERIFIER_REDIS_PASSWORD: 'new-password',
+      VERIFIER_DPOP_REPLAY_PASSWORD: 'old-password',
+    });
+    expect(redisSettingsOf(both).password).toBe('new-password');
   });
 
   it('takes plain redis:// to another host only when the operator opts in', () => {
@@ -638,7 +723,7 @@ describe('DPoP settings', () => {
       'VERIFIER_DPOP:',
       'VERIFIER_DPOP_ALGORITHMS',
       'VERIFIER_DPOP_IAT_WINDOW: must be between 1s and 10m',
-      'VERIFIER_DPOP_REPLAY_STORE: expected memory or a redis://',
+      'VERIFIER_DPOP_REPLAY_STORE: unknown scheme "memcached://"',
       'VERIFIER_DPOP_NONCE_KEY: must be at least 32 bytes',
     ])
       expect(problems.some((problem) => problem.startsWith(name))).toBe(true);

@@ -3,6 +3,7 @@
 // and docs/configuration.md derive from it. `checkConfig` holds the rules between settings.
 import { z } from 'zod';
 import { cloudFrontSection } from '../cloudfront/gate-config.js';
+import { onLoopback, parseRedisUrl } from '../redis/url.js';
 import { ALWAYS_REFUSED, checkPresetIssuer, PRESET_NAMES } from './presets.js';
 import {
   algorithms,
@@ -12,7 +13,6 @@ import {
   duration,
   flag,
   insecureUrlProblem,
-  isLoopbackHost,
   list,
   listen,
   oneOf,
@@ -24,6 +24,7 @@ import {
   text,
   typ,
   url,
+  Deferred,
   DEFAULT_LISTEN,
   type Listen,
   type Loaded,
@@ -41,11 +42,29 @@ const env = <T extends z.ZodType>(name: string, kind: T): T => kind.meta({ env: 
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 const logLevel = oneOf(LOG_LEVELS, `one of ${LOG_LEVELS.join(', ')}`);
-/** Where replicas share state: in this process, or a Redis every replica reaches. */
-const redisStore = text.regex(
-  /^(?:memory|rediss?:\/\/\S+)$/,
-  'expected memory or a redis:// / rediss:// URL',
-);
+/** Where replicas share state: in this process, or a Redis every replica reaches (redis/url.ts). */
+const redisStore = text.superRefine((value, ctx) => {
+  const target = value === 'memory' ? undefined : parseRedisUrl(value);
+  if (typeof target === 'string') ctx.addIssue(target);
+});
+/** How many replicas a write waits for: 0 (none) to 16, as a number or a string of digits. */
+const replicasSaid = says('a number of replicas from 0 to 16');
+const replicaCount = z
+  .union(
+    [
+      z.number(replicasSaid).int(replicasSaid).min(0, replicasSaid).max(16, replicasSaid),
+      z.string(replicasSaid).regex(/^(?:\d|1[0-6])$/, replicasSaid),
+    ],
+    replicasSaid,
+  )
+  .transform(Number);
+/** An absolute path to a file read once at start. */
+const pemFile = z
+  .string(says('an absolute path'))
+  .regex(/^\//, 'expected an absolute path')
+  .transform((path) => new Deferred((io, fail) => io.read(path, fail)));
+const STORE_FORMS =
+  '`redis://host:6379`, `rediss://…` (TLS), `redis+sentinel://h1:26379,h2:26379/MASTER`, `redis+cluster://h1:6379,h2:6379` (and their `rediss+` forms; docs/deploy.md)';
 /** Intervals the verifier waits or keeps something for, and timeouts: never zero. */
 const atLeast1s = duration.refine((seconds) => seconds >= 1, 'must be at least 1s');
 const positive = duration.refine((seconds) => seconds > 0, 'must be greater than 0');
@@ -128,25 +147,49 @@ export const rootSchema = section({
       "A proof's `iat` may differ from now by this much either way (1s–10m); its `jti` is remembered twice as long.",
     ),
     replayStore: env('VERIFIER_DPOP_REPLAY_STORE', redisStore.prefault('memory')).describe(
-      '`memory` (one process) or a `rediss://` URL every replica shares (`redis://` only to loopback unless `replayAllowPlaintext`). When it does not answer, `required` policies refuse (401) and `allowed` ones check replays per process.',
+      `\`memory\` (one process) or a Redis URL every replica shares: ${STORE_FORMS}; plain forms only to loopback unless \`redis.allowPlaintext\`. Connection settings in \`redis\`. When it does not answer, \`required\` policies refuse (401) and \`allowed\` ones check replays per process.`,
     ),
     replayPassword: env('VERIFIER_DPOP_REPLAY_PASSWORD', secret().optional()).describe(
-      'Password of the replay store (Redis `AUTH`), instead of one inside the URL: a string, `{ "file": "/path" }` (a mounted Kubernetes Secret; one trailing newline dropped) or `{ "env": "NAME" }` (a variable outside the `VERIFIER_` prefix), read once at start.',
+      'Deprecated: use `redis.password` (a deprecation line is logged at start; `redis.password` wins when both are set).',
     ),
-    replayAllowPlaintext: env('VERIFIER_DPOP_REPLAY_ALLOW_PLAINTEXT', offByDefault).describe(
-      'Allow a plain `redis://` replay store on a host that is not loopback (`localhost`, 127.0.0.0/8, `[::1]`). Off: such a URL is refused at start; use `rediss://` (TLS).',
+    replayAllowPlaintext: env('VERIFIER_DPOP_REPLAY_ALLOW_PLAINTEXT', flag.optional()).describe(
+      'Deprecated: use `redis.allowPlaintext` (a deprecation line is logged at start).',
     ),
     replayMaxEntries: env('VERIFIER_DPOP_REPLAY_MAX_ENTRIES', count.prefault('1000000')).describe(
       'Bound of the in-process replay store; when it is full of live `jti`s new proofs are refused rather than one forgotten.',
     ),
     nonceKey: env('VERIFIER_DPOP_NONCE_KEY', secret(32).optional()).describe(
-      'At least 32 bytes shared by every replica: turns on stateless server nonces (`DPoP-Nonce`, an HMAC of the time window). A string, `{ "file": "/path" }` or `{ "env": "NAME" }` like `replayPassword`. Unset: no nonces.',
+      'At least 32 bytes shared by every replica: turns on stateless server nonces (`DPoP-Nonce`, an HMAC of the time window). A string, `{ "file": "/path" }` or `{ "env": "NAME" }` like `redis.password`. Unset: no nonces.',
+    ),
+  }).prefault({}),
+  /** How both shared stores (`dpop.replayStore`, `revocation.store`) reach their Redis. */
+  redis: section({
+    username: env('VERIFIER_REDIS_USERNAME', text.optional()).describe(
+      'ACL user name (Redis 6+, Valkey) of both stores, instead of one in the URL.',
+    ),
+    password: env('VERIFIER_REDIS_PASSWORD', secret().optional()).describe(
+      'Password of both stores (`AUTH`), instead of one inside the URL (which it wins over): a string, `{ "file": "/path" }` (a mounted Kubernetes Secret; one trailing newline dropped) or `{ "env": "NAME" }` (a variable outside the `VERIFIER_` prefix), read once at start.',
+    ),
+    sentinelPassword: env('VERIFIER_REDIS_SENTINEL_PASSWORD', secret().optional()).describe(
+      "The sentinels' own password (`requirepass` in sentinel.conf), like `password`; unset, the sentinels are asked without `AUTH`.",
+    ),
+    caFile: env('VERIFIER_REDIS_CA_FILE', pemFile.optional()).describe(
+      "PEM file of the CAs that sign the servers' certificates for the `rediss` forms, read once at start; unset, the system's CAs.",
+    ),
+    allowPlaintext: env('VERIFIER_REDIS_ALLOW_PLAINTEXT', flag.optional()).describe(
+      'Allow a plain (`redis`, `redis+sentinel`, `redis+cluster`) store URL with a host that is not loopback (`localhost`, 127.0.0.0/8, `[::1]`). Off: such a URL is refused at start; use the `rediss` forms (TLS).',
+    ),
+    waitReplicas: env('VERIFIER_REDIS_WAIT_REPLICAS', replicaCount.optional()).describe(
+      'Replicas that must hold each write (revocation, logout `jti`, DPoP proof `jti`) before it counts (`WAIT`); fewer within `waitTimeout` and the write fails as if the store were unreachable. Unset: 1 with `redis+sentinel`, 0 (no wait) otherwise. docs/revocation.md, "Failover", says what it buys.',
+    ),
+    waitTimeout: env('VERIFIER_REDIS_WAIT_TIMEOUT', positive.prefault('200ms')).describe(
+      'How long a write waits for `waitReplicas`.',
     ),
   }).prefault({}),
   /** Pushed revocation (docs/revocation.md): back-channel logout, Shared Signals, one store. */
   revocation: section({
     store: env('VERIFIER_REVOCATION_STORE', redisStore.prefault('memory')).describe(
-      '`memory` (one process) or a `redis://` / `rediss://` URL every replica shares (revocation watermarks and the `jti`s of received logout tokens and SETs).',
+      `\`memory\` (one process) or a Redis URL every replica shares (revocation watermarks and the \`jti\`s of received logout tokens and SETs): ${STORE_FORMS}. Connection settings in \`redis\`.`,
     ),
     maxLatency: env('VERIFIER_REVOCATION_MAX_LATENCY', atLeast1s.prefault('6s')).describe(
       "Longest time a revoked token may still get its secret through NGINX's edge cache while a receiver is on: the edge reuse becomes at most this minus 1 s (NGINX expires entries in whole seconds), and never more than `cache.edgeTtl`.",
@@ -423,7 +466,7 @@ export interface Sections {
 }
 
 const PLAIN_REDIS =
-  'plain redis:// to a host that is not loopback; use rediss://, or opt in with "replayAllowPlaintext": true (VERIFIER_DPOP_REPLAY_ALLOW_PLAINTEXT=true)';
+  'plain redis to a host that is not loopback; use a rediss:// form, or opt in with "redis.allowPlaintext": true (VERIFIER_REDIS_ALLOW_PLAINTEXT=true)';
 
 /**
  * The rules between settings, the ones a schema cannot say, in one pass with the schema's own
@@ -437,14 +480,18 @@ export function checkConfig(
   if (root !== undefined) {
     if (root.jwks.maxStale < root.jwks.refresh)
       report('jwks.maxStale', `must be at least ${label('jwks.refresh')}`);
-    // Proofs' `jti`s, revocations and the stores' password would cross the network in clear; the
-    // revocation store shares the replay store's opt-in. An unparsable URL is no loopback either.
-    const inClear = (store: string) =>
-      store.startsWith('redis://') && !isLoopbackHost(URL.parse(store)?.hostname ?? '');
-    const { replayStore, replayAllowPlaintext } = root.dpop;
-    const stores = { 'dpop.replayStore': replayStore, 'revocation.store': root.revocation.store };
+    // Proofs' `jti`s, revocations and the stores' password would cross the network in clear.
+    const inClear = (store: string) => {
+      const target = store === 'memory' ? undefined : parseRedisUrl(store);
+      return typeof target === 'object' && !target.tls && !onLoopback(target);
+    };
+    const allowPlaintext = root.redis.allowPlaintext ?? root.dpop.replayAllowPlaintext ?? false;
+    const stores = {
+      'dpop.replayStore': root.dpop.replayStore,
+      'revocation.store': root.revocation.store,
+    };
     for (const [path, store] of Object.entries(stores))
-      if (!replayAllowPlaintext && inClear(store)) report(path, PLAIN_REDIS);
+      if (!allowPlaintext && inClear(store)) report(path, PLAIN_REDIS);
     const where = (at: Listen) => (at.kind === 'unix' ? at.path : `${at.host}:${at.port}`);
     if (root.metricsListen !== undefined && where(root.metricsListen) === where(root.listen))
       report('metricsListen', `must differ from ${label('listen')}`);

@@ -5,6 +5,7 @@ import type { DpopConfig } from '../config/model.js';
 import { withHeaders, type DpopOutcome, type DpopStep } from '../decision/decision.js';
 import { VerifyError, type DenyCode } from '../errors.js';
 import type { Logger } from '../log.js';
+import type { RedisSettings } from '../redis/connection.js';
 import { dpopDenial } from './challenge.js';
 import { externalUrl } from './htu.js';
 import { createNonceSource } from './nonce.js';
@@ -22,7 +23,7 @@ import { createMemoryReplayStore } from './replay-store.js';
  */
 export function createDpopRuntime(
   config: DpopConfig,
-  options: { now: () => number; logger: Logger },
+  options: { now: () => number; logger: Logger; redis: RedisSettings },
 ) {
   const { now, logger } = options;
   const { algorithms, iatWindow } = config;
@@ -38,7 +39,7 @@ export function createDpopRuntime(
       ? memory
       : createRedisReplayStore({
           url: config.replayStore,
-          password: config.replayPassword,
+          redis: options.redis,
           onError: (message) => logger.warn({ err: message }, 'DPoP replay store unreachable'),
         });
   let lastStoreWarning = 0;

@@ -5,6 +5,7 @@ import type { VerifierConfig } from '../config/model.js';
 import type { Answer, Receiver } from '../decision/decision.js';
 import type { Logger } from '../log.js';
 import type { Metrics, RevocationChannel } from '../metrics.js';
+import { redisSettingsOf } from '../redis/connection.js';
 import { createEndpointResolver } from '../token/discovery.js';
 import { createKeySet, type KeySet } from '../token/key-set.js';
 import {
@@ -44,7 +45,7 @@ export function createRevocationRuntime(
   let lastStoreWarning = 0;
   const store = createRevocationStore({
     url: settings.store === 'memory' ? undefined : settings.store,
-    password: config.dpop.replayPassword,
+    redis: redisSettingsOf(config),
     viewMaxEntries: settings.viewMaxEntries,
     replayMaxEntries: settings.replayMaxEntries,
     now,

@@ -2,8 +2,8 @@
 // synchronous from an in-process view, so the check costs a map lookup per request (cache hits
 // included); with a Redis (or Valkey) URL, writes go to that server and every replica mirrors it.
 // docs/revocation.md, "Across a Redis outage", says what a user sees when it fails.
-import { Redis } from 'ioredis';
 import { LRUCache } from 'lru-cache';
+import { openRedis, type RedisSettings } from '../redis/connection.js';
 import { ReceiverError } from './event-token.js';
 
 export type RevocationStore = ReturnType<typeof createRevocationStore>;
@@ -11,8 +11,8 @@ export type RevocationStore = ReturnType<typeof createRevocationStore>;
 interface StoreOptions {
   /** The shared server; undefined keeps everything in this process. */
   readonly url: string | undefined;
-  /** Redis `AUTH` password read at start (`dpop.replayPassword`); wins over one in the URL. */
-  readonly password?: string | undefined;
+  /** User, password (read at start; wins over one in the URL), CA, replica acknowledgement. */
+  readonly redis?: Partial<RedisSettings>;
   /** Bound of the watermark view (`revocation.viewMaxEntries`). */
   readonly viewMaxEntries: number;
   /** Bound of the in-process `jti` set (`revocation.replayMaxEntries`). */
@@ -29,15 +29,27 @@ type Operation = 'revoke' | 'remember' | 'load';
 /** Values with their own expiry (ms), on the store's clock. */
 type View = LRUCache<string, number>;
 
-const WATERMARK_PREFIX = 'sg:rev:wm:';
+// Every watermark and their channel share the hash slot of `{rev}`, so in a Cluster one node
+// holds them all: the script, the reload's MULTI and the write-back pipeline stay in one slot, and
+// sharded pub/sub reaches every replica from that node. The `jti`s are one key per command.
+const WATERMARK_PREFIX = 'sg:{rev}:wm:';
 const REPLAY_PREFIX = 'sg:rev:jti:';
-const CHANNEL = 'sg:rev:watermarks';
+const CHANNEL = 'sg:{rev}:watermarks';
+/**
+ * The layout before Cluster support, for a rolling upgrade: its keys are loaded (and written back
+ * under the new names) on reload, and outside a Cluster its channel is heard and told too.
+ */
+const LEGACY_PREFIX = 'sg:rev:wm:';
+const LEGACY_CHANNEL = 'sg:rev:watermarks';
 /** The subscriber is PINGed this often; an answer later than the next PING marks it not current. */
 const HEARTBEAT_MS = 1000;
 /** While a watermark published by another replica is missing from the view, a reload this often. */
 const OVERFLOW_RELOAD_MS = 10_000;
 
-/** Keeps the higher watermark, extends the expiry, and tells the other replicas. */
+/**
+ * Keeps the higher watermark, extends the expiry, and tells the other replicas (ARGV[5]: PUBLISH,
+ * or SPUBLISH in a Cluster; ARGV[6], if any, a second channel to PUBLISH on).
+ */
 const RAISE = `
 local held = redis.call('GET', KEYS[1])
 if held and tonumber(held) >= tonumber(ARGV[1]) then
@@ -47,7 +59,9 @@ if held and tonumber(held) >= tonumber(ARGV[1]) then
   return 0
 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-redis.call('PUBLISH', ARGV[3], ARGV[2] .. ' ' .. ARGV[1] .. ' ' .. ARGV[4])
+local message = ARGV[2] .. ' ' .. ARGV[1] .. ' ' .. ARGV[4]
+redis.call(ARGV[5], ARGV[3], message)
+if ARGV[6] then redis.call('PUBLISH', ARGV[6], message) end
 return 1
 `;
 
@@ -144,19 +158,10 @@ export function createRevocationStore(options: StoreOptions) {
   };
 }
 
-/** The Redis side, with the DPoP replay store's client settings (no offline queue, short timeouts). */
+/** The Redis side, through the connection layer both stores share (redis/connection.ts). */
 function connect(url: string, view: View, options: StoreOptions) {
-  const client = new Redis(url, {
-    enableOfflineQueue: false,
-    maxRetriesPerRequest: 0,
-    commandTimeout: 500,
-    connectTimeout: 2000,
-    retryStrategy: (attempt: number) => Math.min(attempt * 200, 2000),
-    ...(options.password === undefined ? {} : { password: options.password }),
-  });
-  // A subscribed connection can run no other command, so the view is fed by a second one; it
-  // queues its SUBSCRIBE until connected.
-  const subscriber = client.duplicate({ enableOfflineQueue: true, commandTimeout: undefined });
+  const shared = openRedis(url, options.redis ?? {}, (message) => options.onError?.(message));
+  const { client } = shared;
   let current = false;
   let closed = false;
   /** Watermarks the view could not take so far; a reload with none lost clears `incomplete`. */
@@ -177,26 +182,27 @@ function connect(url: string, view: View, options: StoreOptions) {
       void resync();
     }, OVERFLOW_RELOAD_MS).unref();
   }
-
-  for (const connection of [client, subscriber])
-    connection.on('error', (error: Error) => options.onError?.(error.message));
-  subscriber.on('close', () => (current = false));
-  // "ttl at key": the key, which may hold spaces, is last.
-  subscriber.on('message', (_channel: string, message: string) => {
-    const [ttl, at, ...key] = message.split(' ');
-    if (!Number.isFinite(Number(ttl)) || !Number.isFinite(Number(at))) return;
-    if (!raise(view, key.join(' '), Number(at), Number(ttl))) lost();
+  // A subscribed connection can run no other command, so the view is fed by a second one.
+  const cluster = shared.topology === 'cluster';
+  const subscription = shared.subscribe(cluster ? [CHANNEL] : [CHANNEL, LEGACY_CHANNEL], {
+    // "ttl at key": the key, which may hold spaces, is last.
+    onMessage(message) {
+      const [ttl, at, ...key] = message.split(' ');
+      if (!Number.isFinite(Number(ttl)) || !Number.isFinite(Number(at))) return;
+      if (!raise(view, key.join(' '), Number(at), Number(ttl))) lost();
+    },
+    onUp: () => void resync(),
+    onDown: () => (current = false),
   });
-  subscriber.on('ready', () => void resync());
 
   // A half-open connection (a peer that stopped answering, a silent network drop) raises no
   // `close`: a PING not answered by the next beat marks the view not current and reconnects.
   let pingSent: number | undefined;
   const heartbeat = setInterval(() => {
-    if (subscriber.status !== 'ready') return void (pingSent = undefined);
+    if (!subscription.isUp()) return void (pingSent = undefined);
     if (pingSent === undefined) {
       const sent = (pingSent = performance.now());
-      subscriber.ping().then(
+      subscription.ping().then(
         () => void (pingSent === sent && (pingSent = undefined)),
         () => undefined,
       );
@@ -206,7 +212,7 @@ function connect(url: string, view: View, options: StoreOptions) {
     pingSent = undefined;
     current = false;
     options.onError?.('the revocation store did not answer PING in time; reconnecting');
-    subscriber.disconnect(true);
+    subscription.reconnect();
   }, HEARTBEAT_MS).unref();
 
   /** One command; timed for the latency histogram, and any failure means the store is unavailable. */
@@ -224,73 +230,87 @@ function connect(url: string, view: View, options: StoreOptions) {
   }
 
   const raiseArgs = (key: string, at: number, ttl: number) =>
-    [RAISE, 1, `${WATERMARK_PREFIX}${key}`, String(at), String(ttl), CHANNEL, key] as const;
+    [
+      RAISE,
+      1,
+      `${WATERMARK_PREFIX}${key}`,
+      String(at),
+      String(ttl),
+      CHANNEL,
+      key,
+      shared.publishCommand,
+      ...(cluster ? [] : [LEGACY_CHANNEL]),
+    ] as const;
 
   /**
-   * After each (re)connection: subscribes first, then loads every watermark, so nothing published
-   * meanwhile is missed and a restarted replica catches up. Then writes back what the view holds
-   * above the server's (a server restarted empty or flushed), so replicas started later load it.
+   * After each (re)subscription, so nothing published meanwhile is missed: loads every watermark,
+   * so a restarted replica catches up. Then writes back what the view holds above the server's (a
+   * server restarted empty or flushed, a replica promoted before it had them), so replicas started
+   * later load it.
    */
   async function resync(): Promise<void> {
     const lostBefore = lostCount;
     try {
-      await subscriber.subscribe(CHANNEL);
       /** Keys whose watermark the server holds at least as high as the view. */
       const held = new Set<string>();
+      const prefixes = cluster ? [WATERMARK_PREFIX] : [WATERMARK_PREFIX, LEGACY_PREFIX];
       await send('load', async () => {
-        const batches = client.scanStream({ match: `${WATERMARK_PREFIX}*`, count: 500 });
-        for await (const keys of batches as AsyncIterable<string[]>) {
-          if (keys.length === 0) continue;
-          const batch = client.multi();
-          for (const key of keys) batch.get(key).pttl(key);
-          const answers = (await batch.exec()) ?? [];
-          keys.forEach((key, i) => {
-            const at = Number(answers[2 * i]?.[1]);
-            const ttl = Number(answers[2 * i + 1]?.[1]);
-            const name = key.slice(WATERMARK_PREFIX.length);
-            if (!Number.isFinite(at) || ttl <= 0) return;
-            if (!raise(view, name, at, ttl)) return lost();
-            if (at >= (view.get(name) ?? 0)) held.add(name);
-          });
-        }
+        for (const prefix of prefixes)
+          for await (const keys of shared.scan(`${prefix}*`)) {
+            if (keys.length === 0) continue;
+            const batch = client.multi();
+            for (const key of keys) batch.get(key).pttl(key);
+            const answers = (await batch.exec()) ?? [];
+            keys.forEach((key, i) => {
+              const at = Number(answers[2 * i]?.[1]);
+              const ttl = Number(answers[2 * i + 1]?.[1]);
+              const name = key.slice(prefix.length);
+              if (!Number.isFinite(at) || ttl <= 0) return;
+              if (!raise(view, name, at, ttl)) return lost();
+              if (prefix === WATERMARK_PREFIX && at >= (view.get(name) ?? 0)) held.add(name);
+            });
+          }
       });
       // One pipeline: ioredis writes it in chunks and the view holds at most `viewMaxEntries`.
-      const missing = client.pipeline();
-      for (const [key, at] of view.entries())
-        if (!held.has(key))
-          missing.eval(...raiseArgs(key, at, Math.max(1, Math.ceil(view.getRemainingTTL(key)))));
-      const failed = (await send('load', () => missing.exec()))?.find(([error]) => error);
-      if (failed) throw failed[0] as Error;
-      current = subscriber.status === 'ready' && !closed;
+      const missing = [...view.entries()].filter(([key]) => !held.has(key));
+      if (missing.length > 0)
+        await send('load', () =>
+          shared.write((batch) => {
+            for (const [key, at] of missing)
+              batch.eval(...raiseArgs(key, at, Math.max(1, Math.ceil(view.getRemainingTTL(key)))));
+          }),
+        );
+      current = subscription.isUp() && !closed;
       // Complete again once a whole reload lost nothing (neither loaded nor published meanwhile).
       if (lostCount === lostBefore) incomplete = false;
     } catch (error) {
+      if (closed) return;
       options.onError?.(`revocation store reload failed: ${(error as Error).message}`);
       // The next reconnection retries; a failed reload on a live connection is retried here.
-      if (!closed) setTimeout(() => void resync(), 1000).unref();
+      setTimeout(() => void resync(), 1000).unref();
     }
   }
 
   return {
     revoke: (key: string, at: number, ttl: number) =>
-      send('revoke', () => client.eval(...raiseArgs(key, at, ttl))),
+      send('revoke', () => shared.write((batch) => batch.eval(...raiseArgs(key, at, ttl)))),
     lost,
     async remember(key: string, ttl: number) {
-      const answer = await send('remember', () =>
-        client.set(`${REPLAY_PREFIX}${key}`, '1', 'PX', ttl, 'NX'),
+      const [answer] = await send('remember', () =>
+        shared.write((batch) => batch.set(`${REPLAY_PREFIX}${key}`, '1', 'PX', ttl, 'NX')),
       );
       return answer === 'OK';
     },
     forget: (key: string) => send(undefined, () => client.del(`${REPLAY_PREFIX}${key}`)),
-    isCurrent: () => current && client.status === 'ready',
+    isCurrent: () => current && shared.isReady(),
     isComplete: () => !incomplete,
     close() {
       closed = true;
       current = false;
       clearInterval(heartbeat);
       clearTimeout(reloadTimer);
-      client.disconnect();
-      subscriber.disconnect();
+      shared.close();
+      subscription.close();
     },
   };
 }

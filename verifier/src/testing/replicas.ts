@@ -51,7 +51,7 @@ export async function boundRequest(origin: string) {
 
 export interface Replicas {
   /** Builds a replica (not started) and records it so that `stopAll` stops it. */
-  build(env: Record<string, string>, file: unknown): TestService;
+  build(env: Record<string, string>, file: unknown, files?: Record<string, string>): TestService;
   /** Stops every replica built so far; for the suite's `afterAll`. */
   stopAll(): Promise<void>;
 }
@@ -59,8 +59,8 @@ export interface Replicas {
 export function createReplicas(): Replicas {
   const running: TestService[] = [];
   return {
-    build(env, file) {
-      const built = buildService(env, { file });
+    build(env, file, files) {
+      const built = buildService(env, { file, ...(files === undefined ? {} : { files }) });
       running.push(built);
       return built;
     },

@@ -18,7 +18,7 @@ export function buildService(
       ...env,
       ...(options.file === undefined ? {} : { VERIFIER_CONFIG: '/test/config.json' }),
     },
-    // `files`: other files the configuration names (a key file), by path.
+    // `files`: other files the configuration names (a key file, a CA bundle), by path.
     (path) => options.files?.[path] ?? JSON.stringify(options.file),
   );
   const { logger, lines } = captureLogger('debug');
