@@ -18,6 +18,14 @@ const DEV_ISSUER = 'http://127.0.0.1:8081';
 const OWN_ISSUER = 'https://idp.example.test/realms/apps';
 const AUDIENCE = 'secret-gate-api';
 
+const scratch = mkdtempSync(join(tmpdir(), 'sg-settings-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+/** Files the settings name: NGINX's edge key, a CA bundle for the shared store. */
+const EDGE_KEY_FILE = join(scratch, 'edge-key');
+const CA_FILE = join(scratch, 'redis-ca.pem');
+writeFileSync(EDGE_KEY_FILE, 'e'.repeat(64), { mode: 0o600 });
+writeFileSync(CA_FILE, '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n');
+
 /** A valid value, other than the default, for every setting a run leaves to the operator. */
 const SAMPLES: Readonly<Record<string, string>> = {
   VERIFIER_AUDIENCE: 'notes-api',
@@ -67,7 +75,22 @@ const SAMPLES: Readonly<Record<string, string>> = {
   VERIFIER_SSF_POLL_INTERVAL: '20s',
   VERIFIER_SSF_POLL_TOKEN: 'poll-token',
   VERIFIER_SSF_ALLOW_HTTP: 'true',
+  VERIFIER_ALLOWED_CLIENTS: 'spa-demo,admin-app',
+  VERIFIER_EDGE_KEY_FILE: EDGE_KEY_FILE,
+  VERIFIER_REDIS_USERNAME: 'gate',
+  VERIFIER_REDIS_PASSWORD: 'redis-password',
+  VERIFIER_REDIS_SENTINEL_PASSWORD: 'sentinel-password',
+  VERIFIER_REDIS_CA_FILE: CA_FILE,
+  VERIFIER_REDIS_ALLOW_PLAINTEXT: 'true',
+  VERIFIER_REDIS_WAIT_REPLICAS: '2',
+  VERIFIER_REDIS_WAIT_TIMEOUT: '1s',
+  VERIFIER_SET_MAX_AGE: '30m',
+  VERIFIER_REVOCATION_VIEW_MAX_ENTRIES: '4000',
+  VERIFIER_REVOCATION_RECEIVER_RATE: '9r/s',
+  VERIFIER_REVOCATION_RECEIVER_BURST: '30',
 };
+/** Settings whose value names the run's own issuer, by mode. */
+const ISSUER_SAMPLES = (issuer: string) => ({ VERIFIER_SSF_EMAIL_ISSUER: issuer });
 /** The tokeninfo issuer's own setting: only with a preset of that kind (`google`). */
 const TOKENINFO = { VERIFIER_TOKENINFO_URI: 'https://tokeninfo.example.test/check' };
 /** What a run decides itself, by mode: these stop the start instead. */
@@ -78,9 +101,6 @@ const DECIDED = {
 
 type Mode = keyof typeof DECIDED;
 type Printed = Record<string, unknown>;
-
-const scratch = mkdtempSync(join(tmpdir(), 'sg-settings-'));
-afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 function printConfig(env: Record<string, string>): Printed {
   const run = spawnSync(
@@ -129,12 +149,16 @@ function at(printed: Printed, path: string, issuer: string): unknown {
   );
 }
 
-const rows = ENVIRONMENT.filter((row) => row.env !== 'VERIFIER_ISSUER' && row.env in SAMPLES);
+const rows = ENVIRONMENT.filter(
+  (row) =>
+    row.env !== 'VERIFIER_ISSUER' && (row.env in SAMPLES || row.env in ISSUER_SAMPLES(DEV_ISSUER)),
+);
 
 describe('documented settings through every runner mode', () => {
   it('has a sample for every documented setting', () => {
     const covered = new Set([
       ...Object.keys(SAMPLES),
+      ...Object.keys(ISSUER_SAMPLES(DEV_ISSUER)),
       ...Object.keys(TOKENINFO),
       'VERIFIER_ISSUER',
       'VERIFIER_CONFIG',
@@ -146,7 +170,7 @@ describe('documented settings through every runner mode', () => {
   describe.each(['dev', 'own'] as const)('%s mode', (mode) => {
     const issuer = mode === 'dev' ? DEV_ISSUER : OWN_ISSUER;
     const given = Object.fromEntries(
-      Object.entries(SAMPLES).filter(
+      Object.entries({ ...SAMPLES, ...ISSUER_SAMPLES(issuer) }).filter(
         ([name]) => !(DECIDED[mode] as readonly string[]).includes(name),
       ),
     );

@@ -174,7 +174,12 @@ describe('docker-compose.yaml mirrors the local runner', () => {
 
   it('passes every other documented VERIFIER_* setting through from the environment', () => {
     const environment = service('verifier').environment ?? {};
-    const stacks = new Set(['VERIFIER_LISTEN', 'VERIFIER_CONFIG', 'VERIFIER_LOG_LEVEL']);
+    const stacks = new Set([
+      'VERIFIER_LISTEN',
+      'VERIFIER_CONFIG',
+      'VERIFIER_LOG_LEVEL',
+      'VERIFIER_EDGE_KEY_FILE',
+    ]);
     for (const { env: name } of ENVIRONMENT.filter((row) => !stacks.has(row.env)))
       expect(environment[name], name).toBe(`\${${name}:-}`);
     const known = new Set(ENVIRONMENT.map((row) => row.env));
