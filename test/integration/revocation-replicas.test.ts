@@ -315,7 +315,7 @@ describe('stores over TLS with a private CA', () => {
     await built.service.start();
     await new Promise((resolve) => setTimeout(resolve, 1_000));
     expect(built.service.revocation!.store.isCurrent()).toBe(false);
-    expect(built.lines.join('\n')).toMatch(/revocation store unreachable/);
+    expect(built.lines.join('\n')).toMatch(/revocation store trouble/);
   });
 });
 

@@ -397,6 +397,8 @@ describe('NGINX in front of a verifier that speaks the contract', () => {
       clientId: 'spa-demo',
       scope: 'openid secrets:read',
       audience: 'secret-gate-api',
+      // RFC 8707: the SPA names the API with `resource=` unless a preset asks for Auth0's `audience=`.
+      audienceParameters: 'resource',
     });
   });
 
