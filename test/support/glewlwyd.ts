@@ -12,7 +12,17 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
-import { copyFileSync, cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  realpathSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
@@ -193,7 +203,13 @@ export async function startGlewlwyd(options: GlewlwydOptions = {}): Promise<Glew
  * (its static file server does not follow symbolic links).
  */
 function webAppCopy(into: string): string {
-  cpSync(WEBAPP, into, { recursive: true, dereference: true });
+  // Each link resolved by hand: `cpSync`'s `dereference` keeps links inside a tree on Node 22.
+  const copy = (from: string, to: string): void => {
+    if (!statSync(from).isDirectory()) return copyFileSync(realpathSync(from), to);
+    mkdirSync(to, { recursive: true });
+    for (const name of readdirSync(from)) copy(join(from, name), join(to, name));
+  };
+  copy(WEBAPP, into);
   rmSync(join(into, 'config.json'), { recursive: true });
   copyFileSync(join(WEBAPP, 'config.json', 'config.json'), join(into, 'config.json'));
   return into;
