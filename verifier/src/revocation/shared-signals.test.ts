@@ -32,7 +32,11 @@ beforeAll(async () => {
   jwks = await startJwksServer(['rsaA']);
   transmitter = await startSsfTransmitter();
   gate = buildService(
-    {},
+    // This gate takes more pushes a second than a sender makes; the push limit has its own tests.
+    {
+      VERIFIER_REVOCATION_RECEIVER_RATE: '100000r/s',
+      VERIFIER_REVOCATION_RECEIVER_BURST: '100000',
+    },
     {
       file: {
         issuers: [{ issuer: ISSUER, audience: AUDIENCE, jwksUri: jwks.url, algorithms: ['RS256'] }],
