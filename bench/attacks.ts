@@ -5,7 +5,9 @@
 //              as long as its modulus (about 9 ms of CPU per signature check, were it checked)
 //   receivers  the attacker's forged logout tokens (the IdP's `kid`, another key) pushed at
 //              /backchannel-logout as fast as it can
-// The victim sends one request at a time, 20 a second; the attacker keeps 16 requests in flight.
+// The victim sends one request at a time, 20 a second; the attacker keeps 16 requests in flight,
+// from proofs and tokens signed before the row starts (signing them during the row would load this
+// process, which also times the victim).
 // Addresses come from X-Forwarded-For (NGINX trusts it from loopback here), so each side has its
 // own per-client limits, as two users do. Goal: the victim's p99 ≤ 100 ms in every row (reported,
 // never asserted). Usage: npm run bench:attacks [-- --seconds 10]
@@ -70,21 +72,32 @@ async function attacker(
   );
 }
 
+/** Proofs and tokens the attacker cycles through: each made once, before the row. */
+const POOL = 2000;
+const cycle = <T>(pool: readonly T[]) => {
+  let next = 0;
+  return () => pool[next++ % pool.length]!;
+};
+
 /** A DPoP flood: the attacker's own bound token, each proof by the slow key (another `jti`). */
 async function dpopFlood(stack: Stack) {
   const client = await createDpopClient(stack.urls.issuer);
   const slow = hugeExponentRsaKey();
   const ath = createHash('sha256').update(client.token).digest('base64url');
+  const proofs = Array.from({ length: POOL }, () =>
+    signRsaProof(slow.privateKey, slow.jwk, {
+      htu: stack.urls.secret,
+      htm: 'GET',
+      claims: { ath },
+    }),
+  );
+  const proof = cycle(proofs);
   return () => ({
     url: stack.urls.secret,
     init: {
       headers: {
         authorization: `DPoP ${client.token}`,
-        dpop: signRsaProof(slow.privateKey, slow.jwk, {
-          htu: stack.urls.secret,
-          htm: 'GET',
-          claims: { ath },
-        }),
+        dpop: proof(),
         'x-forwarded-for': ATTACKER,
       },
     },
@@ -100,7 +113,7 @@ async function receiverFlood(stack: Stack) {
   const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
   const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
   const header = b64({ alg: 'RS256', kid, typ: 'logout+jwt' });
-  return () => {
+  const forge = () => {
     const payload = b64({
       iss: stack.urls.issuer,
       aud: 'spa-demo',
@@ -110,7 +123,10 @@ async function receiverFlood(stack: Stack) {
       events: { 'http://schemas.openid.net/event/backchannel-logout': {} },
     });
     const input = `${header}.${payload}`;
-    const token = `${input}.${sign('sha256', Buffer.from(input), privateKey).toString('base64url')}`;
+    return `${input}.${sign('sha256', Buffer.from(input), privateKey).toString('base64url')}`;
+  };
+  const token = cycle(Array.from({ length: POOL }, forge));
+  return () => {
     return {
       url: `${stack.urls.gate}/backchannel-logout`,
       init: {
@@ -119,7 +135,7 @@ async function receiverFlood(stack: Stack) {
           'content-type': 'application/x-www-form-urlencoded',
           'x-forwarded-for': ATTACKER,
         },
-        body: `logout_token=${token}`,
+        body: `logout_token=${token()}`,
       },
     };
   };
