@@ -126,19 +126,17 @@ async function receiverFlood(stack: Stack) {
     return `${input}.${sign('sha256', Buffer.from(input), privateKey).toString('base64url')}`;
   };
   const token = cycle(Array.from({ length: POOL }, forge));
-  return () => {
-    return {
-      url: `${stack.urls.gate}/backchannel-logout`,
-      init: {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/x-www-form-urlencoded',
-          'x-forwarded-for': ATTACKER,
-        },
-        body: `logout_token=${token()}`,
+  return () => ({
+    url: `${stack.urls.gate}/backchannel-logout`,
+    init: {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        'x-forwarded-for': ATTACKER,
       },
-    };
-  };
+      body: `logout_token=${token()}`,
+    },
+  });
 }
 
 function line(row: Row): string {
