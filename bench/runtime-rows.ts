@@ -12,6 +12,7 @@
 //              printed beside it
 // Usage: node --import tsx bench/runtime-rows.ts [timing|rss]
 import { createPrivateKey, createPublicKey, sign, verify } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
 import { compactVerify, importJWK, jwtVerify } from 'jose';
 import { loadConfig } from '../verifier/src/config/load.js';
 import { createLogger } from '../verifier/src/log.js';
@@ -31,7 +32,7 @@ const MEASURED = Number(process.env.BENCH_RUNTIME_TOKENS ?? 8_000);
 const RSS_TOKENS = 100_000;
 
 /** A token factory for one key: the `i`-th token, signed on demand. */
-function minter(name: KeyName, alg: 'RS256' | 'ES256'): (i: number) => string {
+export function minter(name: KeyName, alg: 'RS256' | 'ES256'): (i: number) => string {
   const key = createPrivateKey({ key: PRIVATE_JWKS[name] as never, format: 'jwk' });
   const b64 = (value: string | Buffer) => Buffer.from(value).toString('base64url');
   const header = b64(JSON.stringify({ alg, kid: PRIVATE_JWKS[name].kid, typ: 'at+jwt' }));
@@ -136,4 +137,5 @@ async function rssRow(): Promise<void> {
   await service.close();
 }
 
-await (process.argv[2] === 'rss' ? rssRow() : timingRows());
+if (process.argv[1] === fileURLToPath(import.meta.url))
+  await (process.argv[2] === 'rss' ? rssRow() : timingRows());

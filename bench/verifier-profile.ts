@@ -3,46 +3,21 @@
 // The verifier mode calls `authorize` (the code /verify runs, minus the socket) over all-distinct
 // RS256 tokens, one at a time as a single connection would; the jose mode runs jwtVerify on the
 // same tokens with the same options. Prints verifications/s and CPU µs per verification.
-import { createPrivateKey, sign } from 'node:crypto';
 import { importJWK, jwtVerify } from 'jose';
 import { createVerifierService } from '../verifier/src/service.js';
 import { loadConfig } from '../verifier/src/config/load.js';
 import { createLogger } from '../verifier/src/log.js';
-import {
-  AUDIENCE,
-  ISSUER,
-  PRIVATE_JWKS,
-  publicJwk,
-  startJwksServer,
-} from '../verifier/src/testing/fixtures.js';
+import { AUDIENCE, ISSUER, publicJwk, startJwksServer } from '../verifier/src/testing/fixtures.js';
+import { minter } from './runtime-rows.js';
 
 const mode = process.argv[2] ?? 'verifier';
 const seconds = Number(process.argv[3] ?? 5);
 const COUNT = Number(process.env.PROFILE_TOKENS ?? 20_000);
 
+/** `count` distinct RS256 tokens of the fixed key (bench/runtime-rows.ts mints them). */
 function mint(count: number): string[] {
-  const key = createPrivateKey({ key: PRIVATE_JWKS.rsaA as never, format: 'jwk' });
-  const b64 = (value: string | Buffer) => Buffer.from(value).toString('base64url');
-  const header = b64(JSON.stringify({ alg: 'RS256', kid: PRIVATE_JWKS.rsaA.kid, typ: 'at+jwt' }));
-  const now = Math.floor(Date.now() / 1000);
-  const tokens: string[] = [];
-  for (let i = 0; i < count; i++) {
-    const payload = b64(
-      JSON.stringify({
-        iss: ISSUER,
-        aud: AUDIENCE,
-        sub: `user-${i}`,
-        azp: 'spa-demo',
-        scope: 'openid secrets:read',
-        iat: now,
-        exp: now + 3600,
-        jti: `p-${i}`,
-      }),
-    );
-    const input = `${header}.${payload}`;
-    tokens.push(`${input}.${b64(sign('sha256', Buffer.from(input), key))}`);
-  }
-  return tokens;
+  const next = minter('rsaA', 'RS256');
+  return Array.from({ length: count }, (_, i) => next(i));
 }
 
 async function loop(verify: (token: string) => Promise<unknown>, tokens: string[]): Promise<void> {
