@@ -6,7 +6,6 @@
 // keeps the port (and the issuer) while the key set changes. With `backchannelLogoutUri` every
 // client is registered for OpenID Connect Back-Channel Logout and `backchannelLogout()` makes the
 // provider send its own logout token, exactly as when a session of that user ends.
-// On Node 20 the package prints "Unsupported runtime" once at import; it works.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
