@@ -20,6 +20,8 @@ import { CALLER_UNKNOWN, CALLER_UNKNOWN_BODY } from './edge-key.js';
 import { loadUws } from './uws-addon.js';
 import { renderDecision, type VerifyAnswer } from './verify-answer.js';
 
+/** The checked addon, hashed once however many listeners a process opens. */
+let addon: ReturnType<typeof loadUws> | undefined;
 /** `aborted` is set by `onAborted` once the client has left. */
 type Response = HttpResponse & { aborted?: boolean };
 /** A page's or a receiver's answer, or /verify's (which has no body). */
@@ -127,7 +129,7 @@ export function describe(listen: Listen): string {
  * pages and POST receivers, 404 elsewhere.
  */
 export function createTransport(routes: Routes) {
-  const uws = loadUws();
+  const uws = (addon ??= loadUws());
   const app = uws.App();
   let inFlight = 0;
   let socket: us_listen_socket | undefined;
