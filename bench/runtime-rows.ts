@@ -65,7 +65,8 @@ async function cpuPerCall(tokens: string[], call: (token: string) => unknown): P
   return (used.user + used.system) / (tokens.length - WARM_UP);
 }
 
-async function createService(kid: KeyName) {
+/** The verifier's service, in-process, on one fixed key; `allow` throws on anything but an allow. */
+export async function createService(kid: KeyName) {
   const jwks = await startJwksServer([kid]);
   const config = loadConfig({
     VERIFIER_ISSUER: ISSUER,

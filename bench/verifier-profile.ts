@@ -4,11 +4,8 @@
 // RS256 tokens, one at a time as a single connection would; the jose mode runs jwtVerify on the
 // same tokens with the same options. Prints verifications/s and CPU µs per verification.
 import { importJWK, jwtVerify } from 'jose';
-import { createVerifierService } from '../verifier/src/service.js';
-import { loadConfig } from '../verifier/src/config/load.js';
-import { createLogger } from '../verifier/src/log.js';
-import { AUDIENCE, ISSUER, publicJwk, startJwksServer } from '../verifier/src/testing/fixtures.js';
-import { minter } from './runtime-rows.js';
+import { AUDIENCE, ISSUER, publicJwk } from '../verifier/src/testing/fixtures.js';
+import { createService, minter } from './runtime-rows.js';
 
 const mode = process.argv[2] ?? 'verifier';
 const seconds = Number(process.argv[3] ?? 5);
@@ -43,22 +40,7 @@ if (mode === 'jose') {
   const options = { issuer: ISSUER, audience: AUDIENCE, algorithms: ['RS256'] };
   await loop((token) => jwtVerify(token, key, options), tokens);
 } else {
-  const jwks = await startJwksServer(['rsaA']);
-  const config = loadConfig({
-    VERIFIER_ISSUER: ISSUER,
-    VERIFIER_AUDIENCE: AUDIENCE,
-    VERIFIER_JWKS_URI: jwks.url,
-    VERIFIER_REQUIRED_SCOPES: 'secrets:read',
-  });
-  const service = createVerifierService(config, {
-    logger: createLogger('warn'),
-    defaultMetrics: false,
-  });
-  await service.start();
-  await loop(async (token) => {
-    const decision = await service.authorize({ authorization: `Bearer ${token}` });
-    if (decision.outcome !== 'allow') throw new Error(`denied: ${decision.reason}`);
-  }, tokens);
-  await service.stop(0);
-  await jwks.close();
+  const service = await createService('rsaA');
+  await loop(service.allow, tokens);
+  await service.close();
 }
