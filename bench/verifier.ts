@@ -162,6 +162,20 @@ async function stop(child: ChildProcess): Promise<void> {
   await exited;
 }
 
+/** The benched verifier's variables, the same for the host process and the image. */
+function benchedVerifierEnv(jwksUri: string, port: number): Record<string, string> {
+  return {
+    VERIFIER_ISSUER: ISSUER,
+    VERIFIER_AUDIENCE: AUDIENCE,
+    VERIFIER_JWKS_URI: jwksUri,
+    VERIFIER_REQUIRED_SCOPES: 'secrets:read',
+    VERIFIER_LISTEN: `127.0.0.1:${port}`,
+    VERIFIER_LOG_LEVEL: 'warn',
+    // wrk sends no X-SG-Client: every call would share the direct callers' one bucket.
+    ...LOAD_TEST_VERIFIER_ENV,
+  };
+}
+
 /**
  * The compiled verifier pinned to the server core. `nodeFlags` default to the runner's and the
  * image's (VERIFIER_NODE_FLAGS), so its rows measure what is deployed, as `npm run bench` does;
@@ -174,14 +188,7 @@ async function startVerifier(
 ): Promise<{ child: ChildProcess; port: number }> {
   const port = await freePort();
   const child = startPinned([...nodeFlags, 'verifier/dist/main.js'], {
-    VERIFIER_ISSUER: ISSUER,
-    VERIFIER_AUDIENCE: AUDIENCE,
-    VERIFIER_JWKS_URI: jwksUri,
-    VERIFIER_REQUIRED_SCOPES: 'secrets:read',
-    VERIFIER_LISTEN: `127.0.0.1:${port}`,
-    VERIFIER_LOG_LEVEL: 'warn',
-    // wrk sends no X-SG-Client: every call would share the direct callers' one bucket.
-    ...LOAD_TEST_VERIFIER_ENV,
+    ...benchedVerifierEnv(jwksUri, port),
     ...extra,
   });
   await waitReady(`http://127.0.0.1:${port}/readyz`);
@@ -588,15 +595,9 @@ async function imageRssRow(jwksUri: string, fill: string): Promise<string> {
     '--network',
     'host',
     ...Object.entries({
-      VERIFIER_ISSUER: ISSUER,
-      VERIFIER_AUDIENCE: AUDIENCE,
-      VERIFIER_JWKS_URI: jwksUri,
-      VERIFIER_REQUIRED_SCOPES: 'secrets:read',
-      VERIFIER_LISTEN: `127.0.0.1:${port}`,
-      VERIFIER_LOG_LEVEL: 'warn',
+      ...benchedVerifierEnv(jwksUri, port),
       VERIFIER_CACHE_MAX_ENTRIES: String(RSS_TOKENS),
       VERIFIER_CACHE_MAX_BYTES: '1g',
-      ...LOAD_TEST_VERIFIER_ENV,
     }).flatMap(([name, value]) => ['-e', `${name}=${value}`]),
     IMAGES.verifier,
   );
