@@ -1,7 +1,7 @@
 // One supervised child process: spawned in its own process group, output kept in a log file,
 // stopped by signalling the whole group so nothing it forked (nginx workers) outlives it.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, openSync, closeSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync } from 'node:fs';
 
 export interface ServiceSpec {
   readonly name: string;
@@ -29,6 +29,19 @@ export interface ServiceProcess {
 // SIGKILL), the one case exit handlers cannot cover. Absent on non-Linux hosts: then we rely on
 // the handlers alone.
 const SETPRIV = ['/usr/bin/setpriv', '/bin/setpriv'].find((path) => existsSync(path));
+
+/**
+ * The log's last line, so a start failure names its cause where the log is gone by the time
+ * anyone reads the message (CI). Startup lines name files and ports, never a token or a secret.
+ */
+function lastLine(logFile: string): string {
+  try {
+    const lines = readFileSync(logFile, 'utf8').trimEnd().split('\n');
+    return lines.at(-1)!.slice(0, 300) || '(empty log)';
+  } catch {
+    return '(no log)';
+  }
+}
 
 export function createServiceProcess(spec: ServiceSpec): ServiceProcess {
   let child: ChildProcess | undefined;
@@ -69,7 +82,9 @@ export function createServiceProcess(spec: ServiceSpec): ServiceProcess {
       await Promise.race([
         spec.ready(abort.signal),
         exited.then(() => {
-          throw new Error(`${spec.name} ${exitReason} before it was ready (log: ${spec.logFile})`);
+          throw new Error(
+            `${spec.name} ${exitReason} before it was ready (log: ${spec.logFile}): ${lastLine(spec.logFile)}`,
+          );
         }),
       ]);
     } catch (error) {

@@ -149,10 +149,17 @@ async function withSystem<T>(
   mkdirSync(dir, { recursive: true });
   const scratch = createScratchDir(name);
   let instance: SystemInstance | undefined;
+  const start = () =>
+    docker
+      ? docker.startSystem(name, { dir: scratch })
+      : startSystem(name, { dir: scratch, confinement });
   try {
-    instance = docker
-      ? await docker.startSystem(name, { dir: scratch })
-      : await startSystem(name, { dir: scratch, confinement });
+    // A second start on fresh ports: a free port the kernel handed out can be taken by another
+    // process's connection before NGINX binds it. A system that cannot start twice has failed.
+    instance = await start().catch((error: unknown) => {
+      process.stderr.write(`[${name}] start failed, once more: ${(error as Error).message}\n`);
+      return start();
+    });
     process.stderr.write(`[${name}] started at ${instance.baseUrl}\n`);
     return await use(instance, dir, scratch);
   } catch (error) {
