@@ -77,7 +77,7 @@ export function createKeySet(options: {
   function schedule(seconds: number): void {
     if (stopped) return;
     clearTimeout(timer);
-    timer = setTimeout(() => void refresh(), seconds * 1000); // timers count milliseconds
+    timer = setTimeout(() => void refresh(), seconds * 1000);
     timer.unref();
   }
 
