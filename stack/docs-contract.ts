@@ -1,10 +1,10 @@
 // The /verify header tables of docs/architecture.md, rendered from their one definition in code:
 // the core's rows (verifier/src/http/contract.ts) and the rows of the plugins that render their own
-// headers (dpop/challenge.ts, cloudfront/gate-decorator.ts). `npm run docs:config` rewrites the
+// headers (dpop/challenge.ts, cloudfront/grant.ts). `npm run docs:config` rewrites the
 // block; stack/docs-contract.test.ts fails when it drifts.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { DPOP_HEADERS } from '../verifier/src/dpop/challenge.js';
-import { CLOUDFRONT_HEADERS } from '../verifier/src/cloudfront/gate-decorator.js';
+import { CLOUDFRONT_HEADERS } from '../verifier/src/cloudfront/grant.js';
 import {
   ANSWER_HEADERS,
   CLIENT_KEY_HEADER,
@@ -21,7 +21,7 @@ export const ANSWER_ROWS = [
   ...ANSWER_HEADERS.map((row) => ({ ...row, by: 'http/verify-answer.ts' })),
   { ...LIMITED_HEADER, by: 'http/call-limit.ts' },
   ...DPOP_HEADERS.map((row) => ({ ...row, by: 'dpop/challenge.ts' })),
-  ...CLOUDFRONT_HEADERS.map((row) => ({ ...row, by: 'cloudfront/gate-decorator.ts' })),
+  ...CLOUDFRONT_HEADERS.map((row) => ({ ...row, by: 'cloudfront/grant.ts' })),
 ];
 
 const names = (name: string) =>

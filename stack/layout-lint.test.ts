@@ -24,16 +24,12 @@ describe('verifier folders: arrows point inward (eslint.config.js)', { timeout: 
       '../revocation/watermarks.js',
     ],
     ['decision/ importing http/', 'verifier/src/decision/decision.ts', '../http/transport.js'],
-    [
-      'decision/ importing a plugin',
-      'verifier/src/decision/decision.ts',
-      '../cloudfront/gate-decorator.js',
-    ],
+    ['decision/ importing a plugin', 'verifier/src/decision/decision.ts', '../cloudfront/grant.js'],
     ['http/ importing a plugin', 'verifier/src/http/contract.ts', '../dpop/challenge.js'],
     ['a plugin importing http/', 'verifier/src/revocation/watermarks.ts', '../http/transport.js'],
     ['config/ importing token/', 'verifier/src/config/values.ts', '../token/identity.js'],
     ['a folder importing the composition root', 'verifier/src/dpop/htu.ts', '../service.js'],
-    ['the probe importing a plugin', 'verifier/src/probe.ts', './cloudfront/gate-decorator.js'],
+    ['the probe importing a plugin', 'verifier/src/probe.ts', './cloudfront/grant.js'],
   ])('refuses %s', async (_title, path, target) => {
     const messages = await restricted(path, `export type { X } from '${target}';\n`);
     expect(messages).toHaveLength(1);
@@ -42,6 +38,6 @@ describe('verifier folders: arrows point inward (eslint.config.js)', { timeout: 
 
   it('lets a plugin import the core it implements', async () => {
     const code = "export type { Grant } from '../decision/decision.js';\n";
-    expect(await restricted('verifier/src/cloudfront/gate-decorator.ts', code)).toEqual([]);
+    expect(await restricted('verifier/src/cloudfront/grant.ts', code)).toEqual([]);
   });
 });

@@ -12,7 +12,7 @@ import {
   type Verdict,
 } from './chaos-kit.js';
 import { randomKidFlood, rotateSigningKey } from './key-faults.js';
-import { floodDecisionCache } from './pressure.js';
+import { floodTokenCache } from './pressure.js';
 import { killAndRestartVerifier, reloadNginx, stopIdp } from './process-faults.js';
 
 const FAST: Timing = {
@@ -64,7 +64,7 @@ describe('faults under load (fast variants)', () => {
   );
   it(
     'keeps the decision cache within its bounds under a flood of distinct tokens',
-    () => expectPass(floodDecisionCache),
+    () => expectPass(floodTokenCache),
     90_000,
   );
   it('keeps passing valid tokens while the IdP is stopped', () => expectPass(stopIdp), 90_000);

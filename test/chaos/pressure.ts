@@ -1,4 +1,4 @@
-// Sustained pressure: a decision-cache flood past its bound, and a soak at steady load. Both read
+// Sustained pressure: a token-cache flood past its bound, and a soak at steady load. Both read
 // the verifier's own /metrics (cache size, hits, RSS) and NGINX's RSS from /proc.
 import {
   CACHE_MAX_BYTES,
@@ -26,7 +26,7 @@ const hitRatio = (m: Map<string, number>) => ({
  * hot set. Expected: entries and bytes within the configured bounds, verifier RSS growth bounded,
  * the hot set's hit rate back above 90 % right after, and zero failures.
  */
-export async function floodDecisionCache(ctx: ChaosContext): Promise<Verdict> {
+export async function floodTokenCache(ctx: ChaosContext): Promise<Verdict> {
   const { gate, timing } = ctx;
   const hot = await validTokens(gate, 10);
   const distinct = await validTokens(gate, Math.round(ctx.cacheMaxEntries * timing.floodFactor));

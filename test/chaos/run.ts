@@ -13,7 +13,7 @@ import {
   type Verdict,
 } from './chaos-kit.js';
 import { randomKidFlood, rotateSigningKey } from './key-faults.js';
-import { floodDecisionCache, soak } from './pressure.js';
+import { floodTokenCache, soak } from './pressure.js';
 import { killAndRestartVerifier, reloadNginx, stopIdp } from './process-faults.js';
 
 const { values } = parseArgs({
@@ -55,7 +55,7 @@ const SCENARIOS: ReadonlyArray<[string, (ctx: ChaosContext) => Promise<Verdict>]
   ['rotate', rotateSigningKey],
   ['reload', reloadNginx],
   ['kill', killAndRestartVerifier],
-  ['cache', floodDecisionCache],
+  ['cache', floodTokenCache],
   ['kid', randomKidFlood],
   ['idp', stopIdp],
   ['soak', soak],

@@ -7,7 +7,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { statusOf } from './testing/answer.js';
 import { createAuthorizer, type Authorize } from './decision/authorize.js';
 import type { JwtIssuer, PolicyConfig } from './config/model.js';
-import { createDecisionCache } from './decision/decision-cache.js';
+import { createTokenCache } from './token/token-cache.js';
+import { createTokenVerifier } from './token/token-verifier.js';
 import { createJwtVerifier } from './token/jwt-verifier.js';
 import type { KeySet } from './token/key-set.js';
 import { createLogger } from './log.js';
@@ -49,7 +50,7 @@ function localKeySet(jwks: { keys: JWK[] }): KeySet {
     issuer: ISS,
     start: async () => {},
     isReady: () => true,
-    trustedUntil: () => Infinity,
+    trustedUntilSeconds: () => Infinity,
     getKey: (header) => getter(header),
     refresh: async () => false,
     stop: () => {},
@@ -63,16 +64,20 @@ let sign: (claims: Record<string, unknown>) => Promise<string>;
 beforeAll(async () => {
   const { privateKey, publicKey } = await generateKeyPair('RS256');
   const jwk = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'RS256', use: 'sig' };
-  const now = () => NOW;
+  const now = () => NOW_S;
   const verifier = createJwtVerifier(issuer, localKeySet({ keys: [jwk] }), now);
+  const config = { issuers: new Map([[ISS, issuer]]), policies: new Map([['secret', policy]]) };
   authorize = createAuthorizer({
-    config: { issuers: new Map([[ISS, issuer]]), policies: new Map([['secret', policy]]) },
-    verifiers: new Map([[ISS, verifier]]),
-    cache: createDecisionCache({
-      maxEntries: 10_000,
-      maxBytes: 16 * 1024 * 1024,
-      maxTtl: 300,
-      now,
+    config,
+    verifyToken: createTokenVerifier({
+      config,
+      verifiers: new Map([[ISS, verifier]]),
+      cache: createTokenCache({
+        maxEntries: 10_000,
+        maxBytes: 16 * 1024 * 1024,
+        maxTtl: 300,
+        now,
+      }),
     }),
     logger: createLogger('silent'),
   });

@@ -126,7 +126,7 @@ function localKeySet(): KeySet {
     getKey: (header) => getter(header),
     refresh: async () => false,
     stop: () => {},
-    trustedUntil: () => Number.MAX_SAFE_INTEGER,
+    trustedUntilSeconds: () => Number.MAX_SAFE_INTEGER,
   };
 }
 
@@ -192,7 +192,7 @@ async function runReference(token: string, config: string): Promise<Outcome> {
       exp: payload.exp,
       nbf: typeof payload.nbf === 'number' ? payload.nbf - cfg.clockTolerance : undefined,
       kid: typeof kid === 'string' ? kid : undefined,
-      keyTrustedUntil: Number.MAX_SAFE_INTEGER / 1000,
+      keyTrustedUntil: Number.MAX_SAFE_INTEGER,
     },
   };
 }
@@ -219,7 +219,7 @@ beforeAll(() => {
   ours = Object.fromEntries(
     Object.entries(CONFIGS).map(([name, cfg]) => [
       name,
-      createJwtVerifier(cfg, localKeySet(), () => NOW),
+      createJwtVerifier(cfg, localKeySet(), () => NOW_S),
     ]),
   );
 });

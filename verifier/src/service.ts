@@ -1,9 +1,9 @@
 // Builds a running verifier from a configuration: key sets, verifiers, cache, metrics, routes and
 // a transport. main.ts calls this; tests and the benchmark call it too, in-process.
+import { systemClock, type Clock } from './clock.js';
 import { createAuthorizer } from './decision/authorize.js';
-import { createCloudFrontGrant } from './cloudfront/gate-decorator.js';
+import { createCloudFrontGrant } from './cloudfront/grant.js';
 import type { Listen, VerifierConfig } from './config/model.js';
-import { createDecisionCache } from './decision/decision-cache.js';
 import type { Grant } from './decision/decision.js';
 import { createEndpointResolver } from './token/discovery.js';
 import { createDpopRuntime } from './dpop/index.js';
@@ -12,6 +12,8 @@ import { createKeySet, type KeySet } from './token/key-set.js';
 import type { Logger } from './log.js';
 import { createMetrics } from './metrics.js';
 import { createOpaqueVerifier, type OpaqueVerifier } from './token/opaque-verifier.js';
+import { createTokenCache } from './token/token-cache.js';
+import { createTokenVerifier } from './token/token-verifier.js';
 import { redisSettingsOf } from './redis/connection.js';
 import { createRevocationRuntime } from './revocation/index.js';
 import { createCallLimit } from './http/call-limit.js';
@@ -20,18 +22,18 @@ import { createRoutes, createTransport } from './http/transport.js';
 
 export type VerifierService = ReturnType<typeof createVerifierService>;
 
-/** `now` (epoch ms) is injectable for tests; the benchmark turns the process metrics off. */
+/** `now` is injectable for tests; the benchmark turns the process metrics off. */
 export function createVerifierService(
   config: VerifierConfig,
-  options: { logger: Logger; now?: () => number; defaultMetrics?: boolean },
+  options: { logger: Logger; now?: Clock; defaultMetrics?: boolean },
 ) {
   const { logger } = options;
-  const now = options.now ?? Date.now;
+  const now = options.now ?? systemClock;
   const keySets = new Map<string, KeySet>();
-  const cache = createDecisionCache({
+  const cache = createTokenCache({
     ...config.cache,
     now,
-    trustedUntil: (issuer) => keySets.get(issuer)?.trustedUntil(),
+    trustedUntilSeconds: (issuer) => keySets.get(issuer)?.trustedUntilSeconds(),
   });
   const metrics = createMetrics(cache, keySets, options.defaultMetrics);
   const verifiers = new Map<string, JwtVerifier | OpaqueVerifier>();
@@ -91,8 +93,14 @@ export function createVerifierService(
   const authorize = createAuthorizer({
     dpop,
     config,
-    verifiers,
-    cache,
+    // Session claims are kept in the cache only when a receiver reads them.
+    verifyToken: createTokenVerifier({
+      config,
+      verifiers,
+      cache,
+      metrics,
+      keepSession: !!revocation,
+    }),
     logger,
     metrics,
     grants,

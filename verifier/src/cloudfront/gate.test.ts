@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { createIo, Deferred } from '../config/values.js';
 import { captureLogger } from '../testing/fixtures.js';
 import { cloudFrontSection, type CloudFrontGateConfig } from './gate-config.js';
-import { cloudFrontHeaders, cookiePath, createCloudFrontGrant } from './gate-decorator.js';
+import { cloudFrontHeaders, cookiePath, createCloudFrontGrant } from './grant.js';
 
 const fixtures = fileURLToPath(new URL('../../../test/fixtures/cloudfront/', import.meta.url));
 const rsaFile = `${fixtures}rsa-2048.pkcs8.pem`;

@@ -1,7 +1,6 @@
 // Issuer presets: one row of settings per identity provider, so `VERIFIER_PRESET=okta` accepts
 // its access tokens and refuses its ID tokens. A row is laid under the issuer as written (each
 // setting can still be given); its start-time refusals cannot be turned off. Vendor pages cited.
-import type { JwtIssuer, TokeninfoIssuer } from './model.js';
 
 /** ID tokens (`nonce`, `at_hash`), logout tokens and Security Event Tokens (`events`). */
 export const ALWAYS_REFUSED = ['nonce', 'at_hash', 'events'] as const;
@@ -128,7 +127,13 @@ export function withPreset(raw: unknown, rootClientClaimsGiven: boolean): unknow
 
 /** The rules a preset makes at start, each problem at the field it is about and naming why. */
 export function checkPresetIssuer(
-  issuer: JwtIssuer | TokeninfoIssuer,
+  // What it reads of a JWT or tokeninfo issuer (model.ts), which imports this file.
+  issuer: {
+    readonly preset: PresetName;
+    readonly type: string;
+    readonly issuer: string;
+    readonly audience: string;
+  },
   report: (field: string, message: string) => void,
 ): void {
   const row = rowOf(issuer.preset);

@@ -4,7 +4,8 @@ import { answerOf, statusOf } from '../testing/answer.js';
 import { base64url, importJWK, SignJWT } from 'jose';
 import { createAuthorizer } from './authorize.js';
 import { loadConfig } from '../config/load.js';
-import { createDecisionCache } from './decision-cache.js';
+import { createTokenCache } from '../token/token-cache.js';
+import { createTokenVerifier } from '../token/token-verifier.js';
 import type { Decision } from './decision.js';
 import type { JwtIssuer } from '../config/model.js';
 import { createJwtVerifier, type JwtVerifier } from '../token/jwt-verifier.js';
@@ -587,8 +588,11 @@ describe('authorize: the grant extension point', () => {
     const calls: Array<[number, number]> = [];
     const authorize = createAuthorizer({
       config,
-      verifiers: new Map([[ISSUER, async () => verifiedAs('spa-demo', T + 60)]]),
-      cache: createDecisionCache({ ...config.cache, now: clock.now }),
+      verifyToken: createTokenVerifier({
+        config,
+        verifiers: new Map([[ISSUER, async () => verifiedAs('spa-demo', T + 60)]]),
+        cache: createTokenCache({ ...config.cache, now: clock.now }),
+      }),
       logger: captureLogger().logger,
       now: clock.now,
       grants: new Map([
@@ -631,8 +635,11 @@ describe('authorize: unexpected failures', () => {
     const { logger, lines } = captureLogger();
     const authorize = createAuthorizer({
       config,
-      verifiers: new Map([[ISSUER, verify]]),
-      cache: createDecisionCache({ ...config.cache, now: clock.now }),
+      verifyToken: createTokenVerifier({
+        config,
+        verifiers: new Map([[ISSUER, verify]]),
+        cache: createTokenCache({ ...config.cache, now: clock.now }),
+      }),
       logger,
     });
     return { authorize, lines };

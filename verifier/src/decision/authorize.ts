@@ -1,244 +1,134 @@
-// The auth endpoint as a function: request headers in, a Decision (plain data) out, on one linear
+// The auth endpoint as a function: request headers in, a Decision (plain data) out, on one straight
 // path. No sockets and no HTTP here, so tests call it directly, as the transport does.
-import { hash } from 'node:crypto';
-import { DEFAULT_POLICY, type PolicyConfig, type VerifierConfig } from '../config/model.js';
-import type { DecisionCache } from './decision-cache.js';
-import { statusFor, VerifyError } from '../errors.js';
+import { systemClock, type Clock, type EpochSeconds, type Seconds } from '../clock.js';
+import { DEFAULT_POLICY, type VerifierConfig } from '../config/model.js';
+import { VerifyError, type DenyCode } from '../errors.js';
 import type { Logger } from '../log.js';
-import { loggablePath } from '../log-path.js';
 import type { Metrics } from '../metrics.js';
+import { readCredentials, type Credentials } from '../token/token-shape.js';
+import type { TokenVerifier } from '../token/token-verifier.js';
+import { allow, deny, DpopRefusal, withHeaders, type Decision } from './decision.js';
+import type { DpopStep, Grant, RevocationCheck, VerifyRequest } from './decision.js';
+import { logDecision } from './decision-log.js';
 import {
-  assertBearerSyntax,
-  looksLikeJwt,
-  readCredentials,
-  unverifiedIssuer,
-  type Credentials,
-} from '../token/token-shape.js';
-import { allow, deny, withHeaders, type Decision } from './decision.js';
-import type { DpopOutcome as Outcome, DpopStep, Grant, RevocationCheck } from './decision.js';
-import type { VerifiedToken } from '../token/verified-token.js';
-
-/** What NGINX sends to /verify; http/contract.ts has a row (header, meaning) for each field. */
-export interface VerifyRequest {
-  readonly authorization?: string | undefined;
-  /** The `X-SG-Policy` header; `default` when absent. */
-  readonly policy?: string | undefined;
-  readonly originalUri?: string | undefined;
-  readonly originalMethod?: string | undefined;
-  readonly dpop?: string | undefined;
-  readonly originalOrigin?: string | undefined;
-}
+  checkDpop,
+  checkPolicy,
+  checkRevocation,
+  preparePolicies,
+  tokenOutcome,
+} from './policy.js';
+import type { PreparedPolicy, ProvenToken } from './policy.js';
 
 export type Authorize = (request: VerifyRequest) => Promise<Decision>;
 
 export interface AuthorizerParts {
-  readonly config: Pick<VerifierConfig, 'issuers' | 'policies'>;
-  /** Each issuer's verifier (JWT or opaque), by `iss`. */
-  readonly verifiers: ReadonlyMap<string, (token: string) => Promise<VerifiedToken>>;
-  readonly cache: DecisionCache;
+  readonly config: Pick<VerifierConfig, 'policies'>;
+  /** The token verified for a policy's issuers, cached or fresh (token/token-verifier.ts). */
+  readonly verifyToken: TokenVerifier;
   readonly logger: Logger;
   readonly metrics?: Metrics | undefined;
   /** Per-policy grant plugins (signed cookies, for one); the core passes their headers on. */
   readonly grants?: ReadonlyMap<string, Grant> | undefined;
-  /** Cap in seconds on how long NGINX may reuse an answer; 0 (the default) never. */
-  readonly edgeTtl?: number | undefined;
-  /** Milliseconds since the epoch; injected so tests can move time. */
-  readonly now?: (() => number) | undefined;
+  /** Cap on how long NGINX may reuse an answer; 0 (the default) never. */
+  readonly edgeTtl?: Seconds | undefined;
+  /** Injected so tests can move time. */
+  readonly now?: Clock | undefined;
   /** The DPoP step; required when a policy has `dpop` other than `off`. */
-  readonly dpop?: { readonly step: DpopStep; readonly missingToken: Decision } | undefined;
+  readonly dpop?: DpopStep | undefined;
   /** The pushed-revocation check; set when a receiver is on. */
   readonly revocation?: RevocationCheck | undefined;
 }
 
-const refusal = (error: VerifyError): Outcome => ({
-  decision: deny(error.code),
-  detail: error.message,
-});
+/** A decision and why, for the log line (never a token or proof). */
+interface Outcome {
+  readonly decision: Decision;
+  readonly detail: string | undefined;
+}
 
-/** The first 8 hex digits of the token's SHA-256, for log lines: useless as a credential. */
-const fingerprint = (token: string): string => hash('sha256', token, 'hex').slice(0, 8);
+/** How far a request came: what the refusal path needs to answer it. */
+interface Reached {
+  readonly policy: PreparedPolicy | undefined;
+  credentials?: Credentials | undefined;
+  /** Set once the token is verified, live and proven: what follows is the token's own outcome. */
+  proven?: ProvenToken | undefined;
+}
+
+/** Refusals of a token that is dead whatever proof came with it: never a DPoP challenge. */
+const REVOKED = new Set<DenyCode>(['token_revoked', 'revocation_unavailable']);
 
 /**
- * The checks of verifier/README.md "What is checked", cheapest first: policy, token, cache, shape,
- * a JWT's `iss` and `alg` before any key fetch, then full verification (or the policy's opaque
- * issuer). On every request, cached or not: the policy's issuers, revocation, clients, scopes, the
- * DPoP proof, an allow's grant. A failure that is no token outcome (a bug) is a 401 `internal_error`.
+ * The checks of verifier/README.md "What is checked", cheapest first: the policy, the credentials,
+ * the token (cached or verified now, for the policy's issuers); then on every request, cached or
+ * not: revocation, the DPoP proof, the policy's clients and scopes, the edge TTL and an allow's
+ * grant. Every refusal is thrown and answered by `refusal`; a failure that is no token outcome (a
+ * bug) is a 401 `internal_error`.
  */
 export function createAuthorizer(parts: AuthorizerParts): Authorize {
-  const { cache, logger, metrics, dpop } = parts;
+  const { verifyToken, revocation, logger, metrics } = parts;
+  const policies = preparePolicies(parts.config.policies, parts.dpop, parts.grants);
   const edgeCap = Math.floor(parts.edgeTtl ?? 0);
-  const now = parts.now ?? Date.now;
-
-  /** A policy with what each of its requests needs worked out once. */
-  function prepare(policy: PolicyConfig) {
-    if (policy.dpop !== 'off' && dpop === undefined)
-      throw new TypeError(`policy "${policy.name}" uses DPoP but no DPoP step was given`);
-    const isJwt = (iss: string) => parts.config.issuers.get(iss)?.type === 'jwt';
-    const opaqueIssuer = policy.issuers.find((iss) => !isJwt(iss));
-    return {
-      config: policy,
-      issuers: new Set(policy.issuers),
-      /** The clients this policy serves; undefined: every client of its issuers. */
-      clients: policy.clients && new Set(policy.clients),
-      jwtIssuers: new Set(policy.issuers.filter(isJwt)),
-      opaque: opaqueIssuer === undefined ? undefined : parts.verifiers.get(opaqueIssuer),
-      grant: parts.grants?.get(policy.name),
-      /** Cache keys of tokens this policy verifies: one for policies that read tokens alike. */
-      keyPrefix: `${opaqueIssuer ?? ''}\u0000`,
-      /** The answer without a token: a DPoP-only policy challenges for the DPoP scheme. */
-      missing: dpop && policy.dpop === 'required' ? dpop.missingToken : deny('token_missing'),
-    } as const;
-  }
-  type PreparedPolicy = ReturnType<typeof prepare>;
-  const policies = new Map(
-    Array.from(parts.config.policies.values(), (policy) => [policy.name, prepare(policy)]),
-  );
-
-  /** The verified token from the cache, or verified now (once for concurrent misses) and cached. */
-  async function verified(token: string, policy: PreparedPolicy): Promise<VerifiedToken> {
-    // One flat digest is the key: a concatenated string would be stored twice (V8 flattens a
-    // cons-string key into a second copy), which matters at 100,000 entries. One-shot `hash`
-    // builds no Hash object: about half the cost of `createHash` on Node 20.
-    const key = hash('sha256', policy.keyPrefix + token, 'base64url');
-    const hit = cache.get(key);
-    if (hit !== undefined) {
-      metrics?.cacheLookup('hit');
-      // Verified for another policy that reads tokens alike: this one may not accept its issuer.
-      if (!policy.issuers.has(hit.identity.issuer))
-        throw new VerifyError('issuer_not_allowed', '"iss" is not allowed by this policy');
-      return hit;
-    }
-    metrics?.cacheLookup('miss');
-    // Shared per policy too: a verification checks the asking policy's issuers before any fetch.
-    return cache.share(`${policy.config.name}\u0000${key}`, async () => {
-      const stopTimer = metrics?.verification.startTimer();
-      try {
-        const fresh = await verifyToken(token, policy);
-        // Kept only when something reads it: a gate without receivers caches no session claims.
-        cache.set(key, parts.revocation ? fresh : { ...fresh, session: undefined });
-        return fresh;
-      } finally {
-        stopTimer?.();
-      }
-    });
-  }
-
-  async function verifyToken(token: string, policy: PreparedPolicy): Promise<VerifiedToken> {
-    // Three base64url segments are b64token syntax already; only other shapes need the wider scan.
-    if (!looksLikeJwt(token)) {
-      assertBearerSyntax(token);
-      if (policy.opaque) return policy.opaque(token);
-      throw new VerifyError('token_malformed', 'the token is not three base64url segments');
-    }
-    let iss: unknown;
-    try {
-      iss = unverifiedIssuer(token);
-    } catch {
-      // Some authorization servers hand out JWT-shaped tokens that only they can read.
-      if (policy.opaque) return policy.opaque(token);
-      throw new VerifyError('token_malformed', 'the token payload is not valid JSON');
-    }
-    const issuer = typeof iss === 'string' ? parts.config.issuers.get(iss) : undefined;
-    if (issuer?.type !== 'jwt' && policy.opaque) return policy.opaque(token);
-    if (typeof iss !== 'string') throw new VerifyError('issuer_unknown', '"iss" claim is missing');
-    if (issuer === undefined)
-      throw new VerifyError('issuer_unknown', '"iss" is not a configured issuer');
-    if (!policy.jwtIssuers.has(iss))
-      throw new VerifyError('issuer_not_allowed', '"iss" is not allowed by this policy');
-    // jose checks `alg` against the issuer's allowlist before it asks for a key.
-    return parts.verifiers.get(iss)!(token);
-  }
-
-  async function decide(request: VerifyRequest, policy: PreparedPolicy, credentials: Credentials) {
-    /** The DPoP step, on every request: a cached token never skips its proof. */
-    async function checkDpop(outcome: Outcome, jkt?: string): Promise<Outcome> {
-      const mode = policy.config.dpop;
-      // No step means every policy is `off` (prepare); a bound token is never a bearer token.
-      if (mode === 'off' || dpop === undefined) {
-        if (jkt === undefined) return outcome;
-        return { decision: deny('dpop_binding_mismatch'), detail: 'DPoP-bound token as Bearer' };
-      }
-      const stepped = await dpop.step(mode, outcome.decision, credentials, request, jkt);
-      return { decision: stepped.decision, detail: stepped.detail ?? outcome.detail };
-    }
-    let token: VerifiedToken;
-    try {
-      token = await verified(credentials.token, policy);
-    } catch (error) {
-      if (!(error instanceof VerifyError)) throw error;
-      return checkDpop(refusal(error));
-    }
-    // The policy's own checks. A revocation refusal throws, so no DPoP challenge follows it.
-    const verdict = parts.revocation?.(token, policy.config.revocation);
-    if (verdict === 'revoked')
-      throw new VerifyError('token_revoked', 'a logout or revocation event covers the token');
-    if (verdict === 'unavailable')
-      throw new VerifyError('revocation_unavailable', 'the shared revocation store is unreachable');
-    const { identity } = token;
-    const missing = policy.config.scopes.filter((scope) => !identity.scopes.includes(scope));
-    const judged: Outcome =
-      policy.clients?.has(identity.client) === false
-        ? {
-            decision: deny('client_not_allowed', identity),
-            detail: `client ${JSON.stringify(identity.client)} is not one of the policy's clients`,
-          }
-        : missing.length === 0
-          ? { decision: allow(identity), detail: undefined }
-          : {
-              decision: deny('scope_insufficient', identity, policy.config.scopes),
-              detail: `missing scopes: ${missing.join(' ')}`,
-            };
-    const { decision, detail } = await checkDpop(judged, token.jkt);
-    // Only the token's own outcome (allow, its client or scopes refused) may be reused at the edge;
-    // DPoP refusals carry none.
-    if (decision.identity === undefined) return { decision, detail };
-    // Never past the cap, `exp` or the key's trust; whole seconds down, so no copy outlives them.
-    const until = Math.min(token.exp, token.keyTrustedUntil ?? token.exp);
-    const edgeTtl = Math.min(edgeCap, Math.floor(until - now() / 1000));
-    const timed = edgeTtl > 0 ? { ...decision, edgeTtl } : decision;
-    if (timed.outcome !== 'allow' || policy.grant === undefined) return { decision: timed, detail };
-    return { decision: withHeaders(timed, await policy.grant(now() / 1000, token.exp)), detail };
-  }
+  const now = parts.now ?? systemClock;
 
   return async function authorize(request) {
     const name = request.policy ?? DEFAULT_POLICY;
     const policy = policies.get(name);
-    let token: string | undefined;
+    const reached: Reached = { policy };
     let outcome: Outcome;
     try {
-      if (policy === undefined) {
-        logger.warn(
-          { policy: request.policy },
-          'configuration problem: /verify asked for an unknown policy',
-        );
-        throw new VerifyError('policy_unknown', 'unknown policy');
-      }
-      const credentials = readCredentials(request.authorization, policy.config.dpop !== 'off');
-      token = credentials?.token;
-      outcome = credentials
-        ? await decide(request, policy, credentials)
-        : { decision: policy.missing, detail: undefined };
+      if (policy === undefined) throw unknownPolicy(logger, request.policy);
+      const credentials = readCredentials(request.authorization, policy.dpop !== undefined);
+      reached.credentials = credentials;
+      if (credentials === undefined) throw new VerifyError('token_missing', 'no token');
+      const token = await verifyToken(credentials.token, policy.config);
+      checkRevocation(revocation, token, policy.config);
+      reached.proven = await checkDpop(policy, token, credentials, request);
+      checkPolicy(token, policy);
+      const allowed = tokenOutcome(allow(token.identity), reached.proven, edgeCap, now());
+      const granted = policy.grant && withHeaders(allowed, await policy.grant(now(), token.exp));
+      outcome = { decision: granted ?? allowed, detail: undefined };
     } catch (error) {
-      if (error instanceof VerifyError) outcome = refusal(error);
-      else {
-        // A bug, not a token outcome: never `signature_invalid`, never a 500 at NGINX.
-        logger.error({ err: error }, 'unexpected verification failure');
-        outcome = { decision: deny('internal_error'), detail: 'unexpected failure' };
-      }
+      outcome = refusal(error, reached, edgeCap, now(), logger);
     }
-    const { decision, detail } = outcome;
-    metrics?.decision(decision.reason);
-    if (decision.outcome !== 'allow') {
-      const { reason } = decision;
-      const fp = token === undefined ? undefined : fingerprint(token);
-      const uri = loggablePath(request.originalUri);
-      const method = request.originalMethod;
-      const fields = { status: statusFor(reason), reason, policy: name, fp, uri, method, detail };
-      logger.info(fields, 'denied');
-    } else if (logger.isLevelEnabled('debug')) {
-      const fp = token && fingerprint(token);
-      logger.debug({ policy: name, fp, client: decision.identity?.client }, 'allowed');
-    }
-    return decision;
+    logDecision(logger, metrics, request, name, reached.credentials?.token, outcome);
+    return outcome.decision;
   };
+}
+
+function unknownPolicy(logger: Logger, policy: string | undefined): VerifyError {
+  logger.warn({ policy }, 'configuration problem: /verify asked for an unknown policy');
+  return new VerifyError('policy_unknown', 'unknown policy');
+}
+
+/**
+ * The one refusal path. A refusal of the proven token is its own outcome; one without a token is
+ * the policy's `missing` answer; on a DPoP policy, the DPoP step's refusals, and a refused token of
+ * a DPoP request or a DPoP-only policy, carry the DPoP challenge (a revoked one does not).
+ */
+function refusal(
+  error: unknown,
+  { policy, credentials, proven }: Reached,
+  edgeCap: Seconds,
+  now: EpochSeconds,
+  logger: Logger,
+): Outcome {
+  if (!(error instanceof VerifyError)) {
+    // A bug, not a token outcome: never `signature_invalid`, never a 500 at NGINX.
+    logger.error({ err: error }, 'unexpected verification failure');
+    return { decision: deny('internal_error'), detail: 'unexpected failure' };
+  }
+  const { code, message: detail } = error;
+  if (proven !== undefined) {
+    const required = code === 'scope_insufficient' ? policy?.config.scopes : undefined;
+    const decision = deny(code, proven.token.identity, required);
+    return { decision: tokenOutcome(decision, proven, edgeCap, now), detail };
+  }
+  // RFC 6750 §3.1: no error code for a request without a token, and nothing to detail.
+  if (credentials === undefined && code === 'token_missing' && policy !== undefined)
+    return { decision: policy.missing, detail: undefined };
+  const dpop = policy?.dpop;
+  const own = error instanceof DpopRefusal ? error : undefined;
+  const asked = credentials?.scheme === 'dpop' || dpop?.mode === 'required';
+  if (dpop !== undefined && (own || (credentials && asked && !REVOKED.has(code))))
+    return { decision: dpop.step.challenge(code, own?.nonce), detail };
+  return { decision: deny(code), detail };
 }

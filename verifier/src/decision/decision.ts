@@ -1,12 +1,23 @@
 // What /verify decided, as plain data (status codes and challenges are http/verify-answer.ts's),
 // and what the decision path asks of its plugins, declared here so the arrows point inward: dpop/,
 // revocation/ and cloudfront/ implement these, the core never imports them, service.ts wires them.
+import type { EpochSeconds } from '../clock.js';
 import type { DpopMode, PolicyConfig } from '../config/model.js';
-import type { DenyCode } from '../errors.js';
+import { VerifyError, type DenyCode } from '../errors.js';
 import type { Identity } from '../token/identity.js';
 import type { Credentials } from '../token/token-shape.js';
 import type { VerifiedToken } from '../token/verified-token.js';
-import type { VerifyRequest } from './authorize.js';
+
+/** What NGINX sends to /verify; http/contract.ts has a row (header, meaning) for each field. */
+export interface VerifyRequest {
+  readonly authorization?: string | undefined;
+  /** The `X-SG-Policy` header; `default` when absent. */
+  readonly policy?: string | undefined;
+  readonly originalUri?: string | undefined;
+  readonly originalMethod?: string | undefined;
+  readonly dpop?: string | undefined;
+  readonly originalOrigin?: string | undefined;
+}
 
 /** One answer header as a name/value pair, written to the wire as it is. */
 export type Header = readonly [name: string, value: string];
@@ -47,7 +58,7 @@ export function withHeaders(decision: Decision, headers: readonly Header[]): Dec
  * seconds; nothing it hands out may outlive `exp`. It never throws: a grant it cannot make is
  * logged by the plugin and left out, and the allow stands.
  */
-export type Grant = (nowSeconds: number, exp: number) => Promise<readonly Header[]>;
+export type Grant = (now: EpochSeconds, exp: EpochSeconds) => Promise<readonly Header[]>;
 
 /** The pushed-revocation check (RFC 8417 events, logout tokens), after the cache, every request. */
 export type RevocationCheck = (
@@ -55,24 +66,35 @@ export type RevocationCheck = (
   mode: PolicyConfig['revocation'],
 ) => 'valid' | 'revoked' | 'unavailable';
 
-/** A decision and why, for the log line (never a token or proof). */
-export interface DpopOutcome {
-  readonly decision: Decision;
-  readonly detail: string | undefined;
+/**
+ * The DPoP step (RFC 9449 §7) of a policy whose `dpop` is not `off`, run for every accepted token,
+ * cached or fresh, so a cached token never skips its proof.
+ */
+export interface DpopStep {
+  /**
+   * Checks the request's proof for the token (`jkt`: its `cnf.jkt`, undefined when unbound);
+   * resolves with the headers an answer carries (`DPoP-Nonce`), or throws a DpopRefusal.
+   */
+  check(
+    mode: Exclude<DpopMode, 'off'>,
+    credentials: Credentials,
+    request: VerifyRequest,
+    jkt: string | undefined,
+  ): Promise<readonly Header[]>;
+  /** A deny carrying the `DPoP` challenge, and `DPoP-Nonce` when `nonce` is given. */
+  challenge(code: DenyCode, nonce?: string): Decision;
 }
 
-/**
- * The DPoP step (RFC 9449 §7) on the token's decision, cached or fresh: the same decision (with a
- * nonce header when nonces are on), or a deny carrying the `DPoP` challenge. `jkt` is the accepted
- * token's `cnf.jkt`, undefined when it is unbound or was refused.
- */
-export type DpopStep = (
-  mode: Exclude<DpopMode, 'off'>,
-  decision: Decision,
-  credentials: Credentials,
-  request: VerifyRequest,
-  jkt: string | undefined,
-) => Promise<DpopOutcome>;
+/** A refusal by the DPoP step: answered with its challenge and, when it asks for one, a nonce. */
+export class DpopRefusal extends VerifyError {
+  constructor(
+    code: DenyCode,
+    message: string,
+    readonly nonce?: string,
+  ) {
+    super(code, message);
+  }
+}
 
 /** What a route other than /verify answers (health, metrics, a revocation receiver). */
 export interface Answer {

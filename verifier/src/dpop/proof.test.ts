@@ -20,7 +20,7 @@ const TOKEN = 'header.payload.signature';
 const check = createProofChecker({
   algorithms: ['ES256', 'RS256'],
   iatWindow: 60,
-  now: () => NOW * 1000,
+  now: () => NOW,
 });
 const expect200 = { htm: 'GET', htu: HTU, accessToken: TOKEN };
 
@@ -93,7 +93,7 @@ describe('DPoP proof check (RFC 9449 §4.3)', () => {
     const esOnly = createProofChecker({
       algorithms: ['ES256'],
       iatWindow: 60,
-      now: () => NOW * 1000,
+      now: () => NOW,
     });
     const proof = await signProof({ key: 'rsaA', htu: HTU, accessToken: TOKEN, iat: NOW });
     await expect(esOnly(proof, expect200)).rejects.toThrow('"alg" is not an allowed');
@@ -203,7 +203,7 @@ describe('which proof keys may verify which "alg", each proof signed correctly b
   const anyAlg = createProofChecker({
     algorithms: ['ES256', 'ES384', 'RS256', 'PS256', 'EdDSA'],
     iatWindow: 60,
-    now: () => NOW * 1000,
+    now: () => NOW,
   });
   const rsa = (modulusLength: number) => generateKeyPairSync('rsa', { modulusLength });
   const rsa2048 = rsa(2048);

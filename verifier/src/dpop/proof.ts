@@ -3,6 +3,7 @@
 import { hash, type KeyObject } from 'node:crypto';
 import { calculateJwkThumbprint, importJWK, type JWTPayload } from 'jose';
 import { LRUCache } from 'lru-cache';
+import type { Clock } from '../clock.js';
 import { VerifyError } from '../errors.js';
 import { checkProtectedHeader, readProtectedHeader, validateClaims } from '../token/jwt-claims.js';
 import {
@@ -34,12 +35,12 @@ const notBound = () =>
  * the key is imported or any signature checked; the signature; `exp`, `nbf`, `iat` as jose
  * validates them; `jti`; `htm` the original method; `htu` the external URL (no query, fragment);
  * `iat` within ±`iatWindow` s; `ath` = base64url(SHA-256(token)) when a token is presented. Left
- * to the caller: `nonce` and `jti` replays. `now` is in epoch milliseconds.
+ * to the caller: `nonce` and `jti` replays.
  */
 export function createProofChecker(options: {
   algorithms: readonly string[];
   iatWindow: number;
-  now: () => number;
+  now: Clock;
 }) {
   const schemes = signatureSchemes(options.algorithms);
   /**
@@ -113,7 +114,10 @@ export function createProofChecker(options: {
     if (!verifySignature(proof, prepared.scheme, prepared.key)) throw unverified();
     let payload: JWTPayload;
     try {
-      payload = validateClaims(proof, DPOP_TYP, { typ: 'dpop+jwt', currentDate: new Date(at) });
+      payload = validateClaims(proof, DPOP_TYP, {
+        typ: 'dpop+jwt',
+        currentDate: new Date(at * 1000),
+      });
     } catch {
       throw unverified();
     }
@@ -125,7 +129,7 @@ export function createProofChecker(options: {
     if (typeof htu !== 'string' || normalizeHtu(htu) !== expect.htu)
       throw invalid('"htu" claim does not match the request URL');
     if (typeof iat !== 'number' || !Number.isFinite(iat)) throw invalid('"iat" claim is missing');
-    if (Math.abs(at / 1000 - iat) > options.iatWindow)
+    if (Math.abs(at - iat) > options.iatWindow)
       throw invalid('"iat" claim is outside the accepted window');
     if (expect.accessToken !== undefined) {
       if (typeof ath !== 'string') throw invalid('"ath" claim is missing');

@@ -1,4 +1,5 @@
 // The shared replay store (./replay-store.ts has the contract and the in-process one).
+import type { Seconds } from '../clock.js';
 import { openRedis, type RedisSettings } from '../redis/connection.js';
 
 /**
@@ -20,7 +21,8 @@ export function createRedisReplayStore(options: {
   const shared = openRedis(options.url, options.redis, options.onError);
   shared.client.on('ready', () => (connectedOnce = true));
   return {
-    async remember(key: string, ttlSeconds: number) {
+    async remember(key: string, ttlSeconds: Seconds) {
+      // `PX`: milliseconds, so a fractional window is not cut to whole seconds.
       const ttl = Math.ceil(ttlSeconds * 1000);
       const [answer] = await shared
         .write((batch) => batch.set(`sg:dpop:${key}`, '1', 'PX', ttl, 'NX'))

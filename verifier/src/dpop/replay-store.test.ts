@@ -1,10 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { createMemoryReplayStore } from './replay-store.js';
 
+// The clocks below count milliseconds; the store reads epoch seconds.
 describe('in-process replay store', () => {
   it('answers true for a new key and false for the same key within its lifetime', () => {
     let at = 0;
-    const store = createMemoryReplayStore({ maxEntries: 10, now: () => at });
+    const store = createMemoryReplayStore({ maxEntries: 10, now: () => at / 1000 });
     expect(store.remember('a', 120)).toBe(true);
     at += 119_000;
     expect(store.remember('a', 120)).toBe(false);
@@ -14,7 +15,7 @@ describe('in-process replay store', () => {
 
   it('makes room by dropping expired keys', () => {
     let at = 0;
-    const store = createMemoryReplayStore({ maxEntries: 2, now: () => at });
+    const store = createMemoryReplayStore({ maxEntries: 2, now: () => at / 1000 });
     store.remember('a', 1);
     store.remember('b', 1);
     at += 1_000;

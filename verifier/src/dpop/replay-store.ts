@@ -2,16 +2,18 @@
 // Valkey every replica shares (redis-replay-store.ts, apart so the dev IdP loads no Redis client).
 // `remember(key, ttlSeconds)` is true the first time within `ttlSeconds`, false for a replay, and
 // throws (rejects) when the store cannot answer: the caller decides whether that fails closed.
+import type { Clock, EpochSeconds, Seconds } from '../clock.js';
 
 /**
  * An in-process store of at most `maxEntries`. Every key lives the same `ttlSeconds`, so the Map's
  * insertion order is expiry order and expired keys are swept from its front. Full of live keys, it
- * refuses rather than forget one (which would let a replay through). `now` in epoch milliseconds.
+ * refuses rather than forget one (which would let a replay through).
  */
-export function createMemoryReplayStore(options: { maxEntries: number; now: () => number }) {
-  const seen = new Map<string, number>();
+export function createMemoryReplayStore(options: { maxEntries: number; now: Clock }) {
+  /** Each key and when it expires. */
+  const seen = new Map<string, EpochSeconds>();
   return {
-    remember(key: string, ttlSeconds: number): boolean {
+    remember(key: string, ttlSeconds: Seconds): boolean {
       const at = options.now();
       const expires = seen.get(key);
       if (expires !== undefined && expires > at) return false;
@@ -23,7 +25,7 @@ export function createMemoryReplayStore(options: { maxEntries: number; now: () =
         }
       }
       if (seen.size >= options.maxEntries) throw new Error('the in-process replay store is full');
-      seen.set(key, at + ttlSeconds * 1000);
+      seen.set(key, at + ttlSeconds);
       return true;
     },
     /** True once the store can answer. */

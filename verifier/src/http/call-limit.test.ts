@@ -2,10 +2,10 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../config/load.js';
 import { createCallLimit } from './call-limit.js';
 
-/** A limit on a clock the test moves. */
+/** A limit on a clock the test moves, in milliseconds (the limit reads epoch seconds). */
 function limitAt(rate: number, burst: number, maxClients?: number) {
   const clock = { now: 1_000_000 };
-  const admit = createCallLimit({ rate, burst }, () => clock.now, maxClients);
+  const admit = createCallLimit({ rate, burst }, () => clock.now / 1000, maxClients);
   const calls = (key: string | undefined, count: number) =>
     Array.from({ length: count }, () => admit(key));
   return { clock, admit, calls };

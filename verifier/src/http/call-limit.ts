@@ -3,6 +3,7 @@
 // too, while the verifier sees only misses and DPoP requests. State is per process: N replicas let
 // a client through at up to N times the rate.
 import { LRUCache } from 'lru-cache';
+import { systemClock, type Clock, type EpochSeconds } from '../clock.js';
 import type { VerifierConfig } from '../config/model.js';
 import type { VerifyAnswer } from './verify-answer.js';
 
@@ -17,8 +18,8 @@ const DIRECT = '';
 /** At most this many clients are remembered; a forgotten one starts again with a full bucket. */
 const MAX_CLIENTS = 100_000;
 
-/** `at`: milliseconds since the epoch of the last count. */
-type Bucket = { tokens: number; at: number };
+/** `at`: the time of the last count. */
+type Bucket = { tokens: number; at: EpochSeconds };
 
 /**
  * `admit(key)`, true while the client's bucket holds a call (taking one): `burst` + 1 calls,
@@ -28,11 +29,10 @@ type Bucket = { tokens: number; at: number };
  */
 export function createCallLimit(
   settings: VerifierConfig['callLimit'],
-  now: () => number = Date.now,
+  now: Clock = systemClock,
   maxClients = MAX_CLIENTS,
 ): (clientKey: string | undefined) => boolean {
   const capacity = settings.burst + 1;
-  const perMs = settings.rate / 1000;
   // The TTL is only for memory; how full a bucket is comes from `at` and `now` alone.
   const buckets = new LRUCache<string, Bucket>({ max: maxClients, ttlAutopurge: false });
   return function admit(clientKey) {
@@ -42,10 +42,12 @@ export function createCallLimit(
     const tokens =
       bucket === undefined
         ? capacity
-        : Math.min(capacity, bucket.tokens + Math.max(0, time - bucket.at) * perMs);
+        : Math.min(capacity, bucket.tokens + Math.max(0, time - bucket.at) * settings.rate);
     if (tokens < 1) return false;
     const left = tokens - 1;
-    buckets.set(key, { tokens: left, at: time }, { ttl: Math.ceil((capacity - left) / perMs) });
+    // lru-cache counts TTLs in milliseconds.
+    const refilled = ((capacity - left) / settings.rate) * 1000;
+    buckets.set(key, { tokens: left, at: time }, { ttl: Math.ceil(refilled) });
     return true;
   };
 }

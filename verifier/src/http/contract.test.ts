@@ -2,7 +2,7 @@
 // docs (docs/architecture.md) cannot leave one out.
 import { describe, expect, it } from 'vitest';
 import { allow, deny, withHeaders, type Decision } from '../decision/decision.js';
-import { CLOUDFRONT_HEADERS, cloudFrontHeaders } from '../cloudfront/gate-decorator.js';
+import { CLOUDFRONT_HEADERS, cloudFrontHeaders } from '../cloudfront/grant.js';
 import { DPOP_HEADERS, dpopDenial } from '../dpop/challenge.js';
 import { ANSWER_HEADERS, REQUEST_HEADERS } from './contract.js';
 import { renderDecision } from './verify-answer.js';

@@ -2,7 +2,7 @@
 // transport reads, the answer headers verify-answer.ts and call-limit.ts write. The tables of
 // docs/architecture.md are generated from these rows and the plugins' own (cloudfront/, dpop/) by
 // `npm run docs:config`; a test fails when they drift.
-import type { VerifyRequest } from '../decision/authorize.js';
+import type { VerifyRequest } from '../decision/decision.js';
 
 /** A header and its meaning; `on`: which answers carry it (`204`, …), or when NGINX sends it. */
 const row = (name: string, on: string, meaning: string) => ({ name, on, meaning });

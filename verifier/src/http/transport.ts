@@ -6,7 +6,8 @@ import { chmodSync, rmSync } from 'node:fs';
 import { STATUS_CODES } from 'node:http';
 import type { HttpRequest, HttpResponse, us_listen_socket } from 'uWebSockets.js';
 import type { Listen } from '../config/model.js';
-import type { Authorize, VerifyRequest } from '../decision/authorize.js';
+import type { Authorize } from '../decision/authorize.js';
+import type { VerifyRequest } from '../decision/decision.js';
 import {
   MAX_RECEIVER_BODY_BYTES,
   type Answer,

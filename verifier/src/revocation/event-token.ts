@@ -2,35 +2,13 @@
 // Back-Channel Logout 1.0 §2.4–2.6) and Security Event Tokens (RFC 8417, SSF 1.0 SET profile).
 // Each becomes a ReceivedEvent: the `jti` the receiver remembers and the watermarks it writes.
 import { decodeJwt, decodeProtectedHeader, jwtVerify, type JWTVerifyOptions } from 'jose';
+import type { Clock } from '../clock.js';
 import type { VerifierConfig } from '../config/model.js';
-import type { DenyCode } from '../errors.js';
 import { checkCrit } from '../token/jwt-claims.js';
 import { toVerifyError } from '../token/jwt-verifier.js';
 import type { KeySet } from '../token/key-set.js';
+import { ReceiverError, type RefusalReason } from './receiver-error.js';
 import type { Revocation } from './watermarks.js';
-
-/** Why a logout token or SET was refused (metric labels, logs): jose's outcomes, and our own. */
-export type RefusalReason =
-  | DenyCode
-  | 'request_invalid'
-  | 'events_invalid'
-  | 'nonce_present'
-  | 'subject_missing'
-  | 'sub_present'
-  | 'exp_present'
-  | 'jti_replayed'
-  | 'store_unavailable';
-
-/** The one error both receivers throw; its message names the field and never echoes the token. */
-export class ReceiverError extends Error {
-  override readonly name = 'ReceiverError';
-  constructor(
-    readonly reason: RefusalReason,
-    message: string,
-  ) {
-    super(message);
-  }
-}
 
 /** A verified logout token or SET: what the receiver remembers and what it writes. */
 export interface ReceivedEvent {
@@ -113,7 +91,7 @@ const subjectString = (value: unknown): string | undefined =>
  */
 function createEventVerifier(
   senders: ReadonlyMap<string, Sender>,
-  now: () => number,
+  now: Clock,
   read: (
     verified: { claims: Claims; iat: number; events: Claims },
     sender: Sender,
@@ -142,7 +120,7 @@ function createEventVerifier(
         ...options,
         typ: typOptional && (typ === undefined || isPlainJwt(typ)) ? undefined : options.typ,
         requiredClaims: ['iat', 'jti'],
-        currentDate: new Date(now()),
+        currentDate: new Date(now() * 1000),
       }));
     } catch (error) {
       const { code, message } = toVerifyError(error);
@@ -152,7 +130,7 @@ function createEventVerifier(
     if (typeof jti !== 'string' || jti.length === 0 || jti.length > 256)
       refuse('claim_invalid', '"jti" claim must be a string of 1 to 256 characters');
     // jose checks a future `iat` only together with `maxTokenAge`, which SETs do not have.
-    if (typeof iat !== 'number' || iat > now() / 1000 + options.clockTolerance)
+    if (typeof iat !== 'number' || iat > now() + options.clockTolerance)
       refuse('claim_invalid', '"iat" claim is in the future');
     if (!isObject(events)) refuse('events_invalid', '"events" claim must be a JSON object');
     return { sender: sender.issuer, jti, ...read({ claims, iat, events }, sender) };
@@ -169,7 +147,7 @@ function createEventVerifier(
 export function createLogoutTokenVerifier(
   config: Pick<VerifierConfig, 'issuers' | 'revocation'>,
   keySets: ReadonlyMap<string, KeySet>,
-  now: () => number,
+  now: Clock,
 ): EventVerifier | undefined {
   const senders = new Map<string, Sender>();
   for (const issuer of config.issuers.values()) {
@@ -196,7 +174,7 @@ export function createLogoutTokenVerifier(
     if ('nonce' in claims) refuse('nonce_present', 'a logout token must not carry "nonce"');
     // The IdP's own clock dated the logout and dates its tokens. A token issued in the logout's
     // second counts as older (whole-second `iat`s cannot tell them apart).
-    const at = Math.min(iat + 1, now() / 1000 + sender.clockTolerance);
+    const at = Math.min(iat + 1, now() + sender.clockTolerance);
     const revocations = (['sub', 'sid'] as const).flatMap((kind) => {
       const value = subjectString(claims[kind]);
       return value === undefined ? [] : [{ kind, iss: sender.issuer, value, at }];
@@ -227,7 +205,7 @@ export function createSetVerifier(
   transmitter: string,
   audience: string,
   keys: KeySet,
-  now: () => number,
+  now: Clock,
   limits: { readonly maxAge: number; readonly emailIssuer: string | undefined },
 ): EventVerifier {
   const sender: Sender = {
@@ -263,7 +241,7 @@ export function createSetVerifier(
     if (subject === undefined) return { event: name, revocations: [], ignored: 'subject_unknown' };
     // Whole-second `iat`s: a token of the event's second counts as older. Never ahead of now, so
     // a transmitter cannot revoke tokens that do not exist yet.
-    return { event: name, revocations: [{ ...subject, at: Math.min(when + 1, now() / 1000) }] };
+    return { event: name, revocations: [{ ...subject, at: Math.min(when + 1, now()) }] };
   });
 }
 

@@ -1,6 +1,7 @@
 // Pushed revocation (docs/revocation.md): builds the store, the per-request check, the receivers
 // and the poller from the configuration. The transmitter's keys come only from the `jwks_uri` of
 // its `/.well-known/ssf-configuration` (SSF 1.0 §7.1), which must name it as `issuer`.
+import type { Clock } from '../clock.js';
 import type { VerifierConfig } from '../config/model.js';
 import type { Answer, Receiver } from '../decision/decision.js';
 import type { Logger } from '../log.js';
@@ -28,7 +29,7 @@ export function createRevocationRuntime(
     readonly keySets: ReadonlyMap<string, KeySet>;
     readonly metrics: Metrics;
     readonly logger: Logger;
-    readonly now: () => number;
+    readonly now: Clock;
     /**
      * The pushes' per-client bucket (`receiverRate`, `receiverBurst`): true while `clientKey`
      * may push; main wires the call limit of http/ here.
@@ -42,7 +43,7 @@ export function createRevocationRuntime(
   const verifyLogout = createLogoutTokenVerifier(config, deps.keySets, now);
   if (verifyLogout === undefined && transmitter === undefined) return undefined;
 
-  let lastStoreWarning = 0;
+  let lastStoreWarning = -Infinity;
   const store = createRevocationStore({
     url: settings.store === 'memory' ? undefined : settings.store,
     redis: redisSettingsOf(config),
@@ -50,7 +51,8 @@ export function createRevocationRuntime(
     replayMaxEntries: settings.replayMaxEntries,
     now,
     onError(message) {
-      if (now() - lastStoreWarning < 1000) return;
+      // At most one line a second.
+      if (now() - lastStoreWarning < 1) return;
       lastStoreWarning = now();
       logger.warn({ err: message }, 'revocation store trouble');
     },

@@ -8,7 +8,8 @@ import type { Answer, ReceivedRequest, Receiver } from '../decision/decision.js'
 import { fetchJson } from '../fetch-json.js';
 import type { Logger } from '../log.js';
 import type { Metrics, RevocationChannel } from '../metrics.js';
-import { ReceiverError, type EventVerifier, type RefusalReason } from './event-token.js';
+import type { EventVerifier } from './event-token.js';
+import { ReceiverError, type RefusalReason } from './receiver-error.js';
 import type { RevocationStore } from './store.js';
 import type { Revocation } from './watermarks.js';
 

@@ -3,8 +3,9 @@
 // included); with a Redis (or Valkey) URL, writes go to that server and every replica mirrors it.
 // docs/revocation.md, "Across a Redis outage", says what a user sees when it fails.
 import { LRUCache } from 'lru-cache';
+import type { Clock } from '../clock.js';
 import { openRedis, type RedisSettings } from '../redis/connection.js';
-import { ReceiverError } from './event-token.js';
+import { ReceiverError } from './receiver-error.js';
 
 export type RevocationStore = ReturnType<typeof createRevocationStore>;
 
@@ -17,7 +18,7 @@ interface StoreOptions {
   readonly viewMaxEntries: number;
   /** Bound of the in-process `jti` set (`revocation.replayMaxEntries`). */
   readonly replayMaxEntries: number;
-  readonly now: () => number;
+  readonly now: Clock;
   /** Connection trouble, a full view (never a key: keys hold subjects). */
   readonly onError?: (message: string) => void;
   /** Seconds one store command took, for the latency histogram. */
@@ -97,7 +98,8 @@ export function createRevocationStore(options: StoreOptions) {
     new LRUCache({
       maxSize,
       sizeCalculation: () => 1,
-      perf: { now: options.now },
+      // lru-cache counts in milliseconds; its clock follows ours, so a moved test clock expires too.
+      perf: { now: () => options.now() * 1000 },
       ttlResolution: 0,
     });
   const view = newView(options.viewMaxEntries);

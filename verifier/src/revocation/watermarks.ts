@@ -1,15 +1,16 @@
 // Watermarks: "tokens of this subject issued before t are revoked", kept per (iss, sub), per
 // (iss, sid) and per (iss, verified e-mail address) until no token they can match is still valid;
 // written by the receivers, read by the per-request check.
+import type { Clock, EpochSeconds, Seconds } from '../clock.js';
 import type { RevocationCheck } from '../decision/decision.js';
 import type { RevocationStore } from './store.js';
 
-/** "Tokens of `iss` whose `kind` is `value` issued before `at` (seconds) are revoked." */
+/** "Tokens of `iss` whose `kind` is `value` issued before `at` are revoked." */
 export interface Revocation {
   readonly kind: 'sub' | 'sid' | 'email';
   readonly iss: string;
   readonly value: string;
-  readonly at: number;
+  readonly at: EpochSeconds;
 }
 
 /** One store key: the value last, so no value can make two different subjects share a key. */
@@ -24,14 +25,14 @@ export function watermarkKey(kind: Revocation['kind'], iss: string, value: strin
  */
 export function createRevocationApplier(
   store: RevocationStore,
-  lifetimes: ReadonlyMap<string, number>,
-  now: () => number,
+  lifetimes: ReadonlyMap<string, Seconds>,
+  now: Clock,
 ) {
   return async function applyRevocations(revocations: readonly Revocation[]): Promise<number> {
     let written = 0;
     for (const { kind, iss, value, at } of revocations) {
       const lifetime = lifetimes.get(iss);
-      const ttl = at + (lifetime ?? 0) - now() / 1000;
+      const ttl = at + (lifetime ?? 0) - now();
       if (lifetime === undefined || ttl <= 0) continue;
       await store.revoke(watermarkKey(kind, iss, value), at, ttl);
       written++;

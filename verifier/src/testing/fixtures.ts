@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { Writable } from 'node:stream';
 import { base64url, importJWK, SignJWT, type JWK } from 'jose';
+import type { Clock, EpochSeconds, Seconds } from '../clock.js';
 import type { JwtIssuer } from '../config/model.js';
 import { ALWAYS_REFUSED } from '../config/presets.js';
 import { createLogger, type Logger } from '../log.js';
@@ -146,16 +147,16 @@ export function captureLogger(level = 'info'): { logger: Logger; lines: string[]
   return { logger: createLogger(level, sink), lines };
 }
 
-/** A clock the test moves by hand; milliseconds since the epoch, like Date.now. */
-export function manualClock(start = Date.UTC(2026, 0, 1, 12)): {
-  now: () => number;
-  advance: (seconds: number) => void;
-  seconds: () => number;
+/** A clock the test moves by hand, in epoch seconds like the domain's (clock.ts). */
+export function manualClock(start: EpochSeconds = Date.UTC(2026, 0, 1, 12) / 1000): {
+  now: Clock;
+  advance: (seconds: Seconds) => void;
+  seconds: () => EpochSeconds;
 } {
   let at = start;
   return {
     now: () => at,
-    advance: (seconds) => void (at += seconds * 1000),
-    seconds: () => Math.floor(at / 1000),
+    advance: (seconds) => void (at += seconds),
+    seconds: () => Math.floor(at),
   };
 }

@@ -1,5 +1,6 @@
 // Builds an in-process verifier for tests from env-style settings, with a manual clock and a
 // captured log.
+import type { Clock } from '../clock.js';
 import { loadConfig } from '../config/load.js';
 import { createVerifierService, type VerifierService } from '../service.js';
 import { captureLogger } from './fixtures.js';
@@ -11,7 +12,7 @@ export interface TestService {
 
 export function buildService(
   env: Record<string, string>,
-  options: { now?: () => number; file?: unknown; files?: Readonly<Record<string, string>> } = {},
+  options: { now?: Clock; file?: unknown; files?: Readonly<Record<string, string>> } = {},
 ): TestService {
   const config = loadConfig(
     {

@@ -1,6 +1,7 @@
 // One issuer's JWT access tokens (RFC 7519, RFC 8725, RFC 9068), every jose outcome mapped to a
 // DenyCode. jose parses the header and the claims; keys (key-set.ts) and signatures are ours.
 import { errors, type JWTPayload } from 'jose';
+import type { Clock } from '../clock.js';
 import type { JwtIssuer } from '../config/model.js';
 import { soleAudienceReason } from '../config/presets.js';
 import { VerifyError, type DenyCode } from '../errors.js';
@@ -28,11 +29,7 @@ const claimInvalid = (message: string) => new VerifyError('claim_invalid', messa
  * would outlive every key rotation), the preset's discriminators (presets.ts: no ID, logout or
  * refresh tokens) and, for Cognito, the audience in `client_id`.
  */
-export function createJwtVerifier(
-  config: JwtIssuer,
-  keySet: KeySet,
-  now: () => number,
-): JwtVerifier {
+export function createJwtVerifier(config: JwtIssuer, keySet: KeySet, now: Clock): JwtVerifier {
   const { audience, audienceClaim, clockTolerance } = config;
   const options = {
     issuer: config.issuer,
@@ -57,7 +54,7 @@ export function createJwtVerifier(
       if (key === undefined)
         throw new VerifyError('alg_not_allowed', 'the token uses an unsupported algorithm or key');
       if (!verifySignature(token, scheme, key)) throw new errors.JWSSignatureVerificationFailed();
-      payload = validateClaims(token, header, { ...options, currentDate: new Date(at) });
+      payload = validateClaims(token, header, { ...options, currentDate: new Date(at * 1000) });
     } catch (error) {
       // A preset's own wording for an audience it refuses (Keycloak's bare `account`).
       const aud = error instanceof errors.JWTClaimValidationFailed && error.claim === 'aud';
@@ -68,10 +65,10 @@ export function createJwtVerifier(
     }
     const claims = payload as Record<string, unknown>;
     const { exp, iat } = payload as { exp: number; iat: unknown };
-    if (typeof iat === 'number' && iat > at / 1000 + clockTolerance)
+    if (typeof iat === 'number' && iat > at + clockTolerance)
       throw claimInvalid('"iat" claim is in the future');
     // `exp` at most `maxTokenAge` after now and after `iat` (when given), both with the tolerance.
-    if (exp - at / 1000 > longest)
+    if (exp - at > longest)
       throw claimInvalid('"exp" claim is further ahead than the longest token age');
     if (typeof iat === 'number' && exp - iat > longest)
       throw claimInvalid('"exp" minus "iat" is longer than the longest token age');
@@ -85,7 +82,7 @@ export function createJwtVerifier(
       exp,
       nbf: typeof payload.nbf === 'number' ? payload.nbf - clockTolerance : undefined,
       kid: typeof header.kid === 'string' ? header.kid : undefined,
-      keyTrustedUntil: keySet.trustedUntil() / 1000,
+      keyTrustedUntil: keySet.trustedUntilSeconds(),
     };
   };
 }

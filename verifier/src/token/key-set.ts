@@ -2,6 +2,7 @@
 // matches and imports the keys (createLocalJWKSet). Not jose's remote set: that one fails closed
 // once its cache is stale, reads no Cache-Control, and times its cooldown by the wall clock.
 import { createLocalJWKSet, errors, type JSONWebKeySet, type JWSHeaderParameters } from 'jose';
+import type { Clock, EpochSeconds } from '../clock.js';
 import { VerifyError } from '../errors.js';
 import { FetchError, fetchJson, type FetchedJson } from '../fetch-json.js';
 
@@ -25,8 +26,8 @@ export function createKeySet(options: {
   readonly maxStale: number;
   readonly timeout: number;
   readonly allowHttp?: boolean;
-  /** Milliseconds since the epoch; injected so tests can move time. */
-  readonly now: () => number;
+  /** Injected so tests can move time. */
+  readonly now: Clock;
   readonly onFetch?: (outcome: JwksFetchOutcome, detail?: string) => void;
   /** Called with the `kid`s (undefined for keys without one) that left the set. */
   readonly onKeysRemoved?: (kids: ReadonlySet<string | undefined>) => void;
@@ -35,14 +36,14 @@ export function createKeySet(options: {
   const floor = Math.min(options.cooldown, options.refresh);
   let local: ReturnType<typeof createLocalJWKSet> | undefined;
   let kids = new Set<string | undefined>();
-  let loadedAt = -Infinity;
-  let lastOnDemandAt = -Infinity;
+  let loadedAt: EpochSeconds = -Infinity;
+  let lastOnDemandAt: EpochSeconds = -Infinity;
   let inFlight: Promise<boolean> | undefined;
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
 
-  const trustedUntil = (): number => loadedAt + options.maxStale * 1000;
-  const isFresh = (): boolean => local !== undefined && now() <= trustedUntil();
+  const trustedUntilSeconds = (): EpochSeconds => loadedAt + options.maxStale;
+  const isFresh = (): boolean => local !== undefined && now() <= trustedUntilSeconds();
 
   /** One fetch; true when a new set was installed. Schedules the next one either way. */
   async function load(): Promise<boolean> {
@@ -88,7 +89,7 @@ export function createKeySet(options: {
   /** An on-demand fetch, allowed once per cooldown; callers wait for a fetch already running. */
   async function refetchForUnknownKey(): Promise<boolean> {
     if (inFlight) return inFlight;
-    if (now() - lastOnDemandAt < options.cooldown * 1000) return false;
+    if (now() - lastOnDemandAt < options.cooldown) return false;
     lastOnDemandAt = now();
     return refresh();
   }
@@ -108,8 +109,8 @@ export function createKeySet(options: {
     },
     /** True while a key set younger than `maxStale` is held. */
     isReady: isFresh,
-    /** Epoch milliseconds until which the held set is trusted (last good fetch + `maxStale`). */
-    trustedUntil,
+    /** Until when the held set is trusted (last good fetch + `maxStale`). */
+    trustedUntilSeconds,
     /** The key for a token header, refetching once per cooldown for an unknown `kid`. */
     async getKey(header: JWSHeaderParameters) {
       if (!isFresh()) {

@@ -1,5 +1,6 @@
 // Opaque (non-JWT) access tokens, checked by asking their issuer: the study's model done right
 // (docs/study.md). Anything but a clear positive answer is a 401, timeouts and non-200 included.
+import type { Clock } from '../clock.js';
 import type { IntrospectionIssuer, TokeninfoIssuer } from '../config/model.js';
 import { VerifyError } from '../errors.js';
 import { FetchError, fetchJson, type FetchedJson, type FetchJsonOptions } from '../fetch-json.js';
@@ -23,7 +24,7 @@ type Window = { exp?: number | undefined; nbf?: number | undefined; jkt?: string
  */
 export function createOpaqueVerifier(
   config: IntrospectionIssuer | TokeninfoIssuer,
-  now: () => number,
+  now: Clock,
 ): OpaqueVerifier {
   const { timeout, allowHttp } = config;
   const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded' };
@@ -44,7 +45,7 @@ export function createOpaqueVerifier(
         : { access_token: token };
     const body = new URLSearchParams(form).toString();
     const answer = await ask(endpoint, { method: 'POST', headers, body, timeout, allowHttp });
-    const seconds = now() / 1000;
+    const seconds = now();
     const window =
       config.type === 'introspection'
         ? readIntrospection(answer, config)

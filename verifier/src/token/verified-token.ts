@@ -1,19 +1,20 @@
 // What a successful token check yields, whatever its type (what the decision cache keeps), and
 // the checks of its other claims: audience, access-token kind, key binding, session.
+import type { EpochSeconds } from '../clock.js';
 import type { JwtIssuer } from '../config/model.js';
 import { VerifyError } from '../errors.js';
 import type { Identity } from './identity.js';
 
 export interface VerifiedToken {
   readonly identity: Identity;
-  /** Seconds since the epoch; the cache never keeps a decision past it. */
-  readonly exp: number;
-  /** Seconds since the epoch, tolerance already applied; undefined when the token has no `nbf`. */
-  readonly nbf?: number | undefined;
+  /** The cache never keeps the token past it. */
+  readonly exp: EpochSeconds;
+  /** Tolerance already applied; undefined when the token has no `nbf`. */
+  readonly nbf?: EpochSeconds | undefined;
   /** The JWS `kid` the token was verified with, so entries can be dropped when the key leaves. */
   readonly kid?: string | undefined;
-  /** Seconds since the epoch until which the key that verified it is trusted; undefined: no key. */
-  readonly keyTrustedUntil?: number | undefined;
+  /** Until when the key that verified it is trusted; undefined: no key. */
+  readonly keyTrustedUntil?: EpochSeconds | undefined;
   /** `cnf.jkt` of a DPoP-bound token (RFC 9449 §6): the thumbprint its proofs must be signed with. */
   readonly jkt?: string | undefined;
   readonly session?: SessionClaims | undefined;

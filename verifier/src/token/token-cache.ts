@@ -7,15 +7,16 @@
 //    on every hit; a hit outside them is dropped and the token is verified afresh (so with the IdP
 //    down that long a cached token gets `keys_unavailable` like a fresh one).
 // 4. Bounded by entry count and by (estimated) bytes; least recently used entries go first.
-// 5. Concurrent misses for one token (and policy) share one verification (`share`).
+// 5. Concurrent misses for one token (and policy) share one verification (token-verifier.ts).
 // 6. When a key leaves an issuer's JWKS, every entry verified with that `kid` is dropped.
 // 7. Only verified tokens are stored: never a refusal (a key that appears later is picked up at
 //    once), nor a grant (a plugin's cookies).
 import { LRUCache } from 'lru-cache';
+import type { Clock, EpochSeconds } from '../clock.js';
 import type { VerifierConfig } from '../config/model.js';
-import type { Identity } from '../token/identity.js';
 import { createInterner } from '../intern.js';
-import type { VerifiedToken } from '../token/verified-token.js';
+import type { Identity } from './identity.js';
+import type { VerifiedToken } from './verified-token.js';
 
 /**
  * The subject and a shared identity shape (client, scopes, issuer) instead of the token's objects:
@@ -32,14 +33,13 @@ const sharedKid = createInterner<string>(10_000);
 
 /** The `cache` section's bounds (`maxTtl` in seconds), the clock and the keys' trust. */
 type CacheBounds = Pick<VerifierConfig['cache'], 'maxEntries' | 'maxBytes' | 'maxTtl'>;
-interface DecisionCacheOptions extends CacheBounds {
-  /** Milliseconds since the epoch. */
-  readonly now: () => number;
-  /** Epoch ms until which an issuer's keys are trusted; undefined for opaque issuers (no keys). */
-  readonly trustedUntil?: ((issuer: string) => number | undefined) | undefined;
+interface TokenCacheOptions extends CacheBounds {
+  readonly now: Clock;
+  /** Until when an issuer's keys are trusted; undefined for opaque issuers (no keys). */
+  readonly trustedUntilSeconds?: ((issuer: string) => EpochSeconds | undefined) | undefined;
 }
 
-export type DecisionCache = ReturnType<typeof createDecisionCache>;
+export type TokenCache = ReturnType<typeof createTokenCache>;
 
 /** Heap bytes per entry besides its key and strings (entry, LRU bookkeeping), on Node 20. */
 const ENTRY_OVERHEAD_BYTES = 160;
@@ -52,17 +52,16 @@ function estimateBytes({ sub, jkt, session }: StoredEntry, key: string): number 
   return bytes + SESSION_OVERHEAD_BYTES + (session.sid?.length ?? 0) + (session.email?.length ?? 0);
 }
 
-export function createDecisionCache(options: DecisionCacheOptions) {
-  const { now, trustedUntil } = options;
+export function createTokenCache(options: TokenCacheOptions) {
+  const { now, trustedUntilSeconds } = options;
   const lru = new LRUCache<string, StoredEntry>({
     max: options.maxEntries,
     maxSize: options.maxBytes,
     sizeCalculation: estimateBytes,
-    // lru-cache's TTL clock follows ours, so a moved test clock expires entries too.
-    perf: { now },
+    // lru-cache's TTL clock (milliseconds) follows ours, so a moved test clock expires entries too.
+    perf: { now: () => now() * 1000 },
     ttlResolution: 0,
   });
-  const pending = new Map<string, Promise<unknown>>();
 
   return {
     /** The verified token under `key`; undefined when missing or outside its window (dropped). */
@@ -70,12 +69,11 @@ export function createDecisionCache(options: DecisionCacheOptions) {
       const entry = lru.get(key);
       if (entry === undefined) return undefined;
       const at = now();
-      const seconds = at / 1000;
       if (
-        seconds >= entry.exp ||
-        (entry.nbf !== undefined && seconds < entry.nbf) ||
+        at >= entry.exp ||
+        (entry.nbf !== undefined && at < entry.nbf) ||
         // The key set trusts its keys up to and including the horizon (key-set.ts).
-        at > (trustedUntil?.(entry.shape.issuer) ?? Infinity)
+        at > (trustedUntilSeconds?.(entry.shape.issuer) ?? Infinity)
       ) {
         lru.delete(key);
         return undefined;
@@ -84,7 +82,8 @@ export function createDecisionCache(options: DecisionCacheOptions) {
       return { ...token, identity: { sub, ...shape } };
     },
     set(key: string, token: VerifiedToken): void {
-      const ttl = Math.min(token.exp * 1000 - now(), options.maxTtl * 1000);
+      // lru-cache counts TTLs in milliseconds.
+      const ttl = Math.min(token.exp - now(), options.maxTtl) * 1000;
       if (ttl < 1) return;
       const { sub, ...shape } = token.identity;
       const { kid } = token;
@@ -100,14 +99,6 @@ export function createDecisionCache(options: DecisionCacheOptions) {
         ...(token.session === undefined ? {} : { session: token.session }),
       };
       lru.set(key, stored, { ttl: Math.floor(ttl) });
-    },
-    /** Runs `produce` once for concurrent callers with the same key. */
-    share<T>(key: string, produce: () => Promise<T>): Promise<T> {
-      const running = pending.get(key) as Promise<T> | undefined;
-      if (running) return running;
-      const started = produce().finally(() => pending.delete(key));
-      pending.set(key, started);
-      return started;
     },
     /** Drops entries of `issuer` verified with one of `kids`, and its entries without a `kid`. */
     dropKeys(issuer: string, kids: ReadonlySet<string | undefined>): number {

@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { statusOf, verdictOf } from '../testing/answer.js';
-import { createAuthorizer } from './authorize.js';
+import { createAuthorizer } from '../decision/authorize.js';
 import { loadConfig } from '../config/load.js';
-import { createDecisionCache } from './decision-cache.js';
-import type { JwtVerifier } from '../token/jwt-verifier.js';
-import type { VerifiedToken } from '../token/verified-token.js';
+import { createTokenCache } from './token-cache.js';
+import { createTokenVerifier } from './token-verifier.js';
+import type { JwtVerifier } from './jwt-verifier.js';
+import type { VerifiedToken } from './verified-token.js';
 import {
   AUDIENCE,
   captureLogger,
@@ -29,7 +30,7 @@ function cacheFor(
   clock: ReturnType<typeof manualClock>,
   bounds: { maxEntries: number; maxBytes: number; maxTtl: number },
 ) {
-  return createDecisionCache({ ...bounds, now: clock.now });
+  return createTokenCache({ ...bounds, now: clock.now });
 }
 
 /**
@@ -56,8 +57,11 @@ function heldAuthorizer(
   };
   const authorize = createAuthorizer({
     config,
-    verifiers: new Map(issuers.map((issuer) => [issuer, verifier])),
-    cache: createDecisionCache({ ...config.cache, now: clock.now }),
+    verifyToken: createTokenVerifier({
+      config,
+      verifiers: new Map(issuers.map((issuer) => [issuer, verifier])),
+      cache: createTokenCache({ ...config.cache, now: clock.now }),
+    }),
     logger: captureLogger().logger,
   });
   return { authorize, release: () => release(), verifications: () => verifications };
@@ -146,13 +150,13 @@ describe('decision cache invariants', () => {
 
   it("a hit past its issuer's trust horizon is a miss; issuers without a key set keep theirs", () => {
     const clock = manualClock();
-    const horizon = clock.now() + 120_000;
-    const cache = createDecisionCache({
+    const horizon = clock.now() + 120;
+    const cache = createTokenCache({
       maxEntries: 10,
       maxBytes: 1e6,
       maxTtl: 3600,
       now: clock.now,
-      trustedUntil: (issuer) => (issuer === ISSUER ? horizon : undefined),
+      trustedUntilSeconds: (issuer) => (issuer === ISSUER ? horizon : undefined),
     });
     const exp = clock.seconds() + 600;
     cache.set('jwt', entry(exp));

@@ -1,0 +1,26 @@
+// What the receivers refuse and why: one error class with a closed reason union, shared by the
+// token checks (event-token.ts), the store (store.ts) and the endpoints (receiver.ts).
+import type { DenyCode } from '../errors.js';
+
+/** Why a logout token or SET was refused (metric labels, logs): jose's outcomes, and our own. */
+export type RefusalReason =
+  | DenyCode
+  | 'request_invalid'
+  | 'events_invalid'
+  | 'nonce_present'
+  | 'subject_missing'
+  | 'sub_present'
+  | 'exp_present'
+  | 'jti_replayed'
+  | 'store_unavailable';
+
+/** The one error both receivers throw; its message names the field and never echoes the token. */
+export class ReceiverError extends Error {
+  override readonly name = 'ReceiverError';
+  constructor(
+    readonly reason: RefusalReason,
+    message: string,
+  ) {
+    super(message);
+  }
+}
