@@ -2,8 +2,8 @@
 // operator writes it, its VERIFIER_* variable and its meaning; the types, verifier/config.schema.json
 // and docs/configuration.md derive from it. `checkConfig` holds the rules between settings.
 import { z } from 'zod';
-import { cloudFrontSection } from '../cloudfront/gate-config.js';
 import { onLoopback, parseRedisUrl } from '../redis/url.js';
+import { cloudFrontSection } from './cloudfront.js';
 import { ALWAYS_REFUSED, checkPresetIssuer, PRESET_NAMES } from './presets.js';
 import {
   algorithms,
