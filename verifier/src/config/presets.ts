@@ -128,7 +128,7 @@ export function withPreset(raw: unknown, rootClientClaimsGiven: boolean): unknow
 
 /** The rules a preset makes at start, each problem at the field it is about and naming why. */
 export function checkPresetIssuer(
-  issuer: JwtIssuer | TokeninfoIssuer,
+  issuer: Pick<JwtIssuer | TokeninfoIssuer, 'preset' | 'type' | 'issuer' | 'audience'>,
   report: (field: string, message: string) => void,
 ): void {
   const row = rowOf(issuer.preset);
