@@ -129,23 +129,17 @@ export type WithoutFormerNames<T extends Written> = Omit<T, 'dpop' | 'revocation
   readonly redis: Omit<T['redis'], 'allowPlaintext'> & { readonly allowPlaintext: boolean };
 };
 
-/** The store URL the settings name, the new name first; `memory` is none. */
-export function storeUrlOf({ dpop, revocation, redis }: Written): string | undefined {
-  return [redis.url, dpop.replayStore, revocation.store].find(
-    (url) => url !== undefined && url !== 'memory',
-  );
-}
-
 /**
  * `redis` with the former names' values where it has none (the rules have made sure that any two
  * given agree), and the former names gone, so no store can read them.
  */
 export function foldFormerNames<T extends Written>(settings: T): WithoutFormerNames<T> {
-  const { replayStore: _store, replayPassword, replayAllowPlaintext, ...dpop } = settings.dpop;
-  const { store: _revocationStore, ...revocation } = settings.revocation;
+  const { replayStore, replayPassword, replayAllowPlaintext, ...dpop } = settings.dpop;
+  const { store, ...revocation } = settings.revocation;
   const redis = {
     ...settings.redis,
-    url: storeUrlOf(settings),
+    // The new name first; `memory` (a former store's in-process value) is no URL.
+    url: [settings.redis.url, replayStore, store].find((url) => url !== 'memory' && url),
     password: settings.redis.password ?? replayPassword,
     allowPlaintext: settings.redis.allowPlaintext ?? replayAllowPlaintext ?? false,
   };

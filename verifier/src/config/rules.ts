@@ -50,8 +50,13 @@ const valueAt = (root: unknown, path: string): unknown =>
 const writtenOf = (value: unknown) =>
   JSON.stringify(value instanceof Deferred ? value.written : value);
 
-/** The settings and the names the stores' settings had before the `redis` section. */
-const STORES = ['redis.url', 'dpop.replayStore', 'revocation.store'];
+/** Each `redis` setting a former name is read as, with its spellings: the new name first. */
+const SPELLINGS = Object.entries(FORMER_NAMES).reduce(
+  (names, [former, now]) => names.set(now, [...(names.get(now) ?? [now]), former]),
+  new Map<string, string[]>(),
+);
+/** Where a store URL may be written: `redis.url` and the stores' former names. */
+const STORES = SPELLINGS.get('redis.url') ?? [];
 const PLAIN_REDIS =
   'plain redis to a host that is not loopback; use a rediss:// form, or opt in with "redis.allowPlaintext": true (VERIFIER_REDIS_ALLOW_PLAINTEXT=true)';
 /** Proofs' `jti`s, revocations and the stores' password would cross the network in clear. */
@@ -74,31 +79,24 @@ export const rootRules = [
         report('metricsListen', 'must differ from {0}', ['listen']);
     },
   ),
-  // A former name is the new one for one more release: any two of them given must agree, or one
-  // store would silently take the other's setting. Values are compared as written, never quoted.
-  rule<Json>(
-    [...Object.keys(FORMER_NAMES), ...new Set(Object.values(FORMER_NAMES))],
-    (settings, report) => {
-      for (const now of new Set(Object.values(FORMER_NAMES))) {
-        const formers = Object.keys(FORMER_NAMES).filter(
-          (old) => FORMER_NAMES[old as keyof typeof FORMER_NAMES] === now,
-        );
-        const given = [now, ...formers].filter((path) => valueAt(settings, path) !== undefined);
-        const [first, ...rest] = given;
-        for (const path of rest.filter(
-          (at) => writtenOf(valueAt(settings, at)) !== writtenOf(valueAt(settings, first ?? now)),
-        ))
-          if (first === now)
-            report(path, 'a former name of {0}, set to another value; set {0} only', [now]);
-          else
-            report(
-              path,
-              'differs from {0}; both are former names of {1}, which both stores share: set {1} only',
-              [first ?? now, now],
-            );
-      }
-    },
-  ),
+  // A former name is read as the new one for one more release: any two of them given must agree,
+  // or one store would silently take another's setting. Compared as written, never quoted.
+  rule<Json>([...SPELLINGS.values()].flat(), (settings, report) => {
+    for (const [now, names] of SPELLINGS) {
+      const [first, ...rest] = names.filter((path) => valueAt(settings, path) !== undefined);
+      if (first === undefined) continue;
+      const said = writtenOf(valueAt(settings, first));
+      for (const path of rest.filter((at) => writtenOf(valueAt(settings, at)) !== said))
+        if (first === now)
+          report(path, 'a former name of {0}, set to another value; set {0} only', [now]);
+        else
+          report(
+            path,
+            'differs from {0}; both are former names of {1}, which both stores share: set {1} only',
+            [first, now],
+          );
+    }
+  }),
   rule<Json>(
     [...STORES, 'redis.allowPlaintext', 'dpop.replayAllowPlaintext'],
     (settings, report) => {
