@@ -23,7 +23,7 @@ const testSupportImport = {
 // those contracts, http/ is the transport edge, and only service.ts and main.ts (the composition
 // root) wire everything together. Each folder lists the folders it must never import.
 const FORBIDDEN = {
-  config: ['token', 'decision', 'http', 'dpop', 'revocation'],
+  config: ['token', 'decision', 'http', 'dpop', 'revocation', 'cloudfront'],
   token: ['decision', 'http', 'dpop', 'revocation', 'cloudfront'],
   decision: ['http', 'dpop', 'revocation', 'cloudfront'],
   http: ['dpop', 'revocation', 'cloudfront'],
@@ -50,15 +50,6 @@ const arrowRules = Object.entries(FORBIDDEN).map(([folder, forbidden]) => ({
             regex: `^\\.\\./(${forbidden.join('|')})/`,
             message: `verifier/src/${folder}/ must not import ${forbidden.join('/, ')}/: arrows point inward (docs/architecture.md, "Layout")`,
           },
-          // The configuration names a plugin's settings section (a policy row), nothing else of it.
-          ...(folder === 'config'
-            ? [
-                {
-                  regex: '^\\.\\./cloudfront/(?!gate-config\\.js$)',
-                  message: 'config/ reads only the CloudFront settings section (gate-config.ts)',
-                },
-              ]
-            : []),
         ],
       },
     ],

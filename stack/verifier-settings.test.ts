@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ENVIRONMENT } from '../verifier/src/config/load.js';
+import { FORMER_NAMES, type FormerName } from '../verifier/src/config/redis.js';
 import { verifierEnv } from './service-env.js';
 import { REPO_ROOT, type OwnIdp } from './stack.js';
 import { runnerVerifierSettings } from './verifier-settings.js';
@@ -59,12 +60,8 @@ const SAMPLES: Readonly<Record<string, string>> = {
   VERIFIER_METRICS_LISTEN: '127.0.0.1:9464',
   VERIFIER_DPOP_ALGORITHMS: 'ES256,EdDSA',
   VERIFIER_DPOP_IAT_WINDOW: '30s',
-  VERIFIER_DPOP_REPLAY_STORE: 'redis://127.0.0.1:6390',
-  VERIFIER_DPOP_REPLAY_PASSWORD: 'replay-password',
-  VERIFIER_DPOP_REPLAY_ALLOW_PLAINTEXT: 'true',
   VERIFIER_DPOP_REPLAY_MAX_ENTRIES: '2000',
   VERIFIER_DPOP_NONCE_KEY: 'k'.repeat(40),
-  VERIFIER_REVOCATION_STORE: 'redis://127.0.0.1:6391',
   VERIFIER_REVOCATION_MAX_LATENCY: '4s',
   VERIFIER_LOGOUT_TOKEN_MAX_AGE: '90s',
   VERIFIER_REVOCATION_REPLAY_MAX_ENTRIES: '3000',
@@ -77,6 +74,7 @@ const SAMPLES: Readonly<Record<string, string>> = {
   VERIFIER_SSF_ALLOW_HTTP: 'true',
   VERIFIER_ALLOWED_CLIENTS: 'spa-demo,admin-app',
   VERIFIER_EDGE_KEY_FILE: EDGE_KEY_FILE,
+  VERIFIER_REDIS_URL: 'redis://127.0.0.1:6390',
   VERIFIER_REDIS_USERNAME: 'gate',
   VERIFIER_REDIS_PASSWORD: 'redis-password',
   VERIFIER_REDIS_SENTINEL_PASSWORD: 'sentinel-password',
@@ -88,6 +86,16 @@ const SAMPLES: Readonly<Record<string, string>> = {
   VERIFIER_REVOCATION_VIEW_MAX_ENTRIES: '4000',
   VERIFIER_REVOCATION_RECEIVER_RATE: '9r/s',
   VERIFIER_REVOCATION_RECEIVER_BURST: '30',
+};
+/**
+ * The former names of `redis` settings, read as the new ones for one release: given on their own
+ * (with the new names they would be a problem wherever they differ), in agreement with each other.
+ */
+const FORMER = {
+  VERIFIER_DPOP_REPLAY_STORE: 'redis://127.0.0.1:6391',
+  VERIFIER_REVOCATION_STORE: 'redis://127.0.0.1:6391',
+  VERIFIER_DPOP_REPLAY_PASSWORD: 'replay-password',
+  VERIFIER_DPOP_REPLAY_ALLOW_PLAINTEXT: 'true',
 };
 /** Settings whose value names the run's own issuer, by mode. */
 const ISSUER_SAMPLES = (issuer: string) => ({ VERIFIER_SSF_EMAIL_ISSUER: issuer });
@@ -158,6 +166,7 @@ describe('documented settings through every runner mode', () => {
   it('has a sample for every documented setting', () => {
     const covered = new Set([
       ...Object.keys(SAMPLES),
+      ...Object.keys(FORMER),
       ...Object.keys(ISSUER_SAMPLES(DEV_ISSUER)),
       ...Object.keys(TOKENINFO),
       'VERIFIER_ISSUER',
@@ -186,6 +195,21 @@ describe('documented settings through every runner mode', () => {
         expect(at(withSettings, path, issuer)).not.toEqual(at(without, path, issuer));
       },
     );
+
+    // A former name takes effect as the setting it is read as, through the runner as alone.
+    const formerAlone = printConfig({
+      VERIFIER_ISSUER: issuer,
+      VERIFIER_AUDIENCE: AUDIENCE,
+      ...FORMER,
+    });
+    const withFormer = throughRunner(mode, FORMER);
+    it.each(
+      ENVIRONMENT.filter((row) => row.env in FORMER).map((row) => [row.env, row.path] as const),
+    )('%s (a former name) takes effect', (_name, path) => {
+      const now = FORMER_NAMES[path as FormerName];
+      expect(at(withFormer, now, issuer)).toEqual(at(formerAlone, now, issuer));
+      expect(at(withFormer, now, issuer)).not.toEqual(at(without, now, issuer));
+    });
 
     it.each(DECIDED[mode].map((name) => [name]))('%s stops the start with one line', (name) => {
       const run = () =>

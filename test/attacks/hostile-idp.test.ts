@@ -137,12 +137,10 @@ describe('key and introspection URLs in plain http', () => {
       VERIFIER_ISSUER: 'https://idp.example',
       VERIFIER_AUDIENCE: 'secret-gate-api',
       VERIFIER_DPOP: 'required',
-      VERIFIER_DPOP_REPLAY_STORE: 'redis://:hunter2-password@replay-store.internal:6379',
+      VERIFIER_REDIS_URL: 'redis://:hunter2-password@replay-store.internal:6379',
     });
     expect(run.status).toBe(2);
-    expect(run.stderr).toContain(
-      'VERIFIER_DPOP_REPLAY_STORE: plain redis to a host that is not loopback',
-    );
+    expect(run.stderr).toContain('VERIFIER_REDIS_URL: plain redis to a host that is not loopback');
     expect(run.stderr).toContain('VERIFIER_REDIS_ALLOW_PLAINTEXT=true');
     expect(run.stderr).not.toContain('hunter2-password');
   });

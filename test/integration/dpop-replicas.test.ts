@@ -46,7 +46,7 @@ describe.each(TOPOLOGIES)('DPoP replay store shared through Redis (%s)', (name) 
   let strict: TestService;
   beforeAll(async () => {
     topology = await startTopology(name);
-    const env = { VERIFIER_DPOP_REPLAY_STORE: topology.url };
+    const env = { VERIFIER_REDIS_URL: topology.url };
     for (let i = 0; i < 2; i++) replicas.push(built.build(env, dpopFile(jwks.url, 'allowed')));
     strict = built.build(env, dpopFile(jwks.url, 'required'));
     for (const replica of [...replicas, strict]) await untilReady(replica.service);
@@ -96,7 +96,7 @@ describe('chaos: the Sentinel primary killed while proofs arrive', () => {
   afterAll(() => topology.stop());
 
   it('accepts no replay: each proof accepted around the failover is refused at the other replica', async () => {
-    const env = { VERIFIER_DPOP_REPLAY_STORE: topology.url };
+    const env = { VERIFIER_REDIS_URL: topology.url };
     const [first, second] = [0, 1].map(() => built.build(env, dpopFile(jwks.url, 'required')));
     for (const replica of [first!, second!]) await untilReady(replica.service);
     const accepted: object[] = [];
@@ -152,14 +152,13 @@ describe('a replay store that wants a password', () => {
       {
         file: {
           ...dpopFile(jwks.url, 'required'),
-          dpop: { replayStore: guarded.url },
-          redis: { password: { env: 'REDIS_PASSWORD' } },
+          redis: { url: guarded.url, password: { env: 'REDIS_PASSWORD' } },
         },
       },
     );
     const without = buildService(
       {},
-      { file: dpopFile(jwks.url, 'required', { dpop: { replayStore: guarded.url } }) },
+      { file: dpopFile(jwks.url, 'required', { redis: { url: guarded.url } }) },
     );
     try {
       await untilReady(withPassword.service);

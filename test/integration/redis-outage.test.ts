@@ -60,8 +60,7 @@ describe('the revocation store across a Redis outage', () => {
   /** Revoked before any outage; must stay refused through all of them. */
   let older: string;
 
-  const replica = () =>
-    replicas.build({ VERIFIER_REVOCATION_STORE: redis.url }, revocationFile(jwks.url));
+  const replica = () => replicas.build({ VERIFIER_REDIS_URL: redis.url }, revocationFile(jwks.url));
   const current = (built: TestService) => built.service.revocation!.store.isCurrent();
   async function started(): Promise<TestService> {
     const built = replica();
@@ -163,7 +162,7 @@ describe('the DPoP replay store across a Redis outage', () => {
 
   beforeAll(async () => {
     redis = await startRedisServer();
-    const env = { VERIFIER_DPOP_REPLAY_STORE: redis.url };
+    const env = { VERIFIER_REDIS_URL: redis.url };
     first = replicas.build(env, dpopFile(jwks.url, 'required'));
     second = replicas.build(env, dpopFile(jwks.url, 'required'));
     for (const built of [first, second]) {

@@ -12,12 +12,13 @@ import { startTopology, type RedisTopology } from '../support/redis-topologies.j
 const MAIN = fileURLToPath(new URL('../../verifier/src/main.ts', import.meta.url));
 
 /**
- * Runs the verifier with a DPoP replay store at `store`; resolves once it exits, or once it
- * listens (then it is stopped, and `listening` is true), or after 15 s.
+ * Runs the verifier with its shared stores at `store` (set as `name`), DPoP on; resolves once it
+ * exits, or once it listens (then it is stopped, and `listening` is true), or after 15 s.
  */
 async function run(
   store: string,
   env: Record<string, string> = {},
+  name = 'VERIFIER_REDIS_URL',
 ): Promise<{ code: number | null; stdout: string; stderr: string; listening: boolean }> {
   const listen = `127.0.0.1:${await freePort()}`;
   const child = spawn(process.execPath, ['--import', 'tsx', MAIN], {
@@ -27,7 +28,7 @@ async function run(
       VERIFIER_AUDIENCE: 'api',
       VERIFIER_DPOP: 'required',
       VERIFIER_LISTEN: listen,
-      VERIFIER_DPOP_REPLAY_STORE: store,
+      [name]: store,
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -71,24 +72,24 @@ describe('a store URL that does not fit the server', { timeout: 30_000 }, () => 
       'a cluster URL at a node not in cluster mode',
       () => `redis+cluster://127.0.0.1:${single.port}`,
       (port: number) =>
-        `dpop.replayStore: 127.0.0.1:${port} is not in cluster mode; use redis:// (or rediss://) for a single node`,
+        `redis.url: 127.0.0.1:${port} is not in cluster mode; use redis:// (or rediss://) for a single node`,
     ],
     [
       'a plain URL at a cluster node',
       () => cluster.url.replace('redis+cluster://', 'redis://').replace(/,.*$/, ''),
       (port: number) =>
-        `dpop.replayStore: 127.0.0.1:${port} is a cluster node; use redis+cluster:// (or rediss+cluster://)`,
+        `redis.url: 127.0.0.1:${port} is a cluster node; use redis+cluster:// (or rediss+cluster://)`,
     ],
     [
       'a Sentinel URL at a node that is no sentinel',
       () => `redis+sentinel://127.0.0.1:${single.port}/sg-primary`,
-      (port: number) => `dpop.replayStore: 127.0.0.1:${port} is not a Redis Sentinel`,
+      (port: number) => `redis.url: 127.0.0.1:${port} is not a Redis Sentinel`,
     ],
     [
       'a Sentinel URL with a master name the sentinels do not know',
       () => sentinel.url.replace(/\/[^/]*$/, '/no-such-primary'),
       (port: number) =>
-        `dpop.replayStore: the sentinel at 127.0.0.1:${port} knows no master "no-such-primary"`,
+        `redis.url: the sentinel at 127.0.0.1:${port} knows no master "no-such-primary"`,
     ],
   ])('%s stops it with one line', async (_case, store, line) => {
     const url = store();
@@ -110,18 +111,35 @@ describe('a store URL that does not fit the server', { timeout: 30_000 }, () => 
     expect(listening).toBe(true);
   });
 
-  it('logs one deprecation line for each former dpop.replay* name in use, never the password', async () => {
-    const { listening, stdout } = await run(`redis://127.0.0.1:${single.port}`, {
-      VERIFIER_DPOP_REPLAY_PASSWORD: 'former-password',
-      VERIFIER_DPOP_REPLAY_ALLOW_PLAINTEXT: 'true',
-    });
+  it('logs one deprecation line for each former name in use, naming the new variable, never a value', async () => {
+    const url = `redis://127.0.0.1:${single.port}`;
+    const { listening, stdout } = await run(
+      url,
+      {
+        VERIFIER_DPOP_REPLAY_PASSWORD: 'former-password',
+        VERIFIER_DPOP_REPLAY_ALLOW_PLAINTEXT: 'true',
+      },
+      'VERIFIER_DPOP_REPLAY_STORE',
+    );
     expect(listening).toBe(true);
     const deprecated = stdout.split('\n').filter((line) => line.includes('is deprecated'));
     expect(deprecated.map((line) => (JSON.parse(line) as { msg: string }).msg)).toEqual([
-      'dpop.replayPassword is deprecated; use redis.password (it applies to both stores)',
-      'dpop.replayAllowPlaintext is deprecated; use redis.allowPlaintext (it applies to both stores)',
+      'VERIFIER_DPOP_REPLAY_STORE is deprecated; use VERIFIER_REDIS_URL (it applies to both stores)',
+      'VERIFIER_DPOP_REPLAY_PASSWORD is deprecated; use VERIFIER_REDIS_PASSWORD (it applies to both stores)',
+      'VERIFIER_DPOP_REPLAY_ALLOW_PLAINTEXT is deprecated; use VERIFIER_REDIS_ALLOW_PLAINTEXT (it applies to both stores)',
     ]);
     expect(stdout).not.toContain('former-password');
+    expect(deprecated.join('\n')).not.toContain(url);
+  });
+
+  it('stops it when a former name says otherwise than the new one', async () => {
+    const { code, stderr } = await run(`redis://127.0.0.1:${single.port}`, {
+      VERIFIER_REVOCATION_STORE: 'memory',
+    });
+    expect(code).toBe(2);
+    expect(stderr).toContain(
+      'VERIFIER_REVOCATION_STORE: a former name of VERIFIER_REDIS_URL, set to another value; set VERIFIER_REDIS_URL only',
+    );
   });
 
   it.each([
@@ -131,7 +149,7 @@ describe('a store URL that does not fit the server', { timeout: 30_000 }, () => 
   ])('%s stops it with one line naming the setting', async (_case, url, problem) => {
     const { code, stderr } = await run(url);
     expect(code).toBe(2);
-    const said = stderr.split('\n').filter((line) => line.includes('VERIFIER_DPOP_REPLAY_STORE'));
+    const said = stderr.split('\n').filter((line) => line.includes('VERIFIER_REDIS_URL'));
     expect(said).toHaveLength(1);
     expect(said[0]).toContain(problem);
   });

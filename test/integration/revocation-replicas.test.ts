@@ -45,7 +45,7 @@ const UNLIMITED_PUSHES = {
   VERIFIER_REVOCATION_RECEIVER_BURST: '100000',
 };
 const replica = (url: string, env: Record<string, string> = {}) =>
-  replicas.build({ VERIFIER_REVOCATION_STORE: url, ...UNLIMITED_PUSHES, ...env }, replicaFile());
+  replicas.build({ VERIFIER_REDIS_URL: url, ...UNLIMITED_PUSHES, ...env }, replicaFile());
 
 /** A replica on `url` once its view is loaded; a Sentinel or Cluster client takes a moment more. */
 async function started(url: string, env: Record<string, string> = {}): Promise<TestService> {
@@ -240,7 +240,7 @@ describe('a revocation store behind an ACL user and a password', () => {
   afterAll(() => guarded.stop());
 
   const file = (redis: object, extra: object = {}) =>
-    replicaFile({ revocation: { store: guarded.url }, redis, ...extra });
+    replicaFile({ redis: { url: guarded.url, ...redis }, ...extra });
   async function revokes(built: TestService, sub: string): Promise<boolean> {
     await built.service.start();
     await until(() => built.service.revocation!.store.isCurrent());
@@ -257,7 +257,7 @@ describe('a revocation store behind an ACL user and a password', () => {
     expect(await revokes(built, 'ana')).toBe(true);
   });
 
-  it('takes the password from the deprecated dpop.replayPassword too', async () => {
+  it('takes the password from the former dpop.replayPassword too, read as redis.password', async () => {
     const built = replicas.build(
       { REDIS_PASSWORD: PASSWORD },
       file({ username: 'gate' }, { dpop: { replayPassword: { env: 'REDIS_PASSWORD' } } }),
@@ -287,9 +287,7 @@ describe('stores over TLS with a private CA', () => {
   const CA_FILE = '/etc/secret-gate/redis/ca.crt';
   const file = (redis: object) =>
     replicaFile({
-      revocation: { store: tls.url },
-      dpop: { replayStore: tls.url },
-      redis,
+      redis: { url: tls.url, ...redis },
       policies: {
         secret: { issuers: [ISSUER], scopes: ['secrets:read'], dpop: 'allowed' },
         strict: { issuers: [ISSUER], scopes: ['secrets:read'], revocation: 'required' },

@@ -15,7 +15,7 @@ export const TOPOLOGIES: readonly TopologyName[] = ['single', 'sentinel', 'clust
 
 export interface RedisTopology {
   readonly name: TopologyName;
-  /** What `revocation.store` / `dpop.replayStore` are set to. */
+  /** What `redis.url` (both stores) is set to. */
   readonly url: string;
   /** Sentinel only: SIGKILLs the primary, then resolves once a sentinel names another one. */
   killPrimary(): Promise<{ killed: number; promoted: number }>;

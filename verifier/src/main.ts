@@ -6,7 +6,7 @@ import { ConfigError, loadConfig } from './config/load.js';
 import type { VerifierConfig } from './config/model.js';
 import { printableConfig } from './config/print.js';
 import { createLogger } from './log.js';
-import { deprecatedRedisSettings, storeTopologyProblem } from './redis/connection.js';
+import { storeTopologyProblem } from './redis/connection.js';
 import { createVerifierService } from './service.js';
 import { describe } from './http/transport.js';
 import { createEdgeKeyFile } from './http/edge-key.js';
@@ -18,6 +18,8 @@ const SHUTDOWN_MS = 5000;
 
 async function main(argv: readonly string[]): Promise<void> {
   let config: VerifierConfig;
+  // Former names in use, logged once the logger (at the configured level) exists.
+  const deprecated: string[] = [];
   const edgeKeyFile = process.env.VERIFIER_EDGE_KEY_FILE?.trim();
   if (argv.includes('--make-edge-key')) {
     if (!edgeKeyFile?.startsWith('/')) {
@@ -30,7 +32,7 @@ async function main(argv: readonly string[]): Promise<void> {
     );
   }
   try {
-    config = loadConfig(process.env);
+    config = loadConfig(process.env, undefined, (line) => deprecated.push(line));
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     process.stderr.write(`${error.message}\n`);
@@ -48,7 +50,7 @@ async function main(argv: readonly string[]): Promise<void> {
   }
 
   const logger = createLogger(config.logLevel);
-  for (const line of deprecatedRedisSettings(config)) logger.warn(line);
+  for (const line of deprecated) logger.warn(line);
   // A Cluster URL at a node without cluster mode (and the like) is found only by asking it.
   const topology = await storeTopologyProblem(config);
   if (topology !== undefined) {

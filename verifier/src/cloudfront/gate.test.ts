@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { createIo, Deferred } from '../config/values.js';
 import { captureLogger } from '../testing/fixtures.js';
-import { cloudFrontSection, type CloudFrontGateConfig } from './gate-config.js';
+import { cloudFrontSection, type CloudFrontGateConfig } from '../config/cloudfront.js';
 import { cloudFrontHeaders, cookiePath, createCloudFrontGrant } from './grant.js';
 
 const fixtures = fileURLToPath(new URL('../../../test/fixtures/cloudfront/', import.meta.url));

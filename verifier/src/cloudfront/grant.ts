@@ -3,7 +3,7 @@
 import { createCloudFrontSigner, type SignedCookies } from '@secret-gate/cloudfront-signer';
 import type { Grant, Header } from '../decision/decision.js';
 import type { Logger } from '../log.js';
-import type { CloudFrontGateConfig } from './gate-config.js';
+import type { CloudFrontGateConfig } from '../config/cloudfront.js';
 
 /** The answer headers this plugin renders (docs/architecture.md's /verify table). */
 export const CLOUDFRONT_HEADERS = [

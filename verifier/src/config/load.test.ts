@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
-import { deprecatedRedisSettings, redisSettingsOf } from '../redis/connection.js';
+import { redisSettingsOf } from '../redis/connection.js';
 import { ConfigError, loadConfig } from './load.js';
 
 const minimal = { VERIFIER_ISSUER: 'https://idp.test', VERIFIER_AUDIENCE: 'secret-gate-api' };
@@ -60,7 +60,8 @@ describe('configuration from the environment', () => {
       edgeTtl: 5,
     });
     expect(config.jwks).toEqual({ refresh: 600, cooldown: 30, maxStale: 86_400 });
-    expect(config.revocation).toMatchObject({ store: 'memory', maxLatency: 6 });
+    expect(config.revocation).toMatchObject({ maxLatency: 6 });
+    expect(config.redis.url).toBeUndefined(); // both stores in process
     expect(config.revocation.ssf.transmitter).toBeUndefined();
   });
 
@@ -395,6 +396,30 @@ describe('issuer hardening settings', () => {
     ).toEqual(['VERIFIER_METRICS_LISTEN: must differ from VERIFIER_LISTEN']);
   });
 
+  it('says the rules between settings in the same pass as the problems of each value', () => {
+    // Before, a rule was checked only once every top-level setting was valid on its own.
+    expect(
+      problemsOf({
+        ...minimal,
+        VERIFIER_CACHE_MAX_ENTRIES: 'lots',
+        VERIFIER_JWKS_REFRESH: '2h',
+        VERIFIER_JWKS_MAX_STALE: '1h',
+        VERIFIER_LISTEN: '127.0.0.1:9000',
+        VERIFIER_METRICS_LISTEN: '127.0.0.1:9000',
+        VERIFIER_REDIS_URL: 'redis://cache:6379',
+      }),
+    ).toEqual([
+      'VERIFIER_CACHE_MAX_ENTRIES: expected a positive integer, got "lots"',
+      'VERIFIER_JWKS_MAX_STALE: must be at least VERIFIER_JWKS_REFRESH',
+      'VERIFIER_METRICS_LISTEN: must differ from VERIFIER_LISTEN',
+      'VERIFIER_REDIS_URL: plain redis to a host that is not loopback; use a rediss:// form, or opt in with "redis.allowPlaintext": true (VERIFIER_REDIS_ALLOW_PLAINTEXT=true)',
+    ]);
+    // A rule whose own settings are wrong is not run: their problems say enough.
+    expect(problemsOf({ ...minimal, VERIFIER_JWKS_REFRESH: 'soon' })).toEqual([
+      'VERIFIER_JWKS_REFRESH: expected a duration such as 30, 30s, 10m or 24h, got "soon"',
+    ]);
+  });
+
   it('takes an email subject issuer only among the configured JWT issuers', () => {
     const ssf = { VERIFIER_SSF_TRANSMITTER: 'https://tx.test', VERIFIER_SSF_AUDIENCE: 'gate' };
     const config = loadConfig({
@@ -526,22 +551,21 @@ describe('DPoP settings', () => {
     expect(config.dpop).toEqual({
       algorithms: ['ES256', 'ES384', 'PS256', 'RS256', 'EdDSA'],
       iatWindow: 60,
-      replayStore: 'memory',
-      replayPassword: undefined,
-      replayAllowPlaintext: undefined,
       replayMaxEntries: 1_000_000,
       nonceKey: undefined,
     });
+    expect(config.redis).toMatchObject({ url: undefined, password: undefined });
+    expect(config.redis.allowPlaintext).toBe(false);
   });
 
   it('reads the policy mode from VERIFIER_DPOP and the file, and a Redis store URL', () => {
     const env = loadConfig({
       ...single,
       VERIFIER_DPOP: 'required',
-      VERIFIER_DPOP_REPLAY_STORE: 'rediss://cache:6379',
+      VERIFIER_REDIS_URL: 'rediss://cache:6379',
     });
     expect(env.policies.get('default')?.dpop).toBe('required');
-    expect(env.dpop.replayStore).toBe('rediss://cache:6379');
+    expect(env.redis.url).toBe('rediss://cache:6379');
     const file = {
       issuers: [{ issuer: 'https://idp.test', audience: 'api' }],
       policies: { secret: { issuers: ['https://idp.test'], dpop: 'allowed' } },
@@ -562,13 +586,16 @@ describe('DPoP settings', () => {
     ['redis://localhost:6379', true],
     ['redis://[::1]:6379', true],
     ['rediss://cache:6379', true],
-  ])('a replay store at %s is accepted without opting in to plaintext: %s', (url, accepted) => {
-    const env = { ...single, VERIFIER_DPOP_REPLAY_STORE: url };
-    if (accepted) expect(loadConfig(env).dpop.replayStore).toBe(url);
-    else
-      expect(problemsOf(env)).toEqual([
-        'VERIFIER_DPOP_REPLAY_STORE: plain redis to a host that is not loopback; use a rediss:// form, or opt in with "redis.allowPlaintext": true (VERIFIER_REDIS_ALLOW_PLAINTEXT=true)',
-      ]);
+  ])('a store at %s is accepted without opting in to plaintext: %s', (url, accepted) => {
+    // The former name is read as VERIFIER_REDIS_URL and checked alike, under its own name.
+    for (const name of ['VERIFIER_REDIS_URL', 'VERIFIER_DPOP_REPLAY_STORE']) {
+      const env = { ...single, [name]: url };
+      if (accepted) expect(loadConfig(env).redis.url).toBe(url);
+      else
+        expect(problemsOf(env)).toEqual([
+          `${name}: plain redis to a host that is not loopback; use a rediss:// form, or opt in with "redis.allowPlaintext": true (VERIFIER_REDIS_ALLOW_PLAINTEXT=true)`,
+        ]);
+    }
   });
 
   it.each([
@@ -585,6 +612,7 @@ describe('DPoP settings', () => {
     ['redis://[not-a-host', '"[not-a-host" is not a host[:port]'],
   ])('refuses the store URL %s at start with one line', (url, problem) => {
     for (const [name, env] of [
+      ['VERIFIER_REDIS_URL', { ...single, VERIFIER_REDIS_URL: url }],
       ['VERIFIER_DPOP_REPLAY_STORE', { ...single, VERIFIER_DPOP_REPLAY_STORE: url }],
       ['VERIFIER_REVOCATION_STORE', { ...single, VERIFIER_REVOCATION_STORE: url }],
     ] as const) {
@@ -601,14 +629,13 @@ describe('DPoP settings', () => {
     ]);
   });
 
-  it('reads the redis section for both stores, and the deprecated dpop names as fallbacks', () => {
+  it('reads one redis section for both stores', () => {
     const files: Record<string, string> = {
       '/x.json': JSON.stringify({
         issuers: [{ issuer: 'https://idp.test', audience: 'api' }],
         policies: { secret: { issuers: ['https://idp.test'], dpop: 'required' } },
-        dpop: { replayStore: 'rediss+sentinel://s1,s2,s3/gate' },
-        revocation: { store: 'redis+cluster://cache-0,cache-1' },
         redis: {
+          url: 'redis+cluster://cache-0,cache-1',
           username: 'gate',
           password: { file: '/run/secrets/redis-password' },
           caFile: '/etc/redis-ca/ca.crt',
@@ -620,8 +647,14 @@ describe('DPoP settings', () => {
       '/run/secrets/redis-password': 'from-the-file\n',
       '/etc/redis-ca/ca.crt': '-----BEGIN CERTIFICATE-----\n',
     };
-    const config = loadConfig({ VERIFIER_CONFIG: '/x.json' }, (path) => files[path] ?? '');
+    const lines: string[] = [];
+    const config = loadConfig(
+      { VERIFIER_CONFIG: '/x.json' },
+      (path) => files[path] ?? '',
+      (line) => lines.push(line),
+    );
     expect(config.redis).toEqual({
+      url: 'redis+cluster://cache-0,cache-1',
       username: 'gate',
       password: 'from-the-file',
       sentinelPassword: undefined,
@@ -630,50 +663,120 @@ describe('DPoP settings', () => {
       waitReplicas: 2,
       waitTimeout: 0.05,
     });
-    expect(redisSettingsOf(config)).toMatchObject({ password: 'from-the-file', waitReplicas: 2 });
-    expect(deprecatedRedisSettings(config)).toEqual([]);
+    expect(redisSettingsOf(config)).toMatchObject({
+      url: 'redis+cluster://cache-0,cache-1',
+      password: 'from-the-file',
+      waitReplicas: 2,
+    });
+    expect(lines).toEqual([]);
+  });
 
-    const old = loadConfig({
-      ...single,
-      VERIFIER_DPOP_REPLAY_STORE: 'redis://cache:6379',
-      VERIFIER_DPOP_REPLAY_PASSWORD: 'old-password',
-      VERIFIER_DPOP_REPLAY_ALLOW_PLAINTEXT: 'true',
+  it('reads the former store names as the redis ones for one release, each with one deprecation line naming the old and the new variable, never the value', () => {
+    const lines: string[] = [];
+    const old = loadConfig(
+      {
+        ...single,
+        VERIFIER_DPOP_REPLAY_STORE: 'redis://cache:6379',
+        VERIFIER_DPOP_REPLAY_PASSWORD: 'old-password',
+        VERIFIER_DPOP_REPLAY_ALLOW_PLAINTEXT: 'true',
+        VERIFIER_REVOCATION_STORE: 'redis://cache:6379',
+      },
+      undefined,
+      (line) => lines.push(line),
+    );
+    expect(old.redis).toMatchObject({
+      url: 'redis://cache:6379',
+      password: 'old-password',
+      allowPlaintext: true,
     });
-    expect(redisSettingsOf(old).password).toBe('old-password');
-    expect(deprecatedRedisSettings(old)).toEqual([
-      'dpop.replayPassword is deprecated; use redis.password (it applies to both stores)',
-      'dpop.replayAllowPlaintext is deprecated; use redis.allowPlaintext (it applies to both stores)',
+    // The stores read `redis` only: the former names are gone from the configuration.
+    expect(old.dpop).not.toHaveProperty('replayStore');
+    expect(old.dpop).not.toHaveProperty('replayPassword');
+    expect(old.revocation).not.toHaveProperty('store');
+    expect(redisSettingsOf(old)).toMatchObject({
+      url: 'redis://cache:6379',
+      password: 'old-password',
+    });
+    expect(lines).toEqual([
+      'VERIFIER_DPOP_REPLAY_STORE is deprecated; use VERIFIER_REDIS_URL (it applies to both stores)',
+      'VERIFIER_DPOP_REPLAY_PASSWORD is deprecated; use VERIFIER_REDIS_PASSWORD (it applies to both stores)',
+      'VERIFIER_DPOP_REPLAY_ALLOW_PLAINTEXT is deprecated; use VERIFIER_REDIS_ALLOW_PLAINTEXT (it applies to both stores)',
+      'VERIFIER_REVOCATION_STORE is deprecated; use VERIFIER_REDIS_URL (it applies to both stores)',
     ]);
-    const both = loadConfig({
+    expect(lines.join('\n')).not.toContain('old-password');
+    expect(lines.join('\n')).not.toContain('cache:6379');
+
+    // In the file, the lines name the settings as the file spells them.
+    const inFile: string[] = [];
+    const file = {
+      issuers: [{ issuer: 'https://idp.test', audience: 'api' }],
+      policies: { secret: { issuers: ['https://idp.test'] } },
+      revocation: { store: 'memory' },
+    };
+    const fromFile = loadConfig(
+      { VERIFIER_CONFIG: '/x.json' },
+      () => JSON.stringify(file),
+      (line) => inFile.push(line),
+    );
+    expect(fromFile.redis.url).toBeUndefined();
+    expect(inFile).toEqual([
+      'config.revocation.store is deprecated; use config.redis.url (it applies to both stores)',
+    ]);
+  });
+
+  it('refuses a former name set to another value than its new one, or than another former name of it, never quoting either', () => {
+    expect(
+      problemsOf({
+        ...single,
+        VERIFIER_REDIS_URL: 'rediss://cache:6379',
+        VERIFIER_DPOP_REPLAY_STORE: 'rediss://other:6379',
+        VERIFIER_REDIS_PASSWORD: 'new-password',
+        VERIFIER_DPOP_REPLAY_PASSWORD: 'old-password',
+        VERIFIER_REDIS_ALLOW_PLAINTEXT: 'false',
+        VERIFIER_DPOP_REPLAY_ALLOW_PLAINTEXT: 'true',
+      }),
+    ).toEqual([
+      'VERIFIER_DPOP_REPLAY_STORE: a former name of VERIFIER_REDIS_URL, set to another value; set VERIFIER_REDIS_URL only',
+      'VERIFIER_DPOP_REPLAY_PASSWORD: a former name of VERIFIER_REDIS_PASSWORD, set to another value; set VERIFIER_REDIS_PASSWORD only',
+      'VERIFIER_DPOP_REPLAY_ALLOW_PLAINTEXT: a former name of VERIFIER_REDIS_ALLOW_PLAINTEXT, set to another value; set VERIFIER_REDIS_ALLOW_PLAINTEXT only',
+    ]);
+    // Each store had its own URL: now one serves both, so two that differ cannot both be kept.
+    expect(
+      problemsOf({
+        ...single,
+        VERIFIER_DPOP_REPLAY_STORE: 'rediss://cache:6379',
+        VERIFIER_REVOCATION_STORE: 'memory',
+      }),
+    ).toEqual([
+      'VERIFIER_REVOCATION_STORE: differs from VERIFIER_DPOP_REPLAY_STORE; both are former names of VERIFIER_REDIS_URL, which both stores share: set VERIFIER_REDIS_URL only',
+    ]);
+    // The same value under both names is no problem (a rolling rename).
+    const same = loadConfig({
       ...single,
-      VERIFIER_REDIS_PASSWORD: 'new-password',
-      VERIFIER_DPOP_REPLAY_PASSWORD: 'old-password',
+      VERIFIER_REDIS_URL: 'rediss://cache:6379',
+      VERIFIER_DPOP_REPLAY_STORE: 'rediss://cache:6379',
+      VERIFIER_REVOCATION_STORE: 'rediss://cache:6379',
     });
-    expect(redisSettingsOf(both).password).toBe('new-password');
+    expect(same.redis.url).toBe('rediss://cache:6379');
   });
 
   it('takes plain redis:// to another host only when the operator opts in', () => {
-    const config = loadConfig({
-      ...single,
-      VERIFIER_DPOP_REPLAY_STORE: 'redis://cache:6379',
-      VERIFIER_DPOP_REPLAY_ALLOW_PLAINTEXT: 'true',
-    });
-    expect(config.dpop).toMatchObject({
-      replayStore: 'redis://cache:6379',
-      replayAllowPlaintext: true,
-    });
+    for (const [url, allow] of [
+      ['VERIFIER_REDIS_URL', 'VERIFIER_REDIS_ALLOW_PLAINTEXT'],
+      ['VERIFIER_DPOP_REPLAY_STORE', 'VERIFIER_DPOP_REPLAY_ALLOW_PLAINTEXT'],
+    ] as const) {
+      const config = loadConfig({ ...single, [url]: 'redis://cache:6379', [allow]: 'true' });
+      expect(config.redis).toMatchObject({ url: 'redis://cache:6379', allowPlaintext: true });
+    }
   });
 
-  it('reads the replay store password and the nonce key from files or variables, like the introspection secret', () => {
+  it('reads the store password and the nonce key from files or variables, like the introspection secret', () => {
     const files: Record<string, string> = {
       '/x.json': JSON.stringify({
         issuers: [{ issuer: 'https://idp.test', audience: 'api' }],
         policies: { secret: { issuers: ['https://idp.test'], dpop: 'required' } },
-        dpop: {
-          replayStore: 'rediss://cache:6379',
-          replayPassword: { file: '/run/secrets/redis-password' },
-          nonceKey: { env: 'DPOP_NONCE_KEY' },
-        },
+        dpop: { nonceKey: { env: 'DPOP_NONCE_KEY' } },
+        redis: { url: 'rediss://cache:6379', password: { file: '/run/secrets/redis-password' } },
       }),
       '/run/secrets/redis-password': 'from-the-file\n',
     };
@@ -681,19 +784,15 @@ describe('DPoP settings', () => {
       { VERIFIER_CONFIG: '/x.json', DPOP_NONCE_KEY: 'k'.repeat(32) },
       (path) => files[path] ?? '',
     );
-    expect(config.dpop).toMatchObject({
-      replayPassword: 'from-the-file',
-      nonceKey: 'k'.repeat(32),
-    });
+    expect(config.redis.password).toBe('from-the-file');
+    expect(config.dpop.nonceKey).toBe('k'.repeat(32));
     const fromVariables = loadConfig({
       ...single,
-      VERIFIER_DPOP_REPLAY_PASSWORD: 'inline-password',
+      VERIFIER_REDIS_PASSWORD: 'inline-password',
       VERIFIER_DPOP_NONCE_KEY: 'n'.repeat(40),
     });
-    expect(fromVariables.dpop).toMatchObject({
-      replayPassword: 'inline-password',
-      nonceKey: 'n'.repeat(40),
-    });
+    expect(fromVariables.redis.password).toBe('inline-password');
+    expect(fromVariables.dpop.nonceKey).toBe('n'.repeat(40));
   });
 
   it('checks the nonce key length on the value a file holds, never quoting it', () => {

@@ -1,11 +1,13 @@
 // Reads the configuration once, at start, into a frozen VerifierConfig: the environment as a
-// document (env.ts), checked section by section by the one schema (model.ts), every problem named
-// as the operator wrote it (`VERIFIER_LISTEN`, `config.issuers[0].audience`) in one ConfigError.
+// document (env.ts), checked section by section by the one schema (model.ts) and the rules between
+// settings it runs (rules.ts), every problem named as the operator wrote it (`VERIFIER_LISTEN`,
+// `config.issuers[0].audience`) in one ConfigError.
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { documentFromEnv, issuerKind } from './env.js';
+import { documentFromEnv, ENVIRONMENT, issuerKind } from './env.js';
 import * as model from './model.js';
 import { withPreset } from './presets.js';
+import { foldFormerNames, FORMER_NAMES } from './redis.js';
 import { createIo, Deferred, type FileReader } from './values.js';
 
 export { ENVIRONMENT } from './env.js';
@@ -29,15 +31,36 @@ const topLevel = model.documentSchema(z.unknown(), z.unknown());
 /**
  * Builds the configuration from the environment: the single-issuer variables (VERIFIER_ISSUER,
  * one JWT issuer and the policy NGINX asks for), or the JSON file VERIFIER_CONFIG names (issuers
- * and named policies). The two are exclusive, so no setting is silently ignored.
+ * and named policies). The two are exclusive, so no setting is silently ignored. A former name in
+ * use (redis.ts) gives `deprecated` one line naming it and its new name, never the value.
  */
 export function loadConfig(
   env: NodeJS.ProcessEnv,
   readFile: FileReader = (path) => readFileSync(path, 'utf8'),
+  deprecated: (line: string) => void = () => undefined,
 ): model.VerifierConfig {
   const problems: string[] = [];
-  const { document, label, sections, singleIssuer } = documentFromEnv(env, readFile, problems);
+  const written = documentFromEnv(env, readFile, problems);
+  const { label, sections, singleIssuer } = written;
+  // Each issuer with its preset's row laid under it, so the rules see the type a preset gives.
+  const rootClientClaims = written.document.clientClaims !== undefined;
+  const document = Array.isArray(written.document.issuers)
+    ? {
+        ...written.document,
+        issuers: written.document.issuers.map((raw) => withPreset(raw, rootClientClaims)),
+      }
+    : written.document;
   const report = (path: string, message: string) => problems.push(`${label(path)}: ${message}`);
+  // A setting a message names: as the operator wrote it, else (or `asVariable`) by its variable.
+  const envOf = (path: string) => ENVIRONMENT.find((row) => row.path === path)?.env;
+  const nameOf = (path: string, asVariable = false) =>
+    ((asVariable || label(path) === path) && envOf(path)) || label(path);
+  // A rule's problem about one issuer or policy is said with that section's own problems.
+  const held = new Map<string, string[]>();
+  const sayHeld = (section: string) => {
+    problems.push(...(held.get(section) ?? []));
+    held.delete(section);
+  };
   /** Parses one section at `at`, reporting its problems; its value when it is valid. */
   function check<T>(schema: z.ZodType<T>, value: unknown, at: string): T | undefined {
     const result = schema.safeParse(value, { reportInput: true });
@@ -48,45 +71,58 @@ export function loadConfig(
     for (const issue of issues) {
       const name = label(issue.path.reduce<string>(join, at));
       const missing = singleIssuer && issue.input === undefined && name.startsWith('VERIFIER_');
-      problems.push(`${name}: ${missing ? 'required with VERIFIER_ISSUER' : issue.message}`);
+      // A rule names other settings by path (rules.ts); they are named as the operator wrote them.
+      const names =
+        issue.code === 'custom' ? (issue.params?.names as string[] | undefined) : undefined;
+      const message = issue.message.replace(/\{(\d+)\}/g, (_, index: string) =>
+        nameOf((names?.[Number(index)] ?? '').split('.').reduce(join, at)),
+      );
+      const line = `${name}: ${missing ? 'required with VERIFIER_ISSUER' : message}`;
+      const [kind, key] = issue.path;
+      const section =
+        at !== '' || names === undefined || key === undefined
+          ? undefined
+          : kind === 'issuers'
+            ? join('issuers', key)
+            : kind === 'policies'
+              ? join('policies', key)
+              : undefined;
+      if (section === undefined) problems.push(line);
+      else held.set(section, [...(held.get(section) ?? []), line]);
     }
     return result.data;
   }
 
   const top = check<Json>(sections ? topLevel : model.rootSchema, document, '');
   const { $schema: _schema, issuers: _issuers, policies: _policies, ...settings } = top ?? {};
-  const root = top && (settings as model.RootSettings);
+  const root =
+    top &&
+    (foldFormerNames(
+      settings as z.output<typeof model.rootSchema>,
+    ) as unknown as model.RootSettings);
 
-  const declared = new Map<string, unknown>();
+  // A duplicate issuer is a rule's problem (rules.ts); the first one is kept.
   const issuers: Array<{ at: string; issuer: model.IssuerConfig }> = [];
-  const written = sections && Array.isArray(document.issuers) ? document.issuers : [];
-  written.forEach((raw: unknown, index) => {
+  (sections && Array.isArray(document.issuers) ? document.issuers : []).forEach((raw, index) => {
     const at = `issuers[${index}]`;
-    const withRow = withPreset(raw, document.clientClaims !== undefined);
-    if (isObject(withRow) && typeof withRow.issuer === 'string')
-      declared.set(withRow.issuer, withRow.type);
-    const parsed = check(model.issuerSchema, withRow, at) as Json | undefined;
+    const parsed = check(model.issuerSchema, raw, at) as Json | undefined;
+    sayHeld(at);
     if (parsed === undefined) return;
     // Only where the issuer's type has the setting (a JWT issuer has no `timeout`).
     for (const [field, from] of Object.entries(model.INHERITED))
       if (root && field in (issuerKind(parsed.type)?.shape ?? {})) parsed[field] ??= root[from];
     const issuer = parsed as unknown as model.IssuerConfig;
-    if (issuers.some((seen) => seen.issuer.issuer === issuer.issuer))
-      report(at, `duplicate issuer "${issuer.issuer}"`);
-    else issuers.push({ at, issuer });
+    if (!issuers.some((seen) => seen.issuer.issuer === issuer.issuer)) issuers.push({ at, issuer });
   });
 
   const policies: model.PolicyConfig[] = [];
-  const policyIssuers: Array<Pick<model.PolicyConfig, 'name' | 'issuers'>> = [];
   const named = sections && isObject(document.policies) ? document.policies : {};
   for (const [name, raw] of Object.entries(named)) {
     const parsed = check(model.policySchema, raw, `policies.${name}`);
+    sayHeld(`policies.${name}`);
     if (parsed !== undefined) policies.push({ name, ...parsed } as unknown as model.PolicyConfig);
-    const listed = model.policySchema.shape.issuers.safeParse(isObject(raw) ? raw.issuers : []);
-    if (listed.success) policyIssuers.push({ name, issuers: listed.data });
   }
-
-  model.checkConfig({ root, declared, issuers, policies: policyIssuers }, report, label);
+  for (const section of held.keys()) sayHeld(section);
 
   // Values that name a file or a variable are read last, for every section that validated;
   // loaded values are frozen on the way (class instances, such as a loaded key, as they are).
@@ -107,6 +143,17 @@ export function loadConfig(
   // The single-issuer policy is checked under both its names; each problem is said once.
   if (problems.length > 0 || loadedRoot === undefined)
     throw new ConfigError([...new Set(problems)]);
+  // A former variable's line names the new variable; a former name in the file, the file's.
+  for (const [former, now] of Object.entries(FORMER_NAMES)) {
+    const value = former
+      .split('.')
+      .reduce<unknown>((at, key) => (isObject(at) ? at[key] : undefined), document);
+    if (value === undefined) continue;
+    const as = label(former);
+    deprecated(
+      `${as} is deprecated; use ${nameOf(now, as.startsWith('VERIFIER_'))} (it applies to both stores)`,
+    );
+  }
   return Object.freeze({
     ...loadedRoot,
     issuers: readOnly(new Map(loadedIssuers.map((issuer) => [issuer.issuer, issuer]))),

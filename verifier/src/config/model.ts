@@ -1,21 +1,30 @@
 // The verifier's one configuration schema (zod): every setting, its kind, its default as an
 // operator writes it, its VERIFIER_* variable and its meaning; the types, verifier/config.schema.json
-// and docs/configuration.md derive from it. `checkConfig` holds the rules between settings.
+// and docs/configuration.md derive from it. The rules between settings (rules.ts) run as its checks.
+// Sections of their own: `redis` (redis.ts) and a policy's `cloudfront` (cloudfront.ts).
 import { z } from 'zod';
-import { cloudFrontSection } from '../cloudfront/gate-config.js';
-import { onLoopback, parseRedisUrl } from '../redis/url.js';
+import { cloudFrontSection } from './cloudfront.js';
 import { ALWAYS_REFUSED, checkPresetIssuer, PRESET_NAMES } from './presets.js';
+import {
+  formerDpopRows,
+  formerRevocationRows,
+  redisSection,
+  type WithoutFormerNames,
+} from './redis.js';
+import { documentRules, firstFetchRule, rootRules, rule } from './rules.js';
 import {
   algorithms,
   bytes,
   claimRules,
   count,
   duration,
+  env,
   flag,
   insecureUrlProblem,
   list,
   listen,
   oneOf,
+  positive,
   rate,
   says,
   secret,
@@ -24,50 +33,15 @@ import {
   text,
   typ,
   url,
-  Deferred,
   DEFAULT_LISTEN,
   type Listen,
   type Loaded,
 } from './values.js';
 
-declare module 'zod' {
-  interface GlobalMeta {
-    /** The VERIFIER_* variable that sets this setting (single-issuer mode for issuer fields). */
-    env?: string;
-  }
-}
-
-/** A setting operators may also set from the environment, as the variable `name`. */
-const env = <T extends z.ZodType>(name: string, kind: T): T => kind.meta({ env: name });
-
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 const logLevel = oneOf(LOG_LEVELS, `one of ${LOG_LEVELS.join(', ')}`);
-/** Where replicas share state: in this process, or a Redis every replica reaches (redis/url.ts). */
-const redisStore = text.superRefine((value, ctx) => {
-  const target = value === 'memory' ? undefined : parseRedisUrl(value);
-  if (typeof target === 'string') ctx.addIssue(target);
-});
-/** How many replicas a write waits for: 0 (none) to 16, as a number or a string of digits. */
-const replicasSaid = says('a number of replicas from 0 to 16');
-const replicaCount = z
-  .union(
-    [
-      z.number(replicasSaid).int(replicasSaid).min(0, replicasSaid).max(16, replicasSaid),
-      z.string(replicasSaid).regex(/^(?:\d|1[0-6])$/, replicasSaid),
-    ],
-    replicasSaid,
-  )
-  .transform(Number);
-/** An absolute path to a file read once at start. */
-const pemFile = z
-  .string(says('an absolute path'))
-  .regex(/^\//, 'expected an absolute path')
-  .transform((path) => new Deferred((io, fail) => io.read(path, fail)));
-const STORE_FORMS =
-  '`redis://host:6379`, `rediss://…` (TLS), `redis+sentinel://h1:26379,h2:26379/MASTER`, `redis+cluster://h1:6379,h2:6379` (and their `rediss+` forms; docs/deploy.md)';
 /** Intervals the verifier waits or keeps something for, and timeouts: never zero. */
 const atLeast1s = duration.refine((seconds) => seconds >= 1, 'must be at least 1s');
-const positive = duration.refine((seconds) => seconds > 0, 'must be greater than 0');
 const iatWindow = duration.refine((s) => s >= 1 && s <= 600, 'must be between 1s and 10m');
 /** Clock skew between hosts that keep time is seconds; minutes more would keep expired tokens. */
 const MAX_CLOCK_TOLERANCE = 300;
@@ -78,7 +52,7 @@ const clockTolerance = duration.refine(
 const offByDefault = flag.prefault(false);
 const claimNames = list('claim name');
 
-/** The top-level settings, each row checking its own value; see checkConfig for the rest. */
+/** The top-level settings, each row checking its own value; the rules between them in rules.ts. */
 export const rootSchema = section({
   listen: env('VERIFIER_LISTEN', listen.prefault(DEFAULT_LISTEN)).describe(
     '`host:port`, `[v6]:port` or `unix:/absolute/path.sock`.',
@@ -146,51 +120,19 @@ export const rootSchema = section({
     iatWindow: env('VERIFIER_DPOP_IAT_WINDOW', iatWindow.prefault('60s')).describe(
       "A proof's `iat` may differ from now by this much either way (1s–10m); its `jti` is remembered twice as long.",
     ),
-    replayStore: env('VERIFIER_DPOP_REPLAY_STORE', redisStore.prefault('memory')).describe(
-      `\`memory\` (one process) or a Redis URL every replica shares: ${STORE_FORMS}; plain forms only to loopback unless \`redis.allowPlaintext\`. Connection settings in \`redis\`. When it does not answer, \`required\` policies refuse (401) and \`allowed\` ones check replays per process.`,
-    ),
-    replayPassword: env('VERIFIER_DPOP_REPLAY_PASSWORD', secret().optional()).describe(
-      'Deprecated: use `redis.password` (a deprecation line is logged at start; `redis.password` wins when both are set).',
-    ),
-    replayAllowPlaintext: env('VERIFIER_DPOP_REPLAY_ALLOW_PLAINTEXT', flag.optional()).describe(
-      'Deprecated: use `redis.allowPlaintext` (a deprecation line is logged at start).',
-    ),
+    ...formerDpopRows,
     replayMaxEntries: env('VERIFIER_DPOP_REPLAY_MAX_ENTRIES', count.prefault('1000000')).describe(
       'Bound of the in-process replay store; when it is full of live `jti`s new proofs are refused rather than one forgotten.',
     ),
     nonceKey: env('VERIFIER_DPOP_NONCE_KEY', secret(32).optional()).describe(
-      'At least 32 bytes shared by every replica: turns on stateless server nonces (`DPoP-Nonce`, an HMAC of the time window). A string, `{ "file": "/path" }` or `{ "env": "NAME" }` like `redis.password`. Unset: no nonces.',
+      'At least 32 bytes shared by every replica: turns on stateless server nonces (`DPoP-Nonce`, an HMAC of the time window). A string, `{ "file": "/path" }` or `{ "env": "NAME" }` like `redis.password`. Unset: no nonces. The replay store is the shared one of `redis.url`.',
     ),
   }).prefault({}),
-  /** How both shared stores (`dpop.replayStore`, `revocation.store`) reach their Redis. */
-  redis: section({
-    username: env('VERIFIER_REDIS_USERNAME', text.optional()).describe(
-      'ACL user name (Redis 6+, Valkey) of both stores, instead of one in the URL.',
-    ),
-    password: env('VERIFIER_REDIS_PASSWORD', secret().optional()).describe(
-      'Password of both stores (`AUTH`), instead of one inside the URL (which it wins over): a string, `{ "file": "/path" }` (a mounted Kubernetes Secret; one trailing newline dropped) or `{ "env": "NAME" }` (a variable outside the `VERIFIER_` prefix), read once at start.',
-    ),
-    sentinelPassword: env('VERIFIER_REDIS_SENTINEL_PASSWORD', secret().optional()).describe(
-      "The sentinels' own password (`requirepass` in sentinel.conf), like `password`; unset, the sentinels are asked without `AUTH`.",
-    ),
-    caFile: env('VERIFIER_REDIS_CA_FILE', pemFile.optional()).describe(
-      "PEM file of the CAs that sign the servers' certificates for the `rediss` forms, read once at start; unset, the system's CAs.",
-    ),
-    allowPlaintext: env('VERIFIER_REDIS_ALLOW_PLAINTEXT', flag.optional()).describe(
-      'Allow a plain (`redis`, `redis+sentinel`, `redis+cluster`) store URL with a host that is not loopback (`localhost`, 127.0.0.0/8, `[::1]`). Off: such a URL is refused at start; use the `rediss` forms (TLS).',
-    ),
-    waitReplicas: env('VERIFIER_REDIS_WAIT_REPLICAS', replicaCount.optional()).describe(
-      'Replicas that must hold each write (revocation, logout `jti`, DPoP proof `jti`) before it counts (`WAIT`); fewer within `waitTimeout` and the write fails as if the store were unreachable. Unset: 1 with `redis+sentinel`, 0 (no wait) otherwise. docs/revocation.md, "Failover", says what it buys.',
-    ),
-    waitTimeout: env('VERIFIER_REDIS_WAIT_TIMEOUT', positive.prefault('200ms')).describe(
-      'How long a write waits for `waitReplicas`.',
-    ),
-  }).prefault({}),
+  /** The one Redis both shared stores (DPoP replays, revocation) use, and how they reach it. */
+  redis: redisSection.prefault({}),
   /** Pushed revocation (docs/revocation.md): back-channel logout, Shared Signals, one store. */
   revocation: section({
-    store: env('VERIFIER_REVOCATION_STORE', redisStore.prefault('memory')).describe(
-      `\`memory\` (one process) or a Redis URL every replica shares (revocation watermarks and the \`jti\`s of received logout tokens and SETs): ${STORE_FORMS}. Connection settings in \`redis\`.`,
-    ),
+    ...formerRevocationRows,
     maxLatency: env('VERIFIER_REVOCATION_MAX_LATENCY', atLeast1s.prefault('6s')).describe(
       "Longest time a revoked token may still get its secret through NGINX's edge cache while a receiver is on: the edge reuse becomes at most this minus 1 s (NGINX expires entries in whole seconds), and never more than `cache.edgeTtl`.",
     ),
@@ -241,24 +183,31 @@ export const rootSchema = section({
         'The issuer (one of `issuers`) whose access tokens an `email` subject names: its tokens whose `email` is that address and whose `email_verified` is `true` are revoked. Unset: `email` subjects are acknowledged and ignored, as an address alone names no issuer.',
       ),
     })
-      // The rules between the receiver's own settings sit on its section, so they are checked
-      // even when another revocation setting is wrong (checkConfig sees only valid sections).
-      .superRefine(({ transmitter, audience, pollEndpoint, allowHttp }, ctx) => {
-        const problem = (path: string, message: string) =>
-          ctx.addIssue({ code: 'custom', path: [path], message });
-        if (transmitter === undefined) {
-          if (pollEndpoint !== undefined) problem('pollEndpoint', 'needs a transmitter');
-          return;
-        }
-        if (audience === undefined) problem('audience', 'required with a transmitter');
-        for (const [field, at] of Object.entries({ transmitter, pollEndpoint })) {
-          const insecure = at === undefined ? undefined : insecureUrlProblem(at, allowHttp);
-          if (insecure !== undefined) problem(field, insecure);
-        }
-      })
+      // The rules between the receiver's own settings.
+      .check(
+        rule<{
+          transmitter?: string;
+          audience?: string;
+          pollEndpoint?: string;
+          allowHttp: boolean;
+        }>(
+          ['transmitter', 'audience', 'pollEndpoint', 'allowHttp'],
+          ({ transmitter, audience, pollEndpoint, allowHttp }, report) => {
+            if (transmitter === undefined) {
+              if (pollEndpoint !== undefined) report('pollEndpoint', 'needs a transmitter');
+              return;
+            }
+            if (audience === undefined) report('audience', 'required with a transmitter');
+            for (const [field, at] of Object.entries({ transmitter, pollEndpoint })) {
+              const insecure = at === undefined ? undefined : insecureUrlProblem(at, allowHttp);
+              if (insecure !== undefined) report(field, insecure);
+            }
+          },
+        ),
+      )
       .prefault({}),
   }).prefault({}),
-});
+}).check(...rootRules);
 
 const issuerName = url.describe(
   'Exact `iss` value (RFC 7519 §4.1.1); also the base for OIDC discovery.',
@@ -278,6 +227,12 @@ const allowHttp = offByDefault.describe(
 const timeout = duration.optional().describe('Timeout of one introspection / tokeninfo request.');
 /** How an opaque issuer's answers are fetched and reused. */
 const opaqueAnswers = { cacheTtl: opaqueCacheTtl, timeout, allowHttp };
+
+/** The rules an issuer's preset makes at start (presets.ts), each at the field it is about. */
+const presetRule = rule<Parameters<typeof checkPresetIssuer>[0]>(
+  ['preset', 'type', 'issuer', 'audience'],
+  (issuer, report) => checkPresetIssuer(issuer, report),
+);
 
 // What an IdP preset fills (presets.ts); the defaults are the `rfc9068` row's.
 const presetName = oneOf(PRESET_NAMES, PRESET_NAMES.join(', '));
@@ -335,7 +290,7 @@ const jwtIssuer = section({
   logoutAudiences: env('VERIFIER_LOGOUT_AUDIENCES', list().prefault([])).describe(
     "Client ids (the SPA's) whose back-channel logout tokens from this issuer are accepted at `POST /backchannel-logout` (OIDC Back-Channel Logout 1.0). Empty: this issuer's logout tokens are refused.",
   ),
-});
+}).check(firstFetchRule('jwksUri'), presetRule);
 
 /** An issuer of opaque tokens, checked through RFC 7662 token introspection. */
 const introspectionIssuer = section({
@@ -351,7 +306,7 @@ const introspectionIssuer = section({
   ),
   ...opaqueAnswers,
   clientClaims,
-});
+}).check(firstFetchRule('endpoint'));
 
 /**
  * An issuer of opaque tokens only it can check, at a tokeninfo endpoint that is not RFC 7662
@@ -375,7 +330,7 @@ const tokeninfoIssuer = section({
   scopeClaims,
   requireClaims,
   refuseClaims,
-});
+}).check(firstFetchRule('endpoint'), presetRule);
 
 /** One issuer by its `type` (default `jwt`), read with its preset row laid under it (presets.ts). */
 export const issuerSchema = z.discriminatedUnion(
@@ -389,7 +344,7 @@ export const issuerSchema = z.discriminatedUnion(
   },
 );
 
-/** A named policy; whether its issuers are configured is checked in checkConfig. */
+/** A named policy; whether its issuers are configured is a rule of the document (rules.ts). */
 export const policySchema = section({
   issuers: list('issuer').describe(
     '`iss` values this policy accepts (checked before any key fetch); each is a configured issuer, at most one of them opaque.',
@@ -412,7 +367,11 @@ export const policySchema = section({
   ),
 });
 
-/** The JSON file: what verifier/config.schema.json publishes. Sections are checked one by one. */
+/**
+ * The JSON file: what verifier/config.schema.json publishes, with the rules of the top level and
+ * those between its sections. The loader checks it with issuers and policies taken as they come,
+ * then each of them on its own.
+ */
 export function documentSchema<I extends z.ZodType, P extends z.ZodType>(issuer: I, policy: P) {
   return section({
     $schema: z.string().optional(),
@@ -428,7 +387,7 @@ export function documentSchema<I extends z.ZodType, P extends z.ZodType>(issuer:
             : says('an object of named policies', 'at least one policy is required').error(issue),
       })
       .refine((named) => Object.keys(named).length > 0, 'at least one policy is required'),
-  });
+  }).check(...rootRules, ...documentRules);
 }
 
 /** The policy a /verify without `X-SG-Policy` asks for. */
@@ -440,7 +399,8 @@ type Inherit<T> = T & {
   readonly [K in keyof T & keyof typeof INHERITED]-?: Exclude<T[K], undefined>;
 };
 
-export type RootSettings = Loaded<z.output<typeof rootSchema>>;
+/** The top-level settings as the verifier reads them: loaded, the former names folded into `redis`. */
+export type RootSettings = Loaded<WithoutFormerNames<z.output<typeof rootSchema>>>;
 export type JwtIssuer = Inherit<Loaded<z.output<typeof jwtIssuer>>>;
 export type IntrospectionIssuer = Inherit<Loaded<z.output<typeof introspectionIssuer>>>;
 export type TokeninfoIssuer = Inherit<Loaded<z.output<typeof tokeninfoIssuer>>>;
@@ -454,70 +414,3 @@ export type VerifierConfig = RootSettings & {
   readonly issuers: ReadonlyMap<string, IssuerConfig>;
   readonly policies: ReadonlyMap<string, PolicyConfig>;
 };
-
-/** What the rules between settings see: the sections that validated on their own. */
-export interface Sections {
-  readonly root: RootSettings | undefined;
-  /** Every `iss` the document declares and its `type`, valid or not (reported once, above). */
-  readonly declared: ReadonlyMap<string, unknown>;
-  readonly issuers: ReadonlyArray<{ readonly at: string; readonly issuer: IssuerConfig }>;
-  /** Every policy's `issuers`, also of a policy with a problem elsewhere. */
-  readonly policies: ReadonlyArray<Pick<PolicyConfig, 'name' | 'issuers'>>;
-}
-
-const PLAIN_REDIS =
-  'plain redis to a host that is not loopback; use a rediss:// form, or opt in with "redis.allowPlaintext": true (VERIFIER_REDIS_ALLOW_PLAINTEXT=true)';
-
-/**
- * The rules between settings, the ones a schema cannot say, in one pass with the schema's own
- * problems. `report` takes a document path; `label` names a path as the operator wrote it.
- */
-export function checkConfig(
-  { root, declared, issuers, policies }: Sections,
-  report: (path: string, message: string) => void,
-  label: (path: string) => string,
-) {
-  if (root !== undefined) {
-    if (root.jwks.maxStale < root.jwks.refresh)
-      report('jwks.maxStale', `must be at least ${label('jwks.refresh')}`);
-    // Proofs' `jti`s, revocations and the stores' password would cross the network in clear.
-    const inClear = (store: string) => {
-      const target = store === 'memory' ? undefined : parseRedisUrl(store);
-      return typeof target === 'object' && !target.tls && !onLoopback(target);
-    };
-    const allowPlaintext = root.redis.allowPlaintext ?? root.dpop.replayAllowPlaintext ?? false;
-    const stores = {
-      'dpop.replayStore': root.dpop.replayStore,
-      'revocation.store': root.revocation.store,
-    };
-    for (const [path, store] of Object.entries(stores))
-      if (!allowPlaintext && inClear(store)) report(path, PLAIN_REDIS);
-    const where = (at: Listen) => (at.kind === 'unix' ? at.path : `${at.host}:${at.port}`);
-    if (root.metricsListen !== undefined && where(root.metricsListen) === where(root.listen))
-      report('metricsListen', `must differ from ${label('listen')}`);
-    // An address is matched against the `email` claim of this issuer's JWTs only.
-    const { emailIssuer } = root.revocation.ssf;
-    if (
-      emailIssuer !== undefined &&
-      (!declared.has(emailIssuer) || (declared.get(emailIssuer) ?? 'jwt') !== 'jwt')
-    )
-      report('revocation.ssf.emailIssuer', 'must be a configured issuer of JWT access tokens');
-  }
-  for (const { at, issuer } of issuers) {
-    // The URL the verifier fetches first: the one configured, else the issuer's discovery document.
-    const [field, first] =
-      issuer.type === 'jwt' ? ['jwksUri', issuer.jwksUri] : ['endpoint', issuer.endpoint];
-    const problem = insecureUrlProblem(first ?? issuer.issuer, issuer.allowHttp);
-    if (problem !== undefined) report(`${at}.${first === undefined ? 'issuer' : field}`, problem);
-    if (issuer.type === 'jwt' || issuer.type === 'tokeninfo')
-      checkPresetIssuer(issuer, (name, message) => report(`${at}.${name}`, message));
-  }
-  for (const { name, issuers: named } of policies) {
-    const at = `policies.${name}.issuers`;
-    for (const iss of named.filter((iss) => !declared.has(iss)))
-      report(at, `"${iss}" is not a configured issuer`);
-    // An opaque token does not say who issued it, so a policy can only ask one opaque issuer.
-    if (named.filter((iss) => (declared.get(iss) ?? 'jwt') !== 'jwt').length > 1)
-      report(at, 'at most one introspection/tokeninfo issuer per policy');
-  }
-}

@@ -36,8 +36,8 @@ describe('--print-config', () => {
       loadConfig({
         ...base,
         VERIFIER_DPOP_NONCE_KEY: nonceKey,
-        VERIFIER_DPOP_REPLAY_PASSWORD: 'replay-pass',
-        VERIFIER_DPOP_REPLAY_STORE: 'rediss://user:store-pass@redis.example.test:6380',
+        VERIFIER_REDIS_PASSWORD: 'replay-pass',
+        VERIFIER_REDIS_URL: 'rediss://user:store-pass@redis.example.test:6380',
         VERIFIER_SSF_TRANSMITTER: 'https://ssf.example.test',
         VERIFIER_SSF_AUDIENCE: 'gate',
         VERIFIER_SSF_POLL_TOKEN: 'poll-token-value',
@@ -46,10 +46,10 @@ describe('--print-config', () => {
     for (const secret of [nonceKey, 'replay-pass', 'store-pass', 'poll-token-value'])
       expect(text).not.toContain(secret);
     expect(JSON.parse(text)).toMatchObject({
-      dpop: {
-        nonceKey: '[redacted]',
-        replayPassword: '[redacted]',
-        replayStore: 'rediss://[redacted]@redis.example.test:6380',
+      dpop: { nonceKey: '[redacted]' },
+      redis: {
+        password: '[redacted]',
+        url: 'rediss://[redacted]@redis.example.test:6380',
       },
       revocation: { logoutTokenMaxAge: 120, ssf: { pollToken: '[redacted]' } },
     });

@@ -5,7 +5,7 @@
 import type { VerifierConfig } from './model.js';
 
 const REDACTED = '[redacted]';
-/** Settings that hold a credential: `replayPassword`, `clientSecret`, `pollToken`, `nonceKey`… */
+/** Settings that hold a credential: `password`, `clientSecret`, `pollToken`, `nonceKey`… */
 const SECRET_NAME = /password|secret|token$|key$/i;
 
 /** The effective configuration as indented JSON, secrets redacted. */

@@ -4,6 +4,16 @@
 import { z } from 'zod';
 import { DEFAULT_LISTEN, LISTEN_EXPECTED, parseListen, type Listen } from './listen.js';
 
+declare module 'zod' {
+  interface GlobalMeta {
+    /** The VERIFIER_* variable that sets this setting (single-issuer mode for issuer fields). */
+    env?: string;
+  }
+}
+
+/** A setting operators may also set from the environment, as the variable `name`. */
+export const env = <T extends z.ZodType>(name: string, kind: T): T => kind.meta({ env: name });
+
 /** A value as a problem quotes it; objects are not quoted (they may hold a secret). */
 const got = (value: unknown) =>
   ['string', 'number', 'boolean'].includes(typeof value) ? `, got ${JSON.stringify(value)}` : '';
@@ -36,6 +46,8 @@ export const duration = measure(
   (suffix) => ({ ms: 0.001, m: 60, h: 3600 })[suffix] ?? 1,
   false,
 );
+/** Timeouts and lifetimes: never zero. */
+export const positive = duration.refine((seconds) => seconds > 0, 'must be greater than 0');
 /** A positive integer, e.g. a cache size. */
 export const count = measure('a positive integer', /^(\d+)$/, () => 1);
 /** Calls per second, spelled as NGINX's `limit_req` spells a rate: `200r/s`, `30r/m`. */
@@ -179,7 +191,11 @@ export type ConfigIo = ReturnType<typeof createIo>;
  * so a wrong value reads nothing and `--check-config` checks the files.
  */
 export class Deferred<T> {
-  constructor(readonly load: (io: ConfigIo, fail: Fail) => T) {}
+  constructor(
+    readonly load: (io: ConfigIo, fail: Fail) => T,
+    /** The value as written (a path, `{ "file": … }`), for rules that compare two settings. */
+    readonly written?: unknown,
+  ) {}
 }
 
 /** A schema's output once every Deferred in it is loaded, read-only all the way down. */
@@ -249,6 +265,6 @@ export function secret(minBytes = 1) {
             fail(fromEnv ? `variable ${raw.env} is not set` : `"${raw.file}" is empty`);
           else if (value !== undefined && short(value)) fail(tooShort);
           return value ?? '';
-        }),
+        }, raw),
     );
 }

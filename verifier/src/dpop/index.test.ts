@@ -48,7 +48,7 @@ beforeAll(async () => {
     { VERIFIER_DPOP_NONCE_KEY: NONCE_KEY },
     { now: clock.now, file: fileConfig('allowed') },
   );
-  const shared = { VERIFIER_DPOP_REPLAY_STORE: 'redis://127.0.0.1:6379' };
+  const shared = { VERIFIER_REDIS_URL: 'redis://127.0.0.1:6379' };
   services.sharedAllowed = buildService(shared, { now: clock.now, file: fileConfig('allowed') });
   services.sharedRequired = buildService(shared, { now: clock.now, file: fileConfig('required') });
   await Promise.all(Object.values(services).map(({ service }) => service.start()));

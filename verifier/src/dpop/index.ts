@@ -35,11 +35,12 @@ export function createDpopRuntime(
   const nonces =
     config.nonceKey === undefined ? undefined : createNonceSource(config.nonceKey, iatWindow, now);
   const memory = createMemoryReplayStore({ maxEntries: config.replayMaxEntries, now });
+  const { url } = options.redis;
   const store =
-    config.replayStore === 'memory'
+    url === undefined
       ? memory
       : createRedisReplayStore({
-          url: config.replayStore,
+          url,
           redis: options.redis,
           onError: (message) => logger.warn({ err: message }, 'DPoP replay store unreachable'),
         });

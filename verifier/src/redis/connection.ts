@@ -8,6 +8,8 @@ import { parseRedisUrl, type RedisTarget, type Topology } from './url.js';
 
 /** The `redis` settings as the stores need them, secrets read. */
 export interface RedisSettings {
+  /** The one Redis both stores use (./url.ts forms); undefined: each store is held in process. */
+  readonly url: string | undefined;
   readonly username: string | undefined;
   readonly password: string | undefined;
   /** Sentinel's own `AUTH` password; unset, the sentinels are asked without one. */
@@ -20,30 +22,17 @@ export interface RedisSettings {
   readonly waitTimeout: number;
 }
 
-/** The `redis` settings, with the deprecated `dpop.replay*` names they replace as fallbacks. */
-export function redisSettingsOf({
-  redis,
-  dpop,
-}: Pick<RootSettings, 'redis' | 'dpop'>): RedisSettings {
+/** The `redis` section as the stores need it: the one place either store reads its Redis from. */
+export function redisSettingsOf({ redis }: Pick<RootSettings, 'redis'>): RedisSettings {
   return {
+    url: redis.url,
     username: redis.username,
-    password: redis.password ?? dpop.replayPassword,
+    password: redis.password,
     sentinelPassword: redis.sentinelPassword,
     ca: redis.caFile,
     waitReplicas: redis.waitReplicas,
     waitTimeout: redis.waitTimeout,
   };
-}
-
-/** One line per deprecated setting in use, for the log at start. */
-export function deprecatedRedisSettings({ dpop }: Pick<RootSettings, 'dpop'>): string[] {
-  const renamed = {
-    'dpop.replayPassword': [dpop.replayPassword, 'redis.password'],
-    'dpop.replayAllowPlaintext': [dpop.replayAllowPlaintext, 'redis.allowPlaintext'],
-  } as const;
-  return Object.entries(renamed)
-    .filter(([, [value]]) => value !== undefined)
-    .map(([old, [, now]]) => `${old} is deprecated; use ${now} (it applies to both stores)`);
 }
 
 export type SharedRedis = ReturnType<typeof openRedis>;
@@ -266,22 +255,16 @@ function followShard(
 }
 
 /**
- * The first store whose server(s) contradict the topology its URL names, as one line
- * (`revocation.store: 127.0.0.1:6379 is not in cluster mode; …`), or undefined.
+ * Whether the server(s) `redis.url` names contradict the topology the URL claims, as one line
+ * (`redis.url: 127.0.0.1:6379 is not in cluster mode; …`), or undefined.
  */
 export async function storeTopologyProblem(
-  config: Pick<RootSettings, 'redis' | 'dpop' | 'revocation'>,
+  config: Pick<RootSettings, 'redis'>,
 ): Promise<string | undefined> {
-  const stores = {
-    'dpop.replayStore': config.dpop.replayStore,
-    'revocation.store': config.revocation.store,
-  };
-  for (const [path, url] of Object.entries(stores)) {
-    if (url === 'memory') continue;
-    const problem = await topologyProblem(url, redisSettingsOf(config));
-    if (problem !== undefined) return `${path}: ${problem}`;
-  }
-  return undefined;
+  const settings = redisSettingsOf(config);
+  if (settings.url === undefined) return undefined;
+  const problem = await topologyProblem(settings.url, settings);
+  return problem === undefined ? undefined : `redis.url: ${problem}`;
 }
 
 /**

@@ -44,9 +44,10 @@ export function createRevocationRuntime(
   if (verifyLogout === undefined && transmitter === undefined) return undefined;
 
   let lastStoreWarning = -Infinity;
+  const redis = redisSettingsOf(config);
   const store = createRevocationStore({
-    url: settings.store === 'memory' ? undefined : settings.store,
-    redis: redisSettingsOf(config),
+    url: redis.url,
+    redis,
     viewMaxEntries: settings.viewMaxEntries,
     replayMaxEntries: settings.replayMaxEntries,
     now,
@@ -146,10 +147,10 @@ export function createRevocationRuntime(
     poller = createPoller(config, parts, verifySet);
   }
 
-  if (settings.store === 'memory' && receivers.size > 0)
+  if (redis.url === undefined && receivers.size > 0)
     logger.warn(
       { receivers: [...receivers.keys()] },
-      'revocation receivers use the in-memory store: a revocation is enforced only by the replica that received it; with more than one replica set VERIFIER_REVOCATION_STORE to a Redis URL',
+      'revocation receivers use the in-memory store: a revocation is enforced only by the replica that received it; with more than one replica set VERIFIER_REDIS_URL',
     );
   const required = [...config.policies.values()].some((p) => p.revocation === 'required');
   metrics.watchRevocation(() => ({

@@ -1,5 +1,6 @@
-// The per-policy `cloudfront` section, a schema the policy includes: validated with the document,
-// then its key file read through the one reader and checked, so `--check-config` catches a bad key.
+// The per-policy `cloudfront` section (the CloudFront plugin's settings), beside the other sections:
+// validated with the document, then its key file read through the one reader and checked, so
+// `--check-config` catches a bad key. The plugin (cloudfront/) reads the loaded section's type.
 import type { KeyObject } from 'node:crypto';
 import { z } from 'zod';
 import {
@@ -8,7 +9,7 @@ import {
   readPrivateKey,
   type CloudFrontAlgorithm,
 } from '@secret-gate/cloudfront-signer';
-import { Deferred, section } from '../config/values.js';
+import { Deferred, section } from './values.js';
 
 const MAX_TTL_SECONDS = 7 * 24 * 3600;
 // A cookie Domain goes into a Set-Cookie header: a host name (legacy leading dot allowed), no more.

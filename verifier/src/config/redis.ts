@@ -1,0 +1,148 @@
+// The `redis` section: the one Redis (or Valkey) both shared stores use (the DPoP replay store and
+// the revocation store) and how they reach it. The names the stores' own settings had before it are
+// read for one more release as aliases of the new ones: a deprecation line at start for each in use
+// (load.ts), a problem when one says otherwise than the new name (rules.ts).
+import { z } from 'zod';
+import { parseRedisUrl } from '../redis/url.js';
+import { Deferred, env, flag, positive, says, secret, section, text } from './values.js';
+
+const STORE_FORMS =
+  '`redis://host:6379`, `rediss://…` (TLS), `redis+sentinel://h1:26379,h2:26379/MASTER`, `redis+cluster://h1:6379,h2:6379` (and their `rediss+` forms; docs/deploy.md)';
+/** A Redis URL in one of the forms of redis/url.ts; `memory` too where `inProcess` allows it. */
+const storeUrl = (inProcess: boolean) =>
+  text.superRefine((value, ctx) => {
+    const target = inProcess && value === 'memory' ? undefined : parseRedisUrl(value);
+    if (typeof target === 'string') ctx.addIssue(target);
+  });
+/** How many replicas a write waits for: 0 (none) to 16, as a number or a string of digits. */
+const replicasSaid = says('a number of replicas from 0 to 16');
+const replicaCount = z
+  .union(
+    [
+      z.number(replicasSaid).int(replicasSaid).min(0, replicasSaid).max(16, replicasSaid),
+      z.string(replicasSaid).regex(/^(?:\d|1[0-6])$/, replicasSaid),
+    ],
+    replicasSaid,
+  )
+  .transform(Number);
+/** An absolute path to a file read once at start. */
+const pemFile = z
+  .string(says('an absolute path'))
+  .regex(/^\//, 'expected an absolute path')
+  .transform((path) => new Deferred((io, fail) => io.read(path, fail), path));
+
+/** How both shared stores reach their Redis; unset `url`: each store is held in process. */
+export const redisSection = section({
+  url: env('VERIFIER_REDIS_URL', storeUrl(false).optional()).describe(
+    `The Redis every replica shares, for both shared stores: the DPoP replay store (proofs' \`jti\`s) and the revocation store (revocation watermarks and the \`jti\`s of received logout tokens and SETs). ${STORE_FORMS}; plain forms only to loopback unless \`redis.allowPlaintext\`. A store connects only when something uses it (a policy with \`dpop\`, a revocation receiver). When it does not answer, DPoP \`required\` policies refuse (401) and \`allowed\` ones check replays per process. Unset: each store is held in process, which serves one replica only.`,
+  ),
+  username: env('VERIFIER_REDIS_USERNAME', text.optional()).describe(
+    'ACL user name (Redis 6+, Valkey), instead of one in the URL.',
+  ),
+  password: env('VERIFIER_REDIS_PASSWORD', secret().optional()).describe(
+    'Password (`AUTH`), instead of one inside the URL (which it wins over): a string, `{ "file": "/path" }` (a mounted Kubernetes Secret; one trailing newline dropped) or `{ "env": "NAME" }` (a variable outside the `VERIFIER_` prefix), read once at start.',
+  ),
+  sentinelPassword: env('VERIFIER_REDIS_SENTINEL_PASSWORD', secret().optional()).describe(
+    "The sentinels' own password (`requirepass` in sentinel.conf), like `password`; unset, the sentinels are asked without `AUTH`.",
+  ),
+  caFile: env('VERIFIER_REDIS_CA_FILE', pemFile.optional()).describe(
+    "PEM file of the CAs that sign the servers' certificates for the `rediss` forms, read once at start; unset, the system's CAs.",
+  ),
+  allowPlaintext: env('VERIFIER_REDIS_ALLOW_PLAINTEXT', flag.optional()).describe(
+    'Allow a plain (`redis`, `redis+sentinel`, `redis+cluster`) URL with a host that is not loopback (`localhost`, 127.0.0.0/8, `[::1]`). Off: such a URL is refused at start; use the `rediss` forms (TLS).',
+  ),
+  waitReplicas: env('VERIFIER_REDIS_WAIT_REPLICAS', replicaCount.optional()).describe(
+    'Replicas that must hold each write (revocation, logout `jti`, DPoP proof `jti`) before it counts (`WAIT`); fewer within `waitTimeout` and the write fails as if the store were unreachable. Unset: 1 with `redis+sentinel`, 0 (no wait) otherwise. docs/revocation.md, "Failover", says what it buys.',
+  ),
+  waitTimeout: env('VERIFIER_REDIS_WAIT_TIMEOUT', positive.prefault('200ms')).describe(
+    'How long a write waits for `waitReplicas`.',
+  ),
+});
+
+/** Each former name (a document path) and the `redis` setting it is read as, for one release. */
+export const FORMER_NAMES = {
+  'dpop.replayStore': 'redis.url',
+  'dpop.replayPassword': 'redis.password',
+  'dpop.replayAllowPlaintext': 'redis.allowPlaintext',
+  'revocation.store': 'redis.url',
+} as const;
+export type FormerName = keyof typeof FORMER_NAMES;
+
+/** A former name's row: still read (and its variable still known), documented as replaced. */
+const former = <T extends z.ZodType>(name: string, kind: T, now: string, what: string) =>
+  kind
+    .meta({ env: name, deprecated: true })
+    .describe(
+      `Deprecated: use \`${now}\`${what}; read as it, with a line at start, until the next release.`,
+    );
+
+/** The former rows of the `dpop` section. */
+export const formerDpopRows = {
+  replayStore: former(
+    'VERIFIER_DPOP_REPLAY_STORE',
+    storeUrl(true).optional(),
+    'redis.url',
+    ' (`memory`: unset)',
+  ),
+  replayPassword: former(
+    'VERIFIER_DPOP_REPLAY_PASSWORD',
+    secret().optional(),
+    'redis.password',
+    '',
+  ),
+  replayAllowPlaintext: former(
+    'VERIFIER_DPOP_REPLAY_ALLOW_PLAINTEXT',
+    flag.optional(),
+    'redis.allowPlaintext',
+    '',
+  ),
+};
+/** The former row of the `revocation` section. */
+export const formerRevocationRows = {
+  store: former(
+    'VERIFIER_REVOCATION_STORE',
+    storeUrl(true).optional(),
+    'redis.url',
+    ' (`memory`: unset)',
+  ),
+};
+
+/** The settings with a `redis` section and the former names beside it. */
+interface Written {
+  readonly dpop: {
+    readonly replayStore?: string;
+    readonly replayPassword?: unknown;
+    readonly replayAllowPlaintext?: boolean;
+  };
+  readonly revocation: { readonly store?: string };
+  readonly redis: {
+    readonly url?: string;
+    readonly password?: unknown;
+    readonly allowPlaintext?: boolean;
+  };
+}
+
+/** The settings as the verifier reads them: the former names folded into `redis`. */
+export type WithoutFormerNames<T extends Written> = Omit<T, 'dpop' | 'revocation' | 'redis'> & {
+  readonly dpop: Omit<T['dpop'], 'replayStore' | 'replayPassword' | 'replayAllowPlaintext'>;
+  readonly revocation: Omit<T['revocation'], 'store'>;
+  readonly redis: Omit<T['redis'], 'allowPlaintext'> & { readonly allowPlaintext: boolean };
+};
+
+/**
+ * `redis` with the former names' values where it has none (the rules have made sure that any two
+ * given agree), and the former names gone, so no store can read them.
+ */
+export function foldFormerNames<T extends Written>(settings: T): WithoutFormerNames<T> {
+  const { replayStore, replayPassword, replayAllowPlaintext, ...dpop } = settings.dpop;
+  const { store, ...revocation } = settings.revocation;
+  const redis = {
+    ...settings.redis,
+    // The new name first; `memory` (a former store's in-process value) is no URL.
+    url: [settings.redis.url, replayStore, store].find((url) => url !== 'memory' && url),
+    password: settings.redis.password ?? replayPassword,
+    allowPlaintext: settings.redis.allowPlaintext ?? replayAllowPlaintext ?? false,
+  };
+  // The spread keeps every other setting of T, which the compiler cannot follow through Omit.
+  return { ...settings, dpop, revocation, redis } as unknown as WithoutFormerNames<T>;
+}

@@ -1,0 +1,167 @@
+// The rules between settings, the ones a schema cannot say: written by hand, and run in the
+// schema's one pass as checks on the object that holds what they read, so `--check-config` names
+// every problem, a field's or a rule's, at once. A rule runs whenever the settings it reads are
+// valid on their own, whatever else is wrong.
+import { z } from 'zod';
+import { onLoopback, parseRedisUrl } from '../redis/url.js';
+import { FORMER_NAMES } from './redis.js';
+import { Deferred, insecureUrlProblem, list, type Listen } from './values.js';
+
+/**
+ * Reports a problem at `path` (below the object the rule checks). `{0}`, `{1}`… in the message
+ * stand for the settings `names` lists, paths from the same object, which the loader names as the
+ * operator wrote them (`VERIFIER_JWKS_REFRESH`, `config.jwks.refresh`).
+ */
+export type Report = (
+  path: string | readonly (string | number)[],
+  message: string,
+  names?: readonly string[],
+) => void;
+
+/** A rule over an object, run unless a problem lies at, above or below a path it `reads`. */
+export function rule<T>(reads: readonly string[], check: (value: T, report: Report) => void) {
+  const touches = (path: readonly PropertyKey[]) => {
+    const at = path.map(String).join('.');
+    return reads.some(
+      (read) => read === at || read.startsWith(`${at}.`) || at.startsWith(`${read}.`),
+    );
+  };
+  return z.superRefine<T>(
+    (value, ctx) =>
+      check(value, (path, message, names = []) =>
+        ctx.addIssue({
+          code: 'custom',
+          path: typeof path === 'string' ? path.split('.') : [...path],
+          message,
+          params: { names },
+        }),
+      ),
+    { when: ({ issues }) => !issues.some((issue) => touches(issue.path ?? [])) },
+  );
+}
+
+type Json = Record<string, unknown>;
+const isObject = (value: unknown): value is Json =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+/** The value at a dotted path of plain objects. */
+const valueAt = (root: unknown, path: string): unknown =>
+  path.split('.').reduce<unknown>((at, key) => (isObject(at) ? at[key] : undefined), root);
+/** A value as written, for comparing two settings (a secret by its spelling, never loaded). */
+const writtenOf = (value: unknown) =>
+  JSON.stringify(value instanceof Deferred ? value.written : value);
+
+/** Each `redis` setting a former name is read as, with its spellings: the new name first. */
+const SPELLINGS = Object.entries(FORMER_NAMES).reduce(
+  (names, [former, now]) => names.set(now, [...(names.get(now) ?? [now]), former]),
+  new Map<string, string[]>(),
+);
+/** Where a store URL may be written: `redis.url` and the stores' former names. */
+const STORES = SPELLINGS.get('redis.url') ?? [];
+const PLAIN_REDIS =
+  'plain redis to a host that is not loopback; use a rediss:// form, or opt in with "redis.allowPlaintext": true (VERIFIER_REDIS_ALLOW_PLAINTEXT=true)';
+/** Proofs' `jti`s, revocations and the stores' password would cross the network in clear. */
+const inClear = (store: unknown) => {
+  const target = typeof store === 'string' && store !== 'memory' ? parseRedisUrl(store) : undefined;
+  return typeof target === 'object' && !target.tls && !onLoopback(target);
+};
+
+/** The rules of the top-level settings (the same in the file and in the environment). */
+export const rootRules = [
+  rule<{ jwks: { refresh: number; maxStale: number } }>(['jwks'], ({ jwks }, report) => {
+    if (jwks.maxStale < jwks.refresh)
+      report('jwks.maxStale', 'must be at least {0}', ['jwks.refresh']);
+  }),
+  rule<{ listen: Listen; metricsListen?: Listen }>(
+    ['listen', 'metricsListen'],
+    ({ listen, metricsListen }, report) => {
+      const where = (at: Listen) => (at.kind === 'unix' ? at.path : `${at.host}:${at.port}`);
+      if (metricsListen !== undefined && where(metricsListen) === where(listen))
+        report('metricsListen', 'must differ from {0}', ['listen']);
+    },
+  ),
+  // A former name is read as the new one for one more release: any two of them given must agree,
+  // or one store would silently take another's setting. Compared as written, never quoted.
+  rule<Json>([...SPELLINGS.values()].flat(), (settings, report) => {
+    for (const [now, names] of SPELLINGS) {
+      const [first, ...rest] = names.filter((path) => valueAt(settings, path) !== undefined);
+      if (first === undefined) continue;
+      const said = writtenOf(valueAt(settings, first));
+      for (const path of rest.filter((at) => writtenOf(valueAt(settings, at)) !== said))
+        if (first === now)
+          report(path, 'a former name of {0}, set to another value; set {0} only', [now]);
+        else
+          report(
+            path,
+            'differs from {0}; both are former names of {1}, which both stores share: set {1} only',
+            [first, now],
+          );
+    }
+  }),
+  rule<Json>(
+    [...STORES, 'redis.allowPlaintext', 'dpop.replayAllowPlaintext'],
+    (settings, report) => {
+      const allowed =
+        valueAt(settings, 'redis.allowPlaintext') ?? valueAt(settings, 'dpop.replayAllowPlaintext');
+      if (allowed === true) return;
+      for (const path of STORES.filter((at) => inClear(valueAt(settings, at))))
+        report(path, PLAIN_REDIS);
+    },
+  ),
+];
+
+/** Every `iss` the issuers declare (valid or not, each reported once by its own check) and its `type`. */
+function declaredIssuers(issuers: unknown, report?: Report) {
+  const declared = new Map<string, unknown>();
+  (Array.isArray(issuers) ? issuers : []).forEach((issuer: unknown, index) => {
+    if (!isObject(issuer) || typeof issuer.issuer !== 'string') return;
+    if (declared.has(issuer.issuer))
+      report?.(['issuers', index], `duplicate issuer "${issuer.issuer}"`);
+    else declared.set(issuer.issuer, issuer.type ?? 'jwt');
+  });
+  return declared;
+}
+const policyIssuers = list('issuer');
+
+/** The rules between the document's sections: what policies and the SSF receiver name is declared. */
+export const documentRules = [
+  rule<{ issuers: unknown }>(['issuers'], ({ issuers }, report) => {
+    declaredIssuers(issuers, report);
+  }),
+  rule<{ issuers: unknown; policies: unknown }>(['issuers', 'policies'], (document, report) => {
+    const declared = declaredIssuers(document.issuers);
+    const named = isObject(document.policies) ? document.policies : {};
+    for (const [name, policy] of Object.entries(named)) {
+      const listed = policyIssuers.safeParse(isObject(policy) ? policy.issuers : undefined);
+      const at = ['policies', name, 'issuers'];
+      for (const iss of (listed.data ?? []).filter((iss) => !declared.has(iss)))
+        report(at, `"${iss}" is not a configured issuer`);
+      // An opaque token does not say who issued it, so a policy can only ask one opaque issuer.
+      if ((listed.data ?? []).filter((iss) => (declared.get(iss) ?? 'jwt') !== 'jwt').length > 1)
+        report(at, 'at most one introspection/tokeninfo issuer per policy');
+    }
+  }),
+  // An address is matched against the `email` claim of this issuer's JWTs only.
+  rule<{ issuers: unknown; revocation: { ssf: { emailIssuer?: string } } }>(
+    ['issuers', 'revocation.ssf.emailIssuer'],
+    ({ issuers, revocation }, report) => {
+      const { emailIssuer } = revocation.ssf;
+      if (emailIssuer !== undefined && declaredIssuers(issuers).get(emailIssuer) !== 'jwt')
+        report('revocation.ssf.emailIssuer', 'must be a configured issuer of JWT access tokens');
+    },
+  ),
+];
+
+/**
+ * The URL an issuer's verifier fetches first (`field` when given, else the issuer's discovery
+ * document) is never plain http off loopback unless the issuer opted in.
+ */
+export function firstFetchRule<F extends 'jwksUri' | 'endpoint'>(field: F) {
+  return rule<{ issuer: string; allowHttp: boolean } & { readonly [K in F]?: string }>(
+    [field, 'issuer', 'allowHttp'],
+    (issuer, report) => {
+      const first = issuer[field];
+      const problem = insecureUrlProblem(first ?? issuer.issuer, issuer.allowHttp);
+      if (problem !== undefined) report(first === undefined ? 'issuer' : field, problem);
+    },
+  );
+}
