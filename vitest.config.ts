@@ -11,6 +11,8 @@ const unit = [
   'spa/src/**/*.test.ts',
   'nginx/njs/**/*.test.ts',
   'stack/nginx/render.test.ts',
+  'stack/nginx/secret-routes.test.ts',
+  'stack/nginx/settings-home.test.ts',
   'stack/worker-access.test.ts',
   'stack/json-schema-file.test.ts',
   'stack/config-reference.test.ts',

@@ -1,6 +1,6 @@
 #!/bin/sh
-# secret-gate: the NGINX image's entrypoint. Renders $NGINX_ENVSUBST_TEMPLATE_DIR into the prefix
-# $NGINX_ENVSUBST_OUTPUT_DIR with nginx/bin/sg-render (the one place of the checks on the SG_
+# secret-gate: the NGINX image's entrypoint. Loads the SG_ defaults (nginx/settings.env), renders
+# $NGINX_ENVSUBST_TEMPLATE_DIR into the prefix $NGINX_ENVSUBST_OUTPUT_DIR with nginx/bin/sg-render (the one place of the checks on the SG_
 # values, which `npm start` runs too; the image ships no secrets, so a missing SG_SECRETS_FILE is
 # named there), then runs the command as PID 1: NGINX under the secret-set watcher
 # (sg-secret-sets run), which keeps the per-set files of /secret in step with the secrets file.
@@ -8,6 +8,10 @@
 # /run/secrets/flat-secrets, or SG_FLAT_SECRETS_FILE), never as a variable `docker inspect` shows;
 # its content is exported as SECRETS to the watcher only, which publishes it as the default set.
 set -eu
+# The defaults of /etc/nginx/settings.env (nginx/settings.env) for every SG_ name not set, for
+# sg-render and the watcher alike.
+sg_bin=$(dirname "$(command -v sg-render)")
+. "$sg_bin/sg-settings"
 
 # An empty file (compose mounts /dev/null when no file is given) means "no flat secrets".
 read_flat_secrets() {

@@ -2,7 +2,10 @@
 # Health probe of the NGINX image: GET PATH on the address SG_LISTEN names (a wildcard is asked
 # over loopback) with bash's /dev/tcp, so the image needs no HTTP client. Exit 0 on a 2xx.
 set -eu
-listen=${SG_LISTEN:-8080}
+# SG_LISTEN as the entrypoint sees it: the environment's, else nginx/settings.env's default.
+sg_bin=$(dirname "$(command -v sg-render)")
+. "$sg_bin/sg-settings"
+listen=$SG_LISTEN
 port=${listen##*:}
 host=127.0.0.1
 case "$listen" in

@@ -92,6 +92,47 @@ describe('publish: the secret sets as the files NGINX serves', () => {
     expect(statSync(path.join(setsDir, 'current', 'default', 'secret')).mode & 0o777).toBe(0o644);
   });
 
+  it("publishes each named policy's sets in its own tree, chosen the same way", () => {
+    const named = {
+      ...file,
+      policies: {
+        payments: { default: { p: 'pay-default' }, clients: { 'spa-demo': { p: 'pay-spa' } } },
+        reports: { issuers: { [ISS_B]: { other: { r: 'rep-other' } } } },
+      },
+    };
+    expect(publishText(JSON.stringify(named))).toMatchObject({ generation: expect.any(String) });
+    const tree = (policy: string, set: string) =>
+      JSON.parse(
+        readFileSync(path.join(setsDir, 'current', 'policies', policy, set, 'secret'), 'utf8'),
+      ) as unknown;
+    expect(tree('payments', secretSetName(ISS_A, 'spa-demo') ?? '')).toEqual({ p: 'pay-spa' });
+    expect(tree('payments', 'default')).toEqual({ p: 'pay-default' });
+    expect(tree('reports', secretSetName(ISS_B, 'other') ?? '')).toEqual({ r: 'rep-other' });
+    // A policy without a default set has an empty one, like the top level.
+    expect(tree('reports', 'default')).toEqual({});
+    // The top level (policy `secret`) is where it always was.
+    expect(served(ISS_A, 'spa-demo')).toEqual({ k: 'spa' });
+    expect(readdirSync(path.join(setsDir, 'current', 'policies')).sort()).toEqual([
+      'payments',
+      'reports',
+    ]);
+  });
+
+  it.each([
+    ['a name NGINX could not route', { Payments: { default: {} } }],
+    ["the top level's own name", { secret: { default: {} } }],
+    ['a name that is a path', { '../x': { default: {} } }],
+    ['an entry that is not an object', { payments: [] }],
+    ['an entry with policies of its own', { payments: { default: {}, policies: {} } }],
+    ['an entry with none of the parts', { payments: { 'x-api-key': 'flat' } }],
+  ])('refuses a "policies" map with %s and publishes nothing new', (_, policies) => {
+    publishText(JSON.stringify(file));
+    expect(publishText(JSON.stringify({ ...file, policies }))).toMatchObject({
+      problem: expect.stringContaining('secrets file'),
+    });
+    expect(served(ISS_A, 'spa-demo')).toEqual({ k: 'spa' });
+  });
+
   it('withdraws every set, so NGINX answers 503', () => {
     publishText(JSON.stringify(file));
     secretSets.withdraw(setsDir);

@@ -1,6 +1,6 @@
 // The NGINX side's contracts, rendered from their one definition into the docs by
 // `npm run docs:config` (stack/docs-config.ts), with a drift test (reference.test.ts): the SG_
-// settings (nginxVariables, stack/nginx/variables.ts) into docs/configuration.md, and the secrets
+// settings (nginx/settings.env, read by stack/nginx/variables.ts) into docs/configuration.md, and the secrets
 // file format (secretsFileFormat below, whose examples the test runs through the watcher's own
 // rules in nginx/njs/secret-sets.js) into docs/configuration.md and docs/architecture.md.
 import { nginxVariables } from './variables.js';
@@ -42,6 +42,12 @@ export const secretsFileFormat = Object.freeze({
       meaning:
         "The one-issuer format: sets by client id, belonging to the issuer `SG_SECRETS_ISSUER` names (locally the SPA's issuer).",
     },
+    {
+      key: 'policies',
+      shape: '`{ "<name>": { "default": …, "issuers": …, "clients": … } }`',
+      meaning:
+        "Named sets: `GET /secret/<name>` asks the verifier for policy `<name>` and serves that entry's sets, chosen as above. A name matches `[a-z][a-z0-9-]{0,31}` and is not `secret` (the top level is policy `secret`, `GET /secret`). A name the file does not list answers 503 even when the verifier allows it; one the verifier does not have, 403.",
+    },
   ] satisfies SecretsFileKey[],
   example: {
     default: { 'x-api-key': 'for every signed-in caller' },
@@ -50,6 +56,7 @@ export const secretsFileFormat = Object.freeze({
       'https://partner-idp.example.com': { 'shop-spa': { 'x-api-key': 'another set' } },
     },
     clients: { 'admin-spa': { 'x-api-key': "…, for SG_SECRETS_ISSUER's admin-spa" } },
+    policies: { payments: { default: { 'payments-publishable-key': '…' } } },
   },
   exampleIssuer: 'https://login.example.com/realms/apps',
   refused: [
@@ -78,6 +85,12 @@ export const secretsFileFormat = Object.freeze({
       clientsIssuer: '',
       problem: 'secrets file "default" must be a JSON object',
     },
+    {
+      file: { default: {}, policies: { Payments: { default: {} } } },
+      clientsIssuer: '',
+      problem:
+        'secrets file "policies" names must match [a-z][a-z0-9-]{0,31} and not be "secret" (the top level)',
+    },
   ] satisfies SecretsFileCase[],
 });
 
@@ -105,14 +118,14 @@ function cell(value: string): string {
   return value.startsWith('(') ? value.slice(1, -1) : `\`${value}\``;
 }
 
-/** docs/configuration.md's table of every SG_ setting. */
+/** docs/configuration.md's table of every SG_ setting, from nginx/settings.env. */
 export function renderNginxSettings(): string {
   const rows = nginxVariables.map(
-    (v) => `| \`${v.name}\` | ${cell(v.local)} | ${cell(v.docker)} | ${v.description} |`,
+    (v) => `| \`${v.name}\` | ${cell(v.default)} | ${cell(v.local)} | ${v.description} |`,
   );
   return [
     '<!-- prettier-ignore-start -->',
-    '| variable | local | image | meaning |',
+    '| variable | default (image) | local run | meaning |',
     '| --- | --- | --- | --- |',
     ...rows,
     '<!-- prettier-ignore-end -->',

@@ -8,7 +8,13 @@ import path from 'node:path';
 import { workerOwner } from '../worker-access.js';
 import { nginxPaths } from './variables.js';
 
-export { dockerNginxEnv, localNginxEnv, nginxPaths, nginxVariables } from './variables.js';
+export {
+  dockerNginxEnv,
+  localNginxEnv,
+  nginxDefaults,
+  nginxPaths,
+  nginxVariables,
+} from './variables.js';
 export type { LocalNginxOptions, NginxEnv, NginxVariable, NginxVariableName } from './variables.js';
 
 /** The render script of this repository (nginx/bin/sg-render). */

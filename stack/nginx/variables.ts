@@ -1,10 +1,12 @@
-// The SG_ variables the NGINX templates and nginx/bin/sg-render use: the one definition of each
-// setting (meaning, image value, local default) for the local runner, docker compose and the
-// docs (stack/nginx/reference.ts renders docs/configuration.md's table from it).
+// The SG_ variables the NGINX templates and nginx/bin/sg-render use, read from their one home,
+// nginx/settings.env (default and meaning of each), for the local runner, docker compose and the
+// docs (stack/nginx/reference.ts renders docs/configuration.md's table from it). This file holds
+// only what the local runner sets differently, and why.
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
+import { parseEnv } from 'node:util';
 
 export type NginxVariableName =
   | 'SG_LISTEN'
@@ -36,12 +38,12 @@ export type NginxEnv = Record<NginxVariableName, string>;
 
 export interface NginxVariable {
   readonly name: NginxVariableName;
-  /** What it sets, for the README table. */
+  /** What it sets: the comment lines above it in nginx/settings.env. */
   readonly description: string;
-  /** Its value in the project's NGINX image (nginx/Dockerfile), as docker compose sets it. */
-  readonly docker: string;
+  /** Its default (nginx/settings.env): the image's, and any home's that does not set it. */
+  readonly default: string;
   /**
-   * localNginxEnv()'s default, for the docs: the value itself (a path relative to this
+   * localNginxEnv()'s value, for the docs: the value itself (a path relative to this
    * repository), or in parentheses how it is derived.
    */
   readonly local: string;
@@ -49,174 +51,66 @@ export interface NginxVariable {
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
-/** Where the templates, njs modules and dev secrets of this repository live. */
+/** Where the templates, njs modules, settings and dev secrets of this repository live. */
 export const nginxPaths = Object.freeze({
   templatesDir: path.join(repoRoot, 'nginx', 'templates'),
   njsDir: path.join(repoRoot, 'nginx', 'njs'),
+  settingsFile: path.join(repoRoot, 'nginx', 'settings.env'),
   devSecretsFile: path.join(repoRoot, 'nginx', 'secrets.dev.json'),
   spaRoot: path.join(repoRoot, 'spa', 'dist'),
 });
 
-/** Every SG_ variable, in the order of the README table. */
-export const nginxVariables: readonly NginxVariable[] = Object.freeze([
-  {
-    name: 'SG_LISTEN',
-    local: '127.0.0.1:8080',
-    docker: '8080',
-    description: '`listen` address of the site: `host:port` or a port.',
-  },
-  {
-    name: 'SG_VERIFIER_ADDR',
-    local: '127.0.0.1:8090',
-    docker: 'verifier:8090',
-    description: 'The verifier: `host:port` or `unix:/path.sock` (an upstream `server`).',
-  },
-  {
-    name: 'SG_SPA_ROOT',
-    local: 'spa/dist',
-    docker: '/usr/share/nginx/html',
-    description: 'Directory of the built SPA (`spa/dist`).',
-  },
-  {
-    name: 'SG_SECRETS_FILE',
-    local: 'nginx/secrets.dev.json',
-    docker: '/etc/secret-gate/secrets.json',
-    description:
-      'Secrets file (`default`, `clients`, `issuers`). Must exist; `SECRETS` replaces its content when set. Read only by the secret-set watcher (`nginx/bin/sg-secret-sets`), which writes one small file per set to `SG_MEMORY_DIR` for NGINX to serve: a rotated file (replaced, edited in place, a Kubernetes `..data` swap) is served within 2 s, with no reload.',
-  },
-  {
-    name: 'SG_ACCESS_LOG_OPTIONS',
-    local: '',
-    docker: 'buffer=64k flush=1s',
-    description:
-      'Extra `access_log` parameters. Buffered in the image (one write per 64 KiB, at most 1 s late); unbuffered locally so a line is there as soon as the answer is.',
-  },
-  {
-    name: 'SG_WORKER_PROCESSES',
-    local: 'auto',
-    docker: 'auto',
-    description: '`worker_processes`.',
-  },
-  {
-    name: 'SG_WORKER_CONNECTIONS',
-    local: '4096',
-    docker: '4096',
-    description: '`worker_connections`.',
-  },
-  {
-    name: 'SG_OIDC_ISSUER',
-    local: 'http://127.0.0.1:8081',
-    docker: 'http://localhost:8081',
-    description: '`issuer` in `/config.json`.',
-  },
-  {
-    name: 'SG_OIDC_CLIENT_ID',
-    local: 'spa-demo',
-    docker: 'spa-demo',
-    description: '`clientId` in `/config.json`.',
-  },
-  {
-    name: 'SG_OIDC_SCOPE',
-    local: 'openid secrets:read',
-    docker: 'openid secrets:read',
-    description: '`scope` in `/config.json`.',
-  },
-  {
-    name: 'SG_OIDC_AUDIENCE',
-    local: 'secret-gate-api',
-    docker: 'secret-gate-api',
-    description: '`audience` in `/config.json`.',
-  },
-  {
-    name: 'SG_OIDC_AUDIENCE_PARAMETERS',
-    local: 'resource',
-    docker: 'resource',
-    description:
-      'How the SPA names the API at sign-in (`audienceParameters` in `/config.json`), space-separated: `resource` (RFC 8707 resource indicator, the standard), `audience` (Auth0); empty sends neither (an IdP whose audience comes from the scope or a mapper). `npm start -- --preset` picks it (docs/connect-your-idp.md).',
-  },
-  {
-    name: 'SG_CSP_CONNECT_SRC',
-    local: "(the issuer's origin)",
-    docker: 'http://localhost:8081',
-    description:
-      "Origins added to CSP `connect-src` after `'self'`: at least the issuer's origin (token endpoint).",
-  },
-  {
-    name: 'SG_CSP_IMG_SRC',
-    local: '',
-    docker: '',
-    description: "Origins added to CSP `img-src` after `'self' data:` (an asset CDN).",
-  },
-  {
-    name: 'SG_CLOUDFRONT_IMAGE_URL',
-    local: '',
-    docker: '',
-    description:
-      'A private CloudFront image the SPA shows once the signed cookies are set (`cloudfront.imageUrl` in `/config.json`); empty hides that panel. Add its origin to `SG_CSP_IMG_SRC`.',
-  },
-  {
-    name: 'SG_CLOUDFRONT_COOKIES',
-    local: 'off',
-    docker: 'off',
-    description:
-      "`on`: the verifier's `X-Auth-CF-*` values (complete `Set-Cookie` lines) are added to the allowed `/secret` answer; `off`: they are not even looked up. Turn it on with a `cloudfront` block in the verifier's policy.",
-  },
-  {
-    name: 'SG_SECRET_RATE',
-    local: '5000r/s',
-    docker: '5000r/s',
-    description:
-      'Outer per-client-address `limit_req` rate on every `/secret` request (`Nr/s` or `Nr/m`). Generous on purpose: edge-cache hits cost the verifier nothing, and many users may share one address.',
-  },
-  {
-    name: 'SG_SECRET_BURST',
-    local: '10000',
-    docker: '10000',
-    description:
-      '`burst` of that limit (served at once, `nodelay`). Keep it large: `limit_req` counts in milliseconds.',
-  },
-  {
-    name: 'SG_EDGE_CACHE',
-    local: 'sg_decisions',
-    docker: 'sg_decisions',
-    description:
-      "`sg_decisions`: NGINX reuses the verifier's answers for `X-Accel-Expires` seconds (the verifier's `VERIFIER_EDGE_CACHE_TTL`, never past `exp`); `off`: every `/secret` asks the verifier.",
-  },
-  {
-    name: 'SG_MEMORY_DIR',
-    local: '(a fresh directory in /dev/shm)',
-    docker: '/dev/shm',
-    description:
-      "Memory-backed directory (tmpfs, a `medium: Memory` emptyDir) for the edge cache, whose files hold tokens, and the per-set secret files. Must be NGINX's alone: the local runner creates a fresh one (`mkdir` 0700, owned by the workers' user) and refuses one it did not create.",
-  },
-  {
-    name: 'SG_SECRETS_ISSUER',
-    local: '(the issuer)',
-    docker: 'http://localhost:8081',
-    description:
-      "The issuer (`iss`) the secrets file's flat `clients` map belongs to; sets under `issuers` name their own. Empty with a non-empty `clients` map: ambiguous, refused (the local runner stops at start; the image answers 503 and logs why). Locally defaults to the issuer.",
-  },
-  {
-    name: 'SG_REAL_IP_FROM',
-    local: 'unix:',
-    docker: 'unix:',
-    description:
-      "`set_real_ip_from`: the one CIDR of the proxies whose `SG_REAL_IP_HEADER` is trusted for the client address (e.g. the ingress controllers' pod range). `unix:` trusts no TCP peer.",
-  },
-  {
-    name: 'SG_REAL_IP_HEADER',
-    local: 'X-Forwarded-For',
-    docker: 'X-Forwarded-For',
-    description: '`real_ip_header`: where those proxies put the client address.',
-  },
-  {
-    name: 'SG_EXTERNAL_ORIGIN',
-    local: '(http:// + SG_LISTEN)',
-    docker: 'http://localhost:8080',
-    description:
-      'The origin browsers use for the gate (`https://gate.example.com`), sent to the verifier so it can rebuild the URL a DPoP proof must name (`htu`); never taken from a request header.',
-  },
-] satisfies NginxVariable[]);
+/**
+ * nginx/settings.env as written: each `SG_NAME=value` line (the value as a shell reads it, by
+ * Node's dotenv parser) with the comment lines right above it.
+ */
+export function readNginxSettings(
+  text = readFileSync(nginxPaths.settingsFile, 'utf8'),
+): { name: string; value: string; description: string }[] {
+  const settings: { name: string; value: string; description: string }[] = [];
+  let comment: string[] = [];
+  for (const line of text.split('\n')) {
+    if (line.startsWith('# ')) comment.push(line.slice(2));
+    else if (/^SG_[A-Z0-9_]+=/.test(line)) {
+      const [name = '', value = ''] = Object.entries(parseEnv(line))[0] ?? [];
+      settings.push({ name, value, description: comment.join(' ') });
+      comment = [];
+    } else comment = [];
+  }
+  return settings;
+}
+
+// Loopback addresses of a local run (docs/architecture.md): NGINX, and the dev IdP of stack/.
+const LOCAL_LISTEN = '127.0.0.1:8080';
+const LOCAL_ISSUER = 'http://127.0.0.1:8081';
+// Unbuffered, so a test or a developer sees a log line as soon as the answer.
+const LOCAL_ACCESS_LOG_OPTIONS = '';
+
+/** What a local run sets differently from the default, as the docs show it. */
+const LOCAL: Partial<Record<NginxVariableName, string>> = {
+  SG_LISTEN: LOCAL_LISTEN,
+  SG_SPA_ROOT: 'spa/dist',
+  SG_SECRETS_FILE: 'nginx/secrets.dev.json',
+  SG_ACCESS_LOG_OPTIONS: LOCAL_ACCESS_LOG_OPTIONS,
+  SG_OIDC_ISSUER: LOCAL_ISSUER,
+  SG_CSP_CONNECT_SRC: "(the issuer's origin)",
+  SG_MEMORY_DIR: '(a fresh directory in /dev/shm)',
+  SG_SECRETS_ISSUER: '(the issuer)',
+  SG_EXTERNAL_ORIGIN: '(http:// + SG_LISTEN)',
+};
+
+/** Every SG_ variable, in the order of nginx/settings.env (and of the docs table). */
+export const nginxVariables: readonly NginxVariable[] = Object.freeze(
+  readNginxSettings().map(({ name, value, description }) => {
+    const local = LOCAL[name as NginxVariableName] ?? value;
+    return Object.freeze({ name: name as NginxVariableName, description, default: value, local });
+  }),
+);
+
+/** The defaults of nginx/settings.env, by name. */
+export function nginxDefaults(): NginxEnv {
+  return Object.fromEntries(nginxVariables.map((v) => [v.name, v.default])) as NginxEnv;
+}
 
 export interface LocalNginxOptions {
   /** The prefix directory (`nginx -p`): nginx.conf, pid, temp and logs all live inside it. */
@@ -256,32 +150,36 @@ export interface LocalNginxOptions {
  */
 export function localNginxEnv(options: LocalNginxOptions): NginxEnv {
   const prefix = path.resolve(options.prefix);
-  const issuer = options.oidcIssuer ?? 'http://127.0.0.1:8081';
+  const defaults = nginxDefaults();
+  const listen = options.listen ?? LOCAL_LISTEN;
+  const issuer = options.oidcIssuer ?? LOCAL_ISSUER;
+  const given = (value: string | number | undefined, fallback: string) =>
+    value === undefined ? fallback : String(value);
   return {
-    SG_LISTEN: options.listen ?? '127.0.0.1:8080',
-    SG_VERIFIER_ADDR: options.verifierAddr ?? '127.0.0.1:8090',
+    ...defaults,
+    SG_LISTEN: listen,
+    SG_VERIFIER_ADDR: given(options.verifierAddr, defaults.SG_VERIFIER_ADDR),
     SG_SPA_ROOT: options.spaRoot ?? nginxPaths.spaRoot,
     SG_SECRETS_FILE: options.secretsFile ?? nginxPaths.devSecretsFile,
-    SG_ACCESS_LOG_OPTIONS: options.accessLogOptions ?? '',
-    SG_WORKER_PROCESSES: String(options.workerProcesses ?? 'auto'),
-    SG_WORKER_CONNECTIONS: '4096',
+    SG_ACCESS_LOG_OPTIONS: options.accessLogOptions ?? LOCAL_ACCESS_LOG_OPTIONS,
+    SG_WORKER_PROCESSES: given(options.workerProcesses, defaults.SG_WORKER_PROCESSES),
     SG_OIDC_ISSUER: issuer,
-    SG_OIDC_CLIENT_ID: options.oidcClientId ?? 'spa-demo',
-    SG_OIDC_SCOPE: options.oidcScope ?? 'openid secrets:read',
-    SG_OIDC_AUDIENCE: options.oidcAudience ?? 'secret-gate-api',
-    SG_OIDC_AUDIENCE_PARAMETERS: options.oidcAudienceParameters ?? 'resource',
+    SG_OIDC_CLIENT_ID: given(options.oidcClientId, defaults.SG_OIDC_CLIENT_ID),
+    SG_OIDC_SCOPE: given(options.oidcScope, defaults.SG_OIDC_SCOPE),
+    SG_OIDC_AUDIENCE: given(options.oidcAudience, defaults.SG_OIDC_AUDIENCE),
+    SG_OIDC_AUDIENCE_PARAMETERS: given(
+      options.oidcAudienceParameters,
+      defaults.SG_OIDC_AUDIENCE_PARAMETERS,
+    ),
     SG_CSP_CONNECT_SRC: options.cspConnectSrc ?? new URL(issuer).origin,
-    SG_CSP_IMG_SRC: options.cspImgSrc ?? '',
-    SG_CLOUDFRONT_IMAGE_URL: options.cloudFrontImageUrl ?? '',
-    SG_CLOUDFRONT_COOKIES: options.cloudFrontCookies ?? 'off',
-    SG_SECRET_RATE: options.secretRate ?? '5000r/s',
-    SG_SECRET_BURST: String(options.secretBurst ?? 10000),
-    SG_EDGE_CACHE: 'sg_decisions',
+    SG_CSP_IMG_SRC: given(options.cspImgSrc, defaults.SG_CSP_IMG_SRC),
+    SG_CLOUDFRONT_IMAGE_URL: given(options.cloudFrontImageUrl, defaults.SG_CLOUDFRONT_IMAGE_URL),
+    SG_CLOUDFRONT_COOKIES: given(options.cloudFrontCookies, defaults.SG_CLOUDFRONT_COOKIES),
+    SG_SECRET_RATE: given(options.secretRate, defaults.SG_SECRET_RATE),
+    SG_SECRET_BURST: given(options.secretBurst, defaults.SG_SECRET_BURST),
     SG_MEMORY_DIR: options.memoryDir ?? localMemoryDir(prefix),
     SG_SECRETS_ISSUER: options.secretsIssuer ?? issuer,
-    SG_REAL_IP_FROM: 'unix:',
-    SG_REAL_IP_HEADER: 'X-Forwarded-For',
-    SG_EXTERNAL_ORIGIN: options.externalOrigin ?? originOf(options.listen ?? '127.0.0.1:8080'),
+    SG_EXTERNAL_ORIGIN: options.externalOrigin ?? originOf(listen),
   };
 }
 
@@ -302,9 +200,12 @@ function originOf(listen: string): string {
   return /^\d+$/.test(listen) ? `http://127.0.0.1:${listen}` : `http://${listen}`;
 }
 
-/** The SG_ values of the project's NGINX image, as docker compose sets them. */
+/**
+ * The SG_ values NGINX runs with under docker compose (docker-compose.yaml): the image's defaults
+ * and the one address compose sets differently, the verifier's service.
+ */
 export function dockerNginxEnv(): NginxEnv {
-  return Object.fromEntries(nginxVariables.map((v) => [v.name, v.docker])) as NginxEnv;
+  return { ...nginxDefaults(), SG_VERIFIER_ADDR: 'verifier:8090' };
 }
 
 /**

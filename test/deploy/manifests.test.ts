@@ -19,6 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENVIRONMENT, loadConfig } from '../../verifier/src/config/load.js';
 import {
   nginxPaths,
+  nginxDefaults,
   nginxVariables,
   referencedNames,
   renderNginxConfig,
@@ -141,7 +142,8 @@ describe.each(Object.entries(BUILDS))('the %s', (_, dir) => {
   ).template.metadata.labels;
   const mountOf = (c: Container, volume: string) => c.volumeMounts?.find((m) => m.name === volume);
   const volume = (name: string) => pod.volumes?.find((v) => v.name === name);
-  const listenPort = Number(/(\d+)$/.exec(nginxEnv.SG_LISTEN ?? '')?.[1]);
+  // The port the image listens on unless nginx.env says otherwise (nginx/settings.env).
+  const listenPort = Number(/(\d+)$/.exec({ ...nginxDefaults(), ...nginxEnv }.SG_LISTEN)?.[1]);
 
   it('runs NGINX and the verifier side by side in one pod, and nothing else', () => {
     expect(pod.containers.map((c) => c.name).sort()).toEqual(['nginx', 'verifier']);
@@ -237,10 +239,22 @@ describe.each(Object.entries(BUILDS))('the %s', (_, dir) => {
     ]);
   });
 
-  it('sets every SG_ variable the NGINX templates and the secret-set watcher reference, and no other', () => {
+  it('sets, over the image defaults, every SG_ variable the NGINX templates and the secret-set watcher reference, and no other', () => {
     const set = Object.keys(nginxEnv).filter((name) => name.startsWith('SG_'));
-    expect(new Set(set)).toEqual(templateVariables());
-    expect(new Set(set)).toEqual(new Set(nginxVariables.map((v) => v.name)));
+    const effective = Object.keys({ ...nginxDefaults(), ...nginxEnv }).filter((name) =>
+      name.startsWith('SG_'),
+    );
+    expect(new Set(effective)).toEqual(templateVariables());
+    expect(new Set(effective)).toEqual(new Set(nginxVariables.map((v) => v.name)));
+    expect(set.filter((name) => !effective.includes(name))).toEqual([]);
+  });
+
+  it('lists in nginx.env only the SG_ settings that differ from nginx/settings.env', () => {
+    const defaults: Record<string, string> = nginxDefaults();
+    const repeated = Object.entries(nginxEnv).filter(
+      ([name, value]) => name.startsWith('SG_') && defaults[name] === value,
+    );
+    expect(repeated).toEqual([]);
   });
 
   it("takes the verifier's settings from verifier.env, except where it listens and its file", () => {

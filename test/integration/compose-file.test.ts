@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
-import { dockerNginxEnv, localNginxEnv } from '../../stack/nginx/render.js';
+import { dockerNginxEnv, localNginxEnv, nginxDefaults } from '../../stack/nginx/render.js';
 import { REPO_ROOT } from '../../stack/start-stack.js';
 import { ENVIRONMENT } from '../../verifier/src/config/load.js';
 import {
@@ -139,11 +139,15 @@ describe('docker-compose.yaml mirrors the local runner', () => {
     expect(service('verifier').init).toBe(true);
   });
 
-  it('gives NGINX every SG_ variable the runner sets, with the documented image values', () => {
+  it('gives NGINX, over the image defaults, every SG_ variable the runner sets, with the documented image values', () => {
     const env = service('nginx').environment ?? {};
-    const sg = Object.fromEntries(Object.entries(env).filter(([name]) => name.startsWith('SG_')));
+    const own = Object.fromEntries(Object.entries(env).filter(([name]) => name.startsWith('SG_')));
+    const sg = { ...nginxDefaults(), ...own };
     expect(names(sg)).toEqual(names(runner.nginx));
     expect(sg).toEqual({ ...dockerNginxEnv(), SG_EDGE_KEY_FILE: '/run/secret-gate/edge-key' });
+    // Only what differs from nginx/settings.env: a default has one home.
+    const defaults: Record<string, string> = nginxDefaults();
+    expect(Object.entries(own).filter(([name, value]) => defaults[name] === value)).toEqual([]);
   });
 
   it('passes the flat SECRETS as a mounted file, never as a variable docker inspect would show', () => {
@@ -233,12 +237,21 @@ describe('docker-compose.yaml mirrors the local runner', () => {
 
   it('bakes a default for every SG_ variable into the NGINX image: the image values, loopback verifier', () => {
     const text = readFileSync(join(REPO_ROOT, 'nginx/Dockerfile'), 'utf8');
-    const env = /^ENV ([\s\S]*?)\n(?=[A-Z]+ )/m.exec(text.slice(text.lastIndexOf('\nFROM ')))?.[1];
+    const runtime = text.slice(text.lastIndexOf('\nFROM '));
+    // The defaults come from nginx/settings.env, beside the scripts that load it, never from ENV.
+    expect(runtime).toMatch(/^COPY nginx\/settings\.env \/etc\/nginx\/settings\.env$/m);
+    expect(runtime).toMatch(/^COPY nginx\/bin \/etc\/nginx\/bin$/m);
+    expect(runtime).not.toMatch(/\bSG_[A-Z_]+=/);
+    const loaded = spawnSync(
+      'sh',
+      ['-c', `sg_bin=${join(REPO_ROOT, 'nginx/bin')}; . "$sg_bin/sg-settings"; env`],
+      { env: { PATH: process.env.PATH ?? '' }, encoding: 'utf8' },
+    ).stdout;
     const defaults = Object.fromEntries(
-      [...(env ?? '').matchAll(/(SG_[A-Z_]+)=("[^"]*"|\S*)/g)].map((m) => [
-        m[1],
-        (m[2] ?? '').replace(/^"|"$/g, ''),
-      ]),
+      loaded
+        .split('\n')
+        .filter((line) => line.startsWith('SG_'))
+        .map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]),
     );
     // Without a default the entrypoint refuses to start: `docker run` alone must work.
     expect(defaults).toEqual({ ...dockerNginxEnv(), SG_VERIFIER_ADDR: '127.0.0.1:8090' });

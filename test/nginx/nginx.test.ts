@@ -21,14 +21,12 @@ import {
 import { secretSetsWatcherPid } from '../../stack/nginx/secret-sets-watcher.js';
 import { startLocalNginx, type LocalNginx } from '../../stack/nginx/local-nginx.js';
 import { localNginxEnv, nginxPaths, type LocalNginxOptions } from '../../stack/nginx/render.js';
+import { allSecretValues, type SecretsFile } from '../support/secrets.js';
 
-const devSecrets = JSON.parse(await readFile(nginxPaths.devSecretsFile, 'utf8')) as {
-  default: Record<string, string>;
-  clients: Record<string, Record<string, string>>;
+const devSecrets = JSON.parse(await readFile(nginxPaths.devSecretsFile, 'utf8')) as SecretsFile & {
+  policies: { payments: { default: Record<string, string> } };
 };
-const secretValues = [devSecrets.default, ...Object.values(devSecrets.clients)].flatMap((set) =>
-  Object.values(set),
-);
+const secretValues = allSecretValues(devSecrets);
 const realVerifierMain = path.resolve(nginxPaths.templatesDir, '../../verifier/dist/main.js');
 
 interface Answer {
@@ -186,7 +184,8 @@ describe('NGINX in front of a verifier that speaks the contract', () => {
     },
   );
 
-  it.each(['/secret/', '/secret/x'])(
+  // /secret/<name> ([a-z][a-z0-9-]{0,31}) is a named set; anything else below /secret/ is not.
+  it.each(['/secret/', '/secret/X', '/secret/x/y', '/secret/x.json', '/secret/1x'])(
     'answers %s with a JSON 404, neither the secret nor the SPA',
     async (pathname) => {
       const answer = await get(`${site.url}${pathname}`, bearer(contractTokens.spaDemo));
@@ -206,12 +205,75 @@ describe('NGINX in front of a verifier that speaks the contract', () => {
   );
 
   it.each([{}, bearer(contractTokens.spaDemo)])(
-    'keeps the DPoP location of /secret internal: a JSON 404 and no secret (%o)',
+    'has no internal secret location left to reach: /_sg_secret_dpop is an SPA route with no secret (%o)',
     async (init) => {
       const answer = await get(`${site.url}/_sg_secret_dpop`, init);
-      expect(answer.status).toBe(404);
-      expect(JSON.parse(answer.body)).toEqual({ error: 'not_found' });
+      expect(answer.status).toBe(200);
+      expect(answer.headers.get('content-type')).toBe('text/html');
       expectNoSecret(answer);
+    },
+  );
+
+  it('serves /secret/payments from the payments policy: X-SG-Policy names it, its set is sent', async () => {
+    const before = verifier.received.length;
+    const answer = await get(`${site.url}/secret/payments`, bearer(contractTokens.spaDemo));
+    expect(answer.status).toBe(200);
+    expect(JSON.parse(answer.body)).toEqual(devSecrets.policies.payments.default);
+    expect(answer.headers.get('cache-control')).toBe('no-store');
+    expect(answer.headers.get('content-security-policy')).toContain("default-src 'self'");
+    expect(verifier.received.slice(before).map((r) => r.headers['x-sg-policy'])).toEqual([
+      'payments',
+    ]);
+  });
+
+  it('asks the verifier for policy secret on /secret, never a named one', async () => {
+    const before = verifier.received.length;
+    await get(`${site.url}/secret`, bearer(contractTokens.partnerApp));
+    expect(verifier.received.slice(before).map((r) => r.headers['x-sg-policy'])).toEqual([
+      'secret',
+    ]);
+  });
+
+  it('answers 503 and no secret for a name the secrets file does not list, even when allowed', async () => {
+    const answer = await get(`${site.url}/secret/unlisted`, bearer(contractTokens.spaDemo));
+    expect(answer.status).toBe(503);
+    expect(JSON.parse(answer.body)).toEqual({ error: 'secrets_unavailable' });
+    expectNoSecret(answer);
+  });
+
+  it.each([
+    ['no token', {}, 401],
+    ['a garbage token', bearer('not-a-token'), 401],
+    ['a token without the scope', bearer(contractTokens.missingScope), 403],
+  ])('answers /secret/payments with %s like /secret: %i and no secret', async (_, init, status) => {
+    const answer = await get(`${site.url}/secret/payments`, init);
+    expect(answer.status).toBe(status);
+    expect(answer.headers.get('cache-control')).toBe('no-store');
+    expectNoSecret(answer);
+  });
+
+  it.each(['POST', 'HEAD'])(
+    'answers %s /secret/payments with 405 and Allow: GET without asking the verifier',
+    async (method) => {
+      const before = verifier.received.length;
+      const answer = await get(`${site.url}/secret/payments`, {
+        method,
+        ...bearer(contractTokens.spaDemo),
+      });
+      expect(answer.status).toBe(405);
+      expect(answer.headers.get('allow')).toBe('GET');
+      expect(verifier.received.length).toBe(before);
+    },
+  );
+
+  it.each(['/secret/payments?access_token=x', '/secret/payments%3Faccess_token=x'])(
+    'refuses %s with 400 before the verifier or a log line sees it',
+    async (pathname) => {
+      const before = verifier.received.length;
+      const answer = await get(`${site.url}${pathname}`, bearer(contractTokens.spaDemo));
+      expect(answer.status).toBe(400);
+      expectNoSecret(answer);
+      expect(verifier.received.length).toBe(before);
     },
   );
 

@@ -47,6 +47,24 @@ export function hasAuthRequest(location: Location): boolean {
   );
 }
 
+/**
+ * Whether a request URI (normalised, as NGINX matches it) falls in `location` on its own: exact,
+ * prefix or regular expression (NGINX's PCRE syntax is JavaScript's for the patterns here).
+ * Not which location wins among several.
+ */
+export function locationMatches(location: Location, uri: string): boolean {
+  switch (location.modifier) {
+    case '=':
+      return uri === location.path;
+    case '~':
+      return new RegExp(location.path).test(uri);
+    case '~*':
+      return new RegExp(location.path, 'i').test(uri);
+    default:
+      return uri.startsWith(location.path);
+  }
+}
+
 function tokenize(text: string): string[] {
   const tokens: string[] = [];
   const pattern = /#[^\n]*|"((?:\\.|[^"\\])*)"|'((?:\\.|[^'\\])*)'|([{};])|([^\s{};"'#]+)/g;

@@ -5,15 +5,19 @@ import { nginxPaths } from '../../stack/nginx/render.js';
 export interface SecretsFile {
   readonly default: Record<string, string>;
   readonly clients: Record<string, Record<string, string>>;
+  /** Named sets (`/secret/<name>`): the top level's shape, by policy. */
+  readonly policies?: Record<string, Omit<SecretsFile, 'policies'>>;
 }
 
 export const demoSecrets = JSON.parse(
   readFileSync(nginxPaths.devSecretsFile, 'utf8'),
 ) as SecretsFile;
 
-/** Every secret value of every set (what must never appear in a denial). */
+/** Every secret value of every set, the named policies' too (what must never appear in a denial). */
 export function allSecretValues(secrets: SecretsFile = demoSecrets): string[] {
-  return [secrets.default, ...Object.values(secrets.clients)]
+  const parts = [secrets, ...Object.values(secrets.policies ?? {})];
+  return parts
+    .flatMap((part) => [part.default ?? {}, ...Object.values(part.clients ?? {})])
     .flatMap((set) => Object.values(set))
     .filter(Boolean);
 }
