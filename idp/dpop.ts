@@ -4,6 +4,7 @@
 // (§4.3: `typ`, asymmetric `alg`, public `jwk`, signature, `htm`, `htu`, `iat`) and its `jti`
 // may be used once.
 import type { IncomingMessage } from 'node:http';
+import { systemClock, type Clock } from '../verifier/src/clock.js';
 import { createProofChecker } from '../verifier/src/dpop/proof.js';
 import { createMemoryReplayStore } from '../verifier/src/dpop/replay-store.js';
 import { VerifyError } from '../verifier/src/errors.js';
@@ -16,7 +17,7 @@ export type ProofOutcome =
   | { readonly ok: false; readonly description: string };
 
 /** Checks the `DPoP` header of a token request; `tokenEndpoint` is this IdP's public URL for it. */
-export function createTokenProofReader(now: () => number = Date.now) {
+export function createTokenProofReader(now: Clock = systemClock) {
   const check = createProofChecker({
     algorithms: IDP_DPOP_ALGORITHMS,
     iatWindow: IAT_WINDOW_SECONDS,
