@@ -62,8 +62,9 @@ const fingerprint = (token: string): string => hash('sha256', token, 'hex').slic
 /**
  * The checks of verifier/README.md "What is checked", cheapest first: policy, token, cache, shape,
  * a JWT's `iss` and `alg` before any key fetch, then full verification (or the policy's opaque
- * issuer). On every request, cached or not: the policy's issuers, revocation, clients, scopes, the
- * DPoP proof, an allow's grant, step-up. A failure that is no token outcome (a bug) is a 401 `internal_error`.
+ * issuer). On every request, cached or not: the policy's issuers, revocation, clients, scopes,
+ * step-up, the DPoP proof, an allow's grant. A failure that is no token outcome (a bug) is a 401
+ * `internal_error`.
  */
 export function createAuthorizer(parts: AuthorizerParts): Authorize {
   const { cache, logger, metrics, dpop } = parts;
