@@ -86,6 +86,13 @@ const SAMPLES: Readonly<Record<string, string>> = {
   VERIFIER_REVOCATION_VIEW_MAX_ENTRIES: '4000',
   VERIFIER_REVOCATION_RECEIVER_RATE: '9r/s',
   VERIFIER_REVOCATION_RECEIVER_BURST: '30',
+  VERIFIER_RESOURCE_METADATA_URL: 'https://gate.example.test/.well-known/oauth-protected-resource',
+  VERIFIER_ACR_VALUES: 'gold 2',
+  VERIFIER_MAX_AGE: '10m',
+  VERIFIER_AMR_VALUES: 'mfa',
+  VERIFIER_ACR_CLAIM: 'https://gate.example.test/acr',
+  VERIFIER_AMR_CLAIM: 'methods',
+  VERIFIER_AUTH_TIME_CLAIM: 'https://gate.example.test/auth_time',
 };
 /**
  * The former names of `redis` settings, read as the new ones for one release: given on their own

@@ -32,7 +32,9 @@ export type NginxVariableName =
   | 'SG_EDGE_CACHE'
   | 'SG_REAL_IP_FROM'
   | 'SG_REAL_IP_HEADER'
-  | 'SG_EXTERNAL_ORIGIN';
+  | 'SG_EXTERNAL_ORIGIN'
+  | 'SG_DPOP_ALGORITHMS'
+  | 'SG_DPOP_BOUND_TOKENS_REQUIRED';
 
 export type NginxEnv = Record<NginxVariableName, string>;
 

@@ -15,6 +15,7 @@ import { documentRules, firstFetchRule, rootRules, rule } from './rules.js';
 import {
   algorithms,
   bytes,
+  claimOrOff,
   claimRules,
   count,
   duration,
@@ -50,6 +51,13 @@ const clockTolerance = duration.refine(
   `must be at most ${MAX_CLOCK_TOLERANCE}s (5m): a token is accepted this long after its "exp"`,
 );
 const offByDefault = flag.prefault(false);
+/** The DPoP proof algorithms taken by default; NGINX's metadata (SG_DPOP_ALGORITHMS) lists them. */
+export const DEFAULT_DPOP_ALGORITHMS = ['ES256', 'ES384', 'PS256', 'RS256', 'EdDSA'] as const;
+/** A step-up `max_age`: RFC 9470 and OIDC Core say it in whole seconds. */
+const wholeSeconds = duration.refine(
+  (seconds) => Number.isInteger(seconds) && seconds >= 1,
+  'must be a whole number of seconds, at least 1s',
+);
 const claimNames = list('claim name');
 
 /** The top-level settings, each row checking its own value; the rules between them in rules.ts. */
@@ -86,6 +94,9 @@ export const rootSchema = section({
   edgeKeyFile: env('VERIFIER_EDGE_KEY_FILE', secretFile(32).optional()).describe(
     "A file holding the key NGINX proves itself with (`X-SG-Edge-Key`, at least 32 bytes; `SG_EDGE_KEY_FILE` names the same file on NGINX's side), read once at start. When set, `/verify` and the revocation receivers answer a call without it 401 before any other work, so only NGINX names the client the call limit counts. Needed wherever the listener is TCP (a port other processes can reach); unset on a unix socket, whose file mode decides who connects.",
   ),
+  resourceMetadataUrl: env('VERIFIER_RESOURCE_METADATA_URL', url.optional()).describe(
+    "The gate's Protected Resource Metadata document (RFC 9728), which NGINX serves at `/.well-known/oauth-protected-resource` of `SG_EXTERNAL_ORIGIN`: every challenge the verifier writes carries it as `resource_metadata` (RFC 9728 §5.1), so a client learns the authorization server, scopes and DPoP algorithms from the answer. Set by configuration, never taken from a request header, so each challenge is fixed at start. Unset: challenges without it.",
+  ),
   jwks: section({
     refresh: env('VERIFIER_JWKS_REFRESH', atLeast1s.prefault('10m')).describe(
       'Background refresh interval; a smaller `Cache-Control: max-age` shortens it (not below the cooldown).',
@@ -113,7 +124,7 @@ export const rootSchema = section({
   dpop: section({
     algorithms: env(
       'VERIFIER_DPOP_ALGORITHMS',
-      algorithms.prefault(['ES256', 'ES384', 'PS256', 'RS256', 'EdDSA']),
+      algorithms.prefault([...DEFAULT_DPOP_ALGORITHMS]),
     ).describe(
       'Allowed DPoP proof algorithms (asymmetric only), also advertised as `algs` in `DPoP` challenges.',
     ),
@@ -251,6 +262,26 @@ const audienceClaim = env(
 const requireClaims = env('VERIFIER_REQUIRE_CLAIMS', claimRules.prefault([])).describe(
   'Claims an access token of this IdP always has: `name` (present) or `name=value` (e.g. `token_use=access`), so its other tokens are refused.',
 );
+/** Where an issuer's access tokens say how the user signed in (step-up, decision/step-up.ts). */
+const authenticationClaim = (variable: string, claim: string, what: string) =>
+  env(variable, claimOrOff.prefault(claim)).describe(
+    `Claim holding ${what}, read for policies with step-up requirements; \`off\` for an IdP whose access tokens do not carry it (a policy that needs it is then refused at start). The preset fills it.`,
+  );
+const acrClaim = authenticationClaim(
+  'VERIFIER_ACR_CLAIM',
+  'acr',
+  "the authentication context class (a string, or an array such as Entra's `acrs`: any element counts)",
+);
+const amrClaim = authenticationClaim(
+  'VERIFIER_AMR_CLAIM',
+  'amr',
+  'the authentication methods (an array of strings)',
+);
+const authTimeClaim = authenticationClaim(
+  'VERIFIER_AUTH_TIME_CLAIM',
+  'auth_time',
+  'the time of the sign-in (epoch seconds)',
+);
 const refuseClaims = env('VERIFIER_REFUSE_CLAIMS', list().prefault([...ALWAYS_REFUSED])).describe(
   'Claims an access token never has: their presence marks an ID token (`nonce`, `at_hash`), a logout or security event token (`events`). Replaces the list when set.',
 );
@@ -287,6 +318,9 @@ const jwtIssuer = section({
   audienceClaim,
   requireClaims,
   refuseClaims,
+  acrClaim,
+  amrClaim,
+  authTimeClaim,
   logoutAudiences: env('VERIFIER_LOGOUT_AUDIENCES', list().prefault([])).describe(
     "Client ids (the SPA's) whose back-channel logout tokens from this issuer are accepted at `POST /backchannel-logout` (OIDC Back-Channel Logout 1.0). Empty: this issuer's logout tokens are refused.",
   ),
@@ -330,6 +364,9 @@ const tokeninfoIssuer = section({
   scopeClaims,
   requireClaims,
   refuseClaims,
+  acrClaim,
+  amrClaim,
+  authTimeClaim,
 }).check(firstFetchRule('endpoint'), presetRule);
 
 /** One issuer by its `type` (default `jwt`), read with its preset row laid under it (presets.ts). */
@@ -358,6 +395,15 @@ export const policySchema = section({
   cloudfront: cloudFrontSection.optional(),
   dpop: env('VERIFIER_DPOP', oneOf(['off', 'allowed', 'required']).prefault('off')).describe(
     'DPoP (RFC 9449): `off` reads Bearer tokens only; `allowed` also takes DPoP-bound tokens with a proof per request; `required` takes only those. A bound token is never accepted as Bearer.',
+  ),
+  acrValues: env('VERIFIER_ACR_VALUES', list('acr value').optional()).describe(
+    "Step-up (RFC 9470): the authentication context classes this policy accepts, in order of preference; a token whose `acr` (the issuer's `acrClaim`) is none of them gets 401 `insufficient_user_authentication` with these as `acr_values`. Unset: any.",
+  ),
+  maxAge: env('VERIFIER_MAX_AGE', wholeSeconds.optional()).describe(
+    "Step-up (RFC 9470): how long ago the user may have signed in (`auth_time`, with the issuer's `clockTolerance`), in whole seconds; an older or missing `auth_time` gets 401 `insufficient_user_authentication` with `max_age`. No allow is reused, at the edge or in the verifier, past `auth_time` plus this. Unset: any.",
+  ),
+  amrValues: env('VERIFIER_AMR_VALUES', list('amr value').optional()).describe(
+    'Step-up: authentication methods (`amr`, RFC 8176 values such as `mfa`, `hwk`) the token must all list; a missing one gets 401 `insufficient_user_authentication` (RFC 9470 has no challenge parameter for methods: pair them with an `acrValues` the IdP maps to them). Unset: any.',
   ),
   revocation: env(
     'VERIFIER_REVOCATION',

@@ -4,6 +4,7 @@
 // valid on their own, whatever else is wrong.
 import { z } from 'zod';
 import { onLoopback, parseRedisUrl } from '../redis/url.js';
+import { checkStepUpIssuer } from './presets.js';
 import { FORMER_NAMES } from './redis.js';
 import { Deferred, insecureUrlProblem, list, type Listen } from './values.js';
 
@@ -121,6 +122,9 @@ function declaredIssuers(issuers: unknown, report?: Report) {
   return declared;
 }
 const policyIssuers = list('issuer');
+type StepUpPolicy = Parameters<typeof checkStepUpIssuer>[1] & {
+  readonly issuers: readonly string[];
+};
 
 /** The rules between the document's sections: what policies and the SSF receiver name is declared. */
 export const documentRules = [
@@ -139,6 +143,18 @@ export const documentRules = [
       if ((listed.data ?? []).filter((iss) => (declared.get(iss) ?? 'jwt') !== 'jwt').length > 1)
         report(at, 'at most one introspection/tokeninfo issuer per policy');
     }
+  }),
+  // Step-up an issuer's tokens cannot carry would refuse every one of them: said at start. Runs
+  // only when both sections are valid, so they have their loaded shapes.
+  rule<{ issuers: unknown; policies: unknown }>(['issuers', 'policies'], (document, report) => {
+    const issuers = document.issuers as readonly Parameters<typeof checkStepUpIssuer>[0][];
+    const policies = document.policies as Record<string, StepUpPolicy>;
+    const byName = new Map(issuers.map((issuer) => [issuer.issuer, issuer]));
+    for (const [name, policy] of Object.entries(policies))
+      for (const issuer of policy.issuers.flatMap((iss) => byName.get(iss) ?? []))
+        checkStepUpIssuer(issuer, policy, (field, message) =>
+          report(['policies', name, field], message),
+        );
   }),
   // An address is matched against the `email` claim of this issuer's JWTs only.
   rule<{ issuers: unknown; revocation: { ssf: { emailIssuer?: string } } }>(

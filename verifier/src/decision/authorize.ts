@@ -18,6 +18,7 @@ import {
   tokenOutcome,
 } from './policy.js';
 import type { PreparedPolicy, ProvenToken } from './policy.js';
+import { checkAuthentication, stepUpChallenge } from './step-up.js';
 
 export type Authorize = (request: VerifyRequest) => Promise<Decision>;
 
@@ -59,9 +60,9 @@ const REVOKED = new Set<DenyCode>(['token_revoked', 'revocation_unavailable']);
 /**
  * The checks of verifier/README.md "What is checked", cheapest first: the policy, the credentials,
  * the token (cached or verified now, for the policy's issuers); then on every request, cached or
- * not: revocation, the DPoP proof, the policy's clients and scopes, the edge TTL and an allow's
- * grant. Every refusal is thrown and answered by `refusal`; a failure that is no token outcome (a
- * bug) is a 401 `internal_error`.
+ * not: revocation, the DPoP proof, the policy's clients and scopes, its step-up requirements (RFC
+ * 9470), the edge TTL and an allow's grant. Every refusal is thrown and answered by `refusal`; a
+ * failure that is no token outcome (a bug) is a 401 `internal_error`.
  */
 export function createAuthorizer(parts: AuthorizerParts): Authorize {
   const { verifyToken, revocation, logger, metrics } = parts;
@@ -83,7 +84,8 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
       checkRevocation(revocation, token, policy.config);
       reached.proven = await checkDpop(policy, token, credentials, request);
       checkPolicy(token, policy);
-      const allowed = tokenOutcome(allow(token.identity), reached.proven, edgeCap, now());
+      checkAuthentication(token, policy.config, now());
+      const allowed = tokenOutcome(allow(token.identity), reached.proven, policy, edgeCap, now());
       const granted = policy.grant && withHeaders(allowed, await policy.grant(now(), token.exp));
       outcome = { decision: granted ?? allowed, detail: undefined };
     } catch (error) {
@@ -117,10 +119,12 @@ function refusal(
     return { decision: deny('internal_error'), detail: 'unexpected failure' };
   }
   const { code, message: detail } = error;
-  if (proven !== undefined) {
-    const required = code === 'scope_insufficient' ? policy?.config.scopes : undefined;
+  if (proven !== undefined && policy !== undefined) {
+    if (code === 'insufficient_user_authentication')
+      return { decision: stepUpDenial(policy, proven, credentials), detail };
+    const required = code === 'scope_insufficient' ? policy.config.scopes : undefined;
     const decision = deny(code, proven.token.identity, required);
-    return { decision: tokenOutcome(decision, proven, edgeCap, now), detail };
+    return { decision: tokenOutcome(decision, proven, policy, edgeCap, now), detail };
   }
   // RFC 6750 §3.1: no error code for a request without a token, and nothing to detail.
   if (credentials === undefined && code === 'token_missing' && policy !== undefined)
@@ -131,4 +135,22 @@ function refusal(
   if (dpop !== undefined && (own || (credentials && asked && !REVOKED.has(code))))
     return { decision: dpop.step.challenge(code, own?.nonce), detail };
   return { decision: deny(code), detail };
+}
+
+/**
+ * RFC 9470's answer to a proven token its policy wants a stronger or newer sign-in for: what the
+ * new sign-in must bring, in the DPoP scheme for a DPoP request. Never reused at the edge.
+ */
+function stepUpDenial(
+  { config, dpop }: PreparedPolicy,
+  { token, headers }: ProvenToken,
+  credentials: Credentials | undefined,
+): Decision {
+  const stepUp = stepUpChallenge(token, config);
+  const code = 'insufficient_user_authentication';
+  const denial =
+    dpop !== undefined && credentials?.scheme === 'dpop'
+      ? dpop.step.challenge(code, undefined, stepUp)
+      : { ...deny(code, token.identity), stepUp };
+  return withHeaders(denial, headers);
 }

@@ -6,6 +6,7 @@ import type { PolicyConfig } from '../config/model.js';
 import { VerifyError } from '../errors.js';
 import type { Credentials } from '../token/token-shape.js';
 import type { VerifiedToken } from '../token/verified-token.js';
+import { authenticatedUntil } from './step-up.js';
 import { deny, withHeaders, type Decision, type Header } from './decision.js';
 import type { DpopStep, Grant, RevocationCheck, VerifyRequest } from './decision.js';
 
@@ -103,17 +104,23 @@ export function checkPolicy(token: VerifiedToken, policy: PreparedPolicy): void 
 
 /**
  * The token's own outcome (an allow, its client or scopes refused) with its proof's headers and
- * how long NGINX may reuse it: never past the cap, `exp` or the key's trust; whole seconds down,
- * so no copy outlives them. No other decision carries an edge TTL.
+ * how long NGINX may reuse it: never past the cap, `exp`, the key's trust or the policy's sign-in
+ * age (`auth_time` + `maxAge`); whole seconds down, so no copy outlives them. No other decision
+ * carries an edge TTL.
  */
 export function tokenOutcome(
   decision: Decision,
   { token, headers }: ProvenToken,
+  policy: PreparedPolicy,
   cap: Seconds,
   now: EpochSeconds,
 ): Decision {
   const proven = withHeaders(decision, headers);
-  const until = Math.min(token.exp, token.keyTrustedUntil ?? token.exp);
+  const until = Math.min(
+    token.exp,
+    token.keyTrustedUntil ?? token.exp,
+    authenticatedUntil(token, policy.config),
+  );
   const edgeTtl = Math.min(cap, Math.floor(until - now));
   return edgeTtl > 0 ? { ...proven, edgeTtl } : proven;
 }

@@ -109,7 +109,7 @@ export function createDpopRuntime(
 
   return {
     check,
-    challenge: (code, nonce) => dpopDenial(code, { algs, nonce }),
+    challenge: (code, nonce, stepUp) => dpopDenial(code, { algs, nonce, stepUp }),
     store,
     close: () => store.close(),
   };
