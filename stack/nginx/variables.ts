@@ -22,6 +22,7 @@ export type NginxVariableName =
   | 'SG_CSP_CONNECT_SRC'
   | 'SG_CSP_IMG_SRC'
   | 'SG_CLOUDFRONT_IMAGE_URL'
+  | 'SG_SPA_SECRET_SETS'
   | 'SG_CLOUDFRONT_COOKIES'
   | 'SG_SECRET_RATE'
   | 'SG_SECRET_BURST'
@@ -155,6 +156,13 @@ export const nginxVariables: readonly NginxVariable[] = Object.freeze([
       'A private CloudFront image the SPA shows once the signed cookies are set (`cloudfront.imageUrl` in `/config.json`); empty hides that panel. Add its origin to `SG_CSP_IMG_SRC`.',
   },
   {
+    name: 'SG_SPA_SECRET_SETS',
+    local: '',
+    docker: '',
+    description:
+      'Named secret sets the SPA offers besides the default one (`secretSets` in `/config.json`), space-separated, e.g. `payments`: each is fetched from `/secret/<name>`, and a step-up challenge there (RFC 9470) sends the person to sign in again with its `acr_values`/`max_age`. Empty: the default set only.',
+  },
+  {
     name: 'SG_CLOUDFRONT_COOKIES',
     local: 'off',
     docker: 'off',
@@ -235,6 +243,8 @@ export interface LocalNginxOptions {
   readonly cspConnectSrc?: string;
   readonly cspImgSrc?: string;
   readonly cloudFrontImageUrl?: string;
+  /** Named sets the SPA offers (SG_SPA_SECRET_SETS), space-separated. */
+  readonly spaSecretSets?: string;
   /** Adds the verifier's CloudFront cookies to /secret (default off). */
   readonly cloudFrontCookies?: 'on' | 'off';
   readonly secretRate?: string;
@@ -273,6 +283,7 @@ export function localNginxEnv(options: LocalNginxOptions): NginxEnv {
     SG_CSP_CONNECT_SRC: options.cspConnectSrc ?? new URL(issuer).origin,
     SG_CSP_IMG_SRC: options.cspImgSrc ?? '',
     SG_CLOUDFRONT_IMAGE_URL: options.cloudFrontImageUrl ?? '',
+    SG_SPA_SECRET_SETS: options.spaSecretSets ?? '',
     SG_CLOUDFRONT_COOKIES: options.cloudFrontCookies ?? 'off',
     SG_SECRET_RATE: options.secretRate ?? '5000r/s',
     SG_SECRET_BURST: String(options.secretBurst ?? 10000),
