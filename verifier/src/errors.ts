@@ -26,6 +26,9 @@ export type DenyCode =
   // The token names a client the policy's `clients` does not list.
   | 'client_not_allowed'
   | 'scope_insufficient'
+  // Step-up (RFC 9470): the token's `acr`, `amr` or `auth_time` does not meet the policy's
+  // authentication requirements; answered 401 with an `insufficient_user_authentication` challenge.
+  | 'insufficient_user_authentication'
   | 'policy_unknown'
   | 'internal_error'
   // DPoP (RFC 9449): answered with a `DPoP` challenge (dpop/challenge.ts).
@@ -58,7 +61,8 @@ export class VerifyError extends Error {
 /**
  * 401 "not authenticated", 403 "authenticated but not allowed" (RFC 6750 §3.1); auth_request
  * understands no 5xx, so `internal_error` (a bug, never a token outcome) is a 401: the token could
- * not be shown valid. 403 too: a valid token naming no client (no secret set can be chosen) or a
+ * not be shown valid. `insufficient_user_authentication` is a 401 as RFC 9470 §3 says: the client
+ * signs the user in again and retries. 403 too: a valid token naming no client (no secret set can be chosen) or a
  * client the policy does not serve, and an unknown policy (the gate is misconfigured; a 401 would
  * start a pointless browser sign-in loop).
  */

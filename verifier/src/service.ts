@@ -17,6 +17,7 @@ import { createRevocationRuntime } from './revocation/index.js';
 import { createCallLimit } from './http/call-limit.js';
 import { createEdgeCheck } from './http/edge-key.js';
 import { createRoutes, createTransport } from './http/transport.js';
+import { createRenderer } from './http/verify-answer.js';
 
 export type VerifierService = ReturnType<typeof createVerifierService>;
 
@@ -35,11 +36,15 @@ export function createVerifierService(
   });
   const metrics = createMetrics(cache, keySets, options.defaultMetrics);
   const verifiers = new Map<string, JwtVerifier | OpaqueVerifier>();
+  // Step-up claims are read (and cached) only when some policy checks them.
+  const authentication = [...config.policies.values()].some(
+    (policy) => policy.acrValues ?? policy.amrValues ?? policy.maxAge,
+  );
 
   for (const settings of config.issuers.values()) {
     const { issuer } = settings;
     if (settings.type !== 'jwt') {
-      verifiers.set(issuer, createOpaqueVerifier(settings, now));
+      verifiers.set(issuer, createOpaqueVerifier(settings, now, { authentication }));
       continue;
     }
     const log = logger.child({ issuer });
@@ -60,7 +65,7 @@ export function createVerifierService(
       },
     });
     keySets.set(issuer, keySet);
-    verifiers.set(issuer, createJwtVerifier(settings, keySet, now));
+    verifiers.set(issuer, createJwtVerifier(settings, keySet, now, { authentication }));
   }
 
   const policies = [...config.policies.values()];
@@ -110,6 +115,7 @@ export function createVerifierService(
     metricsOnMain: config.metricsListen === undefined,
     receivers: revocation?.receivers,
     readinessNote: () => revocation?.note(),
+    render: createRenderer({ resourceMetadata: config.resourceMetadataUrl }),
   });
   let transport: ReturnType<typeof createTransport> | undefined;
   let metricsListener: typeof transport;

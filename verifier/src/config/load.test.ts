@@ -39,6 +39,9 @@ describe('configuration from the environment', () => {
       audienceClaim: 'aud',
       requireClaims: [],
       refuseClaims: ['nonce', 'at_hash', 'events'],
+      acrClaim: 'acr',
+      amrClaim: 'amr',
+      authTimeClaim: 'auth_time',
       logoutAudiences: [],
     });
     expect(config.metricsListen).toBeUndefined();

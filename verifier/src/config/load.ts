@@ -77,13 +77,15 @@ export function loadConfig(
   });
 
   const policies: model.PolicyConfig[] = [];
-  const policyIssuers: Array<Pick<model.PolicyConfig, 'name' | 'issuers'>> = [];
+  const policyIssuers: Array<model.Sections['policies'][number]> = [];
   const named = sections && isObject(document.policies) ? document.policies : {};
   for (const [name, raw] of Object.entries(named)) {
     const parsed = check(model.policySchema, raw, `policies.${name}`);
     if (parsed !== undefined) policies.push({ name, ...parsed } as unknown as model.PolicyConfig);
     const listed = model.policySchema.shape.issuers.safeParse(isObject(raw) ? raw.issuers : []);
-    if (listed.success) policyIssuers.push({ name, issuers: listed.data });
+    const { acrValues, amrValues, maxAge } = parsed ?? {};
+    if (listed.success)
+      policyIssuers.push({ name, issuers: listed.data, acrValues, amrValues, maxAge });
   }
 
   model.checkConfig({ root, declared, issuers, policies: policyIssuers }, report, label);

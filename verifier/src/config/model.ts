@@ -4,10 +4,11 @@
 import { z } from 'zod';
 import { cloudFrontSection } from '../cloudfront/gate-config.js';
 import { onLoopback, parseRedisUrl } from '../redis/url.js';
-import { ALWAYS_REFUSED, checkPresetIssuer, PRESET_NAMES } from './presets.js';
+import { ALWAYS_REFUSED, checkPresetIssuer, checkStepUpIssuer, PRESET_NAMES } from './presets.js';
 import {
   algorithms,
   bytes,
+  claimOrOff,
   claimRules,
   count,
   duration,
@@ -76,6 +77,11 @@ const clockTolerance = duration.refine(
   `must be at most ${MAX_CLOCK_TOLERANCE}s (5m): a token is accepted this long after its "exp"`,
 );
 const offByDefault = flag.prefault(false);
+/** A step-up `max_age`: RFC 9470 and OIDC Core say it in whole seconds. */
+const wholeSeconds = duration.refine(
+  (seconds) => Number.isInteger(seconds) && seconds >= 1,
+  'must be a whole number of seconds, at least 1s',
+);
 const claimNames = list('claim name');
 
 /** The top-level settings, each row checking its own value; see checkConfig for the rest. */
@@ -111,6 +117,9 @@ export const rootSchema = section({
   }).prefault({}),
   edgeKeyFile: env('VERIFIER_EDGE_KEY_FILE', secretFile(32).optional()).describe(
     "A file holding the key NGINX proves itself with (`X-SG-Edge-Key`, at least 32 bytes; `SG_EDGE_KEY_FILE` names the same file on NGINX's side), read once at start. When set, `/verify` and the revocation receivers answer a call without it 401 before any other work, so only NGINX names the client the call limit counts. Needed wherever the listener is TCP (a port other processes can reach); unset on a unix socket, whose file mode decides who connects.",
+  ),
+  resourceMetadataUrl: env('VERIFIER_RESOURCE_METADATA_URL', url.optional()).describe(
+    "The gate's Protected Resource Metadata document (RFC 9728), which NGINX serves at `/.well-known/oauth-protected-resource` of `SG_EXTERNAL_ORIGIN`: every challenge the verifier writes carries it as `resource_metadata` (RFC 9728 §5.1), so a client learns the authorization server, scopes and DPoP algorithms from the answer. Set by configuration, never taken from a request header, so each challenge is fixed at start. Unset: challenges without it.",
   ),
   jwks: section({
     refresh: env('VERIFIER_JWKS_REFRESH', atLeast1s.prefault('10m')).describe(
@@ -296,6 +305,26 @@ const audienceClaim = env(
 const requireClaims = env('VERIFIER_REQUIRE_CLAIMS', claimRules.prefault([])).describe(
   'Claims an access token of this IdP always has: `name` (present) or `name=value` (e.g. `token_use=access`), so its other tokens are refused.',
 );
+/** Where an issuer's access tokens say how the user signed in (step-up, decision/step-up.ts). */
+const authenticationClaim = (variable: string, claim: string, what: string) =>
+  env(variable, claimOrOff.prefault(claim)).describe(
+    `Claim holding ${what}, read for policies with step-up requirements; \`off\` for an IdP whose access tokens do not carry it (a policy that needs it is then refused at start). The preset fills it.`,
+  );
+const acrClaim = authenticationClaim(
+  'VERIFIER_ACR_CLAIM',
+  'acr',
+  "the authentication context class (a string, or an array such as Entra's `acrs`: any element counts)",
+);
+const amrClaim = authenticationClaim(
+  'VERIFIER_AMR_CLAIM',
+  'amr',
+  'the authentication methods (an array of strings)',
+);
+const authTimeClaim = authenticationClaim(
+  'VERIFIER_AUTH_TIME_CLAIM',
+  'auth_time',
+  'the time of the sign-in (epoch seconds)',
+);
 const refuseClaims = env('VERIFIER_REFUSE_CLAIMS', list().prefault([...ALWAYS_REFUSED])).describe(
   'Claims an access token never has: their presence marks an ID token (`nonce`, `at_hash`), a logout or security event token (`events`). Replaces the list when set.',
 );
@@ -332,6 +361,9 @@ const jwtIssuer = section({
   audienceClaim,
   requireClaims,
   refuseClaims,
+  acrClaim,
+  amrClaim,
+  authTimeClaim,
   logoutAudiences: env('VERIFIER_LOGOUT_AUDIENCES', list().prefault([])).describe(
     "Client ids (the SPA's) whose back-channel logout tokens from this issuer are accepted at `POST /backchannel-logout` (OIDC Back-Channel Logout 1.0). Empty: this issuer's logout tokens are refused.",
   ),
@@ -375,6 +407,9 @@ const tokeninfoIssuer = section({
   scopeClaims,
   requireClaims,
   refuseClaims,
+  acrClaim,
+  amrClaim,
+  authTimeClaim,
 });
 
 /** One issuer by its `type` (default `jwt`), read with its preset row laid under it (presets.ts). */
@@ -403,6 +438,15 @@ export const policySchema = section({
   cloudfront: cloudFrontSection.optional(),
   dpop: env('VERIFIER_DPOP', oneOf(['off', 'allowed', 'required']).prefault('off')).describe(
     'DPoP (RFC 9449): `off` reads Bearer tokens only; `allowed` also takes DPoP-bound tokens with a proof per request; `required` takes only those. A bound token is never accepted as Bearer.',
+  ),
+  acrValues: env('VERIFIER_ACR_VALUES', list('acr value').optional()).describe(
+    "Step-up (RFC 9470): the authentication context classes this policy accepts, in order of preference; a token whose `acr` (the issuer's `acrClaim`) is none of them gets 401 `insufficient_user_authentication` with these as `acr_values`. Unset: any.",
+  ),
+  maxAge: env('VERIFIER_MAX_AGE', wholeSeconds.optional()).describe(
+    "Step-up (RFC 9470): how long ago the user may have signed in (`auth_time`, with the issuer's `clockTolerance`), in whole seconds; an older or missing `auth_time` gets 401 `insufficient_user_authentication` with `max_age`. No allow is reused, at the edge or in the verifier, past `auth_time` plus this. Unset: any.",
+  ),
+  amrValues: env('VERIFIER_AMR_VALUES', list('amr value').optional()).describe(
+    'Step-up: authentication methods (`amr`, RFC 8176 values such as `mfa`, `hwk`) the token must all list; a missing one gets 401 `insufficient_user_authentication` (RFC 9470 has no challenge parameter for methods: pair them with an `acrValues` the IdP maps to them). Unset: any.',
   ),
   revocation: env(
     'VERIFIER_REVOCATION',
@@ -461,8 +505,11 @@ export interface Sections {
   /** Every `iss` the document declares and its `type`, valid or not (reported once, above). */
   readonly declared: ReadonlyMap<string, unknown>;
   readonly issuers: ReadonlyArray<{ readonly at: string; readonly issuer: IssuerConfig }>;
-  /** Every policy's `issuers`, also of a policy with a problem elsewhere. */
-  readonly policies: ReadonlyArray<Pick<PolicyConfig, 'name' | 'issuers'>>;
+  /** Every policy's `issuers`, also of a policy with a problem elsewhere; step-up when valid. */
+  readonly policies: ReadonlyArray<
+    Pick<PolicyConfig, 'name' | 'issuers'> &
+      Partial<Pick<PolicyConfig, 'acrValues' | 'amrValues' | 'maxAge'>>
+  >;
 }
 
 const PLAIN_REDIS =
@@ -512,10 +559,17 @@ export function checkConfig(
     if (issuer.type === 'jwt' || issuer.type === 'tokeninfo')
       checkPresetIssuer(issuer, (name, message) => report(`${at}.${name}`, message));
   }
-  for (const { name, issuers: named } of policies) {
+  const valid = new Map(issuers.map(({ issuer }) => [issuer.issuer, issuer]));
+  for (const policy of policies) {
+    const { name, issuers: named } = policy;
     const at = `policies.${name}.issuers`;
     for (const iss of named.filter((iss) => !declared.has(iss)))
       report(at, `"${iss}" is not a configured issuer`);
+    // Step-up an issuer's tokens cannot carry would refuse every one of them: said at start.
+    for (const issuer of named.flatMap((iss) => valid.get(iss) ?? []))
+      checkStepUpIssuer(issuer, policy, (field, message) =>
+        report(`policies.${name}.${field}`, message),
+      );
     // An opaque token does not say who issued it, so a policy can only ask one opaque issuer.
     if (named.filter((iss) => (declared.get(iss) ?? 'jwt') !== 'jwt').length > 1)
       report(at, 'at most one introspection/tokeninfo issuer per policy');

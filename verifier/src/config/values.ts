@@ -106,6 +106,14 @@ export const typ = z
   )
   .transform((value) => (value === false || value === 'off' ? undefined : value));
 
+/** A claim name, or `false` / `"off"` for none: an IdP whose access tokens do not carry it. */
+export const claimOrOff = z
+  .union(
+    [z.literal([false, 'off']), z.string().regex(/^[\x21-\x7e]{1,256}$/)],
+    says('a claim name, or "off"'),
+  )
+  .transform((value) => (value === false || value === 'off' ? undefined : value));
+
 /**
  * Claims an access token must carry (`claim`), or carry with a value (`claim=value`); a number
  * claim matches its decimal spelling (`ver=1`).

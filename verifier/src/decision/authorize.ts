@@ -14,9 +14,10 @@ import {
   unverifiedIssuer,
   type Credentials,
 } from '../token/token-shape.js';
-import { allow, deny, withHeaders, type Decision } from './decision.js';
+import { deny, withHeaders, type Decision } from './decision.js';
 import type { DpopOutcome as Outcome, DpopStep, Grant, RevocationCheck } from './decision.js';
 import type { VerifiedToken } from '../token/verified-token.js';
+import { authenticated, authenticatedUntil } from './step-up.js';
 
 /** What NGINX sends to /verify; http/contract.ts has a row (header, meaning) for each field. */
 export interface VerifyRequest {
@@ -62,7 +63,7 @@ const fingerprint = (token: string): string => hash('sha256', token, 'hex').slic
  * The checks of verifier/README.md "What is checked", cheapest first: policy, token, cache, shape,
  * a JWT's `iss` and `alg` before any key fetch, then full verification (or the policy's opaque
  * issuer). On every request, cached or not: the policy's issuers, revocation, clients, scopes, the
- * DPoP proof, an allow's grant. A failure that is no token outcome (a bug) is a 401 `internal_error`.
+ * DPoP proof, an allow's grant, step-up. A failure that is no token outcome (a bug) is a 401 `internal_error`.
  */
 export function createAuthorizer(parts: AuthorizerParts): Authorize {
   const { cache, logger, metrics, dpop } = parts;
@@ -183,7 +184,7 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
             detail: `client ${JSON.stringify(identity.client)} is not one of the policy's clients`,
           }
         : missing.length === 0
-          ? { decision: allow(identity), detail: undefined }
+          ? authenticated(token, policy.config, now) // step-up (RFC 9470), every request
           : {
               decision: deny('scope_insufficient', identity, policy.config.scopes),
               detail: `missing scopes: ${missing.join(' ')}`,
@@ -192,8 +193,13 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
     // Only the token's own outcome (allow, its client or scopes refused) may be reused at the edge;
     // DPoP refusals carry none.
     if (decision.identity === undefined) return { decision, detail };
-    // Never past the cap, `exp` or the key's trust; whole seconds down, so no copy outlives them.
-    const until = Math.min(token.exp, token.keyTrustedUntil ?? token.exp);
+    // Never past the cap, `exp`, the key's trust or `auth_time` + `maxAge`; whole seconds down, so
+    // no copy outlives them.
+    const until = Math.min(
+      token.exp,
+      token.keyTrustedUntil ?? token.exp,
+      authenticatedUntil(token, policy.config),
+    );
     const edgeTtl = Math.min(edgeCap, Math.floor(until - now() / 1000));
     const timed = edgeTtl > 0 ? { ...decision, edgeTtl } : decision;
     if (timed.outcome !== 'allow' || policy.grant === undefined) return { decision: timed, detail };

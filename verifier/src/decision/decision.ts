@@ -19,11 +19,22 @@ export type Decision = (
   readonly identity?: Identity | undefined;
   /** On a deny for missing scopes: the scopes the policy requires, for the challenge. */
   readonly requiredScopes?: readonly string[] | undefined;
+  /** On an `insufficient_user_authentication` deny: what the RFC 9470 challenge asks for. */
+  readonly stepUp?: StepUpChallenge | undefined;
   /** Whole seconds NGINX may reuse this answer (`X-Accel-Expires`); absent: never. */
   readonly edgeTtl?: number | undefined;
   /** Plugin-rendered headers, passed on unread: a grant, a DPoP nonce or `DPoP` challenge. */
   readonly headers?: readonly Header[] | undefined;
 };
+
+/** RFC 9470 §3: a new sign-in must meet `acrValues` (by preference) and be within `maxAge`. */
+export interface StepUpChallenge {
+  /** One of RFC 9470's own descriptions (decision/step-up.ts), never built from the token. */
+  readonly description: string;
+  readonly acrValues?: readonly string[] | undefined;
+  /** Whole seconds. */
+  readonly maxAge?: number | undefined;
+}
 
 export function allow(identity: Identity): Decision {
   return { outcome: 'allow', reason: 'allowed', identity };

@@ -105,6 +105,16 @@ export function createDpopRuntime(
       }
     }
     if (!fresh) return refuse('dpop_proof_replayed', '"jti" was seen before');
+    // Step-up (RFC 9470) for a DPoP client: asked in its own scheme, once its proof holds.
+    if (decision.stepUp !== undefined)
+      return {
+        decision: dpopDenial(decision.reason as DenyCode, {
+          algs,
+          nonce: nonces?.current(),
+          stepUp: decision.stepUp,
+        }),
+        detail: undefined,
+      };
     return {
       decision: nonces ? withHeaders(decision, [['DPoP-Nonce', nonces.current()]]) : decision,
       detail: undefined,

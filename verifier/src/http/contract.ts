@@ -62,12 +62,12 @@ export const ANSWER_HEADERS = [
   row(
     'WWW-Authenticate',
     '401',
-    '`Bearer realm="secret-gate"`, with `error="invalid_token"` when a token was sent (RFC 6750 §3.1) and `error_description="client_id_invalid"` for a client id no header can carry unchanged; NGINX passes it on',
+    '`Bearer realm="secret-gate"`, with `error="invalid_token"` when a token was sent (RFC 6750 §3.1) and `error_description="client_id_invalid"` for a client id no header can carry unchanged; or `error="insufficient_user_authentication", error_description="…"` with the policy\'s `acr_values="…"` and/or `max_age="…"` (RFC 9470 §3, never stored at the edge); every challenge ends in `resource_metadata="…"` (RFC 9728 §5.1) when `VERIFIER_RESOURCE_METADATA_URL` is set; NGINX passes it on',
   ),
   row(
     'X-Auth-Challenge',
     '403',
-    '`Bearer realm="secret-gate", error="insufficient_scope", scope="…"`, which NGINX copies into `WWW-Authenticate` (auth_request passes that header only on a 401); absent on a 403 `client_unknown` or `client_not_allowed` (a token naming no client, or one the policy does not serve: more scopes would not help)',
+    '`Bearer realm="secret-gate", error="insufficient_scope", scope="…"` (and `resource_metadata`), which NGINX copies into `WWW-Authenticate` (auth_request passes that header only on a 401); absent on a 403 `client_unknown` or `client_not_allowed` (a token naming no client, or one the policy does not serve: more scopes would not help)',
   ),
 ];
 

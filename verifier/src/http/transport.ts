@@ -19,6 +19,7 @@ import { CLIENT_KEY_HEADER, EDGE_KEY_HEADER, REQUEST_HEADERS } from './contract.
 import { CALLER_UNKNOWN, CALLER_UNKNOWN_BODY } from './edge-key.js';
 import { loadUws } from './uws-addon.js';
 import { renderDecision, type VerifyAnswer } from './verify-answer.js';
+import type { Decision } from '../decision/decision.js';
 
 /** The checked addon, hashed once however many listeners a process opens. */
 let addon: ReturnType<typeof loadUws> | undefined;
@@ -32,6 +33,8 @@ type Page = () => Answer | Promise<Answer>;
 export interface Routes {
   /** /verify, any method (auth_request keeps the client's); absent on the metrics listener. */
   readonly verify?: Authorize;
+  /** How /verify's decisions are written (verify-answer.ts's createRenderer); default: plain. */
+  readonly render?: ((decision: Decision) => VerifyAnswer) | undefined;
   /** Asked before /verify does any token work; false: answered LIMITED (call-limit.ts). */
   readonly admit?: (clientKey: string | undefined) => boolean;
   /**
@@ -78,6 +81,7 @@ export function createRoutes(parts: {
   receivers?: ReadonlyMap<string, Receiver> | undefined;
   /** A line /readyz adds to its answer (e.g. the revocation store is unreachable). */
   readinessNote: () => string | undefined;
+  render?: Routes['render'];
 }) {
   const ok: Answer = { status: 200, headers: [TEXT, NO_STORE], body: 'ok\n' };
   const notReady: Answer = { ...ok, status: 503, body: 'key sets not loaded\n' };
@@ -100,6 +104,7 @@ export function createRoutes(parts: {
   if (parts.metricsOnMain) pages.set('/metrics', scrape);
   return {
     verify: parts.authorize,
+    render: parts.render,
     admit: parts.admit,
     isEdge: parts.isEdge,
     readyz,
@@ -173,6 +178,7 @@ export function createTransport(routes: Routes) {
 
   const { isEdge } = routes;
   const authorize = routes.verify;
+  const render = routes.render ?? renderDecision;
   if (authorize !== undefined)
     app.any('/verify', (res: Response, req: HttpRequest) => {
       // Before the limit: a caller without the key must not spend another client's calls.
@@ -182,7 +188,7 @@ export function createTransport(routes: Routes) {
       const request: { -readonly [K in keyof VerifyRequest]: VerifyRequest[K] } = {};
       for (const { field, key } of REQUEST_HEADERS)
         request[field] = req.getHeader(key) || undefined;
-      later(res, authorize(request), renderDecision);
+      later(res, authorize(request), render);
     });
   app.any('/*', (res: Response, req: HttpRequest) => {
     const path = req.getUrl();

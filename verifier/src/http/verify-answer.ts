@@ -2,7 +2,7 @@
 // headers and RFC 6750 challenges are built; a plugin's headers pass as the plugin rendered them,
 // and the transport writes the result verbatim.
 import { hash } from 'node:crypto';
-import type { Answer, Decision, Header } from '../decision/decision.js';
+import type { Answer, Decision, Header, StepUpChallenge } from '../decision/decision.js';
 import { statusFor } from '../errors.js';
 import { headerSafe, scopeHeader } from '../token/identity.js';
 import { createInterner } from '../intern.js';
@@ -28,16 +28,6 @@ const sharedPair = createInterner<Header>(10_000);
 const BEARER = 'Bearer realm="secret-gate"';
 const INVALID = `${BEARER}, error="invalid_token"`;
 const NOT_STORED: Header = ['X-Accel-Expires', '0'];
-const denial = (status: 401 | 403, challenge?: string): VerifyAnswer => ({
-  status,
-  headers: challenge === undefined ? [NOT_STORED] : [['WWW-Authenticate', challenge], NOT_STORED],
-});
-const NO_TOKEN = denial(401, BEARER);
-const INVALID_TOKEN = denial(401, INVALID);
-// A client id NGINX would have to alter (trim, cut, encode) to carry it; RFC 6750 has no code for
-// "valid token, unusable client", so it is an invalid_token with a description that names it.
-const CLIENT_ID_INVALID = denial(401, `${INVALID}, error_description="client_id_invalid"`);
-const CLIENT_UNKNOWN = denial(403);
 // `X-Accel-Expires`: how many seconds NGINX's decision cache may answer for this one; always sent,
 // so 0 ("do not store") is explicit on every answer NGINX must not reuse.
 const ACCEL_EXPIRES: readonly Header[] = Array.from(
@@ -48,28 +38,88 @@ const edgeExpires = ({ edgeTtl = 0 }: Decision): Header =>
   ACCEL_EXPIRES[edgeTtl] ?? ['X-Accel-Expires', String(edgeTtl)];
 
 /**
- * 204 carries the identity headers (and a plugin's); 401 carries `WWW-Authenticate` with
- * `error="invalid_token"` only when a token was sent (RFC 6750 §3.1), or the plugin's own
- * challenge (DPoP, RFC 9449 §7.1); 403 carries `X-Auth-Challenge`, which NGINX copies into
- * `WWW-Authenticate` (NGINX passes `WWW-Authenticate` from an auth subrequest only on 401).
+ * The RFC 9470 §3 parameters of a step-up challenge: `acr_values` (space-separated, by preference)
+ * and `max_age` (seconds), after the fixed description. Values come from the configuration only.
  */
-export function renderDecision(decision: Decision): VerifyAnswer {
-  if (decision.outcome === 'allow') return { status: 204, headers: allowHeaders(decision) };
-  const status = statusFor(decision.reason);
-  if (decision.reason === 'client_id_invalid') return CLIENT_ID_INVALID;
-  if (status === 401 && decision.headers !== undefined)
-    return { status, headers: decision.headers };
-  if (status === 401) return decision.reason === 'token_missing' ? NO_TOKEN : INVALID_TOKEN;
-  // No client, no secret set: more scopes would not help, so no `insufficient_scope` challenge.
-  if (decision.reason === 'client_unknown') return CLIENT_UNKNOWN;
-  // Nor for a client the policy does not serve; the token's answer, kept at the edge like one.
-  if (decision.reason === 'client_not_allowed') return { status, headers: [edgeExpires(decision)] };
-  const required = decision.requiredScopes ?? [];
-  const scope = required.length > 0 ? `, scope="${scopeHeader(required).replace(/"/g, '')}"` : '';
-  const challenge = `${BEARER}, error="insufficient_scope"${scope}`;
-  const pair = sharedPair(`x ${challenge}`, () => ['X-Auth-Challenge', challenge] as const);
-  return { status, headers: [pair, edgeExpires(decision)] };
+export function stepUpParameters({ description, acrValues, maxAge }: StepUpChallenge): string {
+  const acr = acrValues === undefined ? '' : `, acr_values="${acrValues.join(' ')}"`;
+  const age = maxAge === undefined ? '' : `, max_age="${maxAge}"`;
+  return `error="insufficient_user_authentication", error_description="${description}"${acr}${age}`;
 }
+
+/** How /verify's answers are written; `resourceMetadata`: VERIFIER_RESOURCE_METADATA_URL. */
+export interface RenderOptions {
+  readonly resourceMetadata?: string | undefined;
+}
+
+/**
+ * The renderer of /verify's answers. With `resourceMetadata` every challenge (401 and the 403
+ * `insufficient_scope`, a plugin's too) ends in `resource_metadata="…"` (RFC 9728 §5.1), so a
+ * client can discover the authorization server and scopes from any refusal. Built once at start;
+ * challenges are fixed strings or interned per value.
+ */
+export function createRenderer({ resourceMetadata }: RenderOptions = {}) {
+  const suffix = resourceMetadata === undefined ? '' : `, resource_metadata="${resourceMetadata}"`;
+  const denial = (status: 401 | 403, challenge?: string): VerifyAnswer => ({
+    status,
+    headers:
+      challenge === undefined
+        ? [NOT_STORED]
+        : [['WWW-Authenticate', challenge + suffix], NOT_STORED],
+  });
+  const NO_TOKEN = denial(401, BEARER);
+  const INVALID_TOKEN = denial(401, INVALID);
+  // A client id NGINX would have to alter (trim, cut, encode) to carry it; RFC 6750 has no code
+  // for "valid token, unusable client", so it is an invalid_token with a description naming it.
+  const CLIENT_ID_INVALID = denial(401, `${INVALID}, error_description="client_id_invalid"`);
+  const CLIENT_UNKNOWN = denial(403);
+  /** A plugin's challenge (DPoP) with the metadata added; other headers as rendered. */
+  const withMetadata = (headers: readonly Header[]): readonly Header[] =>
+    suffix === ''
+      ? headers
+      : headers.map((header) =>
+          header[0] === 'WWW-Authenticate'
+            ? sharedPair(`w ${header[1]}`, () => ['WWW-Authenticate', header[1] + suffix])
+            : header,
+        );
+
+  /**
+   * 204 carries the identity headers (and a plugin's); 401 carries `WWW-Authenticate` with
+   * `error="invalid_token"` only when a token was sent (RFC 6750 §3.1), the step-up challenge
+   * (RFC 9470 §3), or the plugin's own challenge (DPoP, RFC 9449 §7.1); 403 carries
+   * `X-Auth-Challenge`, which NGINX copies into `WWW-Authenticate` (NGINX passes
+   * `WWW-Authenticate` from an auth subrequest only on 401). A step-up 401 is never stored at the
+   * edge: the next request may bring the new token's answer.
+   */
+  return function renderDecision(decision: Decision): VerifyAnswer {
+    if (decision.outcome === 'allow') return { status: 204, headers: allowHeaders(decision) };
+    const status = statusFor(decision.reason);
+    if (decision.reason === 'client_id_invalid') return CLIENT_ID_INVALID;
+    if (status === 401 && decision.headers !== undefined)
+      return { status, headers: withMetadata(decision.headers) };
+    if (decision.stepUp !== undefined) {
+      const challenge = `${BEARER}, ${stepUpParameters(decision.stepUp)}${suffix}`;
+      return {
+        status,
+        headers: [sharedPair(`s ${challenge}`, () => ['WWW-Authenticate', challenge]), NOT_STORED],
+      };
+    }
+    if (status === 401) return decision.reason === 'token_missing' ? NO_TOKEN : INVALID_TOKEN;
+    // No client, no secret set: more scopes would not help, so no `insufficient_scope` challenge.
+    if (decision.reason === 'client_unknown') return CLIENT_UNKNOWN;
+    // Nor for a client the policy does not serve; the token's answer, kept at the edge like one.
+    if (decision.reason === 'client_not_allowed')
+      return { status, headers: [edgeExpires(decision)] };
+    const required = decision.requiredScopes ?? [];
+    const scope = required.length > 0 ? `, scope="${scopeHeader(required).replace(/"/g, '')}"` : '';
+    const challenge = `${BEARER}, error="insufficient_scope"${scope}${suffix}`;
+    const pair = sharedPair(`x ${challenge}`, () => ['X-Auth-Challenge', challenge] as const);
+    return { status, headers: [pair, edgeExpires(decision)] };
+  };
+}
+
+/** The renderer without `resource_metadata`, for callers that configure none (tests, tools). */
+export const renderDecision = createRenderer();
 
 /**
  * An allow is short on purpose: NGINX stores it in its edge cache and parses every header again

@@ -25,6 +25,9 @@ export const RFC9068_RULES = {
   audienceClaim: 'aud',
   requireClaims: [],
   refuseClaims: [...ALWAYS_REFUSED],
+  acrClaim: 'acr',
+  amrClaim: 'amr',
+  authTimeClaim: 'auth_time',
 } as const satisfies Partial<JwtIssuer>;
 
 export function publicJwk(name: KeyName): JWK {

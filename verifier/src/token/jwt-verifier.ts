@@ -11,6 +11,7 @@ import { signatureSchemes, verificationKey, verifySignature } from './jws-signat
 import {
   checkAudience,
   checkTokenKind,
+  readAuthentication,
   readJkt,
   readSessionClaims,
   type VerifiedToken,
@@ -26,12 +27,14 @@ const claimInvalid = (message: string) => new VerifyError('claim_invalid', messa
  * `jwk`, `x5c`); `iss` exact, `aud`, `exp` required, `nbf` and `iat` within the tolerance, `typ`
  * (RFC 9068 `at+jwt` unless opted out). Then a lifetime within `maxTokenAge` (a century-long `exp`
  * would outlive every key rotation), the preset's discriminators (presets.ts: no ID, logout or
- * refresh tokens) and, for Cognito, the audience in `client_id`.
+ * refresh tokens) and, for Cognito, the audience in `client_id`. With `authentication`, the step-up
+ * claims are kept for decision/step-up.ts.
  */
 export function createJwtVerifier(
   config: JwtIssuer,
   keySet: KeySet,
   now: () => number,
+  { authentication = false } = {},
 ): JwtVerifier {
   const { audience, audienceClaim, clockTolerance } = config;
   const options = {
@@ -82,6 +85,9 @@ export function createJwtVerifier(
       jkt: readJkt(claims.cnf),
       identity: readIdentity(claims, config),
       session: readSessionClaims(claims),
+      authentication: authentication
+        ? readAuthentication(claims, config, clockTolerance)
+        : undefined,
       exp,
       nbf: typeof payload.nbf === 'number' ? payload.nbf - clockTolerance : undefined,
       kid: typeof header.kid === 'string' ? header.kid : undefined,

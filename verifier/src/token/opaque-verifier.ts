@@ -5,7 +5,13 @@ import { VerifyError } from '../errors.js';
 import { FetchError, fetchJson, type FetchedJson, type FetchJsonOptions } from '../fetch-json.js';
 import { createEndpointResolver } from './discovery.js';
 import { readIdentity } from './identity.js';
-import { checkAudience, checkTokenKind, readJkt, type VerifiedToken } from './verified-token.js';
+import {
+  checkAudience,
+  checkTokenKind,
+  readAuthentication,
+  readJkt,
+  type VerifiedToken,
+} from './verified-token.js';
 
 export type OpaqueVerifier = (token: string) => Promise<VerifiedToken>;
 
@@ -24,7 +30,10 @@ type Window = { exp?: number | undefined; nbf?: number | undefined; jkt?: string
 export function createOpaqueVerifier(
   config: IntrospectionIssuer | TokeninfoIssuer,
   now: () => number,
+  { authentication = false } = {},
 ): OpaqueVerifier {
+  // RFC 9470 §6.2: an introspection answer names them as a JWT would; tokeninfo's per its preset.
+  const names = config.type === 'introspection' ? STEP_UP_NAMES : config;
   const { timeout, allowHttp } = config;
   const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded' };
   const endpoint =
@@ -55,9 +64,13 @@ export function createOpaqueVerifier(
     if (nbf !== undefined && nbf > seconds)
       throw new VerifyError('token_not_yet_valid', '"nbf" is in the future');
     const identity = readIdentity(answer, config);
-    return { identity, exp: Math.min(exp, seconds + config.cacheTtl), nbf, jkt };
+    const authenticated = authentication ? readAuthentication(answer, names, 0) : undefined;
+    const until = Math.min(exp, seconds + config.cacheTtl);
+    return { identity, exp: until, nbf, jkt, authentication: authenticated };
   };
 }
+
+const STEP_UP_NAMES = { acrClaim: 'acr', amrClaim: 'amr', authTimeClaim: 'auth_time' } as const;
 
 /**
  * `token_type`s of an access token: RFC 6749 §7.1 (`Bearer`, RFC 9449 `DPoP`) and the RFC 8693 /

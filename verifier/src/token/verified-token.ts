@@ -17,6 +17,49 @@ export interface VerifiedToken {
   /** `cnf.jkt` of a DPoP-bound token (RFC 9449 §6): the thumbprint its proofs must be signed with. */
   readonly jkt?: string | undefined;
   readonly session?: SessionClaims | undefined;
+  /** How the user signed in; read only when a policy has step-up requirements. */
+  readonly authentication?: Authentication | undefined;
+}
+
+/** RFC 9470 §6's claims of a token (or introspection answer), as decision/step-up.ts checks them. */
+export interface Authentication {
+  /** The authentication context classes met: `acr`, or every one of Entra's `acrs`. */
+  readonly acr: readonly string[];
+  /** The authentication methods (`amr`, RFC 8176). */
+  readonly amr: readonly string[];
+  /** When the user signed in, in epoch seconds; undefined when absent or not a number. */
+  readonly authTime: number | undefined;
+  /** The issuer's clock tolerance in seconds, which `maxAge` allows for. */
+  readonly tolerance: number;
+}
+
+/** Where an issuer's tokens carry each claim (undefined: they do not; presets.ts). */
+export interface AuthenticationClaims {
+  readonly acrClaim?: string | undefined;
+  readonly amrClaim?: string | undefined;
+  readonly authTimeClaim?: string | undefined;
+}
+
+/** A string or an array's strings, each short: anything else in the claim counts as nothing. */
+const words = (value: unknown): readonly string[] =>
+  (Array.isArray(value) ? value : [value]).filter(
+    (item): item is string => typeof item === 'string' && item.length > 0 && item.length <= 256,
+  );
+
+/** The step-up claims named by `names`; what is missing or of another type reads as none. */
+export function readAuthentication(
+  claims: Readonly<Record<string, unknown>>,
+  names: AuthenticationClaims,
+  tolerance: number,
+): Authentication {
+  const { acrClaim, amrClaim, authTimeClaim } = names;
+  const time = authTimeClaim === undefined ? undefined : claims[authTimeClaim];
+  return {
+    acr: acrClaim === undefined ? [] : words(claims[acrClaim]),
+    amr: amrClaim === undefined ? [] : words(claims[amrClaim]),
+    authTime: typeof time === 'number' && Number.isFinite(time) ? time : undefined,
+    tolerance,
+  };
 }
 
 /**

@@ -1,0 +1,101 @@
+// Step-up (RFC 9470): a policy's authentication requirements (accepted `acr` values, required `amr`
+// methods, a maximum age of the sign-in) checked against a verified token on every request, cached
+// or not, as the scopes are. Pure: the token, the policy and the time in; the challenge is http/'s.
+import type { PolicyConfig } from '../config/model.js';
+import { VerifyError } from '../errors.js';
+import type { Authentication, VerifiedToken } from '../token/verified-token.js';
+import { allow, deny, type DpopOutcome as Outcome, type StepUpChallenge } from './decision.js';
+
+/** A policy's step-up settings; all unset: no requirement, and no work per request. */
+export type AuthenticationRequirement = Pick<PolicyConfig, 'acrValues' | 'amrValues' | 'maxAge'>;
+
+/** RFC 9470 §3's own `error_description`s: a class or methods missing, a sign-in too old. */
+export const DIFFERENT_LEVEL = 'A different authentication level is required';
+export const MORE_RECENT = 'More recent authentication is required';
+
+const NONE: Authentication = { acr: [], amr: [], authTime: undefined, tolerance: 0 };
+
+/** Why the class or methods fall short (messages name the claim, never echo its value). */
+function levelProblem(
+  { acr, amr }: Authentication,
+  { acrValues, amrValues }: AuthenticationRequirement,
+): string | undefined {
+  if (acrValues !== undefined && !acr.some((value) => acrValues.includes(value)))
+    return acr.length === 0
+      ? '"acr" claim is missing'
+      : '"acr" claim is none of the policy\'s "acrValues"';
+  const lacking = amrValues?.filter((method) => !amr.includes(method)) ?? [];
+  if (lacking.length > 0) return `"amr" claim lacks ${lacking.join(', ')}`;
+  return undefined;
+}
+
+/** Why the sign-in is too old for `maxAge` (with the issuer's clock tolerance either way). */
+function ageProblem(
+  { authTime, tolerance }: Authentication,
+  { maxAge }: AuthenticationRequirement,
+  nowSeconds: number,
+): string | undefined {
+  if (maxAge === undefined) return undefined;
+  if (authTime === undefined) return '"auth_time" claim is missing';
+  // A sign-in "in the future" would stretch the window: refused like an old one.
+  if (authTime > nowSeconds + tolerance) return '"auth_time" claim is in the future';
+  if (nowSeconds - authTime > maxAge + tolerance)
+    return '"auth_time" claim is older than the policy\'s "maxAge"';
+  return undefined;
+}
+
+/**
+ * Throws `insufficient_user_authentication` when the token's `acr` is none of `acrValues`, its `amr`
+ * lacks one of `amrValues`, or its `auth_time` is missing, in the future or more than `maxAge`
+ * seconds ago (each with the issuer's clock tolerance). A requirement left unset checks nothing.
+ */
+export function checkAuthentication(
+  token: Pick<VerifiedToken, 'authentication'>,
+  requirement: AuthenticationRequirement,
+  nowSeconds: number,
+): void {
+  const claims = token.authentication ?? NONE;
+  const problem = levelProblem(claims, requirement) ?? ageProblem(claims, requirement, nowSeconds);
+  if (problem !== undefined) throw new VerifyError('insufficient_user_authentication', problem);
+}
+
+const hasRequirement = ({ acrValues, amrValues, maxAge }: AuthenticationRequirement) =>
+  acrValues !== undefined || amrValues !== undefined || maxAge !== undefined;
+
+/**
+ * The outcome of a token its policy otherwise allows: the allow, or a deny that keeps the identity
+ * (the token itself was accepted, so the DPoP step still checks its proof) and says what a new
+ * sign-in must bring: every requirement of the policy, so one new sign-in meets them all.
+ */
+export function authenticated(
+  token: VerifiedToken,
+  policy: PolicyConfig,
+  now: () => number,
+): Outcome {
+  if (!hasRequirement(policy)) return { decision: allow(token.identity), detail: undefined };
+  try {
+    checkAuthentication(token, policy, now() / 1000);
+    return { decision: allow(token.identity), detail: undefined };
+  } catch (error) {
+    if (!(error instanceof VerifyError)) throw error;
+    const level = levelProblem(token.authentication ?? NONE, policy) !== undefined;
+    const stepUp: StepUpChallenge = {
+      description: level ? DIFFERENT_LEVEL : MORE_RECENT,
+      acrValues: policy.acrValues,
+      maxAge: policy.maxAge,
+    };
+    return { decision: { ...deny(error.code, token.identity), stepUp }, detail: error.message };
+  }
+}
+
+/**
+ * Until when (epoch seconds) an allow may be reused under `policy`: `auth_time` + `maxAge`, so
+ * NGINX's edge cache never answers past it (the verifier's own cache re-checks every hit).
+ */
+export function authenticatedUntil(
+  token: VerifiedToken,
+  policy: AuthenticationRequirement,
+): number {
+  if (policy.maxAge === undefined) return Infinity;
+  return (token.authentication?.authTime ?? -Infinity) + policy.maxAge;
+}
