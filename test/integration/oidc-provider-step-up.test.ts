@@ -1,0 +1,119 @@
+// Step-up (RFC 9470) through real NGINX and the verifier against node-oidc-provider (a certified
+// OpenID Provider, test/support/oidc-provider.ts) signing users in at two levels: a password
+// sign-in is refused with the challenge, so is a stepped-up one made too long ago, and a fresh
+// stepped-up one gets the set. Tokens come from the provider's real code flow.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { decodeJwt } from 'jose';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../stack/ports.js';
+import type { Stack } from '../../stack/start-stack.js';
+import { startSuiteStack } from '../support/local-target.js';
+import { startOidcProvider, type OidcProviderHarness } from '../support/oidc-provider.js';
+import {
+  ACR_MFA,
+  ACR_PASSWORD,
+  signInWithCode,
+  type CodeSignIn,
+} from '../support/oidc-provider-sign-in.js';
+
+const SPA = 'spa-browser';
+const SETS = {
+  default: { 'x-api-key': 'op-default-key' },
+  clients: { [SPA]: { 'x-api-key': 'op-stepped-up-key' } },
+};
+const MAX_AGE_SECONDS = 300;
+
+let provider: OidcProviderHarness;
+let stack: Stack;
+let scratch: string;
+let signIn: (extra?: Partial<CodeSignIn>) => Promise<string>;
+
+beforeAll(async () => {
+  scratch = mkdtempSync(join(tmpdir(), 'sg-op-step-up-'));
+  const port = await freePort();
+  const redirectUri = `http://127.0.0.1:${port}/`;
+  provider = await startOidcProvider({
+    clients: ['partner-app'],
+    browserClient: { clientId: SPA, redirectUri },
+  });
+  const secretsFile = join(scratch, 'secrets.json');
+  writeFileSync(secretsFile, JSON.stringify(SETS));
+  stack = await startSuiteStack({
+    ports: { nginx: port },
+    secretsFile,
+    ownIdp: {
+      issuer: provider.issuer,
+      audience: provider.resource,
+      clientId: SPA,
+      preset: 'rfc9068',
+    },
+    // The policy the VERIFIER_* overlay configures (the one /secret uses here) asks for the second
+    // factor within five minutes.
+    verifierVariables: { VERIFIER_ACR_VALUES: ACR_MFA, VERIFIER_MAX_AGE: `${MAX_AGE_SECONDS}s` },
+  });
+  const base = { issuer: provider.issuer, clientId: SPA, redirectUri, resource: provider.resource };
+  signIn = (extra = {}) => signInWithCode({ ...base, ...extra });
+}, 180_000);
+
+afterAll(async () => {
+  await stack?.stop();
+  await provider?.close();
+  if (scratch) rmSync(scratch, { recursive: true, force: true });
+});
+
+const secret = (token: string) =>
+  fetch(stack.urls.secret, { headers: { authorization: `Bearer ${token}` } });
+
+/** The auth-params of a Bearer challenge, by name (every value here is a quoted string). */
+function challengeOf(header: string | null): Record<string, string> {
+  expect(header).toMatch(/^Bearer /);
+  return Object.fromEntries(
+    [...(header ?? '').matchAll(/([a-z_]+)="((?:[^"\\]|\\.)*)"/g)].map((m) => [m[1], m[2]]),
+  );
+}
+
+describe('step-up against node-oidc-provider, through NGINX', { timeout: 60_000 }, () => {
+  it('refuses a password sign-in with the RFC 9470 challenge naming the level and the age', async () => {
+    const token = await signIn();
+    expect(decodeJwt(token)).toMatchObject({ acr: ACR_PASSWORD, amr: ['pwd'] });
+    const answer = await secret(token);
+    expect(answer.status).toBe(401);
+    expect(challengeOf(answer.headers.get('www-authenticate'))).toMatchObject({
+      realm: 'secret-gate',
+      error: 'insufficient_user_authentication',
+      acr_values: ACR_MFA,
+      max_age: String(MAX_AGE_SECONDS),
+    });
+    expect(await answer.text()).not.toContain('op-stepped-up-key');
+  });
+
+  it('refuses a stepped-up sign-in made an hour ago, naming max_age', async () => {
+    provider.backdateSignIns(3600);
+    try {
+      const token = await signIn({ acrValues: ACR_MFA });
+      expect(decodeJwt(token)).toMatchObject({ acr: ACR_MFA, amr: ['pwd', 'otp'] });
+      const answer = await secret(token);
+      expect(answer.status).toBe(401);
+      expect(challengeOf(answer.headers.get('www-authenticate'))).toMatchObject({
+        error: 'insufficient_user_authentication',
+        error_description: 'More recent authentication is required',
+        max_age: String(MAX_AGE_SECONDS),
+      });
+      expect(await answer.text()).not.toContain('op-stepped-up-key');
+    } finally {
+      provider.backdateSignIns(0);
+    }
+  });
+
+  it('hands out the set to a fresh stepped-up sign-in (acr_values and max_age honoured)', async () => {
+    const token = await signIn({ acrValues: ACR_MFA, maxAge: MAX_AGE_SECONDS });
+    const claims = decodeJwt(token);
+    expect(claims).toMatchObject({ acr: ACR_MFA, amr: ['pwd', 'otp'] });
+    expect(Math.floor(Date.now() / 1000) - Number(claims.auth_time)).toBeLessThan(60);
+    const answer = await secret(token);
+    expect(answer.status).toBe(200);
+    expect(await answer.json()).toEqual(SETS.clients[SPA]);
+  });
+});
