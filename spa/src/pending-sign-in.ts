@@ -64,10 +64,14 @@ function readStepUp(value: unknown): PendingStepUp | undefined | null {
     !(Array.isArray(acrValues) && acrValues.every((acr) => typeof acr === 'string'))
   )
     return null;
-  if (maxAge !== undefined && !(Number.isInteger(maxAge) && (maxAge as number) >= 0)) return null;
+  if (
+    maxAge !== undefined &&
+    !(typeof maxAge === 'number' && Number.isInteger(maxAge) && maxAge >= 0)
+  )
+    return null;
   return {
     ...(set === undefined ? {} : { set }),
-    ...(acrValues === undefined ? {} : { acrValues: acrValues as string[] }),
-    ...(maxAge === undefined ? {} : { maxAge: maxAge as number }),
+    ...(acrValues === undefined ? {} : { acrValues }),
+    ...(maxAge === undefined ? {} : { maxAge }),
   };
 }
