@@ -19,7 +19,13 @@ import {
 import { freePort } from './ports.js';
 import { artefacts, ensureArtefacts, findNginx } from './prerequisites.js';
 import { createServiceProcess, waitForHttp, type ServiceProcess } from './service-process.js';
-import { VERIFIER_NODE_FLAGS, idpEnv, verifierEnv, type ServiceName } from './service-env.js';
+import {
+  RESOURCE_METADATA_PATH,
+  VERIFIER_NODE_FLAGS,
+  idpEnv,
+  verifierEnv,
+  type ServiceName,
+} from './service-env.js';
 import { REPO_ROOT, type Stack, type StackOptions } from './stack.js';
 import { inheritedEnv, stackUrls, superviseStack } from './supervise.js';
 import { assertWorkersCanReach } from './worker-access.js';
@@ -149,6 +155,8 @@ export async function orchestrate(options: StackOptions, shape: StackShape): Pro
     secrets: options.secrets,
   });
   env.nginx = { ...nginx.env, ...OWN_MEMORY_DIR_ENV };
+  // Every challenge names the metadata NGINX serves (RFC 9728 §5.1), unless the operator named one.
+  env.verifier.VERIFIER_RESOURCE_METADATA_URL ??= `${nginx.env.SG_EXTERNAL_ORIGIN}${RESOURCE_METADATA_PATH}`;
   if (options.secrets !== undefined) env.nginx.SECRETS = options.secrets;
   shape.secure(nginx, layout);
 

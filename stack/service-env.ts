@@ -23,6 +23,16 @@ export const DEFAULT_PORTS: Readonly<Record<ServiceName, number>> = Object.freez
 export const SECRET_POLICY = 'secret';
 export const SECRET_SCOPE = 'secrets:read';
 
+/**
+ * The high-value policy of the dev stack: the same issuer and scope as `secret`, plus step-up
+ * (RFC 9470): a multi-factor sign-in (`acr`, as the dev IdP names its levels) of at most five
+ * minutes ago. The SPA shows the step-up with it.
+ */
+export const PAYMENTS_POLICY = 'payments';
+/** Where NGINX serves the Protected Resource Metadata (nginx/templates/snippets/protected-resource.conf). */
+export const RESOURCE_METADATA_PATH = '/.well-known/oauth-protected-resource';
+export const STEP_UP = { acrValues: ['urn:secret-gate:mfa'], maxAge: 300 } as const;
+
 export interface Addresses {
   /** Issuer URL as tokens carry it (what browsers and the verifier agree on). */
   readonly issuer: string;
@@ -37,11 +47,12 @@ export interface Addresses {
 }
 
 /**
- * The verifier's JSON config (VERIFIER_CONFIG): one issuer, the `secret` policy. DPoP is
- * `allowed` there: the SPA sends DPoP-bound tokens with proofs, bearer tokens keep working.
+ * The verifier's JSON config (VERIFIER_CONFIG): one issuer, the `secret` policy and the step-up
+ * `payments` one. DPoP is `allowed` there: the SPA sends DPoP-bound tokens with proofs, bearer
+ * tokens keep working.
  */
 export function verifierConfig(addresses: Addresses): object {
-  return withSecretPolicy(addresses.issuer, {
+  const config = withSecretPolicy(addresses.issuer, {
     type: 'jwt',
     issuer: addresses.issuer,
     audience: addresses.audience,
@@ -51,6 +62,11 @@ export function verifierConfig(addresses: Addresses): object {
     logoutAudiences: [IDP_DEFAULTS.clients[0]],
     ...(addresses.allowHttp === true ? { allowHttp: true } : {}),
   });
+  const secret = (config.policies as Record<string, object>)[SECRET_POLICY];
+  return {
+    ...config,
+    policies: { [SECRET_POLICY]: secret, [PAYMENTS_POLICY]: { ...secret, ...STEP_UP } },
+  };
 }
 
 /**

@@ -88,6 +88,13 @@ const SAMPLES: Readonly<Record<string, string>> = {
   VERIFIER_REVOCATION_VIEW_MAX_ENTRIES: '4000',
   VERIFIER_REVOCATION_RECEIVER_RATE: '9r/s',
   VERIFIER_REVOCATION_RECEIVER_BURST: '30',
+  VERIFIER_RESOURCE_METADATA_URL: 'https://gate.example.test/.well-known/oauth-protected-resource',
+  VERIFIER_ACR_VALUES: 'gold 2',
+  VERIFIER_MAX_AGE: '10m',
+  VERIFIER_AMR_VALUES: 'mfa',
+  VERIFIER_ACR_CLAIM: 'https://gate.example.test/acr',
+  VERIFIER_AMR_CLAIM: 'methods',
+  VERIFIER_AUTH_TIME_CLAIM: 'https://gate.example.test/auth_time',
 };
 /** Settings whose value names the run's own issuer, by mode. */
 const ISSUER_SAMPLES = (issuer: string) => ({ VERIFIER_SSF_EMAIL_ISSUER: issuer });

@@ -83,10 +83,12 @@ describe('renderNginxConfig', () => {
       'temp',
     ]);
     expect(await readdir(path.join(outDir, 'conf.d'))).toEqual(['default.conf']);
-    // The two snippets sg-render writes itself: /config.json's answer and the edge key's header.
+    // The snippets sg-render writes itself: /config.json's answer, the edge key's header and the
+    // Protected Resource Metadata's answer.
     expect((await readdir(path.join(outDir, 'snippets'))).sort()).toEqual([
       'edge-key.conf',
       'plain.conf',
+      'protected-resource-body.conf',
       'runtime-config.conf',
     ]);
     expect(await readFile(path.join(outDir, 'conf.d/default.conf'), 'utf8')).toBe(
@@ -162,6 +164,62 @@ describe('renderNginxConfig', () => {
       }),
     ).rejects.toThrow(
       `missing NGINX variables: SG_GONE (nginx.conf.template); SG_SECRETS_FILE "${secrets}" cannot be read: mount the secrets file there`,
+    );
+  });
+
+  it('writes the Protected Resource Metadata (RFC 9728) from the SG_ values, without OpenID Connect scopes', async () => {
+    const templatesDir = await writeTemplates({ 'nginx.conf.template': 'events {}\n' });
+    const body = async (env: Record<string, string>) => {
+      const outDir = path.join(work, `prm-${Object.keys(env).length}`);
+      await renderNginxConfig({ templatesDir, outDir, env });
+      const file = path.join(outDir, 'snippets/protected-resource-body.conf');
+      const snippet = await readFile(file, 'utf8');
+      const quoted = /^return 200 '(.*)\\n';\n$/.exec(snippet)?.[1] ?? '';
+      return JSON.parse(quoted) as unknown;
+    };
+    const gate = {
+      SG_EXTERNAL_ORIGIN: 'https://gate.example.test',
+      SG_OIDC_ISSUER: 'https://idp.example.test/realms/a',
+      SG_OIDC_SCOPE: 'openid profile secrets:read offline_access * notes:write',
+    };
+    expect(
+      await body({
+        ...gate,
+        SG_DPOP_ALGORITHMS: 'ES256 EdDSA',
+        SG_DPOP_BOUND_TOKENS_REQUIRED: 'true',
+      }),
+    ).toEqual({
+      resource: 'https://gate.example.test',
+      authorization_servers: ['https://idp.example.test/realms/a'],
+      scopes_supported: ['secrets:read', '*', 'notes:write'],
+      bearer_methods_supported: ['header'],
+      dpop_signing_alg_values_supported: ['ES256', 'EdDSA'],
+      dpop_bound_access_tokens_required: true,
+    });
+    // No DPoP algorithms: the member is left out; the flag defaults to false.
+    expect(await body(gate)).toEqual({
+      resource: 'https://gate.example.test',
+      authorization_servers: ['https://idp.example.test/realms/a'],
+      scopes_supported: ['secrets:read', '*', 'notes:write'],
+      bearer_methods_supported: ['header'],
+      dpop_bound_access_tokens_required: false,
+    });
+  });
+
+  it('refuses metadata values that would break its JSON, and a flag that is not true or false', async () => {
+    const templatesDir = await writeTemplates({ 'nginx.conf.template': 'events {}\n' });
+    await expect(
+      renderNginxConfig({
+        templatesDir,
+        outDir: path.join(work, 'out'),
+        env: {
+          SG_EXTERNAL_ORIGIN: 'https://gate.example.test\\',
+          SG_DPOP_ALGORITHMS: 'ES256 $x',
+          SG_DPOP_BOUND_TOKENS_REQUIRED: 'yes',
+        },
+      }),
+    ).rejects.toThrow(
+      '/.well-known/oauth-protected-resource values must not contain a backslash, a quote, a dollar sign or a control character: SG_EXTERNAL_ORIGIN, SG_DPOP_ALGORITHMS; SG_DPOP_BOUND_TOKENS_REQUIRED must be true or false',
     );
   });
 

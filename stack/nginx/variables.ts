@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
+import { DEFAULT_DPOP_ALGORITHMS } from '../../verifier/src/config/model.js';
 
 export type NginxVariableName =
   | 'SG_LISTEN'
@@ -31,7 +32,9 @@ export type NginxVariableName =
   | 'SG_EDGE_CACHE'
   | 'SG_REAL_IP_FROM'
   | 'SG_REAL_IP_HEADER'
-  | 'SG_EXTERNAL_ORIGIN';
+  | 'SG_EXTERNAL_ORIGIN'
+  | 'SG_DPOP_ALGORITHMS'
+  | 'SG_DPOP_BOUND_TOKENS_REQUIRED';
 
 export type NginxEnv = Record<NginxVariableName, string>;
 
@@ -47,6 +50,9 @@ export interface NginxVariable {
    */
   readonly local: string;
 }
+
+/** The verifier's default DPoP algorithms, as the metadata lists them. */
+const DPOP_ALGORITHMS = DEFAULT_DPOP_ALGORITHMS.join(' ');
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -222,7 +228,21 @@ export const nginxVariables: readonly NginxVariable[] = Object.freeze([
     local: '(http:// + SG_LISTEN)',
     docker: 'http://localhost:8080',
     description:
-      'The origin browsers use for the gate (`https://gate.example.com`), sent to the verifier so it can rebuild the URL a DPoP proof must name (`htu`); never taken from a request header.',
+      'The origin browsers use for the gate (`https://gate.example.com`), sent to the verifier so it can rebuild the URL a DPoP proof must name (`htu`); never taken from a request header. Also the `resource` of the Protected Resource Metadata at `/.well-known/oauth-protected-resource` (RFC 9728), whose URL the verifier puts in every challenge (`VERIFIER_RESOURCE_METADATA_URL`).',
+  },
+  {
+    name: 'SG_DPOP_ALGORITHMS',
+    local: DPOP_ALGORITHMS,
+    docker: DPOP_ALGORITHMS,
+    description:
+      "`dpop_signing_alg_values_supported` of the Protected Resource Metadata: the verifier's `VERIFIER_DPOP_ALGORITHMS`, space-separated; empty leaves the member out (no policy takes DPoP).",
+  },
+  {
+    name: 'SG_DPOP_BOUND_TOKENS_REQUIRED',
+    local: 'false',
+    docker: 'false',
+    description:
+      '`dpop_bound_access_tokens_required` of the Protected Resource Metadata: `true` when every policy NGINX serves has `dpop: required`.',
   },
 ] satisfies NginxVariable[]);
 
@@ -293,6 +313,8 @@ export function localNginxEnv(options: LocalNginxOptions): NginxEnv {
     SG_REAL_IP_FROM: 'unix:',
     SG_REAL_IP_HEADER: 'X-Forwarded-For',
     SG_EXTERNAL_ORIGIN: options.externalOrigin ?? originOf(options.listen ?? '127.0.0.1:8080'),
+    SG_DPOP_ALGORITHMS: DPOP_ALGORITHMS,
+    SG_DPOP_BOUND_TOKENS_REQUIRED: 'false',
   };
 }
 

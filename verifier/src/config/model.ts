@@ -77,6 +77,8 @@ const clockTolerance = duration.refine(
   `must be at most ${MAX_CLOCK_TOLERANCE}s (5m): a token is accepted this long after its "exp"`,
 );
 const offByDefault = flag.prefault(false);
+/** The DPoP proof algorithms taken by default; NGINX's metadata (SG_DPOP_ALGORITHMS) lists them. */
+export const DEFAULT_DPOP_ALGORITHMS = ['ES256', 'ES384', 'PS256', 'RS256', 'EdDSA'] as const;
 /** A step-up `max_age`: RFC 9470 and OIDC Core say it in whole seconds. */
 const wholeSeconds = duration.refine(
   (seconds) => Number.isInteger(seconds) && seconds >= 1,
@@ -148,7 +150,7 @@ export const rootSchema = section({
   dpop: section({
     algorithms: env(
       'VERIFIER_DPOP_ALGORITHMS',
-      algorithms.prefault(['ES256', 'ES384', 'PS256', 'RS256', 'EdDSA']),
+      algorithms.prefault([...DEFAULT_DPOP_ALGORITHMS]),
     ).describe(
       'Allowed DPoP proof algorithms (asymmetric only), also advertised as `algs` in `DPoP` challenges.',
     ),

@@ -91,6 +91,20 @@ describe('decision cache invariants', () => {
     expect(cache.get('b')).toEqual({ ...bearer, keyTrustedUntil: undefined });
   });
 
+  it('a hit keeps the step-up claims, so a step-up policy checks them on every request', () => {
+    const clock = manualClock();
+    const cache = cacheFor(clock, { maxEntries: 10, maxBytes: 1e6, maxTtl: 3600 });
+    const authentication = {
+      acr: ['urn:secret-gate:mfa'],
+      amr: ['pwd', 'otp'],
+      authTime: clock.seconds() - 30,
+      tolerance: 30,
+    };
+    const stored = entry(clock.seconds() + 60, { authentication });
+    cache.set('a', stored);
+    expect(cache.get('a')?.authentication).toEqual(authentication);
+  });
+
   it('an entry never outlives maxTtl', () => {
     const clock = manualClock();
     const cache = cacheFor(clock, { maxEntries: 10, maxBytes: 1e6, maxTtl: 30 });

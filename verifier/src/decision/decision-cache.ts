@@ -45,9 +45,16 @@ export type DecisionCache = ReturnType<typeof createDecisionCache>;
 const ENTRY_OVERHEAD_BYTES = 160;
 /** The session claims object (three fields) on top of its strings. */
 const SESSION_OVERHEAD_BYTES = 40;
+/** The step-up claims object and its two arrays, on top of their strings. */
+const AUTHENTICATION_OVERHEAD_BYTES = 100;
 
-function estimateBytes({ sub, jkt, session }: StoredEntry, key: string): number {
-  const bytes = ENTRY_OVERHEAD_BYTES + key.length + sub.length + (jkt?.length ?? 0);
+function estimateBytes({ sub, jkt, session, authentication }: StoredEntry, key: string): number {
+  let bytes = ENTRY_OVERHEAD_BYTES + key.length + sub.length + (jkt?.length ?? 0);
+  if (authentication !== undefined)
+    bytes += [...authentication.acr, ...authentication.amr].reduce(
+      (sum, word) => sum + word.length,
+      AUTHENTICATION_OVERHEAD_BYTES,
+    );
   if (session === undefined) return bytes;
   return bytes + SESSION_OVERHEAD_BYTES + (session.sid?.length ?? 0) + (session.email?.length ?? 0);
 }
@@ -95,9 +102,12 @@ export function createDecisionCache(options: DecisionCacheOptions) {
         nbf: token.nbf,
         kid: kid === undefined ? undefined : sharedKid(kid, () => kid),
         keyTrustedUntil: token.keyTrustedUntil,
-        // Kept only when present: a bearer token's entry holds no DPoP or session fields.
+        // Kept only when present: a bearer token's entry holds no DPoP, session or step-up fields
+        // (step-up claims are read only for a gate with a step-up policy, which checks them on
+        // every hit: decision/step-up.ts).
         ...(token.jkt === undefined ? {} : { jkt: token.jkt }),
         ...(token.session === undefined ? {} : { session: token.session }),
+        ...(token.authentication === undefined ? {} : { authentication: token.authentication }),
       };
       lru.set(key, stored, { ttl: Math.floor(ttl) });
     },
