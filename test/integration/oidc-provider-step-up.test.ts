@@ -1,11 +1,15 @@
 // Step-up (RFC 9470) through real NGINX and the verifier against node-oidc-provider (a certified
 // OpenID Provider, test/support/oidc-provider.ts) signing users in at two levels: a password
 // sign-in is refused with the challenge, so is a stepped-up one made too long ago, and a fresh
-// stepped-up one gets the set. Tokens come from the provider's real code flow.
+// stepped-up one gets the set. Tokens come from the provider's real code flow, and the last row is
+// the SPA in Chromium doing the same with a DPoP-bound token: a password sign-in at the provider's
+// login page, the step-up message, a second login (the provider prompts, since the session's acr
+// is not the one asked for), the set.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { decodeJwt } from 'jose';
+import { chromium } from 'playwright-core';
 import * as oauth from 'oauth4webapi';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../stack/ports.js';
@@ -124,5 +128,42 @@ describe('step-up against node-oidc-provider, through NGINX', { timeout: 60_000 
     const answer = await ask(token);
     expect(answer.status).toBe(200);
     expect(JSON.parse(answer.body)).toEqual(SETS.clients[SPA]);
+  });
+});
+
+describe('step-up in Chromium against node-oidc-provider', { timeout: 90_000 }, () => {
+  it('signs in with a password, shows why, signs in again at the MFA level and shows the set', async () => {
+    const context = await chromium.launchPersistentContext(join(scratch, 'chromium'), {
+      executablePath: '/usr/bin/chromium',
+      headless: true,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run'],
+    });
+    try {
+      // The provider's development pages load a web font; nothing here reaches beyond loopback.
+      await context.route(/^https?:\/\/(?!127\.0\.0\.1[:/])/, (route) => route.abort());
+      const app = await context.newPage();
+      const login = async () => {
+        await app.getByPlaceholder('Enter any login').fill('dana');
+        await app.getByPlaceholder('and password').fill('any-password');
+        await app.getByRole('button', { name: 'Sign-in' }).click();
+      };
+      await app.goto(stack.urls.gate);
+      await app.getByRole('button', { name: 'Sign in', exact: true }).click();
+      await login();
+      await app.getByRole('button', { name: 'Continue' }).click();
+      await app.getByRole('heading', { name: 'These secrets need a stronger sign-in' }).waitFor();
+      expect(await app.locator('#notice-detail').innerText()).toContain(`"${ACR_MFA}"`);
+
+      const stepUp = app.waitForRequest((r) => r.url().startsWith(`${provider.issuer}/auth?`));
+      await app.getByRole('button', { name: 'Continue to sign-in' }).click();
+      expect(new URL((await stepUp).url()).searchParams.get('acr_values')).toBe(ACR_MFA);
+      await login();
+      await app.getByText(/^Fetched at /).waitFor();
+      await app.getByRole('button', { name: 'Reveal x-api-key' }).click();
+      const shown = app.locator('.secret', { hasText: 'x-api-key' }).locator('.secret-value');
+      expect(await shown.innerText()).toBe(SETS.clients[SPA]['x-api-key']);
+    } finally {
+      await context.close();
+    }
   });
 });
