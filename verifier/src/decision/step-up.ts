@@ -89,6 +89,16 @@ export function authenticated(
 }
 
 /**
+ * The RFC 9470 §3 parameters of a step-up challenge: `acr_values` (space-separated, by preference)
+ * and `max_age` (seconds), after the fixed description. Values come from the configuration only.
+ */
+export function stepUpParameters({ description, acrValues, maxAge }: StepUpChallenge): string {
+  const acr = acrValues === undefined ? '' : `, acr_values="${acrValues.join(' ')}"`;
+  const age = maxAge === undefined ? '' : `, max_age="${maxAge}"`;
+  return `error="insufficient_user_authentication", error_description="${description}"${acr}${age}`;
+}
+
+/**
  * Until when (epoch seconds) an allow may be reused under `policy`: `auth_time` + `maxAge`, so
  * NGINX's edge cache never answers past it (the verifier's own cache re-checks every hit).
  */

@@ -2,7 +2,7 @@
 // of the Bearer one: one `WWW-Authenticate` (NGINX passes one on a 401), and `DPoP-Nonce`.
 import { deny, type Decision, type Header, type StepUpChallenge } from '../decision/decision.js';
 import type { DenyCode } from '../errors.js';
-import { stepUpParameters } from '../http/verify-answer.js';
+import { stepUpParameters } from '../decision/step-up.js';
 
 /** RFC 9449 §7.1 error codes (plus RFC 6750's `invalid_token` for the token itself). */
 type DpopError = 'invalid_token' | 'invalid_dpop_proof' | 'use_dpop_nonce';

@@ -2,7 +2,8 @@
 // headers and RFC 6750 challenges are built; a plugin's headers pass as the plugin rendered them,
 // and the transport writes the result verbatim.
 import { hash } from 'node:crypto';
-import type { Answer, Decision, Header, StepUpChallenge } from '../decision/decision.js';
+import type { Answer, Decision, Header } from '../decision/decision.js';
+import { stepUpParameters } from '../decision/step-up.js';
 import { statusFor } from '../errors.js';
 import { headerSafe, scopeHeader } from '../token/identity.js';
 import { createInterner } from '../intern.js';
@@ -36,16 +37,6 @@ const ACCEL_EXPIRES: readonly Header[] = Array.from(
 );
 const edgeExpires = ({ edgeTtl = 0 }: Decision): Header =>
   ACCEL_EXPIRES[edgeTtl] ?? ['X-Accel-Expires', String(edgeTtl)];
-
-/**
- * The RFC 9470 §3 parameters of a step-up challenge: `acr_values` (space-separated, by preference)
- * and `max_age` (seconds), after the fixed description. Values come from the configuration only.
- */
-export function stepUpParameters({ description, acrValues, maxAge }: StepUpChallenge): string {
-  const acr = acrValues === undefined ? '' : `, acr_values="${acrValues.join(' ')}"`;
-  const age = maxAge === undefined ? '' : `, max_age="${maxAge}"`;
-  return `error="insufficient_user_authentication", error_description="${description}"${acr}${age}`;
-}
 
 /** How /verify's answers are written; `resourceMetadata`: VERIFIER_RESOURCE_METADATA_URL. */
 export interface RenderOptions {
