@@ -2,6 +2,7 @@
 // /token, and skips the PKCE check when `code_verifier` is absent; here a code must have been
 // issued by /authorize with an S256 challenge, for that client and redirect_uri, used once, soon.
 import { createHash, timingSafeEqual } from 'node:crypto';
+import { authenticate, type Authentication } from './sign-in.js';
 
 /** What /authorize recorded about a code it issued. */
 export interface IssuedCode {
@@ -10,6 +11,8 @@ export interface IssuedCode {
   readonly scope: string | undefined;
   readonly challenge: string;
   readonly expiresAt: number;
+  /** The sign-in behind the code (acr, amr, auth_time), from the request's acr_values. */
+  readonly authentication: Authentication;
 }
 
 /** Outcome of redeeming a code: the record, or an OAuth error for the token response. */
@@ -79,6 +82,7 @@ export function createCodeBook(options: {
       scope: query.get('scope') ?? undefined,
       challenge: query.get('code_challenge') ?? '',
       expiresAt: now + CODE_TTL_MS,
+      authentication: authenticate(query, Math.floor(now / 1000)),
     });
   }
 

@@ -1,6 +1,7 @@
 // What the dev IdP puts in tokens and which token requests it refuses, as hooks on
 // oauth2-mock-server's service. Access tokens follow RFC 9068: `typ: at+jwt`, `aud` = the API,
-// `client_id` and `azp` = the requesting client, `scope` as requested, a `jti`.
+// `client_id` and `azp` = the requesting client, `scope` as requested, a `jti`; a user's tokens
+// (access and ID) also say how the user signed in: `acr`, `amr`, `auth_time` (sign-in.ts).
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type {
@@ -11,6 +12,7 @@ import type {
 } from 'oauth2-mock-server';
 import type { CodeBook, IssuedCode } from './authorization-codes.js';
 import type { IdpConfig } from './config.js';
+import { authenticationClaims } from './sign-in.js';
 import type { IdpState } from './state.js';
 
 const GRANTS = new Set(['client_credentials', 'authorization_code']);
@@ -80,6 +82,8 @@ export function applyTokenRules(
     if (request.built > 1) {
       // The ID token of the authorization-code flow: audience is the client, subject the user.
       Object.assign(token.payload, { sub: config.userSub, name: config.userName, azp: clientId });
+      if (request.code)
+        Object.assign(token.payload, authenticationClaims(request.code.authentication));
       return;
     }
     const userFlow = req.body.grant_type === 'authorization_code';
@@ -94,6 +98,9 @@ export function applyTokenRules(
     });
     if (scope) token.payload.scope = scope;
     else delete token.payload.scope;
+    // A client has no sign-in to speak of: client-credentials tokens carry none of these.
+    if (request.code)
+      Object.assign(token.payload, authenticationClaims(request.code.authentication));
     // RFC 9449 §6.1: the access token names the key its proofs must be signed with.
     const jkt = boundKeys.get(req);
     if (jkt !== undefined) token.payload.cnf = { jkt };

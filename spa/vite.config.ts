@@ -1,6 +1,7 @@
 // Builds the SPA into spa/dist with hashed files under /assets/, which NGINX serves as-is.
 // In development (`npx vite spa`) this server also plays NGINX's two roles the app depends on:
-// /config.json from the same SG_OIDC_* variables, and /secret + /hello proxied to a running gate.
+// /config.json from the same SG_OIDC_* variables, and /secret (and /secret/<name>) + /hello
+// proxied to a running gate.
 import { fileURLToPath } from 'node:url';
 import { defineConfig, type Plugin } from 'vite';
 
@@ -15,6 +16,7 @@ function devRuntimeConfig(): Plugin {
     clientId: env.SG_OIDC_CLIENT_ID ?? 'spa-demo',
     scope: env.SG_OIDC_SCOPE ?? 'openid profile secrets:read',
     audience: env.SG_OIDC_AUDIENCE ?? 'secret-gate-api',
+    secretSets: env.SG_SPA_SECRET_SETS ?? '',
     ...(imageUrl ? { cloudfront: { imageUrl } } : {}),
   });
   return {

@@ -2,9 +2,11 @@
 // oauth4webapi, discovery from the configured issuer. The code is redeemed with a DPoP proof
 // (RFC 9449) signed by a fresh non-extractable ES256 key, so the access token is bound to a key
 // script cannot read out. The resulting session (key included) lives in this page's memory only.
+// A step-up sign-in (RFC 9470) adds the gate's `acr_values` / `max_age` to the request.
 import * as oauth from 'oauth4webapi';
 import type { AppConfig } from './config.js';
-import { savePendingSignIn, takePendingSignIn } from './pending-sign-in.js';
+import { savePendingSignIn, takePendingSignIn, type PendingStepUp } from './pending-sign-in.js';
+import { stepUpParameters } from './step-up.js';
 
 /** What the app keeps after sign-in, only in this page's memory. */
 export interface Session {
@@ -14,6 +16,8 @@ export interface Session {
   readonly subject: string;
   readonly name?: string;
   readonly idToken?: string;
+  /** The ID token's `auth_time` (epoch seconds), when the IdP stated when the user signed in. */
+  readonly authTime?: number;
   /**
    * The DPoP key handle when the IdP bound the token to it (`token_type: DPoP`). Its private key
    * is a non-extractable CryptoKey: never in storage, gone with the page.
@@ -32,6 +36,12 @@ export class SignInError extends Error {
     this.name = 'SignInError';
     this.code = code;
   }
+}
+
+/** A completed sign-in, and the step-up it answered when it was one. */
+export interface SignedIn {
+  readonly session: Session;
+  readonly stepUp?: PendingStepUp;
 }
 
 export interface AuthEnvironment {
@@ -82,8 +92,14 @@ export function createAuth(config: AppConfig, env: AuthEnvironment) {
     return discovery;
   }
 
-  /** Builds the authorization request and remembers its one-time values for the way back. */
-  async function authorizationUrl(): Promise<URL> {
+  /**
+   * Builds the authorization request and remembers its one-time values for the way back. A step-up
+   * adds what the gate asked for; `authTime` (the current sign-in's) decides on `prompt=login`.
+   */
+  async function authorizationUrl(stepUp?: {
+    readonly request: PendingStepUp;
+    readonly authTime?: number | undefined;
+  }): Promise<URL> {
     const as = await discover();
     if (!as.authorization_endpoint) {
       throw new SignInError(
@@ -105,13 +121,22 @@ export function createAuth(config: AppConfig, env: AuthEnvironment) {
       code_challenge_method: 'S256',
       state,
       nonce,
+      ...(stepUp
+        ? stepUpParameters(stepUp.request, stepUp.authTime, Math.floor(env.now() / 1000))
+        : {}),
     }).toString();
-    savePendingSignIn(env.storage, { state, nonce, codeVerifier, startedAt: env.now() });
+    savePendingSignIn(env.storage, {
+      state,
+      nonce,
+      codeVerifier,
+      startedAt: env.now(),
+      ...(stepUp ? { stepUp: stepUp.request } : {}),
+    });
     return url;
   }
 
   /** Validates the authorization response, redeems the code and returns the in-memory session. */
-  async function completeSignIn(callbackUrl: URL): Promise<Session> {
+  async function completeSignIn(callbackUrl: URL): Promise<SignedIn> {
     const pending = takePendingSignIn(env.storage, env.now());
     if (!pending) {
       throw new SignInError(
@@ -152,7 +177,13 @@ export function createAuth(config: AppConfig, env: AuthEnvironment) {
             pending.codeVerifier,
             { ...http, DPoP: dpop, additionalParameters: apiParameters },
           ),
-          { expectedNonce: pending.nonce, requireIdToken: true },
+          {
+            expectedNonce: pending.nonce,
+            requireIdToken: true,
+            // With max_age sent, the ID token must carry an auth_time that meets it (OIDC Core
+            // §3.1.3.7): an IdP that ignored it is caught here, not by a second challenge.
+            ...(pending.stepUp?.maxAge === undefined ? {} : { maxAge: pending.stepUp.maxAge }),
+          },
         );
       try {
         result = await redeem();
@@ -171,7 +202,7 @@ export function createAuth(config: AppConfig, env: AuthEnvironment) {
     }
     const bound = result.token_type === 'dpop';
     const name = await displayName(as, claims, result.access_token, bound ? dpop : undefined);
-    return {
+    const session: Session = {
       accessToken: result.access_token,
       ...(typeof result.expires_in === 'number'
         ? { expiresAt: new Date(env.now() + result.expires_in * 1000) }
@@ -179,9 +210,11 @@ export function createAuth(config: AppConfig, env: AuthEnvironment) {
       subject: claims.sub,
       ...(name ? { name } : {}),
       ...(result.id_token ? { idToken: result.id_token } : {}),
+      ...(typeof claims.auth_time === 'number' ? { authTime: claims.auth_time } : {}),
       // An IdP without DPoP support answers `token_type: Bearer`; the key is then of no use.
       ...(bound ? { dpop } : {}),
     };
+    return { session, ...(pending.stepUp ? { stepUp: pending.stepUp } : {}) };
   }
 
   /**

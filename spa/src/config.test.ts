@@ -38,6 +38,22 @@ describe('parseConfig', () => {
     expect(parseConfig(valid, ORIGIN).audienceParameters).toEqual(['resource']);
   });
 
+  it('offers no named set unless told, and reads a space-separated list', () => {
+    expect(parseConfig(valid, ORIGIN).secretSets).toEqual([]);
+    expect(
+      parseConfig({ ...valid, secretSets: ' payments  admin payments' }, ORIGIN).secretSets,
+    ).toEqual(['payments', 'admin']);
+  });
+
+  it.each([['../etc'], ['pay ments/x'], [['payments']], ['a%2Fb']])(
+    'refuses secretSets %j',
+    (secretSets) => {
+      expect(problemsOf({ ...valid, secretSets })).toEqual([
+        '"secretSets" must be a space-separated list of set names (letters, digits, "-" and "_")',
+      ]);
+    },
+  );
+
   it.each([
     ['resource', ['resource']],
     ['audience', ['audience']],

@@ -17,6 +17,11 @@ export interface AppConfig {
    * both or neither (an IdP that takes the API from the scope or its own configuration).
    */
   readonly audienceParameters: readonly AudienceParameter[];
+  /**
+   * Named secret sets the app offers besides the default one, each fetched from
+   * `/secret/<name>` (the verifier policy of that name, which may ask for a step-up).
+   */
+  readonly secretSets: readonly string[];
   /** Present only when CloudFront signed cookies are configured at the gate. */
   readonly cloudfront?: { readonly imageUrl: URL };
   /** Seconds this browser's clock is behind the gate's (negative: ahead); absent when in step. */
@@ -34,6 +39,22 @@ function parseAudienceParameters(value: unknown, problems: string[]) {
     AUDIENCE_PARAMETERS.includes(name as AudienceParameter);
   if (!names.every(known)) {
     problems.push('"audienceParameters" must list "resource" and/or "audience" (space-separated)');
+    return undefined;
+  }
+  return Object.freeze([...new Set(names)]);
+}
+
+// A set name is one path segment of /secret/<name>: nothing to escape, nothing to traverse.
+const SET_NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
+
+/** A space-separated list of set names; absent or empty: none besides the default set. */
+function parseSecretSets(value: unknown, problems: string[]): readonly string[] | undefined {
+  if (value === undefined || value === '') return Object.freeze([]);
+  const names = typeof value === 'string' ? value.split(/\s+/).filter(Boolean) : undefined;
+  if (!names || !names.every((name) => SET_NAME.test(name))) {
+    problems.push(
+      '"secretSets" must be a space-separated list of set names (letters, digits, "-" and "_")',
+    );
     return undefined;
   }
   return Object.freeze([...new Set(names)]);
@@ -105,6 +126,7 @@ export function parseConfig(json: unknown, origin: string): AppConfig {
   }
   const audience = parseText(raw.audience, 'audience', problems);
   const audienceParameters = parseAudienceParameters(raw.audienceParameters, problems);
+  const secretSets = parseSecretSets(raw.secretSets, problems);
 
   let cloudfront: AppConfig['cloudfront'];
   if (raw.cloudfront !== undefined && raw.cloudfront !== null) {
@@ -122,7 +144,15 @@ export function parseConfig(json: unknown, origin: string): AppConfig {
     }
   }
 
-  if (problems.length > 0 || !issuer || !clientId || !scope || !audience || !audienceParameters) {
+  if (
+    problems.length > 0 ||
+    !issuer ||
+    !clientId ||
+    !scope ||
+    !audience ||
+    !audienceParameters ||
+    !secretSets
+  ) {
     throw new ConfigError(problems);
   }
   return Object.freeze({
@@ -131,6 +161,7 @@ export function parseConfig(json: unknown, origin: string): AppConfig {
     scope,
     audience,
     audienceParameters,
+    secretSets,
     ...(cloudfront ? { cloudfront } : {}),
   });
 }

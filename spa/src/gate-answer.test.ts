@@ -4,6 +4,7 @@ import {
   describeGateFailure,
   NETWORK_FAILURE,
   parseRetryAfter,
+  stepUpFailed,
 } from './gate-answer.js';
 
 const NOW = new Date('2025-06-01T12:00:00Z');
@@ -96,6 +97,49 @@ describe('describeGateFailure', () => {
   it('describes a network failure as unreachable with a retry', () => {
     expect(NETWORK_FAILURE.title).toBe('Could not reach the gate');
     expect(NETWORK_FAILURE.action).toBe('retry');
+  });
+});
+
+describe('describeGateFailure on a step-up challenge (RFC 9470)', () => {
+  const stepUp = {
+    scheme: 'bearer' as const,
+    parameters: {
+      realm: 'secret-gate',
+      error: 'insufficient_user_authentication',
+      error_description: 'eyJ-like text the gate wrote',
+      acr_values: 'urn:secret-gate:mfa',
+      max_age: '300',
+    },
+  };
+
+  it('asks for a step-up naming the level and the age, and carries the request', () => {
+    const notice = describeGateFailure({ status: 401, challenges: [stepUp] }, NOW);
+    expect(notice).toMatchObject({
+      code: 'step-up-required',
+      action: 'step-up',
+      title: 'These secrets need a stronger sign-in',
+      stepUp: { acrValues: ['urn:secret-gate:mfa'], maxAge: 300 },
+    });
+    expect(notice.detail).toBe(
+      'The gate releases them only after a sign-in at level "urn:secret-gate:mfa" and a sign-in from the last 5 minutes. Sign in again to continue; your other secrets stay available.',
+    );
+    expect(JSON.stringify(notice)).not.toContain('eyJ');
+  });
+
+  it('keeps the session-expired answer for an invalid_token challenge beside it', () => {
+    const invalid = { scheme: 'bearer' as const, parameters: { error: 'invalid_token' } };
+    expect(
+      describeGateFailure(
+        { status: 401, wwwAuthenticate: `${REALM}, error="invalid_token"`, challenges: [invalid] },
+        NOW,
+      ).code,
+    ).toBe('session-expired');
+  });
+
+  it('ends a second challenge after a step-up in an error with no further sign-in', () => {
+    const notice = stepUpFailed({ acrValues: ['urn:secret-gate:mfa'] });
+    expect(notice).toMatchObject({ code: 'step-up-failed', action: 'none' });
+    expect(notice.detail).toContain('still asks for a sign-in at level "urn:secret-gate:mfa"');
   });
 });
 

@@ -1,10 +1,15 @@
 // Turns every answer the gate can give to GET /secret into words a person understands and the one
-// action that helps. Pure: the caller passes the status and the two headers that matter.
+// action that helps. Pure: the caller passes the status and the two headers that matter, and the
+// challenges oauth4webapi parsed from WWW-Authenticate.
+import type { WWWAuthenticateChallenge } from 'oauth4webapi';
+import { describeStepUp, readStepUpChallenge, type StepUpRequest } from './step-up.js';
 
 /** What went wrong, as a closed set the view switches on. */
 export type NoticeCode =
   | 'session-expired'
   | 'not-signed-in'
+  | 'step-up-required'
+  | 'step-up-failed'
   | 'missing-scope'
   | 'rate-limited'
   | 'unavailable'
@@ -14,7 +19,7 @@ export type NoticeCode =
   | 'bad-response';
 
 /** The one thing the person can do about it. */
-export type NoticeAction = 'sign-in' | 'retry' | 'none';
+export type NoticeAction = 'sign-in' | 'step-up' | 'retry' | 'none';
 
 export interface Notice {
   readonly code: NoticeCode;
@@ -23,6 +28,8 @@ export interface Notice {
   readonly action: NoticeAction;
   /** Seconds the gate asked us to wait (Retry-After), when it said. */
   readonly retryAfterSeconds?: number;
+  /** What a step-up sign-in must ask for (RFC 9470), on `step-up-required`. */
+  readonly stepUp?: StepUpRequest;
 }
 
 /** The parts of a gate response the mapping reads. */
@@ -30,6 +37,8 @@ export interface GateFailure {
   readonly status: number;
   readonly retryAfter?: string | null;
   readonly wwwAuthenticate?: string | null;
+  /** The WWW-Authenticate challenges as oauth4webapi parsed them (quoted strings, any order). */
+  readonly challenges?: readonly WWWAuthenticateChallenge[] | undefined;
 }
 
 /**
@@ -72,6 +81,17 @@ function waitPhrase(seconds: number | undefined, fallback: string): string {
 export function describeGateFailure(failure: GateFailure, now: Date): Notice {
   const { status } = failure;
   if (status === 401) {
+    // RFC 9470 §3: the token is fine, the sign-in behind it is too weak or too old for this set.
+    const stepUp = readStepUpChallenge(failure.challenges);
+    if (stepUp) {
+      return {
+        code: 'step-up-required',
+        title: 'These secrets need a stronger sign-in',
+        detail: `The gate releases them only after ${describeStepUp(stepUp)}. Sign in again to continue; your other secrets stay available.`,
+        action: 'step-up',
+        stepUp,
+      };
+    }
     // RFC 6750 §3: a challenge without `error` means no token reached the gate at all.
     if (challengeParam(failure.wwwAuthenticate, 'error') === undefined && failure.wwwAuthenticate) {
       return {
@@ -138,6 +158,19 @@ export const SESSION_EXPIRED: Notice = Object.freeze({
   detail: 'The gate no longer accepts your sign-in. Sign in again to continue.',
   action: 'sign-in',
 });
+
+/**
+ * The gate asked for a step-up again right after one: the IdP did not give the sign-in it asked
+ * for, and a further round would only repeat the same redirect.
+ */
+export function stepUpFailed(stepUp: StepUpRequest | undefined): Notice {
+  return {
+    code: 'step-up-failed',
+    title: 'The new sign-in was still not strong enough',
+    detail: `The gate still asks for ${describeStepUp(stepUp ?? {})}, and the sign-in service did not provide it. Ask an administrator whether your account can sign in that way.`,
+    action: 'none',
+  };
+}
 
 /** The request never got an HTTP answer (offline, DNS, connection refused, CORS). */
 export const NETWORK_FAILURE: Notice = Object.freeze({

@@ -2,8 +2,9 @@
 // The session (access token included) is a local variable of this module: memory only.
 import { createAuth, isAuthorizationResponse, SignInError, type Session } from './auth.js';
 import { ConfigError, loadConfig, type AppConfig } from './config.js';
-import { SESSION_EXPIRED } from './gate-answer.js';
-import { createSecretClient } from './secret-client.js';
+import { SESSION_EXPIRED, stepUpFailed } from './gate-answer.js';
+import type { PendingStepUp } from './pending-sign-in.js';
+import { createSecretClient, type FetchSecret } from './secret-client.js';
 import type { SecretEntry } from './secret-set.js';
 import { clockTime, describeExpiry } from './time-text.js';
 import { createView, type NoticeContent } from './view.js';
@@ -35,8 +36,22 @@ async function copyToClipboard(entry: SecretEntry): Promise<boolean> {
 function run(config: AppConfig): void {
   const origin = window.location.origin;
   const auth = createAuth(config, { origin, storage: window.sessionStorage, now: Date.now });
-  const fetchSecret = createSecretClient(browserFetch, new URL('/secret', origin));
+  // One client per set: `/secret` for the default set, `/secret/<name>` for a named one.
+  const secretClients = new Map<string | undefined, FetchSecret>();
+  const clientFor = (set: string | undefined): FetchSecret => {
+    let client = secretClients.get(set);
+    if (!client) {
+      const path = set === undefined ? '/secret' : `/secret/${encodeURIComponent(set)}`;
+      client = createSecretClient(browserFetch, new URL(path, origin));
+      secretClients.set(set, client);
+    }
+    return client;
+  };
   let session: Session | undefined;
+  /** The set whose secrets are shown (undefined: the default set). */
+  let currentSet: string | undefined;
+  /** What the gate asked for in its last step-up challenge, until the person acts on it. */
+  let stepUpFor: PendingStepUp | undefined;
   let expiryTicker: ReturnType<typeof setInterval> | undefined;
   let fetchedAt: Date | undefined;
 
@@ -58,27 +73,54 @@ function run(config: AppConfig): void {
   function forgetSession(): void {
     session = undefined;
     fetchedAt = undefined;
+    stepUpFor = undefined;
     clearInterval(expiryTicker);
     expiryTicker = undefined;
   }
 
-  async function refreshSecrets(): Promise<void> {
+  /**
+   * Fetches the current set. `afterStepUp` is the step-up this session's sign-in answered: a
+   * second challenge then ends in an error, never in another redirect (RFC 9470 retries once).
+   */
+  async function refreshSecrets(afterStepUp?: PendingStepUp): Promise<void> {
     const current = session;
+    const set = currentSet;
     if (!current) return;
     view.setBusy(true);
-    view.setSecretsStatus('Fetching your secrets…');
-    const result = await fetchSecret(current, () => new Date());
+    view.setSecretsStatus(
+      afterStepUp ? 'Fetching the secrets with your new sign-in…' : 'Fetching your secrets…',
+    );
+    const result = await clientFor(set)(current, () => new Date());
     view.setBusy(false);
-    if (session !== current) return; // signed out while the request was in flight
+    // Signed out, or another set picked, while the request was in flight.
+    if (session !== current || currentSet !== set) return;
     if (result.ok) {
       fetchedAt = new Date();
+      stepUpFor = undefined;
       view.clearNotice();
       view.renderSecrets(result.entries, { copy: copyToClipboard });
-      view.setSecretsStatus(`Fetched at ${clockTime(fetchedAt)}.`);
+      view.setSecretsStatus(
+        set === undefined
+          ? `Fetched at ${clockTime(fetchedAt)}.`
+          : `Fetched the ${set} set at ${clockTime(fetchedAt)}.`,
+      );
       if (config.cloudfront) view.showCloudfront(config.cloudfront.imageUrl);
       return;
     }
     const { notice } = result;
+    if (notice.code === 'step-up-required') {
+      // The token stays: it still opens the other sets. Only this one waits for the person.
+      view.clearSecrets();
+      view.setSecretsStatus('No secrets fetched from this set yet.');
+      if (afterStepUp) {
+        stepUpFor = undefined;
+        view.showNotice(stepUpFailed(notice.stepUp));
+        return;
+      }
+      stepUpFor = { ...notice.stepUp, ...(set === undefined ? {} : { set }) };
+      view.showNotice(notice);
+      return;
+    }
     if (notice.action === 'sign-in') {
       // The gate no longer accepts this token: it is useless, so it is dropped right away.
       forgetSession();
@@ -98,13 +140,41 @@ function run(config: AppConfig): void {
     view.showNotice(notice, notice.retryAfterSeconds);
   }
 
-  function enterSignedIn(newSession: Session): void {
+  function enterSignedIn(newSession: Session, stepUp?: PendingStepUp): void {
     session = newSession;
+    // Back from a step-up: the set that asked for it is the one fetched again, once.
+    currentSet = stepUp?.set;
+    view.setCurrentSet(currentSet);
     view.clearNotice();
     view.showSignedIn({ subject: newSession.subject, name: newSession.name });
     updateExpiry();
     expiryTicker = setInterval(updateExpiry, 1000);
+    void refreshSecrets(stepUp);
+  }
+
+  function pickSet(set: string | undefined): void {
+    if (!session || set === currentSet) return;
+    currentSet = set;
+    stepUpFor = undefined;
+    view.setCurrentSet(set);
+    // The shown values belong to the previous set; they must not pass for this one's.
+    view.clearSecrets();
+    view.clearNotice();
     void refreshSecrets();
+  }
+
+  /** Leaves for the IdP with what the gate asked for; the session ends with the page. */
+  async function stepUp(): Promise<void> {
+    const request = stepUpFor;
+    if (!request) return;
+    view.setSigningIn(true);
+    try {
+      const url = await auth.authorizationUrl({ request, authTime: session?.authTime });
+      window.location.assign(url.href);
+    } catch (error) {
+      view.setSigningIn(false);
+      view.showNotice({ ...signInFailure(error), action: 'none' });
+    }
   }
 
   async function signIn(): Promise<void> {
@@ -131,6 +201,8 @@ function run(config: AppConfig): void {
   view.onSignIn(() => void signIn());
   view.onSignOut(() => void signOut());
   view.onRefetch(() => void refreshSecrets());
+  view.onStepUp(() => void stepUp());
+  view.showSecretSets(config.secretSets, pickSet);
 
   const here = new URL(window.location.href);
   if (!isAuthorizationResponse(here)) {
@@ -139,9 +211,12 @@ function run(config: AppConfig): void {
   }
   // The code is single-use and must not stay in the address bar, history or a bookmark.
   window.history.replaceState(null, '', `${here.pathname}${here.hash}`);
-  auth.completeSignIn(here).then(enterSignedIn, (error: unknown) => {
-    view.showSignInRequired(signInFailure(error));
-  });
+  auth.completeSignIn(here).then(
+    ({ session: signedIn, stepUp: answered }) => enterSignedIn(signedIn, answered),
+    (error: unknown) => {
+      view.showSignInRequired(signInFailure(error));
+    },
+  );
 }
 
 loadConfig(browserFetch, window.location.origin).then(run, (error: unknown) => {

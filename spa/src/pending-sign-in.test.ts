@@ -41,4 +41,20 @@ describe('pending sign-in', () => {
     expect(takePendingSignIn(storage, 1_000_000)).toBeUndefined();
     expect(storage.length).toBe(0);
   });
+
+  it('carries a step-up (set, acr_values, max_age) through the redirect', () => {
+    const storage = memoryStorage();
+    const stepUp = { set: 'payments', acrValues: ['urn:secret-gate:mfa'], maxAge: 300 };
+    savePendingSignIn(storage, { ...pending, stepUp });
+    expect(takePendingSignIn(storage, 1_000_500)).toEqual({ ...pending, stepUp });
+  });
+
+  it.each([[{ set: 7 }], [{ acrValues: 'urn:x' }], [{ maxAge: -1 }], ['payments']])(
+    'drops a sign-in whose step-up %j this app did not write',
+    (stepUp) => {
+      const storage = memoryStorage();
+      storage.setItem('secret-gate.pending-sign-in', JSON.stringify({ ...pending, stepUp }));
+      expect(takePendingSignIn(storage, 1_000_500)).toBeUndefined();
+    },
+  );
 });

@@ -1,12 +1,20 @@
 // The one-time values of a sign-in in flight (state, nonce, PKCE verifier). They must survive the
 // redirect to the IdP and back, so they sit in this tab's sessionStorage for those seconds and are
-// removed when the redirect returns. Tokens are never stored here or anywhere else.
+// removed when the redirect returns. Tokens are never stored here or anywhere else. A step-up
+// sign-in also remembers what the gate asked for and which set to fetch again on the way back.
+import type { StepUpRequest } from './step-up.js';
+
+/** A step-up in flight: the gate's requirement and the set it guards (absent: the default set). */
+export interface PendingStepUp extends StepUpRequest {
+  readonly set?: string;
+}
 
 export interface PendingSignIn {
   readonly state: string;
   readonly nonce: string;
   readonly codeVerifier: string;
   readonly startedAt: number;
+  readonly stepUp?: PendingStepUp;
 }
 
 const KEY = 'secret-gate.pending-sign-in';
@@ -29,7 +37,7 @@ export function takePendingSignIn(storage: Storage, now: number): PendingSignIn 
     return undefined;
   }
   if (typeof value !== 'object' || value === null) return undefined;
-  const { state, nonce, codeVerifier, startedAt } = value as Record<string, unknown>;
+  const { state, nonce, codeVerifier, startedAt, stepUp } = value as Record<string, unknown>;
   if (
     typeof state !== 'string' ||
     typeof nonce !== 'string' ||
@@ -40,5 +48,30 @@ export function takePendingSignIn(storage: Storage, now: number): PendingSignIn 
   ) {
     return undefined;
   }
-  return { state, nonce, codeVerifier, startedAt };
+  const step = readStepUp(stepUp);
+  if (step === null) return undefined;
+  return { state, nonce, codeVerifier, startedAt, ...(step ? { stepUp: step } : {}) };
+}
+
+/** The stored step-up; undefined when there is none, null when it is not what this app wrote. */
+function readStepUp(value: unknown): PendingStepUp | undefined | null {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'object' || value === null) return null;
+  const { set, acrValues, maxAge } = value as Record<string, unknown>;
+  if (set !== undefined && typeof set !== 'string') return null;
+  if (
+    acrValues !== undefined &&
+    !(Array.isArray(acrValues) && acrValues.every((acr) => typeof acr === 'string'))
+  )
+    return null;
+  if (
+    maxAge !== undefined &&
+    !(typeof maxAge === 'number' && Number.isInteger(maxAge) && maxAge >= 0)
+  )
+    return null;
+  return {
+    ...(set === undefined ? {} : { set }),
+    ...(acrValues === undefined ? {} : { acrValues }),
+    ...(maxAge === undefined ? {} : { maxAge }),
+  };
 }

@@ -55,6 +55,28 @@ describe('fetchSecret', () => {
     });
   });
 
+  it.each([
+    [
+      'in RFC 9470 order',
+      'Bearer realm="secret-gate", error="insufficient_user_authentication", error_description="A different authentication level is required", acr_values="urn:secret-gate:mfa urn:secret-gate:hwk", max_age="300", resource_metadata="https://app.example.com/.well-known/oauth-protected-resource"',
+    ],
+    [
+      'reordered, with commas and escaped quotes inside quoted strings and a bare max_age',
+      'Bearer max_age=300, error_description="needs \\"mfa\\", acr_values=\\"x\\"", acr_values="urn:secret-gate:mfa urn:secret-gate:hwk", realm="secret-gate", error="insufficient_user_authentication"',
+    ],
+  ])('reads a step-up challenge %s', async (_case, header) => {
+    const { fetchSecret } = clientAnswering(
+      () => new Response('{}', { status: 401, headers: { 'WWW-Authenticate': header } }),
+    );
+    expect(await fetchSecret({ accessToken: 't' }, now)).toMatchObject({
+      ok: false,
+      notice: {
+        code: 'step-up-required',
+        stepUp: { acrValues: ['urn:secret-gate:mfa', 'urn:secret-gate:hwk'], maxAge: 300 },
+      },
+    });
+  });
+
   it('turns a thrown fetch into the network notice', async () => {
     const fetchSecret = createSecretClient(async () => {
       throw new TypeError('Failed to fetch');
@@ -117,6 +139,25 @@ describe('fetchSecret with a DPoP-bound session', () => {
     expect(result.ok).toBe(true);
     expect(seen).toHaveLength(2);
     expect(decodeJwt(new Headers(seen[1]?.headers).get('DPoP') ?? '').nonce).toBe('nonce-1');
+  });
+
+  it('reads a step-up challenge with the DPoP scheme without retrying it', async () => {
+    const { fetchSecret, seen } = clientAnswering(
+      () =>
+        new Response('{}', {
+          status: 401,
+          headers: {
+            'WWW-Authenticate':
+              'DPoP algs="ES256", error="insufficient_user_authentication", max_age="0"',
+          },
+        }),
+    );
+    const result = await fetchSecret({ accessToken: 't', dpop: await dpopHandle() }, now);
+    expect(seen).toHaveLength(1);
+    expect(result).toMatchObject({
+      ok: false,
+      notice: { code: 'step-up-required', stepUp: { maxAge: 0 } },
+    });
   });
 
   it('does not retry a second time, and maps a DPoP refusal to the session-expired notice', async () => {

@@ -1,6 +1,8 @@
-// Fetches the caller's secret set from the gate. A DPoP session (RFC 9449) sends the token with the
-// `DPoP` scheme and a fresh proof signed by the page's non-extractable key (oauth4webapi), and
-// retries once when the gate asks for a server nonce; a bearer session sends `Bearer`.
+// Fetches the caller's secret set from the gate through oauth4webapi, whose parser reads the
+// WWW-Authenticate challenges of a refusal (RFC 9470 step-up among them). A DPoP session
+// (RFC 9449) sends the token with the `DPoP` scheme and a fresh proof signed by the page's
+// non-extractable key, and retries once when the gate asks for a server nonce; a bearer session
+// sends `Bearer`.
 // Every outcome is a value (entries or a notice); nothing here throws or logs the token.
 import * as oauth from 'oauth4webapi';
 import { BAD_RESPONSE, NETWORK_FAILURE, describeGateFailure, type Notice } from './gate-answer.js';
@@ -16,12 +18,13 @@ export interface GateCredentials {
   readonly dpop?: oauth.DPoPHandle | undefined;
 }
 
-/** Creates the fetcher once for a gate path; each call is one GET (two on a nonce challenge). */
+/** Creates the fetcher once for a gate path (`/secret` or a named set's `/secret/<name>`); each
+ * call is one GET (two on a nonce challenge). */
 export function createSecretClient(fetchFn: typeof fetch, url: URL) {
   // Cookies must flow both ways (the gate sets CloudFront cookies here) and nothing is cached.
   const gateFetch: typeof fetch = (input, init) =>
     fetchFn(input, { ...init, cache: 'no-store', credentials: 'same-origin' });
-  const dpopOptions = {
+  const requestOptions = {
     // Only GETs without a body go through here, so the options map onto RequestInit as they are.
     [oauth.customFetch]: (
       input: string,
@@ -38,24 +41,28 @@ export function createSecretClient(fetchFn: typeof fetch, url: URL) {
   };
   const accept = { Accept: 'application/json' };
 
-  async function sendWithProof(accessToken: string, dpop: oauth.DPoPHandle): Promise<Response> {
+  /** The gate's answer, with its WWW-Authenticate challenges parsed when it sent any. */
+  async function send(
+    credentials: GateCredentials,
+  ): Promise<{ response: Response; challenges?: oauth.WWWAuthenticateChallenge[] }> {
+    const { accessToken, dpop } = credentials;
     for (let attempt = 0; ; attempt++) {
       try {
-        return await oauth.protectedResourceRequest(
+        const response = await oauth.protectedResourceRequest(
           accessToken,
           'GET',
           url,
           new Headers(accept),
           null,
-          {
-            ...dpopOptions,
-            DPoP: dpop,
-          },
+          { ...requestOptions, ...(dpop ? { DPoP: dpop } : {}) },
         );
+        return { response };
       } catch (error) {
         // The handle has cached the gate's DPoP-Nonce already; one retry carries it.
-        if (attempt === 0 && oauth.isDPoPNonceError(error)) continue;
-        if (error instanceof oauth.WWWAuthenticateChallengeError) return error.response;
+        if (attempt === 0 && dpop && oauth.isDPoPNonceError(error)) continue;
+        if (error instanceof oauth.WWWAuthenticateChallengeError) {
+          return { response: error.response, challenges: error.cause };
+        }
         throw error;
       }
     }
@@ -65,17 +72,13 @@ export function createSecretClient(fetchFn: typeof fetch, url: URL) {
     credentials: GateCredentials,
     now: () => Date,
   ): Promise<SecretResult> {
-    let response: Response;
+    let answer: Awaited<ReturnType<typeof send>>;
     try {
-      response = credentials.dpop
-        ? await sendWithProof(credentials.accessToken, credentials.dpop)
-        : await gateFetch(url, {
-            method: 'GET',
-            headers: { Authorization: `Bearer ${credentials.accessToken}`, ...accept },
-          });
+      answer = await send(credentials);
     } catch {
       return { ok: false, notice: NETWORK_FAILURE };
     }
+    const { response, challenges } = answer;
     if (!response.ok) {
       // Drain the body so the connection can be reused; its text is never shown.
       await response.body?.cancel().catch(() => undefined);
@@ -84,6 +87,7 @@ export function createSecretClient(fetchFn: typeof fetch, url: URL) {
           status: response.status,
           retryAfter: response.headers.get('Retry-After'),
           wwwAuthenticate: response.headers.get('WWW-Authenticate'),
+          challenges,
         },
         now(),
       );

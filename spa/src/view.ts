@@ -33,6 +33,7 @@ export function createView(doc: Document) {
     noticeDetail: element(doc, 'notice-detail', HTMLElement),
     noticeSignIn: element(doc, 'notice-sign-in', HTMLButtonElement),
     noticeRetry: element(doc, 'notice-retry', HTMLButtonElement),
+    noticeStepUp: element(doc, 'notice-step-up', HTMLButtonElement),
     signedOut: element(doc, 'signed-out', HTMLElement),
     signedOutTitle: element(doc, 'signed-out-title', HTMLElement),
     signIn: element(doc, 'sign-in', HTMLButtonElement),
@@ -43,6 +44,7 @@ export function createView(doc: Document) {
     userNameRow: element(doc, 'user-name-row', HTMLElement),
     tokenExpiry: element(doc, 'token-expiry', HTMLElement),
     refetch: element(doc, 'refetch', HTMLButtonElement),
+    setPicker: element(doc, 'set-picker', HTMLElement),
     secretsStatus: element(doc, 'secrets-status', HTMLElement),
     secrets: element(doc, 'secrets', HTMLElement),
     cloudfront: element(doc, 'cloudfront', HTMLElement),
@@ -72,6 +74,7 @@ export function createView(doc: Document) {
     $.noticeDetail.textContent = content.detail;
     $.noticeSignIn.hidden = content.action !== 'sign-in';
     $.noticeRetry.hidden = content.action !== 'retry';
+    $.noticeStepUp.hidden = content.action !== 'step-up';
     $.notice.hidden = false;
     setRetryBlocked(retryAfterSeconds);
     $.noticeTitle.focus();
@@ -189,6 +192,37 @@ export function createView(doc: Document) {
     return row;
   }
 
+  /**
+   * One toggle button per set: the default one and each named set of the configuration; hidden
+   * when there is only the default. `onPick` gets the set's name (undefined: the default set).
+   */
+  function showSecretSets(
+    names: readonly string[],
+    onPick: (set: string | undefined) => void,
+  ): void {
+    const sets: (string | undefined)[] = [undefined, ...names];
+    $.setPicker.replaceChildren(
+      ...sets.map((set) => {
+        const button = doc.createElement('button');
+        button.type = 'button';
+        button.className = 'button button-secondary button-small';
+        button.dataset.set = set ?? '';
+        button.textContent = set === undefined ? 'Default set' : `${set} set`;
+        button.setAttribute('aria-pressed', String(set === undefined));
+        button.addEventListener('click', () => onPick(set));
+        return button;
+      }),
+    );
+    $.setPicker.hidden = names.length === 0;
+  }
+
+  /** Marks the set whose secrets are shown (undefined: the default set). */
+  function setCurrentSet(set: string | undefined): void {
+    for (const button of $.setPicker.querySelectorAll('button')) {
+      button.setAttribute('aria-pressed', String(button.dataset.set === (set ?? '')));
+    }
+  }
+
   function showCloudfront(imageUrl: URL): void {
     $.cloudfront.hidden = false;
     $.cloudfrontStatus.textContent = 'Loading the private image…';
@@ -230,9 +264,14 @@ export function createView(doc: Document) {
     $.noticeRetry.addEventListener('click', handler);
   }
 
+  function onStepUp(handler: () => void): void {
+    $.noticeStepUp.addEventListener('click', handler);
+  }
+
   function setSigningIn(busy: boolean): void {
     $.signIn.disabled = busy;
     $.noticeSignIn.disabled = busy;
+    $.noticeStepUp.disabled = busy;
   }
 
   function showFatal(content: NoticeContent): void {
@@ -251,11 +290,14 @@ export function createView(doc: Document) {
     setSecretsStatus,
     clearSecrets,
     renderSecrets,
+    showSecretSets,
+    setCurrentSet,
     showCloudfront,
     hideCloudfront,
     onSignIn,
     onSignOut,
     onRefetch,
+    onStepUp,
     setSigningIn,
     showFatal,
   };

@@ -254,6 +254,9 @@ describe('renderNginxConfig', () => {
     expect(await body({ ...oidc, SG_CLOUDFRONT_IMAGE_URL: image })).toMatchObject({
       cloudfront: { imageUrl: image },
     });
+    expect(
+      await body({ ...oidc, SG_CLOUDFRONT_IMAGE_URL: image, SG_SPA_SECRET_SETS: 'payments admin' }),
+    ).toMatchObject({ cloudfront: { imageUrl: image }, secretSets: 'payments admin' });
   });
 
   it("writes NGINX's edge key header from SG_EDGE_KEY_FILE, readable by its owner only, and nothing without it", async () => {

@@ -24,6 +24,7 @@ export type NginxVariableName =
   | 'SG_CSP_CONNECT_SRC'
   | 'SG_CSP_IMG_SRC'
   | 'SG_CLOUDFRONT_IMAGE_URL'
+  | 'SG_SPA_SECRET_SETS'
   | 'SG_CLOUDFRONT_COOKIES'
   | 'SG_SECRET_RATE'
   | 'SG_SECRET_BURST'
@@ -131,6 +132,8 @@ export interface LocalNginxOptions {
   readonly cspConnectSrc?: string;
   readonly cspImgSrc?: string;
   readonly cloudFrontImageUrl?: string;
+  /** Named sets the SPA offers (SG_SPA_SECRET_SETS), space-separated. */
+  readonly spaSecretSets?: string;
   /** Adds the verifier's CloudFront cookies to /secret (default off). */
   readonly cloudFrontCookies?: 'on' | 'off';
   readonly secretRate?: string;
@@ -176,6 +179,7 @@ export function localNginxEnv(options: LocalNginxOptions): NginxEnv {
     SG_CSP_CONNECT_SRC: options.cspConnectSrc ?? new URL(issuer).origin,
     SG_CSP_IMG_SRC: given(options.cspImgSrc, defaults.SG_CSP_IMG_SRC),
     SG_CLOUDFRONT_IMAGE_URL: given(options.cloudFrontImageUrl, defaults.SG_CLOUDFRONT_IMAGE_URL),
+    SG_SPA_SECRET_SETS: given(options.spaSecretSets, defaults.SG_SPA_SECRET_SETS),
     SG_CLOUDFRONT_COOKIES: given(options.cloudFrontCookies, defaults.SG_CLOUDFRONT_COOKIES),
     SG_SECRET_RATE: given(options.secretRate, defaults.SG_SECRET_RATE),
     SG_SECRET_BURST: given(options.secretBurst, defaults.SG_SECRET_BURST),

@@ -5,12 +5,19 @@
 // loopback from one node:http server whose handler is the current provider, so rotating keys
 // keeps the port (and the issuer) while the key set changes. With `backchannelLogoutUri` every
 // client is registered for OpenID Connect Back-Channel Logout and `backchannelLogout()` makes the
-// provider send its own logout token, exactly as when a session of that user ends.
+// provider send its own logout token, exactly as when a session of that user ends. Users sign in
+// at one of two levels (`acr`), chosen by the request's `acr_values` (oidc-provider-sign-in.ts).
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import * as DPoP from 'dpop';
 import Provider, { errors, type ClientMetadata } from 'oidc-provider';
+import {
+  ACR_VALUES,
+  createLoginFinisher,
+  signInClaims,
+  stepUpPolicy,
+} from './oidc-provider-sign-in.js';
 
 export interface OidcProviderOptions {
   /** Client ids registered for client credentials; each one's secret is `${id}-secret`. */
@@ -58,6 +65,8 @@ export interface OidcProviderHarness {
    * the call its end-session action makes; rejects unless the receiver answers 200 or 204.
    */
   backchannelLogout(clientId: string, sub: string, sid?: string): Promise<void>;
+  /** Sign-ins from now on are dated `seconds` ago (`auth_time`): a stale session, made at once. */
+  backdateSignIns(seconds: number): void;
   /** `down`: every request (discovery, JWKS, token) has its connection dropped. */
   setOutage(down: boolean): void;
   /** Requests the provider answered, by path (`/jwks`, `/token`, …). */
@@ -106,11 +115,28 @@ export async function startOidcProvider(
   let keys = [signingKey()];
   let provider: Provider | undefined;
   let handle: ReturnType<Provider['callback']> | undefined;
+  let signInAge = 0;
+  const finishLogin = createLoginFinisher(
+    () => provider!,
+    () => signInAge,
+  );
 
   const server: Server = createServer((req, res) => {
     const path = new URL(req.url ?? '/', 'http://x').pathname;
     counts.set(path, (counts.get(path) ?? 0) + 1);
     if (outage || handle === undefined) return void req.socket.destroy();
+    if (req.method === 'POST' && /^\/interaction\/[^/]+$/.test(path)) {
+      // The login answer is the harness's (the level asked for); consent stays the provider's.
+      const provide = handle;
+      void finishLogin(req, res).then(
+        (done) => done || void provide(req, res),
+        () => {
+          res.statusCode = 400;
+          res.end();
+        },
+      );
+      return;
+    }
     void handle(req, res);
   });
   await new Promise<void>((resolve) => server.listen(options.port ?? 0, '127.0.0.1', resolve));
@@ -137,6 +163,8 @@ export async function startOidcProvider(
             post_logout_redirect_uris: [browser.redirectUri],
             token_endpoint_auth_method: 'none',
             id_token_signed_response_alg: 'ES256',
+            // The SPA reads when the user signed in to know whether a max_age needs prompt=login.
+            require_auth_time: true,
             scope: scopes.join(' '),
             ...logout,
           },
@@ -162,6 +190,10 @@ export async function startOidcProvider(
       // Signing keys first: the provider signs with the first key of an algorithm.
       jwks: { keys },
       scopes: [...scopes],
+      acrValues: [...ACR_VALUES],
+      interactions: { policy: stepUpPolicy() },
+      // RFC 9470 resource servers read these from the access token: JWT access tokens get them.
+      extraTokenClaims: (ctx) => signInClaims(ctx),
       ttl: { ClientCredentials: ttl, AccessToken: ttl },
       features: {
         devInteractions: { enabled: browser !== undefined },
@@ -244,6 +276,9 @@ export async function startOidcProvider(
       // The new key first, so it is the one that signs; the old one stays only to verify.
       keys = keepOld ? [next, ...keys] : [next];
       build();
+    },
+    backdateSignIns(seconds) {
+      signInAge = seconds;
     },
     setOutage(down) {
       outage = down;

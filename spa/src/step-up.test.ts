@@ -1,0 +1,88 @@
+import type { WWWAuthenticateChallenge } from 'oauth4webapi';
+import { describe, expect, it } from 'vitest';
+import { describeStepUp, readStepUpChallenge, stepUpParameters } from './step-up.js';
+
+const MFA = 'urn:secret-gate:mfa';
+
+function challenge(scheme: string, parameters: Record<string, string>): WWWAuthenticateChallenge {
+  return { scheme: scheme as Lowercase<string>, parameters };
+}
+
+describe('readStepUpChallenge', () => {
+  it('reads acr_values and max_age from a Bearer insufficient_user_authentication challenge', () => {
+    expect(
+      readStepUpChallenge([
+        challenge('bearer', {
+          realm: 'secret-gate',
+          error: 'insufficient_user_authentication',
+          acr_values: `${MFA} urn:secret-gate:hwk`,
+          max_age: '300',
+        }),
+      ]),
+    ).toEqual({ acrValues: [MFA, 'urn:secret-gate:hwk'], maxAge: 300 });
+  });
+
+  it('reads the DPoP scheme the same way, and either parameter alone', () => {
+    const error = 'insufficient_user_authentication';
+    expect(readStepUpChallenge([challenge('dpop', { error, max_age: '0' })])).toEqual({
+      maxAge: 0,
+    });
+    expect(readStepUpChallenge([challenge('bearer', { error, acr_values: MFA })])).toEqual({
+      acrValues: [MFA],
+    });
+  });
+
+  it.each([
+    ['another error', [challenge('bearer', { error: 'invalid_token' })]],
+    ['another scheme', [challenge('basic', { error: 'insufficient_user_authentication' })]],
+    ['no challenge', undefined],
+  ])('is undefined for %s', (_case, challenges) => {
+    expect(readStepUpChallenge(challenges)).toBeUndefined();
+  });
+
+  it.each([['-1'], ['5m'], ['1.5'], ['']])('leaves out the malformed max_age %j', (maxAge) => {
+    expect(
+      readStepUpChallenge([
+        challenge('bearer', { error: 'insufficient_user_authentication', max_age: maxAge }),
+      ]),
+    ).toEqual({});
+  });
+});
+
+describe('stepUpParameters', () => {
+  const NOW = 1_750_000_000;
+
+  it.each([
+    // request, authTime, expected parameters
+    [{ acrValues: [MFA] }, NOW - 10, { acr_values: MFA }],
+    [{ maxAge: 300 }, NOW - 10, { max_age: '300' }],
+    [{ maxAge: 300 }, NOW - 300, { max_age: '300', prompt: 'login' }],
+    [{ maxAge: 300 }, undefined, { max_age: '300', prompt: 'login' }],
+    [{ maxAge: 0 }, NOW, { max_age: '0', prompt: 'login' }],
+    [
+      { acrValues: [MFA, 'b'], maxAge: 60 },
+      NOW - 3600,
+      { acr_values: `${MFA} b`, max_age: '60', prompt: 'login' },
+    ],
+  ] as const)('asks %j of a sign-in made at %s with %j', (request, authTime, expected) => {
+    expect(stepUpParameters(request, authTime, NOW)).toEqual(expected);
+  });
+});
+
+describe('describeStepUp', () => {
+  it.each([
+    [{ acrValues: [MFA] }, `a sign-in at level "${MFA}"`],
+    [{ acrValues: ['a', 'b'] }, 'a sign-in at level "a" or "b"'],
+    [{ maxAge: 0 }, 'a sign-in made just now'],
+    [{ maxAge: 90 }, 'a sign-in from the last 90 seconds'],
+    [{ maxAge: 900 }, 'a sign-in from the last 15 minutes'],
+    [{ maxAge: 86_400 }, 'a sign-in from the last 24 hours'],
+    [
+      { acrValues: [MFA], maxAge: 300 },
+      `a sign-in at level "${MFA}" and a sign-in from the last 5 minutes`,
+    ],
+    [{}, 'a stronger sign-in'],
+  ])('words %j as %j', (request, words) => {
+    expect(describeStepUp(request)).toBe(words);
+  });
+});
