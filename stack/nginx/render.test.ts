@@ -196,8 +196,9 @@ describe('renderNginxConfig', () => {
       dpop_signing_alg_values_supported: ['ES256', 'EdDSA'],
       dpop_bound_access_tokens_required: true,
     });
-    // No DPoP algorithms: the member is left out; the flag defaults to false.
-    expect(await body(gate)).toEqual({
+    // No DPoP algorithms (empty wins over nginx/settings.env's list): the member is left out; the
+    // flag defaults to false.
+    expect(await body({ ...gate, SG_DPOP_ALGORITHMS: '' })).toEqual({
       resource: 'https://gate.example.test',
       authorization_servers: ['https://idp.example.test/realms/a'],
       scopes_supported: ['secrets:read', '*', 'notes:write'],

@@ -11,7 +11,7 @@ import {
   redisSection,
   type WithoutFormerNames,
 } from './redis.js';
-import { documentRules, firstFetchRule, rootRules, rule } from './rules.js';
+import { documentRules, firstFetchRule, rootRules, rule, stepUpRule } from './rules.js';
 import {
   algorithms,
   bytes,
@@ -433,7 +433,7 @@ export function documentSchema<I extends z.ZodType, P extends z.ZodType>(issuer:
             : says('an object of named policies', 'at least one policy is required').error(issue),
       })
       .refine((named) => Object.keys(named).length > 0, 'at least one policy is required'),
-  }).check(...rootRules, ...documentRules);
+  }).check(...rootRules, ...documentRules, stepUpRule(issuerSchema, policySchema));
 }
 
 /** The policy a /verify without `X-SG-Policy` asks for. */

@@ -144,18 +144,6 @@ export const documentRules = [
         report(at, 'at most one introspection/tokeninfo issuer per policy');
     }
   }),
-  // Step-up an issuer's tokens cannot carry would refuse every one of them: said at start. Runs
-  // only when both sections are valid, so they have their loaded shapes.
-  rule<{ issuers: unknown; policies: unknown }>(['issuers', 'policies'], (document, report) => {
-    const issuers = document.issuers as readonly Parameters<typeof checkStepUpIssuer>[0][];
-    const policies = document.policies as Record<string, StepUpPolicy>;
-    const byName = new Map(issuers.map((issuer) => [issuer.issuer, issuer]));
-    for (const [name, policy] of Object.entries(policies))
-      for (const issuer of policy.issuers.flatMap((iss) => byName.get(iss) ?? []))
-        checkStepUpIssuer(issuer, policy, (field, message) =>
-          report(['policies', name, field], message),
-        );
-  }),
   // An address is matched against the `email` claim of this issuer's JWTs only.
   rule<{ issuers: unknown; revocation: { ssf: { emailIssuer?: string } } }>(
     ['issuers', 'revocation.ssf.emailIssuer'],
@@ -166,6 +154,35 @@ export const documentRules = [
     },
   ),
 ];
+
+/**
+ * A policy's step-up requirement one of its issuers' access tokens cannot carry (the claim `off`,
+ * by its preset or as written) would refuse every token: said at start. The document holds the
+ * issuers and policies as written, so each is read here with its own schema (preset included);
+ * one that does not read is reported by its own check.
+ */
+export function stepUpRule(issuerSchema: z.ZodType, policySchema: z.ZodType) {
+  const loaded = <T>(schema: z.ZodType, raw: unknown): T[] => {
+    const read = schema.safeParse(raw);
+    return read.success ? [read.data as T] : [];
+  };
+  return rule<{ issuers: unknown; policies: unknown }>(
+    ['issuers', 'policies'],
+    (document, report) => {
+      const issuers = (Array.isArray(document.issuers) ? document.issuers : []).flatMap((raw) =>
+        loaded<Parameters<typeof checkStepUpIssuer>[0]>(issuerSchema, raw),
+      );
+      const byName = new Map(issuers.map((issuer) => [issuer.issuer, issuer]));
+      const named = isObject(document.policies) ? document.policies : {};
+      for (const [name, raw] of Object.entries(named))
+        for (const policy of loaded<StepUpPolicy>(policySchema, raw))
+          for (const issuer of policy.issuers.flatMap((iss) => byName.get(iss) ?? []))
+            checkStepUpIssuer(issuer, policy, (field, message) =>
+              report(['policies', name, field], message),
+            );
+    },
+  );
+}
 
 /**
  * The URL an issuer's verifier fetches first (`field` when given, else the issuer's discovery
