@@ -15,10 +15,11 @@ import {
   checkPolicy,
   checkRevocation,
   preparePolicies,
+  stepUpDenial,
   tokenOutcome,
 } from './policy.js';
 import type { PreparedPolicy, ProvenToken } from './policy.js';
-import { checkAuthentication, stepUpChallenge } from './step-up.js';
+import { checkAuthentication } from './step-up.js';
 
 export type Authorize = (request: VerifyRequest) => Promise<Decision>;
 
@@ -135,22 +136,4 @@ function refusal(
   if (dpop !== undefined && (own || (credentials && asked && !REVOKED.has(code))))
     return { decision: dpop.step.challenge(code, own?.nonce), detail };
   return { decision: deny(code), detail };
-}
-
-/**
- * RFC 9470's answer to a proven token its policy wants a stronger or newer sign-in for: what the
- * new sign-in must bring, in the DPoP scheme for a DPoP request. Never reused at the edge.
- */
-function stepUpDenial(
-  { config, dpop }: PreparedPolicy,
-  { token, headers }: ProvenToken,
-  credentials: Credentials | undefined,
-): Decision {
-  const stepUp = stepUpChallenge(token, config);
-  const code = 'insufficient_user_authentication';
-  const denial =
-    dpop !== undefined && credentials?.scheme === 'dpop'
-      ? dpop.step.challenge(code, undefined, stepUp)
-      : { ...deny(code, token.identity), stepUp };
-  return withHeaders(denial, headers);
 }

@@ -6,7 +6,7 @@ import type { PolicyConfig } from '../config/model.js';
 import { VerifyError } from '../errors.js';
 import type { Credentials } from '../token/token-shape.js';
 import type { VerifiedToken } from '../token/verified-token.js';
-import { authenticatedUntil } from './step-up.js';
+import { authenticatedUntil, stepUpChallenge } from './step-up.js';
 import { deny, withHeaders, type Decision, type Header } from './decision.js';
 import type { DpopStep, Grant, RevocationCheck, VerifyRequest } from './decision.js';
 
@@ -123,4 +123,22 @@ export function tokenOutcome(
   );
   const edgeTtl = Math.min(cap, Math.floor(until - now));
   return edgeTtl > 0 ? { ...proven, edgeTtl } : proven;
+}
+
+/**
+ * RFC 9470's answer to a proven token its policy wants a stronger or newer sign-in for: what the
+ * new sign-in must bring, in the DPoP scheme for a DPoP request. Never reused at the edge.
+ */
+export function stepUpDenial(
+  { config, dpop }: PreparedPolicy,
+  { token, headers }: ProvenToken,
+  credentials: Credentials | undefined,
+): Decision {
+  const stepUp = stepUpChallenge(token, config);
+  const code = 'insufficient_user_authentication';
+  const denial =
+    dpop !== undefined && credentials?.scheme === 'dpop'
+      ? dpop.step.challenge(code, undefined, stepUp)
+      : { ...deny(code, token.identity), stepUp };
+  return withHeaders(denial, headers);
 }
