@@ -79,6 +79,8 @@ export interface VerifierConfigFile {
 export interface AttackStackOptions extends StackOptions {
   /** Changes to the verifier's configuration (extra issuers, cache settings, tolerances). */
   readonly configure?: (config: VerifierConfigFile) => void;
+  /** Named policies' sets, served at `/secret/<name>` (the secrets file's `policies`). */
+  readonly policySets?: Record<string, { default: Record<string, string> }>;
 }
 
 /** Starts the stack with canary secrets and a strict-typ verifier; extra options pass through. */
@@ -87,7 +89,10 @@ export async function startAttackStack(options: AttackStackOptions = {}): Promis
   const canaries = canarySecrets();
   const { default: fallback, ...clients } = canaries.sets;
   const secretsFile = join(dir, 'secrets.json');
-  writeFileSync(secretsFile, JSON.stringify({ default: fallback, clients }), { mode: 0o600 });
+  const policies = options.policySets;
+  writeFileSync(secretsFile, JSON.stringify({ default: fallback, clients, policies }), {
+    mode: 0o600,
+  });
 
   const idpPort = options.ports?.idp ?? (await freePort());
   const issuer = `http://127.0.0.1:${idpPort}`;

@@ -3,11 +3,9 @@
 // seconds ago. Tokens without the class, with a stale sign-in or with neither get the byte-exact
 // challenge and no secret; a valid one gets its set, never past `auth_time` + `maxAge`; an allow
 // cached for a policy without step-up never answers for this one, at the edge or in the verifier.
-import { readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../stack/ports.js';
 import { startAttackStack, type AttackStack } from './attack-stack.js';
 
 const MFA = 'urn:secret-gate:mfa';
@@ -15,39 +13,6 @@ const MAX_AGE = 6;
 const LEVEL = 'A different authentication level is required';
 const RECENT = 'More recent authentication is required';
 const now = () => Math.floor(Date.now() / 1000);
-
-/** The policy `open` (no step-up) behind a second site of the same NGINX, so the same edge cache. */
-async function addOpenPolicySite(gate: AttackStack): Promise<string> {
-  const port = await freePort();
-  writeFileSync(
-    join(gate.stack.files.nginxPrefix, 'conf.d', 'zz-open-policy.conf'),
-    `server {
-    listen 127.0.0.1:${port};
-    include snippets/error-pages.conf;
-    error_page 500 502 503 504 =500 @sg_server_error;
-    include snippets/json-errors.conf;
-    include snippets/verify-endpoint.conf;
-    location = /open {
-        set $sg_policy open;
-        alias ${gate.stack.env.nginx.SG_MEMORY_DIR}/sg-secret-sets/current/$sg_secret_set/secret;
-        include snippets/protect.conf;
-        include snippets/secret-sets.conf;
-    }
-}
-`,
-  );
-  gate.reloadNginx();
-  const url = `http://127.0.0.1:${port}/open`;
-  for (let i = 0; i < 100; i++) {
-    try {
-      await fetch(url);
-      return url;
-    } catch {
-      await sleep(50);
-    }
-  }
-  throw new Error('the second site did not come up after the reload');
-}
 
 describe('step-up (RFC 9470) and protected resource metadata (RFC 9728) through NGINX', () => {
   let gate: AttackStack;
@@ -74,6 +39,7 @@ describe('step-up (RFC 9470) and protected resource metadata (RFC 9728) through 
 
   beforeAll(async () => {
     gate = await startAttackStack({
+      policySets: { open: { default: { 'x-api-key': 'open-set' } } },
       // The revocation receiver's latency bound would cap the edge at 5 s: lifted past maxAge.
       env: { verifier: { VERIFIER_REVOCATION_MAX_LATENCY: '61s' } },
       configure: (config) => {
@@ -152,7 +118,8 @@ describe('step-up (RFC 9470) and protected resource metadata (RFC 9728) through 
   });
 
   it('never answers the stricter policy from an allow cached for a weaker one, at the edge', async () => {
-    const openUrl = await addOpenPolicySite(gate);
+    // The policy `open` (no step-up) at /secret/open: the same NGINX, the same edge cache.
+    const openUrl = `${gate.stack.urls.gate}/secret/open`;
     const token = await mint({ acr: 'urn:secret-gate:pwd', auth_time: now() });
     for (let i = 0; i < 3; i++) {
       const open = await fetch(openUrl, { headers: { authorization: `Bearer ${token}` } });
