@@ -17,6 +17,8 @@ export interface NginxRuntimeOptions {
   readonly clientId?: string | undefined;
   /** SG_OIDC_AUDIENCE_PARAMETERS: how the SPA names the API at sign-in. */
   readonly audienceParameters?: string | undefined;
+  /** SG_SPA_SECRET_SETS: the named sets the SPA offers beside the default one. */
+  readonly secretSets?: string | undefined;
   readonly secretsFile: string;
   /** SG_* overrides (e.g. a higher SG_SECRET_RATE for load tests). */
   readonly overrides: Readonly<Record<string, string>>;
@@ -45,6 +47,7 @@ export async function prepareNginx(options: NginxRuntimeOptions): Promise<NginxR
       ...(options.audienceParameters === undefined
         ? {}
         : { oidcAudienceParameters: options.audienceParameters }),
+      ...(options.secretSets === undefined ? {} : { spaSecretSets: options.secretSets }),
       // One worker is plenty on loopback and keeps the process count low when suites run in parallel.
       workerProcesses: 1,
     }),

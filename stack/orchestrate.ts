@@ -20,6 +20,7 @@ import { freePort } from './ports.js';
 import { artefacts, ensureArtefacts, findNginx } from './prerequisites.js';
 import { createServiceProcess, waitForHttp, type ServiceProcess } from './service-process.js';
 import {
+  PAYMENTS_POLICY,
   RESOURCE_METADATA_PATH,
   VERIFIER_NODE_FLAGS,
   idpEnv,
@@ -146,6 +147,9 @@ export async function orchestrate(options: StackOptions, shape: StackShape): Pro
     audience,
     clientId: own?.clientId,
     audienceParameters: own === undefined ? undefined : audienceParametersFor(own.preset),
+    // The dev IdP's verifier has the step-up policy: the SPA offers its set, so a new user sees
+    // step-up at work. An own IdP's has only `secret`.
+    secretSets: own === undefined ? PAYMENTS_POLICY : undefined,
     secretsFile,
     overrides: {
       ...shape.nginxOverrides,

@@ -7,6 +7,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import { parseEnv } from 'node:util';
+import { PAYMENTS_POLICY } from '../service-env.js';
 
 export type NginxVariableName =
   | 'SG_LISTEN'
@@ -97,6 +98,8 @@ const LOCAL: Partial<Record<NginxVariableName, string>> = {
   SG_ACCESS_LOG_OPTIONS: LOCAL_ACCESS_LOG_OPTIONS,
   SG_OIDC_ISSUER: LOCAL_ISSUER,
   SG_CSP_CONNECT_SRC: "(the issuer's origin)",
+  // The dev IdP's verifier has the step-up policy (stack/orchestrate.ts); an own IdP's has not.
+  SG_SPA_SECRET_SETS: `(\`${PAYMENTS_POLICY}\` with the dev IdP, else empty)`,
   SG_MEMORY_DIR: '(a fresh directory in /dev/shm)',
   SG_SECRETS_ISSUER: '(the issuer)',
   SG_EXTERNAL_ORIGIN: '(http:// + SG_LISTEN)',
@@ -208,10 +211,15 @@ function originOf(listen: string): string {
 
 /**
  * The SG_ values NGINX runs with under docker compose (docker-compose.yaml): the image's defaults
- * and the one address compose sets differently, the verifier's service.
+ * and what compose sets differently: the verifier's service, and the step-up set the SPA offers
+ * beside the default one, as `npm start` does with the dev IdP.
  */
 export function dockerNginxEnv(): NginxEnv {
-  return { ...nginxDefaults(), SG_VERIFIER_ADDR: 'verifier:8090' };
+  return {
+    ...nginxDefaults(),
+    SG_VERIFIER_ADDR: 'verifier:8090',
+    SG_SPA_SECRET_SETS: PAYMENTS_POLICY,
+  };
 }
 
 /**

@@ -313,7 +313,7 @@ describe('the SPA in Chromium against the running gate', { timeout: 90_000 }, ()
     await signIn(page);
     // Sign-in leaves focus on the "Signed in" heading, so Tab continues from there.
     const names: string[] = [];
-    for (let i = 0; i < 4; i += 1) {
+    for (let i = 0; i < 6; i += 1) {
       await page.keyboard.press('Tab');
       names.push(
         await page.evaluate<string>(
@@ -323,6 +323,9 @@ describe('the SPA in Chromium against the running gate', { timeout: 90_000 }, ()
     }
     expect(names).toEqual([
       'Fetch secrets again',
+      // The dev stack offers its step-up set beside the default one (SG_SPA_SECRET_SETS).
+      'Default set',
+      'payments set',
       'Reveal x-api-key',
       'Copy x-api-key',
       'Copy api-base',

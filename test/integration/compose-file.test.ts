@@ -253,8 +253,13 @@ describe('docker-compose.yaml mirrors the local runner', () => {
         .filter((line) => line.startsWith('SG_'))
         .map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]),
     );
-    // Without a default the entrypoint refuses to start: `docker run` alone must work.
-    expect(defaults).toEqual({ ...dockerNginxEnv(), SG_VERIFIER_ADDR: '127.0.0.1:8090' });
+    // Without a default the entrypoint refuses to start: `docker run` alone must work. The image
+    // offers no named set; compose names the dev verifier's step-up set.
+    expect(defaults).toEqual({
+      ...dockerNginxEnv(),
+      SG_VERIFIER_ADDR: '127.0.0.1:8090',
+      SG_SPA_SECRET_SETS: '',
+    });
   });
 
   it.each(['verifier/Dockerfile', 'idp/Dockerfile', 'nginx/Dockerfile'])(

@@ -2,6 +2,7 @@
 // and a garbage token with 401 and no secret. A future `return` (which runs before auth_request)
 // or a lost include in any protected location fails here, whatever its path.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PAYMENTS_POLICY } from '../../stack/service-env.js';
 import type { Stack } from '../../stack/start-stack.js';
 import { call, expectDenied } from '../support/gate-table.js';
 import { startSuiteStack } from '../support/local-target.js';
@@ -24,10 +25,10 @@ beforeAll(async () => {
 afterAll(() => stack?.stop());
 
 /**
- * Request paths a regular-expression location is known to serve. The named sets (/secret/<name>)
- * need a verifier that has the policy: test/integration/named-sets.test.ts runs them.
+ * Request paths a regular-expression location is known to serve: the default set and the dev
+ * verifier's named set (/secret/<name> asks for policy <name>, stack/service-env.ts).
  */
-const REGEX_SAMPLES = ['/secret'];
+const REGEX_SAMPLES = ['/secret', `/secret/${PAYMENTS_POLICY}`];
 
 /** The request paths that reach a location: exact and prefix paths as written, regex samples. */
 function samplePaths(location: Location): string[] {

@@ -4,7 +4,8 @@
 // stepped-up one gets the set. Tokens come from the provider's real code flow, and the last row is
 // the SPA in Chromium doing the same with a DPoP-bound token: a password sign-in at the provider's
 // login page, the step-up message, a second login (the provider prompts, since the session's acr
-// is not the one asked for), the set.
+// is not the one asked for), the set. The named set `payments` (/secret/payments) beside it asks
+// the same of the sign-in, as the dev stack's does.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,8 +14,10 @@ import { chromium } from 'playwright-core';
 import * as oauth from 'oauth4webapi';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../stack/ports.js';
+import { STEP_UP } from '../../stack/service-env.js';
 import type { Stack } from '../../stack/start-stack.js';
-import { startSuiteStack } from '../support/local-target.js';
+import { runnerVerifierSettings } from '../../stack/verifier-settings.js';
+import { SUITE_OPTIONS, startSuiteStack } from '../support/local-target.js';
 import { startOidcProvider, type OidcProviderHarness } from '../support/oidc-provider.js';
 import {
   ACR_MFA,
@@ -27,8 +30,9 @@ const SPA = 'spa-browser';
 const SETS = {
   default: { 'x-api-key': 'op-default-key' },
   clients: { [SPA]: { 'x-api-key': 'op-stepped-up-key' } },
+  policies: { payments: { default: { 'payments-publishable-key': 'op-payments-key' } } },
 };
-const MAX_AGE_SECONDS = 300;
+const MAX_AGE_SECONDS = STEP_UP.maxAge;
 
 let provider: OidcProviderHarness;
 let stack: Stack;
@@ -45,18 +49,30 @@ beforeAll(async () => {
   });
   const secretsFile = join(scratch, 'secrets.json');
   writeFileSync(secretsFile, JSON.stringify(SETS));
+  const ownIdp = {
+    issuer: provider.issuer,
+    audience: provider.resource,
+    clientId: SPA,
+    preset: 'rfc9068',
+  };
+  // The policy the VERIFIER_* overlay configures (/secret's here) asks for the second factor within
+  // five minutes: the runner's file for them, plus the dev stack's `payments`, no variable's.
+  const { document } = runnerVerifierSettings({
+    own: ownIdp,
+    issuer: provider.issuer,
+    audience: provider.resource,
+    variables: { VERIFIER_ACR_VALUES: ACR_MFA, VERIFIER_MAX_AGE: `${MAX_AGE_SECONDS}s` },
+  });
+  const policies = document.policies as Record<string, object>;
+  policies.payments = { ...policies.secret, ...STEP_UP };
+  const configFile = join(scratch, 'verifier.json');
+  writeFileSync(configFile, JSON.stringify(document));
+  const verifier = SUITE_OPTIONS.env?.verifier;
   stack = await startSuiteStack({
     ports: { nginx: port },
     secretsFile,
-    ownIdp: {
-      issuer: provider.issuer,
-      audience: provider.resource,
-      clientId: SPA,
-      preset: 'rfc9068',
-    },
-    // The policy the VERIFIER_* overlay configures (the one /secret uses here) asks for the second
-    // factor within five minutes.
-    verifierVariables: { VERIFIER_ACR_VALUES: ACR_MFA, VERIFIER_MAX_AGE: `${MAX_AGE_SECONDS}s` },
+    ownIdp,
+    env: { ...SUITE_OPTIONS.env, verifier: { ...verifier, VERIFIER_CONFIG: configFile } },
   });
   const base = { issuer: provider.issuer, clientId: SPA, redirectUri, resource: provider.resource };
   signIn = (extra = {}) => signInWithCode({ ...base, ...extra });
@@ -69,12 +85,12 @@ afterAll(async () => {
 });
 
 /** The gate's answer to a token, its challenge parsed by oauth4webapi as the SPA reads it. */
-async function ask(token: string) {
+async function ask(token: string, path = '/secret') {
   try {
     const response = await oauth.protectedResourceRequest(
       token,
       'GET',
-      new URL(stack.urls.secret),
+      new URL(path, stack.urls.gate),
       new Headers(),
       null,
       { [oauth.allowInsecureRequests]: true },
@@ -128,6 +144,21 @@ describe('step-up against node-oidc-provider, through NGINX', { timeout: 60_000 
     const answer = await ask(token);
     expect(answer.status).toBe(200);
     expect(JSON.parse(answer.body)).toEqual(SETS.clients[SPA]);
+  });
+
+  it('asks the same of a sign-in for the payments set, and hands it out after the step-up', async () => {
+    const refused = await ask(await signIn(), '/secret/payments');
+    expect(refused.status).toBe(401);
+    expect(refused.challenge?.parameters).toMatchObject({
+      error: 'insufficient_user_authentication',
+      acr_values: ACR_MFA,
+      max_age: String(MAX_AGE_SECONDS),
+    });
+    expect(refused.body).not.toContain('op-payments-key');
+    const token = await signIn({ acrValues: ACR_MFA, maxAge: MAX_AGE_SECONDS });
+    const answer = await ask(token, '/secret/payments');
+    expect(answer.status).toBe(200);
+    expect(JSON.parse(answer.body)).toEqual(SETS.policies.payments.default);
   });
 });
 
