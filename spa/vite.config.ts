@@ -40,6 +40,14 @@ export default defineConfig({
   // relative ones would break on deep links.
   base: '/',
   plugins: [devRuntimeConfig()],
+  // The client package from its sources (as spa/tsconfig.json maps it), so no build comes first.
+  resolve: {
+    alias: {
+      '@secret-gate/client': fileURLToPath(
+        new URL('../packages/secret-gate-client/src/index.ts', import.meta.url),
+      ),
+    },
+  },
   build: {
     outDir: 'dist',
     assetsDir: 'assets',

@@ -1,51 +1,40 @@
 import { describe, expect, it } from 'vitest';
-import {
-  challengeParam,
-  describeGateFailure,
-  NETWORK_FAILURE,
-  parseRetryAfter,
-  stepUpFailed,
-} from './gate-answer.js';
+import { describeGateError, NETWORK_FAILURE, stepUpFailed } from './gate-answer.js';
 
-const NOW = new Date('2025-06-01T12:00:00Z');
-const REALM = 'Bearer realm="secret-gate"';
+const bearer = (parameters: Record<string, string>) => ({
+  scheme: 'bearer' as const,
+  parameters,
+});
 
-describe('describeGateFailure', () => {
+describe('describeGateError', () => {
   it.each([
-    // status, WWW-Authenticate, Retry-After, code, action, retryAfterSeconds
-    [401, `${REALM}, error="invalid_token"`, null, 'session-expired', 'sign-in', undefined],
-    [401, null, null, 'session-expired', 'sign-in', undefined],
-    [401, REALM, null, 'not-signed-in', 'sign-in', undefined],
+    // error, code, action, retryAfterSeconds
+    [{ code: 'unauthorized', tokenRefused: true }, 'session-expired', 'sign-in', undefined],
+    [{ code: 'unauthorized' }, 'session-expired', 'sign-in', undefined],
     [
-      403,
-      `${REALM}, error="insufficient_scope", scope="secrets:read"`,
-      null,
-      'missing-scope',
-      'none',
+      { code: 'unauthorized', tokenRefused: false, challenges: [bearer({ realm: 'g' })] },
+      'not-signed-in',
+      'sign-in',
       undefined,
     ],
-    [429, null, '30', 'rate-limited', 'retry', 30],
-    [429, null, null, 'rate-limited', 'retry', undefined],
-    [503, null, '5', 'unavailable', 'retry', 5],
-    [503, null, 'Sun, 01 Jun 2025 12:02:00 GMT', 'unavailable', 'retry', 120],
-    [500, null, null, 'gate-error', 'retry', undefined],
-    [502, null, null, 'gate-error', 'retry', undefined],
-    [404, null, null, 'unexpected-status', 'retry', undefined],
-  ] as const)(
-    'maps HTTP %i (challenge %s, Retry-After %s) to %s with action %s',
-    (status, wwwAuthenticate, retryAfter, code, action, retryAfterSeconds) => {
-      const notice = describeGateFailure({ status, wwwAuthenticate, retryAfter }, NOW);
-      expect(notice.code).toBe(code);
-      expect(notice.action).toBe(action);
-      expect(notice.retryAfterSeconds).toBe(retryAfterSeconds);
-    },
-  );
+    [{ code: 'forbidden', scope: 'secrets:read' }, 'missing-scope', 'none', undefined],
+    [{ code: 'rate_limited', retryAfterSeconds: 30 }, 'rate-limited', 'retry', 30],
+    [{ code: 'rate_limited' }, 'rate-limited', 'retry', undefined],
+    [{ code: 'unavailable', retryAfterSeconds: 5 }, 'unavailable', 'retry', 5],
+    [{ code: 'mint_failed', reason: 'exchange refused' }, 'mint-failed', 'retry', undefined],
+    [{ code: 'server_error', status: 500 }, 'gate-error', 'retry', undefined],
+    [{ code: 'not_found', status: 404 }, 'unknown-set', 'none', undefined],
+    [{ code: 'network' }, 'network', 'retry', undefined],
+    [{ code: 'bad_response' }, 'bad-response', 'retry', undefined],
+  ] as const)('maps %o to %s with action %s', (fields, code, action, retryAfterSeconds) => {
+    const notice = describeGateError({ message: 'm', ...fields });
+    expect(notice.code).toBe(code);
+    expect(notice.action).toBe(action);
+    expect(notice.retryAfterSeconds).toBe(retryAfterSeconds);
+  });
 
   it('tells an expired session to sign in again', () => {
-    const notice = describeGateFailure(
-      { status: 401, wwwAuthenticate: `${REALM}, error="invalid_token"` },
-      NOW,
-    );
+    const notice = describeGateError({ code: 'unauthorized', message: 'm', tokenRefused: true });
     expect(notice.title).toBe('Your session has expired');
     expect(notice.detail).toBe(
       'The gate no longer accepts your sign-in. Sign in again to continue.',
@@ -53,44 +42,50 @@ describe('describeGateFailure', () => {
   });
 
   it('names the missing scope from the challenge', () => {
-    const notice = describeGateFailure(
-      {
-        status: 403,
-        wwwAuthenticate: `${REALM}, error="insufficient_scope", scope="secrets:read"`,
-      },
-      NOW,
-    );
+    const notice = describeGateError({ code: 'forbidden', message: 'm', scope: 'secrets:read' });
     expect(notice.title).toBe('You are not allowed to read the secrets');
     expect(notice.detail).toContain('lacks the permission "secrets:read"');
   });
 
   it('still explains a 403 that carries no challenge', () => {
-    const notice = describeGateFailure({ status: 403 }, NOW);
+    const notice = describeGateError({ code: 'forbidden', message: 'm' });
     expect(notice.detail).toContain('lacks the permission to read the secrets');
   });
 
   it('asks to slow down and says how long to wait on 429', () => {
-    const notice = describeGateFailure({ status: 429, retryAfter: '30' }, NOW);
+    const notice = describeGateError({ code: 'rate_limited', message: 'm', retryAfterSeconds: 30 });
     expect(notice.title).toBe('Too many requests — slow down');
     expect(notice.detail).toContain('Try again in 30 seconds.');
   });
 
   it('says the service is unavailable on 503 and rounds long waits to minutes', () => {
-    const notice = describeGateFailure({ status: 503, retryAfter: '600' }, NOW);
+    const notice = describeGateError({ code: 'unavailable', message: 'm', retryAfterSeconds: 600 });
     expect(notice.title).toBe('The secret service is unavailable');
     expect(notice.detail).toBe(
       'The gate cannot check sign-ins right now. Try again in 10 minutes.',
     );
   });
 
-  it('never includes the body or headers verbatim beyond the scope name', () => {
-    const notice = describeGateFailure(
-      {
-        status: 401,
-        wwwAuthenticate: `${REALM}, error="invalid_token", error_description="eyJhbGciOi..."`,
-      },
-      NOW,
+  it("says which mint failed in the gate's words", () => {
+    const notice = describeGateError({
+      code: 'mint_failed',
+      message: 'm',
+      status: 502,
+      reason: 'token exchange refused',
+    });
+    expect(notice.title).toBe('A per-user value could not be issued');
+    expect(notice.detail).toBe(
+      "The gate could not mint one of this set's values (token exchange refused). Try again later.",
     );
+  });
+
+  it('never shows the challenge text beyond the scope name', () => {
+    const notice = describeGateError({
+      code: 'unauthorized',
+      message: 'm',
+      tokenRefused: true,
+      challenges: [bearer({ error: 'invalid_token', error_description: 'eyJhbGciOi...' })],
+    });
     expect(JSON.stringify(notice)).not.toContain('eyJ');
   });
 
@@ -100,20 +95,14 @@ describe('describeGateFailure', () => {
   });
 });
 
-describe('describeGateFailure on a step-up challenge (RFC 9470)', () => {
-  const stepUp = {
-    scheme: 'bearer' as const,
-    parameters: {
-      realm: 'secret-gate',
-      error: 'insufficient_user_authentication',
-      error_description: 'eyJ-like text the gate wrote',
-      acr_values: 'urn:secret-gate:mfa',
-      max_age: '300',
-    },
-  };
-
+describe('describeGateError on a step-up challenge (RFC 9470)', () => {
   it('asks for a step-up naming the level and the age, and carries the request', () => {
-    const notice = describeGateFailure({ status: 401, challenges: [stepUp] }, NOW);
+    const notice = describeGateError({
+      code: 'step_up_required',
+      message: 'm',
+      stepUp: { acrValues: ['urn:secret-gate:mfa'], maxAge: 300 },
+      challenges: [bearer({ error_description: 'eyJ-like text the gate wrote' })],
+    });
     expect(notice).toMatchObject({
       code: 'step-up-required',
       action: 'step-up',
@@ -126,51 +115,9 @@ describe('describeGateFailure on a step-up challenge (RFC 9470)', () => {
     expect(JSON.stringify(notice)).not.toContain('eyJ');
   });
 
-  it('keeps the session-expired answer for an invalid_token challenge beside it', () => {
-    const invalid = { scheme: 'bearer' as const, parameters: { error: 'invalid_token' } };
-    expect(
-      describeGateFailure(
-        { status: 401, wwwAuthenticate: `${REALM}, error="invalid_token"`, challenges: [invalid] },
-        NOW,
-      ).code,
-    ).toBe('session-expired');
-  });
-
   it('ends a second challenge after a step-up in an error with no further sign-in', () => {
     const notice = stepUpFailed({ acrValues: ['urn:secret-gate:mfa'] });
     expect(notice).toMatchObject({ code: 'step-up-failed', action: 'none' });
     expect(notice.detail).toContain('still asks for a sign-in at level "urn:secret-gate:mfa"');
-  });
-});
-
-describe('parseRetryAfter', () => {
-  it.each([
-    ['120', 120],
-    [' 7 ', 7],
-    ['0', 0],
-    ['Sun, 01 Jun 2025 12:00:30 GMT', 30],
-    ['Sun, 01 Jun 2025 11:00:00 GMT', 0],
-  ])('reads %j as %i seconds', (value, seconds) => {
-    expect(parseRetryAfter(value, NOW)).toBe(seconds);
-  });
-
-  it.each([[null], [undefined], [''], ['-5'], ['1.5'], ['soon'], ['2025-06-01T12:00:30Z']])(
-    'ignores %j',
-    (value) => {
-      expect(parseRetryAfter(value, NOW)).toBeUndefined();
-    },
-  );
-});
-
-describe('challengeParam', () => {
-  it('reads quoted and bare values and unescapes quotes', () => {
-    const header = 'Bearer realm="a \\"b\\"", error=invalid_token, scope="x y"';
-    expect(challengeParam(header, 'realm')).toBe('a "b"');
-    expect(challengeParam(header, 'error')).toBe('invalid_token');
-    expect(challengeParam(header, 'scope')).toBe('x y');
-  });
-
-  it('does not confuse error with error_description', () => {
-    expect(challengeParam('Bearer error_description="x"', 'error')).toBeUndefined();
   });
 });

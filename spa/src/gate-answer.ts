@@ -1,8 +1,7 @@
 // Turns every answer the gate can give to GET /secret into words a person understands and the one
-// action that helps. Pure: the caller passes the status and the two headers that matter, and the
-// challenges oauth4webapi parsed from WWW-Authenticate.
-import type { WWWAuthenticateChallenge } from 'oauth4webapi';
-import { describeStepUp, readStepUpChallenge, type StepUpRequest } from './step-up.js';
+// action that helps. Pure: the client package has already turned the answer into a typed error.
+import type { SecretGateError } from '@secret-gate/client';
+import { describeStepUp, type StepUpRequest } from './step-up.js';
 
 /** What went wrong, as a closed set the view switches on. */
 export type NoticeCode =
@@ -13,8 +12,9 @@ export type NoticeCode =
   | 'missing-scope'
   | 'rate-limited'
   | 'unavailable'
+  | 'mint-failed'
   | 'gate-error'
-  | 'unexpected-status'
+  | 'unknown-set'
   | 'network'
   | 'bad-response';
 
@@ -32,44 +32,6 @@ export interface Notice {
   readonly stepUp?: StepUpRequest;
 }
 
-/** The parts of a gate response the mapping reads. */
-export interface GateFailure {
-  readonly status: number;
-  readonly retryAfter?: string | null;
-  readonly wwwAuthenticate?: string | null;
-  /** The WWW-Authenticate challenges as oauth4webapi parsed them (quoted strings, any order). */
-  readonly challenges?: readonly WWWAuthenticateChallenge[] | undefined;
-}
-
-/**
- * Reads a Retry-After value (RFC 9110 §10.2.3): delta-seconds or an HTTP-date, relative to `now`.
- * Returns whole seconds ≥ 0, or undefined when absent or unreadable.
- */
-export function parseRetryAfter(value: string | null | undefined, now: Date): number | undefined {
-  if (value === null || value === undefined) return undefined;
-  const text = value.trim();
-  if (/^\d+$/.test(text)) return Number.parseInt(text, 10);
-  // Only the IMF-fixdate form is accepted as a date; Date.parse alone would take "1.5" too.
-  if (!/^[A-Za-z]{3}, \d{2} [A-Za-z]{3} \d{4} \d{2}:\d{2}:\d{2} GMT$/.test(text)) return undefined;
-  const at = Date.parse(text);
-  if (Number.isNaN(at)) return undefined;
-  return Math.max(0, Math.ceil((at - now.getTime()) / 1000));
-}
-
-/** Reads one auth-param (`error`, `scope`) from a Bearer challenge, quoted or not. */
-export function challengeParam(
-  header: string | null | undefined,
-  name: string,
-): string | undefined {
-  if (!header) return undefined;
-  const match = new RegExp(
-    `(?:^|[\\s,])${name}\\s*=\\s*(?:"((?:[^"\\\\]|\\\\.)*)"|([^\\s,]+))`,
-    'i',
-  ).exec(header);
-  if (!match) return undefined;
-  return match[1] !== undefined ? match[1].replace(/\\(.)/g, '$1') : match[2];
-}
-
 function waitPhrase(seconds: number | undefined, fallback: string): string {
   if (seconds === undefined) return fallback;
   if (seconds <= 1) return 'Try again in a moment.';
@@ -77,13 +39,14 @@ function waitPhrase(seconds: number | undefined, fallback: string): string {
   return `Try again in ${Math.ceil(seconds / 60)} minutes.`;
 }
 
-/** Maps a non-2xx answer of the gate to a notice. */
-export function describeGateFailure(failure: GateFailure, now: Date): Notice {
-  const { status } = failure;
-  if (status === 401) {
-    // RFC 9470 §3: the token is fine, the sign-in behind it is too weak or too old for this set.
-    const stepUp = readStepUpChallenge(failure.challenges);
-    if (stepUp) {
+/** Maps a failed fetch of a set (the client package's typed error) to a notice. */
+export function describeGateError(error: SecretGateError): Notice {
+  const { retryAfterSeconds } = error;
+  const wait = retryAfterSeconds === undefined ? {} : { retryAfterSeconds };
+  switch (error.code) {
+    case 'step_up_required': {
+      // RFC 9470 §3: the token is fine, the sign-in behind it is too weak or too old for this set.
+      const stepUp = error.stepUp ?? {};
       return {
         code: 'step-up-required',
         title: 'These secrets need a stronger sign-in',
@@ -92,63 +55,73 @@ export function describeGateFailure(failure: GateFailure, now: Date): Notice {
         stepUp,
       };
     }
-    // RFC 6750 §3: a challenge without `error` means no token reached the gate at all.
-    if (challengeParam(failure.wwwAuthenticate, 'error') === undefined && failure.wwwAuthenticate) {
+    case 'unauthorized':
+      // RFC 6750 §3: a challenge without `error` means no token reached the gate at all.
+      if (error.tokenRefused === false && error.challenges?.length) {
+        return {
+          code: 'not-signed-in',
+          title: 'You are not signed in',
+          detail: 'The gate did not receive a sign-in. Sign in to get your secrets.',
+          action: 'sign-in',
+        };
+      }
+      return SESSION_EXPIRED;
+    case 'forbidden':
       return {
-        code: 'not-signed-in',
-        title: 'You are not signed in',
-        detail: 'The gate did not receive a sign-in. Sign in to get your secrets.',
-        action: 'sign-in',
+        code: 'missing-scope',
+        title: 'You are not allowed to read the secrets',
+        detail: error.scope
+          ? `You are signed in, but your sign-in lacks the permission "${error.scope}". Ask an administrator to grant it, then sign in again.`
+          : 'You are signed in, but your sign-in lacks the permission to read the secrets. Ask an administrator to grant it, then sign in again.',
+        action: 'none',
       };
-    }
-    return SESSION_EXPIRED;
+    case 'rate_limited':
+      return {
+        code: 'rate-limited',
+        title: 'Too many requests — slow down',
+        detail: `The gate is limiting how often secrets can be fetched. ${waitPhrase(retryAfterSeconds, 'Wait a little, then try again.')}`,
+        action: 'retry',
+        ...wait,
+      };
+    case 'unavailable':
+      return {
+        code: 'unavailable',
+        title: 'The secret service is unavailable',
+        detail: `The gate cannot check sign-ins right now. ${waitPhrase(retryAfterSeconds, 'Try again shortly.')}`,
+        action: 'retry',
+        ...wait,
+      };
+    case 'mint_failed':
+      // The reason is the gate's own words about its downstream (never a secret); shown as is.
+      return {
+        code: 'mint-failed',
+        title: 'A per-user value could not be issued',
+        detail: `The gate could not mint one of this set's values${error.reason ? ` (${error.reason})` : ''}. ${waitPhrase(retryAfterSeconds, 'Try again later.')}`,
+        action: 'retry',
+        ...wait,
+      };
+    case 'server_error':
+      return {
+        code: 'gate-error',
+        title: 'The gate ran into a problem',
+        detail: `The gate answered with an error (HTTP ${error.status ?? 500}). ${waitPhrase(retryAfterSeconds, 'Try again later.')}`,
+        action: 'retry',
+        ...wait,
+      };
+    case 'not_found':
+      return {
+        code: 'unknown-set',
+        title: 'The gate has no such set',
+        detail:
+          'The gate does not know this set of secrets. Ask an administrator to check the app configuration.',
+        action: 'none',
+      };
+    case 'network':
+    case 'aborted':
+      return NETWORK_FAILURE;
+    case 'bad_response':
+      return BAD_RESPONSE;
   }
-  if (status === 403) {
-    const scope = challengeParam(failure.wwwAuthenticate, 'scope');
-    return {
-      code: 'missing-scope',
-      title: 'You are not allowed to read the secrets',
-      detail: scope
-        ? `You are signed in, but your sign-in lacks the permission "${scope}". Ask an administrator to grant it, then sign in again.`
-        : 'You are signed in, but your sign-in lacks the permission to read the secrets. Ask an administrator to grant it, then sign in again.',
-      action: 'none',
-    };
-  }
-  const retryAfterSeconds = parseRetryAfter(failure.retryAfter, now);
-  const wait = retryAfterSeconds === undefined ? {} : { retryAfterSeconds };
-  if (status === 429) {
-    return {
-      code: 'rate-limited',
-      title: 'Too many requests — slow down',
-      detail: `The gate is limiting how often secrets can be fetched. ${waitPhrase(retryAfterSeconds, 'Wait a little, then try again.')}`,
-      action: 'retry',
-      ...wait,
-    };
-  }
-  if (status === 503) {
-    return {
-      code: 'unavailable',
-      title: 'The secret service is unavailable',
-      detail: `The gate cannot check sign-ins right now. ${waitPhrase(retryAfterSeconds, 'Try again shortly.')}`,
-      action: 'retry',
-      ...wait,
-    };
-  }
-  if (status >= 500) {
-    return {
-      code: 'gate-error',
-      title: 'The gate ran into a problem',
-      detail: `The gate answered with an error (HTTP ${status}). ${waitPhrase(retryAfterSeconds, 'Try again later.')}`,
-      action: 'retry',
-      ...wait,
-    };
-  }
-  return {
-    code: 'unexpected-status',
-    title: 'Unexpected answer from the gate',
-    detail: `The gate answered HTTP ${status}, which this app does not understand. Try again later.`,
-    action: 'retry',
-  };
 }
 
 /** The gate rejected the token, or its lifetime ran out on this page's clock. */

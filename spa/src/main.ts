@@ -4,7 +4,8 @@ import { createAuth, isAuthorizationResponse, SignInError, type Session } from '
 import { ConfigError, loadConfig, type AppConfig } from './config.js';
 import { SESSION_EXPIRED, stepUpFailed } from './gate-answer.js';
 import type { PendingStepUp } from './pending-sign-in.js';
-import { createSecretClient, type FetchSecret } from './secret-client.js';
+import { watchSet, type SetWatch } from '@secret-gate/client';
+import { createGateClient, readSetResult, type SecretResult } from './secret-client.js';
 import type { SecretEntry } from './secret-set.js';
 import { clockTime, describeExpiry } from './time-text.js';
 import { createView, type NoticeContent } from './view.js';
@@ -36,18 +37,12 @@ async function copyToClipboard(entry: SecretEntry): Promise<boolean> {
 function run(config: AppConfig): void {
   const origin = window.location.origin;
   const auth = createAuth(config, { origin, storage: window.sessionStorage, now: Date.now });
-  // One client per set: `/secret` for the default set, `/secret/<name>` for a named one.
-  const secretClients = new Map<string | undefined, FetchSecret>();
-  const clientFor = (set: string | undefined): FetchSecret => {
-    let client = secretClients.get(set);
-    if (!client) {
-      const path = set === undefined ? '/secret' : `/secret/${encodeURIComponent(set)}`;
-      client = createSecretClient(browserFetch, new URL(path, origin));
-      secretClients.set(set, client);
-    }
-    return client;
-  };
   let session: Session | undefined;
+  // `/secret` for the default set, `/secret/<name>` for a named one. Each request (renewals
+  // included) takes the session's current token; none is sent once it is gone.
+  const gate = createGateClient(browserFetch, new URL('/secret', origin), () => session);
+  /** Keeps the shown set current: minted values are fetched again before they expire. */
+  let watch: SetWatch | undefined;
   /** The set whose secrets are shown (undefined: the default set). */
   let currentSet: string | undefined;
   /** What the gate asked for in its last step-up challenge, until the person acts on it. */
@@ -68,10 +63,13 @@ function run(config: AppConfig): void {
     view.setExpiry(
       session.expiresAt ? describeExpiry(session.expiresAt, now) : 'not stated by the IdP',
     );
+    view.tickExpiries(now);
   }
 
   function forgetSession(): void {
     session = undefined;
+    watch?.stop();
+    watch = undefined;
     fetchedAt = undefined;
     stepUpFor = undefined;
     clearInterval(expiryTicker);
@@ -79,30 +77,48 @@ function run(config: AppConfig): void {
   }
 
   /**
-   * Fetches the current set. `afterStepUp` is the step-up this session's sign-in answered: a
-   * second challenge then ends in an error, never in another redirect (RFC 9470 retries once).
+   * Fetches the current set, then keeps its minted values renewed. `afterStepUp` is the step-up
+   * this session's sign-in answered: a second challenge then ends in an error, never in another
+   * redirect (RFC 9470 retries once).
    */
-  async function refreshSecrets(afterStepUp?: PendingStepUp): Promise<void> {
-    const current = session;
+  function refreshSecrets(afterStepUp?: PendingStepUp): void {
     const set = currentSet;
-    if (!current) return;
+    if (!session) return;
+    watch?.stop();
     view.setBusy(true);
     view.setSecretsStatus(
       afterStepUp ? 'Fetching the secrets with your new sign-in…' : 'Fetching your secrets…',
     );
-    const result = await clientFor(set)(current, () => new Date());
-    view.setBusy(false);
-    // Signed out, or another set picked, while the request was in flight.
-    if (session !== current || currentSet !== set) return;
+    let first = true;
+    watch = watchSet(gate, {
+      set,
+      onResult: (result) => {
+        view.setBusy(false);
+        // The watch is stopped on sign-out and on a set change, so this is the current set.
+        showResult(readSetResult(result), set, first ? afterStepUp : undefined);
+        first = false;
+      },
+    });
+  }
+
+  function showResult(
+    result: SecretResult,
+    set: string | undefined,
+    afterStepUp: PendingStepUp | undefined,
+  ): void {
     if (result.ok) {
       fetchedAt = new Date();
       stepUpFor = undefined;
       view.clearNotice();
-      view.renderSecrets(result.entries, { copy: copyToClipboard });
-      view.setSecretsStatus(
+      view.renderSecrets(result.entries, { copy: copyToClipboard }, fetchedAt);
+      const fetched =
         set === undefined
           ? `Fetched at ${clockTime(fetchedAt)}.`
-          : `Fetched the ${set} set at ${clockTime(fetchedAt)}.`,
+          : `Fetched the ${set} set at ${clockTime(fetchedAt)}.`;
+      view.setSecretsStatus(
+        result.renewAt
+          ? `${fetched} Minted values renew at ${clockTime(result.renewAt)}.`
+          : fetched,
       );
       if (config.cloudfront) view.showCloudfront(config.cloudfront.imageUrl);
       return;
@@ -149,7 +165,7 @@ function run(config: AppConfig): void {
     view.showSignedIn({ subject: newSession.subject, name: newSession.name });
     updateExpiry();
     expiryTicker = setInterval(updateExpiry, 1000);
-    void refreshSecrets(stepUp);
+    refreshSecrets(stepUp);
   }
 
   function pickSet(set: string | undefined): void {
@@ -160,7 +176,7 @@ function run(config: AppConfig): void {
     // The shown values belong to the previous set; they must not pass for this one's.
     view.clearSecrets();
     view.clearNotice();
-    void refreshSecrets();
+    refreshSecrets();
   }
 
   /** Leaves for the IdP with what the gate asked for; the session ends with the page. */
@@ -200,7 +216,7 @@ function run(config: AppConfig): void {
 
   view.onSignIn(() => void signIn());
   view.onSignOut(() => void signOut());
-  view.onRefetch(() => void refreshSecrets());
+  view.onRefetch(() => refreshSecrets());
   view.onStepUp(() => void stepUp());
   view.showSecretSets(config.secretSets, pickSet);
 

@@ -1,10 +1,19 @@
 import * as oauth from 'oauth4webapi';
 import { decodeJwt, decodeProtectedHeader } from 'jose';
 import { describe, expect, it } from 'vitest';
-import { createSecretClient } from './secret-client.js';
+import { createGateClient, readSetResult, type GateCredentials } from './secret-client.js';
 
 const URL_ = new URL('https://app.example.com/secret');
-const now = () => new Date('2025-06-01T12:00:00Z');
+
+/** The app's client over a scripted fetch; each call sends the credentials it is given. */
+function clientFor(fakeFetch: typeof fetch) {
+  let credentials: GateCredentials | undefined;
+  const gate = createGateClient(fakeFetch, URL_, () => credentials);
+  return async (given: GateCredentials) => {
+    credentials = given;
+    return readSetResult(await gate.fetchSet());
+  };
+}
 
 function clientAnswering(response: () => Response) {
   const seen: RequestInit[] = [];
@@ -12,15 +21,45 @@ function clientAnswering(response: () => Response) {
     seen.push(init ?? {});
     return response();
   };
-  return { fetchSecret: createSecretClient(fakeFetch, URL_), seen };
+  return { fetchSecret: clientFor(fakeFetch), seen };
 }
 
 describe('fetchSecret', () => {
+  it('lists minted values with their expiry and says when they renew', async () => {
+    const { fetchSecret } = clientAnswering(
+      () =>
+        new Response(
+          JSON.stringify({
+            'x-api-key': 'k-1',
+            'algolia-key': 'a-1',
+            expires_at: { 'algolia-key': 4_000_000_000 },
+          }),
+          { status: 200 },
+        ),
+    );
+    const result = await fetchSecret({ accessToken: 't' });
+    if (!result.ok) throw new Error(result.notice.code);
+    expect(result.entries.map((entry) => entry.name)).toEqual(['x-api-key', 'algolia-key']);
+    expect(result.entries[0]?.expiresAt).toBeUndefined();
+    expect(result.entries[1]?.expiresAt).toBeInstanceOf(Date);
+    expect(result.renewAt).toBeInstanceOf(Date);
+  });
+
+  it('maps a 502 mint failure to its notice', async () => {
+    const { fetchSecret } = clientAnswering(
+      () => new Response('{"error":"mint_failed","reason":"exchange refused"}', { status: 502 }),
+    );
+    expect(await fetchSecret({ accessToken: 't' })).toMatchObject({
+      ok: false,
+      notice: { code: 'mint-failed' },
+    });
+  });
+
   it('sends the token as a Bearer credential, uncached, and returns the entries', async () => {
     const { fetchSecret, seen } = clientAnswering(
       () => new Response(JSON.stringify({ 'x-api-key': 'k-1' }), { status: 200 }),
     );
-    const result = await fetchSecret({ accessToken: 'token-abc' }, now);
+    const result = await fetchSecret({ accessToken: 'token-abc' });
     expect(result).toEqual({
       ok: true,
       entries: [{ name: 'x-api-key', value: 'k-1', sensitive: true }],
@@ -34,7 +73,7 @@ describe('fetchSecret', () => {
       () =>
         new Response('{"error":"unavailable"}', { status: 503, headers: { 'Retry-After': '5' } }),
     );
-    const result = await fetchSecret({ accessToken: 't' }, now);
+    const result = await fetchSecret({ accessToken: 't' });
     expect(result).toMatchObject({
       ok: false,
       notice: { code: 'unavailable', retryAfterSeconds: 5 },
@@ -49,7 +88,7 @@ describe('fetchSecret', () => {
           headers: { 'WWW-Authenticate': 'Bearer realm="secret-gate", error="invalid_token"' },
         }),
     );
-    expect(await fetchSecret({ accessToken: 't' }, now)).toMatchObject({
+    expect(await fetchSecret({ accessToken: 't' })).toMatchObject({
       ok: false,
       notice: { code: 'session-expired' },
     });
@@ -68,7 +107,7 @@ describe('fetchSecret', () => {
     const { fetchSecret } = clientAnswering(
       () => new Response('{}', { status: 401, headers: { 'WWW-Authenticate': header } }),
     );
-    expect(await fetchSecret({ accessToken: 't' }, now)).toMatchObject({
+    expect(await fetchSecret({ accessToken: 't' })).toMatchObject({
       ok: false,
       notice: {
         code: 'step-up-required',
@@ -78,10 +117,10 @@ describe('fetchSecret', () => {
   });
 
   it('turns a thrown fetch into the network notice', async () => {
-    const fetchSecret = createSecretClient(async () => {
+    const fetchSecret = clientFor(async () => {
       throw new TypeError('Failed to fetch');
-    }, URL_);
-    expect(await fetchSecret({ accessToken: 't' }, now)).toMatchObject({
+    });
+    expect(await fetchSecret({ accessToken: 't' })).toMatchObject({
       ok: false,
       notice: { code: 'network' },
     });
@@ -89,7 +128,7 @@ describe('fetchSecret', () => {
 
   it.each([['<html>'], ['[1,2]'], ['{"x":{"y":1}}']])('rejects the 200 body %j', async (body) => {
     const { fetchSecret } = clientAnswering(() => new Response(body, { status: 200 }));
-    expect(await fetchSecret({ accessToken: 't' }, now)).toMatchObject({
+    expect(await fetchSecret({ accessToken: 't' })).toMatchObject({
       ok: false,
       notice: { code: 'bad-response' },
     });
@@ -106,8 +145,8 @@ describe('fetchSecret with a DPoP-bound session', () => {
       () => new Response(JSON.stringify({ 'x-api-key': 'k-1' }), { status: 200 }),
     );
     const dpop = await dpopHandle();
-    expect((await fetchSecret({ accessToken: 'token-abc', dpop }, now)).ok).toBe(true);
-    await fetchSecret({ accessToken: 'token-abc', dpop }, now);
+    expect((await fetchSecret({ accessToken: 'token-abc', dpop })).ok).toBe(true);
+    await fetchSecret({ accessToken: 'token-abc', dpop });
     const proofs = seen.map((init) => new Headers(init.headers).get('DPoP') ?? '');
     expect(new Headers(seen[0]?.headers).get('Authorization')).toBe('DPoP token-abc');
     expect(seen[0]?.cache).toBe('no-store');
@@ -135,7 +174,7 @@ describe('fetchSecret with a DPoP-bound session', () => {
           })
         : new Response(JSON.stringify({ 'x-api-key': 'k-1' }), { status: 200 }),
     );
-    const result = await fetchSecret({ accessToken: 't', dpop: await dpopHandle() }, now);
+    const result = await fetchSecret({ accessToken: 't', dpop: await dpopHandle() });
     expect(result.ok).toBe(true);
     expect(seen).toHaveLength(2);
     expect(decodeJwt(new Headers(seen[1]?.headers).get('DPoP') ?? '').nonce).toBe('nonce-1');
@@ -152,7 +191,7 @@ describe('fetchSecret with a DPoP-bound session', () => {
           },
         }),
     );
-    const result = await fetchSecret({ accessToken: 't', dpop: await dpopHandle() }, now);
+    const result = await fetchSecret({ accessToken: 't', dpop: await dpopHandle() });
     expect(seen).toHaveLength(1);
     expect(result).toMatchObject({
       ok: false,
@@ -171,7 +210,7 @@ describe('fetchSecret with a DPoP-bound session', () => {
           },
         }),
     );
-    const result = await fetchSecret({ accessToken: 't', dpop: await dpopHandle() }, now);
+    const result = await fetchSecret({ accessToken: 't', dpop: await dpopHandle() });
     expect(seen).toHaveLength(2);
     expect(result).toMatchObject({ ok: false, notice: { code: 'session-expired' } });
   });

@@ -1,11 +1,14 @@
-// The body of GET /secret: a flat JSON object of named values (see the secrets file contract).
+// A fetched set as the view lists it: one entry per value, minted ones with their expiry.
 // Which entries count as sensitive decides what the view masks until the person asks to see it.
+import type { SecretSet } from '@secret-gate/client';
 
 export interface SecretEntry {
   readonly name: string;
   readonly value: string;
   /** Masked by default: keys, tokens, passwords, signatures. Plain settings (api-base) are not. */
   readonly sensitive: boolean;
+  /** A value minted for this user: when it stops working, on the page's clock. */
+  readonly expiresAt?: Date;
 }
 
 const SENSITIVE_NAME = /key|secret|token|password|passwd|credential|signature|private/i;
@@ -14,17 +17,19 @@ const SENSITIVE_NAME = /key|secret|token|password|passwd|credential|signature|pr
 export const MASK = '••••••••••••';
 
 /**
- * Reads a secret set from a parsed JSON body. Accepts only an object whose values are strings or
- * numbers (numbers are shown as text); returns undefined for anything else.
+ * The set's values as entries, in the gate's order. A minted value carries its expiry moved onto
+ * the page's clock, so a countdown against `Date.now()` is right even when the clocks differ.
  */
-export function parseSecretSet(body: unknown): SecretEntry[] | undefined {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) return undefined;
-  const entries: SecretEntry[] = [];
-  for (const [name, value] of Object.entries(body)) {
-    if (typeof value !== 'string' && typeof value !== 'number') return undefined;
-    entries.push({ name, value: String(value), sensitive: SENSITIVE_NAME.test(name) });
-  }
-  return entries;
+export function entriesOf(set: SecretSet): SecretEntry[] {
+  return Object.entries(set.values).map(([name, value]) => {
+    const at = set.expiresAt[name];
+    return {
+      name,
+      value,
+      sensitive: SENSITIVE_NAME.test(name),
+      ...(at === undefined ? {} : { expiresAt: new Date((at - set.gateClockOffset) * 1000) }),
+    };
+  });
 }
 
 /** What the view shows for an entry in its current state. */

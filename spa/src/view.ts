@@ -2,6 +2,7 @@
 // textContent (never innerHTML), so nothing from the IdP or the gate can become markup.
 import type { NoticeAction } from './gate-answer.js';
 import { displayValue, type SecretEntry } from './secret-set.js';
+import { describeExpiry } from './time-text.js';
 
 /** What the notice area shows; gate answers and sign-in failures both fit. */
 export interface NoticeContent {
@@ -130,13 +131,31 @@ export function createView(doc: Document) {
     $.secretsStatus.textContent = text;
   }
 
+  /** The expiry line of each minted value shown, ticked by `tickExpiries`. */
+  let expiryLines: { readonly line: HTMLElement; readonly at: Date }[] = [];
+  /** Names the person revealed; a renewal's new value stays revealed instead of re-masking. */
+  const revealedNames = new Set<string>();
+
   function clearSecrets(): void {
     $.secrets.replaceChildren();
     $.secretsStatus.textContent = '';
+    expiryLines = [];
+    revealedNames.clear();
   }
 
-  function renderSecrets(entries: readonly SecretEntry[], handlers: SecretHandlers): void {
+  function renderSecrets(
+    entries: readonly SecretEntry[],
+    handlers: SecretHandlers,
+    now: Date,
+  ): void {
+    expiryLines = [];
     $.secrets.replaceChildren(...entries.map((entry, index) => secretRow(entry, index, handlers)));
+    tickExpiries(now);
+  }
+
+  /** Rewrites each minted value's countdown ("expires in 42 s (at 14:03:12)"). */
+  function tickExpiries(now: Date): void {
+    for (const { line, at } of expiryLines) line.textContent = `Expires ${describeExpiry(at, now)}`;
   }
 
   function secretRow(entry: SecretEntry, index: number, handlers: SecretHandlers): HTMLElement {
@@ -149,20 +168,23 @@ export function createView(doc: Document) {
     const value = doc.createElement('code');
     value.className = 'secret-value';
     value.id = `secret-value-${index}`;
-    value.textContent = displayValue(entry, false);
+    const shownAtFirst = revealedNames.has(entry.name);
+    value.textContent = displayValue(entry, shownAtFirst);
     const actions = doc.createElement('span');
     actions.className = 'secret-actions';
     if (entry.sensitive) {
-      value.setAttribute('aria-label', `${entry.name}, hidden`);
+      if (!shownAtFirst) value.setAttribute('aria-label', `${entry.name}, hidden`);
       const reveal = doc.createElement('button');
       reveal.type = 'button';
       reveal.className = 'button button-secondary button-small';
       reveal.setAttribute('aria-controls', value.id);
-      reveal.setAttribute('aria-pressed', 'false');
-      reveal.setAttribute('aria-label', `Reveal ${entry.name}`);
-      reveal.textContent = 'Reveal';
+      reveal.setAttribute('aria-pressed', String(shownAtFirst));
+      reveal.setAttribute('aria-label', `${shownAtFirst ? 'Hide' : 'Reveal'} ${entry.name}`);
+      reveal.textContent = shownAtFirst ? 'Hide' : 'Reveal';
       reveal.addEventListener('click', () => {
         const revealed = reveal.getAttribute('aria-pressed') !== 'true';
+        if (revealed) revealedNames.add(entry.name);
+        else revealedNames.delete(entry.name);
         reveal.setAttribute('aria-pressed', String(revealed));
         reveal.textContent = revealed ? 'Hide' : 'Reveal';
         reveal.setAttribute('aria-label', `${revealed ? 'Hide' : 'Reveal'} ${entry.name}`);
@@ -188,6 +210,15 @@ export function createView(doc: Document) {
     });
     actions.append(copy);
     dd.append(value, actions);
+    if (entry.expiresAt) {
+      // A value minted for this user: it stops working at its expiry and is renewed before.
+      const line = doc.createElement('span');
+      line.className = 'secret-expiry';
+      line.id = `secret-expiry-${index}`;
+      value.setAttribute('aria-describedby', line.id);
+      dd.append(line);
+      expiryLines.push({ line, at: entry.expiresAt });
+    }
     row.append(dt, dd);
     return row;
   }
@@ -290,6 +321,7 @@ export function createView(doc: Document) {
     setSecretsStatus,
     clearSecrets,
     renderSecrets,
+    tickExpiries,
     showSecretSets,
     setCurrentSet,
     showCloudfront,
