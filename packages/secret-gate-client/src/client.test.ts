@@ -81,6 +81,16 @@ describe('fetchSet', () => {
     expect(gate.seen).toHaveLength(0);
   });
 
+  it('sends nothing and answers unauthorized when the getter fails', async () => {
+    const result = await client({
+      getCredentials: () => {
+        throw new Error('refresh failed');
+      },
+    }).fetchSet();
+    expect(result).toMatchObject({ ok: false, error: { code: 'unauthorized' } });
+    expect(gate.seen).toHaveLength(0);
+  });
+
   it('sends a DPoP-bound token with a fresh proof and retries once with the gate nonce', async () => {
     gate.answer((_request, index) =>
       index === 0

@@ -135,7 +135,10 @@ export function createSecretGateClient(options: SecretGateClientOptions) {
   /** Fetches one set: its values and expiries, or what went wrong. Never throws. */
   async function fetchSet(fetchOptions: FetchSetOptions = {}): Promise<SetResult> {
     const { set, signal } = fetchOptions;
-    const given = await options.getCredentials();
+    // A getter that fails has no token to give: nothing is sent, as when signed out.
+    const given = await Promise.resolve()
+      .then(options.getCredentials)
+      .catch(() => undefined);
     if (given === undefined || given === '') {
       return { ok: false, error: { code: 'unauthorized', message: 'No access token to send.' } };
     }
