@@ -1,4 +1,4 @@
-// Human wording for when the access token stops working.
+// Human wording for when the access token, or a value minted for the user, stops working.
 
 function pad(n: number): string {
   return String(n).padStart(2, '0');
@@ -18,4 +18,10 @@ export function describeExpiry(expiresAt: Date, now: Date): string {
   const minutes = Math.floor(seconds / 60);
   if (minutes < 60) return `in ${minutes} min ${seconds % 60} s (at ${at})`;
   return `in ${Math.floor(minutes / 60)} h ${minutes % 60} min (at ${at})`;
+}
+
+/** A minted value's line: "Expires in 42 s (at 14:03:12)", or "Expired at 14:03:12" once past. */
+export function describeValueExpiry(expiresAt: Date, now: Date): string {
+  const text = describeExpiry(expiresAt, now);
+  return text.startsWith('in ') ? `Expires ${text}` : `Expired at ${clockTime(expiresAt)}`;
 }

@@ -2,7 +2,7 @@
 // textContent (never innerHTML), so nothing from the IdP or the gate can become markup.
 import type { NoticeAction } from './gate-answer.js';
 import { displayValue, type SecretEntry } from './secret-set.js';
-import { describeExpiry } from './time-text.js';
+import { describeValueExpiry } from './time-text.js';
 
 /** What the notice area shows; gate answers and sign-in failures both fit. */
 export interface NoticeContent {
@@ -153,9 +153,9 @@ export function createView(doc: Document) {
     tickExpiries(now);
   }
 
-  /** Rewrites each minted value's countdown ("expires in 42 s (at 14:03:12)"). */
+  /** Rewrites each minted value's countdown ("Expires in 42 s (at 14:03:12)"). */
   function tickExpiries(now: Date): void {
-    for (const { line, at } of expiryLines) line.textContent = `Expires ${describeExpiry(at, now)}`;
+    for (const { line, at } of expiryLines) line.textContent = describeValueExpiry(at, now);
   }
 
   function secretRow(entry: SecretEntry, index: number, handlers: SecretHandlers): HTMLElement {
