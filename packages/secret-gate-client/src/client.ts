@@ -5,7 +5,7 @@
 import * as oauth from 'oauth4webapi';
 import { ABORTED, BAD_RESPONSE, NETWORK_ERROR, errorFromAnswer } from './gate-error.js';
 import type { SecretGateError } from './gate-error.js';
-import { DEFAULT_RENEWAL, gateClock, renewalDelaySeconds, type RenewalPolicy } from './renewal.js';
+import { gateClock, renewalDelaySeconds, renewalPolicy, type RenewalPolicy } from './renewal.js';
 import { readSetBody } from './secret-set.js';
 import type { StepUpChallenge } from './step-up.js';
 
@@ -80,7 +80,7 @@ function baseUrl(url: string | URL | undefined): URL {
 export function createSecretGateClient(options: SecretGateClientOptions) {
   const base = baseUrl(options.url);
   const now = options.now ?? Date.now;
-  const policy: RenewalPolicy = { ...DEFAULT_RENEWAL, ...options.renewal };
+  const policy = renewalPolicy(options.renewal);
   const fetchFn: typeof fetch = options.fetch ?? ((input, init) => fetch(input, init));
   const requestOptions = {
     [oauth.customFetch]: (

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { gateClock, renewalDelaySeconds } from './renewal.js';
+import { gateClock, renewalDelaySeconds, renewalPolicy } from './renewal.js';
 
 describe('renewalDelaySeconds', () => {
   it.each([
@@ -27,5 +27,25 @@ describe('gateClock', () => {
     expect(gateClock('Fri, 04 Dec 2026 15:00:00 GMT', 0)).toBe(Date.UTC(2026, 11, 4, 15) / 1000);
     expect(gateClock(null, 1_234_567)).toBe(1234);
     expect(gateClock('yesterday', 1_234_567)).toBe(1234);
+  });
+});
+
+describe('renewalPolicy', () => {
+  it('keeps the defaults for what the app does not change', () => {
+    expect(renewalPolicy({ minMarginSeconds: 10 })).toEqual({
+      marginRatio: 0.1,
+      minMarginSeconds: 10,
+      minDelaySeconds: 1,
+    });
+  });
+
+  it('names every setting that would break the renewal, in one message', () => {
+    expect(() =>
+      renewalPolicy({ marginRatio: 1.5, minMarginSeconds: -1, minDelaySeconds: 0 }),
+    ).toThrow(
+      new TypeError(
+        'secret-gate client: renewal: "marginRatio" must be in [0, 1); "minMarginSeconds" must be 0 or more; "minDelaySeconds" must be above 0',
+      ),
+    );
   });
 });

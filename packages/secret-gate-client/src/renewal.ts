@@ -18,6 +18,23 @@ export const DEFAULT_RENEWAL: RenewalPolicy = Object.freeze({
 });
 
 /**
+ * The default policy with the app's changes, checked once: a margin ratio in [0, 1), a margin and
+ * a delay that are not negative, and a delay above 0 (else a short value would loop at once).
+ */
+export function renewalPolicy(changes: Partial<RenewalPolicy> = {}): RenewalPolicy {
+  const policy = { ...DEFAULT_RENEWAL, ...changes };
+  const problems = [
+    policy.marginRatio >= 0 && policy.marginRatio < 1 ? '' : '"marginRatio" must be in [0, 1)',
+    policy.minMarginSeconds >= 0 ? '' : '"minMarginSeconds" must be 0 or more',
+    policy.minDelaySeconds > 0 ? '' : '"minDelaySeconds" must be above 0',
+  ].filter(Boolean);
+  if (problems.length > 0) {
+    throw new TypeError(`secret-gate client: renewal: ${problems.join('; ')}`);
+  }
+  return Object.freeze(policy);
+}
+
+/**
  * Seconds from the answer until the set should be fetched again: the earliest over its minted
  * values of `expiry − margin`, where margin = max(minMarginSeconds, marginRatio × lifetime left).
  * `gateNow` is the gate's clock at the answer (epoch seconds). Undefined for a static set.
