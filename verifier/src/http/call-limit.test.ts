@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../config/load.js';
 import { createCallLimit } from './call-limit.js';
 
@@ -63,6 +63,26 @@ describe('the per-client call limit', () => {
     // The first client was the least recently seen of more than 3: its bucket was dropped.
     expect(admit('198.51.100.1')).toBe(true);
     expect(admit('198.51.100.1')).toBe(false);
+  });
+
+  it('never empties its LRU for one busy client: no whole-cache clear of 100,000 slots per call', () => {
+    // lru-cache clears every preallocated slot when its last entry is deleted (~700 µs at
+    // 100,000): counted here as Map#clear (its key map) and slots written by Array#fill.
+    const { clock, admit } = limitAt(200, 0);
+    const clears = vi.spyOn(Map.prototype, 'clear');
+    const fill = vi.spyOn(Array.prototype, 'fill');
+    try {
+      for (let call = 0; call < 1000; call++) {
+        // Each call after the last bucket has refilled: what an expiring entry used to meet.
+        clock.now += 10;
+        expect(admit('203.0.113.7')).toBe(true);
+      }
+      expect(clears).not.toHaveBeenCalled();
+      expect(fill).not.toHaveBeenCalled();
+    } finally {
+      clears.mockRestore();
+      fill.mockRestore();
+    }
   });
 
   it('reads VERIFIER_VERIFY_RATE and VERIFIER_VERIFY_BURST as NGINX spelled them, 200r/s and 400 by default', () => {
