@@ -1,6 +1,8 @@
 // The nouns every kind shares: who the value is minted for, what comes out, and the minter itself.
 // Time is epoch seconds throughout, as in JWT `exp`.
 
+import type { PublicJwk } from './jws-key.js';
+
 /** The verified caller, from the verifier's decision (never from the request). */
 export interface Caller {
   iss: string;
@@ -25,6 +27,11 @@ export interface Minter {
   readonly kind: string;
   /** Mints for the caller; lifetime min(ttlSeconds, caller.exp - now). Throws MintError. */
   mint(caller: Caller, now: number): Promise<MintedValue>;
+  /**
+   * Asymmetric `jwt` entries only: the public keys a downstream verifies against, the current one
+   * first and, after a rotation, the one before it (values it signed are still live).
+   */
+  publicJwks?(): readonly PublicJwk[];
 }
 
 /** What the host supplies: the caller's issuer's token endpoint (from discovery) and a fetch. */
