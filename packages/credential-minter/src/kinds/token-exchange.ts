@@ -64,6 +64,14 @@ export function createTokenExchangeMinter(entry: Entry, context: MintContext): M
         );
         result = await oauth.processGenericTokenEndpointResponse(as, client, response);
       } catch (error) {
+        if (error instanceof oauth.WWWAuthenticateChallengeError) {
+          // A 401 with a challenge: the IdP did not accept the gate's client authentication.
+          const code = error.cause[0]?.parameters.error;
+          throw new MintError(
+            'exchange_refused',
+            `the issuer refused the exchange: ${safeCode(code)}`,
+          );
+        }
         if (error instanceof oauth.ResponseBodyError) {
           // The IdP's error code only: its description may quote the request.
           throw new MintError(
