@@ -2,8 +2,12 @@
 // checked"): a size cap, the Bearer syntax of RFC 6750 §2.1 and the three base64url segments.
 import { VerifyError } from '../errors.js';
 
-/** Tokens larger than this are refused before any parsing (RFC 8725 hygiene; 8 KiB). */
-export const MAX_TOKEN_BYTES = 8192;
+/**
+ * Tokens larger than this are refused before any parsing (RFC 8725 hygiene; 16 KiB): room for the
+ * access tokens IdPs issue with group, role or `authorization_details` claims, still a bound on
+ * what a refusal hashes (the DPoP `ath`, the cache key) and what reaches a log (never the token).
+ */
+export const MAX_TOKEN_BYTES = 16_384;
 
 const BEARER_PREFIX = /^bearer(?: |$)/i;
 const DPOP_PREFIX = /^dpop(?: |$)/i;
