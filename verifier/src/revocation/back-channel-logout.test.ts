@@ -94,6 +94,21 @@ describe('a valid logout token', () => {
     expect(await secretStatus(older)).toEqual({ status: 401, reason: 'token_revoked' });
   });
 
+  it('spends one watermark per logout: the user, whose every token the session is among', async () => {
+    const { store } = gate.service.revocation!;
+    const before = store.size;
+    const inSession = await mintToken({ claims: { sub: 'ezra', sid: 's-5' }, now: seconds() - 5 });
+    const otherSession = await mintToken({
+      claims: { sub: 'ezra', sid: 's-6' },
+      now: seconds() - 5,
+    });
+    const token = await mintLogoutToken({ claims: { sub: 'ezra', sid: 's-5' } });
+    expect((await logout(form(token))).status).toBe(200);
+    expect(store.size).toBe(before + 1);
+    expect(await secretStatus(inSession)).toEqual({ status: 401, reason: 'token_revoked' });
+    expect(await secretStatus(otherSession)).toEqual({ status: 401, reason: 'token_revoked' });
+  });
+
   it('revokes by session id alone, for tokens that carry that sid', async () => {
     const inSession = await mintToken({ claims: { sub: 'dave', sid: 's-1' }, now: seconds() - 5 });
     const otherSession = await mintToken({

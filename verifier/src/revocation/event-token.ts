@@ -175,13 +175,16 @@ export function createLogoutTokenVerifier(
     // The IdP's own clock dated the logout and dates its tokens. A token issued in the logout's
     // second counts as older (whole-second `iat`s cannot tell them apart).
     const at = Math.min(iat + 1, now() + sender.clockTolerance);
-    const revocations = (['sub', 'sid'] as const).flatMap((kind) => {
-      const value = subjectString(claims[kind]);
-      return value === undefined ? [] : [{ kind, iss: sender.issuer, value, at }];
-    });
-    if (revocations.length === 0)
-      refuse('subject_missing', 'a logout token must carry "sub" or "sid"');
-    const unmatched = !sender.sessionIds && revocations.every(({ kind }) => kind === 'sid');
+    // One watermark per logout: the user's (`sub`) already refuses every token of the session
+    // (`sid`) as well, so the session's is written only when the token names no user (its entry
+    // would double what each logout costs the view).
+    const sub = subjectString(claims.sub);
+    const sid = subjectString(claims.sid);
+    const kind = sub !== undefined ? 'sub' : 'sid';
+    const value = sub ?? sid;
+    if (value === undefined) refuse('subject_missing', 'a logout token must carry "sub" or "sid"');
+    const revocations = [{ kind, iss: sender.issuer, value, at }] as const;
+    const unmatched = !sender.sessionIds && kind === 'sid';
     return {
       event: 'backchannel-logout',
       revocations,

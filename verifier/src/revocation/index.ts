@@ -44,6 +44,7 @@ export function createRevocationRuntime(
   if (verifyLogout === undefined && transmitter === undefined) return undefined;
 
   let lastStoreWarning = -Infinity;
+  const throttle = createLogThrottle(now);
   const redis = redisSettingsOf(config);
   const store = createRevocationStore({
     url: redis.url,
@@ -56,6 +57,11 @@ export function createRevocationRuntime(
       if (now() - lastStoreWarning < 1) return;
       lastStoreWarning = now();
       logger.warn({ err: message }, 'revocation store trouble');
+    },
+    onFull(message) {
+      // An error: a logout is not enforced here. At most one line a second, with the count.
+      const suppressed = throttle('view_full');
+      if (suppressed !== undefined) logger.error({ err: message, suppressed }, 'revocation lost');
     },
     onLatency: (operation, seconds) => metrics.observeRevocationStore(operation, seconds),
   });
@@ -79,7 +85,6 @@ export function createRevocationRuntime(
     settings.logoutTokenMaxAge + 2 * tolerance,
   );
   const setReplayTtl = settings.setMaxAge + 2 * SET_CLOCK_TOLERANCE;
-  const throttle = createLogThrottle(now);
   const parts = {
     store,
     apply,
@@ -177,6 +182,10 @@ export function createRevocationRuntime(
     note(): string | undefined {
       if (!store.isComplete())
         return 'revocation view overflowed: tokens it cannot clear are refused until it holds every watermark';
+      if (store.isOverflowing())
+        return required
+          ? 'revocation view full: a revocation could not be recorded, so policies that require revocation checks refuse until it is or its tokens expired'
+          : 'revocation view full: a revocation could not be recorded; tokens served without revocation checks until it is or its tokens expired';
       if (!store.isCurrent())
         return required
           ? 'revocation store unreachable: policies that require revocation checks refuse'
