@@ -24,6 +24,7 @@ import { startLocalNginx, type LocalNginx } from '../../stack/nginx/local-nginx.
 import { localNginxEnv, nginxPaths, type LocalNginxOptions } from '../../stack/nginx/render.js';
 import { allSecretValues, type SecretsFile } from '../support/secrets.js';
 import { MAX_TOKEN_BYTES } from '../../verifier/src/token/token-shape.js';
+import type { TokenShape } from '../../stack/idp-client.js';
 
 const devSecrets = JSON.parse(await readFile(nginxPaths.devSecretsFile, 'utf8')) as SecretsFile & {
   policies: { payments: { default: Record<string, string> } };
@@ -814,6 +815,7 @@ describe.skipIf(!existsSync(realVerifierMain))(
     let verifierPort: number;
     let requestToken: (clientId?: string, scope?: string) => Promise<string>;
     let tokenOfLength: (length: number) => Promise<string>;
+    let mintedToken: (shape: TokenShape) => Promise<string>;
     let startVerifier: () => Promise<void>;
 
     beforeAll(async () => {
@@ -825,6 +827,7 @@ describe.skipIf(!existsSync(realVerifierMain))(
       cleanups.push(() => idp.close());
       const idpClient = createIdpClient(idp.issuer);
       requestToken = idpClient.requestToken;
+      mintedToken = idpClient.mintToken;
       // A token of about `length` characters: its groups claim (GUIDs, as Entra ID sends them)
       // grows it; at most 60 characters short.
       tokenOfLength = async (length) => {
@@ -981,6 +984,45 @@ describe.skipIf(!existsSync(realVerifierMain))(
       const huge = await get(`${site.url}/secret`, bearer('a'.repeat(30 * 1024)));
       expect(huge.status).toBe(400);
       expect(JSON.parse(huge.body)).toEqual({ error: 'bad_request' });
+    });
+
+    it("refuses /secret/payments to a sign-in dated ahead, even within the issuer's clock tolerance", async () => {
+      const now = Math.floor(Date.now() / 1000);
+      const signedIn = (authTime: number) =>
+        mintedToken({
+          claims: { acr: 'urn:secret-gate:mfa', amr: ['pwd', 'otp'], auth_time: authTime },
+        });
+      expect((await get(`${site.url}/secret/payments`, bearer(await signedIn(now)))).status).toBe(
+        200,
+      );
+      const ahead = await get(`${site.url}/secret/payments`, bearer(await signedIn(now + 25)));
+      expect(ahead.status).toBe(401);
+      expect(ahead.headers.get('www-authenticate')).toContain(
+        'error="insufficient_user_authentication"',
+      );
+      expectNoSecret(ahead);
+    });
+
+    it('serves a token in its one canonical spelling and refuses its 15 others before any crypto', async () => {
+      const token = await requestToken('spa-demo', 'secrets:read');
+      const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+      const signature = token.slice(token.lastIndexOf('.') + 1);
+      // RS256 with a 2048-bit key: 342 characters, 4 unused bits in the last one.
+      expect(signature.length % 4).toBe(2);
+      const high = alphabet.indexOf(signature.at(-1)!) & ~0b1111;
+      const spellings = Array.from(
+        { length: 16 },
+        (_, low) => `${token.slice(0, -1)}${alphabet[high + low]!}`,
+      );
+      expect(spellings).toContain(token);
+      for (const spelled of spellings) {
+        const answer = await get(`${site.url}/secret`, bearer(spelled));
+        expect({ canonical: spelled === token, status: answer.status }).toEqual({
+          canonical: spelled === token,
+          status: spelled === token ? 200 : 401,
+        });
+        if (spelled !== token) expectNoSecret(answer);
+      }
     });
 
     it('answers /verify itself for a 17 KiB token with 401 token_too_large, not a 431', async () => {
