@@ -26,7 +26,12 @@ export interface ReceivedEvent {
   readonly ignored?: 'event_unknown' | 'subject_unknown' | 'sid_unmatched';
 }
 
-export type EventVerifier = (token: string) => Promise<ReceivedEvent>;
+/**
+ * Verifies one pushed token. `admit` runs after the checks that cost no signature work (size,
+ * shape, a sender whose tokens are accepted, an allowed `alg`) and before the signature: it throws
+ * to refuse the push (the per-client bucket), so junk never spends a sender's allowance.
+ */
+export type EventVerifier = (token: string, admit?: () => void) => Promise<ReceivedEvent>;
 
 type Claims = Record<string, unknown>;
 
@@ -97,15 +102,16 @@ function createEventVerifier(
     sender: Sender,
   ) => Pick<ReceivedEvent, 'event' | 'revocations' | 'ignored'>,
 ): EventVerifier {
-  return async function verifyEventToken(token) {
+  return async function verifyEventToken(token, admit) {
     if (token.length > MAX_EVENT_TOKEN_BYTES)
       refuse('token_malformed', `the token is longer than ${MAX_EVENT_TOKEN_BYTES} bytes`);
     // The unverified `iss` only picks the sender; everything is verified afterwards.
     let iss: unknown;
     let typ: unknown;
+    let alg: unknown;
     try {
       iss = decodeJwt(token).iss;
-      typ = decodeProtectedHeader(token).typ;
+      ({ typ, alg } = decodeProtectedHeader(token));
     } catch {
       refuse('token_malformed', 'the token is not a JWT');
     }
@@ -113,6 +119,9 @@ function createEventVerifier(
     if (sender === undefined)
       refuse('issuer_unknown', '"iss" is not a sender whose tokens are accepted');
     const { keys, typOptional, ...options } = sender;
+    if (typeof alg !== 'string' || !options.algorithms?.includes(alg))
+      refuse('alg_not_allowed', '"alg" (JWS Algorithm) Header Parameter value not allowed');
+    admit?.();
     let claims: Claims;
     try {
       checkCrit(decodeProtectedHeader(token)); // jose's first check, with a reason of its own
