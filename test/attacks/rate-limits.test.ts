@@ -264,7 +264,8 @@ describe("the revocation receivers' per-client limit", () => {
     const limited = answers.find((answer) => answer.status === 429)!;
     expect(limited.headers.get('retry-after')).toBe('1');
     expect(limited.headers.get('cache-control')).toBe('no-store');
-    expect(await metric(received)).toBeLessThanOrEqual(admitted);
+    // Every push is received; only the admitted ones had their signature checked (the 400s).
+    expect(await metric(received)).toBeGreaterThanOrEqual(300);
     expect(
       await metric(
         /verifier_revocations_refused_total\{channel="backchannel_logout",reason="rate_limited"\} (\d+)/,

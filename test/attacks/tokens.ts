@@ -271,7 +271,7 @@ export async function buildAttackTokens(
       // jose (inside the IdP) refuses to sign an unknown crit, so the attacker's key signs it.
       foreign({ alg: 'RS256', kid, crit: ['urn:example:unknown'], 'urn:example:unknown': true }),
     ),
-    refused('token of 9 KiB', await mint({ claims: { pad: 'p'.repeat(9 * 1024) } }), [400, 401]),
+    refused('token of 17 KiB', await mint({ claims: { pad: 'p'.repeat(17 * 1024) } }), [400, 401]),
   ];
   if (kit.strictTyp) {
     rows.push(

@@ -421,13 +421,22 @@ describe('a full revocation view', () => {
     expect(await small.service.metrics.render()).toMatch(/verifier_revocation_view_complete 0/);
     expect(statusOf(await ask(second, tokens.get('bystander')!))).toBe(204);
 
-    // Full: the next revocation is refused, never acknowledged, at either replica; nothing changed.
+    // Full: the next revocation is refused, never acknowledged, at either replica. The replica
+    // does not enforce it, so it is no longer current: the `required` policy refuses every token,
+    // the `checked` one serves them counted as unchecked, and /readyz answers 503.
     for (const at of [first, second]) {
       const refused = await logout(at, await mintLogoutToken({ claims: { sub: 'v4' } }));
       expect(refused.status).toBe(503);
       expect(JSON.parse(refused.body)).toEqual({ error: 'temporarily_unavailable' });
+      expect((await ask(at, tokens.get('v4')!, 'strict')).reason).toBe('revocation_unavailable');
+      expect((await ask(at, tokens.get('bystander')!, 'strict')).reason).toBe(
+        'revocation_unavailable',
+      );
       expect(statusOf(await ask(at, tokens.get('v4')!))).toBe(204);
-      expect(at.service.routes.readyz().body).toMatch(/revocation view full/);
+      expect(at.service.routes.readyz()).toMatchObject({
+        status: 503,
+        body: expect.stringMatching(/revocation view full/),
+      });
     }
     const text = await first.service.metrics.render();
     expect(text).toMatch(/verifier_revocation_view_capacity 3/);

@@ -66,6 +66,18 @@ describe('back-channel logout through NGINX', () => {
     expect((await call(stack.urls.secret, newer)).status).toBe(200);
   }, 30_000);
 
+  it("never loses the IdP's logout to junk pushed from the IdP's own address", async () => {
+    // The dev stack: anonymous clients and the IdP both reach NGINX from loopback, one client key.
+    const token = await stack.mintToken({ claims: { sub: 'jules' } });
+    expect((await call(stack.urls.secret, token)).status).toBe(200);
+    const statuses = [];
+    for (let i = 0; i < 30; i++)
+      statuses.push((await post('/backchannel-logout', `logout_token=junk.${i}.x`)).status);
+    expect(statuses).toEqual(Array(30).fill(400));
+    const { delivered } = await stack.idp.signOut('jules');
+    expect(delivered.map((d) => d.status)).toEqual([200]);
+  });
+
   it('answers an invalid logout token with the verifier 400 JSON, no-store', async () => {
     // Signed by the test keys, not the IdP's: refused.
     const forged = await mintLogoutToken({ claims: { iss: stack.urls.issuer } });

@@ -2,6 +2,7 @@
 // exactly as docs/architecture.md specifies, decided by fixed bearer tokens instead of JWTs, and
 // remembers the headers it received so tests can prove what NGINX forwards.
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import { MAX_REQUEST_HEAD_BYTES } from '../../verifier/src/http/uws-addon.js';
 import { secretSetName } from '../../verifier/src/http/verify-answer.js';
 
 /** The issuer the stand-in speaks for (the local default of SG_SECRETS_ISSUER). */
@@ -57,7 +58,8 @@ const REALM = 'Bearer realm="secret-gate"';
 /** Starts the stand-in on 127.0.0.1:`port`. */
 export function startContractVerifier(port: number): Promise<ContractVerifier> {
   const received: ReceivedRequest[] = [];
-  const server = createServer((req, res) => {
+  // The real verifier's request-head limit (verifier/src/http/uws-addon.ts), not Node's 16 KiB.
+  const server = createServer({ maxHeaderSize: MAX_REQUEST_HEAD_BYTES }, (req, res) => {
     received.push({ url: req.url ?? '', headers: { ...req.headers } });
     const auth = req.headers.authorization;
     const token = auth?.startsWith('Bearer ') ? auth.slice('Bearer '.length) : undefined;

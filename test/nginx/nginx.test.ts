@@ -3,6 +3,7 @@
 // NGINX forwards can be checked), then in front of the real verifier and dev IdP when built.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { spawnSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { existsSync, readdirSync } from 'node:fs';
 import { chmod, mkdir, mkdtemp, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -22,6 +23,8 @@ import { secretSetsWatcherPid } from '../../stack/nginx/secret-sets-watcher.js';
 import { startLocalNginx, type LocalNginx } from '../../stack/nginx/local-nginx.js';
 import { localNginxEnv, nginxPaths, type LocalNginxOptions } from '../../stack/nginx/render.js';
 import { allSecretValues, type SecretsFile } from '../support/secrets.js';
+import { MAX_TOKEN_BYTES } from '../../verifier/src/token/token-shape.js';
+import type { TokenShape } from '../../stack/idp-client.js';
 
 const devSecrets = JSON.parse(await readFile(nginxPaths.devSecretsFile, 'utf8')) as SecretsFile & {
   policies: { payments: { default: Record<string, string> } };
@@ -368,7 +371,7 @@ describe('NGINX in front of a verifier that speaks the contract', () => {
     const answer = await get(`${site.url}/secret`, {
       headers: {
         authorization: `Bearer ${contractTokens.spaDemo}`,
-        cookie: `a=${'c'.repeat(20 * 1024)}`,
+        cookie: `a=${'c'.repeat(30 * 1024)}`,
       },
     });
     expect(answer.status).toBe(400);
@@ -376,17 +379,19 @@ describe('NGINX in front of a verifier that speaks the contract', () => {
     expectNoSecret(answer);
   });
 
-  it('refuses an Authorization header too long for the verifier with 401, without passing it on', async () => {
-    const before = verifier.received.length;
-    const answer = await get(`${site.url}/secret`, bearer('a'.repeat(4000)));
-    expect(answer.status).toBe(401);
-    expect(answer.headers.get('www-authenticate')).toBe(
-      'Bearer realm="secret-gate", error="invalid_token"',
-    );
-    expectNoSecret(answer);
-    // The verifier gets a marker it refuses, never a value it could not read (uWS: over 4 KiB).
-    expect(verifier.received.length).toBe(before + 1);
-    expect(verifier.received.at(-1)?.headers.authorization).toBe('Bearer !too-long');
+  it('passes an Authorization of up to 20,000 characters to the verifier as it was sent', async () => {
+    for (const length of [3_800, 20_000]) {
+      const before = verifier.received.length;
+      const value = `Bearer ${'a'.repeat(length - 7)}`;
+      const answer = await get(`${site.url}/secret`, { headers: { authorization: value } });
+      expect(answer.status, `${length} characters`).toBe(401);
+      expect(answer.headers.get('www-authenticate')).toBe(
+        'Bearer realm="secret-gate", error="invalid_token"',
+      );
+      expectNoSecret(answer);
+      expect(verifier.received.length).toBe(before + 1);
+      expect(verifier.received.at(-1)?.headers.authorization).toBe(value);
+    }
   });
 
   it('turns a CloudFront grant into the CloudFront cookies on the allowed /secret answer', async () => {
@@ -809,6 +814,8 @@ describe.skipIf(!existsSync(realVerifierMain))(
     let verifierProcess: ChildProcess;
     let verifierPort: number;
     let requestToken: (clientId?: string, scope?: string) => Promise<string>;
+    let tokenOfLength: (length: number) => Promise<string>;
+    let mintedToken: (shape: TokenShape) => Promise<string>;
     let startVerifier: () => Promise<void>;
 
     beforeAll(async () => {
@@ -818,7 +825,23 @@ describe.skipIf(!existsSync(realVerifierMain))(
       const { verifierConfig } = await import('../../stack/service-env.js');
       const idp = await startIdp(loadIdpConfig({ IDP_HOST: '127.0.0.1', IDP_PORT: '0' }));
       cleanups.push(() => idp.close());
-      requestToken = createIdpClient(idp.issuer).requestToken;
+      const idpClient = createIdpClient(idp.issuer);
+      requestToken = idpClient.requestToken;
+      mintedToken = idpClient.mintToken;
+      // A token of about `length` characters: its groups claim (GUIDs, as Entra ID sends them)
+      // grows it; at most 60 characters short.
+      tokenOfLength = async (length) => {
+        const base = (await idpClient.mintToken({ claims: { groups: [] } })).length;
+        const count = Math.max(0, Math.floor(((length - base) * 3) / 4 / 39));
+        const groups = Array.from(
+          { length: count },
+          (_, i) => randomUUID().slice(0, -6) + String(i).padStart(6, '0'),
+        );
+        const token = await idpClient.mintToken({ claims: { groups } });
+        expect(token.length).toBeLessThanOrEqual(length);
+        expect(token.length).toBeGreaterThan(length - 60);
+        return token;
+      };
 
       const work = await mkdtemp(path.join(tmpdir(), 'sg-verifier-'));
       cleanups.push(() => rm(work, { recursive: true, force: true }));
@@ -934,16 +957,86 @@ describe.skipIf(!existsSync(realVerifierMain))(
       expect(answer.status).toBe(200);
     });
 
-    it('answers an Authorization of 3,799 to 10,000 characters 401 invalid_token, never a 500', async () => {
-      // Under the cap the value itself reaches the verifier; from 3,800 on NGINX sends a marker.
-      for (const length of [3_799, 3_800, 4_000, 5_000, 10_000]) {
-        const answer = await get(`${site.url}/secret`, bearer('a'.repeat(length - 7)));
-        expect(answer.status, `${length} characters`).toBe(401);
+    it.each([3, 5, 8, 15])(
+      'hands a valid %i KiB token (a large groups claim) its secret set',
+      async (kib) => {
+        const token = await tokenOfLength(kib * 1024);
+        const answer = await get(`${site.url}/secret`, bearer(token));
+        expect(answer.status).toBe(200);
+        expect(JSON.parse(answer.body)).toEqual(devSecrets.clients['spa-demo']);
+      },
+    );
+
+    it('answers a 17 KiB token 401 token_too_large with a body that says so, never a 431 or 500', async () => {
+      for (const token of [await tokenOfLength(17 * 1024), 'a'.repeat(17 * 1024)]) {
+        const answer = await get(`${site.url}/secret`, bearer(token));
+        expect(answer.status).toBe(401);
         expect(answer.headers.get('www-authenticate')).toBe(
-          'Bearer realm="secret-gate", error="invalid_token"',
+          'Bearer realm="secret-gate", error="invalid_token", error_description="token_too_large"',
         );
+        expect(JSON.parse(answer.body)).toEqual({
+          error: 'token_too_large',
+          message: `the token is larger than ${MAX_TOKEN_BYTES} bytes, the most this gate accepts`,
+        });
         expectNoSecret(answer);
       }
+      // Past NGINX's header buffer (24k) NGINX refuses the request itself, as a 400.
+      const huge = await get(`${site.url}/secret`, bearer('a'.repeat(30 * 1024)));
+      expect(huge.status).toBe(400);
+      expect(JSON.parse(huge.body)).toEqual({ error: 'bad_request' });
+    });
+
+    it("refuses /secret/payments to a sign-in dated ahead, even within the issuer's clock tolerance", async () => {
+      const now = Math.floor(Date.now() / 1000);
+      const signedIn = (authTime: number) =>
+        mintedToken({
+          claims: { acr: 'urn:secret-gate:mfa', amr: ['pwd', 'otp'], auth_time: authTime },
+        });
+      expect((await get(`${site.url}/secret/payments`, bearer(await signedIn(now)))).status).toBe(
+        200,
+      );
+      const ahead = await get(`${site.url}/secret/payments`, bearer(await signedIn(now + 25)));
+      expect(ahead.status).toBe(401);
+      expect(ahead.headers.get('www-authenticate')).toContain(
+        'error="insufficient_user_authentication"',
+      );
+      expectNoSecret(ahead);
+    });
+
+    it('serves a token in its one canonical spelling and refuses its 15 others before any crypto', async () => {
+      const token = await requestToken('spa-demo', 'secrets:read');
+      const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+      const signature = token.slice(token.lastIndexOf('.') + 1);
+      // RS256 with a 2048-bit key: 342 characters, 4 unused bits in the last one.
+      expect(signature.length % 4).toBe(2);
+      const high = alphabet.indexOf(signature.at(-1)!) & ~0b1111;
+      const spellings = Array.from(
+        { length: 16 },
+        (_, low) => `${token.slice(0, -1)}${alphabet[high + low]!}`,
+      );
+      expect(spellings).toContain(token);
+      for (const spelled of spellings) {
+        const answer = await get(`${site.url}/secret`, bearer(spelled));
+        expect({ canonical: spelled === token, status: answer.status }).toEqual({
+          canonical: spelled === token,
+          status: spelled === token ? 200 : 401,
+        });
+        if (spelled !== token) expectNoSecret(answer);
+      }
+    });
+
+    it('answers /verify itself for a 17 KiB token with 401 token_too_large, not a 431', async () => {
+      const verify = (token: string) =>
+        get(`http://127.0.0.1:${verifierPort}/verify`, {
+          headers: { authorization: `Bearer ${token}`, 'x-sg-policy': 'secret' },
+        });
+      expect((await verify(await tokenOfLength(15 * 1024))).status).toBe(204);
+      const refused = await verify(await tokenOfLength(17 * 1024));
+      expect(refused.status).toBe(401);
+      expect(refused.headers.get('www-authenticate')).toContain(
+        'error_description="token_too_large"',
+      );
+      expect(refused.headers.get('x-accel-expires')).toBe('0');
     });
 
     it('answers 503 with no secret while the verifier is down, 200 once it is back', async () => {

@@ -400,7 +400,7 @@ export const policySchema = section({
     "Step-up (RFC 9470): the authentication context classes this policy accepts, in order of preference; a token whose `acr` (the issuer's `acrClaim`) is none of them gets 401 `insufficient_user_authentication` with these as `acr_values`. Unset: any.",
   ),
   maxAge: env('VERIFIER_MAX_AGE', wholeSeconds.optional()).describe(
-    "Step-up (RFC 9470): how long ago the user may have signed in (`auth_time`, with the issuer's `clockTolerance`), in whole seconds; an older or missing `auth_time` gets 401 `insufficient_user_authentication` with `max_age`. No allow is reused, at the edge or in the verifier, past `auth_time` plus this. Unset: any.",
+    "Step-up (RFC 9470): how long ago the user may have signed in (`auth_time`), in whole seconds: a sign-in passes while `auth_time` ≤ now and now − `auth_time` ≤ this + the issuer's `clockTolerance` (no tolerance on the future side, where it would stretch the window); an older or missing `auth_time` gets 401 `insufficient_user_authentication` with `max_age`. No allow is reused, at the edge or in the verifier, past `auth_time` plus this. Unset: any.",
   ),
   amrValues: env('VERIFIER_AMR_VALUES', list('amr value').optional()).describe(
     'Step-up: authentication methods (`amr`, RFC 8176 values such as `mfa`, `hwk`) the token must all list; a missing one gets 401 `insufficient_user_authentication` (RFC 9470 has no challenge parameter for methods: pair them with an `acrValues` the IdP maps to them). Unset: any.',

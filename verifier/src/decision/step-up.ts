@@ -30,7 +30,11 @@ function levelProblem(
   return undefined;
 }
 
-/** Why the sign-in is too old for `maxAge` (with the issuer's clock tolerance either way). */
+/**
+ * Why the sign-in is too old for `maxAge`. The exact window: `auth_time` ≤ now (no tolerance on
+ * the future side: a sign-in dated ahead would stretch the window by as much) and now − `auth_time`
+ * ≤ `maxAge` + the issuer's `clockTolerance` (the tolerance on the past side only).
+ */
 function ageProblem(
   { authTime, tolerance }: Authentication,
   { maxAge }: AuthenticationRequirement,
@@ -38,8 +42,8 @@ function ageProblem(
 ): string | undefined {
   if (maxAge === undefined) return undefined;
   if (authTime === undefined) return '"auth_time" claim is missing';
-  // A sign-in "in the future" would stretch the window: refused like an old one.
-  if (authTime > nowSeconds + tolerance) return '"auth_time" claim is in the future';
+  // A sign-in "in the future" would stretch the window by as much: refused like an old one.
+  if (authTime > nowSeconds) return '"auth_time" claim is in the future';
   if (nowSeconds - authTime > maxAge + tolerance)
     return '"auth_time" claim is older than the policy\'s "maxAge"';
   return undefined;
@@ -48,7 +52,7 @@ function ageProblem(
 /**
  * Throws `insufficient_user_authentication` when the token's `acr` is none of `acrValues`, its `amr`
  * lacks one of `amrValues`, or its `auth_time` is missing, in the future or more than `maxAge`
- * seconds ago (each with the issuer's clock tolerance). A requirement left unset checks nothing.
+ * seconds ago (the issuer's clock tolerance on that past side only). A requirement left unset checks nothing.
  */
 export function checkAuthentication(
   token: Pick<VerifiedToken, 'authentication'>,

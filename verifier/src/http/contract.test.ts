@@ -37,6 +37,7 @@ describe('the /verify contract table', () => {
     ['a bad token', deny('signature_invalid')],
     ['an unexpected failure', deny('internal_error')],
     ['an unusable client id', deny('client_id_invalid')],
+    ['a token over 16 KiB', deny('token_too_large')],
     ['a token naming no client', deny('client_unknown')],
     ['missing scopes', deny('scope_insufficient', identity, ['secrets:read'])],
     [

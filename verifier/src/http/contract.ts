@@ -23,7 +23,7 @@ export const REQUEST_HEADERS = [
     'Authorization',
     'authorization',
     'always',
-    "the client's `Bearer` (or `DPoP`) token; `Bearer !too-long`, refused as malformed, in place of one of 3,800 characters or more (uWebSockets.js cannot read headers over 4 KiB)",
+    "the client's `Bearer` (or `DPoP`) token as sent, whatever its length (NGINX's header buffer, 24 KiB, is the bound); over 16 KiB the verifier answers 401 `token_too_large` before parsing it",
   ),
   request(
     'X-Original-URI',
@@ -62,7 +62,7 @@ export const ANSWER_HEADERS = [
   row(
     'WWW-Authenticate',
     '401',
-    '`Bearer realm="secret-gate"`, with `error="invalid_token"` when a token was sent (RFC 6750 §3.1) and `error_description="client_id_invalid"` for a client id no header can carry unchanged; or `error="insufficient_user_authentication", error_description="…"` with the policy\'s `acr_values="…"` and/or `max_age="…"` (RFC 9470 §3, never stored at the edge); every challenge ends in `resource_metadata="…"` (RFC 9728 §5.1) when `VERIFIER_RESOURCE_METADATA_URL` is set; NGINX passes it on',
+    '`Bearer realm="secret-gate"`, with `error="invalid_token"` when a token was sent (RFC 6750 §3.1) and `error_description="client_id_invalid"` for a client id no header can carry unchanged or `error_description="token_too_large"` for a token over 16 KiB; or `error="insufficient_user_authentication", error_description="…"` with the policy\'s `acr_values="…"` and/or `max_age="…"` (RFC 9470 §3, never stored at the edge); every challenge ends in `resource_metadata="…"` (RFC 9728 §5.1) when `VERIFIER_RESOURCE_METADATA_URL` is set; NGINX passes it on',
   ),
   row(
     'X-Auth-Challenge',

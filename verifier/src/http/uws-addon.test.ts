@@ -3,7 +3,14 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { addonName, loadUws, readRecord, type RecordedAddon } from './uws-addon.js';
+import {
+  addonName,
+  loadUws,
+  MAX_REQUEST_HEAD_BYTES,
+  readRecord,
+  setRequestHeadLimit,
+  type RecordedAddon,
+} from './uws-addon.js';
 
 const recorded = readRecord();
 const file = join(dirname(createRequire(import.meta.url).resolve('uWebSockets.js')), addonName());
@@ -45,6 +52,18 @@ describe('the uWebSockets.js addon', () => {
   it('refuses an addon that needs a newer glibc than the system has, before loading it', () => {
     expect(() => loadUws(only({ glibc: '9.0' }))).toThrow(
       /^uWebSockets\.js's addon for Node \d+ \(uws_linux_\w+_\d+\.node\) needs glibc >= 9\.0, this system has 2\.\d+: run Node 22 \(glibc >= 2\.27\) or Node 24 \(glibc >= 2\.38\)$/,
+    );
+  });
+
+  it('gets a 32 KiB request-head limit unless the environment names a larger one', () => {
+    const unset: NodeJS.ProcessEnv = {};
+    setRequestHeadLimit(unset);
+    expect(unset.UWS_HTTP_MAX_HEADERS_SIZE).toBe(String(MAX_REQUEST_HEAD_BYTES));
+    const larger: NodeJS.ProcessEnv = { UWS_HTTP_MAX_HEADERS_SIZE: '65536' };
+    setRequestHeadLimit(larger);
+    expect(larger.UWS_HTTP_MAX_HEADERS_SIZE).toBe('65536');
+    expect(() => setRequestHeadLimit({ UWS_HTTP_MAX_HEADERS_SIZE: '4096' })).toThrow(
+      'UWS_HTTP_MAX_HEADERS_SIZE=4096 is below the 32768 bytes the verifier needs',
     );
   });
 });

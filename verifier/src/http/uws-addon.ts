@@ -19,6 +19,32 @@ export interface RecordedAddon {
 }
 
 const RECORD_URL = new URL('../../uws-addons.json', import.meta.url);
+
+/**
+ * The largest request head the verifier reads (uWS answers 431 above it, which auth_request turns
+ * into a 500). NGINX sends /verify at most one Authorization line of its header buffer (24 KiB,
+ * tunables.conf), a DPoP proof of 2 KiB and under 1 KiB of its own headers; uWS's own default is
+ * 4 KiB. The addon reads UWS_HTTP_MAX_HEADERS_SIZE once, when it loads: `loadUws` sets it.
+ */
+export const MAX_REQUEST_HEAD_BYTES = 32_768;
+const HEAD_LIMIT_VARIABLE = 'UWS_HTTP_MAX_HEADERS_SIZE';
+
+/**
+ * Gives the addon its head limit before it loads: MAX_REQUEST_HEAD_BYTES unless the environment
+ * names a larger one; a smaller one stops the start, since NGINX would then get 431s for tokens
+ * the verifier is documented to accept.
+ */
+export function setRequestHeadLimit(env: NodeJS.ProcessEnv = process.env): void {
+  const given = env[HEAD_LIMIT_VARIABLE];
+  if (given === undefined || given === '') {
+    env[HEAD_LIMIT_VARIABLE] = String(MAX_REQUEST_HEAD_BYTES);
+    return;
+  }
+  if (!/^\d+$/.test(given) || Number(given) < MAX_REQUEST_HEAD_BYTES)
+    throw new Error(
+      `${HEAD_LIMIT_VARIABLE}=${given.slice(0, 20)} is below the ${MAX_REQUEST_HEAD_BYTES} bytes the verifier needs (a 16 KiB token, a DPoP proof and NGINX's headers): unset it or raise it`,
+    );
+}
 const SUPPORTED = 'Node 22 (glibc >= 2.27) or Node 24 (glibc >= 2.38)';
 
 /** The recorded addons by file name. */
@@ -77,6 +103,7 @@ export function loadUws(record = readRecord()): Uws {
     throw new Error(
       `uWebSockets.js addon ${file}: sha256 ${actual} differs from the recorded ${recorded.sha256} (verifier/uws-addons.json)`,
     );
+  setRequestHeadLimit();
   let uws: Uws;
   try {
     uws = require('uWebSockets.js') as Uws;

@@ -63,6 +63,9 @@ export function createRenderer({ resourceMetadata }: RenderOptions = {}) {
   // A client id NGINX would have to alter (trim, cut, encode) to carry it; RFC 6750 has no code
   // for "valid token, unusable client", so it is an invalid_token with a description naming it.
   const CLIENT_ID_INVALID = denial(401, `${INVALID}, error_description="client_id_invalid"`);
+  // A token over the documented size (16 KiB) is named, so NGINX's body can say why a valid token
+  // of a generous IdP was refused (conf.d/default.conf maps the description to the body).
+  const TOKEN_TOO_LARGE = denial(401, `${INVALID}, error_description="token_too_large"`);
   const CLIENT_UNKNOWN = denial(403);
   /** A plugin's challenge (DPoP) with the metadata added; other headers as rendered. */
   const withMetadata = (headers: readonly Header[]): readonly Header[] =>
@@ -86,6 +89,7 @@ export function createRenderer({ resourceMetadata }: RenderOptions = {}) {
     if (decision.outcome === 'allow') return { status: 204, headers: allowHeaders(decision) };
     const status = statusFor(decision.reason);
     if (decision.reason === 'client_id_invalid') return CLIENT_ID_INVALID;
+    if (decision.reason === 'token_too_large') return TOKEN_TOO_LARGE;
     if (status === 401 && decision.headers !== undefined)
       return { status, headers: withMetadata(decision.headers) };
     if (decision.stepUp !== undefined) {

@@ -94,6 +94,21 @@ describe('a valid logout token', () => {
     expect(await secretStatus(older)).toEqual({ status: 401, reason: 'token_revoked' });
   });
 
+  it('spends one watermark per logout: the user, whose every token the session is among', async () => {
+    const { store } = gate.service.revocation!;
+    const before = store.size;
+    const inSession = await mintToken({ claims: { sub: 'ezra', sid: 's-5' }, now: seconds() - 5 });
+    const otherSession = await mintToken({
+      claims: { sub: 'ezra', sid: 's-6' },
+      now: seconds() - 5,
+    });
+    const token = await mintLogoutToken({ claims: { sub: 'ezra', sid: 's-5' } });
+    expect((await logout(form(token))).status).toBe(200);
+    expect(store.size).toBe(before + 1);
+    expect(await secretStatus(inSession)).toEqual({ status: 401, reason: 'token_revoked' });
+    expect(await secretStatus(otherSession)).toEqual({ status: 401, reason: 'token_revoked' });
+  });
+
   it('revokes by session id alone, for tokens that carry that sid', async () => {
     const inSession = await mintToken({ claims: { sub: 'dave', sid: 's-1' }, now: seconds() - 5 });
     const otherSession = await mintToken({
@@ -307,17 +322,23 @@ describe('refusals in the log', () => {
 });
 
 describe('the per-client push limit', () => {
-  it('answers 429 + Retry-After past the bucket, before reading the token, per client', async () => {
+  it('answers 429 + Retry-After past the bucket, before the signature, per client', async () => {
     const limited = buildService(
       { VERIFIER_REVOCATION_RECEIVER_RATE: '1r/m', VERIFIER_REVOCATION_RECEIVER_BURST: '2' },
       { file: { issuers: [logoutIssuer(jwks.url)], policies: { secret: { issuers: [ISSUER] } } } },
     );
     await limited.service.start();
     const receive = limited.service.routes.receivers.get('/backchannel-logout')!;
-    const push = (clientKey: string) =>
+    // Under the IdP's `iss` and `kid`, signed by another key: each costs a signature check.
+    const forged = await mintLogoutToken({
+      key: 'attacker',
+      header: { kid: PRIVATE_JWKS.rsaA.kid },
+      claims: { sub: 'x' },
+    });
+    const push = (clientKey: string, token = forged) =>
       receive({
         contentType: 'application/x-www-form-urlencoded',
-        body: 'logout_token=x.y.z',
+        body: form(token),
         clientKey,
       });
     const answers = [];
@@ -328,13 +349,39 @@ describe('the per-client push limit', () => {
     // Another client has a bucket of its own.
     expect((await push('203.0.113.8')).status).toBe(400);
     const text = await limited.service.metrics.render();
-    expect(text).toMatch(/verifier_revocations_received_total\{channel="backchannel_logout"\} 4\n/);
+    expect(text).toMatch(
+      /verifier_revocations_received_total\{channel="backchannel_logout"\} 11\n/,
+    );
     expect(text).toMatch(
       /verifier_revocations_refused_total\{channel="backchannel_logout",reason="rate_limited"\} 7\n/,
     );
     expect(limited.lines.filter((line) => line.includes('over the per-client limit'))).toHaveLength(
       1,
     );
+    await limited.service.stop(0);
+  });
+
+  it("spends no sender's allowance on junk: garbage, unknown issuers, refused algorithms", async () => {
+    const limited = buildService(
+      { VERIFIER_REVOCATION_RECEIVER_RATE: '1r/m', VERIFIER_REVOCATION_RECEIVER_BURST: '2' },
+      { file: { issuers: [logoutIssuer(jwks.url)], policies: { secret: { issuers: [ISSUER] } } } },
+    );
+    await limited.service.start();
+    const receive = limited.service.routes.receivers.get('/backchannel-logout')!;
+    const push = (body: string) =>
+      receive({ contentType: 'application/x-www-form-urlencoded', body, clientKey: '127.0.0.1' });
+    const junk = [
+      'logout_token=x.y.z',
+      'nothing=here',
+      form(await mintLogoutToken({ claims: { iss: 'https://evil.test' } })),
+      form(
+        `${Buffer.from('{"alg":"HS256"}').toString('base64url')}.${Buffer.from(`{"iss":"${ISSUER}"}`).toString('base64url')}.c2ln`,
+      ),
+    ];
+    for (let i = 0; i < 30; i++) expect((await push(junk[i % junk.length]!)).status).toBe(400);
+    // The IdP shares the junk's address: its real logouts are all applied.
+    for (const sub of ['real-1', 'real-2', 'real-3'])
+      expect((await push(form(await mintLogoutToken({ claims: { sub } })))).status).toBe(200);
     await limited.service.stop(0);
   });
 });

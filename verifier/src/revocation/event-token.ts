@@ -26,7 +26,12 @@ export interface ReceivedEvent {
   readonly ignored?: 'event_unknown' | 'subject_unknown' | 'sid_unmatched';
 }
 
-export type EventVerifier = (token: string) => Promise<ReceivedEvent>;
+/**
+ * Verifies one pushed token. `admit` runs after the checks that cost no signature work (size,
+ * shape, a sender whose tokens are accepted, an allowed `alg`) and before the signature: it throws
+ * to refuse the push (the per-client bucket), so junk never spends a sender's allowance.
+ */
+export type EventVerifier = (token: string, admit?: () => void) => Promise<ReceivedEvent>;
 
 type Claims = Record<string, unknown>;
 
@@ -97,15 +102,16 @@ function createEventVerifier(
     sender: Sender,
   ) => Pick<ReceivedEvent, 'event' | 'revocations' | 'ignored'>,
 ): EventVerifier {
-  return async function verifyEventToken(token) {
+  return async function verifyEventToken(token, admit) {
     if (token.length > MAX_EVENT_TOKEN_BYTES)
       refuse('token_malformed', `the token is longer than ${MAX_EVENT_TOKEN_BYTES} bytes`);
     // The unverified `iss` only picks the sender; everything is verified afterwards.
     let iss: unknown;
     let typ: unknown;
+    let alg: unknown;
     try {
       iss = decodeJwt(token).iss;
-      typ = decodeProtectedHeader(token).typ;
+      ({ typ, alg } = decodeProtectedHeader(token));
     } catch {
       refuse('token_malformed', 'the token is not a JWT');
     }
@@ -113,6 +119,9 @@ function createEventVerifier(
     if (sender === undefined)
       refuse('issuer_unknown', '"iss" is not a sender whose tokens are accepted');
     const { keys, typOptional, ...options } = sender;
+    if (typeof alg !== 'string' || !options.algorithms?.includes(alg))
+      refuse('alg_not_allowed', '"alg" (JWS Algorithm) Header Parameter value not allowed');
+    admit?.();
     let claims: Claims;
     try {
       checkCrit(decodeProtectedHeader(token)); // jose's first check, with a reason of its own
@@ -175,13 +184,16 @@ export function createLogoutTokenVerifier(
     // The IdP's own clock dated the logout and dates its tokens. A token issued in the logout's
     // second counts as older (whole-second `iat`s cannot tell them apart).
     const at = Math.min(iat + 1, now() + sender.clockTolerance);
-    const revocations = (['sub', 'sid'] as const).flatMap((kind) => {
-      const value = subjectString(claims[kind]);
-      return value === undefined ? [] : [{ kind, iss: sender.issuer, value, at }];
-    });
-    if (revocations.length === 0)
-      refuse('subject_missing', 'a logout token must carry "sub" or "sid"');
-    const unmatched = !sender.sessionIds && revocations.every(({ kind }) => kind === 'sid');
+    // One watermark per logout: the user's (`sub`) already refuses every token of the session
+    // (`sid`) as well, so the session's is written only when the token names no user (its entry
+    // would double what each logout costs the view).
+    const sub = subjectString(claims.sub);
+    const sid = subjectString(claims.sid);
+    const kind = sub !== undefined ? 'sub' : 'sid';
+    const value = sub ?? sid;
+    if (value === undefined) refuse('subject_missing', 'a logout token must carry "sub" or "sid"');
+    const revocations = [{ kind, iss: sender.issuer, value, at }] as const;
+    const unmatched = !sender.sessionIds && kind === 'sid';
     return {
       event: 'backchannel-logout',
       revocations,

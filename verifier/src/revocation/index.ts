@@ -3,7 +3,7 @@
 // its `/.well-known/ssf-configuration` (SSF 1.0 §7.1), which must name it as `issuer`.
 import type { Clock } from '../clock.js';
 import type { VerifierConfig } from '../config/model.js';
-import type { Answer, Receiver } from '../decision/decision.js';
+import type { Receiver } from '../decision/decision.js';
 import type { Logger } from '../log.js';
 import type { Metrics, RevocationChannel } from '../metrics.js';
 import { redisSettingsOf } from '../redis/connection.js';
@@ -44,6 +44,7 @@ export function createRevocationRuntime(
   if (verifyLogout === undefined && transmitter === undefined) return undefined;
 
   let lastStoreWarning = -Infinity;
+  const throttle = createLogThrottle(now);
   const redis = redisSettingsOf(config);
   const store = createRevocationStore({
     url: redis.url,
@@ -56,6 +57,11 @@ export function createRevocationRuntime(
       if (now() - lastStoreWarning < 1) return;
       lastStoreWarning = now();
       logger.warn({ err: message }, 'revocation store trouble');
+    },
+    onFull(message) {
+      // An error: a logout is not enforced here. At most one line a second, with the count.
+      const suppressed = throttle('view_full');
+      if (suppressed !== undefined) logger.error({ err: message, suppressed }, 'revocation lost');
     },
     onLatency: (operation, seconds) => metrics.observeRevocationStore(operation, seconds),
   });
@@ -79,7 +85,6 @@ export function createRevocationRuntime(
     settings.logoutTokenMaxAge + 2 * tolerance,
   );
   const setReplayTtl = settings.setMaxAge + 2 * SET_CLOCK_TOLERANCE;
-  const throttle = createLogThrottle(now);
   const parts = {
     store,
     apply,
@@ -88,41 +93,16 @@ export function createRevocationRuntime(
     throttle,
     replayTtl: (channel: RevocationChannel) =>
       channel === 'backchannel_logout' ? logoutReplayTtl : setReplayTtl,
+    // The pushes' own per-client bucket, apart from /verify's, charged only for pushes whose
+    // signature is to be checked (receiver.ts): over it, 429 + Retry-After, the log throttled.
+    admitPush: deps.admitPush,
+    retryAfter: String(Math.max(1, Math.ceil(1 / settings.receiverRate))),
   };
-
-  // The pushes' own per-client bucket, apart from /verify's: a sender pushes a few events a
-  // second. Over it, 429 before the token is looked at, and the log line is throttled too.
-  const retryAfter = String(Math.max(1, Math.ceil(1 / settings.receiverRate)));
-  const tooMany: Answer = {
-    status: 429,
-    headers: [
-      ['Content-Type', 'application/json'],
-      ['Cache-Control', 'no-store'],
-      ['Retry-After', retryAfter],
-    ],
-    body: JSON.stringify({ error: 'too_many_requests' }),
-  };
-  const limited =
-    (channel: RevocationChannel, receiver: Receiver): Receiver =>
-    (request) => {
-      if (deps.admitPush(request.clientKey)) return receiver(request);
-      metrics.revocationRefused(channel, 'rate_limited');
-      const suppressed = throttle(`${channel} rate_limited`);
-      if (suppressed !== undefined)
-        logger.warn(
-          { channel, client: request.clientKey, suppressed },
-          'revocation pushes over the per-client limit refused (429)',
-        );
-      return Promise.resolve(tooMany);
-    };
 
   /** POST /backchannel-logout (an issuer lists logout audiences), /ssf/events (push is on). */
   const receivers = new Map<string, Receiver>();
   if (verifyLogout !== undefined)
-    receivers.set(
-      '/backchannel-logout',
-      limited('backchannel_logout', createLogoutReceiver(parts, verifyLogout)),
-    );
+    receivers.set('/backchannel-logout', createLogoutReceiver(parts, verifyLogout));
   let transmitterKeys: KeySet | undefined;
   let poller: ReturnType<typeof createPoller>;
   if (transmitter !== undefined && audience !== undefined) {
@@ -142,8 +122,7 @@ export function createRevocationRuntime(
       maxAge: settings.setMaxAge,
       emailIssuer: settings.ssf.emailIssuer,
     });
-    if (settings.ssf.push)
-      receivers.set('/ssf/events', limited('ssf_push', createPushReceiver(parts, verifySet)));
+    if (settings.ssf.push) receivers.set('/ssf/events', createPushReceiver(parts, verifySet));
     poller = createPoller(config, parts, verifySet);
   }
 
@@ -177,6 +156,10 @@ export function createRevocationRuntime(
     note(): string | undefined {
       if (!store.isComplete())
         return 'revocation view overflowed: tokens it cannot clear are refused until it holds every watermark';
+      if (store.isOverflowing())
+        return required
+          ? 'revocation view full: a revocation could not be recorded, so policies that require revocation checks refuse until it is or its tokens expired'
+          : 'revocation view full: a revocation could not be recorded; tokens served without revocation checks until it is or its tokens expired';
       if (!store.isCurrent())
         return required
           ? 'revocation store unreachable: policies that require revocation checks refuse'

@@ -12,6 +12,7 @@ export type RefusalReason =
   | 'sub_present'
   | 'exp_present'
   | 'jti_replayed'
+  | 'rate_limited'
   | 'store_unavailable';
 
 /** The one error both receivers throw; its message names the field and never echoes the token. */

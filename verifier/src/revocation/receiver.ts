@@ -23,6 +23,14 @@ export interface ReceiverParts {
   readonly replayTtl: (channel: RevocationChannel) => number;
   /** Shared by the receivers: undefined while the refusal's kind was logged in the last second. */
   readonly throttle: (kind: string) => number | undefined;
+  /**
+   * The pushes' per-client bucket: true while `clientKey` may have a push's signature checked.
+   * Asked only for a push that passed the checks costing no signature work, so junk (garbage, an
+   * unknown issuer, a refused `alg`) never spends a real sender's allowance.
+   */
+  readonly admitPush?: (clientKey: string | undefined) => boolean;
+  /** Seconds a sender over the bucket is told to wait (`Retry-After` on every 429). */
+  readonly retryAfter?: string;
 }
 
 const NO_STORE: Answer['headers'] = [['Cache-Control', 'no-store']];
@@ -32,6 +40,15 @@ const json = (status: number, body: unknown): Answer => ({
   headers: JSON_NO_STORE,
   body: JSON.stringify(body),
 });
+
+/** A push over the per-client bucket: 429, `Retry-After`, the token never verified. */
+function tooMany(parts: ReceiverParts): Answer {
+  return {
+    status: 429,
+    headers: [...JSON_NO_STORE, ['Retry-After', parts.retryAfter ?? '1']],
+    body: JSON.stringify({ error: 'too_many_requests' }),
+  };
+}
 
 /** Refusals the sender should retry later (503): the token may be fine, we could not check it. */
 const retryable = ({ reason }: ReceiverError) =>
@@ -63,10 +80,19 @@ function createEventProcessor(parts: ReceiverParts, verify: EventVerifier) {
   return async function processEvent(
     channel: RevocationChannel,
     read: () => string,
+    clientKey?: string,
   ): Promise<ReceiverError | undefined> {
     metrics.revocationReceived(channel);
+    // Pushes only (the poller fetches what it asked for).
+    const admit =
+      channel === 'ssf_poll' || parts.admitPush === undefined
+        ? undefined
+        : () => {
+            if (!parts.admitPush!(clientKey))
+              throw new ReceiverError('rate_limited', 'over the per-client push limit');
+          };
     try {
-      const { sender, jti, event, revocations, ignored } = await verify(read());
+      const { sender, jti, event, revocations, ignored } = await verify(read(), admit);
       // The kind first: an IdP may send logout tokens and SETs, with `jti`s of their own.
       const replayKey = `${channel === 'backchannel_logout' ? 'bcl' : 'set'}\n${sender}\n${jti}`;
       if (!(await store.remember(replayKey, parts.replayTtl(channel))))
@@ -106,6 +132,11 @@ function createEventProcessor(parts: ReceiverParts, verify: EventVerifier) {
           { channel, err: detail, suppressed },
           'unexpected failure receiving a revocation',
         );
+      else if (reason === 'rate_limited')
+        logger.warn(
+          { channel, client: clientKey, suppressed },
+          'revocation pushes over the per-client limit refused (429)',
+        );
       else logger.info({ channel, reason, detail, suppressed }, 'revocation refused');
       return refused;
     }
@@ -124,13 +155,21 @@ export function createLogoutReceiver(parts: ReceiverParts, verify: EventVerifier
   const form = 'application/x-www-form-urlencoded';
   const processLogout = createEventProcessor(parts, verify);
   return async function receiveLogout(request) {
-    const refused = await processLogout('backchannel_logout', () => {
-      const body = bodyAs(request, form, `the body must be ${form}`);
-      const tokens = new URLSearchParams(body).getAll('logout_token');
-      if (tokens.length === 1) return tokens[0]!;
-      throw new ReceiverError('request_invalid', 'the body must carry exactly one "logout_token"');
-    });
+    const refused = await processLogout(
+      'backchannel_logout',
+      () => {
+        const body = bodyAs(request, form, `the body must be ${form}`);
+        const tokens = new URLSearchParams(body).getAll('logout_token');
+        if (tokens.length === 1) return tokens[0]!;
+        throw new ReceiverError(
+          'request_invalid',
+          'the body must carry exactly one "logout_token"',
+        );
+      },
+      request.clientKey,
+    );
     if (refused === undefined) return { status: 200, headers: NO_STORE, body: '' };
+    if (refused.reason === 'rate_limited') return tooMany(parts);
     const error = retryable(refused) ? 'temporarily_unavailable' : 'invalid_request';
     return json(retryable(refused) ? 503 : 400, { error });
   };
@@ -141,10 +180,13 @@ export function createPushReceiver(parts: ReceiverParts, verify: EventVerifier):
   const set = 'application/secevent+jwt';
   const processSet = createEventProcessor(parts, verify);
   return async function receivePush(request) {
-    const refused = await processSet('ssf_push', () =>
-      bodyAs(request, set, `the body must be one SET sent as ${set}`).trim(),
+    const refused = await processSet(
+      'ssf_push',
+      () => bodyAs(request, set, `the body must be one SET sent as ${set}`).trim(),
+      request.clientKey,
     );
     if (refused === undefined) return { status: 202, headers: NO_STORE, body: '' };
+    if (refused.reason === 'rate_limited') return tooMany(parts);
     return json(retryable(refused) ? 503 : 400, setError(refused));
   };
 }

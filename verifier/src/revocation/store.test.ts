@@ -102,6 +102,41 @@ describe('revocation watermarks', () => {
     await expect(apply([{ kind: 'sub', iss: ISS, value: 'c', at: t }])).rejects.toThrow(/full/);
     expect(check(decision('a', t - 1), 'checked')).toBe('revoked');
   });
+
+  it('fail closed while a refused revocation is neither recorded nor expired', async () => {
+    const { clock, store, apply, check, decision, unchecked } = setup(1);
+    const t = clock.seconds();
+    await apply([{ kind: 'sub', iss: ISS, value: 'a', at: t }]);
+    clock.advance(100);
+    // c's logout is refused: c's token is not refused by the view, so nothing is served under
+    // `required`, and `checked` serves it counted as unchecked.
+    await expect(
+      apply([{ kind: 'sub', iss: ISS, value: 'c', at: clock.seconds() }]),
+    ).rejects.toThrow(/full/);
+    expect(store.isCurrent()).toBe(false);
+    expect(check(decision('c', t), 'required')).toBe('unavailable');
+    expect(check(decision('bob', t), 'required')).toBe('unavailable');
+    expect(check(decision('c', t), 'checked')).toBe('valid');
+    expect(unchecked()).toBe(1);
+    // a's watermark expires (300 s after t): c's retry is recorded, and the view is current again.
+    clock.advance(201);
+    await apply([{ kind: 'sub', iss: ISS, value: 'c', at: clock.seconds() }]);
+    expect(store.isCurrent()).toBe(true);
+    expect(check(decision('c', t), 'required')).toBe('revoked');
+    expect(check(decision('bob', t), 'required')).toBe('valid');
+  });
+
+  it('fail closed after an unretried refusal until every token it could match has expired', async () => {
+    const { clock, store, apply } = setup(1);
+    await apply([{ kind: 'sub', iss: ISS, value: 'a', at: clock.seconds() }]);
+    await expect(
+      apply([{ kind: 'sub', iss: ISS, value: 'c', at: clock.seconds() }]),
+    ).rejects.toThrow(/full/);
+    clock.advance(299);
+    expect(store.isCurrent()).toBe(false);
+    clock.advance(2);
+    expect(store.isCurrent()).toBe(true);
+  });
 });
 
 describe('the jti set', () => {

@@ -21,6 +21,8 @@ interface StoreOptions {
   readonly now: Clock;
   /** Connection trouble, a full view (never a key: keys hold subjects). */
   readonly onError?: (message: string) => void;
+  /** A revocation this replica refused for lack of room (never a key); the caller throttles. */
+  readonly onFull?: (message: string) => void;
   /** Seconds one store command took, for the latency histogram. */
   readonly onLatency?: (operation: Operation, seconds: number) => void;
 }
@@ -66,6 +68,43 @@ if ARGV[6] then redis.call('PUBLISH', ARGV[6], message) end
 return 1
 `;
 
+/** Refused keys followed one by one; past this only the latest expiry is kept. */
+const REFUSALS_TRACKED = 1024;
+
+/**
+ * The revocations this replica refused for lack of room, which it therefore does not enforce:
+ * until each is recorded after all (the sender's retry) or every token it could match has expired
+ * (its watermark's expiry), the view is not current, so `required` policies refuse.
+ */
+function createRefusals(nowMs: () => number) {
+  const pending = new Map<string, number>();
+  /** The latest expiry of a refusal not followed by key (more than REFUSALS_TRACKED at once). */
+  let untracked = 0;
+  /** The latest expiry of all pending refusals; 0 when none. */
+  let until = 0;
+  return {
+    add(key: string, expiry: number): void {
+      if (pending.has(key) || pending.size < REFUSALS_TRACKED)
+        pending.set(key, Math.max(expiry, pending.get(key) ?? 0));
+      else untracked = Math.max(untracked, expiry);
+      until = Math.max(until, expiry);
+    },
+    recorded(key: string): void {
+      if (!pending.delete(key)) return;
+      until = untracked;
+      for (const expiry of pending.values()) until = Math.max(until, expiry);
+    },
+    /** One comparison per request while nothing is pending. */
+    active(): boolean {
+      if (until === 0) return false;
+      if (nowMs() < until) return true;
+      pending.clear();
+      until = untracked = 0;
+      return false;
+    },
+  };
+}
+
 /** True when `key` can be raised: the view holds it, or has room (after dropping expired ones). */
 function hasRoom(view: View, key: string): boolean {
   if (view.size < view.maxSize || view.has(key)) return true;
@@ -107,6 +146,15 @@ export function createRevocationStore(options: StoreOptions) {
   const seen = newView(options.replayMaxEntries);
   const shared = options.url === undefined ? undefined : connect(options.url, view, options);
   const full = (what: string) => new ReceiverError('store_unavailable', `${what} is full`);
+  const refusals = createRefusals(() => options.now() * 1000);
+  /** A revocation the view cannot hold: refused (503, never acknowledged) and not enforced here. */
+  const overflow = (key: string, ttl: number): ReceiverError => {
+    refusals.add(key, options.now() * 1000 + ttl);
+    options.onFull?.(
+      `the revocation view is full (${options.viewMaxEntries} watermarks): a revocation was refused, so policies that require revocation checks refuse every token until it is recorded or its tokens have expired; raise revocation.viewMaxEntries`,
+    );
+    return full('the revocation view');
+  };
   return {
     /** The watermark of `key` in seconds since the epoch, or undefined. */
     revokedBefore: (key: string) => view.get(key),
@@ -123,13 +171,13 @@ export function createRevocationStore(options: StoreOptions) {
      */
     async revoke(key: string, at: number, ttlSeconds: number): Promise<void> {
       const ttl = Math.max(1, Math.ceil(ttlSeconds * 1000));
-      if (!hasRoom(view, key)) throw full('the revocation view');
+      if (!hasRoom(view, key)) throw overflow(key, ttl);
       await shared?.revoke(key, at, ttl);
       // This replica knows at once, subscriber connected or not. The view filled meanwhile (from
       // the other replicas): the server has it, this replica does not, and says so.
-      if (raise(view, key, at, ttl)) return;
+      if (raise(view, key, at, ttl)) return refusals.recorded(key);
       shared?.lost();
-      throw full('the revocation view');
+      throw overflow(key, ttl);
     },
     /** True the first time `key` is seen within `ttlSeconds`, false for a replay. */
     async remember(key: string, ttlSeconds: number): Promise<boolean> {
@@ -144,8 +192,13 @@ export function createRevocationStore(options: StoreOptions) {
       if (shared !== undefined) await shared.forget(key);
       else seen.delete(key);
     },
-    /** False while the shared store is unreachable: the view may miss recent revocations. */
-    isCurrent: () => shared?.isCurrent() ?? true,
+    /**
+     * False while the shared store is unreachable (the view may miss recent revocations) and while
+     * a revocation refused for lack of room is neither recorded nor expired (the view misses it).
+     */
+    isCurrent: () => !refusals.active() && (shared?.isCurrent() ?? true),
+    /** True while a revocation refused for lack of room keeps the view from being current. */
+    isOverflowing: () => refusals.active(),
     /**
      * False while a watermark the shared store holds is missing from the full view: a token the
      * view does not refuse may be revoked all the same (the check refuses it as unavailable).

@@ -4,6 +4,7 @@
 // (docs/performance.md, "Runtime: Node 22 and 24 beside Node 20").
 import { constants, KeyObject, verify, type SigningOptions, type webcrypto } from 'node:crypto';
 import type { CryptoKey } from 'jose';
+import { hasCanonicalSignature } from './token-shape.js';
 
 /**
  * How one JWS `alg` is checked, by jose's WebCrypto rules: the algorithm the key must be imported
@@ -113,13 +114,15 @@ const BASE64URL = /^[A-Za-z0-9_-]*$/;
  * True when the third segment of the compact JWS `token` is a valid signature over the first two;
  * a malformed signature is false, not thrown. The segment is read strictly, as jose's decoder
  * reads it: the base64url alphabet only, no padding, and exactly the length of a signature of
- * `scheme` and `key` (Node's own decoder would drop a stray last character). The unused low bits
- * of the last character are not checked, by jose either (RFC 4648 §3.5 leaves them to decoders).
+ * `scheme` and `key` (Node's own decoder would drop a stray last character), and the unused low
+ * bits of the last character zero (jose does not check them; RFC 4648 §3.5 leaves them to
+ * decoders): a signature has one spelling, so a proof or token has one.
  */
 export function verifySignature(token: string, scheme: SignatureScheme, key: KeyObject): boolean {
   const dot = token.lastIndexOf('.');
   const encoded = token.slice(dot + 1);
   if (encoded.length !== signatureLength(scheme, key) || !BASE64URL.test(encoded)) return false;
+  if (!hasCanonicalSignature(token)) return false;
   const signingInput = Buffer.from(token.slice(0, dot), 'latin1');
   const signature = Buffer.from(encoded, 'base64url');
   try {

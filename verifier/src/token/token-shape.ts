@@ -2,8 +2,12 @@
 // checked"): a size cap, the Bearer syntax of RFC 6750 §2.1 and the three base64url segments.
 import { VerifyError } from '../errors.js';
 
-/** Tokens larger than this are refused before any parsing (RFC 8725 hygiene; 8 KiB). */
-export const MAX_TOKEN_BYTES = 8192;
+/**
+ * Tokens larger than this are refused before any parsing (RFC 8725 hygiene; 16 KiB): room for the
+ * access tokens IdPs issue with group, role or `authorization_details` claims, still a bound on
+ * what a refusal hashes (the DPoP `ath`, the cache key) and what reaches a log (never the token).
+ */
+export const MAX_TOKEN_BYTES = 16_384;
 
 const BEARER_PREFIX = /^bearer(?: |$)/i;
 const DPOP_PREFIX = /^dpop(?: |$)/i;
@@ -55,6 +59,24 @@ export function assertBearerSyntax(token: string): void {
 /** True for the JWS compact serialisation; false means an opaque token. */
 export function looksLikeJwt(token: string): boolean {
   return JWS_COMPACT.test(token);
+}
+
+const BASE64URL_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+/** The bits of the last character no byte uses, by the segment's length mod 4 (RFC 4648 §3.5). */
+const UNUSED_BITS = [0, -1, 0b1111, 0b11] as const;
+
+/**
+ * True when the last segment of a compact JWS (its signature) is the one base64url spelling of its
+ * bytes: no character left over (length mod 4 ≠ 1) and the unused low bits of the last one zero.
+ * Decoders ignore those bits, so a 256-byte RS256 signature has 16 spellings that all verify; each
+ * would miss both decision caches and need its own DPoP `ath`. Only the signature can vary: the
+ * header and payload are signed as spelled.
+ */
+export function hasCanonicalSignature(jws: string): boolean {
+  const start = jws.lastIndexOf('.') + 1;
+  const unused = UNUSED_BITS[(jws.length - start) % 4]!;
+  if (unused <= 0) return unused === 0;
+  return (BASE64URL_ALPHABET.indexOf(jws.charAt(jws.length - 1)) & unused) === 0;
 }
 
 /**

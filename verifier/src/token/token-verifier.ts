@@ -6,7 +6,12 @@ import type { PolicyConfig, VerifierConfig } from '../config/model.js';
 import { VerifyError } from '../errors.js';
 import type { Metrics } from '../metrics.js';
 import type { TokenCache } from './token-cache.js';
-import { assertBearerSyntax, looksLikeJwt, unverifiedIssuer } from './token-shape.js';
+import {
+  assertBearerSyntax,
+  hasCanonicalSignature,
+  looksLikeJwt,
+  unverifiedIssuer,
+} from './token-shape.js';
 import type { VerifiedToken } from './verified-token.js';
 
 /** One issuer's verifier (JWT or opaque). */
@@ -78,6 +83,12 @@ export function createTokenVerifier(parts: TokenVerifierParts): TokenVerifier {
       throw new VerifyError('issuer_unknown', '"iss" is not a configured issuer');
     if (!policy.jwtIssuers.has(iss))
       throw new VerifyError('issuer_not_allowed', '"iss" is not allowed by this policy');
+    // Before any key lookup or crypto: one token has one spelling (token-shape.ts).
+    if (!hasCanonicalSignature(token))
+      throw new VerifyError(
+        'token_malformed',
+        'the signature is not canonical base64url (unused bits of its last character are set)',
+      );
     return verifiers.get(iss)!;
   }
 
