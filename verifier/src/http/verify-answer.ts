@@ -86,6 +86,8 @@ export function createRenderer({ resourceMetadata }: RenderOptions = {}) {
     if (decision.outcome === 'allow') return { status: 204, headers: allowHeaders(decision) };
     const status = statusFor(decision.reason);
     if (decision.reason === 'client_id_invalid') return CLIENT_ID_INVALID;
+    const minting = MINT_REFUSALS.get(decision.reason);
+    if (minting !== undefined) return minting;
     if (status === 401 && decision.headers !== undefined)
       return { status, headers: withMetadata(decision.headers) };
     if (decision.stepUp !== undefined) {
@@ -108,6 +110,25 @@ export function createRenderer({ resourceMetadata }: RenderOptions = {}) {
     return { status, headers: [pair, edgeExpires(decision)] };
   };
 }
+
+/**
+ * A set value that could not be minted (minted/grant.ts): a 403 whose `X-Auth-Challenge` NGINX
+ * reads as the body's reason (snippets/minted-set.conf): `mint_failed <reason>` becomes a 502
+ * (auth_request passes no 5xx on), `mint_refused claim_missing` stays a 403. Never stored.
+ */
+const MINT_REFUSALS = new Map<Decision['reason'], VerifyAnswer>(
+  (
+    [
+      ['mint_claim_missing', 'mint_refused claim_missing'],
+      ['mint_exchange_refused', 'mint_failed exchange_refused'],
+      ['mint_exchange_failed', 'mint_failed exchange_failed'],
+      ['mint_key_unavailable', 'mint_failed key_unavailable'],
+    ] as const
+  ).map(([code, marker]) => [
+    code,
+    { status: 403, headers: [['X-Auth-Challenge', marker], NOT_STORED] },
+  ]),
+);
 
 /** The renderer without `resource_metadata`, for callers that configure none (tests, tools). */
 export const renderDecision = createRenderer();
