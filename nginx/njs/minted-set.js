@@ -1,9 +1,11 @@
-// secret-gate: guards the merge of a set with minted values: the body of /secret for such a set. The
-// static set's file (written by the secret-set watcher) and the verifier's minted values
-// (X-Auth-Minted, one JSON object with its `expires_at`) as one JSON object. Reached only from the
-// secret location after the verifier allowed the call and named minted values; a set without
-// minted values never runs this (its file is sent as it is).
+// secret-gate: guards the merge of a set with minted values: the body of /secret for such a set.
+// The static set's file (written by the secret-set watcher) and the verifier's minted values
+// (X-Auth-Set: the set's name, a space, one JSON object with its `expires_at`) as one JSON object.
+// Reached only from the secret location after the verifier allowed the call with minted values; a
+// set without them never runs this (its file is sent as it is).
 import fs from 'fs';
+
+var SET_NAME = /^(?:c[0-9a-f]{32}|default)$/;
 
 /**
  * The static set's file: the caller's own set, else the policy's default set.
@@ -48,9 +50,13 @@ function merge(staticBody, mintedBody) {
 /** @param {NginxHTTPRequest} r */
 function deliver(r) {
   var body;
-  var text = staticSet(r.variables.sg_minted_root || '', r.variables.sg_secret_set || '');
+  var answer = r.variables.sg_auth_set || '';
+  var space = answer.indexOf(' ');
+  var name = answer.slice(0, space);
+  // The name's shape is the one NGINX's map accepted; nothing else names a directory here.
+  var text = SET_NAME.test(name) ? staticSet(r.variables.sg_minted_root || '', name) : undefined;
   try {
-    body = text === undefined ? undefined : merge(text, r.variables.sg_auth_minted || '');
+    body = text === undefined ? undefined : merge(text, answer.slice(space + 1));
   } catch (e) {
     body = undefined;
   }

@@ -97,7 +97,9 @@ describe('the ways to a secret set in the rendered configuration', () => {
     );
     // The map that picks it (only when the verifier sent minted values) and nothing else: no
     // error_page, no try_files, no rewrite names it directly.
-    expect(naming.map((d) => d.name)).toEqual(['default']);
+    expect(naming.map((d) => `${d.name} ${d.args.join(' ')}`)).toEqual([
+      'minted.none @sg_minted_set',
+    ]);
     const fallback = all
       .find((p) => p.where === SECRET_LOCATION)
       ?.body.find((d) => d.name === 'try_files');
@@ -108,8 +110,8 @@ describe('the ways to a secret set in the rendered configuration', () => {
     const [only] = all.filter(sendsSets);
     expect(only?.root).toBe(`${setsDir}/current$sg_policy_tree`);
     expect(only?.body.find((d) => d.name === 'try_files')?.args).toEqual([
-      '/$sg_secret_set/$sg_set_file',
-      '/default/$sg_set_file',
+      '/$sg_secret_set/secret',
+      '/$sg_default_set/secret',
       '$sg_set_fallback',
     ]);
   });

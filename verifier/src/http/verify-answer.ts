@@ -113,7 +113,7 @@ export function createRenderer({ resourceMetadata }: RenderOptions = {}) {
 
 /**
  * A set value that could not be minted (minted/grant.ts): a 403 whose `X-Auth-Challenge` NGINX
- * reads as the body's reason (snippets/minted-set.conf): `mint_failed <reason>` becomes a 502
+ * reads as the body's reason (conf.d/default.conf): `mint_failed <reason>` becomes a 502
  * (auth_request passes no 5xx on), `mint_refused claim_missing` stays a 403. Never stored.
  */
 const MINT_REFUSALS = new Map<Decision['reason'], VerifyAnswer>(
@@ -130,6 +130,13 @@ const MINT_REFUSALS = new Map<Decision['reason'], VerifyAnswer>(
   ]),
 );
 
+/**
+ * A minted grant's values (minted/grant.ts) travel in `X-Auth-Set`, after the set's name and a
+ * space: NGINX already reads that header for every set, so a set without minted values pays no
+ * lookup more for the feature (docs/minted/README.md).
+ */
+const MINTED_HEADER = 'X-Auth-Minted';
+
 /** The renderer without `resource_metadata`, for callers that configure none (tests, tools). */
 export const renderDecision = createRenderer();
 
@@ -141,16 +148,19 @@ export const renderDecision = createRenderer();
 function allowHeaders(decision: Decision): Header[] {
   const { identity } = decision;
   const headers: Header[] = [edgeExpires(decision)];
+  const minted = decision.headers?.find(([name]) => name === MINTED_HEADER)?.[1];
   if (identity !== undefined && identity.client !== '') {
     const key = `${identity.issuer}\n${identity.client}`;
+    const set = sharedPair(`n ${key}`, () => [
+      'X-Auth-Set',
+      secretSetName(identity.issuer, identity.client) as string,
+    ]);
     headers.push(
       sharedPair(`c ${key}`, () => ['X-Auth-Client', headerSafe(identity.client)]),
-      sharedPair(`n ${key}`, () => [
-        'X-Auth-Set',
-        secretSetName(identity.issuer, identity.client) as string,
-      ]),
+      minted === undefined ? set : ['X-Auth-Set', `${set[1]} ${minted}`],
     );
-  }
-  if (decision.headers !== undefined) headers.push(...decision.headers);
+  } else if (minted !== undefined) headers.push(['X-Auth-Set', `default ${minted}`]);
+  if (decision.headers !== undefined)
+    headers.push(...decision.headers.filter(([name]) => name !== MINTED_HEADER));
   return headers;
 }

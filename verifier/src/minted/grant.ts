@@ -1,5 +1,6 @@
 // The minted-values grant: on an allow of a policy with `mint`, the caller's minted values (cached,
-// minted-cache.ts) as one `X-Auth-Minted` header NGINX merges into the static set's body
+// minted-cache.ts) as one `X-Auth-Minted` pair, which verify-answer.ts writes into `X-Auth-Set`
+// after the set's name, and NGINX merges into the static set's body
 // (nginx/njs/minted-set.js); the static values never come here. A value that cannot be minted
 // refuses the request (no half-filled set): verify-answer.ts renders the reason for NGINX.
 import { decodeJwt } from 'jose';
@@ -14,10 +15,10 @@ import { createMinter, MintError, type Caller, type MintContext } from './minter
 /** The answer header this plugin renders (docs/architecture.md's /verify table). */
 export const MINTED_HEADERS = [
   {
-    name: 'X-Auth-Minted',
+    name: 'X-Auth-Set (minted values)',
     on: '204, policies with `mint`',
     meaning:
-      'the caller\'s minted values as one JSON object (ASCII), `{"<name>": "<value>", …, "expires_at": {"<name>": <epoch seconds>, …}}`; NGINX merges it into the static set\'s body (nginx/njs/minted-set.js). The answer is never edge-cached',
+      'after the set\'s name and a space, the caller\'s minted values as one JSON object (ASCII), `{"<name>": "<value>", …, "expires_at": {"<name>": <epoch seconds>, …}}`; NGINX merges it into the static set\'s body (nginx/njs/minted-set.js). The answer is never edge-cached',
   },
   {
     name: 'X-Auth-Challenge',

@@ -6,7 +6,7 @@ import type { EpochSeconds } from '../clock.js';
 
 /** One caller's minted values for one policy, rendered once (grant.ts). */
 export interface MintedSet {
-  /** The `X-Auth-Minted` header value. */
+  /** The minted values and their `expires_at` as one ASCII JSON object. */
   readonly header: string;
   /** The earliest expiry among the values. */
   readonly expiresAt: EpochSeconds;
