@@ -21,10 +21,14 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-const entry = (claims: Record<string, string> = {}, ttlSeconds = 300): MintEntry => ({
+const entry = (
+  claims: Record<string, string> = {},
+  ttlSeconds = 300,
+  file = keyFile,
+): MintEntry & { kind: 'jwt' } => ({
   kind: 'jwt',
   alg: 'HS256',
-  keyFile,
+  keyFile: file,
   ttlSeconds,
   claims,
 });
@@ -110,8 +114,10 @@ describe('the minted grant', () => {
   it('refuses with mint_key_unavailable when the key file became readable by others', async () => {
     const file = join(dir, 'opened');
     writeFileSync(file, 'k'.repeat(40), { mode: 0o600 });
-    const grant = grantOf({ t: { ...entry(), keyFile: file } });
+    const grant = grantOf({ t: entry({}, 300, file) });
     chmodSync(file, 0o644);
+    // The package looks at a key file again once a second.
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
     await expect(grant(NOW, NOW + 3600, caller('ana'))).rejects.toMatchObject({
       code: 'mint_key_unavailable',
     });
