@@ -113,6 +113,7 @@ async function main(): Promise<void> {
       secretsFile: values['secrets-file'] ?? env.SECRETS_FILE,
       secrets: env.SECRETS || undefined,
       build: !values['no-build'],
+      mintedDemo: true,
       log,
       verifierVariables: variables,
       ...(audience === undefined ? {} : { audience }),

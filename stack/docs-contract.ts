@@ -5,6 +5,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { DPOP_HEADERS } from '../verifier/src/dpop/challenge.js';
 import { CLOUDFRONT_HEADERS } from '../verifier/src/cloudfront/grant.js';
+import { MINTED_HEADERS } from '../verifier/src/minted/grant.js';
 import {
   ANSWER_HEADERS,
   CLIENT_KEY_HEADER,
@@ -22,6 +23,7 @@ export const ANSWER_ROWS = [
   { ...LIMITED_HEADER, by: 'http/call-limit.ts' },
   ...DPOP_HEADERS.map((row) => ({ ...row, by: 'dpop/challenge.ts' })),
   ...CLOUDFRONT_HEADERS.map((row) => ({ ...row, by: 'cloudfront/grant.ts' })),
+  ...MINTED_HEADERS.map((row) => ({ ...row, by: 'minted/grant.ts' })),
 ];
 
 const names = (name: string) =>

@@ -16,11 +16,13 @@ import {
   removeMemoryDir,
   withSecretSets,
 } from './nginx/secret-sets-watcher.js';
+import { mintedDemo } from './minted-demo.js';
 import { freePort } from './ports.js';
 import { artefacts, ensureArtefacts, findNginx } from './prerequisites.js';
 import { createServiceProcess, waitForHttp, type ServiceProcess } from './service-process.js';
 import {
   PAYMENTS_POLICY,
+  SECRET_POLICY,
   RESOURCE_METADATA_PATH,
   VERIFIER_NODE_FLAGS,
   idpEnv,
@@ -109,6 +111,13 @@ export async function orchestrate(options: StackOptions, shape: StackShape): Pro
     audience,
     variables: options.verifierVariables ?? {},
   });
+  if (options.mintedDemo === true && own === undefined) {
+    const policies = (settings.document as { policies: Record<string, Record<string, unknown>> })
+      .policies;
+    const secret = policies[SECRET_POLICY];
+    if (secret !== undefined)
+      secret.mint = mintedDemo(layout.configDir, (path, key) => shape.writeFile(path, key, 'key'));
+  }
   shape.writeFile(verifierConfigFile, `${JSON.stringify(settings.document, null, 2)}\n`, 'config');
   // On TCP anyone on the host reaches the verifier: a key of this run proves a call is NGINX's.
   const edgeKeyFile = verifier.address.startsWith('unix:')

@@ -42,7 +42,13 @@ export type DenyCode =
   // Pushed revocation (revocation/): a logout or Shared Signals event covers the token, or the
   // shared revocation store cannot be read for a policy that requires the check.
   | 'token_revoked'
-  | 'revocation_unavailable';
+  | 'revocation_unavailable'
+  // Minted values (minted/): a template names a claim the token lacks (403 with its reason), or a
+  // value could not be minted (NGINX answers 502 `mint_failed` with the reason).
+  | 'mint_claim_missing'
+  | 'mint_exchange_refused'
+  | 'mint_exchange_failed'
+  | 'mint_key_unavailable';
 
 /**
  * A token or key outcome that denies the request. The message names the failing field and never
@@ -62,7 +68,8 @@ export class VerifyError extends Error {
  * 401 "not authenticated", 403 "authenticated but not allowed" (RFC 6750 §3.1); auth_request
  * understands no 5xx, so `internal_error` (a bug, never a token outcome) is a 401: the token could
  * not be shown valid. `insufficient_user_authentication` is a 401 as RFC 9470 §3 says: the client
- * signs the user in again and retries. 403 too: a valid token naming no client (no secret set can be chosen) or a
+ * signs the user in again and retries. 403 too: a value of the set that could not be minted (the
+ * body says why; NGINX turns a failed mint into a 502, verify-answer.ts), and a valid token naming no client (no secret set can be chosen) or a
  * client the policy does not serve, and an unknown policy (the gate is misconfigured; a 401 would
  * start a pointless browser sign-in loop).
  */
@@ -74,4 +81,8 @@ const FORBIDDEN = new Set<DenyCode>([
   'client_unknown',
   'client_not_allowed',
   'policy_unknown',
+  'mint_claim_missing',
+  'mint_exchange_refused',
+  'mint_exchange_failed',
+  'mint_key_unavailable',
 ]);

@@ -3,6 +3,8 @@
 import { systemClock, type Clock } from './clock.js';
 import { createAuthorizer } from './decision/authorize.js';
 import { createCloudFrontGrant } from './cloudfront/grant.js';
+import { createMintedGrant } from './minted/grant.js';
+import { createMintedMetrics } from './minted/minted-metrics.js';
 import type { Listen, VerifierConfig } from './config/model.js';
 import type { Grant } from './decision/decision.js';
 import { createEndpointResolver } from './token/discovery.js';
@@ -91,6 +93,36 @@ export function createVerifierService(
       now,
     ),
   });
+  // Minted values (minted/): after the revocation runtime, whose check purges a user's sets. A
+  // `token-exchange` value goes to the token endpoint of the policy's first issuer.
+  const mintedServed = policies.some((policy) => policy.mint)
+    ? createMintedMetrics(metrics.registry)
+    : undefined;
+  for (const { name, mint, issuers } of policies) {
+    const first = issuers[0] === undefined ? undefined : config.issuers.get(issuers[0]);
+    const context =
+      first === undefined
+        ? {}
+        : {
+            tokenEndpoint: createEndpointResolver(
+              { issuer: first.issuer, timeout: config.fetchTimeout, allowHttp: first.allowHttp },
+              undefined,
+              'token_endpoint',
+            ),
+          };
+    if (mint)
+      grants.set(
+        name,
+        createMintedGrant({
+          policy: name,
+          entries: mint,
+          context,
+          revocation: revocation?.check,
+          logger: logger.child({ policy: name }),
+          onServe: mintedServed?.(name),
+        }),
+      );
+  }
   const isReady = () =>
     [...keySets.values()].every((keySet) => keySet.isReady()) &&
     (dpop?.store.isReady() ?? true) &&

@@ -4,6 +4,7 @@
 // Sections of their own: `redis` (redis.ts) and a policy's `cloudfront` (cloudfront.ts).
 import { z } from 'zod';
 import { cloudFrontSection } from './cloudfront.js';
+import { mintSection } from './mint.js';
 import { ALWAYS_REFUSED, checkPresetIssuer, PRESET_NAMES } from './presets.js';
 import {
   formerDpopRows,
@@ -393,6 +394,7 @@ export const policySchema = section({
     "Client ids (as the issuer's `clientClaims` name them: `azp`, `client_id`…) whose tokens this policy serves; a valid token of any other client gets 403 `client_not_allowed`. Unset: every client of the policy's issuers, which get the `default` secret set unless a set is named for them. An id here allows that client of each of the policy's issuers.",
   ),
   cloudfront: cloudFrontSection.optional(),
+  mint: mintSection.optional(),
   dpop: env('VERIFIER_DPOP', oneOf(['off', 'allowed', 'required']).prefault('off')).describe(
     'DPoP (RFC 9449): `off` reads Bearer tokens only; `allowed` also takes DPoP-bound tokens with a proof per request; `required` takes only those. A bound token is never accepted as Bearer.',
   ),

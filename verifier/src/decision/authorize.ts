@@ -86,8 +86,11 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
       reached.proven = await checkDpop(policy, token, credentials, request);
       checkPolicy(token, policy);
       checkAuthentication(token, policy.config, now());
-      const allowed = tokenOutcome(allow(token.identity), reached.proven, policy, edgeCap, now());
-      const granted = policy.grant && withHeaders(allowed, await policy.grant(now(), token.exp));
+      const edge = policy.grant?.perCaller ? 0 : edgeCap;
+      const allowed = tokenOutcome(allow(token.identity), reached.proven, policy, edge, now());
+      const caller = { token, raw: credentials.token };
+      const granted =
+        policy.grant && withHeaders(allowed, await policy.grant(now(), token.exp, caller));
       outcome = { decision: granted ?? allowed, detail: undefined };
     } catch (error) {
       outcome = refusal(error, reached, edgeCap, now(), logger);
@@ -125,6 +128,8 @@ function refusal(
       return { decision: stepUpDenial(policy, proven, credentials), detail };
     const required = code === 'scope_insufficient' ? policy.config.scopes : undefined;
     const decision = deny(code, proven.token.identity, required);
+    // A grant's refusal (a value that could not be minted) is of this moment: never reused.
+    if (code.startsWith('mint_')) return { decision, detail };
     return { decision: tokenOutcome(decision, proven, policy, edgeCap, now), detail };
   }
   // RFC 6750 §3.1: no error code for a request without a token, and nothing to detail.

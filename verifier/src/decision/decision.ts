@@ -63,13 +63,29 @@ export function withHeaders(decision: Decision, headers: readonly Header[]): Dec
   return { ...decision, headers: [...(decision.headers ?? []), ...headers] };
 }
 
+/** Who a grant hands out to: the verified token and the access token it was read from. */
+export interface GrantCaller {
+  readonly token: VerifiedToken;
+  /** The access token as sent; a grant may read its (verified) claims, never log it. */
+  readonly raw: string;
+}
+
 /**
  * A policy's grant: what an allow hands out besides the identity, as ready answer headers. Called
  * on every allow (so time-limited values are fresh) with the time and the token's `exp` in epoch
- * seconds; nothing it hands out may outlive `exp`. It never throws: a grant it cannot make is
- * logged by the plugin and left out, and the allow stands.
+ * seconds; nothing it hands out may outlive `exp`. A grant whose values are optional never throws
+ * (what it cannot make is logged and left out, and the allow stands); one whose values are part of
+ * the set (`perCaller`: minted values) throws a VerifyError instead, so no set goes out half-filled.
  */
-export type Grant = (now: EpochSeconds, exp: EpochSeconds) => Promise<readonly Header[]>;
+export type Grant = ((
+  now: EpochSeconds,
+  exp: EpochSeconds,
+  /** Always given by the decision path; a grant that names no one (CloudFront's) ignores it. */
+  caller?: GrantCaller,
+) => Promise<readonly Header[]>) & {
+  /** Its headers belong to one caller: the answer is never reused at the edge. */
+  readonly perCaller?: boolean;
+};
 
 /** The pushed-revocation check (RFC 8417 events, logout tokens), after the cache, every request. */
 export type RevocationCheck = (

@@ -57,7 +57,7 @@ export const ANSWER_HEADERS = [
   row(
     'X-Auth-Set',
     '204',
-    'the secret set NGINX serves: `c` + 32 hex digits of SHA-256(issuer LF client id), so sets are picked by issuer and client; absent without a client id (the `default` set)',
+    "the secret set NGINX serves: `c` + 32 hex digits of SHA-256(issuer LF client id), so sets are picked by issuer and client; absent without a client id (the `default` set). For a policy with `mint`: the set's name (`default` without a client id), a space and the caller's minted values as one JSON object (`minted/grant.ts`), which NGINX merges into the set",
   ),
   row(
     'WWW-Authenticate',

@@ -90,6 +90,8 @@ export function createRenderer({ resourceMetadata }: RenderOptions = {}) {
     const status = statusFor(decision.reason);
     if (decision.reason === 'client_id_invalid') return CLIENT_ID_INVALID;
     if (decision.reason === 'token_too_large') return TOKEN_TOO_LARGE;
+    const minting = MINT_REFUSALS.get(decision.reason);
+    if (minting !== undefined) return minting;
     if (status === 401 && decision.headers !== undefined)
       return { status, headers: withMetadata(decision.headers) };
     if (decision.stepUp !== undefined) {
@@ -113,6 +115,32 @@ export function createRenderer({ resourceMetadata }: RenderOptions = {}) {
   };
 }
 
+/**
+ * A set value that could not be minted (minted/grant.ts): a 403 whose `X-Auth-Challenge` NGINX
+ * reads as the body's reason (conf.d/default.conf): `mint_failed <reason>` becomes a 502
+ * (auth_request passes no 5xx on), `mint_refused claim_missing` stays a 403. Never stored.
+ */
+const MINT_REFUSALS = new Map<Decision['reason'], VerifyAnswer>(
+  (
+    [
+      ['mint_claim_missing', 'mint_refused claim_missing'],
+      ['mint_exchange_refused', 'mint_failed exchange_refused'],
+      ['mint_exchange_failed', 'mint_failed exchange_failed'],
+      ['mint_key_unavailable', 'mint_failed key_unavailable'],
+    ] as const
+  ).map(([code, marker]) => [
+    code,
+    { status: 403, headers: [['X-Auth-Challenge', marker], NOT_STORED] },
+  ]),
+);
+
+/**
+ * A minted grant's values (minted/grant.ts) travel in `X-Auth-Set`, after the set's name and a
+ * space: NGINX already reads that header for every set, so a set without minted values pays no
+ * lookup more for the feature (docs/minted/README.md).
+ */
+const MINTED_HEADER = 'X-Auth-Minted';
+
 /** The renderer without `resource_metadata`, for callers that configure none (tests, tools). */
 export const renderDecision = createRenderer();
 
@@ -124,16 +152,19 @@ export const renderDecision = createRenderer();
 function allowHeaders(decision: Decision): Header[] {
   const { identity } = decision;
   const headers: Header[] = [edgeExpires(decision)];
+  const minted = decision.headers?.find(([name]) => name === MINTED_HEADER)?.[1];
   if (identity !== undefined && identity.client !== '') {
     const key = `${identity.issuer}\n${identity.client}`;
+    const set = sharedPair(`n ${key}`, () => [
+      'X-Auth-Set',
+      secretSetName(identity.issuer, identity.client) as string,
+    ]);
     headers.push(
       sharedPair(`c ${key}`, () => ['X-Auth-Client', headerSafe(identity.client)]),
-      sharedPair(`n ${key}`, () => [
-        'X-Auth-Set',
-        secretSetName(identity.issuer, identity.client) as string,
-      ]),
+      minted === undefined ? set : ['X-Auth-Set', `${set[1]} ${minted}`],
     );
-  }
-  if (decision.headers !== undefined) headers.push(...decision.headers);
+  } else if (minted !== undefined) headers.push(['X-Auth-Set', `default ${minted}`]);
+  if (decision.headers !== undefined)
+    headers.push(...decision.headers.filter(([name]) => name !== MINTED_HEADER));
   return headers;
 }

@@ -10,7 +10,7 @@ import { FetchError, fetchJson } from '../fetch-json.js';
 export function createEndpointResolver(
   { issuer, timeout, allowHttp }: { issuer: string; timeout: number; allowHttp?: boolean },
   configured: string | undefined,
-  field: 'jwks_uri' | 'introspection_endpoint',
+  field: 'jwks_uri' | 'introspection_endpoint' | 'token_endpoint',
   document = 'openid-configuration',
 ): () => Promise<string> {
   let found: string | undefined = configured;

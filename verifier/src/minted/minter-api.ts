@@ -1,0 +1,12 @@
+// The minting kinds (packages/credential-minter), the one file the verifier imports them through.
+export {
+  createMinter,
+  defaultTtlSeconds,
+  MintError,
+  mintEntrySchema,
+  type Caller,
+  type MintContext,
+  type MintedValue,
+  type MintEntry,
+  type Minter,
+} from '@secret-gate/credential-minter';
