@@ -20,7 +20,6 @@ import { freePort } from './ports.js';
 import { artefacts, ensureArtefacts, findNginx } from './prerequisites.js';
 import { createServiceProcess, waitForHttp, type ServiceProcess } from './service-process.js';
 import {
-  PAYMENTS_POLICY,
   RESOURCE_METADATA_PATH,
   VERIFIER_NODE_FLAGS,
   idpEnv,
@@ -30,6 +29,7 @@ import {
 import { REPO_ROOT, type Stack, type StackOptions } from './stack.js';
 import { inheritedEnv, stackUrls, superviseStack } from './supervise.js';
 import { assertWorkersCanReach } from './worker-access.js';
+import { checkVerifierConfig } from './verifier-check.js';
 import { runnerVerifierSettings } from './verifier-settings.js';
 
 /** Where one run keeps its files. */
@@ -108,6 +108,7 @@ export async function orchestrate(options: StackOptions, shape: StackShape): Pro
     issuer,
     audience,
     variables: options.verifierVariables ?? {},
+    policyFile: options.policyFile,
   });
   shape.writeFile(verifierConfigFile, `${JSON.stringify(settings.document, null, 2)}\n`, 'config');
   // On TCP anyone on the host reaches the verifier: a key of this run proves a call is NGINX's.
@@ -136,6 +137,12 @@ export async function orchestrate(options: StackOptions, shape: StackShape): Pro
     },
     nginx: {},
   };
+  // The verifier's own check, before anything listens: every problem at once, one line each.
+  checkVerifierConfig(
+    env.verifier,
+    options.policyFile ?? options.verifierVariables?.VERIFIER_CONFIG,
+    log,
+  );
   // What a run killed before its clean-up left in memory (tokens, secret sets) goes first.
   for (const dir of removeStaleMemoryDirs()) log(`removed ${dir}, left by a run that is gone`);
   const nginx = await prepareNginx({
@@ -147,12 +154,14 @@ export async function orchestrate(options: StackOptions, shape: StackShape): Pro
     audience,
     clientId: own?.clientId,
     audienceParameters: own === undefined ? undefined : audienceParametersFor(own.preset),
-    // The dev IdP's verifier has the step-up policy: the SPA offers its set, so a new user sees
-    // step-up at work. An own IdP's has only `secret`.
-    secretSets: own === undefined ? PAYMENTS_POLICY : undefined,
+    // The SPA offers every named set the policies serve (the dev IdP's step-up `payments`, so a
+    // new user sees step-up at work, or the policy file's).
+    secretSets: settings.setNames.join(' '),
     secretsFile,
     overrides: {
       ...shape.nginxOverrides,
+      // RFC 9728: the metadata says DPoP-bound tokens are required when every policy requires them.
+      SG_DPOP_BOUND_TOKENS_REQUIRED: String(settings.dpopRequired),
       ...(edgeKeyFile === undefined ? {} : { SG_EDGE_KEY_FILE: edgeKeyFile }),
       ...options.env?.nginx,
     },

@@ -110,8 +110,8 @@ const ISSUER_SAMPLES = (issuer: string) => ({ VERIFIER_SSF_EMAIL_ISSUER: issuer 
 const TOKENINFO = { VERIFIER_TOKENINFO_URI: 'https://tokeninfo.example.test/check' };
 /** What a run decides itself, by mode: these stop the start instead. */
 const DECIDED = {
-  dev: ['VERIFIER_CONFIG', 'VERIFIER_LISTEN', 'VERIFIER_ISSUER', 'VERIFIER_JWKS_URI'],
-  own: ['VERIFIER_CONFIG', 'VERIFIER_LISTEN'],
+  dev: ['VERIFIER_LISTEN', 'VERIFIER_ISSUER', 'VERIFIER_JWKS_URI'],
+  own: ['VERIFIER_LISTEN'],
 } as const;
 
 type Mode = keyof typeof DECIDED;
