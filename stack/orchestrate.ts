@@ -29,7 +29,7 @@ import {
 import { REPO_ROOT, type Stack, type StackOptions } from './stack.js';
 import { inheritedEnv, stackUrls, superviseStack } from './supervise.js';
 import { assertWorkersCanReach } from './worker-access.js';
-import { checkVerifierConfig } from './verifier-check.js';
+import { checkSetsMatch, checkVerifierConfig } from './verifier-check.js';
 import { runnerVerifierSettings } from './verifier-settings.js';
 
 /** Where one run keeps its files. */
@@ -97,11 +97,9 @@ export async function orchestrate(options: StackOptions, shape: StackShape): Pro
   const verifier = shape.listener(layout, ports.verifier);
 
   const secretsFile = join(layout.configDir, 'secrets.json');
-  shape.writeFile(
-    secretsFile,
-    readFileSync(options.secretsFile ?? nginxPaths.devSecretsFile),
-    'secrets',
-  );
+  const secretsSource = options.secretsFile ?? nginxPaths.devSecretsFile;
+  const secretsText = readFileSync(secretsSource);
+  shape.writeFile(secretsFile, secretsText, 'secrets');
   const verifierConfigFile = join(layout.configDir, 'verifier.json');
   const settings = runnerVerifierSettings({
     own,
@@ -138,11 +136,16 @@ export async function orchestrate(options: StackOptions, shape: StackShape): Pro
     nginx: {},
   };
   // The verifier's own check, before anything listens: every problem at once, one line each.
-  checkVerifierConfig(
-    env.verifier,
-    options.policyFile ?? options.verifierVariables?.VERIFIER_CONFIG,
-    log,
-  );
+  const policySource = options.policyFile ?? options.verifierVariables?.VERIFIER_CONFIG;
+  const policies = checkVerifierConfig(env.verifier, policySource, log);
+  if (options.secrets === undefined)
+    checkSetsMatch(
+      secretsSource,
+      parsedOrUndefined(secretsText.toString('utf8')),
+      policies,
+      policySource ?? "the run's policies",
+      { sets: options.secretsFile !== undefined, policies: policySource !== undefined },
+    );
   // What a run killed before its clean-up left in memory (tokens, secret sets) goes first.
   for (const dir of removeStaleMemoryDirs()) log(`removed ${dir}, left by a run that is gone`);
   const nginx = await prepareNginx({
@@ -156,12 +159,12 @@ export async function orchestrate(options: StackOptions, shape: StackShape): Pro
     audienceParameters: own === undefined ? undefined : audienceParametersFor(own.preset),
     // The SPA offers every named set the policies serve (the dev IdP's step-up `payments`, so a
     // new user sees step-up at work, or the policy file's).
-    secretSets: settings.setNames.join(' '),
+    secretSets: policies.setNames.join(' '),
     secretsFile,
     overrides: {
       ...shape.nginxOverrides,
       // RFC 9728: the metadata says DPoP-bound tokens are required when every policy requires them.
-      SG_DPOP_BOUND_TOKENS_REQUIRED: String(settings.dpopRequired),
+      SG_DPOP_BOUND_TOKENS_REQUIRED: String(policies.dpopRequired),
       ...(edgeKeyFile === undefined ? {} : { SG_EDGE_KEY_FILE: edgeKeyFile }),
       ...options.env?.nginx,
     },
@@ -252,4 +255,13 @@ export async function orchestrate(options: StackOptions, shape: StackShape): Pro
       rmSync(runtimeDir, { recursive: true, force: true });
     },
   });
+}
+
+/** A secrets file's JSON; one NGINX cannot read is refused by its own start-time check. */
+function parsedOrUndefined(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
 }

@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../verifier/src/config/load.js';
 import { printableConfig } from '../verifier/src/config/print.js';
-import { checkVerifierConfig } from './verifier-check.js';
+import { checkSetsMatch, checkVerifierConfig } from './verifier-check.js';
 import { SettingsError, runnerVerifierSettings } from './verifier-settings.js';
 
 const DEV_ISSUER = 'http://127.0.0.1:8081';
@@ -58,6 +58,15 @@ function printed(run: ReturnType<typeof settings>): Printed {
   return JSON.parse(printableConfig(config)) as Printed;
 }
 
+/** What NGINX and the SPA take from the policies of the document a run writes. */
+const facts = (run: ReturnType<typeof settings>) =>
+  checkVerifierConfig(
+    { VERIFIER_CONFIG: 'run.json', ...run.env },
+    FILE,
+    () => undefined,
+    () => JSON.stringify(run.document),
+  );
+
 /** Each policy without its issuers (the one thing a mode decides). */
 const policiesOf = (run: ReturnType<typeof settings>) =>
   Object.fromEntries(
@@ -96,9 +105,9 @@ describe('a policy file under npm start', () => {
 
   it('offers every named policy as a set, and none beyond the policies', () => {
     const file = { policies: { ...POLICIES.policies, 'audit-log': { scopes: ['audit:read'] } } };
-    expect(settings('own', {}, file).setNames).toEqual(['payments', 'audit-log']);
-    expect(settings('own').setNames).toEqual([]);
-    expect(settings('dev').setNames).toEqual(['payments']);
+    expect(facts(settings('own', {}, file)).setNames).toEqual(['payments', 'audit-log']);
+    expect(facts(settings('own')).setNames).toEqual([]);
+    expect(facts(settings('dev')).setNames).toEqual(['payments']);
   });
 
   it('adds its own issuers beside the run issuer, and its settings to the run', () => {
@@ -151,10 +160,10 @@ describe("the operator's policy variables", () => {
   });
 
   it('make the metadata require DPoP-bound tokens only when every policy requires them', () => {
-    expect(settings('dev', { VERIFIER_DPOP: 'required' }).dpopRequired).toBe(true);
-    expect(settings('dev').dpopRequired).toBe(false);
+    expect(facts(settings('dev', { VERIFIER_DPOP: 'required' })).dpopRequired).toBe(true);
+    expect(facts(settings('dev')).dpopRequired).toBe(false);
     const one = { policies: { secret: { dpop: 'allowed' }, payments: {} } };
-    expect(settings('own', { VERIFIER_DPOP: 'required' }, one).dpopRequired).toBe(false);
+    expect(facts(settings('own', { VERIFIER_DPOP: 'required' }, one)).dpopRequired).toBe(false);
   });
 });
 
@@ -207,5 +216,27 @@ describe("the run's configuration checked before anything starts", () => {
       expect.stringMatching(new RegExp(`^${FILE}: policies\\.secret: .*"scope"`)),
       expect.stringMatching(new RegExp(`^${FILE}: policies\\.payments\\.dpop: `)),
     ]);
+  });
+});
+
+describe('the secrets file against the policies', () => {
+  const secrets = { default: {}, clients: {}, policies: { payments: {}, audit: {} } };
+  const STRICT = { sets: true, policies: true };
+  const both = { setNames: ['payments', 'reports'], dpopRequired: false };
+
+  it('names each set without a policy and each policy without a set, with both files', () => {
+    expect(
+      problems(() => checkSetsMatch('/etc/secrets.json', secrets, both, FILE, STRICT)),
+    ).toEqual([
+      `policy "reports" (${FILE}) has no set in /etc/secrets.json: add "policies": { "reports": … } there, or remove the policy`,
+      `set "audit" in /etc/secrets.json has no policy in ${FILE}: add policies.audit there (npm start -- --config FILE), or remove the set`,
+    ]);
+  });
+
+  it("lets the built-in dev file hold sets the run does not serve, and the run's own policies go without", () => {
+    const facts = { setNames: ['payments', 'reports'], dpopRequired: false };
+    const lax = { sets: false, policies: false };
+    expect(() => checkSetsMatch('dev.json', secrets, facts, FILE, lax)).not.toThrow();
+    expect(() => checkSetsMatch('own.json', secrets, facts, FILE, STRICT)).toThrow(SettingsError);
   });
 });

@@ -38,14 +38,7 @@ export interface VerifierSettings {
   readonly document: Record<string, unknown>;
   /** The operator's top-level variables, passed to the verifier as they are. */
   readonly env: Readonly<Record<string, string>>;
-  /** The named sets the policies serve (`/secret/<name>`): every policy but `secret` and `default`. */
-  readonly setNames: readonly string[];
-  /** Every policy requires DPoP: the protected-resource metadata says so. */
-  readonly dpopRequired: boolean;
 }
-
-/** The policies NGINX asks for without a set name: `/secret`, and a /verify with no policy. */
-const UNNAMED = new Set(['secret', 'default']);
 
 /** The operator's VERIFIER_* variables (non-empty) out of an environment. */
 export function verifierVariables(env: NodeJS.ProcessEnv): Record<string, string> {
@@ -110,13 +103,7 @@ export function withVerifierSettings(
     }
   }
   if (problems.length > 0) throw new SettingsError(problems);
-  const named = Object.entries(policies) as Array<[string, { dpop?: unknown } | undefined]>;
-  return {
-    document: merged,
-    env,
-    setNames: named.map(([name]) => name).filter((name) => !UNNAMED.has(name)),
-    dpopRequired: named.length > 0 && named.every(([, policy]) => policy?.dpop === 'required'),
-  };
+  return { document: merged, env };
 }
 
 function setPath(target: Record<string, unknown>, keys: Array<string | number>, value: string) {
