@@ -137,7 +137,7 @@ export async function orchestrate(options: StackOptions, shape: StackShape): Pro
   };
   // The verifier's own check, before anything listens: every problem at once, one line each.
   const policySource = options.policyFile ?? options.verifierVariables?.VERIFIER_CONFIG;
-  const policies = checkVerifierConfig(env.verifier, policySource, log);
+  const policies = checkVerifierConfig(env.verifier, policySource);
   if (options.secrets === undefined)
     checkSetsMatch(
       secretsSource,

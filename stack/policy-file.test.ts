@@ -60,11 +60,8 @@ function printed(run: ReturnType<typeof settings>): Printed {
 
 /** What NGINX and the SPA take from the policies of the document a run writes. */
 const facts = (run: ReturnType<typeof settings>) =>
-  checkVerifierConfig(
-    { VERIFIER_CONFIG: 'run.json', ...run.env },
-    FILE,
-    () => undefined,
-    () => JSON.stringify(run.document),
+  checkVerifierConfig({ VERIFIER_CONFIG: 'run.json', ...run.env }, FILE, () =>
+    JSON.stringify(run.document),
   );
 
 /** Each policy without its issuers (the one thing a mode decides). */
@@ -205,12 +202,7 @@ describe("the run's configuration checked before anything starts", () => {
     );
     const env = { VERIFIER_CONFIG: '/run/verifier.json', VERIFIER_LISTEN: '127.0.0.1:1' };
     const lines = problems(() =>
-      checkVerifierConfig(
-        env,
-        FILE,
-        () => undefined,
-        () => JSON.stringify(run.document),
-      ),
+      checkVerifierConfig(env, FILE, () => JSON.stringify(run.document)),
     );
     expect(lines).toEqual([
       expect.stringMatching(new RegExp(`^${FILE}: policies\\.secret: .*"scope"`)),

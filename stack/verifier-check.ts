@@ -1,7 +1,6 @@
 // The verifier's configuration checked by the runner before anything starts: the verifier's own
 // loader (verifier/src/config/load.ts) over the document the run wrote, so a bad policy file or
-// variable stops `npm start` with one line per problem (exit 2) while nothing listens yet, and
-// each former name in use is said once.
+// variable stops `npm start` with one line per problem (exit 2) while nothing listens yet.
 import { ConfigError, loadConfig } from '../verifier/src/config/load.js';
 import type { VerifierConfig } from '../verifier/src/config/model.js';
 import { SettingsError } from './verifier-settings.js';
@@ -20,17 +19,16 @@ export interface PolicyFacts {
 /**
  * Throws a SettingsError listing every problem of the verifier's configuration under `env`; a
  * problem in the file the run wrote is named by its place in the operator's `policyFile` when
- * there is one. Deprecation lines go to `log`.
+ * there is one.
  */
 export function checkVerifierConfig(
   env: Readonly<Record<string, string>>,
   policyFile: string | undefined,
-  log: (line: string) => void,
   read?: (path: string) => string,
 ): PolicyFacts {
   let config: VerifierConfig;
   try {
-    config = loadConfig(env, read, (line) => log(`verifier: ${line}`));
+    config = loadConfig(env, read);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     const source = policyFile ?? 'the verifier configuration of this run';

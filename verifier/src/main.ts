@@ -18,8 +18,6 @@ const SHUTDOWN_MS = 5000;
 
 async function main(argv: readonly string[]): Promise<void> {
   let config: VerifierConfig;
-  // Former names in use, logged once the logger (at the configured level) exists.
-  const deprecated: string[] = [];
   const edgeKeyFile = process.env.VERIFIER_EDGE_KEY_FILE?.trim();
   if (argv.includes('--make-edge-key')) {
     if (!edgeKeyFile?.startsWith('/')) {
@@ -32,7 +30,7 @@ async function main(argv: readonly string[]): Promise<void> {
     );
   }
   try {
-    config = loadConfig(process.env, undefined, (line) => deprecated.push(line));
+    config = loadConfig(process.env);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     process.stderr.write(`${error.message}\n`);
@@ -50,7 +48,6 @@ async function main(argv: readonly string[]): Promise<void> {
   }
 
   const logger = createLogger(config.logLevel);
-  for (const line of deprecated) logger.warn(line);
   // A Cluster URL at a node without cluster mode (and the like) is found only by asking it.
   const topology = await storeTopologyProblem(config);
   if (topology !== undefined) {
