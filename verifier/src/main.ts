@@ -5,6 +5,7 @@
 import { ConfigError, loadConfig } from './config/load.js';
 import type { VerifierConfig } from './config/model.js';
 import { printableConfig } from './config/print.js';
+import { redact } from './config/redact.js';
 import { createLogger } from './log.js';
 import { storeTopologyProblem } from './redis/connection.js';
 import { createVerifierService } from './service.js';
@@ -42,7 +43,9 @@ async function main(argv: readonly string[]): Promise<void> {
   }
   if (argv.includes('--check-config')) {
     process.stdout.write(
-      `configuration ok: ${config.issuers.size} issuer(s), policies ${[...config.policies.keys()].join(', ')}\n`,
+      redact(
+        `configuration ok: ${config.issuers.size} issuer(s), policies ${[...config.policies.keys()].join(', ')}\n`,
+      ),
     );
     return;
   }
@@ -51,7 +54,7 @@ async function main(argv: readonly string[]): Promise<void> {
   // A Cluster URL at a node without cluster mode (and the like) is found only by asking it.
   const topology = await storeTopologyProblem(config);
   if (topology !== undefined) {
-    process.stderr.write(`invalid verifier configuration: ${topology}\n`);
+    process.stderr.write(redact(`invalid verifier configuration: ${topology}\n`));
     process.exit(EXIT_CONFIG);
   }
   const service = createVerifierService(config, { logger });

@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { documentFromEnv, ENVIRONMENT, issuerKind } from './env.js';
 import * as model from './model.js';
 import { withPreset } from './presets.js';
+import { redact } from './redact.js';
 import { REMOVED_NAMES } from './redis.js';
 import { createIo, Deferred, type FileReader } from './values.js';
 
@@ -15,8 +16,12 @@ export { ENVIRONMENT } from './env.js';
 /** Thrown at start when the configuration is unusable; the message lists every problem. */
 export class ConfigError extends TypeError {
   override readonly name = 'ConfigError';
-  constructor(readonly problems: readonly string[]) {
-    super(`invalid verifier configuration:\n  - ${problems.join('\n  - ')}`);
+  /** One line per problem, with every secret value and URL userinfo redacted. */
+  readonly problems: readonly string[];
+  constructor(problems: readonly string[]) {
+    const said = problems.map(redact);
+    super(`invalid verifier configuration:\n  - ${said.join('\n  - ')}`);
+    this.problems = said;
   }
 }
 
