@@ -40,12 +40,38 @@ describe('the built verifier prints no credential', () => {
     const config = JSON.parse(printed.stdout) as { edgeKeyFile: string; redis: { url: string } };
     expect(config.edgeKeyFile).toBe('[redacted]');
     expect(config.redis.url).toContain('://[redacted]@');
+    expect(JSON.parse(printed.stdout)).toMatchObject({
+      $sources: {
+        'redis.url': 'env VERIFIER_REDIS_URL',
+        edgeKeyFile: 'env VERIFIER_EDGE_KEY_FILE',
+      },
+    });
     const checked = verifier('--check-config', url);
     expect(checked.status).toBe(0);
+    // The start's warning, said by the check too (the default listener is TCP, here with a key).
+    expect(checked.stdout).not.toContain('warning:');
     for (const output of [printed.stdout, printed.stderr, checked.stdout, checked.stderr]) {
       expect(output).not.toContain(EDGE_KEY);
       expect(output).not.toContain(password);
     }
+  });
+
+  it('--check-config says the warning the start would log', () => {
+    const run = spawnSync(
+      process.execPath,
+      [join(REPO_ROOT, 'verifier/dist/main.js'), '--check-config'],
+      {
+        env: {
+          PATH: process.env.PATH,
+          VERIFIER_ISSUER: 'https://idp.example.test',
+          VERIFIER_AUDIENCE: 'api',
+        },
+        encoding: 'utf8',
+        timeout: 20_000,
+      },
+    );
+    expect(run.status).toBe(0);
+    expect(run.stdout).toContain('warning: listening on TCP without VERIFIER_EDGE_KEY_FILE');
   });
 
   it('and none in the error a bad store URL gives', () => {

@@ -2,15 +2,26 @@
 // on SIGTERM/SIGINT. `--check-config` validates the configuration (and key files) and exits;
 // `--make-edge-key` first creates VERIFIER_EDGE_KEY_FILE with a fresh key when it is missing.
 // `--print-config` prints the effective configuration (secrets redacted) and exits.
+import { readFileSync } from 'node:fs';
 import { ConfigError, loadConfig } from './config/load.js';
 import type { VerifierConfig } from './config/model.js';
 import { printableConfig } from './config/print.js';
 import { redact } from './config/redact.js';
+import { settingSources } from './config/sources.js';
 import { createLogger } from './log.js';
 import { storeTopologyProblem } from './redis/connection.js';
 import { createVerifierService } from './service.js';
 import { describe } from './http/transport.js';
 import { createEdgeKeyFile } from './http/edge-key.js';
+
+/** The start's warnings about a configuration that loads: the start logs them, --check-config prints them. */
+function startWarnings(config: VerifierConfig): string[] {
+  return config.listen.kind === 'tcp' && config.edgeKeyFile === undefined
+    ? [
+        'listening on TCP without VERIFIER_EDGE_KEY_FILE: any process that reaches the port names its own client for the call limit',
+      ]
+    : [];
+}
 
 /** Exit code for an unusable configuration (distinct from a crash). */
 const EXIT_CONFIG = 2;
@@ -38,10 +49,13 @@ async function main(argv: readonly string[]): Promise<void> {
     process.exit(EXIT_CONFIG);
   }
   if (argv.includes('--print-config')) {
-    process.stdout.write(printableConfig(config));
+    const sources = settingSources(process.env, (path) => readFileSync(path, 'utf8'));
+    process.stdout.write(printableConfig(config, sources));
     return;
   }
   if (argv.includes('--check-config')) {
+    // What the start would warn about, said here too.
+    for (const line of startWarnings(config)) process.stdout.write(redact(`warning: ${line}\n`));
     process.stdout.write(
       redact(
         `configuration ok: ${config.issuers.size} issuer(s), policies ${[...config.policies.keys()].join(', ')}\n`,
@@ -72,10 +86,7 @@ async function main(argv: readonly string[]): Promise<void> {
     },
     'verifier listening',
   );
-  if (config.listen.kind === 'tcp' && config.edgeKeyFile === undefined)
-    logger.warn(
-      'listening on TCP without VERIFIER_EDGE_KEY_FILE: any process that reaches the port names its own client for the call limit',
-    );
+  for (const line of startWarnings(config)) logger.warn(line);
   void service.start().then(() => {
     if (service.isReady()) logger.info('key sets loaded; ready');
     else logger.warn('some key sets did not load yet; /readyz answers 503 until they do');

@@ -9,9 +9,19 @@ import { isSecret, redact, REDACTED } from './redact.js';
 /** Settings that hold a credential: `password`, `clientSecret`, `pollToken`, `nonceKey`… */
 const SECRET_NAME = /password|secret|token$|key$/i;
 
-/** The effective configuration as indented JSON, secrets redacted. */
-export function printableConfig(config: VerifierConfig): string {
-  return redact(`${JSON.stringify(printable(config), null, 2)}\n`);
+/**
+ * The effective configuration as indented JSON, secrets redacted; with `sources`, a `$sources`
+ * member says where each explicitly given setting came from (sources.ts).
+ */
+export function printableConfig(
+  config: VerifierConfig,
+  sources?: Readonly<Record<string, string>>,
+): string {
+  const shown =
+    sources === undefined
+      ? printable(config)
+      : { ...(printable(config) as object), $sources: sources };
+  return redact(`${JSON.stringify(shown, null, 2)}\n`);
 }
 
 function printable(value: unknown, name = ''): unknown {
