@@ -6,7 +6,7 @@ import { REPO_ROOT, startStack, type Stack } from './start-stack.js';
 import { startProductionStack } from './production.js';
 import { DEFAULT_PORTS } from './service-env.js';
 import { discoveryReport } from './discovery-report.js';
-import { verifierVariables } from './verifier-settings.js';
+import { SettingsError, verifierVariables } from './verifier-settings.js';
 
 const HELP = `usage: npm start -- [options]
 
@@ -17,12 +17,16 @@ const HELP = `usage: npm start -- [options]
                       a unix socket in the runtime directory that only NGINX reaches
   --runtime-dir DIR   rendered config, runtime files and logs (env RUNTIME_DIR, default run/)
   --secrets-file F    secrets file { default, clients } (env SECRETS_FILE, default nginx/secrets.dev.json)
+  --config FILE       your policies (env VERIFIER_CONFIG): a verifier configuration whose "policies"
+                      replace the run's and whose issuers and settings join them; VERIFIER_* policy
+                      variables apply to every policy where the file leaves the field unset
+                      (precedence: docs/configuration.md)
   --production        the production shape: unprivileged NGINX and verifier, verifier on a unix
                       socket, read-only config, no dev IdP control API
   --no-build          do not build missing verifier/dist or spa/dist, say which command to run
   SECRETS='{"k":"v"}' the original study's flat secrets JSON (docs/study.md), passed to NGINX as is
   VERIFIER_*=…        the verifier's settings (docs/configuration.md) reach it in every mode;
-                      one it cannot honour here (VERIFIER_LISTEN, VERIFIER_CONFIG) stops the start
+                      one it cannot honour here (VERIFIER_LISTEN) stops the start
 
   Your own IdP instead of the dev IdP (which is then not started; docs/connect-your-idp.md):
   --issuer URL        the exact "iss" of its access tokens; the SPA signs in against it
@@ -52,6 +56,7 @@ async function main(): Promise<void> {
       'verifier-port': { type: 'string' },
       'runtime-dir': { type: 'string' },
       'secrets-file': { type: 'string' },
+      config: { type: 'string' },
       'no-build': { type: 'boolean', default: false },
       production: { type: 'boolean', default: false },
       issuer: { type: 'string' },
@@ -116,10 +121,17 @@ async function main(): Promise<void> {
       mintedDemo: true,
       log,
       verifierVariables: variables,
+      ...(values.config === undefined ? {} : { policyFile: values.config }),
       ...(audience === undefined ? {} : { audience }),
       ...(ownIdp === undefined ? {} : { ownIdp }),
     });
   } catch (error) {
+    if (error instanceof SettingsError) {
+      // A setting the run cannot honour: one line each, the configuration's exit code.
+      console.error(`\nsecret-gate could not start:\n${error.message}`);
+      process.exitCode = 2;
+      return;
+    }
     console.error(`\nsecret-gate could not start: ${(error as Error).message}`);
     process.exitCode = 1;
     return;

@@ -21,7 +21,6 @@ import { freePort } from './ports.js';
 import { artefacts, ensureArtefacts, findNginx } from './prerequisites.js';
 import { createServiceProcess, waitForHttp, type ServiceProcess } from './service-process.js';
 import {
-  PAYMENTS_POLICY,
   SECRET_POLICY,
   RESOURCE_METADATA_PATH,
   VERIFIER_NODE_FLAGS,
@@ -32,6 +31,7 @@ import {
 import { REPO_ROOT, type Stack, type StackOptions } from './stack.js';
 import { inheritedEnv, stackUrls, superviseStack } from './supervise.js';
 import { assertWorkersCanReach } from './worker-access.js';
+import { checkSetsMatch, checkVerifierConfig } from './verifier-check.js';
 import { runnerVerifierSettings } from './verifier-settings.js';
 
 /** Where one run keeps its files. */
@@ -99,17 +99,16 @@ export async function orchestrate(options: StackOptions, shape: StackShape): Pro
   const verifier = shape.listener(layout, ports.verifier);
 
   const secretsFile = join(layout.configDir, 'secrets.json');
-  shape.writeFile(
-    secretsFile,
-    readFileSync(options.secretsFile ?? nginxPaths.devSecretsFile),
-    'secrets',
-  );
+  const secretsSource = options.secretsFile ?? nginxPaths.devSecretsFile;
+  const secretsText = readFileSync(secretsSource);
+  shape.writeFile(secretsFile, secretsText, 'secrets');
   const verifierConfigFile = join(layout.configDir, 'verifier.json');
   const settings = runnerVerifierSettings({
     own,
     issuer,
     audience,
     variables: options.verifierVariables ?? {},
+    policyFile: options.policyFile,
   });
   if (options.mintedDemo === true && own === undefined) {
     const policies = (settings.document as { policies: Record<string, Record<string, unknown>> })
@@ -145,6 +144,17 @@ export async function orchestrate(options: StackOptions, shape: StackShape): Pro
     },
     nginx: {},
   };
+  // The verifier's own check, before anything listens: every problem at once, one line each.
+  const policySource = options.policyFile ?? options.verifierVariables?.VERIFIER_CONFIG;
+  const policies = checkVerifierConfig(env.verifier, policySource);
+  if (options.secrets === undefined)
+    checkSetsMatch(
+      secretsSource,
+      parsedOrUndefined(secretsText.toString('utf8')),
+      policies,
+      policySource ?? "the run's policies",
+      { sets: options.secretsFile !== undefined, policies: policySource !== undefined },
+    );
   // What a run killed before its clean-up left in memory (tokens, secret sets) goes first.
   for (const dir of removeStaleMemoryDirs()) log(`removed ${dir}, left by a run that is gone`);
   const nginx = await prepareNginx({
@@ -156,12 +166,14 @@ export async function orchestrate(options: StackOptions, shape: StackShape): Pro
     audience,
     clientId: own?.clientId,
     audienceParameters: own === undefined ? undefined : audienceParametersFor(own.preset),
-    // The dev IdP's verifier has the step-up policy: the SPA offers its set, so a new user sees
-    // step-up at work. An own IdP's has only `secret`.
-    secretSets: own === undefined ? PAYMENTS_POLICY : undefined,
+    // The SPA offers every named set the policies serve (the dev IdP's step-up `payments`, so a
+    // new user sees step-up at work, or the policy file's).
+    secretSets: policies.setNames.join(' '),
     secretsFile,
     overrides: {
       ...shape.nginxOverrides,
+      // RFC 9728: the metadata says DPoP-bound tokens are required when every policy requires them.
+      SG_DPOP_BOUND_TOKENS_REQUIRED: String(policies.dpopRequired),
       ...(edgeKeyFile === undefined ? {} : { SG_EDGE_KEY_FILE: edgeKeyFile }),
       ...options.env?.nginx,
     },
@@ -252,4 +264,13 @@ export async function orchestrate(options: StackOptions, shape: StackShape): Pro
       rmSync(runtimeDir, { recursive: true, force: true });
     },
   });
+}
+
+/** A secrets file's JSON; one NGINX cannot read is refused by its own start-time check. */
+function parsedOrUndefined(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
 }

@@ -31,6 +31,11 @@ export interface StackOptions {
    * the verifier (stack/verifier-settings.ts), or the start stops saying why it cannot.
    */
   readonly verifierVariables?: Readonly<Record<string, string>>;
+  /**
+   * The operator's policy file (`npm start -- --config FILE`): its policies replace the run's, its
+   * issuers and settings join them (stack/policy-file.ts, docs/configuration.md's precedence).
+   */
+  readonly policyFile?: string;
   /** Extra variables per service (e.g. `{ verifier: { VERIFIER_LOG_LEVEL: 'debug' } }`). */
   readonly env?: Partial<Record<ServiceName, Record<string, string>>>;
   /** The demo's minted values in the `secret` policy (stack/minted-demo.ts); `npm start` sets it. */

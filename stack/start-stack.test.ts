@@ -18,6 +18,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { describe, expect, it } from 'vitest';
 import { OWNER_FILE } from './nginx/render.js';
+import { freePort } from './ports.js';
 import { SERVICE_NAMES } from './service-env.js';
 import { REPO_ROOT, startStack } from './start-stack.js';
 
@@ -148,4 +149,46 @@ describe('the memory directory of a run (edge-cache files with tokens, the secre
       rmSync(stale, { recursive: true, force: true });
     }
   }, 120_000);
+});
+
+describe('npm start with a policy file it cannot honour', () => {
+  it('says each problem on a line of its own and exits 2 before anything listens', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sg-bad-policies-'));
+    try {
+      const file = join(dir, 'policies.json');
+      writeFileSync(
+        file,
+        JSON.stringify({ policies: { secret: { scope: 'x' }, payments: { dpop: 'yes' } } }),
+      );
+      const [port, idpPort] = [await freePort(), await freePort()];
+      const run = spawnSync(
+        process.execPath,
+        [
+          '--import',
+          'tsx',
+          'stack/cli.ts',
+          '--config',
+          file,
+          '--port',
+          String(port),
+          '--idp-port',
+          String(idpPort),
+          '--runtime-dir',
+          join(dir, 'run'),
+          '--no-build',
+        ],
+        { cwd: REPO_ROOT, encoding: 'utf8', timeout: 60_000, env: { PATH: process.env.PATH } },
+      );
+      expect(run.status).toBe(2);
+      const lines = run.stderr.trim().split('\n').slice(-2);
+      expect(lines).toEqual([
+        expect.stringMatching(new RegExp(`^${file}: policies\\.secret: .*"scope"`)),
+        expect.stringMatching(new RegExp(`^${file}: policies\\.payments\\.dpop: `)),
+      ]);
+      for (const at of [port, idpPort])
+        await expect(fetch(`http://127.0.0.1:${at}/hello`)).rejects.toThrow();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 90_000);
 });

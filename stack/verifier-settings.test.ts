@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ENVIRONMENT } from '../verifier/src/config/load.js';
-import { FORMER_NAMES, type FormerName } from '../verifier/src/config/redis.js';
+import { REMOVED_VARIABLES } from '../verifier/src/config/redis.js';
 import { verifierEnv } from './service-env.js';
 import { REPO_ROOT, type OwnIdp } from './stack.js';
 import { runnerVerifierSettings } from './verifier-settings.js';
@@ -94,24 +94,14 @@ const SAMPLES: Readonly<Record<string, string>> = {
   VERIFIER_AMR_CLAIM: 'methods',
   VERIFIER_AUTH_TIME_CLAIM: 'https://gate.example.test/auth_time',
 };
-/**
- * The former names of `redis` settings, read as the new ones for one release: given on their own
- * (with the new names they would be a problem wherever they differ), in agreement with each other.
- */
-const FORMER = {
-  VERIFIER_DPOP_REPLAY_STORE: 'redis://127.0.0.1:6391',
-  VERIFIER_REVOCATION_STORE: 'redis://127.0.0.1:6391',
-  VERIFIER_DPOP_REPLAY_PASSWORD: 'replay-password',
-  VERIFIER_DPOP_REPLAY_ALLOW_PLAINTEXT: 'true',
-};
 /** Settings whose value names the run's own issuer, by mode. */
 const ISSUER_SAMPLES = (issuer: string) => ({ VERIFIER_SSF_EMAIL_ISSUER: issuer });
 /** The tokeninfo issuer's own setting: only with a preset of that kind (`google`). */
 const TOKENINFO = { VERIFIER_TOKENINFO_URI: 'https://tokeninfo.example.test/check' };
 /** What a run decides itself, by mode: these stop the start instead. */
 const DECIDED = {
-  dev: ['VERIFIER_CONFIG', 'VERIFIER_LISTEN', 'VERIFIER_ISSUER', 'VERIFIER_JWKS_URI'],
-  own: ['VERIFIER_CONFIG', 'VERIFIER_LISTEN'],
+  dev: ['VERIFIER_LISTEN', 'VERIFIER_ISSUER', 'VERIFIER_JWKS_URI'],
+  own: ['VERIFIER_LISTEN'],
 } as const;
 
 type Mode = keyof typeof DECIDED;
@@ -173,7 +163,6 @@ describe('documented settings through every runner mode', () => {
   it('has a sample for every documented setting', () => {
     const covered = new Set([
       ...Object.keys(SAMPLES),
-      ...Object.keys(FORMER),
       ...Object.keys(ISSUER_SAMPLES(DEV_ISSUER)),
       ...Object.keys(TOKENINFO),
       'VERIFIER_ISSUER',
@@ -203,19 +192,32 @@ describe('documented settings through every runner mode', () => {
       },
     );
 
-    // A former name takes effect as the setting it is read as, through the runner as alone.
-    const formerAlone = printConfig({
-      VERIFIER_ISSUER: issuer,
-      VERIFIER_AUDIENCE: AUDIENCE,
-      ...FORMER,
-    });
-    const withFormer = throughRunner(mode, FORMER);
-    it.each(
-      ENVIRONMENT.filter((row) => row.env in FORMER).map((row) => [row.env, row.path] as const),
-    )('%s (a former name) takes effect', (_name, path) => {
-      const now = FORMER_NAMES[path as FormerName];
-      expect(at(withFormer, now, issuer)).toEqual(at(formerAlone, now, issuer));
-      expect(at(withFormer, now, issuer)).not.toEqual(at(without, now, issuer));
+    // A removed name stops the verifier, naming the setting that replaced it.
+    it.each(Object.entries(REMOVED_VARIABLES))('%s (removed) names %s', (name, now) => {
+      const settings = runnerVerifierSettings({
+        own: mode === 'dev' ? undefined : { issuer: OWN_ISSUER },
+        issuer,
+        audience: AUDIENCE,
+        variables: {},
+      });
+      const file = join(scratch, `${mode}-removed.json`);
+      writeFileSync(file, JSON.stringify(settings.document));
+      const run = spawnSync(
+        process.execPath,
+        [join(REPO_ROOT, 'verifier/dist/main.js'), '--check-config'],
+        {
+          env: {
+            PATH: process.env.PATH,
+            ...verifierEnv({ listen: '127.0.0.1:1', configFile: file }),
+            [name]: 'redis://127.0.0.1:6391',
+          },
+          encoding: 'utf8',
+          timeout: 20_000,
+        },
+      );
+      expect(run.status).toBe(2);
+      expect(run.stderr).toContain(`${name}: removed; use ${now}`);
+      expect(run.stderr).not.toContain('6391');
     });
 
     it.each(DECIDED[mode].map((name) => [name]))('%s stops the start with one line', (name) => {

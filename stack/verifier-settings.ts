@@ -1,14 +1,23 @@
-// The operator's VERIFIER_* variables in a run the runner configures (`npm start`, with or without
-// --issuer or --production): the runner writes the verifier's JSON file, and each variable reaches
-// the verifier with the precedence the verifier itself applies (variables win over the file).
-// Top-level settings are passed through as variables, which the verifier lays over the file;
-// issuer and policy settings, which the verifier takes only from the file once VERIFIER_CONFIG is
-// set, are written into the file's one issuer and its `secret` policy. What a run cannot honour
-// (where the verifier listens, a second configuration file, an issuer the run does not use) stops
-// the start with one line that says why.
+// The operator's settings in a run the runner configures (`npm start`, with or without --issuer or
+// --production): the runner writes the verifier's JSON file from its own issuer and policies, the
+// operator's policy file (policy-file.ts) and the VERIFIER_* variables, by the precedence table of
+// docs/configuration.md. Top-level variables are passed through, which the verifier lays over the
+// file; issuer variables are written into the run's issuer; policy variables into every policy,
+// except where the policy file sets that field. What a run cannot honour (where the verifier
+// listens, an issuer the run does not use, a value contradicting a flag) stops the start with one
+// line each.
 import { ENVIRONMENT } from '../verifier/src/config/load.js';
+import { readPolicyFile, sameSetting, withPolicyFile, type PolicyFile } from './policy-file.js';
 import { ownIdpVerifierConfig, verifierConfig } from './service-env.js';
 import type { OwnIdp } from './stack.js';
+
+/** Thrown before anything starts: one line per setting the run cannot honour (exit 2). */
+export class SettingsError extends Error {
+  override readonly name = 'SettingsError';
+  constructor(readonly problems: readonly string[]) {
+    super(problems.join('\n'));
+  }
+}
 
 const ISSUER = 'issuers[0].';
 const POLICY = 'policies.secret.';
@@ -42,20 +51,33 @@ export function verifierVariables(env: NodeJS.ProcessEnv): Record<string, string
 }
 
 /**
- * Lays `given` (the operator's VERIFIER_* variables) over the runner's `document`. `decided`
- * names the variables this run sets itself; `flags` the settings that came from the command line.
- * Throws one Error listing every variable that cannot be honoured, one line each.
+ * Lays `given` (the operator's VERIFIER_* variables) over the runner's `document`, after the
+ * operator's policy `file` when there is one. `decided` names the variables this run sets itself;
+ * `flags` the settings that came from the command line. Throws one SettingsError listing every
+ * setting that cannot be honoured, one line each.
  */
 export function withVerifierSettings(
   document: Record<string, unknown>,
   given: Readonly<Record<string, string>>,
   decided: Decided,
   flags: FlagValues = {},
+  file?: PolicyFile,
 ): VerifierSettings {
   const rows = new Map(ENVIRONMENT.map((row) => [row.env, row.path]));
   const problems: string[] = [];
   const env: Record<string, string> = {};
-  const merged = structuredClone(document);
+  const issuerFlags = Object.fromEntries(
+    Object.entries(flags).map(([name, flag]) => [
+      (rows.get(name) ?? '').slice(ISSUER.length),
+      flag,
+    ]),
+  );
+  const issuer = String((document.issuers as Array<{ issuer: unknown }>)[0]?.issuer);
+  const { document: merged, written } =
+    file === undefined
+      ? { document: structuredClone(document), written: new Set<string>() }
+      : withPolicyFile(structuredClone(document), file, { issuer, flags: issuerFlags }, problems);
+  const policies = (merged.policies ?? {}) as Record<string, unknown>;
   for (const [name, value] of Object.entries(given)) {
     const path = rows.get(name);
     if (path === undefined) {
@@ -72,23 +94,16 @@ export function withVerifierSettings(
     } else if (path.startsWith(ISSUER)) {
       setPath(merged, ['issuers', 0, ...path.slice(ISSUER.length).split('.')], value);
     } else if (path.startsWith(POLICY)) {
-      setPath(merged, ['policies', 'secret', ...path.slice(POLICY.length).split('.')], value);
+      // Every policy of the run, unless the policy file wrote this field for it.
+      const field = path.slice(POLICY.length);
+      for (const policy of Object.keys(policies).filter((at) => !written.has(`${at}.${field}`)))
+        setPath(merged, ['policies', policy, ...field.split('.')], value);
     } else {
       env[name] = value;
     }
   }
-  if (problems.length > 0) throw new Error(problems.join('\n'));
+  if (problems.length > 0) throw new SettingsError(problems);
   return { document: merged, env };
-}
-
-/** Lists compare as lists (`a,b` = `a b`), everything else as text. */
-function sameSetting(flag: string, variable: string): boolean {
-  const items = (text: string) =>
-    text
-      .split(/[\s,]+/)
-      .filter(Boolean)
-      .join(',');
-  return items(flag) === items(variable);
 }
 
 function setPath(target: Record<string, unknown>, keys: Array<string | number>, value: string) {
@@ -111,13 +126,24 @@ export function runnerVerifierSettings(run: {
   readonly issuer: string;
   readonly audience: string;
   readonly variables: Readonly<Record<string, string>>;
+  /** The operator's policy file (`--config`); VERIFIER_CONFIG names it when this is unset. */
+  readonly policyFile?: string | undefined;
+  /** Reads the policy file (tests pass their own). */
+  readonly read?: (path: string) => string;
 }): VerifierSettings {
   const { own, issuer, audience } = run;
   const document =
     own === undefined
       ? (verifierConfig({ issuer, jwksUri: `${issuer}/jwks`, audience }) as Record<string, unknown>)
       : ownIdpVerifierConfig({ ...own, audience });
-  return withVerifierSettings(document, run.variables, ...runnerDecides(own, audience));
+  const { VERIFIER_CONFIG: named, ...variables } = run.variables;
+  const problems: string[] = [];
+  if (run.policyFile !== undefined && named !== undefined && named !== run.policyFile)
+    problems.push(`VERIFIER_CONFIG: "${named}" contradicts --config "${run.policyFile}"`);
+  const path = run.policyFile ?? named;
+  const file = path === undefined ? undefined : readPolicyFile(path, problems, run.read);
+  if (problems.length > 0) throw new SettingsError(problems);
+  return withVerifierSettings(document, variables, ...runnerDecides(own, audience), file);
 }
 
 /**
@@ -126,8 +152,6 @@ export function runnerVerifierSettings(run: {
  */
 function runnerDecides(own: OwnIdp | undefined, audience: string): [Decided, FlagValues] {
   const always = {
-    VERIFIER_CONFIG:
-      'npm start writes the verifier configuration itself; give single settings as VERIFIER_* variables, or run the verifier alone with your file',
     VERIFIER_LISTEN:
       'npm start places the verifier itself (--verifier-port; a unix socket with --production)',
   };

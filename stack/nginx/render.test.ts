@@ -84,12 +84,13 @@ describe('renderNginxConfig', () => {
     ]);
     expect(await readdir(path.join(outDir, 'conf.d'))).toEqual(['default.conf']);
     // The snippets sg-render writes itself: /config.json's answer, the edge key's header and the
-    // Protected Resource Metadata's answer.
+    // Protected Resource Metadata's answer, and the set names /secret/<name> serves.
     expect((await readdir(path.join(outDir, 'snippets'))).sort()).toEqual([
       'edge-key.conf',
       'plain.conf',
       'protected-resource-body.conf',
       'runtime-config.conf',
+      'secret-set-names.conf',
     ]);
     expect(await readFile(path.join(outDir, 'conf.d/default.conf'), 'utf8')).toBe(
       'listen 8080; listen 8080; root $document_root; ${HOME} \n',
@@ -221,6 +222,28 @@ describe('renderNginxConfig', () => {
       }),
     ).rejects.toThrow(
       '/.well-known/oauth-protected-resource values must not contain a backslash, a quote, a dollar sign or a control character: SG_EXTERNAL_ORIGIN, SG_DPOP_ALGORITHMS; SG_DPOP_BOUND_TOKENS_REQUIRED must be true or false',
+    );
+  });
+
+  it('renders the set names /secret/<name> serves, and refuses one its location cannot route', async () => {
+    const templatesDir = await writeTemplates({ 'nginx.conf.template': 'events {}\n' });
+    const outDir = path.join(work, 'sets');
+    await renderNginxConfig({
+      templatesDir,
+      outDir,
+      env: { SG_SPA_SECRET_SETS: 'payments audit-log' },
+    });
+    expect(await readFile(path.join(outDir, 'snippets/secret-set-names.conf'), 'utf8')).toBe(
+      'map $sg_named_set $sg_unknown_set {\n    "" 0;\n    payments 0;\n    audit-log 0;\n    default 1;\n}\n',
+    );
+    await expect(
+      renderNginxConfig({
+        templatesDir,
+        outDir: path.join(work, 'bad-sets'),
+        env: { SG_SPA_SECRET_SETS: 'payments Admin secret' },
+      }),
+    ).rejects.toThrow(
+      'SG_SPA_SECRET_SETS: "Admin" is not a set name /secret/<name> can serve (a-z, then a-z 0-9 -, at most 32; not secret); SG_SPA_SECRET_SETS: "secret" is not',
     );
   });
 

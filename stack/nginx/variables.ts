@@ -98,8 +98,10 @@ const LOCAL: Partial<Record<NginxVariableName, string>> = {
   SG_ACCESS_LOG_OPTIONS: LOCAL_ACCESS_LOG_OPTIONS,
   SG_OIDC_ISSUER: LOCAL_ISSUER,
   SG_CSP_CONNECT_SRC: "(the issuer's origin)",
-  // The dev IdP's verifier has the step-up policy (stack/orchestrate.ts); an own IdP's has not.
-  SG_SPA_SECRET_SETS: `(\`${PAYMENTS_POLICY}\` with the dev IdP, else empty)`,
+  // Every named policy of the run (stack/verifier-settings.ts): the dev IdP's step-up one, or the
+  // policy file's.
+  SG_SPA_SECRET_SETS: `(every policy but \`secret\`: \`${PAYMENTS_POLICY}\` with the dev IdP, else the \`--config\` file's)`,
+  SG_DPOP_BOUND_TOKENS_REQUIRED: '(`true` when every policy has `dpop: required`)',
   SG_MEMORY_DIR: '(a fresh directory in /dev/shm)',
   SG_SECRETS_ISSUER: '(the issuer)',
   SG_EXTERNAL_ORIGIN: '(http:// + SG_LISTEN)',

@@ -1,7 +1,7 @@
 // Named secret sets through real NGINX and the real verifier: /secret/<name> asks the verifier for
 // policy <name> and serves that policy's sets (the secrets file's `policies.<name>`), and only to a
 // token that policy allows. Every other answer holds no secret of any policy.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SignJWT } from 'jose';
@@ -137,14 +137,40 @@ describe('GET /secret/payments', () => {
   });
 });
 
+/** Every answer the verifier gave (`verifier_decisions_total`, summed), from its metrics. */
+async function verifierDecisions(): Promise<number> {
+  const keyFile = stack.env.verifier.VERIFIER_EDGE_KEY_FILE;
+  const key: Record<string, string> =
+    keyFile === undefined ? {} : { 'x-sg-edge-key': readFileSync(keyFile, 'utf8') };
+  const text = await (await fetch(`${stack.urls.verifier}/metrics`, { headers: key })).text();
+  return text
+    .split('\n')
+    .filter((line) => line.startsWith('verifier_decisions_total'))
+    .reduce((sum, line) => sum + Number(line.split(' ').at(-1)), 0);
+}
+
 describe('a name no policy has', () => {
+  it('is a JSON 404 at the edge: the verifier is not asked, whatever the token', async () => {
+    const before = await verifierDecisions();
+    for (const token of [undefined, 'garbage', await stack.mintToken(), await payments()]) {
+      const answer = await get('/secret/anything', token);
+      expect(answer.status).toBe(404);
+      expect(JSON.parse(answer.body)).toEqual({ error: 'not_found' });
+      expect(answer.headers.get('www-authenticate')).toBeNull();
+    }
+    expect(await verifierDecisions()).toBe(before);
+    // The same count moves for a name a policy has, so it is the one NGINX would ask.
+    await get('/secret/payments', await payments());
+    expect(await verifierDecisions()).toBeGreaterThan(before);
+  });
+
   it.each(['/secret/unknown', '/secret/secret'])(
     'never serves anything at %s, whatever the token',
     async (path) => {
       for (const token of [undefined, await stack.mintToken(), await payments()]) {
         const answer = await get(path, token);
-        expect(answer.status).not.toBe(200);
-        expectNoSecret(answer);
+        expect(answer.status).toBe(404);
+        for (const value of values) expect(answer.body).not.toContain(value);
       }
     },
   );

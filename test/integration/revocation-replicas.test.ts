@@ -257,14 +257,6 @@ describe('a revocation store behind an ACL user and a password', () => {
     expect(await revokes(built, 'ana')).toBe(true);
   });
 
-  it('takes the password from the former dpop.replayPassword too, read as redis.password', async () => {
-    const built = replicas.build(
-      { REDIS_PASSWORD: PASSWORD },
-      file({ username: 'gate' }, { dpop: { replayPassword: { env: 'REDIS_PASSWORD' } } }),
-    );
-    expect(await revokes(built, 'bea')).toBe(true);
-  });
-
   it('is never current without the password, which no log line holds', async () => {
     const without = replicas.build({}, file({ username: 'gate' }));
     const wrong = replicas.build({}, file({ username: 'gate', password: 'not-it' }));

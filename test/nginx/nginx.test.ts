@@ -100,6 +100,8 @@ async function startSite(
     workerProcesses: 1,
     secretRate: '1000r/s',
     cloudFrontCookies: 'on',
+    // The named sets NGINX serves; `unlisted` is one the secrets file has no set for.
+    spaSecretSets: 'payments unlisted',
     ...options,
   });
   // The key the runner generates for a verifier on TCP (stack/orchestrate.ts), when a test asks.
@@ -195,6 +197,19 @@ describe('NGINX in front of a verifier that speaks the contract', () => {
       expect(answer.status).toBe(404);
       expect(JSON.parse(answer.body)).toEqual({ error: 'not_found' });
       expectNoSecret(answer);
+    },
+  );
+
+  it.each(['/secret/unknown', '/secret/admin', '/secret/secret'])(
+    'answers %s, a name no policy has, with a JSON 404 without asking the verifier',
+    async (pathname) => {
+      const before = verifier.received.length;
+      const answer = await get(`${site.url}${pathname}`, bearer(contractTokens.spaDemo));
+      expect(answer.status).toBe(404);
+      expect(JSON.parse(answer.body)).toEqual({ error: 'not_found' });
+      expect(answer.headers.get('www-authenticate')).toBeNull();
+      expectNoSecret(answer);
+      expect(verifier.received.length).toBe(before);
     },
   );
 
@@ -466,6 +481,7 @@ describe('NGINX in front of a verifier that speaks the contract', () => {
       audience: 'secret-gate-api',
       // RFC 8707: the SPA names the API with `resource=` unless a preset asks for Auth0's `audience=`.
       audienceParameters: 'resource',
+      secretSets: 'payments unlisted',
     });
   });
 

@@ -1,6 +1,7 @@
 // pino JSON logs. Tokens are never logged: a fingerprint (decision/authorize.ts) is enough to
 // correlate a denial with a client report without making the log a credential store.
 import { pino, type Logger } from 'pino';
+import { redact } from './config/redact.js';
 
 export type { Logger };
 
@@ -14,6 +15,8 @@ export function createLogger(level: string, destination?: NodeJS.WritableStream)
         paths: ['authorization', '*.authorization', 'token', '*.token'],
         censor: '[redacted]',
       },
+      // Every secret setting's value and every URL's userinfo, whatever field carries them.
+      hooks: { streamWrite: redact },
     },
     destination ?? pino.destination({ sync: false }),
   );

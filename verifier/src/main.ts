@@ -2,14 +2,26 @@
 // on SIGTERM/SIGINT. `--check-config` validates the configuration (and key files) and exits;
 // `--make-edge-key` first creates VERIFIER_EDGE_KEY_FILE with a fresh key when it is missing.
 // `--print-config` prints the effective configuration (secrets redacted) and exits.
+import { readFileSync } from 'node:fs';
 import { ConfigError, loadConfig } from './config/load.js';
 import type { VerifierConfig } from './config/model.js';
 import { printableConfig } from './config/print.js';
+import { redact } from './config/redact.js';
+import { settingSources } from './config/sources.js';
 import { createLogger } from './log.js';
 import { storeTopologyProblem } from './redis/connection.js';
 import { createVerifierService } from './service.js';
 import { describe } from './http/transport.js';
 import { createEdgeKeyFile } from './http/edge-key.js';
+
+/** The start's warnings about a configuration that loads: the start logs them, --check-config prints them. */
+function startWarnings(config: VerifierConfig): string[] {
+  return config.listen.kind === 'tcp' && config.edgeKeyFile === undefined
+    ? [
+        'listening on TCP without VERIFIER_EDGE_KEY_FILE: any process that reaches the port names its own client for the call limit',
+      ]
+    : [];
+}
 
 /** Exit code for an unusable configuration (distinct from a crash). */
 const EXIT_CONFIG = 2;
@@ -18,8 +30,6 @@ const SHUTDOWN_MS = 5000;
 
 async function main(argv: readonly string[]): Promise<void> {
   let config: VerifierConfig;
-  // Former names in use, logged once the logger (at the configured level) exists.
-  const deprecated: string[] = [];
   const edgeKeyFile = process.env.VERIFIER_EDGE_KEY_FILE?.trim();
   if (argv.includes('--make-edge-key')) {
     if (!edgeKeyFile?.startsWith('/')) {
@@ -32,29 +42,33 @@ async function main(argv: readonly string[]): Promise<void> {
     );
   }
   try {
-    config = loadConfig(process.env, undefined, (line) => deprecated.push(line));
+    config = loadConfig(process.env);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     process.stderr.write(`${error.message}\n`);
     process.exit(EXIT_CONFIG);
   }
   if (argv.includes('--print-config')) {
-    process.stdout.write(printableConfig(config));
+    const sources = settingSources(process.env, (path) => readFileSync(path, 'utf8'));
+    process.stdout.write(printableConfig(config, sources));
     return;
   }
   if (argv.includes('--check-config')) {
+    // What the start would warn about, said here too.
+    for (const line of startWarnings(config)) process.stdout.write(redact(`warning: ${line}\n`));
     process.stdout.write(
-      `configuration ok: ${config.issuers.size} issuer(s), policies ${[...config.policies.keys()].join(', ')}\n`,
+      redact(
+        `configuration ok: ${config.issuers.size} issuer(s), policies ${[...config.policies.keys()].join(', ')}\n`,
+      ),
     );
     return;
   }
 
   const logger = createLogger(config.logLevel);
-  for (const line of deprecated) logger.warn(line);
   // A Cluster URL at a node without cluster mode (and the like) is found only by asking it.
   const topology = await storeTopologyProblem(config);
   if (topology !== undefined) {
-    process.stderr.write(`invalid verifier configuration: ${topology}\n`);
+    process.stderr.write(redact(`invalid verifier configuration: ${topology}\n`));
     process.exit(EXIT_CONFIG);
   }
   const service = createVerifierService(config, { logger });
@@ -72,10 +86,7 @@ async function main(argv: readonly string[]): Promise<void> {
     },
     'verifier listening',
   );
-  if (config.listen.kind === 'tcp' && config.edgeKeyFile === undefined)
-    logger.warn(
-      'listening on TCP without VERIFIER_EDGE_KEY_FILE: any process that reaches the port names its own client for the call limit',
-    );
+  for (const line of startWarnings(config)) logger.warn(line);
   void service.start().then(() => {
     if (service.isReady()) logger.info('key sets loaded; ready');
     else logger.warn('some key sets did not load yet; /readyz answers 503 until they do');

@@ -3,6 +3,7 @@
 // They are laid over the file VERIFIER_CONFIG names, or spell one issuer and one policy.
 import { z } from 'zod';
 import { DEFAULT_POLICY, issuerSchema, policySchema, rootSchema } from './model.js';
+import { REMOVED_VARIABLES } from './redis.js';
 import type { FileReader } from './values.js';
 
 const CONFIG_FILE = 'VERIFIER_CONFIG';
@@ -52,7 +53,9 @@ export const ENVIRONMENT: readonly Variable[] = [
 export function documentFromEnv(env: NodeJS.ProcessEnv, read: FileReader, problems: string[]) {
   const known = new Set(ENVIRONMENT.map((row) => row.env));
   for (const name of Object.keys(env).filter((name) => name.startsWith('VERIFIER_')))
-    if (!known.has(name))
+    if (REMOVED_VARIABLES[name] !== undefined)
+      problems.push(`${name}: removed; use ${REMOVED_VARIABLES[name]} (it serves both stores)`);
+    else if (!known.has(name))
       problems.push(`${name}: unknown variable (known: ${[...known].join(', ')})`);
   const given = (name = ''): string | undefined => env[name]?.trim() || undefined;
   const file = given(CONFIG_FILE);

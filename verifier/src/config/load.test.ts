@@ -72,12 +72,12 @@ describe('configuration from the environment', () => {
     expect(() =>
       loadConfig({
         ...minimal,
-        VERIFIER_REVOCATION_STORE: 'memcached://x',
+        VERIFIER_REDIS_URL: 'memcached://x',
         VERIFIER_REVOCATION_MAX_LATENCY: '0s',
         VERIFIER_SSF_TRANSMITTER: 'http://ssf.example.com',
       }),
     ).toThrow(
-      /VERIFIER_REVOCATION_STORE[\s\S]*VERIFIER_REVOCATION_MAX_LATENCY[\s\S]*audience[^\n]*required with a transmitter[\s\S]*VERIFIER_SSF_TRANSMITTER: [^\n]*plain http/,
+      /VERIFIER_REDIS_URL[\s\S]*VERIFIER_REVOCATION_MAX_LATENCY[\s\S]*audience[^\n]*required with a transmitter[\s\S]*VERIFIER_SSF_TRANSMITTER: [^\n]*plain http/,
     );
   });
 
@@ -557,7 +557,8 @@ describe('DPoP settings', () => {
       replayMaxEntries: 1_000_000,
       nonceKey: undefined,
     });
-    expect(config.redis).toMatchObject({ url: undefined, password: undefined });
+    expect(config.redis.url).toBeUndefined();
+    expect(config.redis.password).toBeUndefined();
     expect(config.redis.allowPlaintext).toBe(false);
   });
 
@@ -590,8 +591,7 @@ describe('DPoP settings', () => {
     ['redis://[::1]:6379', true],
     ['rediss://cache:6379', true],
   ])('a store at %s is accepted without opting in to plaintext: %s', (url, accepted) => {
-    // The former name is read as VERIFIER_REDIS_URL and checked alike, under its own name.
-    for (const name of ['VERIFIER_REDIS_URL', 'VERIFIER_DPOP_REPLAY_STORE']) {
+    for (const name of ['VERIFIER_REDIS_URL']) {
       const env = { ...single, [name]: url };
       if (accepted) expect(loadConfig(env).redis.url).toBe(url);
       else
@@ -616,8 +616,6 @@ describe('DPoP settings', () => {
   ])('refuses the store URL %s at start with one line', (url, problem) => {
     for (const [name, env] of [
       ['VERIFIER_REDIS_URL', { ...single, VERIFIER_REDIS_URL: url }],
-      ['VERIFIER_DPOP_REPLAY_STORE', { ...single, VERIFIER_DPOP_REPLAY_STORE: url }],
-      ['VERIFIER_REVOCATION_STORE', { ...single, VERIFIER_REVOCATION_STORE: url }],
     ] as const) {
       const problems = problemsOf(env);
       expect(problems).toHaveLength(1);
@@ -650,12 +648,7 @@ describe('DPoP settings', () => {
       '/run/secrets/redis-password': 'from-the-file\n',
       '/etc/redis-ca/ca.crt': '-----BEGIN CERTIFICATE-----\n',
     };
-    const lines: string[] = [];
-    const config = loadConfig(
-      { VERIFIER_CONFIG: '/x.json' },
-      (path) => files[path] ?? '',
-      (line) => lines.push(line),
-    );
+    const config = loadConfig({ VERIFIER_CONFIG: '/x.json' }, (path) => files[path] ?? '');
     expect(config.redis).toEqual({
       url: 'redis+cluster://cache-0,cache-1',
       username: 'gate',
@@ -671,102 +664,40 @@ describe('DPoP settings', () => {
       password: 'from-the-file',
       waitReplicas: 2,
     });
-    expect(lines).toEqual([]);
   });
 
-  it('reads the former store names as the redis ones for one release, each with one deprecation line naming the old and the new variable, never the value', () => {
-    const lines: string[] = [];
-    const old = loadConfig(
-      {
+  it('refuses each removed store name at start, naming the setting that replaced it, never the value', () => {
+    expect(
+      problemsOf({
         ...single,
         VERIFIER_DPOP_REPLAY_STORE: 'redis://cache:6379',
         VERIFIER_DPOP_REPLAY_PASSWORD: 'old-password',
         VERIFIER_DPOP_REPLAY_ALLOW_PLAINTEXT: 'true',
-        VERIFIER_REVOCATION_STORE: 'redis://cache:6379',
-      },
-      undefined,
-      (line) => lines.push(line),
-    );
-    expect(old.redis).toMatchObject({
-      url: 'redis://cache:6379',
-      password: 'old-password',
-      allowPlaintext: true,
-    });
-    // The stores read `redis` only: the former names are gone from the configuration.
-    expect(old.dpop).not.toHaveProperty('replayStore');
-    expect(old.dpop).not.toHaveProperty('replayPassword');
-    expect(old.revocation).not.toHaveProperty('store');
-    expect(redisSettingsOf(old)).toMatchObject({
-      url: 'redis://cache:6379',
-      password: 'old-password',
-    });
-    expect(lines).toEqual([
-      'VERIFIER_DPOP_REPLAY_STORE is deprecated; use VERIFIER_REDIS_URL (it applies to both stores)',
-      'VERIFIER_DPOP_REPLAY_PASSWORD is deprecated; use VERIFIER_REDIS_PASSWORD (it applies to both stores)',
-      'VERIFIER_DPOP_REPLAY_ALLOW_PLAINTEXT is deprecated; use VERIFIER_REDIS_ALLOW_PLAINTEXT (it applies to both stores)',
-      'VERIFIER_REVOCATION_STORE is deprecated; use VERIFIER_REDIS_URL (it applies to both stores)',
-    ]);
-    expect(lines.join('\n')).not.toContain('old-password');
-    expect(lines.join('\n')).not.toContain('cache:6379');
-
-    // In the file, the lines name the settings as the file spells them.
-    const inFile: string[] = [];
-    const file = {
-      issuers: [{ issuer: 'https://idp.test', audience: 'api' }],
-      policies: { secret: { issuers: ['https://idp.test'] } },
-      revocation: { store: 'memory' },
-    };
-    const fromFile = loadConfig(
-      { VERIFIER_CONFIG: '/x.json' },
-      () => JSON.stringify(file),
-      (line) => inFile.push(line),
-    );
-    expect(fromFile.redis.url).toBeUndefined();
-    expect(inFile).toEqual([
-      'config.revocation.store is deprecated; use config.redis.url (it applies to both stores)',
-    ]);
-  });
-
-  it('refuses a former name set to another value than its new one, or than another former name of it, never quoting either', () => {
-    expect(
-      problemsOf({
-        ...single,
-        VERIFIER_REDIS_URL: 'rediss://cache:6379',
-        VERIFIER_DPOP_REPLAY_STORE: 'rediss://other:6379',
-        VERIFIER_REDIS_PASSWORD: 'new-password',
-        VERIFIER_DPOP_REPLAY_PASSWORD: 'old-password',
-        VERIFIER_REDIS_ALLOW_PLAINTEXT: 'false',
-        VERIFIER_DPOP_REPLAY_ALLOW_PLAINTEXT: 'true',
-      }),
-    ).toEqual([
-      'VERIFIER_DPOP_REPLAY_STORE: a former name of VERIFIER_REDIS_URL, set to another value; set VERIFIER_REDIS_URL only',
-      'VERIFIER_DPOP_REPLAY_PASSWORD: a former name of VERIFIER_REDIS_PASSWORD, set to another value; set VERIFIER_REDIS_PASSWORD only',
-      'VERIFIER_DPOP_REPLAY_ALLOW_PLAINTEXT: a former name of VERIFIER_REDIS_ALLOW_PLAINTEXT, set to another value; set VERIFIER_REDIS_ALLOW_PLAINTEXT only',
-    ]);
-    // Each store had its own URL: now one serves both, so two that differ cannot both be kept.
-    expect(
-      problemsOf({
-        ...single,
-        VERIFIER_DPOP_REPLAY_STORE: 'rediss://cache:6379',
         VERIFIER_REVOCATION_STORE: 'memory',
       }),
     ).toEqual([
-      'VERIFIER_REVOCATION_STORE: differs from VERIFIER_DPOP_REPLAY_STORE; both are former names of VERIFIER_REDIS_URL, which both stores share: set VERIFIER_REDIS_URL only',
+      'VERIFIER_DPOP_REPLAY_STORE: removed; use VERIFIER_REDIS_URL (it serves both stores)',
+      'VERIFIER_DPOP_REPLAY_PASSWORD: removed; use VERIFIER_REDIS_PASSWORD (it serves both stores)',
+      'VERIFIER_DPOP_REPLAY_ALLOW_PLAINTEXT: removed; use VERIFIER_REDIS_ALLOW_PLAINTEXT (it serves both stores)',
+      'VERIFIER_REVOCATION_STORE: removed; use VERIFIER_REDIS_URL (it serves both stores)',
     ]);
-    // The same value under both names is no problem (a rolling rename).
-    const same = loadConfig({
-      ...single,
-      VERIFIER_REDIS_URL: 'rediss://cache:6379',
-      VERIFIER_DPOP_REPLAY_STORE: 'rediss://cache:6379',
-      VERIFIER_REVOCATION_STORE: 'rediss://cache:6379',
-    });
-    expect(same.redis.url).toBe('rediss://cache:6379');
+    // In the file, the lines name the settings as the file spells them, beside its other problems.
+    const file = {
+      issuers: [{ issuer: 'https://idp.test', audience: 'api' }],
+      policies: { secret: { issuers: ['https://idp.test'] } },
+      revocation: { store: 'redis://cache:6379' },
+      dpop: { replayPassword: 'old-password', iatWindow: '1h' },
+    };
+    expect(problemsOfReader({ VERIFIER_CONFIG: '/x.json' }, () => JSON.stringify(file))).toEqual([
+      'config.dpop.replayPassword: removed; use config.redis.password (it serves both stores)',
+      'config.revocation.store: removed; use config.redis.url (it serves both stores)',
+      'config.dpop.iatWindow: must be between 1s and 10m',
+    ]);
   });
 
   it('takes plain redis:// to another host only when the operator opts in', () => {
     for (const [url, allow] of [
       ['VERIFIER_REDIS_URL', 'VERIFIER_REDIS_ALLOW_PLAINTEXT'],
-      ['VERIFIER_DPOP_REPLAY_STORE', 'VERIFIER_DPOP_REPLAY_ALLOW_PLAINTEXT'],
     ] as const) {
       const config = loadConfig({ ...single, [url]: 'redis://cache:6379', [allow]: 'true' });
       expect(config.redis).toMatchObject({ url: 'redis://cache:6379', allowPlaintext: true });
@@ -817,7 +748,7 @@ describe('DPoP settings', () => {
       VERIFIER_DPOP: 'sometimes',
       VERIFIER_DPOP_ALGORITHMS: 'HS256',
       VERIFIER_DPOP_IAT_WINDOW: '1h',
-      VERIFIER_DPOP_REPLAY_STORE: 'memcached://x',
+      VERIFIER_REDIS_URL: 'memcached://x',
       VERIFIER_DPOP_NONCE_KEY: 'short',
     });
     expect(problems).toHaveLength(5);
@@ -825,7 +756,7 @@ describe('DPoP settings', () => {
       'VERIFIER_DPOP:',
       'VERIFIER_DPOP_ALGORITHMS',
       'VERIFIER_DPOP_IAT_WINDOW: must be between 1s and 10m',
-      'VERIFIER_DPOP_REPLAY_STORE: unknown scheme "memcached://"',
+      'VERIFIER_REDIS_URL: unknown scheme "memcached://"',
       'VERIFIER_DPOP_NONCE_KEY: must be at least 32 bytes',
     ])
       expect(problems.some((problem) => problem.startsWith(name))).toBe(true);

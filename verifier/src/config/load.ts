@@ -7,7 +7,8 @@ import { z } from 'zod';
 import { documentFromEnv, ENVIRONMENT, issuerKind } from './env.js';
 import * as model from './model.js';
 import { withPreset } from './presets.js';
-import { foldFormerNames, FORMER_NAMES } from './redis.js';
+import { redact } from './redact.js';
+import { REMOVED_NAMES } from './redis.js';
 import { createIo, Deferred, type FileReader } from './values.js';
 
 export { ENVIRONMENT } from './env.js';
@@ -15,8 +16,12 @@ export { ENVIRONMENT } from './env.js';
 /** Thrown at start when the configuration is unusable; the message lists every problem. */
 export class ConfigError extends TypeError {
   override readonly name = 'ConfigError';
-  constructor(readonly problems: readonly string[]) {
-    super(`invalid verifier configuration:\n  - ${problems.join('\n  - ')}`);
+  /** One line per problem, with every secret value and URL userinfo redacted. */
+  readonly problems: readonly string[];
+  constructor(problems: readonly string[]) {
+    const said = problems.map(redact);
+    super(`invalid verifier configuration:\n  - ${said.join('\n  - ')}`);
+    this.problems = said;
   }
 }
 
@@ -31,17 +36,26 @@ const topLevel = model.documentSchema(z.unknown(), z.unknown());
 /**
  * Builds the configuration from the environment: the single-issuer variables (VERIFIER_ISSUER,
  * one JWT issuer and the policy NGINX asks for), or the JSON file VERIFIER_CONFIG names (issuers
- * and named policies). The two are exclusive, so no setting is silently ignored. A former name in
- * use (redis.ts) gives `deprecated` one line naming it and its new name, never the value.
+ * and named policies). The two are exclusive, so no setting is silently ignored. A removed name
+ * (redis.ts) is a problem naming the setting that replaced it, never its value.
  */
 export function loadConfig(
   env: NodeJS.ProcessEnv,
   readFile: FileReader = (path) => readFileSync(path, 'utf8'),
-  deprecated: (line: string) => void = () => undefined,
 ): model.VerifierConfig {
   const problems: string[] = [];
   const written = documentFromEnv(env, readFile, problems);
   const { label, sections, singleIssuer } = written;
+  // A removed name in the file: one line naming its replacement, instead of "unknown key".
+  for (const [removed, now] of Object.entries(REMOVED_NAMES)) {
+    const [section = '', key = ''] = removed.split('.');
+    const holder = written.document[section];
+    if (!isObject(holder) || !(key in holder)) continue;
+    problems.push(`${label(removed)}: removed; use ${label(now)} (it serves both stores)`);
+    written.document[section] = Object.fromEntries(
+      Object.entries(holder).filter(([name]) => name !== key),
+    );
+  }
   // Each issuer with its preset's row laid under it, so the rules see the type a preset gives.
   const rootClientClaims = written.document.clientClaims !== undefined;
   const document = Array.isArray(written.document.issuers)
@@ -95,11 +109,7 @@ export function loadConfig(
 
   const top = check<Json>(sections ? topLevel : model.rootSchema, document, '');
   const { $schema: _schema, issuers: _issuers, policies: _policies, ...settings } = top ?? {};
-  const root =
-    top &&
-    (foldFormerNames(
-      settings as z.output<typeof model.rootSchema>,
-    ) as unknown as model.RootSettings);
+  const root = top && (settings as unknown as model.RootSettings);
 
   // A duplicate issuer is a rule's problem (rules.ts); the first one is kept.
   const issuers: Array<{ at: string; issuer: model.IssuerConfig }> = [];
@@ -143,17 +153,6 @@ export function loadConfig(
   // The single-issuer policy is checked under both its names; each problem is said once.
   if (problems.length > 0 || loadedRoot === undefined)
     throw new ConfigError([...new Set(problems)]);
-  // A former variable's line names the new variable; a former name in the file, the file's.
-  for (const [former, now] of Object.entries(FORMER_NAMES)) {
-    const value = former
-      .split('.')
-      .reduce<unknown>((at, key) => (isObject(at) ? at[key] : undefined), document);
-    if (value === undefined) continue;
-    const as = label(former);
-    deprecated(
-      `${as} is deprecated; use ${nameOf(now, as.startsWith('VERIFIER_'))} (it applies to both stores)`,
-    );
-  }
   return Object.freeze({
     ...loadedRoot,
     issuers: readOnly(new Map(loadedIssuers.map((issuer) => [issuer.issuer, issuer]))),

@@ -6,12 +6,7 @@ import { z } from 'zod';
 import { cloudFrontSection } from './cloudfront.js';
 import { mintSection } from './mint.js';
 import { ALWAYS_REFUSED, checkPresetIssuer, PRESET_NAMES } from './presets.js';
-import {
-  formerDpopRows,
-  formerRevocationRows,
-  redisSection,
-  type WithoutFormerNames,
-} from './redis.js';
+import { redisSection } from './redis.js';
 import { documentRules, firstFetchRule, rootRules, rule, stepUpRule } from './rules.js';
 import {
   algorithms,
@@ -132,7 +127,6 @@ export const rootSchema = section({
     iatWindow: env('VERIFIER_DPOP_IAT_WINDOW', iatWindow.prefault('60s')).describe(
       "A proof's `iat` may differ from now by this much either way (1s–10m); its `jti` is remembered twice as long.",
     ),
-    ...formerDpopRows,
     replayMaxEntries: env('VERIFIER_DPOP_REPLAY_MAX_ENTRIES', count.prefault('1000000')).describe(
       'Bound of the in-process replay store; when it is full of live `jti`s new proofs are refused rather than one forgotten.',
     ),
@@ -144,7 +138,6 @@ export const rootSchema = section({
   redis: redisSection.prefault({}),
   /** Pushed revocation (docs/revocation.md): back-channel logout, Shared Signals, one store. */
   revocation: section({
-    ...formerRevocationRows,
     maxLatency: env('VERIFIER_REVOCATION_MAX_LATENCY', atLeast1s.prefault('6s')).describe(
       "Longest time a revoked token may still get its secret through NGINX's edge cache while a receiver is on: the edge reuse becomes at most this minus 1 s (NGINX expires entries in whole seconds), and never more than `cache.edgeTtl`.",
     ),
@@ -447,8 +440,8 @@ type Inherit<T> = T & {
   readonly [K in keyof T & keyof typeof INHERITED]-?: Exclude<T[K], undefined>;
 };
 
-/** The top-level settings as the verifier reads them: loaded, the former names folded into `redis`. */
-export type RootSettings = Loaded<WithoutFormerNames<z.output<typeof rootSchema>>>;
+/** The top-level settings as the verifier reads them: loaded. */
+export type RootSettings = Loaded<z.output<typeof rootSchema>>;
 export type JwtIssuer = Inherit<Loaded<z.output<typeof jwtIssuer>>>;
 export type IntrospectionIssuer = Inherit<Loaded<z.output<typeof introspectionIssuer>>>;
 export type TokeninfoIssuer = Inherit<Loaded<z.output<typeof tokeninfoIssuer>>>;

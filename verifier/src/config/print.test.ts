@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from './load.js';
 import { printableConfig } from './print.js';
+import { settingSources } from './sources.js';
 
 const base = {
   VERIFIER_ISSUER: 'https://idp.example.test',
@@ -53,5 +54,30 @@ describe('--print-config', () => {
       },
       revocation: { logoutTokenMaxAge: 120, ssf: { pollToken: '[redacted]' } },
     });
+  });
+});
+
+describe('where each setting came from', () => {
+  it('names the variable that set it over the file, the file, and leaves defaults out', () => {
+    const file = {
+      logLevel: 'debug',
+      cache: { maxTtl: '2m' },
+      issuers: [{ issuer: 'https://idp.example.test', audience: 'api' }],
+      policies: { secret: { issuers: ['https://idp.example.test'], scopes: ['a'] } },
+    };
+    const sources = settingSources({ VERIFIER_CONFIG: '/x.json', VERIFIER_LOG_LEVEL: 'warn' }, () =>
+      JSON.stringify(file),
+    );
+    expect(sources).toEqual({
+      'cache.maxTtl': 'file',
+      'issuers[0].audience': 'file',
+      'issuers[0].issuer': 'file',
+      logLevel: 'env VERIFIER_LOG_LEVEL',
+      'policies.secret.issuers': 'file',
+      'policies.secret.scopes': 'file',
+    });
+    const config = loadConfig({ VERIFIER_CONFIG: '/x.json' }, () => JSON.stringify(file));
+    const text = JSON.parse(printableConfig(config, sources)) as { $sources: unknown };
+    expect(text.$sources).toEqual(sources);
   });
 });

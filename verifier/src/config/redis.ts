@@ -1,7 +1,6 @@
 // The `redis` section: the one Redis (or Valkey) both shared stores use (the DPoP replay store and
 // the revocation store) and how they reach it. The names the stores' own settings had before it are
-// read for one more release as aliases of the new ones: a deprecation line at start for each in use
-// (load.ts), a problem when one says otherwise than the new name (rules.ts).
+// no longer read: each is a start-time problem naming the setting that replaced it (load.ts, env.ts).
 import { z } from 'zod';
 import { parseRedisUrl } from '../redis/url.js';
 import { Deferred, env, flag, positive, says, secret, section, text } from './values.js';
@@ -48,7 +47,7 @@ export const redisSection = section({
   caFile: env('VERIFIER_REDIS_CA_FILE', pemFile.optional()).describe(
     "PEM file of the CAs that sign the servers' certificates for the `rediss` forms, read once at start; unset, the system's CAs.",
   ),
-  allowPlaintext: env('VERIFIER_REDIS_ALLOW_PLAINTEXT', flag.optional()).describe(
+  allowPlaintext: env('VERIFIER_REDIS_ALLOW_PLAINTEXT', flag.prefault(false)).describe(
     'Allow a plain (`redis`, `redis+sentinel`, `redis+cluster`) URL with a host that is not loopback (`localhost`, 127.0.0.0/8, `[::1]`). Off: such a URL is refused at start; use the `rediss` forms (TLS).',
   ),
   waitReplicas: env('VERIFIER_REDIS_WAIT_REPLICAS', replicaCount.optional()).describe(
@@ -59,90 +58,18 @@ export const redisSection = section({
   ),
 });
 
-/** Each former name (a document path) and the `redis` setting it is read as, for one release. */
-export const FORMER_NAMES = {
+/** Each removed name (a document path) and the `redis` setting that replaced it. */
+export const REMOVED_NAMES = {
   'dpop.replayStore': 'redis.url',
   'dpop.replayPassword': 'redis.password',
   'dpop.replayAllowPlaintext': 'redis.allowPlaintext',
   'revocation.store': 'redis.url',
 } as const;
-export type FormerName = keyof typeof FORMER_NAMES;
 
-/** A former name's row: still read (and its variable still known), documented as replaced. */
-const former = <T extends z.ZodType>(name: string, kind: T, now: string, what: string) =>
-  kind
-    .meta({ env: name, deprecated: true })
-    .describe(
-      `Deprecated: use \`${now}\`${what}; read as it, with a line at start, until the next release.`,
-    );
-
-/** The former rows of the `dpop` section. */
-export const formerDpopRows = {
-  replayStore: former(
-    'VERIFIER_DPOP_REPLAY_STORE',
-    storeUrl(true).optional(),
-    'redis.url',
-    ' (`memory`: unset)',
-  ),
-  replayPassword: former(
-    'VERIFIER_DPOP_REPLAY_PASSWORD',
-    secret().optional(),
-    'redis.password',
-    '',
-  ),
-  replayAllowPlaintext: former(
-    'VERIFIER_DPOP_REPLAY_ALLOW_PLAINTEXT',
-    flag.optional(),
-    'redis.allowPlaintext',
-    '',
-  ),
+/** The same as variables: each removed VERIFIER_* name and the variable that replaced it. */
+export const REMOVED_VARIABLES: Readonly<Record<string, string>> = {
+  VERIFIER_DPOP_REPLAY_STORE: 'VERIFIER_REDIS_URL',
+  VERIFIER_DPOP_REPLAY_PASSWORD: 'VERIFIER_REDIS_PASSWORD',
+  VERIFIER_DPOP_REPLAY_ALLOW_PLAINTEXT: 'VERIFIER_REDIS_ALLOW_PLAINTEXT',
+  VERIFIER_REVOCATION_STORE: 'VERIFIER_REDIS_URL',
 };
-/** The former row of the `revocation` section. */
-export const formerRevocationRows = {
-  store: former(
-    'VERIFIER_REVOCATION_STORE',
-    storeUrl(true).optional(),
-    'redis.url',
-    ' (`memory`: unset)',
-  ),
-};
-
-/** The settings with a `redis` section and the former names beside it. */
-interface Written {
-  readonly dpop: {
-    readonly replayStore?: string;
-    readonly replayPassword?: unknown;
-    readonly replayAllowPlaintext?: boolean;
-  };
-  readonly revocation: { readonly store?: string };
-  readonly redis: {
-    readonly url?: string;
-    readonly password?: unknown;
-    readonly allowPlaintext?: boolean;
-  };
-}
-
-/** The settings as the verifier reads them: the former names folded into `redis`. */
-export type WithoutFormerNames<T extends Written> = Omit<T, 'dpop' | 'revocation' | 'redis'> & {
-  readonly dpop: Omit<T['dpop'], 'replayStore' | 'replayPassword' | 'replayAllowPlaintext'>;
-  readonly revocation: Omit<T['revocation'], 'store'>;
-  readonly redis: Omit<T['redis'], 'allowPlaintext'> & { readonly allowPlaintext: boolean };
-};
-
-/**
- * `redis` with the former names' values where it has none (the rules have made sure that any two
- * given agree), and the former names gone, so no store can read them.
- */
-export function foldFormerNames<T extends Written>(settings: T): WithoutFormerNames<T> {
-  const { replayStore, replayPassword, replayAllowPlaintext, ...dpop } = settings.dpop;
-  const { store, ...revocation } = settings.revocation;
-  const redis = {
-    ...settings.redis,
-    // The new name first; `memory` (a former store's in-process value) is no URL.
-    url: [settings.redis.url, replayStore, store].find((url) => url !== 'memory' && url),
-    password: settings.redis.password ?? replayPassword,
-    allowPlaintext: settings.redis.allowPlaintext ?? replayAllowPlaintext ?? false,
-  };
-  // The spread keeps every other setting of T, which the compiler cannot follow through Omit.
-  return { ...settings, dpop, revocation, redis } as unknown as WithoutFormerNames<T>;
-}

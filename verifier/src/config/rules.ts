@@ -5,8 +5,7 @@
 import { z } from 'zod';
 import { onLoopback, parseRedisUrl } from '../redis/url.js';
 import { checkStepUpIssuer } from './presets.js';
-import { FORMER_NAMES } from './redis.js';
-import { Deferred, insecureUrlProblem, list, type Listen } from './values.js';
+import { insecureUrlProblem, list, type Listen } from './values.js';
 
 /**
  * Reports a problem at `path` (below the object the rule checks). `{0}`, `{1}`… in the message
@@ -44,20 +43,6 @@ export function rule<T>(reads: readonly string[], check: (value: T, report: Repo
 type Json = Record<string, unknown>;
 const isObject = (value: unknown): value is Json =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
-/** The value at a dotted path of plain objects. */
-const valueAt = (root: unknown, path: string): unknown =>
-  path.split('.').reduce<unknown>((at, key) => (isObject(at) ? at[key] : undefined), root);
-/** A value as written, for comparing two settings (a secret by its spelling, never loaded). */
-const writtenOf = (value: unknown) =>
-  JSON.stringify(value instanceof Deferred ? value.written : value);
-
-/** Each `redis` setting a former name is read as, with its spellings: the new name first. */
-const SPELLINGS = Object.entries(FORMER_NAMES).reduce(
-  (names, [former, now]) => names.set(now, [...(names.get(now) ?? [now]), former]),
-  new Map<string, string[]>(),
-);
-/** Where a store URL may be written: `redis.url` and the stores' former names. */
-const STORES = SPELLINGS.get('redis.url') ?? [];
 const PLAIN_REDIS =
   'plain redis to a host that is not loopback; use a rediss:// form, or opt in with "redis.allowPlaintext": true (VERIFIER_REDIS_ALLOW_PLAINTEXT=true)';
 /** Proofs' `jti`s, revocations and the stores' password would cross the network in clear. */
@@ -80,34 +65,9 @@ export const rootRules = [
         report('metricsListen', 'must differ from {0}', ['listen']);
     },
   ),
-  // A former name is read as the new one for one more release: any two of them given must agree,
-  // or one store would silently take another's setting. Compared as written, never quoted.
-  rule<Json>([...SPELLINGS.values()].flat(), (settings, report) => {
-    for (const [now, names] of SPELLINGS) {
-      const [first, ...rest] = names.filter((path) => valueAt(settings, path) !== undefined);
-      if (first === undefined) continue;
-      const said = writtenOf(valueAt(settings, first));
-      for (const path of rest.filter((at) => writtenOf(valueAt(settings, at)) !== said))
-        if (first === now)
-          report(path, 'a former name of {0}, set to another value; set {0} only', [now]);
-        else
-          report(
-            path,
-            'differs from {0}; both are former names of {1}, which both stores share: set {1} only',
-            [first, now],
-          );
-    }
+  rule<{ redis: { url?: string; allowPlaintext: boolean } }>(['redis'], ({ redis }, report) => {
+    if (!redis.allowPlaintext && inClear(redis.url)) report('redis.url', PLAIN_REDIS);
   }),
-  rule<Json>(
-    [...STORES, 'redis.allowPlaintext', 'dpop.replayAllowPlaintext'],
-    (settings, report) => {
-      const allowed =
-        valueAt(settings, 'redis.allowPlaintext') ?? valueAt(settings, 'dpop.replayAllowPlaintext');
-      if (allowed === true) return;
-      for (const path of STORES.filter((at) => inClear(valueAt(settings, at))))
-        report(path, PLAIN_REDIS);
-    },
-  ),
 ];
 
 /** Every `iss` the issuers declare (valid or not, each reported once by its own check) and its `type`. */

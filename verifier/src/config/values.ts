@@ -1,6 +1,7 @@
 // The kinds of value a setting holds (durations, sizes, listen addresses, secrets, claim rules…),
 // each accepting the file's JSON spelling and the environment's string one (`"30s"`, `"a,b"`), so a
 // VERIFIER_* variable is checked by the same schema, and naming what it expected in operator words.
+import { redact, rememberSecret } from './redact.js';
 import { z } from 'zod';
 import { DEFAULT_LISTEN, LISTEN_EXPECTED, parseListen, type Listen } from './listen.js';
 
@@ -16,7 +17,9 @@ export const env = <T extends z.ZodType>(name: string, kind: T): T => kind.meta(
 
 /** A value as a problem quotes it; objects are not quoted (they may hold a secret). */
 const got = (value: unknown) =>
-  ['string', 'number', 'boolean'].includes(typeof value) ? `, got ${JSON.stringify(value)}` : '';
+  ['string', 'number', 'boolean'].includes(typeof value)
+    ? `, got ${redact(JSON.stringify(value))}`
+    : '';
 
 /** "expected …, got …", or `missing` when the value is absent (zod says both with one issue). */
 export function says(expected: string, missing = 'a value is required') {
@@ -232,7 +235,7 @@ export function secretFile(minBytes: number) {
           if (value === '') fail(`"${path}" is empty`);
           else if (value !== undefined && Buffer.byteLength(value) < minBytes)
             fail(`"${path}" must hold at least ${minBytes} bytes`);
-          return value ?? '';
+          return rememberSecret(value ?? '');
         }),
     );
 }
@@ -266,13 +269,13 @@ export function secret(minBytes = 1) {
     .transform(
       (raw) =>
         new Deferred((io, fail): string => {
-          if (typeof raw === 'string') return raw;
+          if (typeof raw === 'string') return rememberSecret(raw);
           const fromEnv = 'env' in raw;
           const value = fromEnv ? io.env[raw.env] : io.read(raw.file, fail)?.replace(/\r?\n$/, '');
           if (value === '' || (fromEnv && value === undefined))
             fail(fromEnv ? `variable ${raw.env} is not set` : `"${raw.file}" is empty`);
           else if (value !== undefined && short(value)) fail(tooShort);
-          return value ?? '';
+          return rememberSecret(value ?? '');
         }, raw),
     );
 }
