@@ -198,7 +198,7 @@ describe('the sampled flag NGINX sends', () => {
 });
 
 describe('SG_TRACE_CONTEXT=off', () => {
-  it('sends no traceparent and leaves the trace fields of the access log empty', async () => {
+  it('sends no traceparent and writes the access log without trace fields', async () => {
     const site = await startSite({ traceContext: 'off' });
     const { status, sent, log } = await site.call('/secret', {
       ...bearer(contractTokens.spaDemo),
@@ -206,12 +206,8 @@ describe('SG_TRACE_CONTEXT=off', () => {
     });
     expect(status).toBe(200);
     expect(sent).toBeUndefined();
-    expect(log).toMatchObject({
-      trace_id: '',
-      span_id: '',
-      edge_cache: '',
-      policy: '',
-      reason: '',
-    });
+    for (const field of ['trace_id', 'span_id', 'edge_cache', 'policy', 'reason'])
+      expect(log).not.toHaveProperty(field);
+    expect(log).toHaveProperty('request_id');
   });
 });

@@ -56,6 +56,7 @@ describe('the /verify contract table', () => {
       'originalOrigin',
       'originalUri',
       'policy',
+      'traceparent',
     ]);
   });
 });

@@ -84,6 +84,13 @@ export function createRenderer({ resourceMetadata }: RenderOptions = {}) {
    */
   return function renderDecision(decision: Decision): VerifyAnswer {
     if (decision.outcome === 'allow') return { status: 204, headers: allowHeaders(decision) };
+    const { status, headers } = renderRefusal(decision);
+    // The reason code (errors.ts's closed union) for NGINX's access log (`reason`).
+    const reason = sharedPair(`r ${decision.reason}`, () => ['X-Auth-Reason', decision.reason]);
+    return { status, headers: [...headers, reason] };
+  };
+
+  function renderRefusal(decision: Decision & { outcome: 'deny' }): VerifyAnswer {
     const status = statusFor(decision.reason);
     if (decision.reason === 'client_id_invalid') return CLIENT_ID_INVALID;
     if (status === 401 && decision.headers !== undefined)
@@ -106,7 +113,7 @@ export function createRenderer({ resourceMetadata }: RenderOptions = {}) {
     const challenge = `${BEARER}, error="insufficient_scope"${scope}${suffix}`;
     const pair = sharedPair(`x ${challenge}`, () => ['X-Auth-Challenge', challenge] as const);
     return { status, headers: [pair, edgeExpires(decision)] };
-  };
+  }
 }
 
 /** The renderer without `resource_metadata`, for callers that configure none (tests, tools). */
