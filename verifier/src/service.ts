@@ -2,6 +2,7 @@
 // a transport. main.ts calls this; tests and the benchmark call it too, in-process.
 import { systemClock, type Clock } from './clock.js';
 import { createAuthorizer } from './decision/authorize.js';
+import { createDecisionLog } from './decision/decision-log.js';
 import { createCloudFrontGrant } from './cloudfront/grant.js';
 import type { Listen, VerifierConfig } from './config/model.js';
 import type { Grant } from './decision/decision.js';
@@ -16,10 +17,11 @@ import { createTokenCache } from './token/token-cache.js';
 import { createTokenVerifier } from './token/token-verifier.js';
 import { redisSettingsOf } from './redis/connection.js';
 import { createRevocationRuntime } from './revocation/index.js';
+import { createLogThrottle } from './revocation/log-throttle.js';
 import { createCallLimit } from './http/call-limit.js';
 import { createEdgeCheck } from './http/edge-key.js';
 import { createRoutes, createTransport } from './http/transport.js';
-import { createRenderer } from './http/verify-answer.js';
+import { createRenderer, secretSetName } from './http/verify-answer.js';
 
 export type VerifierService = ReturnType<typeof createVerifierService>;
 
@@ -113,6 +115,16 @@ export function createVerifierService(
     edgeTtl: revocation?.edgeTtl ?? config.cache.edgeTtl,
     revocation: revocation?.check,
     now,
+    decisionLog: createDecisionLog({
+      logger,
+      metrics,
+      now,
+      subjectKey: config.decisionLog.subjectKey,
+      subject: config.decisionLog.subject,
+      setName: secretSetName,
+      // The receivers' throttle: at most one line a second per reason once a flood is on.
+      throttle: createLogThrottle(now, 1),
+    }),
   });
   const routes = createRoutes({
     authorize,
