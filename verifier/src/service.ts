@@ -22,13 +22,14 @@ import { createCallLimit } from './http/call-limit.js';
 import { createEdgeCheck } from './http/edge-key.js';
 import { createRoutes, createTransport } from './http/transport.js';
 import { createRenderer, secretSetName } from './http/verify-answer.js';
+import type { Tracing } from './tracing/otel.js';
 
 export type VerifierService = ReturnType<typeof createVerifierService>;
 
 /** `now` is injectable for tests; the benchmark turns the process metrics off. */
 export function createVerifierService(
   config: VerifierConfig,
-  options: { logger: Logger; now?: Clock; defaultMetrics?: boolean },
+  options: { logger: Logger; now?: Clock; defaultMetrics?: boolean; tracing?: Tracing },
 ) {
   const { logger } = options;
   const now = options.now ?? systemClock;
@@ -97,7 +98,7 @@ export function createVerifierService(
     [...keySets.values()].every((keySet) => keySet.isReady()) &&
     (dpop?.store.isReady() ?? true) &&
     (revocation?.isReady() ?? true);
-  const authorize = createAuthorizer({
+  const decide = createAuthorizer({
     dpop,
     config,
     // Session claims are kept in the cache only when a receiver reads them.
@@ -126,6 +127,8 @@ export function createVerifierService(
       throttle: createLogThrottle(now, 1),
     }),
   });
+  // With OTEL_* tracing on (main.ts), each decision is a SERVER span; without, no wrapper at all.
+  const authorize = options.tracing?.traceAuthorize(decide, metrics) ?? decide;
   const routes = createRoutes({
     authorize,
     admit: createCallLimit(config.callLimit, now),
