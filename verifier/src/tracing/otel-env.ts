@@ -3,6 +3,26 @@
 // deployment's usual OTEL_* settings work unchanged. Off unless an OTLP endpoint is named; the SDK
 // itself (tracing/otel.ts, imported only then) reads the rest: sampler, batch limits, headers.
 
+/** The specification's variables the verifier honours: what compose and manifests pass through. */
+export const OTEL_VARIABLES = [
+  'OTEL_SDK_DISABLED',
+  'OTEL_SERVICE_NAME',
+  'OTEL_RESOURCE_ATTRIBUTES',
+  'OTEL_TRACES_EXPORTER',
+  'OTEL_EXPORTER_OTLP_ENDPOINT',
+  'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
+  'OTEL_EXPORTER_OTLP_PROTOCOL',
+  'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL',
+  'OTEL_EXPORTER_OTLP_HEADERS',
+  'OTEL_EXPORTER_OTLP_TIMEOUT',
+  'OTEL_TRACES_SAMPLER',
+  'OTEL_TRACES_SAMPLER_ARG',
+  'OTEL_BSP_SCHEDULE_DELAY',
+  'OTEL_BSP_MAX_QUEUE_SIZE',
+  'OTEL_BSP_MAX_EXPORT_BATCH_SIZE',
+  'OTEL_BSP_EXPORT_TIMEOUT',
+] as const;
+
 export type OtlpProtocol = 'http/protobuf' | 'http/json';
 
 export interface TracingSettings {
