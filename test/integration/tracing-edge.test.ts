@@ -5,6 +5,7 @@
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../stack/ports.js';
 import { startLocalNginx } from '../../stack/nginx/local-nginx.js';
@@ -52,13 +53,21 @@ async function startSite(options: Partial<LocalNginxOptions> = {}) {
     await nginx.stop();
     await rm(work, { recursive: true, force: true });
   });
+  const readLog = async () =>
+    (await nginx.accessLog()).split('\n').filter((line) => line.length > 0);
   /** GET `path` with `headers`; the traceparent the verifier got (if any) and the log line. */
   async function call(route: string, headers: Record<string, string> = {}) {
     const before = verifier.received.length;
+    const logged = (await readLog()).length;
     const response = await fetch(`${nginx.baseUrl}${route}`, { headers });
     await response.text();
     const sent = verifier.received.slice(before).map((r) => r.headers.traceparent);
-    const lines = (await nginx.accessLog()).trim().split('\n');
+    // NGINX writes the line after answering: wait for it.
+    let lines = await readLog();
+    for (let i = 0; i < 100 && lines.length <= logged; i++) {
+      await sleep(20);
+      lines = await readLog();
+    }
     const log = JSON.parse(lines.at(-1) ?? '{}') as LogLine;
     return { status: response.status, sent: sent[0] as string | undefined, log };
   }

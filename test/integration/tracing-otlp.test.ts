@@ -78,6 +78,15 @@ async function accessLog(): Promise<Record<string, string>[]> {
     .split('\n')
     .map((line) => JSON.parse(line) as Record<string, string>);
 }
+/** The access log line of the request made after `before` lines: NGINX writes it after answering. */
+async function lineAfter(before: number): Promise<Record<string, string> | undefined> {
+  for (let i = 0; i < 100; i++) {
+    const lines = await accessLog();
+    if (lines.length > before) return lines.at(-1);
+    await sleep(20);
+  }
+  throw new Error('NGINX wrote no access log line');
+}
 async function decisionLines(): Promise<Record<string, unknown>[]> {
   const text = await readFile(stack.files.logs.verifier, 'utf8');
   return text
@@ -103,6 +112,7 @@ describe.sequential('one trace per secret fetch', () => {
     await stack.idp.rotateKey();
     const token = await stack.mintToken();
     tokens.push(token);
+    const before = (await accessLog()).length;
     const response = await fetch(`${stack.urls.gate}/secret`, {
       headers: {
         authorization: `Bearer ${token}`,
@@ -111,7 +121,7 @@ describe.sequential('one trace per secret fetch', () => {
     });
     expect(response.status).toBe(200);
     await response.text();
-    const line = (await accessLog()).at(-1);
+    const line = await lineAfter(before);
     expect(line).toMatchObject({ trace_id: CLIENT_TRACE, status: 200, policy: 'secret' });
     const server = await serverSpan(CLIENT_TRACE);
     expect(server.parentSpanId).toBe(line?.span_id);
@@ -134,12 +144,13 @@ describe.sequential('one trace per secret fetch', () => {
   it('gives a request without traceparent a fresh trace id, the same in all three', async () => {
     const token = await stack.mintToken();
     tokens.push(token);
+    const before = (await accessLog()).length;
     const response = await fetch(`${stack.urls.gate}/secret`, {
       headers: { authorization: `Bearer ${token}` },
     });
     expect(response.status).toBe(200);
     await response.text();
-    const line = (await accessLog()).at(-1);
+    const line = await lineAfter(before);
     const traceId = line?.trace_id ?? '';
     expect(traceId).toMatch(/^[0-9a-f]{32}$/);
     expect(traceId).not.toBe(CLIENT_TRACE);
@@ -148,6 +159,7 @@ describe.sequential('one trace per secret fetch', () => {
   });
 
   it('traces a refusal with its reason, and a malformed traceparent starts a fresh trace', async () => {
+    const before = (await accessLog()).length;
     const response = await fetch(`${stack.urls.gate}/secret`, {
       headers: {
         authorization: 'Bearer not.a.token',
@@ -155,7 +167,7 @@ describe.sequential('one trace per secret fetch', () => {
       },
     });
     expect(response.status).toBe(401);
-    const line = (await accessLog()).at(-1);
+    const line = await lineAfter(before);
     expect(line).toMatchObject({ status: 401, reason: 'token_malformed' });
     expect(line?.trace_id).not.toBe(CLIENT_TRACE.toUpperCase());
     const server = await serverSpan(line?.trace_id ?? '');
