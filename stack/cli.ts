@@ -7,6 +7,7 @@ import { startProductionStack } from './production.js';
 import { DEFAULT_PORTS } from './service-env.js';
 import { discoveryReport } from './discovery-report.js';
 import { SettingsError, verifierVariables } from './verifier-settings.js';
+import { OTEL_VARIABLES } from '../verifier/src/tracing/otel-env.js';
 
 const HELP = `usage: npm start -- [options]
 
@@ -122,6 +123,8 @@ async function main(): Promise<void> {
       log,
       verifierVariables: variables,
       ...(values.config === undefined ? {} : { policyFile: values.config }),
+      // The OpenTelemetry specification's variables reach the verifier as set (docs/tracing.md).
+      env: { verifier: otelVariables(env) },
       ...(audience === undefined ? {} : { audience }),
       ...(ownIdp === undefined ? {} : { ownIdp }),
     });
@@ -193,3 +196,10 @@ A new token any time:
 }
 
 void main();
+
+/** The OTEL_* variables of `env` the verifier honours, as they are set. */
+function otelVariables(env: NodeJS.ProcessEnv): Record<string, string> {
+  return Object.fromEntries(
+    OTEL_VARIABLES.flatMap((name) => (env[name] === undefined ? [] : [[name, env[name]]])),
+  );
+}

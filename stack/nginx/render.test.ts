@@ -83,14 +83,16 @@ describe('renderNginxConfig', () => {
       'temp',
     ]);
     expect(await readdir(path.join(outDir, 'conf.d'))).toEqual(['default.conf']);
-    // The snippets sg-render writes itself: /config.json's answer, the edge key's header and the
-    // Protected Resource Metadata's answer, and the set names /secret/<name> serves.
+    // The snippets sg-render writes itself: /config.json's answer, the edge key's header, the
+    // Protected Resource Metadata's answer, the set names /secret/<name> serves and the edge's
+    // trace sampling.
     expect((await readdir(path.join(outDir, 'snippets'))).sort()).toEqual([
       'edge-key.conf',
       'plain.conf',
       'protected-resource-body.conf',
       'runtime-config.conf',
       'secret-set-names.conf',
+      'trace-sampling.conf',
     ]);
     expect(await readFile(path.join(outDir, 'conf.d/default.conf'), 'utf8')).toBe(
       'listen 8080; listen 8080; root $document_root; ${HOME} \n',

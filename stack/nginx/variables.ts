@@ -36,7 +36,10 @@ export type NginxVariableName =
   | 'SG_REAL_IP_HEADER'
   | 'SG_EXTERNAL_ORIGIN'
   | 'SG_DPOP_ALGORITHMS'
-  | 'SG_DPOP_BOUND_TOKENS_REQUIRED';
+  | 'SG_DPOP_BOUND_TOKENS_REQUIRED'
+  | 'SG_TRACE_CONTEXT'
+  | 'SG_TRACE_SAMPLE_PERCENT'
+  | 'SG_TRACE_TRUST_CLIENT_SAMPLED';
 
 export type NginxEnv = Record<NginxVariableName, string>;
 
@@ -151,6 +154,12 @@ export interface LocalNginxOptions {
   readonly accessLogOptions?: string;
   /** Defaults to `http://` + the listen address (loopback when only a port is given). */
   readonly externalOrigin?: string;
+  /** W3C Trace Context at the edge (SG_TRACE_CONTEXT, default on). */
+  readonly traceContext?: 'on' | 'off';
+  /** Share of trace ids NGINX marks sampled, 0–100 (SG_TRACE_SAMPLE_PERCENT). */
+  readonly traceSamplePercent?: number;
+  /** Keep a client's sampled flag (SG_TRACE_TRUST_CLIENT_SAMPLED, default off). */
+  readonly traceTrustClientSampled?: 'on' | 'off';
 }
 
 /**
@@ -191,6 +200,12 @@ export function localNginxEnv(options: LocalNginxOptions): NginxEnv {
     SG_MEMORY_DIR: options.memoryDir ?? localMemoryDir(prefix),
     SG_SECRETS_ISSUER: options.secretsIssuer ?? issuer,
     SG_EXTERNAL_ORIGIN: options.externalOrigin ?? originOf(listen),
+    SG_TRACE_CONTEXT: given(options.traceContext, defaults.SG_TRACE_CONTEXT),
+    SG_TRACE_SAMPLE_PERCENT: given(options.traceSamplePercent, defaults.SG_TRACE_SAMPLE_PERCENT),
+    SG_TRACE_TRUST_CLIENT_SAMPLED: given(
+      options.traceTrustClientSampled,
+      defaults.SG_TRACE_TRUST_CLIENT_SAMPLED,
+    ),
   };
 }
 

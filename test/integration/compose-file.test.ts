@@ -1,6 +1,7 @@
 // docker-compose.yaml cannot run on every machine, so it is held to the local runner here: the same
 // services, ports, variable names and values (adjusted only for container addresses), health checks
 // on the same endpoints, and the same verifier policy.
+import { OTEL_VARIABLES } from '../../verifier/src/tracing/otel-env.js';
 import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -26,6 +27,7 @@ interface ComposeService {
   tmpfs?: string[];
   build?: { context: string; dockerfile: string };
   environment?: Record<string, string>;
+  profiles?: string[];
   ports?: string[];
   volumes?: string[];
   depends_on?: Record<string, { condition: string }>;
@@ -69,8 +71,12 @@ const runner = {
 };
 
 describe('docker-compose.yaml mirrors the local runner', () => {
-  it('defines exactly the runner services: idp, verifier, nginx', () => {
-    expect(Object.keys(compose.services).sort()).toEqual([...SERVICE_NAMES].sort());
+  it('defines exactly the runner services: idp, verifier, nginx (and Jaeger behind a profile)', () => {
+    const always = Object.entries(compose.services).filter(
+      ([, definition]) => !definition.profiles,
+    );
+    expect(always.map(([name]) => name).sort()).toEqual([...SERVICE_NAMES].sort());
+    expect(compose.services.jaeger?.profiles).toEqual(['tracing']);
   });
 
   it.each(['idp', 'nginx'] as const)(
@@ -186,7 +192,9 @@ describe('docker-compose.yaml mirrors the local runner', () => {
     ]);
     for (const { env: name } of ENVIRONMENT.filter((row) => !stacks.has(row.env)))
       expect(environment[name], name).toBe(`\${${name}:-}`);
-    const known = new Set(ENVIRONMENT.map((row) => row.env));
+    // The OpenTelemetry specification's own variables (docs/tracing.md), passed through as well.
+    for (const name of OTEL_VARIABLES) expect(environment[name], name).toBe(`\${${name}:-}`);
+    const known = new Set([...ENVIRONMENT.map((row) => row.env), ...OTEL_VARIABLES]);
     expect(Object.keys(environment).filter((name) => !known.has(name))).toEqual([]);
   });
 

@@ -326,6 +326,8 @@ describe('NGINX in front of a verifier that speaks the contract', () => {
       'x-original-method': 'GET',
       // SG_EXTERNAL_ORIGIN, for DPoP's `htu`: the configured origin, never the request's Host.
       'x-original-origin': new URL(site.url).origin,
+      // NGINX's own trace context (SG_TRACE_CONTEXT=on), never one the client sent.
+      traceparent: expect.stringMatching(/^00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]$/),
     });
   });
 
@@ -353,6 +355,7 @@ describe('NGINX in front of a verifier that speaks the contract', () => {
       'x-original-method': 'GET',
       'x-original-origin': new URL(keyed.url).origin,
       'x-sg-edge-key': key,
+      traceparent: expect.stringMatching(/^00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]$/),
     });
     await get(`${keyed.url}/backchannel-logout`, {
       method: 'POST',
@@ -375,6 +378,7 @@ describe('NGINX in front of a verifier that speaks the contract', () => {
         'content-length': String('logout_token=a.b.c'.length),
         'x-sg-edge-key': key,
         'x-sg-client': '127.0.0.1',
+        traceparent: expect.stringMatching(/^00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]$/),
       },
     });
     // The rendered header is the master's to read alone.

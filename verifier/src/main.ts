@@ -13,6 +13,7 @@ import { storeTopologyProblem } from './redis/connection.js';
 import { createVerifierService } from './service.js';
 import { describe } from './http/transport.js';
 import { createEdgeKeyFile } from './http/edge-key.js';
+import { readTracingSettings, type TracingSettings } from './tracing/otel-env.js';
 
 /** The start's warnings about a configuration that loads: the start logs them, --check-config prints them. */
 function startWarnings(config: VerifierConfig): string[] {
@@ -64,6 +65,15 @@ async function main(argv: readonly string[]): Promise<void> {
     return;
   }
 
+  let traceSettings: TracingSettings | undefined;
+  try {
+    traceSettings = readTracingSettings(process.env);
+  } catch (error) {
+    process.stderr.write(`invalid verifier configuration: ${(error as Error).message}\n`);
+    process.exit(EXIT_CONFIG);
+  }
+  // The OpenTelemetry SDK is loaded only when OTEL_* switch tracing on.
+  const tracing = traceSettings && (await import('./tracing/otel.js')).startTracing(traceSettings);
   const logger = createLogger(config.logLevel);
   // A Cluster URL at a node without cluster mode (and the like) is found only by asking it.
   const topology = await storeTopologyProblem(config);
@@ -71,7 +81,7 @@ async function main(argv: readonly string[]): Promise<void> {
     process.stderr.write(redact(`invalid verifier configuration: ${topology}\n`));
     process.exit(EXIT_CONFIG);
   }
-  const service = createVerifierService(config, { logger });
+  const service = createVerifierService(config, { logger, tracing: await tracing });
   await service.listen();
   logger.info(
     {
@@ -98,7 +108,9 @@ async function main(argv: readonly string[]): Promise<void> {
     stopping = true;
     logger.info({ signal }, 'shutting down: no new connections, finishing in-flight requests');
     setTimeout(() => process.exit(0), SHUTDOWN_MS).unref();
-    void service.stop(SHUTDOWN_MS - 1000).then(() => {
+    void service.stop(SHUTDOWN_MS - 1000).then(async () => {
+      // Spans still queued go out now, within the shutdown's grace.
+      await (await tracing)?.shutdown().catch(() => undefined);
       logger.info('stopped');
       logger.flush(() => process.exit(0));
     });

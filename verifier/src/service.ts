@@ -2,6 +2,7 @@
 // a transport. main.ts calls this; tests and the benchmark call it too, in-process.
 import { systemClock, type Clock } from './clock.js';
 import { createAuthorizer } from './decision/authorize.js';
+import { createDecisionLog } from './decision/decision-log.js';
 import { createCloudFrontGrant } from './cloudfront/grant.js';
 import { createMintedGrant } from './minted/grant.js';
 import { createMintedMetrics } from './minted/minted-metrics.js';
@@ -18,17 +19,19 @@ import { createTokenCache } from './token/token-cache.js';
 import { createTokenVerifier } from './token/token-verifier.js';
 import { redisSettingsOf } from './redis/connection.js';
 import { createRevocationRuntime } from './revocation/index.js';
+import { createLogThrottle } from './revocation/log-throttle.js';
 import { createCallLimit } from './http/call-limit.js';
 import { createEdgeCheck } from './http/edge-key.js';
 import { createRoutes, createTransport } from './http/transport.js';
-import { createRenderer } from './http/verify-answer.js';
+import { createRenderer, secretSetName } from './http/verify-answer.js';
+import type { Tracing } from './tracing/otel.js';
 
 export type VerifierService = ReturnType<typeof createVerifierService>;
 
 /** `now` is injectable for tests; the benchmark turns the process metrics off. */
 export function createVerifierService(
   config: VerifierConfig,
-  options: { logger: Logger; now?: Clock; defaultMetrics?: boolean },
+  options: { logger: Logger; now?: Clock; defaultMetrics?: boolean; tracing?: Tracing },
 ) {
   const { logger } = options;
   const now = options.now ?? systemClock;
@@ -127,7 +130,7 @@ export function createVerifierService(
     [...keySets.values()].every((keySet) => keySet.isReady()) &&
     (dpop?.store.isReady() ?? true) &&
     (revocation?.isReady() ?? true);
-  const authorize = createAuthorizer({
+  const decide = createAuthorizer({
     dpop,
     config,
     // Session claims are kept in the cache only when a receiver reads them.
@@ -145,7 +148,19 @@ export function createVerifierService(
     edgeTtl: revocation?.edgeTtl ?? config.cache.edgeTtl,
     revocation: revocation?.check,
     now,
+    decisionLog: createDecisionLog({
+      logger,
+      metrics,
+      now,
+      subjectKey: config.decisionLog.subjectKey,
+      subject: config.decisionLog.subject,
+      setName: secretSetName,
+      // The receivers' throttle: at most one line a second per reason once a flood is on.
+      throttle: createLogThrottle(now, 1),
+    }),
   });
+  // With OTEL_* tracing on (main.ts), each decision is a SERVER span; without, no wrapper at all.
+  const authorize = options.tracing?.traceAuthorize(decide, metrics) ?? decide;
   const routes = createRoutes({
     authorize,
     admit: createCallLimit(config.callLimit, now),

@@ -90,6 +90,18 @@ export const rootSchema = section({
   edgeKeyFile: env('VERIFIER_EDGE_KEY_FILE', secretFile(32).optional()).describe(
     "A file holding the key NGINX proves itself with (`X-SG-Edge-Key`, at least 32 bytes; `SG_EDGE_KEY_FILE` names the same file on NGINX's side), read once at start. When set, `/verify` and the revocation receivers answer a call without it 401 before any other work, so only NGINX names the client the call limit counts. Needed wherever the listener is TCP (a port other processes can reach); unset on a unix socket, whose file mode decides who connects.",
   ),
+  /** The decision log (decision/decision-log.ts, docs/decision-log.md). */
+  decisionLog: section({
+    subjectKey: env('VERIFIER_DECISION_LOG_KEY_FILE', secretFile(32).optional()).describe(
+      "A file holding the key (at least 32 bytes) of the decision log's `subject_hash` (HMAC-SHA256 of issuer and `sub`), read once at start. The same file on every replica and across restarts keeps one user's hash the same everywhere; unset, each process draws a random key, so hashes match only within one process's lines.",
+    ),
+    subject: env(
+      'VERIFIER_DECISION_LOG_SUBJECT',
+      oneOf(['hash', 'plain']).prefault('hash'),
+    ).describe(
+      "`hash`: the decision log names the subject only by `subject_hash`; `plain`: also as `subject` (the token's `sub`), for an operator whose log store may hold it.",
+    ),
+  }).prefault({}),
   resourceMetadataUrl: env('VERIFIER_RESOURCE_METADATA_URL', url.optional()).describe(
     "The gate's Protected Resource Metadata document (RFC 9728), which NGINX serves at `/.well-known/oauth-protected-resource` of `SG_EXTERNAL_ORIGIN`: every challenge the verifier writes carries it as `resource_metadata` (RFC 9728 §5.1), so a client learns the authorization server, scopes and DPoP algorithms from the answer. Set by configuration, never taken from a request header, so each challenge is fixed at start. Unset: challenges without it.",
   ),

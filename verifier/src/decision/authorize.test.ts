@@ -366,6 +366,7 @@ describe('authorize: answers', () => {
     expect(answerOf(decision).headers).toEqual([
       ['WWW-Authenticate', 'Bearer realm="secret-gate"'],
       ['X-Accel-Expires', '0'],
+      ['X-Auth-Reason', 'token_missing'],
     ]);
   });
 
@@ -379,6 +380,7 @@ describe('authorize: answers', () => {
     expect(answerOf(decision).headers).toEqual([
       ['WWW-Authenticate', 'Bearer realm="secret-gate", error="invalid_token"'],
       ['X-Accel-Expires', '0'],
+      ['X-Auth-Reason', 'token_malformed'],
     ]);
   });
 
@@ -392,6 +394,7 @@ describe('authorize: answers', () => {
         'Bearer realm="secret-gate", error="insufficient_scope", scope="secrets:read"',
       ],
       ['X-Accel-Expires', '5'],
+      ['X-Auth-Reason', 'scope_insufficient'],
     ]);
   });
 
@@ -629,6 +632,8 @@ describe('authorize: unexpected failures', () => {
     headers: [
       ['WWW-Authenticate', 'Bearer realm="secret-gate", error="invalid_token"'],
       ['X-Accel-Expires', '0'],
+      // The log's reason, never `signature_invalid`.
+      ['X-Auth-Reason', 'internal_error'],
     ],
   };
   const authorizerWith = (verify: JwtVerifier) => {

@@ -9,7 +9,7 @@ import { readCredentials, type Credentials } from '../token/token-shape.js';
 import type { TokenVerifier } from '../token/token-verifier.js';
 import { allow, deny, DpopRefusal, withHeaders, type Decision } from './decision.js';
 import type { DpopStep, Grant, RevocationCheck, VerifyRequest } from './decision.js';
-import { logDecision } from './decision-log.js';
+import { createDecisionLog, type DecisionLog } from './decision-log.js';
 import {
   checkDpop,
   checkPolicy,
@@ -39,6 +39,8 @@ export interface AuthorizerParts {
   readonly dpop?: DpopStep | undefined;
   /** The pushed-revocation check; set when a receiver is on. */
   readonly revocation?: RevocationCheck | undefined;
+  /** Where each decision is logged; default: decision-log.ts with a per-process subject key. */
+  readonly decisionLog?: DecisionLog | undefined;
 }
 
 /** A decision and why, for the log line (never a token or proof). */
@@ -70,6 +72,7 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
   const policies = preparePolicies(parts.config.policies, parts.dpop, parts.grants);
   const edgeCap = Math.floor(parts.edgeTtl ?? 0);
   const now = parts.now ?? systemClock;
+  const logDecision = parts.decisionLog ?? createDecisionLog({ logger, metrics, now });
 
   return async function authorize(request) {
     const name = request.policy ?? DEFAULT_POLICY;
@@ -95,7 +98,7 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
     } catch (error) {
       outcome = refusal(error, reached, edgeCap, now(), logger);
     }
-    logDecision(logger, metrics, request, name, reached.credentials?.token, outcome);
+    logDecision(request, name, reached.credentials?.token, outcome);
     return outcome.decision;
   };
 }

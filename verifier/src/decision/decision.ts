@@ -17,6 +17,8 @@ export interface VerifyRequest {
   readonly originalMethod?: string | undefined;
   readonly dpop?: string | undefined;
   readonly originalOrigin?: string | undefined;
+  /** NGINX's W3C `traceparent` (SG_TRACE_CONTEXT=on): the trace this decision belongs to. */
+  readonly traceparent?: string | undefined;
 }
 
 /** One answer header as a name/value pair, written to the wire as it is. */

@@ -162,6 +162,7 @@ describe('the RFC 9470 challenge, byte for byte', () => {
           `Bearer realm="secret-gate", error="insufficient_user_authentication", error_description="A different authentication level is required", acr_values="${MFA} urn:x", max_age="300"`,
         ],
         ['X-Accel-Expires', '0'],
+        ['X-Auth-Reason', 'insufficient_user_authentication'],
       ],
     });
   });

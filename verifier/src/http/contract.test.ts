@@ -57,6 +57,7 @@ describe('the /verify contract table', () => {
       'originalOrigin',
       'originalUri',
       'policy',
+      'traceparent',
     ]);
   });
 });

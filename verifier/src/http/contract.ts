@@ -44,6 +44,12 @@ export const REQUEST_HEADERS = [
     'DPoP locations',
     "`SG_EXTERNAL_ORIGIN`, never the client's `Host`: the origin a proof's `htu` must name",
   ),
+  request(
+    'traceparent',
+    'traceparent',
+    '`SG_TRACE_CONTEXT=on`',
+    "NGINX's W3C trace context (the client's trace continued, or one NGINX started; NGINX's span id; NGINX's sampled flag): the decision log's `trace_id` and the parent of the verifier's span; a malformed one is ignored",
+  ),
 ] as const;
 
 /** The headers of the core's answers; a plugin's own rows come from the plugin. */
@@ -63,6 +69,11 @@ export const ANSWER_HEADERS = [
     'WWW-Authenticate',
     '401',
     '`Bearer realm="secret-gate"`, with `error="invalid_token"` when a token was sent (RFC 6750 §3.1) and `error_description="client_id_invalid"` for a client id no header can carry unchanged or `error_description="token_too_large"` for a token over 16 KiB; or `error="insufficient_user_authentication", error_description="…"` with the policy\'s `acr_values="…"` and/or `max_age="…"` (RFC 9470 §3, never stored at the edge); every challenge ends in `resource_metadata="…"` (RFC 9728 §5.1) when `VERIFIER_RESOURCE_METADATA_URL` is set; NGINX passes it on',
+  ),
+  row(
+    'X-Auth-Reason',
+    '401, 403',
+    "the refusal's reason code (`token_expired`, `scope_insufficient`, …), for NGINX's access log (`reason`, `SG_TRACE_CONTEXT=on`); never a token or a claim",
   ),
   row(
     'X-Auth-Challenge',

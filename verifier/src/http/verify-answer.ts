@@ -87,6 +87,13 @@ export function createRenderer({ resourceMetadata }: RenderOptions = {}) {
    */
   return function renderDecision(decision: Decision): VerifyAnswer {
     if (decision.outcome === 'allow') return { status: 204, headers: allowHeaders(decision) };
+    const { status, headers } = renderRefusal(decision);
+    // The reason code (errors.ts's closed union) for NGINX's access log (`reason`).
+    const reason = sharedPair(`r ${decision.reason}`, () => ['X-Auth-Reason', decision.reason]);
+    return { status, headers: [...headers, reason] };
+  };
+
+  function renderRefusal(decision: Decision & { outcome: 'deny' }): VerifyAnswer {
     const status = statusFor(decision.reason);
     if (decision.reason === 'client_id_invalid') return CLIENT_ID_INVALID;
     if (decision.reason === 'token_too_large') return TOKEN_TOO_LARGE;
@@ -112,7 +119,7 @@ export function createRenderer({ resourceMetadata }: RenderOptions = {}) {
     const challenge = `${BEARER}, error="insufficient_scope"${scope}${suffix}`;
     const pair = sharedPair(`x ${challenge}`, () => ['X-Auth-Challenge', challenge] as const);
     return { status, headers: [pair, edgeExpires(decision)] };
-  };
+  }
 }
 
 /**
