@@ -17,6 +17,7 @@ const unit = [
   'stack/json-schema-file.test.ts',
   'stack/config-reference.test.ts',
   'perf/**/*.test.ts',
+  'test/oracles/**/*.test.ts',
 ];
 
 export default defineConfig({
