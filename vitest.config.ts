@@ -18,6 +18,7 @@ const unit = [
   'stack/config-reference.test.ts',
   'perf/**/*.test.ts',
   'test/oracles/**/*.test.ts',
+  'fuzz/**/*.test.ts',
 ];
 
 export default defineConfig({
