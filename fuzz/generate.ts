@@ -13,7 +13,15 @@ import { parseArgs } from 'node:util';
 import fc from 'fast-check';
 import { signProof } from '../verifier/src/testing/dpop-proof.js';
 import { mintLogoutToken, mintSet } from '../verifier/src/testing/event-tokens.js';
-import { ISSUER, mintToken, PRIVATE_JWKS, type KeyName } from '../verifier/src/testing/fixtures.js';
+import { buildAttackTokens, createAttackerKey } from '../test/attacks/tokens.js';
+import {
+  AUDIENCE,
+  ISSUER,
+  mintToken,
+  PRIVATE_JWKS,
+  publicJwk,
+  type KeyName,
+} from '../verifier/src/testing/fixtures.js';
 import { corpusFile, readCorpus, type CorpusEntry } from './corpus.js';
 import { createTargets, HTU, NOW, PROOF_ACCESS_TOKEN, type TargetName } from './targets.js';
 
@@ -23,8 +31,44 @@ const { values } = parseArgs({
 const runs = Number(values.runs);
 const seed = values.seed === undefined ? Date.now() % 2 ** 31 : Number(values.seed);
 
+/**
+ * The attack suite's hostile tokens (test/attacks/tokens.ts), built against the fixed test keys
+ * with the clock frozen at NOW: seeds of the JWS target and corpus entries of their own.
+ */
+async function attackTokens(): Promise<string[]> {
+  const realNow = Date.now;
+  Date.now = () => NOW * 1000;
+  try {
+    const rows = await buildAttackTokens(
+      {
+        issuer: ISSUER,
+        audience: AUDIENCE,
+        jwks: { keys: [publicJwk('rsaA'), publicJwk('ec')] },
+        valid: await mintToken({ now: NOW }),
+        // The attack table removes a member with null, mintToken with undefined.
+        mint: ({ claims, header }) =>
+          mintToken({
+            now: NOW,
+            claims: Object.fromEntries(
+              Object.entries(claims ?? {}).map(([k, v]) => [k, v ?? undefined]),
+            ),
+            header: Object.fromEntries(Object.entries(header ?? {}).filter(([, v]) => v !== null)),
+          }),
+        attackerJwksUrl: 'https://evil.test/jwks',
+        strictTyp: true,
+      },
+      createAttackerKey(),
+    );
+    // The token after the scheme; rows about the header's own syntax keep what follows it.
+    return rows.map(({ authorization }) => authorization.replace(/^\S+\s+/, ''));
+  } finally {
+    Date.now = realNow;
+  }
+}
+
+const ATTACKS = await attackTokens();
 const SEEDS: Record<TargetName, string[]> = {
-  jws: [await mintToken({ now: NOW }), await mintToken({ key: 'ec', now: NOW })],
+  jws: [await mintToken({ now: NOW }), await mintToken({ key: 'ec', now: NOW }), ...ATTACKS],
   dpop: [
     await signProof({ htu: HTU, iat: NOW, accessToken: PROOF_ACCESS_TOKEN }),
     await signProof({ key: 'ecB', htu: HTU, iat: NOW, accessToken: PROOF_ACCESS_TOKEN }),
@@ -32,7 +76,10 @@ const SEEDS: Record<TargetName, string[]> = {
   event: [await mintLogoutToken({ now: NOW }), await mintSet(ISSUER, { now: NOW })],
 };
 
-/** The key that signed each seed: a mutated input may be signed again, to reach the claim checks. */
+/**
+ * The key that signed each valid seed (the first two of each target): a mutated input may be
+ * signed again, to reach the claim checks; an attack-suite seed is signed again by the first.
+ */
 const SIGNED_BY: Record<TargetName, [KeyName, KeyName]> = {
   jws: ['rsaA', 'ec'],
   dpop: ['ec', 'ecB'],
@@ -138,7 +185,7 @@ const mutation: fc.Arbitrary<Mutation> = fc.oneof(
 
 const fuzzCase = fc.record({
   target: fc.constantFrom<TargetName>('jws', 'dpop', 'event'),
-  seedIndex: fc.nat(1),
+  seedIndex: fc.nat(),
   mutations: fc.array(mutation, { minLength: 1, maxLength: 3 }),
   signAgain: fc.boolean(),
 });
@@ -156,20 +203,25 @@ for (const [name, entries] of corpus)
     const key = classOf(name, family, entry.outcome);
     held.set(key, (held.get(key) ?? 0) + 1);
   }
-// The valid seeds are entries too: a replay must still accept them.
-for (const [name, seeds] of Object.entries(SEEDS) as [TargetName, string[]][])
-  for (const input of seeds) {
-    const entries = corpus.get(name)!;
-    if (!entries.some((entry) => entry.kind === 'seed'))
-      entries.push({ kind: 'seed', outcome: await targets[name](input), input });
+// The valid seeds and the attack suite's tokens are entries too (once: a valid ES256 seed differs
+// on every run): a replay must decide them alike.
+for (const [name, seeds] of Object.entries(SEEDS) as [TargetName, string[]][]) {
+  const entries = corpus.get(name)!;
+  for (const kind of ['seed', 'attack']) {
+    if (entries.some((entry) => entry.kind === kind)) continue;
+    const inputs = kind === 'seed' ? seeds.slice(0, 2) : seeds.slice(2);
+    for (const input of inputs) entries.push({ kind, outcome: await targets[name](input), input });
   }
+}
 
 const crashes: string[] = [];
 let added = 0;
 await fc.assert(
   fc.asyncProperty(fuzzCase, async ({ target, seedIndex, mutations, signAgain: again }) => {
-    const mutated = mutations.reduce((text, m) => m.apply(text), SEEDS[target][seedIndex]!);
-    const input = again ? signAgain(mutated, SIGNED_BY[target][seedIndex]!) : mutated;
+    const seeds = SEEDS[target];
+    const index = seedIndex % seeds.length;
+    const mutated = mutations.reduce((text, m) => m.apply(text), seeds[index]!);
+    const input = again ? signAgain(mutated, SIGNED_BY[target][Math.min(index, 1)]!) : mutated;
     const outcome = await targets[target](input);
     // The class is the first mutation's kind: combinations would hold thousands of near-twins.
     const kind = [...mutations.map((m) => m.kind), ...(again ? ['signed'] : [])].join('+');
@@ -178,7 +230,8 @@ await fc.assert(
       crashes.push(`${target} ${outcome}: ${JSON.stringify(input)}`);
     const key = classOf(target, family, outcome);
     const count = held.get(key) ?? 0;
-    if (count === 0 && input.length <= 20_000) {
+    // Just past the 8 KiB caps is long enough to reach them; longer inputs only fill the repo.
+    if (count === 0 && input.length <= 9_000) {
       held.set(key, count + 1);
       corpus.get(target)!.push({ kind, outcome, input });
       added += 1;

@@ -13,6 +13,8 @@ describe.each<TargetName>(['jws', 'dpop', 'event'])('the %s corpus', (name) => {
 
   it('holds valid seeds and refusals from many checks', () => {
     expect(corpus.filter((entry) => entry.kind === 'seed').length).toBeGreaterThan(0);
+    if (name === 'jws')
+      expect(corpus.filter((entry) => entry.kind === 'attack').length).toBeGreaterThan(40);
     expect(new Set(corpus.map((entry) => entry.outcome)).size).toBeGreaterThan(10);
   });
 

@@ -1,5 +1,5 @@
-// The three parsers fuzzed and replayed: the access-token JWS path (jwt-verifier.ts with its key
-// set), the DPoP proof check (dpop/proof.ts) and the pushed event tokens (revocation/event-token.ts:
+// The three parsers fuzzed and replayed: the access-token JWS path (token-shape.ts's size and
+// syntax checks as token-verifier.ts runs them, then jwt-verifier.ts with its key set), the DPoP proof check (dpop/proof.ts) and the pushed event tokens (revocation/event-token.ts:
 // back-channel logout tokens and SSF SETs). Each runs on a frozen clock with the fixed test keys,
 // so a corpus replays the same way on any machine and any day.
 import { createLocalJWKSet, type JWK } from 'jose';
@@ -14,6 +14,11 @@ import {
 } from '../verifier/src/revocation/event-token.js';
 import { AUDIENCE, ISSUER, publicJwk } from '../verifier/src/testing/fixtures.js';
 import { createJwtVerifier } from '../verifier/src/token/jwt-verifier.js';
+import {
+  assertBearerSyntax,
+  looksLikeJwt,
+  readCredentials,
+} from '../verifier/src/token/token-shape.js';
 import type { KeySet } from '../verifier/src/token/key-set.js';
 
 /** The frozen "now" of every target, in epoch seconds. */
@@ -89,7 +94,16 @@ export function createTargets(): Record<TargetName, (input: string) => Promise<O
   };
 
   return {
-    jws: (input) => outcome(() => verifyJwt(input)),
+    jws: (input) =>
+      outcome(() => {
+        // As token-verifier.ts routes a token of a JWT-only policy: size, syntax, then the JWS.
+        const { token } = readCredentials(`Bearer ${input}`, false)!;
+        if (!looksLikeJwt(token)) {
+          assertBearerSyntax(token);
+          throw new VerifyError('token_malformed', 'the token is not three base64url segments');
+        }
+        return verifyJwt(token);
+      }),
     dpop: (input) =>
       outcome(() => checkProof(input, { htm: 'GET', htu: HTU, accessToken: PROOF_ACCESS_TOKEN })),
     // Logout tokens and SETs share one parser (createEventVerifier): each input goes to both, and
