@@ -17,6 +17,8 @@ const unit = [
   'stack/json-schema-file.test.ts',
   'stack/config-reference.test.ts',
   'perf/**/*.test.ts',
+  'test/oracles/**/*.test.ts',
+  'fuzz/**/*.test.ts',
 ];
 
 export default defineConfig({
