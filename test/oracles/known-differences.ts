@@ -65,18 +65,6 @@ export const KNOWN_DIFFERENCES: readonly Known[] = [
     applies: ({ spec }) => spec.proof !== null && ['empty', 'long'].includes(spec.proof.jti),
   },
   {
-    // proof.ts compares `typ` to "dpop+jwt" exactly; RFC 7515 §4.1.9 makes "application/dpop+jwt"
-    // the same media type, media types are case-insensitive, and both oracles take either
-    // (docs/SECURITY.md: reported, not fixed here).
-    name: 'proof "typ" the same media type spelled otherwise (application/, case)',
-    oracles: BOTH,
-    gate: false,
-    applies: ({ spec }) => {
-      const typ = spec.proof?.typ;
-      return typ !== undefined && typ !== 'dpop+jwt' && /^(application\/)?dpop\+jwt$/i.test(typ);
-    },
-  },
-  {
     // Issue 38 item 4: a signature whose base64url has non-zero unused low bits is one of 4 or 16
     // spellings of the same bytes. jose and oauth4webapi decode it; the gate refuses it once that
     // item lands (until then all three accept it).

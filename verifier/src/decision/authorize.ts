@@ -7,10 +7,12 @@ import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import { readCredentials, type Credentials } from '../token/token-shape.js';
 import type { TokenVerifier } from '../token/token-verifier.js';
+import type { VerifiedToken } from '../token/verified-token.js';
 import { allow, deny, DpopRefusal, withHeaders, type Decision } from './decision.js';
 import type { DpopStep, Grant, RevocationCheck, VerifyRequest } from './decision.js';
 import { createDecisionLog, type DecisionLog } from './decision-log.js';
 import {
+  asBearer,
   checkDpop,
   checkPolicy,
   checkRevocation,
@@ -21,7 +23,11 @@ import {
 import type { PreparedPolicy, ProvenToken } from './policy.js';
 import { checkAuthentication } from './step-up.js';
 
-export type Authorize = (request: VerifyRequest) => Promise<Decision>;
+/**
+ * A decision, synchronously when there is nothing to wait for (a cached token on a policy with no
+ * DPoP step and no grant: the common request), else a promise of it.
+ */
+export type Authorize = (request: VerifyRequest) => Decision | Promise<Decision>;
 
 export interface AuthorizerParts {
   readonly config: Pick<VerifierConfig, 'policies'>;
@@ -74,7 +80,49 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
   const now = parts.now ?? systemClock;
   const logDecision = parts.decisionLog ?? createDecisionLog({ logger, metrics, now });
 
-  return async function authorize(request) {
+  /** The decision logged, then returned: the one exit of both paths. */
+  function decided(request: VerifyRequest, name: string, reached: Reached, outcome: Outcome) {
+    logDecision(request, name, reached.credentials?.token, outcome);
+    return outcome.decision;
+  }
+
+  /** The policy's allow of a verified, live token whose proof passed (or that needed none). */
+  function accepted(policy: PreparedPolicy, proven: ProvenToken, edge: number): Decision {
+    checkPolicy(proven.token, policy);
+    checkAuthentication(proven.token, policy.config, now());
+    return tokenOutcome(allow(proven.token.identity), proven, policy, edge, now());
+  }
+
+  /** The rest of a request that waits: a verification, a DPoP proof, a grant. */
+  async function later(
+    request: VerifyRequest,
+    name: string,
+    policy: PreparedPolicy,
+    credentials: Credentials,
+    reached: Reached,
+    verifying: VerifiedToken | Promise<VerifiedToken>,
+  ): Promise<Decision> {
+    let outcome: Outcome;
+    try {
+      const token = await verifying;
+      checkRevocation(revocation, token, policy.config);
+      reached.proven =
+        policy.dpop === undefined
+          ? asBearer(token)
+          : await checkDpop(policy, token, credentials, request);
+      // Values minted per caller are never stored at the edge: another token must not get them.
+      const allowed = accepted(policy, reached.proven, policy.grant?.perCaller ? 0 : edgeCap);
+      const caller = { token, raw: credentials.token };
+      const granted =
+        policy.grant && withHeaders(allowed, await policy.grant(now(), token.exp, caller));
+      outcome = { decision: granted ?? allowed, detail: undefined };
+    } catch (error) {
+      outcome = refusal(error, reached, edgeCap, now(), logger);
+    }
+    return decided(request, name, reached, outcome);
+  }
+
+  return function authorize(request) {
     const name = request.policy ?? DEFAULT_POLICY;
     const policy = policies.get(name);
     const reached: Reached = { policy };
@@ -84,22 +132,18 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
       const credentials = readCredentials(request.authorization, policy.dpop !== undefined);
       reached.credentials = credentials;
       if (credentials === undefined) throw new VerifyError('token_missing', 'no token');
-      const token = await verifyToken(credentials.token, policy.config);
+      const token = verifyToken(credentials.token, policy.config);
+      // Only a cached token on a policy with no DPoP step and no grant is decided here, with no
+      // promise and no microtask: the same checks, in the same order, as `later`.
+      if (token instanceof Promise || policy.dpop !== undefined || policy.grant !== undefined)
+        return later(request, name, policy, credentials, reached, token);
       checkRevocation(revocation, token, policy.config);
-      reached.proven = await checkDpop(policy, token, credentials, request);
-      checkPolicy(token, policy);
-      checkAuthentication(token, policy.config, now());
-      const edge = policy.grant?.perCaller ? 0 : edgeCap;
-      const allowed = tokenOutcome(allow(token.identity), reached.proven, policy, edge, now());
-      const caller = { token, raw: credentials.token };
-      const granted =
-        policy.grant && withHeaders(allowed, await policy.grant(now(), token.exp, caller));
-      outcome = { decision: granted ?? allowed, detail: undefined };
+      reached.proven = asBearer(token);
+      outcome = { decision: accepted(policy, reached.proven, edgeCap), detail: undefined };
     } catch (error) {
       outcome = refusal(error, reached, edgeCap, now(), logger);
     }
-    logDecision(request, name, reached.credentials?.token, outcome);
-    return outcome.decision;
+    return decided(request, name, reached, outcome);
   };
 }
 

@@ -79,6 +79,11 @@ export async function checkDpop(
   const { dpop } = policy;
   if (dpop !== undefined)
     return { token, headers: await dpop.step.check(dpop.mode, credentials, request, token.jkt) };
+  return asBearer(token);
+}
+
+/** The proof step of a policy that reads no DPoP, synchronous: only a bearer token passes. */
+export function asBearer(token: VerifiedToken): ProvenToken {
   // A bound token is never a bearer token, not even on a policy that reads no DPoP.
   if (token.jkt !== undefined)
     throw new VerifyError('dpop_binding_mismatch', 'DPoP-bound token as Bearer');

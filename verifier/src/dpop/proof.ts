@@ -55,7 +55,7 @@ export function createProofChecker(options: {
   async function prepareHeader(proof: string, jkt: string | undefined) {
     const header = readProtectedHeader(proof);
     if (header === undefined) throw invalid('the DPoP proof header is not valid JSON');
-    if (header.typ !== 'dpop+jwt') throw invalid('"typ" header must be "dpop+jwt"');
+    if (!isDpopTyp(header.typ)) throw invalid('"typ" header must be "dpop+jwt"');
     const scheme = typeof header.alg === 'string' ? schemes.get(header.alg) : undefined;
     if (scheme === undefined) throw invalid('"alg" is not an allowed DPoP algorithm');
     const { jwk } = header;
@@ -139,4 +139,12 @@ export function createProofChecker(options: {
     }
     return { jkt: prepared.jkt, jti, iat, nonce: payload.nonce };
   };
+}
+
+/**
+ * `dpop+jwt`, also spelled `application/dpop+jwt` or in other case: RFC 7515 §4.1.9 makes the
+ * `application/` prefix optional and media types compare case-insensitively (RFC 2045 §5.1).
+ */
+function isDpopTyp(typ: unknown): boolean {
+  return typeof typ === 'string' && /^(?:application\/)?dpop\+jwt$/i.test(typ);
 }

@@ -40,7 +40,7 @@ afterAll(async () => {
   await jwks.close();
 });
 
-function ask(scheme: 'Bearer' | 'DPoP', token: string, proof?: string): Promise<Decision> {
+async function ask(scheme: 'Bearer' | 'DPoP', token: string, proof?: string): Promise<Decision> {
   return built.service.authorize({
     policy: 'secret',
     authorization: `${scheme} ${token}`,

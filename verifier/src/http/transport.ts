@@ -115,15 +115,27 @@ export function createRoutes(parts: {
   };
 }
 
+// The answer `writeCorked` writes: set just before the `cork` that calls it synchronously, and
+// cleared there, so one function serves every `cork` and an answer allocates no closure.
+let corkedRes: Response | undefined;
+let corkedAnswer: Reply | undefined;
+
+function writeCorked(): void {
+  const res = corkedRes!;
+  const answer = corkedAnswer!;
+  corkedRes = corkedAnswer = undefined;
+  res.writeStatus(STATUS_TEXT[answer.status] ?? String(answer.status));
+  for (const [name, value] of answer.headers) res.writeHeader(name, value);
+  if (answer.status === 204) res.endWithoutBody();
+  else res.end('body' in answer ? answer.body : '');
+}
+
 /** 204 has no body; a 401/403 of /verify needs `Content-Length: 0` or keep-alive clients wait. */
 function write(res: Response, answer: Reply): void {
   if (res.aborted === true) return;
-  res.cork(() => {
-    res.writeStatus(STATUS_TEXT[answer.status] ?? String(answer.status));
-    for (const [name, value] of answer.headers) res.writeHeader(name, value);
-    if (answer.status === 204) res.endWithoutBody();
-    else res.end('body' in answer ? answer.body : '');
-  });
+  corkedRes = res;
+  corkedAnswer = answer;
+  res.cork(writeCorked);
 }
 
 export function describe(listen: Listen): string {
@@ -189,7 +201,11 @@ export function createTransport(routes: Routes) {
       const request: { -readonly [K in keyof VerifyRequest]: VerifyRequest[K] } = {};
       for (const { field, key } of REQUEST_HEADERS)
         request[field] = req.getHeader(key) || undefined;
-      later(res, authorize(request), render);
+      const decision = authorize(request);
+      // A decision made at once (a cached token) is written before the handler returns: no abort
+      // handler, no promise, no continuation to allocate.
+      if (decision instanceof Promise) later(res, decision, render);
+      else write(res, render(decision));
     });
   app.any('/*', (res: Response, req: HttpRequest) => {
     const path = req.getUrl();

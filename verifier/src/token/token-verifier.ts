@@ -17,8 +17,14 @@ import type { VerifiedToken } from './verified-token.js';
 /** One issuer's verifier (JWT or opaque). */
 export type IssuerVerifier = (token: string) => Promise<VerifiedToken>;
 
-/** The token verified for `policy`: one of its issuers' tokens, cached or fresh; else it throws. */
-export type TokenVerifier = (token: string, policy: PolicyConfig) => Promise<VerifiedToken>;
+/**
+ * The token verified for `policy`: one of its issuers' tokens, cached or fresh; else it throws (a
+ * miss rejects). A cache hit is returned as it is, with no promise: nothing is waited for.
+ */
+export type TokenVerifier = (
+  token: string,
+  policy: PolicyConfig,
+) => VerifiedToken | Promise<VerifiedToken>;
 
 export interface TokenVerifierParts {
   readonly config: Pick<VerifierConfig, 'issuers' | 'policies'>;
@@ -92,19 +98,38 @@ export function createTokenVerifier(parts: TokenVerifierParts): TokenVerifier {
     return verifiers.get(iss)!;
   }
 
-  /** Verifies now and caches what it proved; the session claims only when something reads them. */
-  async function verifyFresh(token: string, policy: Route, key: string): Promise<VerifiedToken> {
+  /**
+   * Verifies now and caches what it proved (the session claims only when something reads them);
+   * the flight is forgotten when it settles. One `then` instead of an async function and a
+   * `finally`: each of those is a promise more per new token.
+   */
+  function verifyFresh(token: string, policy: Route, key: string, flight: string) {
     const stopTimer = metrics?.verification.startTimer();
-    try {
-      const fresh = await route(token, policy)(token);
-      cache.set(key, parts.keepSession ? fresh : { ...fresh, session: undefined });
-      return fresh;
-    } finally {
+    const settled = () => {
+      pending.delete(flight);
       stopTimer?.();
+    };
+    let started: Promise<VerifiedToken>;
+    try {
+      started = route(token, policy)(token);
+    } catch (error) {
+      settled();
+      throw error;
     }
+    return started.then(
+      (fresh) => {
+        settled();
+        cache.set(key, parts.keepSession ? fresh : { ...fresh, session: undefined });
+        return fresh;
+      },
+      (error: unknown) => {
+        settled();
+        throw error;
+      },
+    );
   }
 
-  return async function verifyToken(token, policyConfig) {
+  return function verifyToken(token, policyConfig) {
     const policy = routes.get(policyConfig.name)!;
     // One flat digest is the key: a concatenated string would be stored twice (V8 flattens a
     // cons-string key into a second copy), which matters at 100,000 entries. One-shot `hash`
@@ -123,7 +148,7 @@ export function createTokenVerifier(parts: TokenVerifierParts): TokenVerifier {
     const flight = `${policyConfig.name}\u0000${key}`;
     const running = pending.get(flight);
     if (running) return running;
-    const started = verifyFresh(token, policy, key).finally(() => pending.delete(flight));
+    const started = verifyFresh(token, policy, key, flight);
     pending.set(flight, started);
     return started;
   };

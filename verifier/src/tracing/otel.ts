@@ -17,6 +17,7 @@ import { BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace
 import type { ReadableSpan, SpanExporter, SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { Counter } from 'prom-client';
 import type { Authorize } from '../decision/authorize.js';
+import type { Decision } from '../decision/decision.js';
 import type { Metrics } from '../metrics.js';
 import { recordFetches } from './fetch-spans.js';
 import type { TracingSettings } from './otel-env.js';
@@ -78,7 +79,10 @@ export async function startTracing(settings: TracingSettings): Promise<Tracing> 
           parent,
         );
         const decided = context.with(trace.setSpan(parent, span), () => authorize(request));
-        return decided.then((decision) => {
+        // A cached token is decided at once (no promise); the span ends the same way for both.
+        return decided instanceof Promise ? decided.then(finish) : finish(decided);
+
+        function finish(decision: Decision): Decision {
           span.setAttributes({
             'secret_gate.outcome': decision.outcome,
             'secret_gate.reason': decision.reason,
@@ -93,7 +97,7 @@ export async function startTracing(settings: TracingSettings): Promise<Tracing> 
           if (decision.outcome === 'deny') span.setStatus({ code: SpanStatusCode.ERROR });
           span.end();
           return decision;
-        });
+        }
       };
     },
     async shutdown() {
