@@ -7,10 +7,14 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 
+/** Seconds each demo value lives unless the start asks otherwise (the end-to-end test asks less). */
+export const MINTED_DEMO_TTL_SECONDS = 300;
+
 /** Writes the run's parent keys with `writeKey` (0600) and returns the policy's `mint` section. */
 export function mintedDemo(
   configDir: string,
   writeKey: (path: string, content: string) => void,
+  ttlSeconds = MINTED_DEMO_TTL_SECONDS,
 ): Record<string, unknown> {
   const algoliaKey = join(configDir, 'mint-algolia-parent.key');
   writeKey(algoliaKey, randomBytes(16).toString('hex'));
@@ -23,13 +27,13 @@ export function mintedDemo(
     }),
   );
   return {
-    // Search only the user's own records, for 5 minutes at most.
+    // Search only the user's own records, for `ttlSeconds` (5 minutes by default) at most.
     'search-key': {
       kind: 'algolia-secured-key',
       parentKeyFile: algoliaKey,
       filters: 'owner:{sub}',
       userToken: '{sub}',
-      ttlSeconds: 300,
+      ttlSeconds,
     },
     // Upload the user's avatar into their own folder of a local S3-compatible store (MinIO).
     'avatar-upload-url': {
@@ -40,7 +44,7 @@ export function mintedDemo(
       endpoint: 'http://127.0.0.1:9000',
       forcePathStyle: true,
       credentialsFile: s3Credentials,
-      ttlSeconds: 300,
+      ttlSeconds,
     },
   };
 }

@@ -110,12 +110,17 @@ export async function orchestrate(options: StackOptions, shape: StackShape): Pro
     variables: options.verifierVariables ?? {},
     policyFile: options.policyFile,
   });
-  if (options.mintedDemo === true && own === undefined) {
+  if (options.mintedDemo !== undefined && options.mintedDemo !== false && own === undefined) {
+    const ttlSeconds = options.mintedDemo === true ? undefined : options.mintedDemo.ttlSeconds;
     const policies = (settings.document as { policies: Record<string, Record<string, unknown>> })
       .policies;
     const secret = policies[SECRET_POLICY];
     if (secret !== undefined)
-      secret.mint = mintedDemo(layout.configDir, (path, key) => shape.writeFile(path, key, 'key'));
+      secret.mint = mintedDemo(
+        layout.configDir,
+        (path, key) => shape.writeFile(path, key, 'key'),
+        ttlSeconds,
+      );
   }
   shape.writeFile(verifierConfigFile, `${JSON.stringify(settings.document, null, 2)}\n`, 'config');
   // On TCP anyone on the host reaches the verifier: a key of this run proves a call is NGINX's.

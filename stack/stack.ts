@@ -38,8 +38,11 @@ export interface StackOptions {
   readonly policyFile?: string;
   /** Extra variables per service (e.g. `{ verifier: { VERIFIER_LOG_LEVEL: 'debug' } }`). */
   readonly env?: Partial<Record<ServiceName, Record<string, string>>>;
-  /** The demo's minted values in the `secret` policy (stack/minted-demo.ts); `npm start` sets it. */
-  readonly mintedDemo?: boolean;
+  /**
+   * The demo's minted values in the `secret` policy (stack/minted-demo.ts); `npm start` sets it.
+   * `{ ttlSeconds }` shortens their lifetime so that a renewal can be watched within seconds.
+   */
+  readonly mintedDemo?: boolean | { readonly ttlSeconds: number };
   /** Build missing `verifier/dist` and `spa/dist` (default true); false only reports them. */
   readonly build?: boolean;
   /** Progress lines (default: silent). */

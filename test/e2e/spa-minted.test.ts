@@ -1,11 +1,8 @@
-// Minted values in Chromium: the SPA shows each per-user value with its expiry and renews it
-// before it lapses, without a new sign-in. The sign-in, the token and the static values are the
-// real stack's; the minted values come from a small node server in front of the real gate that
-// answers the /secret contract (static values + minted ones + `expires_at`), as the gate will.
-// It forwards each request's Authorization and DPoP headers to the gate first, so a token the
-// gate refuses gets the gate's own refusal and nothing is minted for it.
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+// Minted values in Chromium against the real gate: the stack starts with the dev demo's minted
+// values on (as `npm start` does, stack/minted-demo.ts), an Algolia secured key `search-key` and an
+// S3 upload URL `avatar-upload-url` beside the static `x-api-key`, with a short lifetime so that
+// the SPA's renewal happens within the test. The sign-in, the token, the minting and the delivery
+// through NGINX are all the stack's own.
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -26,75 +23,13 @@ const CHROMIUM_ARGS = [
 const MASK = '••••••••••••';
 const RESULTS_DIR = join(REPO_ROOT, 'test-results');
 /** Seconds each minted value lives: short, so a renewal happens within the test. */
-const LIFETIMES = { 'algolia-key': 12, 'upload-url': 8 };
+const TTL_SECONDS = 8;
 
 let stack: Stack;
 let context: BrowserContext;
 let userDataDir: string;
-let contract: Server;
-let contractUrl: string;
-/** Every request the contract server answered with minted values, in order. */
-const minted: { sub: string; serial: number }[] = [];
-
-/** The `sub` of a JWT access token (already checked by the gate before this is read). */
-function subjectOf(authorization: string): string {
-  const payload = authorization.split(' ')[1]?.split('.')[1] ?? '';
-  return (JSON.parse(Buffer.from(payload, 'base64url').toString()) as { sub: string }).sub;
-}
-
-/** The contract server: the gate's own answer, plus values minted for the caller. */
-function startContractServer(): Promise<void> {
-  contract = createServer((req, res) => {
-    void (async () => {
-      const headers: Record<string, string> = {};
-      for (const name of ['authorization', 'dpop']) {
-        const value = req.headers[name];
-        if (typeof value === 'string') headers[name] = value;
-      }
-      const gate = await fetch(stack.urls.secret, { headers });
-      if (!gate.ok) {
-        // The gate's refusal as it is: status and challenge, no minted value.
-        const challenge = gate.headers.get('WWW-Authenticate');
-        res.writeHead(gate.status, {
-          'Content-Type': 'application/json',
-          ...(challenge ? { 'WWW-Authenticate': challenge } : {}),
-        });
-        res.end(await gate.text());
-        return;
-      }
-      const values = (await gate.json()) as Record<string, string>;
-      const now = Math.floor(Date.now() / 1000);
-      const sub = subjectOf(headers.authorization ?? '');
-      const serial = minted.length + 1;
-      minted.push({ sub, serial });
-      res.writeHead(200, {
-        'Content-Type': 'application/json',
-        'Cache-Control': 'no-store',
-        Date: new Date(now * 1000).toUTCString(),
-      });
-      res.end(
-        JSON.stringify({
-          ...values,
-          'algolia-key': `alg-${sub}-${serial}`,
-          'upload-url': `https://uploads.example.com/uploads/${sub}/avatar.png?X-Amz-Signature=${serial}`,
-          expires_at: {
-            'algolia-key': now + LIFETIMES['algolia-key'],
-            'upload-url': now + LIFETIMES['upload-url'],
-          },
-        }),
-      );
-    })().catch(() => {
-      res.writeHead(502, { 'Content-Type': 'application/json' });
-      res.end('{"error":"bad_gateway"}');
-    });
-  });
-  return new Promise((resolve) => {
-    contract.listen(0, '127.0.0.1', () => {
-      contractUrl = `http://127.0.0.1:${(contract.address() as AddressInfo).port}/secret`;
-      resolve();
-    });
-  });
-}
+/** Every /secret answer the page received with minted values, in order. */
+const minted: { searchKey: string; uploadUrl: string; expiresAt: Record<string, number> }[] = [];
 
 async function openApp(): Promise<{ page: Page; authorizeRequests: () => number }> {
   const page = await context.newPage();
@@ -103,11 +38,20 @@ async function openApp(): Promise<{ page: Page; authorizeRequests: () => number 
     if (request.isNavigationRequest() && new URL(request.url()).pathname.endsWith('/authorize'))
       authorize++;
   });
-  // The page's /secret goes to the contract server, with the headers the page sent.
-  await page.route('**/secret', async (route) => {
-    const headers = await route.request().allHeaders();
-    const response = await route.fetch({ url: contractUrl, headers });
-    await route.fulfill({ response });
+  // The gate's own answers, as the page got them through NGINX.
+  page.on('response', (response) => {
+    if (new URL(response.url()).pathname !== '/secret' || response.status() !== 200) return;
+    void response
+      .json()
+      .then((body: Record<string, unknown>) => {
+        if (typeof body['search-key'] !== 'string') return;
+        minted.push({
+          searchKey: body['search-key'],
+          uploadUrl: String(body['avatar-upload-url']),
+          expiresAt: body.expires_at as Record<string, number>,
+        });
+      })
+      .catch(() => undefined);
   });
   await page.goto(stack.urls.gate);
   return { page, authorizeRequests: () => authorize };
@@ -118,8 +62,7 @@ function row(page: Page, name: string) {
 }
 
 beforeAll(async () => {
-  stack = await startStack();
-  await startContractServer();
+  stack = await startStack({ mintedDemo: { ttlSeconds: TTL_SECONDS } });
   userDataDir = mkdtempSync(join(tmpdir(), 'secret-gate-chromium-minted-'));
   context = await chromium.launchPersistentContext(userDataDir, {
     executablePath: '/usr/bin/chromium',
@@ -131,7 +74,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await context?.close();
-  await new Promise((resolve) => contract?.close(resolve));
   await stack?.stop();
   if (userDataDir) rmSync(userDataDir, { recursive: true, force: true });
 });
@@ -147,37 +89,46 @@ describe('minted values in the SPA (Chromium)', { timeout: 90_000 }, () => {
     expect(authorizeRequests()).toBe(1);
 
     // Minted values carry a countdown; the static key does not.
-    const algolia = row(page, 'algolia-key');
-    const upload = row(page, 'upload-url');
-    expect(await algolia.locator('.secret-expiry').innerText()).toMatch(
-      /^Expires in \d+ s \(at \d\d:\d\d:\d\d\)$/,
-    );
-    expect(await upload.locator('.secret-expiry').innerText()).toMatch(/^Expires in [1-8] s /);
+    const search = row(page, 'search-key');
+    const upload = row(page, 'avatar-upload-url');
+    const countdown = new RegExp(`^Expires in [1-${TTL_SECONDS}] s \\(at \\d\\d:\\d\\d:\\d\\d\\)$`);
+    expect(await search.locator('.secret-expiry').innerText()).toMatch(countdown);
+    expect(await upload.locator('.secret-expiry').innerText()).toMatch(countdown);
     expect(await row(page, 'x-api-key').locator('.secret-expiry').count()).toBe(0);
     expect(await row(page, 'x-api-key').locator('.secret-value').innerText()).toBe(MASK);
 
-    await page.getByRole('button', { name: 'Reveal algolia-key' }).click();
+    await page.getByRole('button', { name: 'Reveal search-key' }).click();
     mkdirSync(RESULTS_DIR, { recursive: true });
     await page.screenshot({ path: join(RESULTS_DIR, 'spa-minted.png'), fullPage: true });
-    const first = await algolia.locator('.secret-value').innerText();
-    expect(first).toMatch(/^alg-demo-user-\d+$/);
+    const first = await search.locator('.secret-value').innerText();
+    // An Algolia secured key: base64 of the HMAC and the restrictions, here the user's own records.
+    expect(Buffer.from(first, 'base64').toString()).toContain(
+      'filters=owner%3Ademo-user&userToken=demo-user',
+    );
     const firstUpload = await upload.locator('.secret-value').innerText();
-    const firstExpiry = await upload.locator('.secret-expiry').innerText();
+    const uploadUrl = new URL(firstUpload);
+    expect(uploadUrl.pathname).toBe('/dev-uploads/uploads/demo-user/avatar.png');
+    expect(uploadUrl.searchParams.get('X-Amz-Expires')).toBe(String(TTL_SECONDS));
+    expect(uploadUrl.searchParams.get('X-Amz-Signature')).toMatch(/^[0-9a-f]{64}$/);
+    const firstExpiry = minted.at(-1)?.expiresAt['avatar-upload-url'] ?? 0;
     const firstCount = minted.length;
+    expect(firstCount).toBeGreaterThan(0);
 
-    // Past the first upload URL's lifetime: a renewed one is on screen, still revealed where the
-    // person revealed it, with a later expiry, from the same sign-in.
-    await page.waitForTimeout((LIFETIMES['upload-url'] + 1) * 1000);
+    // Past the first values' lifetime: renewed ones are on screen, still revealed where the person
+    // revealed them, with a later expiry, from the same sign-in.
+    await page.waitForTimeout((TTL_SECONDS + 1) * 1000);
     expect(minted.length).toBeGreaterThan(firstCount);
-    const renewed = await algolia.locator('.secret-value').innerText();
-    expect(renewed).toMatch(/^alg-demo-user-\d+$/);
+    const latest = minted.at(-1);
+    expect(latest?.expiresAt['avatar-upload-url']).toBeGreaterThan(firstExpiry);
+    const renewed = await search.locator('.secret-value').innerText();
     expect(renewed).not.toBe(first);
+    expect(Buffer.from(renewed, 'base64').toString()).toContain(
+      'filters=owner%3Ademo-user&userToken=demo-user',
+    );
     expect(await upload.locator('.secret-value').innerText()).not.toBe(firstUpload);
-    expect(await upload.locator('.secret-expiry').innerText()).toMatch(/^Expires in [1-8] s /);
-    expect(await upload.locator('.secret-expiry').innerText()).not.toBe(firstExpiry);
+    expect(await upload.locator('.secret-expiry').innerText()).toMatch(countdown);
     expect(authorizeRequests()).toBe(1);
     expect(await page.getByRole('heading', { name: 'Signed in' }).isVisible()).toBe(true);
-    expect(new Set(minted.map((m) => m.sub))).toEqual(new Set(['demo-user']));
 
     // Signing out ends the renewals: nothing is fetched for the gone session.
     const beforeSignOut = minted.length;
@@ -188,7 +139,7 @@ describe('minted values in the SPA (Chromium)', { timeout: 90_000 }, () => {
     await page.getByRole('heading', { name: 'You are signed out' }).waitFor();
     await page.waitForTimeout(5_000);
     expect(minted.length).toBe(beforeSignOut);
-    expect(await page.locator('main').innerText()).not.toContain('alg-demo-user');
+    expect(await page.locator('main').innerText()).not.toContain('dev-uploads');
     await page.close();
   });
 });

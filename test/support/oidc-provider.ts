@@ -18,6 +18,7 @@ import {
   signInClaims,
   stepUpPolicy,
 } from './oidc-provider-sign-in.js';
+import { exchangeClient, registerTokenExchange } from './oidc-provider-exchange.js';
 
 export interface OidcProviderOptions {
   /** Client ids registered for client credentials; each one's secret is `${id}-secret`. */
@@ -37,6 +38,8 @@ export interface OidcProviderOptions {
    * the provider's own development login and consent pages (`features.devInteractions`).
    */
   readonly browserClient?: { readonly clientId: string; readonly redirectUri: string };
+  /** A client that may exchange access tokens (RFC 8693, oidc-provider-exchange.ts). */
+  readonly tokenExchangeClient?: string;
 }
 
 export interface TokenRequest {
@@ -71,6 +74,8 @@ export interface OidcProviderHarness {
   setOutage(down: boolean): void;
   /** Requests the provider answered, by path (`/jwks`, `/token`, …). */
   hits(path: string): number;
+  /** The subject and audience of an opaque access token the provider issued (e.g. exchanged). */
+  issuedToken(value: string): Promise<{ accountId: string; aud: unknown } | undefined>;
   close(): Promise<void>;
 }
 
@@ -186,6 +191,9 @@ export async function startOidcProvider(
           scope: scopes.join(' '),
           ...logout,
         })),
+        ...(options.tokenExchangeClient === undefined
+          ? []
+          : [exchangeClient(options.tokenExchangeClient)]),
       ],
       // Signing keys first: the provider signs with the first key of an algorithm.
       jwks: { keys },
@@ -226,6 +234,8 @@ export async function startOidcProvider(
         return fetch(input, rest);
       },
     });
+    if (options.tokenExchangeClient !== undefined)
+      registerTokenExchange(provider, () => keys);
     handle = provider.callback();
   }
   build();
@@ -284,6 +294,10 @@ export async function startOidcProvider(
       outage = down;
     },
     hits: (path) => counts.get(path) ?? 0,
+    async issuedToken(value) {
+      const token = await provider!.AccessToken.find(value);
+      return token === undefined ? undefined : { accountId: token.accountId, aud: token.aud };
+    },
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

@@ -5,6 +5,8 @@ import { createAuthorizer } from './decision/authorize.js';
 import { createDecisionLog } from './decision/decision-log.js';
 import { createCloudFrontGrant } from './cloudfront/grant.js';
 import { createMintedGrant } from './minted/grant.js';
+import { createMintedJwksPage, MINTED_JWKS_PATH } from './minted/jwks.js';
+import type { PublicJwk } from './minted/minter-api.js';
 import { createMintedMetrics } from './minted/minted-metrics.js';
 import type { Listen, VerifierConfig } from './config/model.js';
 import type { Grant } from './decision/decision.js';
@@ -101,6 +103,7 @@ export function createVerifierService(
   const mintedServed = policies.some((policy) => policy.mint)
     ? createMintedMetrics(metrics.registry)
     : undefined;
+  const jwksSources: (() => readonly PublicJwk[])[] = [];
   for (const { name, mint, issuers } of policies) {
     const first = issuers[0] === undefined ? undefined : config.issuers.get(issuers[0]);
     const context =
@@ -113,18 +116,18 @@ export function createVerifierService(
               'token_endpoint',
             ),
           };
-    if (mint)
-      grants.set(
-        name,
-        createMintedGrant({
-          policy: name,
-          entries: mint,
-          context,
-          revocation: revocation?.check,
-          logger: logger.child({ policy: name }),
-          onServe: mintedServed?.(name),
-        }),
-      );
+    if (mint) {
+      const grant = createMintedGrant({
+        policy: name,
+        entries: mint,
+        context,
+        revocation: revocation?.check,
+        logger: logger.child({ policy: name }),
+        onServe: mintedServed?.(name),
+      });
+      grants.set(name, grant);
+      jwksSources.push(grant.publicJwks);
+    }
   }
   const isReady = () =>
     [...keySets.values()].every((keySet) => keySet.isReady()) &&
@@ -171,6 +174,8 @@ export function createVerifierService(
     receivers: revocation?.receivers,
     readinessNote: () => revocation?.note(),
     render: createRenderer({ resourceMetadata: config.resourceMetadataUrl }),
+    // Gate-signed `jwt` values are checked downstream with these keys (served without a token).
+    pages: new Map([[MINTED_JWKS_PATH, createMintedJwksPage(jwksSources)]]),
   });
   let transport: ReturnType<typeof createTransport> | undefined;
   let metricsListener: typeof transport;

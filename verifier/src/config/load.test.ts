@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { redisSettingsOf } from '../redis/connection.js';
 import { ConfigError, loadConfig } from './load.js';
 
@@ -172,6 +174,35 @@ describe('configuration from a file', () => {
       scopes: ['secrets:read'],
     });
     expect(config.policies.get('profile')).toMatchObject({ scopes: [] });
+  });
+
+  it('accepts a token-exchange value: its token endpoint comes from discovery when it mints, not at the start', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sg-config-exchange-'));
+    try {
+      const secretFile = join(dir, 'client.secret');
+      writeFileSync(secretFile, 'gate-secret', { mode: 0o600 });
+      const mint = {
+        'partner-token': {
+          kind: 'token-exchange',
+          clientId: 'gate',
+          clientAuth: { method: 'client_secret_basic', secretFile },
+          audience: 'partner-api',
+        },
+      };
+      const withMint = { ...file, policies: { secret: { ...file.policies.secret, mint } } };
+      const config = loadConfig({ VERIFIER_CONFIG: '/etc/verifier.json' }, () =>
+        JSON.stringify(withMint),
+      );
+      expect(Object.keys(config.policies.get('secret')?.mint ?? {})).toEqual(['partner-token']);
+      // The start still catches a client key file others can read.
+      rmSync(secretFile);
+      writeFileSync(secretFile, 'gate-secret', { mode: 0o644 });
+      expect(() =>
+        loadConfig({ VERIFIER_CONFIG: '/etc/verifier.json' }, () => JSON.stringify(withMint)),
+      ).toThrow(/partner-token/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('reports every problem in the file together, including unknown fields', () => {

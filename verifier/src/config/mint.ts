@@ -16,6 +16,15 @@ const valueName = z
   .regex(/^[A-Za-z0-9_-]{1,64}$/)
   .refine((name) => name !== 'expires_at');
 
+/**
+ * What the start check builds each minter with: a `token-exchange` value learns its issuer's token
+ * endpoint from discovery only when it mints (service.ts), so the check gives it one that is never
+ * called, and still catches its missing or open client key file.
+ */
+const CHECK_CONTEXT = {
+  tokenEndpoint: () => Promise.reject(new Error('the start check does not exchange tokens')),
+};
+
 /** The loaded section: value name → its checked entry. */
 export type MintSection = Readonly<Record<string, MintEntry>>;
 
@@ -29,7 +38,7 @@ export const mintSection = z
       new Deferred((_io, fail): MintSection => {
         for (const [name, entry] of Object.entries(entries))
           try {
-            createMinter(entry);
+            createMinter(entry, CHECK_CONTEXT);
           } catch (error) {
             fail((error as Error).message, [name]);
           }

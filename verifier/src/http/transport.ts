@@ -29,7 +29,7 @@ type Response = HttpResponse & { aborted?: boolean };
 /** A page's or a receiver's answer, or /verify's (which has no body). */
 type Reply = Answer | VerifyAnswer;
 /** A GET page: health, readiness, metrics. */
-type Page = () => Answer | Promise<Answer>;
+export type Page = () => Answer | Promise<Answer>;
 
 export interface Routes {
   /** /verify, any method (auth_request keeps the client's); absent on the metrics listener. */
@@ -83,6 +83,8 @@ export function createRoutes(parts: {
   /** A line /readyz adds to its answer (e.g. the revocation store is unreachable). */
   readinessNote: () => string | undefined;
   render?: Routes['render'];
+  /** More GET pages by path (the minted values' JWKS). */
+  pages?: ReadonlyMap<string, Page>;
 }) {
   const ok: Answer = { status: 200, headers: [TEXT, NO_STORE], body: 'ok\n' };
   const notReady: Answer = { ...ok, status: 503, body: 'key sets not loaded\n' };
@@ -103,6 +105,7 @@ export function createRoutes(parts: {
     ['/readyz', readyz],
   ]);
   if (parts.metricsOnMain) pages.set('/metrics', scrape);
+  for (const [path, page] of parts.pages ?? []) pages.set(path, page);
   return {
     verify: parts.authorize,
     render: parts.render,

@@ -10,7 +10,13 @@ import type { Grant, GrantCaller, RevocationCheck } from '../decision/decision.j
 import { VerifyError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { createMintedCache, type MintedCacheOptions, type MintedSet } from './minted-cache.js';
-import { createMinter, MintError, type Caller, type MintContext } from './minter-api.js';
+import {
+  createMinter,
+  MintError,
+  type Caller,
+  type MintContext,
+  type PublicJwk,
+} from './minter-api.js';
 
 /** The answer header this plugin renders (docs/architecture.md's /verify table). */
 export const MINTED_HEADERS = [
@@ -72,8 +78,11 @@ function callerOf({ token, raw }: GrantCaller): Caller {
   };
 }
 
+/** A minted grant, and the public keys of its gate-signed values (jwks.ts publishes them). */
+export type MintedGrant = Grant & { readonly publicJwks: () => readonly PublicJwk[] };
+
 /** The grant of a policy with a `mint` section; minters are built once, here. */
-export function createMintedGrant(options: MintedGrantOptions): Grant {
+export function createMintedGrant(options: MintedGrantOptions): MintedGrant {
   const { policy, revocation, logger } = options;
   const minters = Object.entries(options.entries).map(
     ([name, entry]) => [name, createMinter(entry, options.context)] as const,
@@ -136,5 +145,6 @@ export function createMintedGrant(options: MintedGrantOptions): Grant {
     const set = await cache.get(key, now, exp, () => mintSet(caller, now));
     return [['X-Auth-Minted', set.header]] as const;
   } as Grant;
-  return Object.assign(grant, { perCaller: true });
+  const publicJwks = () => minters.flatMap(([, minter]) => minter.publicJwks?.() ?? []);
+  return Object.assign(grant, { perCaller: true, publicJwks });
 }

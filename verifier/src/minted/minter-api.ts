@@ -10,3 +10,7 @@ export {
   type MintEntry,
   type Minter,
 } from '@secret-gate/credential-minter';
+
+import type { Minter } from '@secret-gate/credential-minter';
+/** A public key of a gate-signed value, as `Minter.publicJwks()` gives it. */
+export type PublicJwk = ReturnType<NonNullable<Minter['publicJwks']>>[number];
