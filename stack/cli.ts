@@ -123,8 +123,9 @@ async function main(): Promise<void> {
       log,
       verifierVariables: variables,
       ...(values.config === undefined ? {} : { policyFile: values.config }),
-      // The OpenTelemetry specification's variables reach the verifier as set (docs/tracing.md).
-      env: { verifier: otelVariables(env) },
+      // The OpenTelemetry specification's variables reach the verifier as set, and turn on NGINX's
+      // trace context, off by default for its cost (docs/tracing.md).
+      env: { verifier: otelVariables(env), nginx: traceContext(env) },
       ...(audience === undefined ? {} : { audience }),
       ...(ownIdp === undefined ? {} : { ownIdp }),
     });
@@ -202,4 +203,12 @@ function otelVariables(env: NodeJS.ProcessEnv): Record<string, string> {
   return Object.fromEntries(
     OTEL_VARIABLES.flatMap((name) => (env[name] === undefined ? [] : [[name, env[name]]])),
   );
+}
+
+/** SG_TRACE_CONTEXT as given, else `on` where the verifier exports traces. */
+function traceContext(env: NodeJS.ProcessEnv): Record<string, string> {
+  const given = env.SG_TRACE_CONTEXT;
+  if (given !== undefined) return { SG_TRACE_CONTEXT: given };
+  const exporting = env.OTEL_EXPORTER_OTLP_ENDPOINT ?? env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
+  return exporting ? { SG_TRACE_CONTEXT: 'on' } : {};
 }

@@ -46,6 +46,7 @@ async function startSite(options: Partial<LocalNginxOptions> = {}) {
     verifierAddr: `127.0.0.1:${verifierPort}`,
     workerProcesses: 1,
     secretRate: '1000r/s',
+    traceContext: 'on',
     ...options,
   });
   const nginx = await startLocalNginx({ prefix, env });

@@ -56,6 +56,7 @@ beforeAll(async () => {
   stack = await startSuiteStack({
     env: {
       ...SUITE_OPTIONS.env,
+      nginx: { ...SUITE_OPTIONS.env?.nginx, SG_TRACE_CONTEXT: 'on' },
       verifier: {
         ...SUITE_OPTIONS.env?.verifier,
         OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`,
