@@ -24,7 +24,10 @@ afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 /** Files the settings name: NGINX's edge key, a CA bundle for the shared store. */
 const EDGE_KEY_FILE = join(scratch, 'edge-key');
 const CA_FILE = join(scratch, 'redis-ca.pem');
+/** The decision log's subject-hash key. */
+const DECISION_LOG_KEY_FILE = join(scratch, 'decision-log-key');
 writeFileSync(EDGE_KEY_FILE, 'e'.repeat(64), { mode: 0o600 });
+writeFileSync(DECISION_LOG_KEY_FILE, 'd'.repeat(64), { mode: 0o600 });
 writeFileSync(CA_FILE, '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n');
 
 /** A valid value, other than the default, for every setting a run leaves to the operator. */
@@ -74,6 +77,8 @@ const SAMPLES: Readonly<Record<string, string>> = {
   VERIFIER_SSF_ALLOW_HTTP: 'true',
   VERIFIER_ALLOWED_CLIENTS: 'spa-demo,admin-app',
   VERIFIER_EDGE_KEY_FILE: EDGE_KEY_FILE,
+  VERIFIER_DECISION_LOG_KEY_FILE: DECISION_LOG_KEY_FILE,
+  VERIFIER_DECISION_LOG_SUBJECT: 'plain',
   VERIFIER_REDIS_URL: 'redis://127.0.0.1:6390',
   VERIFIER_REDIS_USERNAME: 'gate',
   VERIFIER_REDIS_PASSWORD: 'redis-password',
