@@ -23,6 +23,13 @@ describe('entriesOf', () => {
     },
   );
 
+  it('treats every minted value as sensitive, whatever its name', () => {
+    const [upload] = entriesOf(
+      set({ 'avatar-upload-url': 'https://s3/…' }, { 'avatar-upload-url': 9 }),
+    );
+    expect(upload?.sensitive).toBe(true);
+  });
+
   it("gives a minted value its expiry on the page's clock", () => {
     // The gate's clock is 30 s ahead of the page: its expiry is 30 s earlier here.
     const entries = entriesOf(set({ 'algolia-key': 'a', k: 'v' }, { 'algolia-key': 2_000 }, 30));

@@ -5,7 +5,10 @@ import type { SecretSet } from '@secret-gate/client';
 export interface SecretEntry {
   readonly name: string;
   readonly value: string;
-  /** Masked by default: keys, tokens, passwords, signatures. Plain settings (api-base) are not. */
+  /**
+   * Masked by default: every value minted for the user (a presigned URL is a credential too) and
+   * static keys, tokens, passwords, signatures. Plain settings (api-base) are not.
+   */
   readonly sensitive: boolean;
   /** A value minted for this user: when it stops working, on the page's clock. */
   readonly expiresAt?: Date;
@@ -26,7 +29,7 @@ export function entriesOf(set: SecretSet): SecretEntry[] {
     return {
       name,
       value,
-      sensitive: SENSITIVE_NAME.test(name),
+      sensitive: at !== undefined || SENSITIVE_NAME.test(name),
       ...(at === undefined ? {} : { expiresAt: new Date((at - set.gateClockOffset) * 1000) }),
     };
   });

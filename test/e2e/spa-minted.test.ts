@@ -97,7 +97,10 @@ describe('minted values in the SPA (Chromium)', { timeout: 90_000 }, () => {
     expect(await row(page, 'x-api-key').locator('.secret-expiry').count()).toBe(0);
     expect(await row(page, 'x-api-key').locator('.secret-value').innerText()).toBe(MASK);
 
+    // Minted values are masked like keys, a presigned URL included, until the person asks.
+    expect(await upload.locator('.secret-value').innerText()).toBe(MASK);
     await page.getByRole('button', { name: 'Reveal search-key' }).click();
+    await page.getByRole('button', { name: 'Reveal avatar-upload-url' }).click();
     mkdirSync(RESULTS_DIR, { recursive: true });
     await page.screenshot({ path: join(RESULTS_DIR, 'spa-minted.png'), fullPage: true });
     const first = await search.locator('.secret-value').innerText();
