@@ -425,6 +425,17 @@ describe.each(Object.entries(BUILDS))('the %s', (_, dir) => {
     expect(Object.keys(configMap(source))).toContain(file.slice(dirname(file).length + 1));
   });
 
+  it('has NGINX serve and the SPA offer exactly the named sets of its policies', () => {
+    const file = JSON.parse(configMap('secret-gate-verifier')['verifier.json'] ?? '{}') as {
+      policies: object;
+    };
+    const named = Object.keys(file.policies).filter((n) => n !== 'secret' && n !== 'default');
+    const sets = ({ ...nginxDefaults(), ...nginxEnv }.SG_SPA_SECRET_SETS ?? '')
+      .split(/\s+/)
+      .filter((n) => n !== '');
+    expect(sets.sort()).toEqual(named.sort());
+  });
+
   it('hands the verifier a configuration its own loader accepts, CloudFront key path inside the key mount', () => {
     const configText = configMap(
       volume(verifier.volumeMounts?.find((m) => m.name === 'verifier-config')?.name ?? '')
@@ -612,6 +623,60 @@ describe('the example overlay', () => {
     for (const image of images) expect(image).toMatch(/^registry\.example\.com\/.+:\d+\.\d+\.\d+$/);
     for (const m of manifests.filter((m) => m.kind !== 'Namespace'))
       expect(m.metadata.namespace).toBe('secret-gate');
+  });
+});
+
+describe('a policy file in your overlay (docs/configuration.md)', () => {
+  it('replaces the verifier file with one line and names its sets for NGINX with one more', () => {
+    const scratch = mkdtempSync(join(tmpdir(), 'sg-overlay-'));
+    try {
+      const issuer = 'https://login.example.com/realms/apps';
+      const policies = {
+        issuers: [{ type: 'jwt', issuer, audience: 'secret-gate-api', preset: 'keycloak' }],
+        policies: {
+          secret: { issuers: [issuer], scopes: ['secrets:read'] },
+          payments: { issuers: [issuer], scopes: ['secrets:read'], acrValues: ['urn:acme:mfa'] },
+        },
+      };
+      writeFileSync(join(scratch, 'policies.json'), JSON.stringify(policies));
+      writeFileSync(
+        join(scratch, 'kustomization.yaml'),
+        [
+          'resources:',
+          `  - ${relative(scratch, BUILDS['example overlay'])}`,
+          'configMapGenerator:',
+          '  - name: secret-gate-verifier',
+          '    behavior: replace',
+          '    files:',
+          '      - verifier.json=policies.json',
+          '  - name: secret-gate-nginx',
+          '    behavior: merge',
+          '    literals:',
+          '      - SG_SPA_SECRET_SETS=payments',
+          '',
+        ].join('\n'),
+      );
+      const manifests = renderKustomization(scratch);
+      const data = (name: string) =>
+        manifests.find((m) => m.kind === 'ConfigMap' && m.metadata.name === name)?.data as Record<
+          string,
+          string
+        >;
+      const text = data('secret-gate-verifier')['verifier.json'] ?? '';
+      const config = loadConfig(
+        { VERIFIER_CONFIG: '/etc/secret-gate/verifier/verifier.json' },
+        () => text,
+      );
+      expect([...config.policies.keys()].sort()).toEqual(['payments', 'secret']);
+      expect(config.policies.get('payments')?.acrValues).toEqual(['urn:acme:mfa']);
+      // The example overlay's own NGINX values stay; the sets are added beside them.
+      expect(data('secret-gate-nginx')).toMatchObject({
+        SG_SPA_SECRET_SETS: 'payments',
+        SG_OIDC_CLIENT_ID: 'shop-spa',
+      });
+    } finally {
+      rmSync(scratch, { recursive: true, force: true });
+    }
   });
 });
 

@@ -52,6 +52,23 @@ const service = (name: string): ComposeService => {
 const names = (env: object | undefined) => Object.keys(env ?? {}).sort();
 
 /**
+ * A value as `docker compose` reads it with the given variables set: `${NAME:-default}` takes the
+ * default when NAME is unset or empty, `${NAME-default}` only when it is unset.
+ */
+const interpolate = (value: string, env: Record<string, string> = {}): string =>
+  value.replace(
+    /\$\{([A-Z_]+)(:?)-([^}]*)\}/g,
+    (_all, name: string, colon: string, fallback: string) => {
+      const given = env[name];
+      return given === undefined || (colon === ':' && given === '') ? fallback : given;
+    },
+  );
+const interpolated = (env: Record<string, string> | undefined, vars?: Record<string, string>) =>
+  Object.fromEntries(
+    Object.entries(env ?? {}).map(([name, value]) => [name, interpolate(value, vars)]),
+  );
+
+/**
  * The runner's variables for each service, built by the same functions startStack() uses; on TCP
  * the runner gives the verifier and NGINX the edge key file of the run.
  */
@@ -120,7 +137,7 @@ describe('docker-compose.yaml mirrors the local runner', () => {
     const nginx = service('nginx');
     const docker = dockerNginxEnv();
     // Nothing built on the host (no ./spa/dist), so `docker compose up` works on a fresh clone.
-    expect(nginx.volumes).toEqual([
+    expect(nginx.volumes?.map((volume) => interpolate(volume))).toEqual([
       `./nginx/secrets.dev.json:${docker.SG_SECRETS_FILE}:ro`,
       'edge-key:/run/secret-gate:ro',
     ]);
@@ -146,7 +163,7 @@ describe('docker-compose.yaml mirrors the local runner', () => {
   });
 
   it('gives NGINX, over the image defaults, every SG_ variable the runner sets, with the documented image values', () => {
-    const env = service('nginx').environment ?? {};
+    const env = interpolated(service('nginx').environment);
     const own = Object.fromEntries(Object.entries(env).filter(([name]) => name.startsWith('SG_')));
     const sg = { ...nginxDefaults(), ...own };
     expect(names(sg)).toEqual(names(runner.nginx));
@@ -201,7 +218,9 @@ describe('docker-compose.yaml mirrors the local runner', () => {
   it('mounts a verifier config that is the runner policy for the compose addresses', () => {
     const verifier = service('verifier');
     const target = verifier.environment?.VERIFIER_CONFIG ?? '';
-    const mount = verifier.volumes?.find((volume) => volume.split(':')[1] === target);
+    const mount = verifier.volumes
+      ?.map((volume) => interpolate(volume))
+      .find((volume) => volume.split(':')[1] === target);
     expect(mount).toBeDefined();
     // `$schema` is for editors (verifier/config.schema.json); the verifier ignores it.
     const { $schema: _schema, ...file } = JSON.parse(
@@ -217,6 +236,40 @@ describe('docker-compose.yaml mirrors the local runner', () => {
         allowHttp: true,
       }),
     );
+  });
+
+  it('takes your policy file, its sets and their values in one variable each (docs/configuration.md)', () => {
+    const verifier = service('verifier');
+    const nginx = service('nginx');
+    const mine = {
+      SECRET_GATE_POLICY_FILE: './policies.json',
+      SECRET_GATE_SECRET_SETS: 'payments audit',
+      SECRET_GATE_SECRETS_FILE: './secrets.json',
+    };
+    const target = verifier.environment?.VERIFIER_CONFIG ?? '';
+    expect(verifier.volumes?.map((volume) => interpolate(volume, mine))).toContain(
+      `./policies.json:${target}:ro`,
+    );
+    expect(interpolated(nginx.environment, mine).SG_SPA_SECRET_SETS).toBe('payments audit');
+    expect(nginx.volumes?.map((volume) => interpolate(volume, mine))).toContain(
+      `./secrets.json:${dockerNginxEnv().SG_SECRETS_FILE}:ro`,
+    );
+    // A policy file with no named set: an empty list, so NGINX serves none (404 for every name).
+    expect(
+      interpolated(nginx.environment, { SECRET_GATE_SECRET_SETS: '' }).SG_SPA_SECRET_SETS,
+    ).toBe('');
+  });
+
+  it('names by default exactly the named sets of the default policy file and the dev secrets', () => {
+    const sets = (interpolated(service('nginx').environment).SG_SPA_SECRET_SETS ?? '').split(' ');
+    const named = (file: string) =>
+      Object.keys(
+        (JSON.parse(readFileSync(join(REPO_ROOT, file), 'utf8')) as { policies: object }).policies,
+      )
+        .filter((name) => name !== 'secret' && name !== 'default')
+        .sort();
+    expect(named('stack/compose/verifier.json')).toEqual(sets.sort());
+    expect(named('nginx/secrets.dev.json')).toEqual(sets.sort());
   });
 
   it('health-checks the IdP on the endpoint the runner waits for (/readyz)', () => {

@@ -7,7 +7,7 @@ import { parse, type ScalarTag } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { dockerNginxEnv } from '../../stack/nginx/render.js';
 import { REPO_ROOT } from '../../stack/start-stack.js';
-import { ENVIRONMENT } from '../../verifier/src/config/load.js';
+import { ENVIRONMENT, loadConfig } from '../../verifier/src/config/load.js';
 
 interface Service {
   profiles?: string[];
@@ -26,6 +26,53 @@ const overlay = parse(readFileSync(join(REPO_ROOT, 'docker-compose.own-idp.yaml'
   customTags: [reset],
 }) as { services: Record<string, Service> };
 const service = (name: string): Service => overlay.services[name] ?? {};
+// The three files of the own-IdP run with a policy file, in their order on the command line.
+const files = [
+  'docker-compose.yaml',
+  'docker-compose.own-idp.yaml',
+  'docker-compose.policy-file.yaml',
+].map(
+  (file) =>
+    parse(readFileSync(join(REPO_ROOT, file), 'utf8'), { customTags: [reset], merge: true }) as {
+      services: Record<string, Service>;
+    },
+);
+
+/**
+ * A value as `docker compose` reads it with `vars` set (innermost first): `${A:-d}` and `${A-d}`
+ * take the default when A is unset (`:` also when empty); `${A:?message}` stops without A.
+ */
+function interpolate(value: string, vars: Record<string, string>): string {
+  const one = /\$\{([A-Z_]+)(:?)([-?])([^${}]*)\}/;
+  let out = value;
+  for (let match = one.exec(out); match; match = one.exec(out)) {
+    const [all, name = '', colon, kind, rest = ''] = match;
+    const given = vars[name];
+    const missing = given === undefined || (colon === ':' && given === '');
+    if (missing && kind === '?') throw new Error(`${name}: ${rest}`);
+    out = out.replace(all, missing ? rest : (given ?? ''));
+  }
+  return out;
+}
+
+/** One service of the three files as compose merges them: each file's variables over the last. */
+function merged(name: string, vars: Record<string, string>) {
+  const environment: Record<string, string> = {};
+  const volumes = new Map<string, string>();
+  for (const file of files) {
+    const layer = file.services[name] ?? {};
+    Object.assign(environment, layer.environment);
+    // Volumes merge by their path in the container.
+    for (const volume of layer.volumes ?? []) volumes.set(volume.split(':').at(-2) ?? '', volume);
+  }
+  const env = Object.fromEntries(
+    Object.entries(environment)
+      // `!reset null`: the image's default.
+      .filter(([, value]) => typeof value === 'string')
+      .map(([key, value]) => [key, interpolate(value, vars)]),
+  );
+  return { env, volumes: [...volumes.values()].map((volume) => interpolate(volume, vars)) };
+}
 
 describe('docker-compose.own-idp.yaml', () => {
   it('leaves the dev IdP out: it only runs in a profile nothing starts, and nobody waits for it', () => {
@@ -56,5 +103,64 @@ describe('docker-compose.own-idp.yaml', () => {
     expect(service('nginx').volumes?.[0]).toMatch(
       new RegExp(`^\\$\\{SECRET_GATE_SECRETS_FILE:\\?[^}]+\\}:${sg.SG_SECRETS_FILE}:ro$`),
     );
+  });
+
+  describe('with docker-compose.policy-file.yaml laid over it', () => {
+    const vars = {
+      SECRET_GATE_ISSUER: 'https://login.example.com/realms/acme',
+      SECRET_GATE_IDP_ORIGIN: 'https://login.example.com',
+      SECRET_GATE_CLIENT_ID: 'my-spa',
+      SECRET_GATE_SECRETS_FILE: './secrets.json',
+      SECRET_GATE_POLICY_FILE: './policies.json',
+      SECRET_GATE_SECRET_SETS: 'payments',
+    };
+    const policies = {
+      issuers: [
+        {
+          type: 'jwt',
+          issuer: vars.SECRET_GATE_ISSUER,
+          audience: 'secret-gate-api',
+          preset: 'keycloak',
+        },
+      ],
+      policies: {
+        secret: { issuers: [vars.SECRET_GATE_ISSUER], scopes: ['secrets:read'] },
+        payments: {
+          issuers: [vars.SECRET_GATE_ISSUER],
+          scopes: ['secrets:read'],
+          acrValues: ['urn:acme:mfa'],
+          maxAge: '5m',
+        },
+      },
+    };
+
+    it('starts the verifier from the policy file alone: its policies, none of the overlay variables', () => {
+      const verifier = merged('verifier', vars);
+      const target = verifier.env.VERIFIER_CONFIG ?? '';
+      expect(verifier.volumes).toContain(`./policies.json:${target}:ro`);
+      const read: string[] = [];
+      const config = loadConfig(verifier.env, (path) => {
+        read.push(path);
+        // The file, or the edge key the verifier made on its first start.
+        return path === target ? JSON.stringify(policies) : 'k'.repeat(64);
+      });
+      expect(read).toContain(target);
+      expect([...config.policies.keys()].sort()).toEqual(['payments', 'secret']);
+      expect(config.policies.get('payments')?.acrValues).toEqual(['urn:acme:mfa']);
+    });
+
+    it('has NGINX serve and the SPA offer the named sets given beside the file', () => {
+      const nginx = merged('nginx', vars);
+      expect(nginx.env.SG_SPA_SECRET_SETS).toBe('payments');
+      expect(nginx.volumes).toContain(`./secrets.json:${dockerNginxEnv().SG_SECRETS_FILE}:ro`);
+      // No sets given: none served (every /secret/<name> is a 404 at the edge).
+      const { SECRET_GATE_SECRET_SETS: _sets, ...without } = vars;
+      expect(merged('nginx', without).env.SG_SPA_SECRET_SETS).toBe('');
+    });
+
+    it('refuses to start without the file it is for', () => {
+      const { SECRET_GATE_POLICY_FILE: _file, ...without } = vars;
+      expect(() => merged('verifier', without)).toThrow(/SECRET_GATE_POLICY_FILE/);
+    });
   });
 });
