@@ -143,6 +143,7 @@ export function createVerifierService(
       cache,
       metrics,
       keepSession: !!revocation,
+      onLookup: options.tracing?.noteTokenCache,
     }),
     logger,
     metrics,
