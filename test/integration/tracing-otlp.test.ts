@@ -128,6 +128,7 @@ describe.sequential('one trace per secret fetch', () => {
     expect(server.parentSpanId).toBe(line?.span_id);
     expect(attribute(server, 'secret_gate.reason')).toBe('allowed');
     expect(attribute(server, 'secret_gate.policy')).toBe('secret');
+    expect(attribute(server, 'secret_gate.token_cache')).toBe('miss');
     const fetches = spans().filter(
       (s) => s.traceId === CLIENT_TRACE && s.kind === SPAN_KIND_CLIENT,
     );

@@ -2,6 +2,7 @@
 // correlate a denial with a client report without making the log a credential store.
 import { pino, type Logger } from 'pino';
 import { redact } from './config/redact.js';
+import { logTraceId } from './tracing/log-trace.js';
 
 export type { Logger };
 
@@ -10,6 +11,8 @@ export function createLogger(level: string, destination?: NodeJS.WritableStream)
     {
       level,
       base: { service: 'secret-gate-verifier' },
+      // The request's trace id on every line written while deciding it (tracing/log-trace.ts).
+      mixin: logTraceId,
       // Belt and braces: if an Authorization header ever lands in a log object, it is censored.
       redact: {
         paths: ['authorization', '*.authorization', 'token', '*.token'],

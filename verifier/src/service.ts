@@ -26,6 +26,7 @@ import { createCallLimit } from './http/call-limit.js';
 import { createEdgeCheck } from './http/edge-key.js';
 import { createRoutes, createTransport } from './http/transport.js';
 import { createRenderer, secretSetName } from './http/verify-answer.js';
+import { withLogTrace } from './tracing/log-trace.js';
 import type { Tracing } from './tracing/otel.js';
 
 export type VerifierService = ReturnType<typeof createVerifierService>;
@@ -143,6 +144,7 @@ export function createVerifierService(
       cache,
       metrics,
       keepSession: !!revocation,
+      onLookup: options.tracing?.noteTokenCache,
     }),
     logger,
     metrics,
@@ -163,7 +165,9 @@ export function createVerifierService(
     }),
   });
   // With OTEL_* tracing on (main.ts), each decision is a SERVER span; without, no wrapper at all.
-  const authorize = options.tracing?.traceAuthorize(decide, metrics) ?? decide;
+  // Lines logged while deciding a request that came with a traceparent carry its trace id.
+  const inTrace = withLogTrace(decide);
+  const authorize = options.tracing?.traceAuthorize(inTrace, metrics) ?? inTrace;
   const routes = createRoutes({
     authorize,
     admit: createCallLimit(config.callLimit, now),

@@ -3,7 +3,7 @@ import { statusOf, verdictOf } from '../testing/answer.js';
 import { createAuthorizer } from '../decision/authorize.js';
 import { loadConfig } from '../config/load.js';
 import { createTokenCache } from './token-cache.js';
-import { createTokenVerifier } from './token-verifier.js';
+import { createTokenVerifier, type CacheLookup } from './token-verifier.js';
 import type { JwtVerifier } from './jwt-verifier.js';
 import type { VerifiedToken } from './verified-token.js';
 import {
@@ -41,6 +41,7 @@ function heldAuthorizer(
   config: ReturnType<typeof loadConfig>,
   clock: ReturnType<typeof manualClock>,
   issuers: string[],
+  onLookup?: (lookup: CacheLookup) => void,
 ) {
   let release!: () => void;
   const gate = new Promise<void>((resolve) => (release = resolve));
@@ -61,6 +62,7 @@ function heldAuthorizer(
       config,
       verifiers: new Map(issuers.map((issuer) => [issuer, verifier])),
       cache: createTokenCache({ ...config.cache, now: clock.now }),
+      onLookup,
     }),
     logger: captureLogger().logger,
   });
@@ -265,9 +267,33 @@ describe('decision cache in authorize', () => {
       authorize({ authorization: `Bearer ${token}` }),
     );
     release();
-    const decisions = await Promise.all(pending);
+    const decisions = await Promise.all(pending.map(async (decision) => decision));
     expect(verifications()).toBe(1);
     expect(decisions.every((decision) => statusOf(decision) === 204)).toBe(true);
+  });
+
+  it('tells each lookup: a miss, the concurrent misses that join it, then hits', async () => {
+    const clock = manualClock();
+    const config = loadConfig({
+      VERIFIER_ISSUER: ISSUER,
+      VERIFIER_AUDIENCE: AUDIENCE,
+      VERIFIER_JWKS_URI: jwks.url,
+    });
+    const lookups: CacheLookup[] = [];
+    const { authorize, release } = heldAuthorizer(config, clock, [ISSUER], (lookup) =>
+      lookups.push(lookup),
+    );
+    const token = await mintToken({ now: clock.seconds() });
+    const pending = [1, 2, 3].map(() => authorize({ authorization: `Bearer ${token}` }));
+    // Told within the call, before anything is awaited: what tracing reads into the request's span.
+    expect(lookups).toEqual(['miss', 'coalesced', 'coalesced']);
+    release();
+    await Promise.all(pending.map(async (decision) => decision));
+    await authorize({ authorization: `Bearer ${token}` });
+    expect(lookups).toEqual(['miss', 'coalesced', 'coalesced', 'hit']);
+    // No token: no lookup, nothing told.
+    await authorize({});
+    expect(lookups).toHaveLength(4);
   });
 
   it("a concurrent miss of another policy never rides on this policy's verification", async () => {

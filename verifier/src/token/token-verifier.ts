@@ -26,6 +26,9 @@ export type TokenVerifier = (
   policy: PolicyConfig,
 ) => VerifiedToken | Promise<VerifiedToken>;
 
+/** How the cache answered a lookup: a hit, a miss verified now, or a miss joining one in flight. */
+export type CacheLookup = 'hit' | 'miss' | 'coalesced';
+
 export interface TokenVerifierParts {
   readonly config: Pick<VerifierConfig, 'issuers' | 'policies'>;
   /** Each issuer's verifier, by `iss`. */
@@ -34,6 +37,11 @@ export interface TokenVerifierParts {
   readonly metrics?: Metrics | undefined;
   /** Whether the session claims are cached: only something (a revocation receiver) reads them. */
   readonly keepSession?: boolean | undefined;
+  /**
+   * Told each lookup's outcome, synchronously within the call (tracing's span attribute); left
+   * unset without tracing, so the lookup does no more than before.
+   */
+  readonly onLookup?: ((lookup: CacheLookup) => void) | undefined;
 }
 
 /** What a policy's tokens need worked out once. */
@@ -52,7 +60,7 @@ interface Route {
  * Tokens that are not JWTs, or JWTs of no JWT issuer, go to the policy's opaque issuer if it has one.
  */
 export function createTokenVerifier(parts: TokenVerifierParts): TokenVerifier {
-  const { config, verifiers, cache, metrics } = parts;
+  const { config, verifiers, cache, metrics, onLookup } = parts;
   const isJwt = (iss: string) => config.issuers.get(iss)?.type === 'jwt';
   const routes = new Map<string, Route>();
   for (const policy of config.policies.values()) {
@@ -138,6 +146,7 @@ export function createTokenVerifier(parts: TokenVerifierParts): TokenVerifier {
     const hit = cache.get(key);
     if (hit !== undefined) {
       metrics?.cacheLookup('hit');
+      onLookup?.('hit');
       // Verified for another policy that reads tokens alike: this one may not accept its issuer.
       if (!policy.issuers.has(hit.identity.issuer))
         throw new VerifyError('issuer_not_allowed', '"iss" is not allowed by this policy');
@@ -147,7 +156,11 @@ export function createTokenVerifier(parts: TokenVerifierParts): TokenVerifier {
     // Shared per policy too: a verification checks the asking policy's issuers before any fetch.
     const flight = `${policyConfig.name}\u0000${key}`;
     const running = pending.get(flight);
-    if (running) return running;
+    if (running) {
+      onLookup?.('coalesced');
+      return running;
+    }
+    onLookup?.('miss');
     const started = verifyFresh(token, policy, key, flight);
     pending.set(flight, started);
     return started;

@@ -19,6 +19,7 @@ import { Counter } from 'prom-client';
 import type { Authorize } from '../decision/authorize.js';
 import type { Decision } from '../decision/decision.js';
 import type { Metrics } from '../metrics.js';
+import type { CacheLookup } from '../token/token-verifier.js';
 import { recordFetches } from './fetch-spans.js';
 import type { TracingSettings } from './otel-env.js';
 import { readTraceparent } from './trace-context.js';
@@ -26,6 +27,8 @@ import { readTraceparent } from './trace-context.js';
 /** What service.ts asks of tracing: a traced /verify, and a flush at shutdown. */
 export interface Tracing {
   traceAuthorize(authorize: Authorize, metrics: Metrics): Authorize;
+  /** The token verifier's lookup outcome (its `onLookup`), read into the request's span. */
+  readonly noteTokenCache: (lookup: CacheLookup) => void;
   shutdown(): Promise<void>;
 }
 
@@ -50,6 +53,9 @@ export async function startTracing(settings: TracingSettings): Promise<Tracing> 
   provider.register();
   const tracer = provider.getTracer('secret-gate-verifier');
   const stopFetches = recordFetches(tracer);
+  // The lookup of the request being decided: authorize calls the token verifier before it returns
+  // or first awaits, so between the call and its return no other request can set this.
+  let lookup: CacheLookup | undefined;
 
   return {
     traceAuthorize(authorize, metrics) {
@@ -78,7 +84,10 @@ export async function startTracing(settings: TracingSettings): Promise<Tracing> 
           },
           parent,
         );
+        lookup = undefined;
         const decided = context.with(trace.setSpan(parent, span), () => authorize(request));
+        // Absent when no token was looked up (no token, unknown policy).
+        if (lookup !== undefined) span.setAttribute('secret_gate.token_cache', lookup);
         // A cached token is decided at once (no promise); the span ends the same way for both.
         return decided instanceof Promise ? decided.then(finish) : finish(decided);
 
@@ -99,6 +108,9 @@ export async function startTracing(settings: TracingSettings): Promise<Tracing> 
           return decision;
         }
       };
+    },
+    noteTokenCache(outcome) {
+      lookup = outcome;
     },
     async shutdown() {
       stopFetches();
