@@ -234,8 +234,7 @@ export async function startOidcProvider(
         return fetch(input, rest);
       },
     });
-    if (options.tokenExchangeClient !== undefined)
-      registerTokenExchange(provider, () => keys);
+    if (options.tokenExchangeClient !== undefined) registerTokenExchange(provider, () => keys);
     handle = provider.callback();
   }
   build();
