@@ -19,17 +19,18 @@ const testSupportImport = {
 
 // Folders by concern inside verifier/src, arrows pointing inward (docs/architecture.md, "Layout"):
 // config/ is the innermost ring, then token/, then decision/ (which declares what it asks of its
-// plugins in decision/decision.ts); dpop/, revocation/ and cloudfront/ are plugins that implement
+// plugins in decision/decision.ts); dpop/, revocation/, cloudfront/ and minted/ are plugins that implement
 // those contracts, http/ is the transport edge, and only service.ts and main.ts (the composition
 // root) wire everything together. Each folder lists the folders it must never import.
 const FORBIDDEN = {
-  config: ['token', 'decision', 'http', 'dpop', 'revocation', 'cloudfront'],
-  token: ['decision', 'http', 'dpop', 'revocation', 'cloudfront'],
-  decision: ['http', 'dpop', 'revocation', 'cloudfront'],
-  http: ['dpop', 'revocation', 'cloudfront'],
-  dpop: ['http', 'revocation', 'cloudfront'],
-  revocation: ['http', 'dpop', 'cloudfront'],
-  cloudfront: ['http', 'dpop', 'revocation'],
+  config: ['token', 'decision', 'http', 'dpop', 'revocation', 'cloudfront', 'minted'],
+  token: ['decision', 'http', 'dpop', 'revocation', 'cloudfront', 'minted'],
+  decision: ['http', 'dpop', 'revocation', 'cloudfront', 'minted'],
+  http: ['dpop', 'revocation', 'cloudfront', 'minted'],
+  dpop: ['http', 'revocation', 'cloudfront', 'minted'],
+  revocation: ['http', 'dpop', 'cloudfront', 'minted'],
+  cloudfront: ['http', 'dpop', 'revocation', 'minted'],
+  minted: ['http', 'dpop', 'revocation', 'cloudfront'],
 };
 const compositionRoot = {
   regex: '^\\.\\./(service|main)\\.js$',
@@ -147,7 +148,7 @@ export default tseslint.config(
             harnessImport,
             testSupportImport,
             {
-              regex: '^\\./(decision|http|dpop|revocation|cloudfront)/',
+              regex: '^\\./(decision|http|dpop|revocation|cloudfront|minted)/',
               message: 'the shared top-level modules import no decision, transport or plugin code',
             },
           ],

@@ -2,7 +2,7 @@
 // (docs/minted/README.md). Each entry is the minting package's own schema; then each minter is
 // built once at start, so a missing or open key file stops `--check-config` naming the set's value.
 import { z } from 'zod';
-import { createMinter, mintEntrySchema, type MintEntry } from '../minted/minter-api.js';
+import { createMinter, mintEntrySchema, type MintEntry } from '@secret-gate/credential-minter';
 import { Deferred } from './values.js';
 
 /**
