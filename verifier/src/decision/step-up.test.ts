@@ -4,11 +4,10 @@ import { VerifyError } from '../errors.js';
 import type { Authentication, VerifiedToken } from '../token/verified-token.js';
 import { createRenderer, renderDecision } from '../http/verify-answer.js';
 import { deny as denied } from './decision.js';
+import { DIFFERENT_LEVEL, MORE_RECENT } from '../refusals.js';
 import {
   authenticatedUntil,
   checkAuthentication,
-  DIFFERENT_LEVEL,
-  MORE_RECENT,
   stepUpChallenge,
   type AuthenticationRequirement,
 } from './step-up.js';

@@ -1,18 +1,15 @@
 // Step-up (RFC 9470): a policy's authentication requirements (accepted `acr` values, required `amr`
 // methods, a maximum age of the sign-in) checked against a verified token on every request, cached
-// or not, as the scopes are. Pure: the token, the policy and the time in; the challenge is http/'s.
+// or not, as the scopes are. Pure: the token, the policy and the time in; its words are refusals.ts's.
 import type { EpochSeconds } from '../clock.js';
 import type { PolicyConfig } from '../config/model.js';
 import { VerifyError } from '../errors.js';
 import type { Authentication, VerifiedToken } from '../token/verified-token.js';
+import { DIFFERENT_LEVEL, MORE_RECENT } from '../refusals.js';
 import type { StepUpChallenge } from './decision.js';
 
 /** A policy's step-up settings; all unset: no requirement, and no work per request. */
 export type AuthenticationRequirement = Pick<PolicyConfig, 'acrValues' | 'amrValues' | 'maxAge'>;
-
-/** RFC 9470 §3's own `error_description`s: a class or methods missing, a sign-in too old. */
-export const DIFFERENT_LEVEL = 'A different authentication level is required';
-export const MORE_RECENT = 'More recent authentication is required';
 
 const NONE: Authentication = { acr: [], amr: [], authTime: undefined, tolerance: 0 };
 
@@ -78,16 +75,6 @@ export function stepUpChallenge(
     acrValues: policy.acrValues,
     maxAge: policy.maxAge,
   };
-}
-
-/**
- * The RFC 9470 §3 parameters of a step-up challenge: `acr_values` (space-separated, by preference)
- * and `max_age` (seconds), after the fixed description. Values come from the configuration only.
- */
-export function stepUpParameters({ description, acrValues, maxAge }: StepUpChallenge): string {
-  const acr = acrValues === undefined ? '' : `, acr_values="${acrValues.join(' ')}"`;
-  const age = maxAge === undefined ? '' : `, max_age="${maxAge}"`;
-  return `error="insufficient_user_authentication", error_description="${description}"${acr}${age}`;
 }
 
 /**

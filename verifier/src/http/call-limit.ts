@@ -5,10 +5,14 @@
 import { LRUCache } from 'lru-cache';
 import { systemClock, type Clock, type EpochSeconds } from '../clock.js';
 import type { VerifierConfig } from '../config/model.js';
+import { EDGE_MARKERS } from '../refusals.js';
 import type { VerifyAnswer } from './verify-answer.js';
 
 /** A 403, as auth_request takes no 429: NGINX turns the mark into 429 + Retry-After. */
-export const LIMITED: VerifyAnswer = { status: 403, headers: [['X-Auth-Challenge', 'limited']] };
+export const LIMITED: VerifyAnswer = {
+  status: 403,
+  headers: [['X-Auth-Challenge', EDGE_MARKERS.limited]],
+};
 
 // Callers without the header came around NGINX (a probe, a misrouted client): their socket address
 // would not tell them apart (a unix socket, a pod address only NGINX should reach), so they share

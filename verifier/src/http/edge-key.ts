@@ -4,20 +4,13 @@
 // client the call limit counts, nor push revocation events around NGINX's own limits.
 import { hash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
-import type { Answer } from '../decision/decision.js';
+import { UNKNOWN_CALLER } from '../refusals.js';
 import type { VerifyAnswer } from './verify-answer.js';
 
 /** /verify's refusal of a caller without the key: no challenge, never stored at the edge. */
 export const CALLER_UNKNOWN: VerifyAnswer = { status: 401, headers: [['X-Accel-Expires', '0']] };
-/** A receiver's refusal of the same. */
-export const CALLER_UNKNOWN_BODY: Answer = {
-  status: 401,
-  headers: [
-    ['Content-Type', 'application/json'],
-    ['Cache-Control', 'no-store'],
-  ],
-  body: JSON.stringify({ error: 'invalid_request', error_description: 'unknown caller' }),
-};
+/** A receiver's refusal of the same (a JSON body: refusals.ts). */
+export const CALLER_UNKNOWN_BODY = UNKNOWN_CALLER;
 
 const digest = (value: string): Buffer => hash('sha256', value, 'buffer');
 

@@ -15,6 +15,7 @@ import {
   type Receiver,
 } from '../decision/decision.js';
 import type { Metrics } from '../metrics.js';
+import { BODY_TOO_LARGE, METHOD_NOT_ALLOWED } from '../refusals.js';
 import { LIMITED } from './call-limit.js';
 import { CLIENT_KEY_HEADER, EDGE_KEY_HEADER, REQUEST_HEADERS } from './contract.js';
 import { CALLER_UNKNOWN, CALLER_UNKNOWN_BODY } from './edge-key.js';
@@ -52,17 +53,6 @@ export interface Routes {
 const TEXT: Header = ['Content-Type', 'text/plain; charset=utf-8'];
 const NO_STORE: Header = ['Cache-Control', 'no-store'];
 const NOT_FOUND: Answer = { status: 404, headers: [TEXT], body: 'not found\n' };
-const json = (status: number, body: unknown): Answer => ({
-  status,
-  headers: [['Content-Type', 'application/json'], NO_STORE],
-  body: JSON.stringify(body),
-});
-// A receiver path asked with another method than POST; a receiver body over the cap.
-const METHOD_NOT_ALLOWED = json(405, { error: 'invalid_request' });
-const BODY_TOO_LARGE = json(413, {
-  error: 'invalid_request',
-  error_description: 'the body is too large',
-});
 const CLIENT_KEY = CLIENT_KEY_HEADER.name.toLowerCase();
 const EDGE_KEY = EDGE_KEY_HEADER.name.toLowerCase();
 /** Status lines as uWS writes them (`204 No Content`), from node:http's reason phrases. */

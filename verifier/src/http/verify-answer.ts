@@ -3,8 +3,15 @@
 // and the transport writes the result verbatim.
 import { hash } from 'node:crypto';
 import type { Answer, Decision, Header } from '../decision/decision.js';
-import { stepUpParameters } from '../decision/step-up.js';
 import { statusFor } from '../errors.js';
+import {
+  BEARER_REALM,
+  EDGE_MARKERS,
+  insufficientScopeChallenge,
+  invalidTokenChallenge,
+  resourceMetadataParameter,
+  stepUpChallengeText,
+} from '../refusals.js';
 import { headerSafe, scopeHeader } from '../token/identity.js';
 import { createInterner } from '../intern.js';
 
@@ -28,8 +35,6 @@ const sharedPair = createInterner<Header>(10_000);
 /** An allow's `X-Auth-Client` and `X-Auth-Set` pairs, by issuer and client. */
 const identityPairs = createInterner<readonly [Header, Header]>(10_000);
 
-const BEARER = 'Bearer realm="secret-gate"';
-const INVALID = `${BEARER}, error="invalid_token"`;
 const NOT_STORED: Header = ['X-Accel-Expires', '0'];
 // `X-Accel-Expires`: how many seconds NGINX's decision cache may answer for this one; always sent,
 // so 0 ("do not store") is explicit on every answer NGINX must not reuse.
@@ -52,7 +57,7 @@ export interface RenderOptions {
  * challenges are fixed strings or interned per value.
  */
 export function createRenderer({ resourceMetadata }: RenderOptions = {}) {
-  const suffix = resourceMetadata === undefined ? '' : `, resource_metadata="${resourceMetadata}"`;
+  const suffix = resourceMetadataParameter(resourceMetadata);
   const denial = (status: 401 | 403, challenge?: string): VerifyAnswer => ({
     status,
     headers:
@@ -60,14 +65,14 @@ export function createRenderer({ resourceMetadata }: RenderOptions = {}) {
         ? [NOT_STORED]
         : [['WWW-Authenticate', challenge + suffix], NOT_STORED],
   });
-  const NO_TOKEN = denial(401, BEARER);
-  const INVALID_TOKEN = denial(401, INVALID);
+  const NO_TOKEN = denial(401, BEARER_REALM);
+  const INVALID_TOKEN = denial(401, invalidTokenChallenge());
   // A client id NGINX would have to alter (trim, cut, encode) to carry it; RFC 6750 has no code
   // for "valid token, unusable client", so it is an invalid_token with a description naming it.
-  const CLIENT_ID_INVALID = denial(401, `${INVALID}, error_description="client_id_invalid"`);
+  const CLIENT_ID_INVALID = denial(401, invalidTokenChallenge('client_id_invalid'));
   // A token over the documented size (16 KiB) is named, so NGINX's body can say why a valid token
   // of a generous IdP was refused (conf.d/default.conf maps the description to the body).
-  const TOKEN_TOO_LARGE = denial(401, `${INVALID}, error_description="token_too_large"`);
+  const TOKEN_TOO_LARGE = denial(401, invalidTokenChallenge('token_too_large'));
   const CLIENT_UNKNOWN = denial(403);
   /** A plugin's challenge (DPoP) with the metadata added; other headers as rendered. */
   const withMetadata = (headers: readonly Header[]): readonly Header[] =>
@@ -104,7 +109,7 @@ export function createRenderer({ resourceMetadata }: RenderOptions = {}) {
     if (status === 401 && decision.headers !== undefined)
       return { status, headers: withMetadata(decision.headers) };
     if (decision.stepUp !== undefined) {
-      const challenge = `${BEARER}, ${stepUpParameters(decision.stepUp)}${suffix}`;
+      const challenge = stepUpChallengeText(decision.stepUp) + suffix;
       return {
         status,
         headers: [sharedPair(`s ${challenge}`, () => ['WWW-Authenticate', challenge]), NOT_STORED],
@@ -117,8 +122,8 @@ export function createRenderer({ resourceMetadata }: RenderOptions = {}) {
     if (decision.reason === 'client_not_allowed')
       return { status, headers: [edgeExpires(decision)] };
     const required = decision.requiredScopes ?? [];
-    const scope = required.length > 0 ? `, scope="${scopeHeader(required).replace(/"/g, '')}"` : '';
-    const challenge = `${BEARER}, error="insufficient_scope"${scope}${suffix}`;
+    const scopes = required.length > 0 ? scopeHeader(required) : undefined;
+    const challenge = insufficientScopeChallenge(scopes) + suffix;
     const pair = sharedPair(`x ${challenge}`, () => ['X-Auth-Challenge', challenge] as const);
     return { status, headers: [pair, edgeExpires(decision)] };
   }
@@ -132,14 +137,14 @@ export function createRenderer({ resourceMetadata }: RenderOptions = {}) {
 const MINT_REFUSALS = new Map<Decision['reason'], VerifyAnswer>(
   (
     [
-      ['mint_claim_missing', 'mint_refused claim_missing'],
-      ['mint_exchange_refused', 'mint_failed exchange_refused'],
-      ['mint_exchange_failed', 'mint_failed exchange_failed'],
-      ['mint_key_unavailable', 'mint_failed key_unavailable'],
+      'mint_claim_missing',
+      'mint_exchange_refused',
+      'mint_exchange_failed',
+      'mint_key_unavailable',
     ] as const
-  ).map(([code, marker]) => [
+  ).map((code) => [
     code,
-    { status: 403, headers: [['X-Auth-Challenge', marker], NOT_STORED] },
+    { status: 403, headers: [['X-Auth-Challenge', EDGE_MARKERS[code]], NOT_STORED] },
   ]),
 );
 

@@ -8,6 +8,7 @@ import type { Answer, ReceivedRequest, Receiver } from '../decision/decision.js'
 import { fetchJson } from '../fetch-json.js';
 import type { Logger } from '../log.js';
 import type { Metrics, RevocationChannel } from '../metrics.js';
+import { jsonRefusal } from '../refusals.js';
 import type { EventVerifier } from './event-token.js';
 import { ReceiverError, type RefusalReason } from './receiver-error.js';
 import type { RevocationStore } from './store.js';
@@ -34,20 +35,12 @@ export interface ReceiverParts {
 }
 
 const NO_STORE: Answer['headers'] = [['Cache-Control', 'no-store']];
-const JSON_NO_STORE: Answer['headers'] = [['Content-Type', 'application/json'], ...NO_STORE];
-const json = (status: number, body: unknown): Answer => ({
-  status,
-  headers: JSON_NO_STORE,
-  body: JSON.stringify(body),
-});
 
 /** A push over the per-client bucket: 429, `Retry-After`, the token never verified. */
 function tooMany(parts: ReceiverParts): Answer {
-  return {
-    status: 429,
-    headers: [...JSON_NO_STORE, ['Retry-After', parts.retryAfter ?? '1']],
-    body: JSON.stringify({ error: 'too_many_requests' }),
-  };
+  return jsonRefusal(429, { error: 'too_many_requests' }, [
+    ['Retry-After', parts.retryAfter ?? '1'],
+  ]);
 }
 
 /** Refusals the sender should retry later (503): the token may be fine, we could not check it. */
@@ -171,7 +164,7 @@ export function createLogoutReceiver(parts: ReceiverParts, verify: EventVerifier
     if (refused === undefined) return { status: 200, headers: NO_STORE, body: '' };
     if (refused.reason === 'rate_limited') return tooMany(parts);
     const error = retryable(refused) ? 'temporarily_unavailable' : 'invalid_request';
-    return json(retryable(refused) ? 503 : 400, { error });
+    return jsonRefusal(retryable(refused) ? 503 : 400, { error });
   };
 }
 
@@ -187,7 +180,7 @@ export function createPushReceiver(parts: ReceiverParts, verify: EventVerifier):
     );
     if (refused === undefined) return { status: 202, headers: NO_STORE, body: '' };
     if (refused.reason === 'rate_limited') return tooMany(parts);
-    return json(retryable(refused) ? 503 : 400, setError(refused));
+    return jsonRefusal(retryable(refused) ? 503 : 400, setError(refused));
   };
 }
 
