@@ -58,16 +58,21 @@ function printedFrom(env: Record<string, string>, read: (path: string) => string
   return JSON.parse(printableConfig(loadConfig(env, read))) as Printed;
 }
 
-/** `npm start` (`own`: with `--issuer`) and `--config policies.json`, through the runner. */
-function runnerPrinted(own: boolean): Printed {
-  const issuer = own ? 'http://127.0.0.1:9181' : 'http://127.0.0.1:8081';
+const OWN_RUN_ISSUER = 'http://127.0.0.1:9181';
+
+/**
+ * `npm start` (`own`: with `--issuer`) and `--config policies.json` holding `file`, through the
+ * runner.
+ */
+function runnerPrinted(own: boolean, file: object = POLICIES): Printed {
+  const issuer = own ? OWN_RUN_ISSUER : 'http://127.0.0.1:8081';
   const run = runnerVerifierSettings({
     own: own ? { issuer, jwksUri: `${issuer}/jwks` } : undefined,
     issuer,
     audience: AUDIENCE,
     variables: {},
     policyFile: 'policies.json',
-    read: () => JSON.stringify(POLICIES),
+    read: () => JSON.stringify(file),
   });
   return printedFrom({ VERIFIER_CONFIG: 'run.json', ...run.env }, () =>
     JSON.stringify(run.document),
@@ -154,6 +159,10 @@ describe('one policy file in every run mode', () => {
 
   it.each([
     ['npm start -- --issuer', () => runnerPrinted(true)],
+    [
+      'npm start -- --issuer, the file as compose takes it',
+      () => runnerPrinted(true, wholeDocument({ type: 'jwt', issuer: OWN_RUN_ISSUER })),
+    ],
     [
       'docker compose (dev IdP)',
       () => composePrinted(['docker-compose.yaml'], {}, wholeDocument(composeDev.issuers[0])),
