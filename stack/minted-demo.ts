@@ -7,6 +7,9 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 
+/** The names of the demo's minted values in the `secret` set (what the SPA and the stress profile read). */
+export const MINTED_DEMO_VALUES = ['search-key', 'avatar-upload-url'] as const;
+
 /** Seconds each demo value lives unless the start asks otherwise (the end-to-end test asks less). */
 export const MINTED_DEMO_TTL_SECONDS = 300;
 
