@@ -1,16 +1,20 @@
 // `s3-presigned-url`: a SigV4 query-signed GET or PUT URL for one object whose key is templated
-// by the caller ("uploads/{sub}/avatar.png"), signed as the AWS SDK's presigner signs it; any
-// S3-compatible store (MinIO, R2, Ceph) checks it with the same credentials. The store refuses it
-// after `X-Amz-Expires`.
+// by the caller ("uploads/{sub}/avatar.png"). `aws4` signs; any S3-compatible store (MinIO, R2,
+// Ceph) checks it with the same credentials. The store refuses it after `X-Amz-Expires`.
 
+import aws4 from 'aws4';
 import type { EntryOf } from '../entry-schema.js';
 import { createKeyFile } from '../key-file.js';
 import { expiryFor } from '../lifetime.js';
 import { MintError } from '../mint-error.js';
-import { createSigV4QuerySigner, rfc3986, type SigV4Credentials } from '../sigv4-query.js';
 import { compileTemplate } from '../template.js';
 import { syncMint } from '../sync-mint.js';
 import type { Minter } from '../types.js';
+
+interface Credentials {
+  accessKeyId: string;
+  secretAccessKey: string;
+}
 
 export function createS3Minter(entry: EntryOf<'s3-presigned-url'>): Minter {
   const credentials = createKeyFile(entry.credentialsFile, 'credentialsFile', parseCredentials);
@@ -21,24 +25,45 @@ export function createS3Minter(entry: EntryOf<'s3-presigned-url'>): Minter {
   const host = forcePathStyle ? endpoint.host : `${bucket}.${endpoint.host}`;
   const prefix = `${endpoint.pathname.replace(/\/$/, '')}${forcePathStyle ? `/${encodeKey(bucket)}` : ''}/`;
   // The operation's name, as the AWS SDK adds it, so the two sign the same request.
-  const extra = [['x-id', method === 'GET' ? 'GetObject' : 'PutObject']] as const;
-  const sign = createSigV4QuerySigner({ method, host, region, service: 's3' });
+  const operation = method === 'GET' ? 'GetObject' : 'PutObject';
 
   return {
     kind: 's3-presigned-url',
     mint: syncMint((caller, now) => {
+      const { accessKeyId, secretAccessKey } = credentials.current();
       const issuedAt = Math.floor(now);
       const expiresAt = expiryFor(caller, now, entry.ttlSeconds);
-      const path = `${prefix}${encodeKey(objectKey(caller))}`;
-      const signed = sign(credentials.current(), {
-        path,
-        extra,
-        issuedAt,
-        expiresSeconds: expiresAt - issuedAt,
-      });
-      return { value: `${origin}${host}${signed}`, expiresAt };
+      const date = new Date(issuedAt * 1000).toISOString().replace(/[:-]|\.\d{3}/g, '');
+      const query =
+        `X-Amz-Content-Sha256=UNSIGNED-PAYLOAD&X-Amz-Date=${date}` +
+        `&X-Amz-Expires=${expiresAt - issuedAt}&x-id=${operation}`;
+      const signed = aws4.sign(
+        {
+          host,
+          method,
+          path: `${prefix}${encodeKey(objectKey(caller))}?${query}`,
+          service: 's3',
+          region,
+          signQuery: true,
+        },
+        { accessKeyId, secretAccessKey },
+      );
+      return { value: `${origin}${host}${sortQuery(signed.path ?? '')}`, expiresAt };
     }),
   };
+}
+
+/** Query parameters in code-point order of their names, as the AWS SDK writes a presigned URL. */
+function sortQuery(path: string): string {
+  const at = path.indexOf('?');
+  if (at < 0) return path;
+  const pairs = path.slice(at + 1).split('&');
+  pairs.sort((a, b) => {
+    const x = a.slice(0, a.indexOf('='));
+    const y = b.slice(0, b.indexOf('='));
+    return x < y ? -1 : x > y ? 1 : 0;
+  });
+  return `${path.slice(0, at)}?${pairs.join('&')}`;
 }
 
 /** A value put into the key must stay one path segment: no "/", no dot segment, no control. */
@@ -59,10 +84,18 @@ function hasControl(value: string): boolean {
 
 /** RFC 3986 encoding of each segment, as S3's SigV4 canonical URI wants it ("/" kept). */
 function encodeKey(key: string): string {
-  return key.split('/').map(rfc3986).join('/');
+  return key
+    .split('/')
+    .map((part) =>
+      encodeURIComponent(part).replace(
+        /[!'()*]/g,
+        (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
+      ),
+    )
+    .join('/');
 }
 
-function parseCredentials(bytes: Buffer): SigV4Credentials {
+function parseCredentials(bytes: Buffer): Credentials {
   let parsed: unknown;
   try {
     parsed = JSON.parse(bytes.toString('utf8'));
