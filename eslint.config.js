@@ -66,6 +66,9 @@ export default tseslint.config(
       // Reproductions of the original study's gates, kept as they were published (docs/study.md).
       'stresstest/baselines/**',
       'stresstest/compose/*.mjs',
+      // Scripts a container runs with plain node, no build (typed by their .d.mts, tested by
+      // test/integration/compose-file.test.ts).
+      'stack/compose/*.mjs',
     ],
   },
   js.configs.recommended,

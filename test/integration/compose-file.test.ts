@@ -3,7 +3,15 @@
 // on the same endpoints, and the same verifier policy.
 import { OTEL_VARIABLES } from '../../verifier/src/tracing/otel-env.js';
 import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse } from 'yaml';
@@ -11,6 +19,12 @@ import { describe, expect, it } from 'vitest';
 import { dockerNginxEnv, localNginxEnv, nginxDefaults } from '../../stack/nginx/render.js';
 import { REPO_ROOT } from '../../stack/start-stack.js';
 import { ENVIRONMENT } from '../../verifier/src/config/load.js';
+import { createMinter, type MintEntry } from '../../verifier/src/minted/minter-api.js';
+import {
+  COMPOSE_MINT_KEY_DIR,
+  MINTED_DEMO_VALUES,
+  mintedDemoSection,
+} from '../../stack/minted-demo.js';
 import {
   DEFAULT_PORTS,
   SERVICE_NAMES,
@@ -114,7 +128,11 @@ describe('docker-compose.yaml mirrors the local runner', () => {
   it('has the verifier make the edge key on a volume NGINX reads, through the group, read-only', () => {
     const verifier = service('verifier');
     const nginx = service('nginx');
-    expect(verifier.command).toEqual(['node', 'verifier/dist/main.js', '--make-edge-key']);
+    // After the minted values' parent keys (below), the verifier starts as the image does.
+    expect(verifier.command?.slice(0, 2)).toEqual(['sh', '-c']);
+    expect(verifier.command?.[2]).toMatch(
+      / && exec node verifier\/dist\/main\.js --make-edge-key$/,
+    );
     const keyFile = verifier.environment?.VERIFIER_EDGE_KEY_FILE ?? '';
     const nginxKeyFile = nginx.environment?.SG_EDGE_KEY_FILE ?? '';
     // The same named volume, the same file in it: the verifier's read-write, NGINX's read-only.
@@ -226,16 +244,20 @@ describe('docker-compose.yaml mirrors the local runner', () => {
     const { $schema: _schema, ...file } = JSON.parse(
       readFileSync(join(REPO_ROOT, (mount ?? '').split(':')[0] ?? ''), 'utf8'),
     ) as Record<string, unknown>;
-    expect(file).toEqual(
-      verifierConfig({
-        issuer: 'http://localhost:8081',
-        jwksUri: 'http://idp:8081/jwks',
-        audience: 'secret-gate-api',
-        // The dev IdP is reached by its service name over plain http: the explicit opt-in,
-        // without which the verifier refuses to start.
-        allowHttp: true,
-      }),
-    );
+    const runnerPolicy = verifierConfig({
+      issuer: 'http://localhost:8081',
+      jwksUri: 'http://idp:8081/jwks',
+      audience: 'secret-gate-api',
+      // The dev IdP is reached by its service name over plain http: the explicit opt-in,
+      // without which the verifier refuses to start.
+      allowHttp: true,
+    }) as { policies: Record<string, object> };
+    // `npm start`'s minted values in the `secret` set, over the keys on the compose volume.
+    const secret = {
+      ...runnerPolicy.policies.secret,
+      mint: mintedDemoSection(COMPOSE_MINT_KEY_DIR),
+    };
+    expect(file).toEqual({ ...runnerPolicy, policies: { ...runnerPolicy.policies, secret } });
   });
 
   it('takes your policy file, its sets and their values in one variable each (docs/configuration.md)', () => {
@@ -342,6 +364,99 @@ describe('docker-compose.yaml mirrors the local runner', () => {
       );
     },
   );
+});
+
+describe("docker-compose.yaml's minted values, as npm start's", () => {
+  const verifier = service('verifier');
+  const mounted = (target: string) =>
+    verifier.volumes?.map((volume) => volume.split(':')).find(([, at]) => at === target);
+  /** The key script as the verifier's command runs it, on a fresh directory. */
+  const runScript = (dir: string) => {
+    const [source = ''] = mounted('/etc/secret-gate/minted-demo-keys.mjs') ?? [];
+    return spawnSync(process.execPath, [join(REPO_ROOT, source), dir], { encoding: 'utf8' });
+  };
+  const composeMint = () =>
+    (
+      JSON.parse(readFileSync(join(REPO_ROOT, 'stack/compose/verifier.json'), 'utf8')) as {
+        policies: { secret: { mint: Record<string, MintEntry> } };
+      }
+    ).policies.secret.mint;
+
+  it("keeps the parent keys on a volume of their own, the verifier's only, and runs the script first", () => {
+    expect(mounted(COMPOSE_MINT_KEY_DIR)).toEqual(['mint-keys', COMPOSE_MINT_KEY_DIR]);
+    expect(compose.volumes).toHaveProperty('mint-keys');
+    expect(mounted('/etc/secret-gate/minted-demo-keys.mjs')).toEqual([
+      './stack/compose/minted-demo-keys.mjs',
+      '/etc/secret-gate/minted-demo-keys.mjs',
+      'ro',
+    ]);
+    expect(verifier.command?.[2]).toMatch(
+      new RegExp(`^node /etc/secret-gate/minted-demo-keys\\.mjs ${COMPOSE_MINT_KEY_DIR} && `),
+    );
+    for (const volume of service('nginx').volumes ?? []) expect(volume).not.toMatch(/^mint-keys:/);
+    // The image holds the empty directory (the volume takes its owner and mode), never a key.
+    const dockerfile = readFileSync(join(REPO_ROOT, 'verifier/Dockerfile'), 'utf8');
+    expect(dockerfile).toContain(`install -d -o node -g node -m 0700 ${COMPOSE_MINT_KEY_DIR}`);
+    expect(dockerfile).not.toMatch(/minted-demo-keys|mint-.*\.key/);
+  });
+
+  it('makes owner-only keys at the first start, silently, and keeps them at the next', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sg-mint-keys-'));
+    try {
+      const first = runScript(dir);
+      expect([first.status, first.stdout, first.stderr]).toEqual([0, '', '']);
+      const files = readdirSync(dir).sort();
+      expect(files).toHaveLength(2);
+      const contents = files.map((name) => readFileSync(join(dir, name), 'utf8'));
+      for (const name of files) expect(statSync(join(dir, name)).mode & 0o777).toBe(0o600);
+      const again = runScript(dir);
+      expect([again.status, again.stdout, again.stderr]).toEqual([0, '', '']);
+      expect(files.map((name) => readFileSync(join(dir, name), 'utf8'))).toEqual(contents);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("mints the spa-demo set's Algolia key and S3 upload URL from those keys, per user", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'sg-mint-keys-'));
+    try {
+      expect(runScript(dir).status).toBe(0);
+      const now = Math.floor(Date.now() / 1000);
+      const user = (sub: string) => ({
+        iss: 'http://localhost:8081',
+        sub,
+        clientId: 'spa-demo',
+        scopes: ['secrets:read'],
+        claims: {},
+        exp: now + 3600,
+        token: 'unused',
+      });
+      const mint = composeMint();
+      expect(Object.keys(mint)).toEqual([...MINTED_DEMO_VALUES]);
+      // Each of the file's entries, its key files read from where the script wrote them.
+      const minterOf = (entry: MintEntry | undefined) =>
+        createMinter(
+          JSON.parse(
+            JSON.stringify(entry).replaceAll(`${COMPOSE_MINT_KEY_DIR}/`, `${dir}/`),
+          ) as MintEntry,
+        );
+      for (const [name, entry] of Object.entries(mint)) {
+        const minter = minterOf(entry);
+        const [ana, ben] = [
+          await minter.mint(user('ana'), now),
+          await minter.mint(user('ben'), now),
+        ];
+        expect(ana.expiresAt, name).toBe(now + 300);
+        expect(ana.value, name).not.toBe(ben.value);
+      }
+      const upload = await minterOf(mint['avatar-upload-url']).mint(user('ana'), now);
+      expect(upload.value).toMatch(
+        /^http:\/\/127\.0\.0\.1:9000\/dev-uploads\/uploads\/ana\/avatar\.png\?X-Amz-Algorithm=AWS4-HMAC-SHA256&/,
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
 
 describe('the NGINX image entrypoint', () => {

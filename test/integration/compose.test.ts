@@ -12,6 +12,7 @@ import {
 } from 'testcontainers';
 import { afterAll, beforeAll, describe } from 'vitest';
 import { createIdpClient } from '../../stack/idp-client.js';
+import { MINTED_DEMO_VALUES } from '../../stack/minted-demo.js';
 import { freePort } from '../../stack/ports.js';
 import { waitForHttp } from '../../stack/service-process.js';
 import { REPO_ROOT } from '../../stack/start-stack.js';
@@ -61,6 +62,8 @@ async function createTarget(ports: Record<'idp' | 'nginx', number>): Promise<Gat
     // The issuer tokens carry: the compose file's, whatever port the host reaches the IdP on.
     urls: { hello: `${gate}/hello`, secret: `${gate}/secret`, issuer: 'http://localhost:8081' },
     audience: 'secret-gate-api',
+    // The `secret` set's per-user values, as `npm start` serves them (stack/minted-demo.ts).
+    mintedValues: MINTED_DEMO_VALUES,
     mintToken: (options) => idp.mintToken(options),
     rotateKey: async () => {
       await idp.rotateKey();

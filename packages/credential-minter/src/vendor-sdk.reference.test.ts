@@ -180,12 +180,12 @@ describe('s3-presigned-url', () => {
     secretAccessKey: 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY',
   };
   const credentialsFile = keys.write('s3.json', JSON.stringify(credentials));
-  const signingDate = new Date(NOW * 1000);
 
   const reference = (
     method: 'GET' | 'PUT',
     key: string,
     client: ConstructorParameters<typeof S3Client>[0],
+    signingDate = new Date(NOW * 1000),
   ): Promise<string> => {
     const s3 = new S3Client({
       credentials, // Checksums off, as for any presigned URL a browser uses (the SDK would add its own).
@@ -227,6 +227,28 @@ describe('s3-presigned-url', () => {
       expect(minted).toEqual({ value: url, expiresAt: NOW + 300 });
     },
   );
+
+  it('one minter signs with each UTC day’s own key, as the SDK does on either side of midnight', async () => {
+    const entry = minter({
+      kind: 's3-presigned-url',
+      method: 'PUT',
+      bucket: 'user-files',
+      key: 'uploads/{sub}/avatar.png',
+      region: 'eu-west-1',
+      credentialsFile,
+    });
+    const user = caller({ exp: NOW + 2 * 86_400 });
+    const beforeMidnight = NOW + 12 * 3600 - 1;
+    for (const at of [NOW, beforeMidnight, beforeMidnight + 1, NOW]) {
+      const url = await reference(
+        'PUT',
+        'uploads/user-42/avatar.png',
+        { region: 'eu-west-1' },
+        new Date(at * 1000),
+      );
+      expect((await entry.mint(user, at)).value).toBe(url);
+    }
+  });
 
   it('refuses a caller whose claim would leave the templated folder', async () => {
     const entry = minter({
