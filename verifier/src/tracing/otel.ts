@@ -21,6 +21,8 @@ import type { Decision } from '../decision/decision.js';
 import type { Metrics } from '../metrics.js';
 import type { CacheLookup } from '../token/token-verifier.js';
 import { recordFetches } from './fetch-spans.js';
+import { recordRedisCalls } from './redis-spans.js';
+import { recordWork } from './work-spans.js';
 import type { TracingSettings } from './otel-env.js';
 import { readTraceparent } from './trace-context.js';
 
@@ -52,7 +54,7 @@ export async function startTracing(settings: TracingSettings): Promise<Tracing> 
   // The AsyncLocalStorage context manager: a child span (a key set fetch) finds its request's span.
   provider.register();
   const tracer = provider.getTracer('secret-gate-verifier');
-  const stopFetches = recordFetches(tracer);
+  const stops = [recordFetches(tracer), recordRedisCalls(tracer), recordWork(tracer)];
   // The lookup of the request being decided: authorize calls the token verifier before it returns
   // or first awaits, so between the call and its return no other request can set this.
   let lookup: CacheLookup | undefined;
@@ -113,7 +115,7 @@ export async function startTracing(settings: TracingSettings): Promise<Tracing> 
       lookup = outcome;
     },
     async shutdown() {
-      stopFetches();
+      for (const stop of stops) stop();
       await provider.shutdown();
     },
   };
