@@ -3,12 +3,9 @@
 // cookies a `cloudfront.sign` span, both children of the decision's SERVER span, exported over
 // OTLP/HTTP to a receiver in this process. Neither carries a key, a `jti` or a signature.
 import { readFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
 import { fileURLToPath } from 'node:url';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { freePort } from '../../stack/ports.js';
 import { loadConfig } from '../../verifier/src/config/load.js';
 import { createVerifierService, type VerifierService } from '../../verifier/src/service.js';
 import {
@@ -18,23 +15,17 @@ import {
 } from '../../verifier/src/testing/fixtures.js';
 import { boundRequest, dpopFile, until } from '../../verifier/src/testing/replicas.js';
 import { startTracing, type Tracing } from '../../verifier/src/tracing/otel.js';
+import {
+  attributeOf,
+  SPAN_KIND_CLIENT,
+  SPAN_KIND_INTERNAL,
+  SPAN_KIND_SERVER,
+  startOtlpReceiver,
+  type OtlpReceiver,
+  type OtlpSpan,
+} from '../support/otlp-receiver.js';
 import { startRedisServer, type RedisServer } from '../support/redis-server.js';
 
-interface OtlpSpan {
-  traceId: string;
-  spanId: string;
-  parentSpanId?: string;
-  name: string;
-  kind: number;
-  attributes: { key: string; value: Record<string, unknown> }[];
-}
-interface OtlpBody {
-  resourceSpans: { scopeSpans: { spans: OtlpSpan[] }[] }[];
-}
-
-const SPAN_KIND_INTERNAL = 1;
-const SPAN_KIND_SERVER = 2;
-const SPAN_KIND_CLIENT = 3;
 const ORIGIN = 'https://gate.example.com';
 const KEY_FILE = fileURLToPath(
   new URL('../fixtures/cloudfront/rsa-2048.pkcs8.pem', import.meta.url),
@@ -43,46 +34,24 @@ const TRACE = '7af92f3577b34da6a3ce929d0e0e4736';
 const traceparent = (n: number) =>
   `00-${TRACE.slice(0, -2)}${String(n).padStart(2, '0')}-00f067aa0ba902b7-01`;
 
-let receiver: Server;
+let receiver: OtlpReceiver;
 let redis: RedisServer;
 let jwks: JwksServer;
 let tracing: Tracing;
 let service: VerifierService;
-const bodies: string[] = [];
-const spans = () =>
-  bodies.flatMap((body) =>
-    (JSON.parse(body) as OtlpBody).resourceSpans.flatMap((r) =>
-      r.scopeSpans.flatMap((s) => s.spans),
-    ),
-  );
-const attribute = (span: OtlpSpan, key: string) => {
-  const value = span.attributes.find((a) => a.key === key)?.value;
-  return value && Object.values(value)[0];
-};
+const spans = () => receiver.spans();
+const attribute = attributeOf;
 
 /** The spans of `traceId` once its SERVER span has been exported. */
 async function traceOf(traceId: string): Promise<OtlpSpan[]> {
-  for (let i = 0; i < 100; i++) {
-    const found = spans().filter((s) => s.traceId === traceId);
-    if (found.some((s) => s.kind === SPAN_KIND_SERVER)) return found;
-    await sleep(50);
-  }
-  throw new Error(`no SERVER span of trace ${traceId}`);
+  await receiver.serverSpan(traceId);
+  return spans().filter((s) => s.traceId === traceId);
 }
 
 beforeAll(async () => {
-  const port = await freePort();
-  receiver = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      if (req.url === '/v1/traces') bodies.push(Buffer.concat(chunks).toString('utf8'));
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-    });
-  });
-  await new Promise<void>((resolve) => receiver.listen(port, '127.0.0.1', resolve));
+  receiver = await startOtlpReceiver();
   [redis, jwks] = await Promise.all([startRedisServer(), startJwksServer(['rsaA', 'ec'])]);
-  vi.stubEnv('OTEL_EXPORTER_OTLP_ENDPOINT', `http://127.0.0.1:${port}`);
+  vi.stubEnv('OTEL_EXPORTER_OTLP_ENDPOINT', receiver.endpoint);
   vi.stubEnv('OTEL_BSP_SCHEDULE_DELAY', '20');
   tracing = await startTracing({ protocol: 'http/json', serviceName: 'test' });
   vi.unstubAllEnvs();
@@ -111,7 +80,6 @@ afterAll(async () => {
   await service?.stop();
   await tracing?.shutdown().catch(() => undefined);
   await Promise.all([redis?.stop(), jwks?.close()]);
-  receiver?.closeAllConnections();
   receiver?.close();
 });
 
@@ -128,7 +96,7 @@ describe('child spans of a decision', () => {
     for (const span of redisSpans) {
       expect(span.kind).toBe(SPAN_KIND_CLIENT);
       expect(span.parentSpanId).toBe(server.spanId);
-      expect(attribute(span, 'server.port')).toBe(redis.port);
+      expect(attribute(span, 'server.port')).toBe(String(redis.port));
     }
     const signing = traced.find((s) => s.name === 'cloudfront.sign');
     expect(signing?.kind).toBe(SPAN_KIND_INTERNAL);
