@@ -205,7 +205,9 @@ async function verifierRows(): Promise<string[]> {
   jwks.close();
   receiver.close();
   const off = best.get('off')!;
-  const goal: Record<string, number> = { 'off + header': 1, '1 %': 5, '100 %': 15 };
+  // Issue 37's goals against `off`; `off + header` has none of its own (NGINX's trace context on,
+  // the verifier's OpenTelemetry off): it shows what the trace id in the logs costs by itself.
+  const goal: Record<string, number> = { '1 %': 5, '100 %': 15 };
   const lines = [
     `verifier: wrk -t1 -c${CONNECTIONS} -d${SECONDS}s, server on cpu 0, wrk on cpu ${LOAD_CPU}; best of 2 rounds by CPU; ${(spansBytes / 1024).toFixed(0)} KiB of spans received`,
     'mode            cached req/s  µs CPU/req  cost    distinct req/s  µs CPU/req  cost    goal',
