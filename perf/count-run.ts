@@ -38,6 +38,10 @@ export interface CountRunOptions {
   /** Scratch directory for the stack, the dumps and the summaries. */
   readonly dir: string;
   readonly log?: (line: string) => void;
+  /** Only these rows (COUNT_ROW_NAMES values); all when unset. */
+  readonly rows?: readonly string[];
+  /** More NGINX settings for every stack (`SG_TRACE_CONTEXT=on`, for bench:tracing). */
+  readonly nginxEnv?: Readonly<Record<string, string>>;
 }
 
 interface Request {
@@ -170,11 +174,13 @@ async function onOneConnection(
  */
 export async function runNginxCounts(options: CountRunOptions): Promise<CountRow[]> {
   const counted = new Map<string, CountRow>();
+  const wanted = ROWS.filter((plan) => options.rows?.includes(plan.name) ?? true);
   for (const cloudFront of [false, true]) {
-    const plans = ROWS.filter((plan) => plan.cloudFront === cloudFront);
+    const plans = wanted.filter((plan) => plan.cloudFront === cloudFront);
+    if (plans.length === 0) continue;
     for (const row of await countOnOneStack(plans, cloudFront, options)) counted.set(row.name, row);
   }
-  return ROWS.map((plan) => counted.get(plan.name)!);
+  return wanted.map((plan) => counted.get(plan.name)!);
 }
 
 /** Counts `plans` on a stack of their own; the stack is started and stopped here. */
@@ -196,6 +202,7 @@ async function countOnOneStack(
         ...LOAD_TEST_NGINX_ENV,
         SG_WORKER_PROCESSES: '1',
         SG_CLOUDFRONT_COOKIES: cloudFront ? 'on' : 'off',
+        ...options.nginxEnv,
       },
       // The DPoP rows' proofs are signed before their row starts.
       verifier: {

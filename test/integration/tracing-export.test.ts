@@ -1,5 +1,6 @@
 // The export side of verifier/src/tracing/otel.ts against OTLP endpoints that fail: decisions never wait for
-// an export, and every span that is not delivered is counted.
+// an export, and every span that is not delivered is counted. And the sampler's say: a request NGINX
+// marked unsampled makes no span under a parent-based sampler, and still does under one that is not.
 import { createServer, type Server } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -8,6 +9,7 @@ import { allow } from '../../verifier/src/decision/decision.js';
 import type { Authorize } from '../../verifier/src/decision/authorize.js';
 import { createMetrics } from '../../verifier/src/metrics.js';
 import { startTracing, type Tracing } from '../../verifier/src/tracing/otel.js';
+import { startOtlpReceiver, type OtlpReceiver } from '../support/otlp-receiver.js';
 
 const identity = { sub: 'alice', client: 'spa-demo', scopes: [], issuer: 'https://idp' };
 const decide: Authorize = () => Promise.resolve(allow(identity));
@@ -70,5 +72,43 @@ describe('an OTLP endpoint that is down or slow', () => {
     expect(await dropped(metrics, 'export_failed')).toBe(4);
     await tracing.shutdown().catch(() => undefined);
     refusing.close();
+  });
+});
+
+describe('a parent NGINX marked unsampled', () => {
+  let receiver: OtlpReceiver;
+  beforeAll(async () => {
+    receiver = await startOtlpReceiver();
+  });
+  afterAll(() => receiver.close());
+  const traceOf = (n: number) => String(n).padStart(32, 'c');
+  const parent = (n: number, flags: string) => `00-${traceOf(n)}-00f067aa0ba902b7-${flags}`;
+
+  async function exported(sampler: string | undefined, n: number): Promise<string[]> {
+    vi.stubEnv('OTEL_EXPORTER_OTLP_ENDPOINT', receiver.endpoint);
+    vi.stubEnv('OTEL_BSP_SCHEDULE_DELAY', '10');
+    if (sampler !== undefined) vi.stubEnv('OTEL_TRACES_SAMPLER', sampler);
+    const tracing = await startTracing({ protocol: 'http/json', serviceName: 'test' });
+    vi.unstubAllEnvs();
+    const authorize = tracing.traceAuthorize(
+      decide,
+      createMetrics({ size: 0, bytes: 0 }, new Map(), false),
+    );
+    expect((await authorize({ traceparent: parent(n, '00') })).outcome).toBe('allow');
+    expect((await authorize({ traceparent: parent(n + 1, '01') })).outcome).toBe('allow');
+    await receiver.serverSpan(traceOf(n + 1));
+    await tracing.shutdown();
+    return receiver
+      .spans()
+      .map((s) => s.traceId)
+      .filter((id) => id === traceOf(n) || id === traceOf(n + 1));
+  }
+
+  it('is decided without a span under the default parent-based sampler, a sampled one is exported', async () => {
+    expect(await exported(undefined, 10)).toEqual([traceOf(11)]);
+  });
+
+  it('still gets its span when the sampler ignores the parent (always_on)', async () => {
+    expect((await exported('always_on', 20)).sort()).toEqual([traceOf(20), traceOf(21)]);
   });
 });

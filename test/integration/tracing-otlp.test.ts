@@ -1,111 +1,79 @@
 // One trace per secret fetch, end to end: real NGINX, the built verifier with OTEL_* set and the
-// dev IdP, as `npm start` runs them, exporting OTLP/HTTP (http/json) to a receiver in this process.
-// The client's trace id must be in NGINX's access log, the verifier's SERVER span (its parent
-// NGINX's span id), the key set fetch's CLIENT span and the decision log line; and no token or
-// secret value in any span or log line.
-import { createServer, type Server } from 'node:http';
+// dev IdP, as `npm start` runs them, exporting OTLP/HTTP to a receiver in this process, once for
+// each protocol the specification's OTEL_EXPORTER_OTLP_PROTOCOL offers here (http/json, and
+// http/protobuf read with the official opentelemetry-proto definitions). The client's trace id must
+// be in NGINX's access log, the verifier's SERVER span (its parent NGINX's span id), the key set
+// fetch's CLIENT span and the decision log line; and no token or secret value in any span or log
+// line.
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Stack } from '../../stack/start-stack.js';
-import { freePort } from '../../stack/ports.js';
+import {
+  attributeOf as attribute,
+  SPAN_KIND_CLIENT,
+  startOtlpReceiver,
+  type OtlpReceiver,
+} from '../support/otlp-receiver.js';
 import { allSecretValues } from '../support/secrets.js';
 import { startSuiteStack, SUITE_OPTIONS } from '../support/local-target.js';
 
-/** A span as OTLP/JSON writes it (ids in hex; opentelemetry-proto's JSON mapping). */
-interface OtlpSpan {
-  traceId: string;
-  spanId: string;
-  parentSpanId?: string;
-  name: string;
-  kind: number;
-  attributes: { key: string; value: { stringValue?: string; boolValue?: boolean } }[];
-}
-interface OtlpBody {
-  resourceSpans: { scopeSpans: { spans: OtlpSpan[] }[] }[];
-}
-
-const SPAN_KIND_SERVER = 2;
-const SPAN_KIND_CLIENT = 3;
 const CLIENT_TRACE = '5cf92f3577b34da6a3ce929d0e0e4736';
 
-let stack: Stack;
-let receiver: Server;
-const bodies: string[] = [];
-const spans = () =>
-  bodies.flatMap((body) =>
-    (JSON.parse(body) as OtlpBody).resourceSpans.flatMap((r) =>
-      r.scopeSpans.flatMap((s) => s.spans),
-    ),
-  );
-const attribute = (span: OtlpSpan, key: string) =>
-  span.attributes.find((a) => a.key === key)?.value.stringValue;
+describe.sequential.each([
+  ['http/json', 'application/json'],
+  ['http/protobuf', 'application/x-protobuf'],
+])('one trace per secret fetch, exported as %s', (protocol, contentType) => {
+  let stack: Stack;
+  let receiver: OtlpReceiver;
+  const spans = () => receiver.spans();
+  const serverSpan = (traceId: string) => receiver.serverSpan(traceId);
 
-beforeAll(async () => {
-  const port = await freePort();
-  receiver = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      if (req.url === '/v1/traces') bodies.push(Buffer.concat(chunks).toString('utf8'));
-      res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-    });
-  });
-  await new Promise<void>((resolve) => receiver.listen(port, '127.0.0.1', resolve));
-  stack = await startSuiteStack({
-    env: {
-      ...SUITE_OPTIONS.env,
-      nginx: { ...SUITE_OPTIONS.env?.nginx, SG_TRACE_CONTEXT: 'on' },
-      verifier: {
-        ...SUITE_OPTIONS.env?.verifier,
-        OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`,
-        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
-        OTEL_BSP_SCHEDULE_DELAY: '50',
+  beforeAll(async () => {
+    receiver = await startOtlpReceiver();
+    stack = await startSuiteStack({
+      env: {
+        ...SUITE_OPTIONS.env,
+        nginx: { ...SUITE_OPTIONS.env?.nginx, SG_TRACE_CONTEXT: 'on' },
+        verifier: {
+          ...SUITE_OPTIONS.env?.verifier,
+          OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint,
+          OTEL_EXPORTER_OTLP_PROTOCOL: protocol,
+          OTEL_BSP_SCHEDULE_DELAY: '50',
+        },
       },
-    },
+    });
+  }, 180_000);
+  afterAll(async () => {
+    await stack?.stop();
+    receiver?.close();
   });
-}, 180_000);
-afterAll(async () => {
-  await stack?.stop();
-  receiver?.closeAllConnections();
-  receiver?.close();
-});
 
-async function accessLog(): Promise<Record<string, string>[]> {
-  const text = await readFile(path.join(stack.files.nginxPrefix, 'logs', 'access.log'), 'utf8');
-  return text
-    .trim()
-    .split('\n')
-    .map((line) => JSON.parse(line) as Record<string, string>);
-}
-/** The access log line of the request made after `before` lines: NGINX writes it after answering. */
-async function lineAfter(before: number): Promise<Record<string, string> | undefined> {
-  for (let i = 0; i < 100; i++) {
-    const lines = await accessLog();
-    if (lines.length > before) return lines.at(-1);
-    await sleep(20);
+  async function accessLog(): Promise<Record<string, string>[]> {
+    const text = await readFile(path.join(stack.files.nginxPrefix, 'logs', 'access.log'), 'utf8');
+    return text
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as Record<string, string>);
   }
-  throw new Error('NGINX wrote no access log line');
-}
-async function decisionLines(): Promise<Record<string, unknown>[]> {
-  const text = await readFile(stack.files.logs.verifier, 'utf8');
-  return text
-    .split('\n')
-    .filter((line) => line.includes('"decision_log"'))
-    .map((line) => JSON.parse(line) as Record<string, unknown>);
-}
-/** Waits for the batch processor to send the SERVER span of `traceId`. */
-async function serverSpan(traceId: string): Promise<OtlpSpan> {
-  for (let i = 0; i < 100; i++) {
-    const found = spans().find((s) => s.traceId === traceId && s.kind === SPAN_KIND_SERVER);
-    if (found) return found;
-    await sleep(50);
+  /** The access log line of the request made after `before` lines: NGINX writes it after answering. */
+  async function lineAfter(before: number): Promise<Record<string, string> | undefined> {
+    for (let i = 0; i < 100; i++) {
+      const lines = await accessLog();
+      if (lines.length > before) return lines.at(-1);
+      await sleep(20);
+    }
+    throw new Error('NGINX wrote no access log line');
   }
-  throw new Error(`no SERVER span of trace ${traceId}`);
-}
+  async function decisionLines(): Promise<Record<string, unknown>[]> {
+    const text = await readFile(stack.files.logs.verifier, 'utf8');
+    return text
+      .split('\n')
+      .filter((line) => line.includes('"decision_log"'))
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+  }
 
-describe.sequential('one trace per secret fetch', () => {
   const tokens: string[] = [];
 
   it("carries the client's trace id through NGINX's log, the verifier's span, its key set fetch and the decision log", async () => {
@@ -179,11 +147,12 @@ describe.sequential('one trace per secret fetch', () => {
   it('writes no token and no secret value into any span or log line', async () => {
     await sleep(200);
     const everything = [
-      ...bodies,
+      ...receiver.raw,
       await readFile(stack.files.logs.verifier, 'utf8'),
       await readFile(path.join(stack.files.nginxPrefix, 'logs', 'access.log'), 'utf8'),
     ].join('\n');
-    expect(bodies.length).toBeGreaterThan(0);
+    expect(receiver.raw.length).toBeGreaterThan(0);
+    expect([...receiver.contentTypes]).toEqual([contentType]);
     for (const token of tokens)
       for (const part of token.split('.')) expect(everything).not.toContain(part);
     for (const value of allSecretValues()) expect(everything).not.toContain(value);

@@ -4,6 +4,7 @@ import { createCloudFrontSigner, type SignedCookies } from '@secret-gate/cloudfr
 import type { Grant, Header } from '../decision/decision.js';
 import type { Logger } from '../log.js';
 import type { CloudFrontGateConfig } from '../config/cloudfront.js';
+import { traceWork } from '../tracing/work-channel.js';
 
 /** The answer headers this plugin renders (docs/architecture.md's /verify table). */
 export const CLOUDFRONT_HEADERS = [
@@ -70,7 +71,17 @@ export function createCloudFrontGrant(config: CloudFrontGateConfig, logger: Logg
       if (limit <= now) return [];
       const bucketed = Math.floor(limit / bucket) * bucket;
       const expires = bucket > 1 && bucketed > now ? bucketed : limit;
-      const signed = await signer.signCookies({ resource: config.resource, expires, now });
+      // The span names the key pair and the hash, never the policy document or a signature.
+      const signed = await traceWork(
+        {
+          name: 'cloudfront.sign',
+          attributes: {
+            'secret_gate.cloudfront.key_pair_id': config.keyPairId,
+            'secret_gate.cloudfront.expires': expires,
+          },
+        },
+        () => signer.signCookies({ resource: config.resource, expires, now }),
+      );
       return cloudFrontHeaders(signed, path, config.cookieDomain);
     } catch (error) {
       logger.error({ err: (error as Error).message }, 'CloudFront signing failed');

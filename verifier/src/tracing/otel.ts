@@ -11,7 +11,12 @@ import {
   TraceFlags,
 } from '@opentelemetry/api';
 import type { Context } from '@opentelemetry/api';
-import { ExportResultCode, getNumberFromEnv, type ExportResult } from '@opentelemetry/core';
+import {
+  ExportResultCode,
+  getNumberFromEnv,
+  getStringFromEnv,
+  type ExportResult,
+} from '@opentelemetry/core';
 import { detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import type { ReadableSpan, SpanExporter, SpanProcessor } from '@opentelemetry/sdk-trace-base';
@@ -21,8 +26,10 @@ import type { Decision } from '../decision/decision.js';
 import type { Metrics } from '../metrics.js';
 import type { CacheLookup } from '../token/token-verifier.js';
 import { recordFetches } from './fetch-spans.js';
+import { recordRedisCalls } from './redis-spans.js';
+import { recordWork } from './work-spans.js';
 import type { TracingSettings } from './otel-env.js';
-import { readTraceparent } from './trace-context.js';
+import { readTraceparent, type TraceContext } from './trace-context.js';
 
 /** What service.ts asks of tracing: a traced /verify, and a flush at shutdown. */
 export interface Tracing {
@@ -52,7 +59,12 @@ export async function startTracing(settings: TracingSettings): Promise<Tracing> 
   // The AsyncLocalStorage context manager: a child span (a key set fetch) finds its request's span.
   provider.register();
   const tracer = provider.getTracer('secret-gate-verifier');
-  const stopFetches = recordFetches(tracer);
+  // A parent-based sampler (the default) records nothing under a parent NGINX marked unsampled;
+  // `always_on` or `traceidratio` decide for themselves, so only these skip the span below.
+  const followsParent = (getStringFromEnv('OTEL_TRACES_SAMPLER') ?? 'parentbased_always_on')
+    .toLowerCase()
+    .startsWith('parentbased_');
+  const stops = [recordFetches(tracer), recordRedisCalls(tracer), recordWork(tracer)];
   // The lookup of the request being decided: authorize calls the token verifier before it returns
   // or first awaits, so between the call and its return no other request can set this.
   let lookup: CacheLookup | undefined;
@@ -71,7 +83,12 @@ export async function startTracing(settings: TracingSettings): Promise<Tracing> 
        * malformed one: a root span). Never a token, proof or claim value in an attribute.
        */
       return function tracedAuthorize(request) {
-        const parent = parentContext(request.traceparent);
+        const incoming = readTraceparent(request.traceparent);
+        // Not sampled at the edge: the span would record nothing, and making it (ids, contexts,
+        // the sampler, an async context) is most of what tracing costs a request, so a request
+        // NGINX left out costs what it does with tracing off (docs/performance.md).
+        if (followsParent && incoming !== undefined && !incoming.sampled) return authorize(request);
+        const parent = parentContext(incoming);
         const span = tracer.startSpan(
           'verify',
           {
@@ -113,15 +130,14 @@ export async function startTracing(settings: TracingSettings): Promise<Tracing> 
       lookup = outcome;
     },
     async shutdown() {
-      stopFetches();
+      for (const stop of stops) stop();
       await provider.shutdown();
     },
   };
 }
 
 /** NGINX's span as the remote parent; the root context when the header is absent or invalid. */
-function parentContext(traceparent: string | undefined): Context {
-  const incoming = readTraceparent(traceparent);
+function parentContext(incoming: TraceContext | undefined): Context {
   if (incoming === undefined) return ROOT_CONTEXT;
   return trace.setSpanContext(ROOT_CONTEXT, {
     traceId: incoming.traceId,
