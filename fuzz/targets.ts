@@ -82,7 +82,7 @@ export function createTargets(): Record<TargetName, (input: string) => Promise<O
     emailIssuer: undefined,
   });
 
-  const outcome = async (run: () => Promise<unknown>): Promise<Outcome> => {
+  const outcome = async (run: () => unknown): Promise<Outcome> => {
     try {
       await run();
       return 'accepted';

@@ -326,6 +326,19 @@ describe('authorize: answers', () => {
     ]);
   });
 
+  it('decides a new token under a key already known at once, with no promise, as a cached one', async () => {
+    await plain.service.authorize(bearer(await mint({ claims: { jti: 'first' } })));
+    const fresh = plain.service.authorize(bearer(await mint({ claims: { jti: 'second' } })));
+    expect(fresh).not.toBeInstanceOf(Promise);
+    expect((fresh as Decision).outcome).toBe('allow');
+    // The same known key refuses a signature it did not make, at once too.
+    const [h, p] = (await mint({ claims: { jti: 'third' } })).split('.');
+    const [, , s] = (await mint({ claims: { jti: 'fourth' } })).split('.');
+    const forged = plain.service.authorize(bearer(`${h}.${p}.${s}`));
+    expect(forged).not.toBeInstanceOf(Promise);
+    expect((forged as Decision).reason).toBe('signature_invalid');
+  });
+
   it('names the set by issuer and client: opaque, path-safe, different for another issuer', () => {
     const name = secretSetName(ISSUER, 'spa-demo');
     expect(name).toMatch(/^c[0-9a-f]{32}$/);
@@ -654,6 +667,8 @@ describe('authorize: unexpected failures', () => {
     const keySet = plain.service.keySets.get(ISSUER)!;
     const broken: KeySet = {
       ...keySet,
+      // No key known ahead, so the verification asks the failing `getKey`.
+      knownKey: () => undefined,
       getKey: () => Promise.reject(new RangeError('a bug in the key set')),
     };
     const issuer = config.issuers.get(ISSUER) as JwtIssuer;

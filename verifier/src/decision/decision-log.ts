@@ -91,6 +91,8 @@ export function createDecisionLog(options: DecisionLogOptions): DecisionLog {
       if (!admit(decision.reason)) return;
       [suppressed, left] = [left, 0];
     }
+    // Below the logger's level the line is never written: no subject HMAC, no fingerprint.
+    if (!logger.isLevelEnabled('info')) return;
     const trace = readTraceparent(request.traceparent);
     const allowed = decision.outcome === 'allow';
     // Without a client id NGINX serves the policy's `default` set.

@@ -56,12 +56,12 @@ export function createProofChecker(options: {
     const header = readProtectedHeader(proof);
     if (header === undefined) throw invalid('the DPoP proof header is not valid JSON');
     if (!isDpopTyp(header.typ)) throw invalid('"typ" header must be "dpop+jwt"');
-    const scheme = typeof header.alg === 'string' ? schemes.get(header.alg) : undefined;
+    const { alg, jwk } = header;
+    const scheme = typeof alg === 'string' ? schemes.get(alg) : undefined;
     if (scheme === undefined) throw invalid('"alg" is not an allowed DPoP algorithm');
-    const { jwk } = header;
     if (jwk === null || typeof jwk !== 'object' || Array.isArray(jwk))
       throw invalid('"jwk" header must hold the public key');
-    const problem = proofKeyProblem(jwk, scheme);
+    const problem = proofKeyProblem(jwk as Record<string, unknown>, scheme);
     if (problem !== undefined) throw invalid(problem);
     try {
       checkProtectedHeader(header, schemes); // jose's `crit` rules
@@ -76,7 +76,7 @@ export function createProofChecker(options: {
     if (jkt !== undefined && thumbprint !== jkt) throw notBound();
     // jose refuses a malformed key or one unfit for `alg`; verificationKey a private, secret or
     // short RSA one.
-    const imported = await importJWK(jwk, header.alg).catch(() => undefined);
+    const imported = await importJWK(jwk, alg as string).catch(() => undefined);
     const key =
       imported === undefined || imported instanceof Uint8Array
         ? undefined
@@ -114,10 +114,7 @@ export function createProofChecker(options: {
     if (!verifySignature(proof, prepared.scheme, prepared.key)) throw unverified();
     let payload: JWTPayload;
     try {
-      payload = validateClaims(proof, DPOP_TYP, {
-        typ: 'dpop+jwt',
-        currentDate: new Date(at * 1000),
-      });
+      payload = validateClaims(proof, DPOP_TYP, DPOP_TYP, at);
     } catch {
       throw unverified();
     }

@@ -1,7 +1,12 @@
 import { errors } from 'jose';
 import { describe, expect, it } from 'vitest';
 import { VerifyError } from '../errors.js';
-import { checkProtectedHeader, validateClaims } from './jwt-claims.js';
+import {
+  checkProtectedHeader,
+  decodeClaims,
+  readProtectedHeader,
+  validateClaims,
+} from './jwt-claims.js';
 
 const allowed = new Map([['RS256', true]]);
 const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
@@ -12,7 +17,6 @@ const options = {
   audience: 'secret-gate-api',
   clockTolerance: 30,
   requiredClaims: ['exp'],
-  currentDate: new Date(NOW),
 };
 const claims = {
   iss: 'https://idp.test',
@@ -79,7 +83,7 @@ describe('the protected header, checked as jose checks it', () => {
 
 describe('the claims of a verified token, validated by jose', () => {
   it('returns the claims when iss, aud and the time window hold', () => {
-    expect(validateClaims(token(claims), { alg: 'RS256' }, options)).toEqual(claims);
+    expect(validateClaims(token(claims), { alg: 'RS256' }, options, T)).toEqual(claims);
   });
 
   it.each([
@@ -90,7 +94,7 @@ describe('the claims of a verified token, validated by jose', () => {
     ['another audience', { ...claims, aud: ['spa-demo'] }, errors.JWTClaimValidationFailed],
     ['a payload that is not an object', ['iss'], errors.JWTInvalid],
   ])('refuses %s', (_name, payload, ErrorClass) => {
-    expect(() => validateClaims(token(payload), { alg: 'RS256' }, options)).toThrow(ErrorClass);
+    expect(() => validateClaims(token(payload), { alg: 'RS256' }, options, T)).toThrow(ErrorClass);
   });
 
   it.each([
@@ -101,8 +105,53 @@ describe('the claims of a verified token, validated by jose', () => {
     [7, false],
   ])("with typ required, the token's own typ %s passes: %s", (typ, passes) => {
     const header = { alg: 'RS256', typ };
-    const run = () => validateClaims(token(claims, header), header, { ...options, typ: 'at+jwt' });
+    const run = () =>
+      validateClaims(token(claims, header), header, { ...options, typ: 'at+jwt' }, T);
     if (passes) expect(run()).toEqual(claims);
     else expect(run).toThrow('unexpected "typ" JWT header value');
+  });
+});
+
+describe('each segment decoded once, and read as strictly as jose reads it', () => {
+  const raw = (bytes: Buffer) => bytes.toString('base64url');
+  const json = Buffer.from(JSON.stringify(claims));
+
+  it('routes and checks one decoded object: the claims as sent, strict when jose reads them too', () => {
+    expect(decodeClaims(token(claims))).toEqual({ claims, strict: true });
+  });
+
+  /** Claims whose JSON is a multiple of 3 bytes: their base64url has no partial group. */
+  const whole = (extra: string) => {
+    for (let pad = ''; ; pad += 'x') {
+      const bytes = Buffer.from(JSON.stringify({ ...claims, jti: `${extra}${pad}` }));
+      if (bytes.length % 3 === 0) return bytes;
+    }
+  };
+  const notUtf8 = whole('?');
+  notUtf8[notUtf8.indexOf('?')] = 0xff;
+
+  it.each([
+    ['bytes that are not UTF-8', raw(notUtf8)],
+    ['a character left over (length mod 4 = 1)', `${raw(whole(''))}A`],
+  ])('refuses %s after the signature, as jose does, though Node reads them', (_name, payload) => {
+    const jws = `${b64({ alg: 'RS256' })}.${payload}.c2ln`;
+    expect(decodeClaims(jws)).toMatchObject({ claims: { iss: claims.iss }, strict: false });
+    expect(() => validateClaims(jws, { alg: 'RS256' }, options, T)).toThrow(errors.JWTInvalid);
+  });
+
+  it("drops a leading byte order mark, as jose's TextDecoder does", () => {
+    const bom = raw(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), json]));
+    const jws = `${b64({ alg: 'RS256' })}.${bom}.c2ln`;
+    expect(validateClaims(jws, { alg: 'RS256' }, options, T)).toEqual(claims);
+  });
+
+  it('reads no header that is not a JSON object or not UTF-8', () => {
+    expect(readProtectedHeader(`${b64(['RS256'])}.${b64(claims)}.c2ln`)).toBeUndefined();
+    expect(
+      readProtectedHeader(`${raw(Buffer.from([0x7b, 0xff, 0x7d]))}.${b64(claims)}.c2ln`),
+    ).toBeUndefined();
+    expect(readProtectedHeader(`${b64({ alg: 'RS256' })}.${b64(claims)}.c2ln`)).toEqual({
+      alg: 'RS256',
+    });
   });
 });

@@ -1,20 +1,65 @@
 // jose's jwtVerify checks around a signature checked by jws-signature.ts: the protected header
-// before any key is fetched, the claims after the signature held.
-import { decodeProtectedHeader, errors, UnsecuredJWT } from 'jose';
+// before any key is fetched, the claims after the signature held. Each segment is decoded once
+// (Node's base64url decoder and one JSON.parse) and held to jose's rules; the claims are checked
+// as jose's validateClaimsSet checks them, with its error classes, so outcomes map alike.
+import { isUtf8 } from 'node:buffer';
+import { errors } from 'jose';
+import type { EpochSeconds } from '../clock.js';
 import { VerifyError } from '../errors.js';
-import { createInterner } from '../intern.js';
 import { looksLikeJwt } from './token-shape.js';
 
 type Header = Readonly<Record<string, unknown>>;
+export type Claims = Readonly<Record<string, unknown>>;
 
-/** The protected header of a compact JWS, undefined when `token` is none or its header no object. */
-export function readProtectedHeader(token: string) {
-  if (!looksLikeJwt(token)) return undefined;
+/** A JWT's claims, decoded once, and whether jose's stricter decoder would have read them too. */
+export interface DecodedClaims {
+  readonly claims: Claims;
+  /**
+   * False when Node's decoder read what jose's refuses: a character left over (length mod 4 = 1)
+   * or bytes that are not UTF-8. Such a payload may still pick the issuer; after the signature it
+   * is refused as jose refuses it (`token_malformed`).
+   */
+  readonly strict: boolean;
+}
+
+/** The JSON of one base64url segment (undefined when no JSON object), and its strictness. */
+function decodeSegment(segment: string): DecodedClaims | undefined {
+  const bytes = Buffer.from(segment, 'base64url');
+  const text = bytes.toString('utf8');
+  let json: unknown;
   try {
-    return decodeProtectedHeader(token);
+    // jose's TextDecoder drops a leading byte order mark; JSON.parse would refuse it.
+    json = JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
   } catch {
     return undefined;
   }
+  // JSON.parse builds plain objects, so jose's isObject is: an object, not null, not an array.
+  if (json === null || typeof json !== 'object' || Array.isArray(json)) return undefined;
+  return { claims: json as Claims, strict: segment.length % 4 !== 1 && isUtf8(bytes) };
+}
+
+/** The payload segment of a compact JWS. */
+const payloadOf = (token: string) => {
+  const start = token.indexOf('.') + 1;
+  return token.slice(start, token.indexOf('.', start));
+};
+
+/**
+ * The claims of a JWT-shaped token, decoded once for both the routing by `iss` and the checks
+ * after the signature; undefined when the payload is no JSON object.
+ */
+export function decodeClaims(token: string): DecodedClaims | undefined {
+  return decodeSegment(payloadOf(token));
+}
+
+/**
+ * The protected header of a compact JWS, undefined when `token` is none or its header is no JSON
+ * object, read as jose's decodeProtectedHeader reads it (strict base64url and UTF-8).
+ */
+export function readProtectedHeader(token: string): Header | undefined {
+  if (!looksLikeJwt(token)) return undefined;
+  const decoded = decodeSegment(token.slice(0, token.indexOf('.')));
+  return decoded?.strict ? decoded.claims : undefined;
 }
 
 /**
@@ -65,23 +110,101 @@ export function checkCrit(header: Header): void {
   }
 }
 
-/** Issuers send one or two `typ` values: each envelope header is encoded once. */
-const envelopeHeader = createInterner<string>(64);
+/** What the claims are held to: jwtVerify's options of the same names. */
+export interface ClaimRules {
+  readonly issuer?: string | undefined;
+  readonly audience?: string | undefined;
+  /** Seconds, at least 0. */
+  readonly clockTolerance?: number | undefined;
+  readonly requiredClaims?: readonly string[] | undefined;
+  /** The `typ` header required (`application/` optional, any case), as jose compares it. */
+  readonly typ?: string | undefined;
+}
+
+/** jose's `typ` comparison: case-insensitive, `application/` implied when there is no `/`. */
+const normalizeTyp = (value: string) => {
+  const normalized = value.toLowerCase();
+  return value.includes('/') ? normalized : `application/${normalized}`;
+};
+
+const failed = (claims: Claims, claim: string, message: string, reason = 'check_failed') =>
+  new errors.JWTClaimValidationFailed(message, claims, claim, reason);
+
+/** A NumericDate claim: undefined when absent, else a number (jose's `"x" claim must be a number`). */
+function numericDate(claims: Claims, claim: string): number | undefined {
+  const value = claims[claim];
+  if (value === undefined) return undefined;
+  if (typeof value !== 'number')
+    throw failed(claims, claim, `"${claim}" claim must be a number`, 'invalid');
+  return value;
+}
 
 /**
- * The claims of `token` validated by jose with jwtVerify's claim `options`: UnsecuredJWT.decode is
- * exactly that validation (typ, required claims, iss, aud, exp, nbf, iat) behind an `alg: none`
- * envelope built from the token's payload and `typ`. Only once the signature held (RFC 8725 §3.1).
+ * jose's validateClaimsSet over claims already decoded (`decoded.strict` false is jose's
+ * JWTInvalid), in its order and with its errors: `typ`; the required claims present (`iss` and
+ * `aud` when asked for, then `requiredClaims`); `iss` exact; `aud` containing the audience; `iat`
+ * and `nbf` numbers; `nbf` not after now + tolerance; `exp` after now − tolerance. `now` is
+ * floored to whole seconds, as jose floors its `currentDate`. Only once the signature held (RFC
+ * 8725 §3.1).
  */
+export function checkClaims(
+  decoded: DecodedClaims,
+  header: Header,
+  rules: ClaimRules,
+  now: EpochSeconds,
+): Claims {
+  const { claims } = decoded;
+  if (!decoded.strict)
+    throw new errors.JWTInvalid('JWT Claims Set must be a top-level JSON object');
+  const { typ, issuer, audience, requiredClaims = [] } = rules;
+  if (
+    typ !== undefined &&
+    (typeof header.typ !== 'string' || normalizeTyp(header.typ) !== normalizeTyp(typ))
+  )
+    throw failed(claims, 'typ', 'unexpected "typ" JWT header value');
+  // jose checks presence in this order: `iss`, `aud`, then the required claims from the last.
+  const present = [
+    ...(issuer === undefined ? [] : ['iss']),
+    ...(audience === undefined ? [] : ['aud']),
+    ...[...requiredClaims].reverse(),
+  ];
+  for (const claim of present)
+    if (!Object.hasOwn(claims, claim))
+      throw failed(claims, claim, `missing required "${claim}" claim`, 'missing');
+  if (issuer !== undefined && claims.iss !== issuer)
+    throw failed(claims, 'iss', 'unexpected "iss" claim value');
+  if (audience !== undefined && !hasAudience(claims.aud, audience))
+    throw failed(claims, 'aud', 'unexpected "aud" claim value');
+  const tolerance = rules.clockTolerance ?? 0;
+  const at = Math.floor(now);
+  numericDate(claims, 'iat');
+  const nbf = numericDate(claims, 'nbf');
+  if (nbf !== undefined && nbf > at + tolerance)
+    throw failed(claims, 'nbf', '"nbf" claim timestamp check failed');
+  const exp = numericDate(claims, 'exp');
+  if (exp !== undefined && exp <= at - tolerance)
+    throw new errors.JWTExpired(
+      '"exp" claim timestamp check failed',
+      claims,
+      'exp',
+      'check_failed',
+    );
+  return claims;
+}
+
+/** jose's audience presence: the string itself, or an array holding it. */
+const hasAudience = (aud: unknown, audience: string) =>
+  typeof aud === 'string' ? aud === audience : Array.isArray(aud) && aud.includes(audience);
+
+/** The claims of `token` decoded and checked by `rules` at `now` (checkClaims). */
 export function validateClaims(
   token: string,
   header: Header,
-  options: Parameters<typeof UnsecuredJWT.decode>[1],
+  rules: ClaimRules,
+  now: EpochSeconds,
 ) {
-  const { typ } = header;
-  const encode = () => Buffer.from(JSON.stringify({ alg: 'none', typ })).toString('base64url');
-  const envelope = typeof typ === 'string' ? envelopeHeader(typ, encode) : encode();
-  const start = token.indexOf('.') + 1;
-  const payload = token.slice(start, token.indexOf('.', start));
-  return UnsecuredJWT.decode(`${envelope}.${payload}.`, options).payload;
+  const decoded = decodeClaims(token);
+  if (decoded === undefined)
+    throw new errors.JWTInvalid('JWT Claims Set must be a top-level JSON object');
+  return checkClaims(decoded, header, rules, now);
 }

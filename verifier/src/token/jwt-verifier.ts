@@ -1,12 +1,20 @@
 // One issuer's JWT access tokens (RFC 7519, RFC 8725, RFC 9068), every jose outcome mapped to a
-// DenyCode. jose parses the header and the claims; keys (key-set.ts) and signatures are ours.
-import { errors, type JWTPayload } from 'jose';
-import type { Clock } from '../clock.js';
+// DenyCode. jose's rules for the header and the claims (jwt-claims.ts), its key matching
+// (key-set.ts); the signature is node:crypto's (jws-signature.ts). With the key already known the
+// whole check is synchronous: no promise and no microtask for a new token.
+import { errors } from 'jose';
+import type { Clock, EpochSeconds } from '../clock.js';
 import type { JwtIssuer } from '../config/model.js';
 import { soleAudienceReason } from '../config/presets.js';
 import { VerifyError, type DenyCode } from '../errors.js';
 import { readIdentity } from './identity.js';
-import { checkProtectedHeader, readProtectedHeader, validateClaims } from './jwt-claims.js';
+import {
+  checkClaims,
+  checkProtectedHeader,
+  decodeClaims,
+  readProtectedHeader,
+  type DecodedClaims,
+} from './jwt-claims.js';
 import type { KeySet } from './key-set.js';
 import { signatureSchemes, verificationKey, verifySignature } from './jws-signature.js';
 import {
@@ -18,9 +26,24 @@ import {
   type VerifiedToken,
 } from './verified-token.js';
 
-export type JwtVerifier = (token: string) => Promise<VerifiedToken>;
+/**
+ * Verifies a token; `decoded`, its claims when the caller decoded them already (token-verifier.ts
+ * routes by `iss`), so the payload is read once. Synchronous when the key is known, else a promise.
+ */
+export type JwtVerifier = (
+  token: string,
+  decoded?: DecodedClaims,
+) => VerifiedToken | Promise<VerifiedToken>;
+
+/** What a JWT verifier reads of a key set; a source without `knownKey` is always waited for. */
+export type KeySource = Pick<KeySet, 'getKey' | 'trustedUntilSeconds' | 'knownKey'>;
+
+type Header = Readonly<Record<string, unknown>>;
 
 const claimInvalid = (message: string) => new VerifyError('claim_invalid', message);
+const NOT_JWS = () => new errors.JWSInvalid('Invalid Compact JWS');
+/** Protected headers of tokens whose signature held, by their base64url text: an issuer has few. */
+const KNOWN_HEADERS = 64;
 
 /**
  * Checked, in jose's order: the header (`crit` understood, `alg` in the asymmetric allowlist, so
@@ -33,12 +56,12 @@ const claimInvalid = (message: string) => new VerifyError('claim_invalid', messa
  */
 export function createJwtVerifier(
   config: JwtIssuer,
-  keySet: KeySet,
+  keySet: KeySource,
   now: Clock,
   { authentication = false } = {},
 ): JwtVerifier {
   const { audience, audienceClaim, clockTolerance } = config;
-  const options = {
+  const rules = {
     issuer: config.issuer,
     // `audienceClaim: client_id` (Cognito): jose checks no `aud`; the verifier does below.
     audience: audienceClaim === 'aud' ? audience : undefined,
@@ -48,30 +71,48 @@ export function createJwtVerifier(
   };
   const schemes = signatureSchemes(config.algorithms);
   const longest = config.maxTokenAge + clockTolerance;
+  /**
+   * Headers are parsed once per spelling, but remembered only once a signature under them held:
+   * a stream of made-up headers cannot fill the map.
+   */
+  const headers = new Map<string, Header>();
 
-  return async function verifyJwt(token) {
-    const at = now();
-    let payload: JWTPayload;
-    let header: ReturnType<typeof readProtectedHeader>;
+  /** The refusal of this issuer's token, in our codes (and a preset's wording for `aud`). */
+  function refused(error: unknown): VerifyError {
+    const aud = error instanceof errors.JWTClaimValidationFailed && error.claim === 'aud';
+    const reason = aud ? soleAudienceReason(config.preset, error.payload.aud) : undefined;
+    return reason === undefined
+      ? withExpectation(toVerifyError(error), config)
+      : new VerifyError('audience_mismatch', reason);
+  }
+
+  /** The signature by `cryptoKey`, then the claims: what is left once the key is in hand. */
+  function finish(
+    token: string,
+    header: Header,
+    alg: string,
+    cryptoKey: Parameters<typeof verificationKey>[0],
+    decoded: DecodedClaims | undefined,
+    at: EpochSeconds,
+  ): VerifiedToken {
+    let claims: Readonly<Record<string, unknown>>;
     try {
-      header = readProtectedHeader(token);
-      if (header === undefined) throw new errors.JWSInvalid('Invalid Compact JWS');
-      const scheme = schemes.get(checkProtectedHeader(header, schemes))!;
-      const key = verificationKey(await keySet.getKey(header), scheme);
+      const scheme = schemes.get(alg)!;
+      const key = verificationKey(cryptoKey, scheme);
       if (key === undefined)
         throw new VerifyError('alg_not_allowed', 'the token uses an unsupported algorithm or key');
       if (!verifySignature(token, scheme, key)) throw new errors.JWSSignatureVerificationFailed();
-      payload = validateClaims(token, header, { ...options, currentDate: new Date(at * 1000) });
+      const segment = token.slice(0, token.indexOf('.'));
+      if (headers.size < KNOWN_HEADERS && !headers.has(segment))
+        headers.set(segment, Object.freeze(header));
+      const payload = decoded ?? decodeClaims(token);
+      if (payload === undefined)
+        throw new errors.JWTInvalid('JWT Claims Set must be a top-level JSON object');
+      claims = checkClaims(payload, header, rules, at);
     } catch (error) {
-      // A preset's own wording for an audience it refuses (Keycloak's bare `account`).
-      const aud = error instanceof errors.JWTClaimValidationFailed && error.claim === 'aud';
-      const reason = aud ? soleAudienceReason(config.preset, error.payload.aud) : undefined;
-      throw reason === undefined
-        ? withExpectation(toVerifyError(error), config)
-        : new VerifyError('audience_mismatch', reason);
+      throw refused(error);
     }
-    const claims = payload as Record<string, unknown>;
-    const { exp, iat } = payload as { exp: number; iat: unknown };
+    const { exp, iat, nbf } = claims as { exp: number; iat: unknown; nbf: unknown };
     if (typeof iat === 'number' && iat > at + clockTolerance)
       throw claimInvalid('"iat" claim is in the future');
     // `exp` at most `maxTokenAge` after now and after `iat` (when given), both with the tolerance.
@@ -90,10 +131,46 @@ export function createJwtVerifier(
         ? readAuthentication(claims, config, clockTolerance)
         : undefined,
       exp,
-      nbf: typeof payload.nbf === 'number' ? payload.nbf - clockTolerance : undefined,
+      nbf: typeof nbf === 'number' ? nbf - clockTolerance : undefined,
       kid: typeof header.kid === 'string' ? header.kid : undefined,
       keyTrustedUntil: keySet.trustedUntilSeconds(),
     };
+  }
+
+  /** The key from the set (a fetch, or jose's import), then `finish`. */
+  async function awaitKey(
+    token: string,
+    header: Header,
+    alg: string,
+    decoded: DecodedClaims | undefined,
+    at: EpochSeconds,
+  ): Promise<VerifiedToken> {
+    let cryptoKey;
+    try {
+      cryptoKey = await keySet.getKey(header);
+    } catch (error) {
+      throw refused(error);
+    }
+    return finish(token, header, alg, cryptoKey, decoded, at);
+  }
+
+  return function verifyJwt(token, decoded) {
+    const at = now();
+    let header: Header | undefined;
+    let alg: string;
+    try {
+      const dot = token.indexOf('.');
+      header = dot > 0 ? headers.get(token.slice(0, dot)) : undefined;
+      header ??= readProtectedHeader(token);
+      if (header === undefined) throw NOT_JWS();
+      alg = checkProtectedHeader(header, schemes);
+    } catch (error) {
+      throw refused(error);
+    }
+    const known = keySet.knownKey?.(header);
+    return known === undefined
+      ? awaitKey(token, header, alg, decoded, at)
+      : finish(token, header, alg, known, decoded, at);
   };
 }
 

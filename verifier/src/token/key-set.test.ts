@@ -91,6 +91,26 @@ describe('key set', () => {
     expect(jwks.hits).toBe(2);
   });
 
+  it('knows a key once jose matched it, so tokens under it need no wait, and forgets it with the set', async () => {
+    const clock = manualClock();
+    const set = makeKeySet(clock);
+    await set.start();
+    const kid = PRIVATE_JWKS.rsaA.kid;
+    expect(set.knownKey!(header(kid))).toBeUndefined();
+    const key = await set.getKey(header(kid));
+    expect(set.knownKey!(header(kid))).toBe(key);
+    // Another `alg` is another match (jose may refuse the key for it), and so is another `kid`.
+    expect(set.knownKey!({ alg: 'PS256', kid })).toBeUndefined();
+    expect(set.knownKey!(header('another'))).toBeUndefined();
+    // A stale set knows nothing: `getKey` decides (and refuses) then.
+    clock.advance(3601);
+    expect(set.knownKey!(header(kid))).toBeUndefined();
+    jwks.setKeys(['rsaB']);
+    expect(await set.refresh()).toBe(true);
+    expect(set.knownKey!(header(kid))).toBeUndefined();
+    await expect(set.getKey(header(kid))).rejects.toMatchObject({ code: 'key_unknown' });
+  });
+
   it('keeps serving the last good keys while the IdP is down, up to maxStale', async () => {
     const clock = manualClock();
     const outcomes: string[] = [];

@@ -1,13 +1,21 @@
 // One issuer's signing keys (its JWKS), fetched and refreshed by us; jose checks the document and
 // matches and imports the keys (createLocalJWKSet). Not jose's remote set: that one fails closed
 // once its cache is stale, reads no Cache-Control, and times its cooldown by the wall clock.
-import { createLocalJWKSet, errors, type JSONWebKeySet, type JWSHeaderParameters } from 'jose';
+import {
+  createLocalJWKSet,
+  errors,
+  type CryptoKey,
+  type JSONWebKeySet,
+  type JWSHeaderParameters,
+} from 'jose';
 import type { Clock, EpochSeconds } from '../clock.js';
 import { VerifyError } from '../errors.js';
 import { FetchError, fetchJson, type FetchedJson } from '../fetch-json.js';
 
 export type JwksFetchOutcome = 'ok' | 'error' | 'invalid';
-export type KeySet = ReturnType<typeof createKeySet>;
+type HeldKeySet = ReturnType<typeof createKeySet>;
+/** A key set; `knownKey` is optional, so a source without it (a test's local set) is waited for. */
+export type KeySet = Omit<HeldKeySet, 'knownKey'> & Partial<Pick<HeldKeySet, 'knownKey'>>;
 
 /**
  * Loaded at start and refreshed in the background every `refresh` seconds (a smaller
@@ -35,6 +43,12 @@ export function createKeySet(options: {
   const { issuer, now } = options;
   const floor = Math.min(options.cooldown, options.refresh);
   let local: ReturnType<typeof createLocalJWKSet> | undefined;
+  /**
+   * The keys jose matched and imported in the held set, by `alg` and `kid` (all jose's match
+   * reads of a header): a token under a known key is verified with no promise. Emptied with each
+   * new set, so a key that left is never found here.
+   */
+  let known = new Map<string, CryptoKey>();
   let kids = new Set<string | undefined>();
   let loadedAt: EpochSeconds = -Infinity;
   let lastOnDemandAt: EpochSeconds = -Infinity;
@@ -55,6 +69,7 @@ export function createKeySet(options: {
       if (answer.status !== 200) throw new FetchError(`${uri}: status ${answer.status}`);
       // jose checks the document's shape (a `keys` array of objects) and matches keys later.
       local = createLocalJWKSet(answer.body as JSONWebKeySet);
+      known = new Map();
     } catch (error) {
       const { message } = error as Error;
       if (error instanceof errors.JWKSInvalid) options.onFetch?.('invalid', `${uri}: ${message}`);
@@ -94,12 +109,25 @@ export function createKeySet(options: {
     return refresh();
   }
 
-  /** jose's match in the held set, undefined for none. */
-  const match = (header: JWSHeaderParameters) =>
-    local!(header).catch((error: unknown) => {
-      if (error instanceof errors.JWKSNoMatchingKey) return undefined;
-      throw error;
-    });
+  /** `alg` and `kid` as one map key; undefined for a `kid` jose would match nothing with. */
+  const knownAs = ({ alg, kid }: JWSHeaderParameters) =>
+    kid === undefined ? `${alg}\n` : typeof kid === 'string' ? `${alg}\n${kid}` : undefined;
+
+  /** jose's match in the held set, undefined for none; a match is remembered for `knownKey`. */
+  const match = (header: JWSHeaderParameters) => {
+    const set = known;
+    return local!(header).then(
+      (key) => {
+        const name = knownAs(header);
+        if (name !== undefined && set === known) known.set(name, key);
+        return key;
+      },
+      (error: unknown) => {
+        if (error instanceof errors.JWKSNoMatchingKey) return undefined;
+        throw error;
+      },
+    );
+  };
 
   return {
     issuer,
@@ -111,6 +139,14 @@ export function createKeySet(options: {
     isReady: isFresh,
     /** Until when the held set is trusted (last good fetch + `maxStale`). */
     trustedUntilSeconds,
+    /**
+     * The key jose already matched for this header's `alg` and `kid` in the held set, while the
+     * set is trusted; undefined otherwise (then `getKey`, which fetches and refuses as it must).
+     */
+    knownKey(header: JWSHeaderParameters): CryptoKey | undefined {
+      const name = knownAs(header);
+      return name === undefined || !isFresh() ? undefined : known.get(name);
+    },
     /** The key for a token header, refetching once per cooldown for an unknown `kid`. */
     async getKey(header: JWSHeaderParameters) {
       if (!isFresh()) {

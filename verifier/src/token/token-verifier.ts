@@ -5,17 +5,19 @@ import { hash } from 'node:crypto';
 import type { PolicyConfig, VerifierConfig } from '../config/model.js';
 import { VerifyError } from '../errors.js';
 import type { Metrics } from '../metrics.js';
+import { decodeClaims, type DecodedClaims } from './jwt-claims.js';
 import type { TokenCache } from './token-cache.js';
-import {
-  assertBearerSyntax,
-  hasCanonicalSignature,
-  looksLikeJwt,
-  unverifiedIssuer,
-} from './token-shape.js';
+import { assertBearerSyntax, hasCanonicalSignature, looksLikeJwt } from './token-shape.js';
 import type { VerifiedToken } from './verified-token.js';
 
-/** One issuer's verifier (JWT or opaque). */
-export type IssuerVerifier = (token: string) => Promise<VerifiedToken>;
+/**
+ * One issuer's verifier (JWT or opaque); `decoded`, a JWT's claims as routing read them. It
+ * throws or rejects a refusal; a JWT verifier whose key is known answers synchronously.
+ */
+export type IssuerVerifier = (
+  token: string,
+  decoded?: DecodedClaims,
+) => VerifiedToken | Promise<VerifiedToken>;
 
 /**
  * The token verified for `policy`: one of its issuers' tokens, cached or fresh; else it throws (a
@@ -74,24 +76,26 @@ export function createTokenVerifier(parts: TokenVerifierParts): TokenVerifier {
   }
   const pending = new Map<string, Promise<VerifiedToken>>();
 
-  /** The verifier that reads `token` for the policy, or the refusal of a token none may read. */
-  function route(token: string, policy: Route): IssuerVerifier {
+  /**
+   * `token` verified by the verifier that reads it for the policy, or the refusal of a token none
+   * may read. A JWT's payload is decoded here once: its `iss` routes it, its claims are checked.
+   */
+  function route(token: string, policy: Route): VerifiedToken | Promise<VerifiedToken> {
     // Three base64url segments are b64token syntax already; only other shapes need the wider scan.
     if (!looksLikeJwt(token)) {
       assertBearerSyntax(token);
-      if (policy.opaque) return policy.opaque;
+      if (policy.opaque) return policy.opaque(token);
       throw new VerifyError('token_malformed', 'the token is not three base64url segments');
     }
-    let iss: unknown;
-    try {
-      iss = unverifiedIssuer(token);
-    } catch {
-      // Some authorization servers hand out JWT-shaped tokens that only they can read.
-      if (policy.opaque) return policy.opaque;
+    const decoded = decodeClaims(token);
+    // Some authorization servers hand out JWT-shaped tokens that only they can read.
+    if (decoded === undefined) {
+      if (policy.opaque) return policy.opaque(token);
       throw new VerifyError('token_malformed', 'the token payload is not valid JSON');
     }
+    const iss = decoded.claims.iss;
     const issuer = typeof iss === 'string' ? config.issuers.get(iss) : undefined;
-    if (issuer?.type !== 'jwt' && policy.opaque) return policy.opaque;
+    if (issuer?.type !== 'jwt' && policy.opaque) return policy.opaque(token);
     if (typeof iss !== 'string') throw new VerifyError('issuer_unknown', '"iss" claim is missing');
     if (issuer === undefined)
       throw new VerifyError('issuer_unknown', '"iss" is not a configured issuer');
@@ -103,38 +107,49 @@ export function createTokenVerifier(parts: TokenVerifierParts): TokenVerifier {
         'token_malformed',
         'the signature is not canonical base64url (unused bits of its last character are set)',
       );
-    return verifiers.get(iss)!;
+    return verifiers.get(iss)!(token, decoded);
+  }
+
+  /** Caches what a verification proved: the session claims only when something reads them. */
+  function remember(key: string, fresh: VerifiedToken): VerifiedToken {
+    cache.set(key, parts.keepSession ? fresh : { ...fresh, session: undefined });
+    return fresh;
   }
 
   /**
-   * Verifies now and caches what it proved (the session claims only when something reads them);
-   * the flight is forgotten when it settles. One `then` instead of an async function and a
-   * `finally`: each of those is a promise more per new token.
+   * Verifies now and caches what it proved. A token under a known key is verified before this
+   * returns (no promise, no flight to share); else the flight is forgotten when it settles. One
+   * `then` instead of an async function and a `finally`: each of those is a promise more.
    */
   function verifyFresh(token: string, policy: Route, key: string, flight: string) {
     const stopTimer = metrics?.verification.startTimer();
+    let started: VerifiedToken | Promise<VerifiedToken>;
+    try {
+      started = route(token, policy);
+    } catch (error) {
+      stopTimer?.();
+      throw error;
+    }
+    if (!(started instanceof Promise)) {
+      stopTimer?.();
+      return remember(key, started);
+    }
     const settled = () => {
       pending.delete(flight);
       stopTimer?.();
     };
-    let started: Promise<VerifiedToken>;
-    try {
-      started = route(token, policy)(token);
-    } catch (error) {
-      settled();
-      throw error;
-    }
-    return started.then(
+    const flying = started.then(
       (fresh) => {
         settled();
-        cache.set(key, parts.keepSession ? fresh : { ...fresh, session: undefined });
-        return fresh;
+        return remember(key, fresh);
       },
       (error: unknown) => {
         settled();
         throw error;
       },
     );
+    pending.set(flight, flying);
+    return flying;
   }
 
   return function verifyToken(token, policyConfig) {
@@ -161,8 +176,6 @@ export function createTokenVerifier(parts: TokenVerifierParts): TokenVerifier {
       return running;
     }
     onLookup?.('miss');
-    const started = verifyFresh(token, policy, key, flight);
-    pending.set(flight, started);
-    return started;
+    return verifyFresh(token, policy, key, flight);
   };
 }

@@ -1,0 +1,129 @@
+// The DPoP step's cost, part by part, in-process and in one run: each row is CPU µs per proof over
+// the same distinct ES256 proofs (one client key, a bound token), so the rows are read against the
+// first, the bare verify:
+//   verify     bare `crypto.verify` of each proof's signature, the key prepared once (the floor)
+//   signature  the verifier's JWS check of the proof (token/jws-signature.ts)
+//   claims     the proof's claims decoded and checked as jose does (token/jwt-claims.ts)
+//   ath        the `ath` digest: SHA-256 of the access token
+//   replay     the replay key's digest and the in-process replay store's `remember`
+//   proof      the whole proof check (dpop/proof.ts), its header already known
+//   step       the whole DPoP step (dpop/index.ts: htu, proof, replay store), as authorize runs it
+// Usage: npm run bench:dpop-parts [-- proofs] — prints a markdown table.
+import { createPublicKey, hash, sign, verify, type KeyObject } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { createDpopRuntime } from '../verifier/src/dpop/index.js';
+import { createProofChecker } from '../verifier/src/dpop/proof.js';
+import { createMemoryReplayStore } from '../verifier/src/dpop/replay-store.js';
+import { createLogger } from '../verifier/src/log.js';
+import { proofJwk, thumbprintOf } from '../verifier/src/testing/dpop-proof.js';
+import { PRIVATE_JWKS } from '../verifier/src/testing/fixtures.js';
+import { validateClaims } from '../verifier/src/token/jwt-claims.js';
+import { signatureSchemes, verifySignature } from '../verifier/src/token/jws-signature.js';
+
+const ORIGIN = 'https://gate.example';
+const PATH = '/secret';
+const HTU = `${ORIGIN}${PATH}`;
+/** An access token of a realistic length (its content does not matter to the proof's checks). */
+const ACCESS_TOKEN = `${'a'.repeat(120)}.${'b'.repeat(600)}.${'c'.repeat(342)}`;
+
+/** `count` distinct proofs (their own `jti`) by the fixed `ec` key, signed with node:crypto. */
+function mintProofs(count: number, now: number): string[] {
+  const key = PRIVATE_JWKS.ec;
+  const privateKey = {
+    key: key as never,
+    format: 'jwk' as const,
+    dsaEncoding: 'ieee-p1363' as const,
+  };
+  const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+  const header = b64({ alg: 'ES256', typ: 'dpop+jwt', jwk: proofJwk('ec') });
+  const ath = hash('sha256', ACCESS_TOKEN, 'base64url');
+  return Array.from({ length: count }, (_, i) => {
+    const input = `${header}.${b64({ jti: `p-${i}`, htm: 'GET', htu: HTU, iat: now, ath })}`;
+    return `${input}.${sign('sha256', Buffer.from(input), privateKey).toString('base64url')}`;
+  });
+}
+
+/** CPU µs per call over the second half of `items` (the first half warms up). */
+async function cpuPerCall<T>(items: T[], call: (item: T) => unknown): Promise<number> {
+  const half = items.length >> 1;
+  for (let i = 0; i < half; i++) await call(items[i]!);
+  const before = process.cpuUsage();
+  for (let i = half; i < items.length; i++) await call(items[i]!);
+  const used = process.cpuUsage(before);
+  return (used.user + used.system) / (items.length - half);
+}
+
+export async function dpopPartsTable(count = 8_000): Promise<string> {
+  const now = Math.floor(Date.now() / 1000);
+  const clock = () => now;
+  const proofs = mintProofs(count, now);
+  const jkt = await thumbprintOf('ec');
+  const publicKey: KeyObject = createPublicKey({ key: proofJwk('ec') as never, format: 'jwk' });
+  const scheme = signatureSchemes(['ES256']).get('ES256')!;
+  const parts = proofs.map((proof) => {
+    const dot = proof.lastIndexOf('.');
+    return [Buffer.from(proof.slice(0, dot)), Buffer.from(proof.slice(dot + 1), 'base64url')];
+  });
+  const header = { alg: 'ES256', typ: 'dpop+jwt' };
+  const fail = () => {
+    throw new Error('a proof did not pass');
+  };
+  const rows: Array<[string, number]> = [];
+  let i = 0;
+  rows.push([
+    'bare `crypto.verify` ES256 (the floor)',
+    await cpuPerCall(parts, ([input, signature]) => {
+      if (!verify('sha256', input!, { key: publicKey, dsaEncoding: 'ieee-p1363' }, signature!))
+        fail();
+    }),
+  ]);
+  rows.push([
+    "the verifier's JWS check",
+    await cpuPerCall(proofs, (proof) => verifySignature(proof, scheme, publicKey) || fail()),
+  ]);
+  rows.push([
+    'claims decoded and checked',
+    await cpuPerCall(proofs, (proof) => validateClaims(proof, header, header, now)),
+  ]);
+  rows.push([
+    '`ath`: SHA-256 of the access token',
+    await cpuPerCall(proofs, () => hash('sha256', ACCESS_TOKEN, 'base64url')),
+  ]);
+  const store = createMemoryReplayStore({ maxEntries: 1_000_000, now: clock });
+  rows.push([
+    'replay: key digest and in-process `remember`',
+    await cpuPerCall(proofs, () =>
+      store.remember(hash('sha256', `${jkt}\u0000p-${i++}`, 'base64url'), 120),
+    ),
+  ]);
+  const checkProof = createProofChecker({ algorithms: ['ES256'], iatWindow: 60, now: clock });
+  const expect = { htm: 'GET', htu: HTU, accessToken: ACCESS_TOKEN, jkt };
+  rows.push([
+    'the whole proof check (header known)',
+    await cpuPerCall(proofs, (proof) => checkProof(proof, expect)),
+  ]);
+  const runtime = createDpopRuntime(
+    { algorithms: ['ES256'], iatWindow: 60, replayMaxEntries: 1_000_000 },
+    { now: clock, logger: createLogger('warn'), redis: {} as never },
+  );
+  const credentials = { scheme: 'dpop' as const, token: ACCESS_TOKEN };
+  const request = { originalOrigin: ORIGIN, originalUri: PATH, originalMethod: 'GET' };
+  rows.push([
+    'the whole DPoP step (htu, proof, replay store)',
+    await cpuPerCall(proofs, (dpop) =>
+      runtime.check('required', credentials, { ...request, dpop }, jkt),
+    ),
+  ]);
+  await runtime.close();
+  const floor = rows[0]![1];
+  return [
+    `| CPU µs per proof, in-process, Node ${process.versions.node} | µs | over the bare verify |`,
+    '| --- | ---: | ---: |',
+    ...rows.map(
+      ([label, value]) => `| ${label} | ${value.toFixed(1)} | ${(value - floor).toFixed(1)} |`,
+    ),
+  ].join('\n');
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url))
+  console.log(await dpopPartsTable(Number(process.argv[2] ?? 8_000)));
