@@ -128,6 +128,19 @@ describe('a changed configuration file', () => {
     expect(await ask(token)).toEqual({ status: 401, reason: 'audience_mismatch' });
   });
 
+  it('never reuses what a verification still in flight at the swap proved under the old issuer settings', async () => {
+    const token = await spa();
+    // A cache miss: its signature check is still running when the new settings go live.
+    const inFlight = service.authorize({ authorization: `Bearer ${token}`, policy: 'secret' });
+    const moved = document(['spa-demo', 'partner-app']);
+    moved.issuers[0]!.audience = 'another-api';
+    const env = { VERIFIER_CONFIG: file };
+    replaceFile(moved);
+    await service.reload(loadConfig(env), configDigest(JSON.stringify(moved)));
+    expect(verdictOf(await inFlight)).toEqual(ALLOWED);
+    expect(await ask(token)).toEqual({ status: 401, reason: 'audience_mismatch' });
+  });
+
   it('adds a named policy, then removes it', async () => {
     const token = await spa();
     const ask2 = async () =>

@@ -153,6 +153,7 @@ export function createVerifierService(
         cache,
         metrics,
         keepSession: !!revocation,
+        keyEpoch: prepared.keyEpoch,
         onLookup: options.tracing?.noteTokenCache,
       }),
       logger,

@@ -22,6 +22,11 @@ export interface PreparedIssuers {
   readonly keySets: ReadonlyMap<string, KeySet>;
   /** Issuers whose cached tokens may no longer be reused ('all': the cached claims changed). */
   readonly stale: ReadonlySet<string> | 'all';
+  /**
+   * The token cache's key epoch (token-verifier.ts): a new one whenever `stale` is not empty, so
+   * what an old verification still in flight stores is never read under these settings.
+   */
+  readonly keyEpoch: string;
   /** What the next reload is compared with, once this is live. */
   readonly settings: IssuersInUse;
   /** Loads the new key sets (failures leave them unready, as at start). */
@@ -56,6 +61,7 @@ export function createIssuerRuntime(deps: {
 }) {
   const { keySets, cache, metrics, logger, now } = deps;
   let live: IssuersInUse | undefined;
+  let epoch = 0;
 
   function newKeySet(config: Settings, settings: IssuerConfig & { type: 'jwt' }): KeySet {
     const { issuer } = settings;
@@ -105,10 +111,13 @@ export function createIssuerRuntime(deps: {
       }
       for (const issuer of live?.issuers.keys() ?? [])
         if (!config.issuers.has(issuer)) stale.add(issuer);
+      const dropped = live !== undefined && live.authentication !== authentication ? 'all' : stale;
+      const nextEpoch = dropped === 'all' || dropped.size > 0 ? epoch + 1 : epoch;
       return {
         verifiers,
         keySets: next,
-        stale: live !== undefined && live.authentication !== authentication ? 'all' : stale,
+        stale: dropped,
+        keyEpoch: nextEpoch === 0 ? '' : `${nextEpoch}\u0001`,
         settings: { issuers: config.issuers, authentication },
         start: async () => void (await Promise.all(fresh.map((keySet) => keySet.start()))),
         discard: () => fresh.forEach((keySet) => keySet.stop()),
@@ -127,6 +136,7 @@ export function createIssuerRuntime(deps: {
         }
       for (const [issuer, keySet] of prepared.keySets) keySets.set(issuer, keySet);
       live = prepared.settings;
+      if (prepared.keyEpoch !== '') epoch = Number.parseInt(prepared.keyEpoch, 10);
       const { stale } = prepared;
       return stale === 'all' || stale.size > 0 ? cache.dropIssuers(stale) : 0;
     },
