@@ -12,7 +12,9 @@
 // 7. Only verified tokens are stored: never a refusal (a key that appears later is picked up at
 //    once), nor a grant (a plugin's cookies).
 // 8. A configuration reload that changes an issuer's settings drops that issuer's entries (all of
-//    them when the step-up claims start or stop being read); a policy change drops nothing.
+//    them when the step-up claims start or stop being read) and starts a new key epoch, so a
+//    verification in flight under the old settings is never found (token-verifier.ts); a policy
+//    change drops nothing.
 import { LRUCache } from 'lru-cache';
 import type { Clock, EpochSeconds } from '../clock.js';
 import type { VerifierConfig } from '../config/model.js';
