@@ -5,6 +5,7 @@
 // Once the verifier has logged the new version, NGINX's known set names follow: the templates are
 // rendered again and NGINX reloads gracefully (`nginx -s reload`). A file that fails any check is
 // refused with one line per problem; the verifier's file, and so the running policies, stay.
+import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { configDigest, POLL_MS, SETTLE_MS } from '../verifier/src/reloader.js';
@@ -32,6 +33,14 @@ export interface PolicyReloadParts {
   readonly pollMs?: number;
 }
 
+function digestNow(path: string): string {
+  try {
+    return configDigest(readFileSync(path, 'utf8'));
+  } catch (error) {
+    return `unreadable: ${(error as NodeJS.ErrnoException).code}`;
+  }
+}
+
 const sameFacts = (a: PolicyFacts, b: PolicyFacts) =>
   a.dpopRequired === b.dpopRequired && a.setNames.join(' ') === b.setNames.join(' ');
 
@@ -39,7 +48,8 @@ const sameFacts = (a: PolicyFacts, b: PolicyFacts) =>
 export function watchPolicyFile(parts: PolicyReloadParts) {
   const { path, log } = parts;
   let facts = parts.facts;
-  let seen: string | undefined;
+  // The content when the watch begins is the one the run was built from.
+  let seen = digestNow(path);
   /** The verifier's file as last published: a change that merges to the same text is no change. */
   let published = parts.published;
   let running: Promise<void> | undefined;
@@ -52,7 +62,6 @@ export function watchPolicyFile(parts: PolicyReloadParts) {
 
   async function handle(): Promise<void> {
     let now = await readNow();
-    seen ??= now;
     if (now === seen) return;
     for (;;) {
       await sleep(SETTLE_MS);
@@ -92,8 +101,6 @@ export function watchPolicyFile(parts: PolicyReloadParts) {
     return running;
   }
 
-  // The content at start is the one the run was built from.
-  void readNow().then((digest) => (seen ??= digest));
   const timer = setInterval(() => void check(), parts.pollMs ?? POLL_MS).unref();
   return {
     check,
