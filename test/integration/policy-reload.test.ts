@@ -108,7 +108,11 @@ describe('a policy file replaced while the gate runs', () => {
   it('keeps the running policies when the file is broken, and says so', async () => {
     const partner = await stack.mintToken({ clientId: 'partner-app' });
     replace(policyFile, '{ "policies": { "secret": ');
-    await sleep(3_000);
+    const start = Date.now();
+    while (!runnerLog.some((line) => line.includes('change refused; the running policies'))) {
+      expect(Date.now() - start).toBeLessThan(BOUND_MS);
+      await sleep(100);
+    }
     expect(runnerLog.join('\n')).toMatch(/policy file change refused: .*not valid JSON/);
     expect(await get('/secret', partner)).toBe(403);
     expect(await get('/secret', await stack.mintToken({ clientId: 'spa-demo' }))).toBe(200);
