@@ -4,11 +4,14 @@
 // the two runs is a StackShape: where files go and with which modes, how the verifier listens,
 // and whom NGINX and the verifier run as.
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, mkdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { createIdpClient } from './idp-client.js';
-import { nginxPaths, removeStaleMemoryDirs } from './nginx/render.js';
+import { nginxPaths, removeStaleMemoryDirs, renderNginxConfig } from './nginx/render.js';
+import { verifierVerdict, watchPolicyFile } from './policy-reload.js';
+import { configDigest } from '../verifier/src/reloader.js';
 import { audienceParametersFor } from './nginx/variables.js';
 import { prepareNginx, type NginxRuntime } from './nginx-runtime.js';
 import {
@@ -31,7 +34,7 @@ import {
 import { REPO_ROOT, type Stack, type StackOptions } from './stack.js';
 import { inheritedEnv, stackUrls, superviseStack } from './supervise.js';
 import { assertWorkersCanReach } from './worker-access.js';
-import { checkSetsMatch, checkVerifierConfig } from './verifier-check.js';
+import { checkSetsMatch, checkVerifierConfig, type PolicyFacts } from './verifier-check.js';
 import { runnerVerifierSettings } from './verifier-settings.js';
 
 /** Where one run keeps its files. */
@@ -103,26 +106,36 @@ export async function orchestrate(options: StackOptions, shape: StackShape): Pro
   const secretsText = readFileSync(secretsSource);
   shape.writeFile(secretsFile, secretsText, 'secrets');
   const verifierConfigFile = join(layout.configDir, 'verifier.json');
-  const settings = runnerVerifierSettings({
-    own,
-    issuer,
-    audience,
-    variables: options.verifierVariables ?? {},
-    policyFile: options.policyFile,
-  });
-  if (options.mintedDemo !== undefined && options.mintedDemo !== false && own === undefined) {
-    const ttlSeconds = options.mintedDemo === true ? undefined : options.mintedDemo.ttlSeconds;
-    const policies = (settings.document as { policies: Record<string, Record<string, unknown>> })
-      .policies;
-    const secret = policies[SECRET_POLICY];
-    if (secret !== undefined)
-      secret.mint = mintedDemo(
-        layout.configDir,
-        (path, key) => shape.writeFile(path, key, 'key'),
-        ttlSeconds,
-      );
-  }
-  shape.writeFile(verifierConfigFile, `${JSON.stringify(settings.document, null, 2)}\n`, 'config');
+  // The minted demo's value (and its key file) is made once; a policy file reload keeps it.
+  let demoMint: unknown;
+  /** The verifier's settings from the policy file as it reads now (again on each change). */
+  const mergeSettings = () => {
+    const merged = runnerVerifierSettings({
+      own,
+      issuer,
+      audience,
+      variables: options.verifierVariables ?? {},
+      policyFile: options.policyFile,
+    });
+    if (options.mintedDemo !== undefined && options.mintedDemo !== false && own === undefined) {
+      const ttlSeconds = options.mintedDemo === true ? undefined : options.mintedDemo.ttlSeconds;
+      const policies = (merged.document as { policies: Record<string, Record<string, unknown>> })
+        .policies;
+      const secret = policies[SECRET_POLICY];
+      if (secret !== undefined)
+        secret.mint = demoMint ??= mintedDemo(
+          layout.configDir,
+          (path, key) => shape.writeFile(path, key, 'key'),
+          ttlSeconds,
+        );
+    }
+    return merged;
+  };
+  const verifierText = (merged: { document: unknown }) =>
+    `${JSON.stringify(merged.document, null, 2)}\n`;
+  const settings = mergeSettings();
+  const firstText = verifierText(settings);
+  shape.writeFile(verifierConfigFile, firstText, 'config');
   // On TCP anyone on the host reaches the verifier: a key of this run proves a call is NGINX's.
   const edgeKeyFile = verifier.address.startsWith('unix:')
     ? undefined
@@ -151,15 +164,23 @@ export async function orchestrate(options: StackOptions, shape: StackShape): Pro
   };
   // The verifier's own check, before anything listens: every problem at once, one line each.
   const policySource = options.policyFile ?? options.verifierVariables?.VERIFIER_CONFIG;
-  const policies = checkVerifierConfig(env.verifier, policySource);
-  if (options.secrets === undefined)
-    checkSetsMatch(
-      secretsSource,
-      parsedOrUndefined(secretsText.toString('utf8')),
-      policies,
-      policySource ?? "the run's policies",
-      { sets: options.secretsFile !== undefined, policies: policySource !== undefined },
-    );
+  /**
+   * The checks a start makes: the verifier's file (as written, or as `read` gives it) and the
+   * secrets file's sets (as read at start, or `sets` read again for a reload).
+   */
+  const checkPolicies = (read?: (path: string) => string, sets = secretsText): PolicyFacts => {
+    const facts = checkVerifierConfig(env.verifier, policySource, read);
+    if (options.secrets === undefined)
+      checkSetsMatch(
+        secretsSource,
+        parsedOrUndefined(sets.toString('utf8')),
+        facts,
+        policySource ?? "the run's policies",
+        { sets: options.secretsFile !== undefined, policies: policySource !== undefined },
+      );
+    return facts;
+  };
+  const policies = checkPolicies();
   // What a run killed before its clean-up left in memory (tokens, secret sets) goes first.
   for (const dir of removeStaleMemoryDirs()) log(`removed ${dir}, left by a run that is gone`);
   const nginx = await prepareNginx({
@@ -242,7 +263,9 @@ export async function orchestrate(options: StackOptions, shape: StackShape): Pro
     ),
   };
 
-  return superviseStack({
+  // Set once the services run; stopped with them.
+  let policyWatch: ReturnType<typeof watchPolicyFile> | undefined = undefined;
+  const stack = await superviseStack({
     urls: stackUrls(gate, issuer, verifier.url),
     ports,
     env,
@@ -262,6 +285,7 @@ export async function orchestrate(options: StackOptions, shape: StackShape): Pro
     log,
     ...(shape.label ? { label: shape.label } : {}),
     cleanUp: () => {
+      policyWatch?.stop();
       // The edge cache and the per-set secret files live outside the prefix, in memory.
       removeMemoryDir(nginx.env.SG_MEMORY_DIR);
       if (!ownsDir) return;
@@ -269,6 +293,72 @@ export async function orchestrate(options: StackOptions, shape: StackShape): Pro
       rmSync(runtimeDir, { recursive: true, force: true });
     },
   });
+  if (policySource === undefined) return stack;
+
+  // The policy file is followed while the run lives (policy-reload.ts); a production run's
+  // configuration directories are read-only except while the runner writes them.
+  const unlocked = <T>(write: () => T): T => {
+    shape.release();
+    try {
+      return write();
+    } finally {
+      shape.secure(nginx, layout);
+    }
+  };
+  let setsNow: typeof secretsText | undefined;
+  let setsServed = secretsText;
+  policyWatch = watchPolicyFile({
+    path: policySource,
+    facts: policies,
+    published: firstText,
+    log,
+    merge: () => verifierText(mergeSettings()),
+    check(text) {
+      // The sets move with the policies: the operator's secrets file is read again, and copied
+      // for the secret-set watcher with the verifier's file (change it first, the policies last).
+      setsNow = readFileSync(secretsSource);
+      return checkPolicies(
+        (path) => (path === verifierConfigFile ? text : readFileSync(path, 'utf8')),
+        setsNow,
+      );
+    },
+    async publish(text, signal) {
+      const since = statSync(logs.verifier).size;
+      const sets = setsNow;
+      unlocked(() => {
+        if (sets !== undefined && !sets.equals(setsServed)) {
+          shape.writeFile(`${secretsFile}.next`, sets, 'secrets');
+          renameSync(`${secretsFile}.next`, secretsFile);
+          setsServed = sets;
+        }
+        shape.writeFile(`${verifierConfigFile}.next`, text, 'config');
+        renameSync(`${verifierConfigFile}.next`, verifierConfigFile);
+      });
+      return verifierVerdict(logs.verifier, since, configDigest(text), signal);
+    },
+    async reloadNginx(facts) {
+      shape.release();
+      try {
+        await renderNginxConfig({
+          templatesDir: nginxPaths.templatesDir,
+          outDir: nginx.prefix,
+          env: {
+            ...nginx.env,
+            SG_SPA_SECRET_SETS: facts.setNames.join(' '),
+            SG_DPOP_BOUND_TOKENS_REQUIRED: String(facts.dpopRequired),
+          },
+          modulesDir: dirname(nginxBinary.njsModule),
+        });
+      } finally {
+        shape.secure(nginx, layout);
+      }
+      // Graceful: old workers finish their requests, new ones read the new names.
+      const args = ['-p', nginx.prefix, '-c', nginx.confFile, '-s', 'reload'];
+      const reload = spawnSync(nginxBinary.binary, args, { encoding: 'utf8' });
+      if (reload.status !== 0) throw new Error(`nginx -s reload failed: ${reload.stderr.trim()}`);
+    },
+  });
+  return stack;
 }
 
 /** A secrets file's JSON; one NGINX cannot read is refused by its own start-time check. */

@@ -1,7 +1,8 @@
 // The verifier process: read the configuration, start the service, listen, and shut down cleanly
 // on SIGTERM/SIGINT. `--check-config` validates the configuration (and key files) and exits;
 // `--make-edge-key` first creates VERIFIER_EDGE_KEY_FILE with a fresh key when it is missing.
-// `--print-config` prints the effective configuration (secrets redacted) and exits.
+// `--print-config` prints the effective configuration (secrets redacted) and exits. The file
+// VERIFIER_CONFIG names is watched for changes (reloader.ts); SIGHUP reads it at once.
 import { readFileSync } from 'node:fs';
 import { ConfigError, loadConfig } from './config/load.js';
 import type { VerifierConfig } from './config/model.js';
@@ -10,6 +11,7 @@ import { redact } from './config/redact.js';
 import { settingSources } from './config/sources.js';
 import { createLogger } from './log.js';
 import { storeTopologyProblem } from './redis/connection.js';
+import { createConfigReloader, readConfigSource } from './reloader.js';
 import { createVerifierService } from './service.js';
 import { describe } from './http/transport.js';
 import { createEdgeKeyFile } from './http/edge-key.js';
@@ -42,8 +44,10 @@ async function main(argv: readonly string[]): Promise<void> {
       `edge key ${made === 'created' ? 'created in' : 'kept:'} ${edgeKeyFile}\n`,
     );
   }
+  // The file read once: the configuration that starts is the content its digest names.
+  const { source, read } = readConfigSource(process.env);
   try {
-    config = loadConfig(process.env);
+    config = loadConfig(process.env, read);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     process.stderr.write(`${error.message}\n`);
@@ -81,7 +85,11 @@ async function main(argv: readonly string[]): Promise<void> {
     process.stderr.write(redact(`invalid verifier configuration: ${topology}\n`));
     process.exit(EXIT_CONFIG);
   }
-  const service = createVerifierService(config, { logger, tracing: await tracing });
+  const service = createVerifierService(config, {
+    logger,
+    tracing: await tracing,
+    configDigest: source?.digest ?? 'env',
+  });
   await service.listen();
   logger.info(
     {
@@ -101,6 +109,11 @@ async function main(argv: readonly string[]): Promise<void> {
     if (service.isReady()) logger.info('key sets loaded; ready');
     else logger.warn('some key sets did not load yet; /readyz answers 503 until they do');
   });
+  // Policies and issuers follow the file; the variables are read at start only.
+  const reloader =
+    source && createConfigReloader({ source, env: process.env, service, logger: logger });
+  reloader?.start();
+  process.on('SIGHUP', () => void reloader?.check());
 
   let stopping = false;
   const stop = (signal: NodeJS.Signals) => {
@@ -108,7 +121,7 @@ async function main(argv: readonly string[]): Promise<void> {
     stopping = true;
     logger.info({ signal }, 'shutting down: no new connections, finishing in-flight requests');
     setTimeout(() => process.exit(0), SHUTDOWN_MS).unref();
-    void service.stop(SHUTDOWN_MS - 1000).then(async () => {
+    void Promise.all([reloader?.stop(), service.stop(SHUTDOWN_MS - 1000)]).then(async () => {
       // Spans still queued go out now, within the shutdown's grace.
       await (await tracing)?.shutdown().catch(() => undefined);
       logger.info('stopped');

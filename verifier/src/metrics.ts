@@ -110,8 +110,25 @@ export function createMetrics(
     () => (readRevocation === undefined || readRevocation().complete ? 1 : 0),
   );
 
+  const configInfo = new Gauge({
+    name: 'verifier_config_info',
+    help: 'The live configuration: 1 for its generation (1 at start, one more per applied reload) and the SHA-256 of its file (first 16 hex digits; `env` without a file).',
+    labelNames: ['generation', 'digest'],
+    registers,
+  });
+
   return {
     registry,
+    /** The configuration now deciding requests: the one series of `verifier_config_info`. */
+    configVersion(generation: number, digest: string) {
+      configInfo.reset();
+      configInfo.set({ generation: String(generation), digest }, 1);
+    },
+    configReload: counter<[outcome: 'applied' | 'refused']>(
+      'verifier_config_reloads_total',
+      'Changes of the configuration file seen by the verifier, by outcome (applied, refused: invalid, or a setting only a restart applies; the running configuration kept).',
+      ['outcome'],
+    ),
     decision: pendingCounter(
       'verifier_decisions_total',
       'Answers of /verify by result (allow, deny_401, deny_403) and reason.',

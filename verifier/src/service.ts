@@ -9,14 +9,15 @@ import { createMintedJwksPage, MINTED_JWKS_PATH } from './minted/jwks.js';
 import type { PublicJwk } from './minted/minter-api.js';
 import { createMintedMetrics } from './minted/minted-metrics.js';
 import type { Listen, VerifierConfig } from './config/model.js';
+import { needsRestart } from './config/reload-plan.js';
+import type { Authorize } from './decision/authorize.js';
 import type { Grant } from './decision/decision.js';
 import { createEndpointResolver } from './token/discovery.js';
 import { createDpopRuntime } from './dpop/index.js';
-import { createJwtVerifier, type JwtVerifier } from './token/jwt-verifier.js';
-import { createKeySet, type KeySet } from './token/key-set.js';
+import { createIssuerRuntime, type PreparedIssuers } from './token/issuer-runtime.js';
+import type { KeySet } from './token/key-set.js';
 import type { Logger } from './log.js';
 import { createMetrics } from './metrics.js';
-import { createOpaqueVerifier, type OpaqueVerifier } from './token/opaque-verifier.js';
 import { createTokenCache } from './token/token-cache.js';
 import { createTokenVerifier } from './token/token-verifier.js';
 import { redisSettingsOf } from './redis/connection.js';
@@ -31,13 +32,29 @@ import type { Tracing } from './tracing/otel.js';
 
 export type VerifierService = ReturnType<typeof createVerifierService>;
 
-/** `now` is injectable for tests; the benchmark turns the process metrics off. */
+/** What became of a reloaded configuration (config/reloader.ts logs and counts it). */
+export type ReloadOutcome =
+  | { readonly applied: true; readonly generation: number; readonly dropped: number }
+  | { readonly applied: false; readonly problems: readonly string[] };
+
+/**
+ * `now` is injectable for tests; the benchmark turns the process metrics off. `configDigest`
+ * names the configuration file's content in `verifier_config_info` (config/reloader.ts).
+ */
 export function createVerifierService(
   config: VerifierConfig,
-  options: { logger: Logger; now?: Clock; defaultMetrics?: boolean; tracing?: Tracing },
+  options: {
+    logger: Logger;
+    now?: Clock;
+    defaultMetrics?: boolean;
+    tracing?: Tracing;
+    configDigest?: string;
+  },
 ) {
   const { logger } = options;
   const now = options.now ?? systemClock;
+  // The live key sets, read by the metrics, readiness, the cache's trust horizon and revocation;
+  // a reload changes this one map in place (token/issuer-runtime.ts).
   const keySets = new Map<string, KeySet>();
   const cache = createTokenCache({
     ...config.cache,
@@ -45,44 +62,11 @@ export function createVerifierService(
     trustedUntilSeconds: (issuer) => keySets.get(issuer)?.trustedUntilSeconds(),
   });
   const metrics = createMetrics(cache, keySets, options.defaultMetrics);
-  const verifiers = new Map<string, JwtVerifier | OpaqueVerifier>();
-  // Step-up claims are read (and cached) only when some policy checks them.
-  const authentication = [...config.policies.values()].some(
-    (policy) => policy.acrValues ?? policy.amrValues ?? policy.maxAge,
-  );
-
-  for (const settings of config.issuers.values()) {
-    const { issuer } = settings;
-    if (settings.type !== 'jwt') {
-      verifiers.set(issuer, createOpaqueVerifier(settings, now, { authentication }));
-      continue;
-    }
-    const log = logger.child({ issuer });
-    const fetching = { issuer, timeout: config.fetchTimeout, allowHttp: settings.allowHttp };
-    const keySet = createKeySet({
-      ...fetching,
-      ...config.jwks,
-      resolveUri: createEndpointResolver(fetching, settings.jwksUri, 'jwks_uri'),
-      now,
-      onFetch(outcome, detail) {
-        metrics.jwksFetch(issuer, outcome);
-        if (outcome === 'ok') log.debug('key set loaded');
-        else log.warn({ outcome, detail }, 'key set fetch failed; keeping the last good set');
-      },
-      onKeysRemoved(kids) {
-        const dropped = cache.dropKeys(issuer, kids);
-        log.info({ kids: [...kids], dropped }, 'keys left the key set; cached decisions dropped');
-      },
-    });
-    keySets.set(issuer, keySet);
-    verifiers.set(issuer, createJwtVerifier(settings, keySet, now, { authentication }));
-  }
+  const issuers = createIssuerRuntime({ keySets, cache, metrics, logger, now });
+  const firstIssuers = issuers.prepare(config);
+  issuers.commit(firstIssuers);
 
   const policies = [...config.policies.values()];
-  const grants = new Map<string, Grant>();
-  for (const { name, cloudfront } of policies)
-    if (cloudfront)
-      grants.set(name, createCloudFrontGrant(cloudfront, logger.child({ policy: name })));
 
   // Only built when a policy reads DPoP, so a bearer-only gate never connects to a replay store.
   const dpop = policies.some((policy) => policy.dpop !== 'off')
@@ -105,8 +89,9 @@ export function createVerifierService(
     ? createMintedMetrics(metrics.registry)
     : undefined;
   const jwksSources: (() => readonly PublicJwk[])[] = [];
-  for (const { name, mint, issuers } of policies) {
-    const first = issuers[0] === undefined ? undefined : config.issuers.get(issuers[0]);
+  const minted = new Map<string, Grant>();
+  for (const { name, mint, issuers: named } of policies) {
+    const first = named[0] === undefined ? undefined : config.issuers.get(named[0]);
     const context =
       first === undefined
         ? {}
@@ -126,7 +111,7 @@ export function createVerifierService(
         logger: logger.child({ policy: name }),
         onServe: mintedServed?.(name),
       });
-      grants.set(name, grant);
+      minted.set(name, grant);
       jwksSources.push(grant.publicJwks);
     }
   }
@@ -134,36 +119,59 @@ export function createVerifierService(
     [...keySets.values()].every((keySet) => keySet.isReady()) &&
     (dpop?.store.isReady() ?? true) &&
     (revocation?.isReady() ?? true);
-  const decide = createAuthorizer({
-    dpop,
-    config,
-    // Session claims are kept in the cache only when a receiver reads them.
-    verifyToken: createTokenVerifier({
-      config,
-      verifiers,
-      cache,
-      metrics,
-      keepSession: !!revocation,
-      onLookup: options.tracing?.noteTokenCache,
-    }),
+  const decisionLog = createDecisionLog({
     logger,
     metrics,
-    grants,
-    // With a receiver on, NGINX may reuse an answer only within the revocation latency bound.
-    edgeTtl: revocation?.edgeTtl ?? config.cache.edgeTtl,
-    revocation: revocation?.check,
     now,
-    decisionLog: createDecisionLog({
+    subjectKey: config.decisionLog.subjectKey,
+    subject: config.decisionLog.subject,
+    setName: secretSetName,
+    // The receivers' throttle: at most one line a second per reason once a flood is on.
+    throttle: createLogThrottle(now, 1),
+  });
+
+  /**
+   * The decision under one configuration's policies and issuers, built whole before it is used:
+   * a CloudFront grant per policy that has one, the minted grants made at start (a change of
+   * `mint` needs a restart: config/reload-plan.ts).
+   */
+  function decisionFor(next: VerifierConfig, prepared: PreparedIssuers): Authorize {
+    const grants = new Map<string, Grant>();
+    for (const { name, cloudfront } of next.policies.values()) {
+      const grant = minted.get(name);
+      if (grant) grants.set(name, grant);
+      else if (cloudfront)
+        grants.set(name, createCloudFrontGrant(cloudfront, logger.child({ policy: name })));
+    }
+    return createAuthorizer({
+      dpop,
+      config: next,
+      // Session claims are kept in the cache only when a receiver reads them.
+      verifyToken: createTokenVerifier({
+        config: next,
+        verifiers: prepared.verifiers,
+        cache,
+        metrics,
+        keepSession: !!revocation,
+        keyEpoch: prepared.keyEpoch,
+        onLookup: options.tracing?.noteTokenCache,
+      }),
       logger,
       metrics,
+      grants,
+      // With a receiver on, NGINX may reuse an answer only within the revocation latency bound.
+      edgeTtl: revocation?.edgeTtl ?? config.cache.edgeTtl,
+      revocation: revocation?.check,
       now,
-      subjectKey: config.decisionLog.subjectKey,
-      subject: config.decisionLog.subject,
-      setName: secretSetName,
-      // The receivers' throttle: at most one line a second per reason once a flood is on.
-      throttle: createLogThrottle(now, 1),
-    }),
-  });
+      decisionLog,
+    });
+  }
+
+  // The one reference a reload swaps: every request reads the policies and issuers through it.
+  let live = { decide: decisionFor(config, firstIssuers), config, generation: 1 };
+  const version = { digest: options.configDigest ?? 'start', generation: 1 };
+  metrics.configVersion(version.generation, version.digest);
+  const decide: Authorize = (request) => live.decide(request);
   // With OTEL_* tracing on (main.ts), each decision is a SERVER span; without, no wrapper at all.
   // Lines logged while deciding a request that came with a traceparent carry its trace id.
   const inTrace = withLogTrace(decide);
@@ -198,6 +206,35 @@ export function createVerifierService(
       revocation?.start();
       await Promise.all([...keySets.values()].map((keySet) => keySet.start()));
     },
+    /** The live configuration's generation (1 at start, one more per applied reload) and digest. */
+    get version(): { readonly generation: number; readonly digest: string } {
+      return { ...version };
+    },
+    /**
+     * Applies a reloaded configuration (already validated whole by loadConfig) in one swap, once
+     * its new key sets have loaded; until then, and when it is refused, the running one answers.
+     * Refused, with one line per problem, when it needs parts only a start builds.
+     */
+    async reload(next: VerifierConfig, digest: string): Promise<ReloadOutcome> {
+      const problems = needsRestart(live.config, next, { dpop: !!dpop, revocation: !!revocation });
+      if (problems.length > 0) return { applied: false, problems };
+      const prepared = issuers.prepare(next);
+      let nextDecide: Authorize;
+      try {
+        nextDecide = decisionFor(next, prepared);
+      } catch (error) {
+        prepared.discard();
+        if (!(error instanceof TypeError)) throw error;
+        return { applied: false, problems: [error.message] };
+      }
+      await prepared.start();
+      live = { decide: nextDecide, config: next, generation: live.generation + 1 };
+      const dropped = issuers.commit(prepared);
+      version.generation = live.generation;
+      version.digest = digest;
+      metrics.configVersion(version.generation, digest);
+      return { applied: true, generation: live.generation, dropped };
+    },
     /**
      * Starts the HTTP transport (and the metrics listener when `metricsListen` is set); resolves
      * with the TCP ports (0 on a unix socket).
@@ -212,7 +249,7 @@ export function createVerifierService(
     },
     /** Stops accepting, lets in-flight requests finish (up to `graceMs`), stops refreshing. */
     async stop(graceMs = 4000): Promise<void> {
-      for (const keySet of keySets.values()) keySet.stop();
+      issuers.stop();
       await Promise.all([transport?.close(graceMs), metricsListener?.close(0)]);
       await dpop?.close();
       await revocation?.close();

@@ -11,6 +11,10 @@
 // 6. When a key leaves an issuer's JWKS, every entry verified with that `kid` is dropped.
 // 7. Only verified tokens are stored: never a refusal (a key that appears later is picked up at
 //    once), nor a grant (a plugin's cookies).
+// 8. A configuration reload that changes an issuer's settings drops that issuer's entries (all of
+//    them when the step-up claims start or stop being read) and starts a new key epoch, so a
+//    verification in flight under the old settings is never found (token-verifier.ts); a policy
+//    change drops nothing.
 import { LRUCache } from 'lru-cache';
 import type { Clock, EpochSeconds } from '../clock.js';
 import type { VerifierConfig } from '../config/model.js';
@@ -134,6 +138,22 @@ export function createTokenCache(options: TokenCacheOptions) {
         // A token without `kid` may have matched any key, so it goes whenever a key goes.
         if (entry.kid === undefined || kids.has(entry.kid)) doomed.push(key);
       }
+      for (const key of doomed) lru.delete(key);
+      return doomed.length;
+    },
+    /**
+     * Drops every entry verified by one of `issuers` (their settings changed in a reload: what a
+     * token proved under the old ones proves nothing under the new); `all` drops every entry.
+     */
+    dropIssuers(issuers: ReadonlySet<string> | 'all'): number {
+      if (issuers === 'all') {
+        const dropped = lru.size;
+        lru.clear();
+        return dropped;
+      }
+      const doomed: string[] = [];
+      for (const [key, entry] of lru.entries())
+        if (issuers.has(entry.shape.issuer)) doomed.push(key);
       for (const key of doomed) lru.delete(key);
       return doomed.length;
     },

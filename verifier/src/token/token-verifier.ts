@@ -40,6 +40,11 @@ export interface TokenVerifierParts {
   /** Whether the session claims are cached: only something (a revocation receiver) reads them. */
   readonly keepSession?: boolean | undefined;
   /**
+   * Begins every cache key: a reload that changes an issuer's settings starts a new one, so a
+   * verification still running under the old settings can never be found by the new ones.
+   */
+  readonly keyEpoch?: string | undefined;
+  /**
    * Told each lookup's outcome, synchronously within the call (tracing's span attribute); left
    * unset without tracing, so the lookup does no more than before.
    */
@@ -71,7 +76,7 @@ export function createTokenVerifier(parts: TokenVerifierParts): TokenVerifier {
       issuers: new Set(policy.issuers),
       jwtIssuers: new Set(policy.issuers.filter(isJwt)),
       opaque: opaqueIssuer === undefined ? undefined : verifiers.get(opaqueIssuer),
-      keyPrefix: `${opaqueIssuer ?? ''}\u0000`,
+      keyPrefix: `${parts.keyEpoch ?? ''}${opaqueIssuer ?? ''}\u0000`,
     });
   }
   const pending = new Map<string, Promise<VerifiedToken>>();
