@@ -2,11 +2,12 @@
 // oauth4webapi, discovery from the configured issuer. The code is redeemed with a DPoP proof
 // (RFC 9449) signed by a fresh non-extractable ES256 key, so the access token is bound to a key
 // script cannot read out. The resulting session (key included) lives in this page's memory only.
-// A step-up sign-in (RFC 9470) adds the gate's `acr_values` / `max_age` to the request.
+// A step-up sign-in adds the gate's `acr_values` / `max_age` (RFC 9470) to the request, or the
+// scopes an `insufficient_scope` challenge named to its own (incremental authorization).
 import * as oauth from 'oauth4webapi';
 import type { AppConfig } from './config.js';
 import { savePendingSignIn, takePendingSignIn, type PendingStepUp } from './pending-sign-in.js';
-import { stepUpParameters } from './step-up.js';
+import { stepUpParameters, stepUpScope } from './step-up.js';
 
 /** What the app keeps after sign-in, only in this page's memory. */
 export interface Session {
@@ -115,7 +116,7 @@ export function createAuth(config: AppConfig, env: AuthEnvironment) {
       client_id: config.clientId,
       redirect_uri: redirectUri,
       response_type: 'code',
-      scope: config.scope,
+      scope: stepUp ? stepUpScope(config.scope, stepUp.request) : config.scope,
       ...apiParameters,
       code_challenge: await oauth.calculatePKCECodeChallenge(codeVerifier),
       code_challenge_method: 'S256',

@@ -95,19 +95,61 @@ describe('describeGateError', () => {
   });
 });
 
+describe('describeGateError on an insufficient_scope challenge', () => {
+  const BASE = 'openid secrets:read';
+  const scopeError = (scopes: string[]) =>
+    ({
+      code: 'step_up_required',
+      message: 'm',
+      status: 403,
+      scope: scopes.join(' '),
+      stepUp: { reason: 'insufficient_scope', scopes },
+    }) as const;
+
+  it('asks for a sign-in that grants the scopes the base sign-in does not request', () => {
+    const notice = describeGateError(scopeError(['payments']), BASE);
+    expect(notice).toMatchObject({
+      code: 'step-up-required',
+      action: 'step-up',
+      title: 'These secrets need another sign-in',
+      stepUp: { reason: 'insufficient_scope', scopes: ['payments'] },
+    });
+    expect(notice.detail).toContain('only after a sign-in that grants "payments"');
+  });
+
+  it('names the missing scope, with no sign-in offered, when the base sign-in already asked for it', () => {
+    const notice = describeGateError(scopeError(['secrets:read']), BASE);
+    expect(notice).toMatchObject({ code: 'missing-scope', action: 'none' });
+    expect(notice.detail).toContain('lacks the permission "secrets:read"');
+  });
+
+  it('ends a second scope challenge after a step-up in an error naming the scope', () => {
+    const notice = stepUpFailed({ reason: 'insufficient_scope', scopes: ['payments'] });
+    expect(notice.detail).toContain('still asks for a sign-in that grants "payments"');
+  });
+});
+
 describe('describeGateError on a step-up challenge (RFC 9470)', () => {
   it('asks for a step-up naming the level and the age, and carries the request', () => {
     const notice = describeGateError({
       code: 'step_up_required',
       message: 'm',
-      stepUp: { acrValues: ['urn:secret-gate:mfa'], maxAge: 300 },
+      stepUp: {
+        reason: 'insufficient_user_authentication',
+        acrValues: ['urn:secret-gate:mfa'],
+        maxAge: 300,
+      },
       challenges: [bearer({ error_description: 'eyJ-like text the gate wrote' })],
     });
     expect(notice).toMatchObject({
       code: 'step-up-required',
       action: 'step-up',
       title: 'These secrets need a stronger sign-in',
-      stepUp: { acrValues: ['urn:secret-gate:mfa'], maxAge: 300 },
+      stepUp: {
+        reason: 'insufficient_user_authentication',
+        acrValues: ['urn:secret-gate:mfa'],
+        maxAge: 300,
+      },
     });
     expect(notice.detail).toBe(
       'The gate releases them only after a sign-in at level "urn:secret-gate:mfa" and a sign-in from the last 5 minutes. Sign in again to continue; your other secrets stay available.',
@@ -116,7 +158,10 @@ describe('describeGateError on a step-up challenge (RFC 9470)', () => {
   });
 
   it('ends a second challenge after a step-up in an error with no further sign-in', () => {
-    const notice = stepUpFailed({ acrValues: ['urn:secret-gate:mfa'] });
+    const notice = stepUpFailed({
+      reason: 'insufficient_user_authentication',
+      acrValues: ['urn:secret-gate:mfa'],
+    });
     expect(notice).toMatchObject({ code: 'step-up-failed', action: 'none' });
     expect(notice.detail).toContain('still asks for a sign-in at level "urn:secret-gate:mfa"');
   });

@@ -39,17 +39,36 @@ function waitPhrase(seconds: number | undefined, fallback: string): string {
   return `Try again in ${Math.ceil(seconds / 60)} minutes.`;
 }
 
-/** Maps a failed fetch of a set (the client package's typed error) to a notice. */
-export function describeGateError(error: SecretGateError): Notice {
+/**
+ * True when a new sign-in asking for the app's base scopes plus the named ones would ask for
+ * nothing new: the IdP already declined one of them, so another round cannot help.
+ */
+function nothingToAdd(error: SecretGateError, baseScope: string | undefined): boolean {
+  const scopes = error.stepUp?.scopes;
+  if (error.stepUp?.reason !== 'insufficient_scope' || !scopes) return false;
+  const base = (baseScope ?? '').split(/\s+/);
+  return scopes.every((scope) => base.includes(scope));
+}
+
+/**
+ * Maps a failed fetch of a set (the client package's typed error) to a notice. `baseScope` is
+ * what the app's sign-in asks for: an `insufficient_scope` naming only those is no step-up.
+ */
+export function describeGateError(error: SecretGateError, baseScope?: string): Notice {
   const { retryAfterSeconds } = error;
   const wait = retryAfterSeconds === undefined ? {} : { retryAfterSeconds };
-  switch (error.code) {
+  const code = nothingToAdd(error, baseScope) ? 'forbidden' : error.code;
+  switch (code) {
     case 'step_up_required': {
-      // RFC 9470 §3: the token is fine, the sign-in behind it is too weak or too old for this set.
-      const stepUp = error.stepUp ?? {};
+      // RFC 9470 §3: the token is fine, the sign-in behind it is too weak or too old for this set;
+      // or (RFC 6750 `insufficient_scope`) it lacks a scope a new sign-in can ask for.
+      const stepUp = error.stepUp ?? { reason: 'insufficient_user_authentication' };
       return {
         code: 'step-up-required',
-        title: 'These secrets need a stronger sign-in',
+        title:
+          stepUp.reason === 'insufficient_scope'
+            ? 'These secrets need another sign-in'
+            : 'These secrets need a stronger sign-in',
         detail: `The gate releases them only after ${describeStepUp(stepUp)}. Sign in again to continue; your other secrets stay available.`,
         action: 'step-up',
         stepUp,
@@ -140,7 +159,7 @@ export function stepUpFailed(stepUp: StepUpRequest | undefined): Notice {
   return {
     code: 'step-up-failed',
     title: 'The new sign-in was still not strong enough',
-    detail: `The gate still asks for ${describeStepUp(stepUp ?? {})}, and the sign-in service did not provide it. Ask an administrator whether your account can sign in that way.`,
+    detail: `The gate still asks for ${describeStepUp(stepUp ?? { reason: 'insufficient_user_authentication' })}, and the sign-in service did not provide it. Ask an administrator whether your account can sign in that way.`,
     action: 'none',
   };
 }

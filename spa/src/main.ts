@@ -95,7 +95,7 @@ function run(config: AppConfig): void {
       onResult: (result) => {
         view.setBusy(false);
         // The watch is stopped on sign-out and on a set change, so this is the current set.
-        showResult(readSetResult(result), set, first ? afterStepUp : undefined);
+        showResult(readSetResult(result, config.scope), set, first ? afterStepUp : undefined);
         first = false;
       },
     });
@@ -133,7 +133,11 @@ function run(config: AppConfig): void {
         view.showNotice(stepUpFailed(notice.stepUp));
         return;
       }
-      stepUpFor = { ...notice.stepUp, ...(set === undefined ? {} : { set }) };
+      stepUpFor = {
+        reason: 'insufficient_user_authentication',
+        ...notice.stepUp,
+        ...(set === undefined ? {} : { set }),
+      };
       view.showNotice(notice);
       return;
     }

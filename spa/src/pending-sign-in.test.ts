@@ -44,17 +44,35 @@ describe('pending sign-in', () => {
 
   it('carries a step-up (set, acr_values, max_age) through the redirect', () => {
     const storage = memoryStorage();
-    const stepUp = { set: 'payments', acrValues: ['urn:secret-gate:mfa'], maxAge: 300 };
+    const stepUp = {
+      reason: 'insufficient_user_authentication' as const,
+      set: 'payments',
+      acrValues: ['urn:secret-gate:mfa'],
+      maxAge: 300,
+    };
     savePendingSignIn(storage, { ...pending, stepUp });
     expect(takePendingSignIn(storage, 1_000_500)).toEqual({ ...pending, stepUp });
   });
 
-  it.each([[{ set: 7 }], [{ acrValues: 'urn:x' }], [{ maxAge: -1 }], ['payments']])(
-    'drops a sign-in whose step-up %j this app did not write',
-    (stepUp) => {
-      const storage = memoryStorage();
-      storage.setItem('secret-gate.pending-sign-in', JSON.stringify({ ...pending, stepUp }));
-      expect(takePendingSignIn(storage, 1_000_500)).toBeUndefined();
-    },
-  );
+  it('carries a scope step-up (set, scopes) through the redirect', () => {
+    const storage = memoryStorage();
+    const stepUp = { reason: 'insufficient_scope' as const, set: 'payments', scopes: ['payments'] };
+    savePendingSignIn(storage, { ...pending, stepUp });
+    expect(takePendingSignIn(storage, 1_000_500)).toEqual({ ...pending, stepUp });
+  });
+
+  const UA = 'insufficient_user_authentication';
+  it.each([
+    [{ reason: UA, set: 7 }],
+    [{ reason: UA, acrValues: 'urn:x' }],
+    [{ reason: UA, maxAge: -1 }],
+    [{ reason: 'insufficient_scope', scopes: 'payments' }],
+    [{ reason: 'other', set: 'payments' }],
+    [{ set: 'payments' }],
+    ['payments'],
+  ])('drops a sign-in whose step-up %j this app did not write', (stepUp) => {
+    const storage = memoryStorage();
+    storage.setItem('secret-gate.pending-sign-in', JSON.stringify({ ...pending, stepUp }));
+    expect(takePendingSignIn(storage, 1_000_500)).toBeUndefined();
+  });
 });

@@ -5,9 +5,7 @@
 import type { StepUpRequest } from './step-up.js';
 
 /** A step-up in flight: the gate's requirement and the set it guards (absent: the default set). */
-export interface PendingStepUp extends StepUpRequest {
-  readonly set?: string;
-}
+export type PendingStepUp = StepUpRequest & { readonly set?: string };
 
 export interface PendingSignIn {
   readonly state: string;
@@ -57,21 +55,25 @@ export function takePendingSignIn(storage: Storage, now: number): PendingSignIn 
 function readStepUp(value: unknown): PendingStepUp | undefined | null {
   if (value === undefined) return undefined;
   if (typeof value !== 'object' || value === null) return null;
-  const { set, acrValues, maxAge } = value as Record<string, unknown>;
+  const { reason, set, acrValues, maxAge, scopes } = value as Record<string, unknown>;
+  if (reason !== 'insufficient_user_authentication' && reason !== 'insufficient_scope') return null;
   if (set !== undefined && typeof set !== 'string') return null;
-  if (
-    acrValues !== undefined &&
-    !(Array.isArray(acrValues) && acrValues.every((acr) => typeof acr === 'string'))
-  )
-    return null;
+  if (acrValues !== undefined && !isStringList(acrValues)) return null;
+  if (scopes !== undefined && !isStringList(scopes)) return null;
   if (
     maxAge !== undefined &&
     !(typeof maxAge === 'number' && Number.isInteger(maxAge) && maxAge >= 0)
   )
     return null;
   return {
+    reason,
     ...(set === undefined ? {} : { set }),
     ...(acrValues === undefined ? {} : { acrValues }),
     ...(maxAge === undefined ? {} : { maxAge }),
+    ...(scopes === undefined ? {} : { scopes }),
   };
+}
+
+function isStringList(value: unknown): value is string[] {
+  return Array.isArray(value) && value.every((item) => typeof item === 'string');
 }

@@ -30,9 +30,12 @@ export function createGateClient(
   return createSecretGateClient({ url, getCredentials, fetch: fetchFn });
 }
 
-/** The view's reading of a fetch: the entries (with their expiries) or the notice to show. */
-export function readSetResult(result: SetResult): SecretResult {
-  if (!result.ok) return { ok: false, notice: describeGateError(result.error) };
+/**
+ * The view's reading of a fetch: the entries (with their expiries) or the notice to show.
+ * `baseScope` is the scope the app's sign-in requests (see `describeGateError`).
+ */
+export function readSetResult(result: SetResult, baseScope?: string): SecretResult {
+  if (!result.ok) return { ok: false, notice: describeGateError(result.error, baseScope) };
   const { renewAt } = result.set;
   return {
     ok: true,

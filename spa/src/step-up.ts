@@ -1,14 +1,25 @@
-// Step-up (RFC 9470): the OpenID Connect parameters that ask for what the gate's
-// `insufficient_user_authentication` challenge named (OIDC Core §3.1.2.1: `acr_values`,
-// `max_age`, `prompt=login`), and its wording. The challenge itself is read by the client package.
-// Pure: time is passed in.
+// Step-up: the authorization request parameters that ask for what the gate's challenge named, and
+// its wording. RFC 9470's `insufficient_user_authentication` becomes OpenID Connect's `acr_values`,
+// `max_age` and `prompt=login` (OIDC Core §3.1.2.1); RFC 6750's `insufficient_scope` becomes the
+// app's own scopes plus the ones named (incremental authorization). The challenge itself is read
+// by the client package. Pure: time is passed in.
 import type { StepUpChallenge } from '@secret-gate/client';
 
 /** What the gate asks of the sign-in before it releases a set (read by the client package). */
 export type StepUpRequest = StepUpChallenge;
 
 /**
- * The authorization request parameters for a step-up. `prompt=login` is added when `max_age`
+ * The `scope` of a step-up sign-in: the app's base scopes, then each scope an `insufficient_scope`
+ * challenge named that they lack (the base ones are asked again, or the new token would lose them).
+ */
+export function stepUpScope(baseScope: string, request: StepUpRequest): string {
+  const scopes = baseScope.split(/\s+/).filter(Boolean);
+  for (const scope of request.scopes ?? []) if (!scopes.includes(scope)) scopes.push(scope);
+  return scopes.join(' ');
+}
+
+/**
+ * The authorization request parameters for a step-up, besides `scope` (see `stepUpScope`). `prompt=login` is added when `max_age`
  * cannot be met by the current sign-in: 0, a sign-in time the app does not know, or one already
  * older than `max_age` (OIDC Core asks the IdP to re-authenticate then too, but not every IdP
  * does it for `max_age` alone). `authTime` and `nowSeconds` are epoch seconds.
@@ -38,6 +49,11 @@ function ageText(seconds: number): string {
 /** Says in words what the gate asks for, e.g. "a sign-in at level urn:x:mfa". */
 export function describeStepUp(request: StepUpRequest): string {
   const parts: string[] = [];
+  if (request.scopes?.length) {
+    parts.push(
+      `a sign-in that grants ${request.scopes.map((scope) => `"${scope}"`).join(' and ')}`,
+    );
+  }
   if (request.acrValues?.length) {
     parts.push(`a sign-in at level ${request.acrValues.map((acr) => `"${acr}"`).join(' or ')}`);
   }

@@ -1,11 +1,12 @@
 // A named step-up set against Glewlwyd (Debian's OpenID provider, test/support/glewlwyd.ts), set up
 // as docs/configuration.md says: `npm start -- --issuer <glewlwyd> --config policies.json` with a
-// `payments` policy that asks for an `acr`. The set has a policy (the issue's 403
-// `insufficient_scope` / `policy_unknown` is gone): a token without the class gets 401 with the
-// RFC 9470 challenge, and the SPA in Chromium says why, signs in again with `acr_values`, and
-// stops with an error when the IdP's new token still falls short. Glewlwyd 2.7.5 puts no `acr`,
-// `amr` or `auth_time` in its access tokens and ignores `acr_values`, so its tokens never meet
-// the step-up: the walk ends there, never in a loop and never with the set.
+// `payments` policy that requires the scope `payments`, which Glewlwyd guards with a second
+// authentication scheme (retype-password). This is incremental authorization: the SPA signs in with
+// its base scopes, asking for the set gets 403 `insufficient_scope` naming the scope (passed on by
+// NGINX), the SPA signs in again adding it, Glewlwyd asks for the password again, and the new
+// token opens the set. The RFC 9470 row stays as a documented limit: Glewlwyd 2.7.5 puts no `acr`,
+// `amr` or `auth_time` in its access tokens and ignores `acr_values`, so a `strong` set asking for
+// an `acr` ends in an error after one more sign-in, never in a loop and never with the set.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,6 +20,7 @@ import { allSecretValues, type SecretsFile } from '../support/secrets.js';
 
 const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run'];
 const MFA = 'urn:secret-gate:mfa';
+const PAYMENTS = 'payments';
 const SETS = {
   default: { 'x-api-key': 'glewlwyd-step-up-default' },
   clients: {
@@ -27,16 +29,19 @@ const SETS = {
   },
   policies: {
     payments: { default: { 'payments-key': 'glewlwyd-step-up-payments' }, clients: {} },
+    strong: { default: { 'strong-key': 'glewlwyd-step-up-strong' }, clients: {} },
   },
 } satisfies SecretsFile;
 /**
- * The documented policy file: `/secret` as it is, `payments` after a step-up; both take the
- * DPoP-bound tokens Glewlwyd issues the SPA (`dpop: allowed`, as the run's own policy does).
+ * The documented policy file: `/secret` as it is, `payments` for a token granted the guarded
+ * scope, `strong` for an authentication class Glewlwyd cannot name; all take the DPoP-bound
+ * tokens Glewlwyd issues the SPA (`dpop: allowed`, as the run's own policy does).
  */
 const POLICIES = {
   policies: {
     secret: { scopes: ['secrets:read'], dpop: 'allowed' },
-    payments: { scopes: ['secrets:read'], dpop: 'allowed', acrValues: [MFA] },
+    payments: { scopes: ['secrets:read', PAYMENTS], dpop: 'allowed' },
+    strong: { scopes: ['secrets:read'], dpop: 'allowed', acrValues: [MFA] },
   },
 };
 
@@ -48,7 +53,7 @@ let context: BrowserContext;
 beforeAll(async () => {
   scratch = mkdtempSync(join(tmpdir(), 'sg-glewlwyd-step-up-'));
   const port = await freePort();
-  idp = await startGlewlwyd({ redirectUri: `http://127.0.0.1:${port}/` });
+  idp = await startGlewlwyd({ redirectUri: `http://127.0.0.1:${port}/`, guardedScope: PAYMENTS });
   const secretsFile = join(scratch, 'secrets.json');
   writeFileSync(secretsFile, JSON.stringify(SETS));
   const policyFile = join(scratch, 'policies.json');
@@ -79,6 +84,32 @@ const claimsOf = (token: string) =>
     unknown
   >;
 
+/**
+ * Glewlwyd's pages on a sign-in that adds the guarded scope: the session is known, so it greets
+ * the user; the new scope needs consent (Manage → Grant), then its scheme asks for the password
+ * again before Glewlwyd lets the app continue.
+ */
+async function grantAndRetypePassword(page: Page): Promise<void> {
+  await page.getByText(`Hello ${idp.user.name}`).waitFor();
+  await page.getByRole('button', { name: 'Manage' }).click();
+  await page.getByText('Grant', { exact: true }).click();
+  await page.getByLabel('Payments').check();
+  const granted = page.waitForResponse(
+    (response) => response.request().method() === 'PUT' && /\/auth\/grant\//.test(response.url()),
+  );
+  await page.getByRole('button', { name: 'Grant access' }).click();
+  expect((await granted).ok()).toBe(true);
+  await page.getByText('Enter your password').waitFor();
+  await page.getByPlaceholder('Value required').fill(idp.user.password);
+  const retyped = page.waitForResponse(
+    (response) => response.request().method() === 'POST' && /\/api\/auth\/$/.test(response.url()),
+  );
+  await page.getByRole('button', { name: 'OK' }).click();
+  expect((await retyped).ok()).toBe(true);
+  await page.getByText('What do you wish for?').waitFor();
+  await page.getByRole('button', { name: 'Continue' }).click();
+}
+
 /** Glewlwyd's own pages: password, consent to the scope, back to the app. */
 async function signInAtGlewlwyd(page: Page): Promise<void> {
   await page.getByPlaceholder('Your username').fill(idp.user.username);
@@ -94,18 +125,45 @@ async function signInAtGlewlwyd(page: Page): Promise<void> {
   await page.getByRole('button', { name: 'Continue' }).click();
 }
 
-describe.sequential('a named step-up set against Glewlwyd', { timeout: 90_000 }, () => {
-  it('offers the set and answers a token without the class 401 with the RFC 9470 challenge', async () => {
+/** Every access token the page receives from Glewlwyd's token endpoint, in order. */
+function collectTokens(page: Page): string[] {
+  const tokens: string[] = [];
+  page.on('response', (response) => {
+    if (response.url() !== idp.tokenEndpoint) return;
+    void response
+      .json()
+      .then(
+        (body: { access_token?: string }) => body.access_token && tokens.push(body.access_token),
+      )
+      .catch(() => undefined);
+  });
+  return tokens;
+}
+
+/** The query of every authorization request the page sends to Glewlwyd, in order. */
+function collectAuthorizations(page: Page): URLSearchParams[] {
+  const authorizations: URLSearchParams[] = [];
+  page.on('request', (request) => {
+    if (request.url().startsWith(`${idp.issuer}/auth?`))
+      authorizations.push(new URL(request.url()).searchParams);
+  });
+  return authorizations;
+}
+
+describe.sequential('named step-up sets against Glewlwyd', { timeout: 90_000 }, () => {
+  it('offers the sets and answers a token without the scope 403 insufficient_scope naming it', async () => {
     const config = (await (await fetch(stack.urls.config)).json()) as { secretSets: string };
-    expect(config.secretSets).toBe('payments');
+    expect(config.secretSets.split(' ').sort()).toEqual([PAYMENTS, 'strong']);
     const token = await idp.clientCredentials();
+    expect(claimsOf(token).scope).toBe('secrets:read');
     const answer = await fetch(`${stack.urls.gate}/secret/payments`, {
       headers: { authorization: `Bearer ${token}` },
     });
-    expect(answer.status).toBe(401);
+    expect(answer.status).toBe(403);
+    // NGINX passes the verifier's challenge on the 403 (auth_request copies it only on a 401).
     expect(answer.headers.get('www-authenticate')).toMatch(
       new RegExp(
-        `^Bearer realm="secret-gate", error="insufficient_user_authentication", error_description="A different authentication level is required", acr_values="${MFA}", resource_metadata="`,
+        `^Bearer realm="secret-gate", error="insufficient_scope", scope="secrets:read ${PAYMENTS}", resource_metadata="`,
       ),
     );
     const body = await answer.text();
@@ -115,35 +173,62 @@ describe.sequential('a named step-up set against Glewlwyd', { timeout: 90_000 },
     expect(open.status).toBe(200);
   });
 
-  it('walks the SPA to the challenge, signs in again with acr_values, and stops with an error', async () => {
+  it('walks the SPA from the insufficient_scope challenge through a second factor to the set', async () => {
     const app = await context.newPage();
-    const tokens: string[] = [];
-    app.on('response', (response) => {
-      if (response.url() !== idp.tokenEndpoint) return;
-      void response
-        .json()
-        .then(
-          (body: { access_token?: string }) => body.access_token && tokens.push(body.access_token),
-        )
-        .catch(() => undefined);
-    });
-    const authorizations: URLSearchParams[] = [];
-    app.on('request', (request) => {
-      if (request.url().startsWith(`${idp.issuer}/auth?`))
-        authorizations.push(new URL(request.url()).searchParams);
-    });
+    const tokens = collectTokens(app);
+    const authorizations = collectAuthorizations(app);
     await app.goto(stack.urls.gate);
     await app.getByRole('button', { name: 'Sign in', exact: true }).click();
     await signInAtGlewlwyd(app);
     await app.getByRole('heading', { name: 'Signed in' }).waitFor();
     await app.getByText(/^Fetched at /).waitFor();
+    // The first sign-in asks for the base scopes only.
+    expect(authorizations.at(-1)?.get('scope')).toBe('openid secrets:read');
 
     const challenged = app.waitForResponse(`${stack.urls.gate}/secret/payments`);
     await app.getByRole('button', { name: 'payments set', exact: true }).click();
     const answer = await challenged;
+    expect(answer.status()).toBe(403);
+    expect(await answer.headerValue('www-authenticate')).toContain(
+      `error="insufficient_scope", scope="secrets:read ${PAYMENTS}"`,
+    );
+    await app.getByRole('heading', { name: 'These secrets need another sign-in' }).waitFor();
+    expect(await app.locator('#notice-detail').innerText()).toContain(
+      `a sign-in that grants "secrets:read" and "${PAYMENTS}"`,
+    );
+
+    await app.getByRole('button', { name: 'Continue to sign-in' }).click();
+    await grantAndRetypePassword(app);
+    await app.getByText(/^Fetched the payments set at /).waitFor();
+    expect(authorizations.at(-1)?.get('scope')).toBe(`openid secrets:read ${PAYMENTS}`);
+    expect(await app.locator('main').innerText()).toContain('payments-key');
+    await app.getByRole('button', { name: 'Reveal payments-key' }).click();
+    expect(await app.locator('main').innerText()).toContain('glewlwyd-step-up-payments');
+    // Only the second token carries the guarded scope.
+    expect(tokens.map((token) => claimsOf(token).scope)).toEqual([
+      'openid secrets:read',
+      `openid secrets:read ${PAYMENTS}`,
+    ]);
+    await app.close();
+  });
+
+  it('walks the SPA to an RFC 9470 challenge Glewlwyd cannot meet, and stops with an error', async () => {
+    const app = await context.newPage();
+    const tokens = collectTokens(app);
+    const authorizations = collectAuthorizations(app);
+    await app.goto(stack.urls.gate);
+    await app.getByRole('button', { name: 'Sign in', exact: true }).click();
+    // Glewlwyd keeps the session and the consent of the walk before: it asks only to continue.
+    await app.getByText(`Hello ${idp.user.name}`).waitFor();
+    await app.getByRole('button', { name: 'Continue' }).click();
+    await app.getByText(/^Fetched at /).waitFor();
+
+    const challenged = app.waitForResponse(`${stack.urls.gate}/secret/strong`);
+    await app.getByRole('button', { name: 'strong set', exact: true }).click();
+    const answer = await challenged;
     expect(answer.status()).toBe(401);
     expect(await answer.headerValue('www-authenticate')).toContain(
-      'error="insufficient_user_authentication"',
+      `error="insufficient_user_authentication", error_description="A different authentication level is required", acr_values="${MFA}"`,
     );
     await app.getByRole('heading', { name: 'These secrets need a stronger sign-in' }).waitFor();
     expect(await app.locator('#notice-detail').innerText()).toContain(
@@ -151,7 +236,6 @@ describe.sequential('a named step-up set against Glewlwyd', { timeout: 90_000 },
     );
 
     await app.getByRole('button', { name: 'Continue to sign-in' }).click();
-    // Glewlwyd knows the session: it greets the user and asks nothing more than to continue.
     await app.getByText(`Hello ${idp.user.name}`).waitFor();
     await app.getByRole('button', { name: 'Continue' }).click();
     await app
@@ -163,7 +247,7 @@ describe.sequential('a named step-up set against Glewlwyd', { timeout: 90_000 },
     for (const token of tokens) expect(claimsOf(token)).not.toHaveProperty('acr');
     await app.waitForTimeout(1_000);
     expect(await app.getByRole('button', { name: 'Continue to sign-in' }).isVisible()).toBe(false);
-    expect(await app.locator('main').innerText()).not.toContain('glewlwyd-step-up-payments');
+    expect(await app.locator('main').innerText()).not.toContain('glewlwyd-step-up-strong');
     await app.close();
   });
 });

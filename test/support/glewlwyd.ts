@@ -35,6 +35,7 @@ const WEBAPP = '/usr/share/glewlwyd/webapp';
 const INIT_SQL = '/usr/share/doc/glewlwyd/database/init.sqlite3.sql.gz';
 const MODULES = '/usr/lib/glewlwyd';
 const PLUGIN = 'oidc';
+const RETYPE_PASSWORD = 'retype';
 
 export interface GlewlwydOptions {
   /** The RFC 8707 resource the gate's API is known by: the `aud` of its access tokens. */
@@ -47,6 +48,12 @@ export interface GlewlwydOptions {
   readonly spaClient?: string;
   /** A confidential client for client credentials; its secret is `${id}-secret`. */
   readonly serviceClient?: string;
+  /**
+   * A scope guarded by a second authentication scheme (Glewlwyd's "retype-password"): the
+   * sign-in that requests it asks for the password again (SCOPE.md, "Additional authentication
+   * schemes"). The SPA's client and the user may request it.
+   */
+  readonly guardedScope?: string;
 }
 
 export interface GlewlwydHarness {
@@ -58,6 +65,8 @@ export interface GlewlwydHarness {
   readonly serviceClient: string;
   /** The user who signs in at the login page. */
   readonly user: { readonly username: string; readonly password: string; readonly name: string };
+  /** The scope guarded by the retype-password scheme, when one was asked for. */
+  readonly guardedScope: string | undefined;
   /** A client-credentials token for the service client (with `dpop`: bound to that key). */
   clientCredentials(options?: { scope?: string; dpop?: DPoP.KeyPair }): Promise<string>;
   /** Glewlwyd's own log so far (start-up, errors). */
@@ -113,12 +122,44 @@ export async function startGlewlwyd(options: GlewlwydOptions = {}): Promise<Glew
       password_required: false,
       scheme: {},
     });
+    const guardedScope = options.guardedScope;
+    const extraScopes = guardedScope === undefined ? [] : [guardedScope];
+    if (guardedScope !== undefined) {
+      // A short-lived password re-entry: a sign-in that requests the scope asks for it even
+      // when the session already holds the password.
+      await api('POST', '/mod/scheme/', {
+        module: 'retype-password',
+        name: RETYPE_PASSWORD,
+        display_name: 'Retype password',
+        expiration: 600,
+        max_use: 0,
+        allow_user_register: false,
+        enabled: true,
+        parameters: {},
+      });
+      await api('POST', '/scope/', {
+        name: guardedScope,
+        display_name: 'Payments',
+        description: 'Read the payments set of the gate',
+        password_required: true,
+        password_max_age: 0,
+        scheme: {
+          retype: [
+            {
+              scheme_type: 'retype-password',
+              scheme_name: RETYPE_PASSWORD,
+              scheme_display_name: 'Retype password',
+            },
+          ],
+        },
+      });
+    }
     await api('POST', '/mod/plugin/', {
       module: 'oidc',
       name: PLUGIN,
       display_name: 'OpenID Connect',
       enabled: true,
-      parameters: pluginParameters({ issuer, resource }),
+      parameters: pluginParameters({ issuer, resource, extraScopes }),
     });
     await api('POST', '/client/', {
       client_id: spaClient,
@@ -128,7 +169,7 @@ export async function startGlewlwyd(options: GlewlwydOptions = {}): Promise<Glew
       redirect_uri: [options.redirectUri ?? 'http://127.0.0.1/'],
       post_logout_redirect_uri: options.redirectUri ?? 'http://127.0.0.1/',
       authorization_type: ['code', 'refresh_token'],
-      scope: ['openid', 'secrets:read'],
+      scope: ['openid', 'secrets:read', ...extraScopes],
       resource: [resource],
       ...(options.backchannelLogoutUri === undefined
         ? {}
@@ -156,7 +197,7 @@ export async function startGlewlwyd(options: GlewlwydOptions = {}): Promise<Glew
       email: 'dana@example.test',
       enabled: true,
       password: user.password,
-      scope: ['openid', 'secrets:read', 'g_profile'],
+      scope: ['openid', 'secrets:read', 'g_profile', ...extraScopes],
     });
     // The plugin answers discovery once its instance is loaded.
     await waitUntilServing(`${issuer}/.well-known/openid-configuration`, () => output, child);
@@ -169,6 +210,7 @@ export async function startGlewlwyd(options: GlewlwydOptions = {}): Promise<Glew
       spaClient,
       serviceClient,
       user,
+      guardedScope,
       async clientCredentials({ scope = 'secrets:read', dpop } = {}) {
         const headers: Record<string, string> = {
           authorization: `Basic ${Buffer.from(`${serviceClient}:${serviceClient}-secret`).toString('base64')}`,
@@ -280,7 +322,7 @@ function signingKeys(): { keys: Array<Record<string, unknown>> } {
   };
 }
 
-function pluginParameters(at: { issuer: string; resource: string }) {
+function pluginParameters(at: { issuer: string; resource: string; extraScopes: string[] }) {
   return {
     iss: at.issuer,
     'jwt-type': 'rsa',
@@ -308,7 +350,7 @@ function pluginParameters(at: { issuer: string; resource: string }) {
     'name-claim-scope': [],
     'email-claim': 'no',
     'scope-claim': 'no',
-    'allowed-scope': ['openid', 'secrets:read'],
+    'allowed-scope': ['openid', 'secrets:read', ...at.extraScopes],
     'secret-type': 'public',
     'pkce-allowed': true,
     'pkce-method-plain-allowed': false,
@@ -324,7 +366,11 @@ function pluginParameters(at: { issuer: string; resource: string }) {
     'oauth-dpop-iat-gap-duration': 0,
     'oauth-dpop-nonce-mandatory': false,
     'resource-allowed': true,
-    'resource-scope': { 'secrets:read': [at.resource], openid: [at.resource] },
+    'resource-scope': {
+      'secrets:read': [at.resource],
+      openid: [at.resource],
+      ...Object.fromEntries(at.extraScopes.map((scope) => [scope, [at.resource]])),
+    },
     'resource-client-property': 'resource',
     'resource-scope-and-client-property': false,
     'request-parameter-allow': false,

@@ -132,13 +132,18 @@ describe('fetchSet errors are typed values', () => {
       { code: 'unauthorized', tokenRefused: false },
     ],
     [
-      'a missing scope',
+      'a missing scope the gate names',
       {
         status: 403,
         headers: { 'WWW-Authenticate': 'Bearer error="insufficient_scope", scope="secrets:read"' },
         body: { error: 'forbidden', message: 'scope' },
       },
-      { code: 'forbidden', status: 403, scope: 'secrets:read' },
+      { code: 'step_up_required', status: 403, scope: 'secrets:read' },
+    ],
+    [
+      'a refusal no new scope answers',
+      { status: 403, body: { error: 'forbidden', message: 'client' } },
+      { code: 'forbidden', status: 403 },
     ],
     ['an unknown set', { status: 404, body: { error: 'not_found' } }, { code: 'not_found' }],
     [
@@ -189,9 +194,42 @@ describe('fetchSet errors are typed values', () => {
     }));
     const onStepUp = vi.fn();
     const result = await client({ onStepUp }).fetchSet({ set: 'payments' });
-    const stepUp = { acrValues: ['urn:sg:mfa', 'urn:sg:hwk'], maxAge: 300 };
+    const stepUp = {
+      reason: 'insufficient_user_authentication',
+      acrValues: ['urn:sg:mfa', 'urn:sg:hwk'],
+      maxAge: 300,
+    };
     expect(result).toMatchObject({ ok: false, error: { code: 'step_up_required', stepUp } });
     expect(onStepUp).toHaveBeenCalledExactlyOnceWith(stepUp, 'payments');
+  });
+
+  it('hands a 403 insufficient_scope challenge naming scopes to the same callback', async () => {
+    gate.answer(() => ({
+      status: 403,
+      headers: {
+        'WWW-Authenticate':
+          'Bearer realm="g", error="insufficient_scope", scope="secrets:read payments"',
+      },
+    }));
+    const onStepUp = vi.fn();
+    const result = await client({ onStepUp }).fetchSet({ set: 'payments' });
+    const stepUp = { reason: 'insufficient_scope', scopes: ['secrets:read', 'payments'] };
+    expect(result).toMatchObject({
+      ok: false,
+      error: { code: 'step_up_required', status: 403, stepUp, scope: 'secrets:read payments' },
+    });
+    expect(onStepUp).toHaveBeenCalledExactlyOnceWith(stepUp, 'payments');
+  });
+
+  it('keeps a 403 whose challenge names no scope forbidden, without a step-up', async () => {
+    gate.answer(() => ({
+      status: 403,
+      headers: { 'WWW-Authenticate': 'Bearer realm="g", error="insufficient_scope"' },
+    }));
+    const onStepUp = vi.fn();
+    const result = await client({ onStepUp }).fetchSet({ set: 'payments' });
+    expect(result).toMatchObject({ ok: false, error: { code: 'forbidden', status: 403 } });
+    expect(onStepUp).not.toHaveBeenCalled();
   });
 
   it('reports network when nothing answers', async () => {

@@ -2,14 +2,17 @@
 // mapping from an HTTP answer to a code lives in exactly one function, `errorFromAnswer`.
 // Messages are safe to show: they never carry the token, a secret or the gate's body text.
 import type { WWWAuthenticateChallenge } from 'oauth4webapi';
-import { readStepUpChallenge, type StepUpChallenge } from './step-up.js';
+import { readScopeChallenge, readStepUpChallenge, type StepUpChallenge } from './step-up.js';
 
 export type SecretGateErrorCode =
   /** 401: no token, or the gate refused it (expired, revoked, forged). Sign in again. */
   | 'unauthorized'
   /** 403: the token is fine but lacks what this set needs (a scope, a client). */
   | 'forbidden'
-  /** 401 `insufficient_user_authentication` (RFC 9470): a stronger or more recent sign-in. */
+  /**
+   * A new sign-in can answer it: 401 `insufficient_user_authentication` (RFC 9470, a stronger or
+   * more recent sign-in) or 403 `insufficient_scope` naming the scopes (RFC 6750, ask for them).
+   */
   | 'step_up_required'
   /** 404: the gate has no set of that name. */
   | 'not_found'
@@ -111,6 +114,17 @@ export function errorFromAnswer(answer: GateAnswer, nowMs: number): SecretGateEr
     };
   }
   if (status === 403) {
+    const stepUp = readScopeChallenge(challenges);
+    if (stepUp) {
+      return {
+        code: 'step_up_required',
+        message: 'The set needs a sign-in that grants more scopes.',
+        status,
+        stepUp,
+        scope: stepUp.scopes?.join(' ') ?? '',
+        ...parsed,
+      };
+    }
     const scope = bearerParameter(challenges, 'scope');
     return {
       code: 'forbidden',
