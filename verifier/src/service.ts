@@ -93,8 +93,8 @@ export function createVerifierService(
     metrics,
     logger,
     now,
-    // A bucket of its own, apart from /verify's: a sender pushes a few events a second.
-    admitPush: createCallLimit(
+    // Per sender key (`iss`, `kid`), not per address: spent only by forgeries under that key.
+    spendFailure: createCallLimit(
       { rate: config.revocation.receiverRate, burst: config.revocation.receiverBurst },
       now,
     ),

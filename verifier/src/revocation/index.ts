@@ -31,10 +31,10 @@ export function createRevocationRuntime(
     readonly logger: Logger;
     readonly now: Clock;
     /**
-     * The pushes' per-client bucket (`receiverRate`, `receiverBurst`): true while `clientKey`
-     * may push; main wires the call limit of http/ here.
+     * The budget of failed signature checks per sender key (`receiverRate`, `receiverBurst`):
+     * true while the key may fail once more; the service wires a token bucket of http/ here.
      */
-    readonly admitPush: (clientKey: string | undefined) => boolean;
+    readonly spendFailure: (key: string) => boolean;
   },
 ) {
   const { metrics, logger, now } = deps;
@@ -93,9 +93,9 @@ export function createRevocationRuntime(
     throttle,
     replayTtl: (channel: RevocationChannel) =>
       channel === 'backchannel_logout' ? logoutReplayTtl : setReplayTtl,
-    // The pushes' own per-client bucket, apart from /verify's, charged only for pushes whose
-    // signature is to be checked (receiver.ts): over it, 429 + Retry-After, the log throttled.
-    admitPush: deps.admitPush,
+    // Spent only by signatures that did not verify (event-token.ts): past it, a forgery under
+    // that key gets 429 + Retry-After and no log line; a real logout never asks it.
+    spendFailure: deps.spendFailure,
     retryAfter: String(Math.max(1, Math.ceil(1 / settings.receiverRate))),
   };
 
