@@ -88,8 +88,37 @@ export function createVerifierService(
   const dpop = policies.some((policy) => policy.dpop !== 'off')
     ? createDpopRuntime(config.dpop, { now, logger, redis: redisSettingsOf(config) })
     : undefined;
+  // The Shared Signals transmitter's keys: only from the `jwks_uri` of its
+  // `/.well-known/ssf-configuration` (SSF 1.0 §7.1), which must name it as `issuer`.
+  const { transmitter, audience: ssfAudience, allowHttp: ssfHttp } = config.revocation.ssf;
+  const transmitterFetching =
+    transmitter === undefined || ssfAudience === undefined
+      ? undefined
+      : { issuer: transmitter, timeout: config.fetchTimeout, allowHttp: ssfHttp };
+  const transmitterKeys =
+    transmitterFetching &&
+    createKeySet({
+      ...config.jwks,
+      ...transmitterFetching,
+      resolveUri: createEndpointResolver(
+        transmitterFetching,
+        undefined,
+        'jwks_uri',
+        'ssf-configuration',
+      ),
+      now,
+      onFetch(outcome, detail) {
+        metrics.jwksFetch(transmitterFetching.issuer, outcome);
+        if (outcome !== 'ok')
+          logger.warn(
+            { transmitter: transmitterFetching.issuer, outcome, detail },
+            'SSF key set fetch failed',
+          );
+      },
+    });
   const revocation = createRevocationRuntime(config, {
     keySets,
+    transmitterKeys,
     metrics,
     logger,
     now,
@@ -195,6 +224,8 @@ export function createVerifierService(
     isReady,
     /** Loads every key set (failures leave the service unready, not dead) and starts refreshing. */
     async start(): Promise<void> {
+      // Loaded beside the issuers' sets; its readiness is the receivers' (a SET waits for it).
+      if (revocation !== undefined) void transmitterKeys?.start();
       revocation?.start();
       await Promise.all([...keySets.values()].map((keySet) => keySet.start()));
     },
@@ -213,6 +244,7 @@ export function createVerifierService(
     /** Stops accepting, lets in-flight requests finish (up to `graceMs`), stops refreshing. */
     async stop(graceMs = 4000): Promise<void> {
       for (const keySet of keySets.values()) keySet.stop();
+      transmitterKeys?.stop();
       await Promise.all([transport?.close(graceMs), metricsListener?.close(0)]);
       await dpop?.close();
       await revocation?.close();
