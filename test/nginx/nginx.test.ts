@@ -366,7 +366,7 @@ describe('NGINX in front of a verifier that speaks the contract', () => {
     });
     expect(verifier.received.length).toBe(before + 2);
     // The receiver's call: its body's type and length, the key, and the client NGINX names for the
-    // push limit; the client's other headers (its own X-SG-Client among them) dropped.
+    // flood's log line; the client's other headers (its own X-SG-Client among them) dropped.
     expect(verifier.received.at(-1)).toEqual({
       url: '/backchannel-logout',
       headers: {

@@ -23,7 +23,7 @@ let gate: TestService;
 beforeAll(async () => {
   jwks = await startJwksServer(['rsaA']);
   gate = buildService(
-    // This gate takes more pushes a second than a sender makes; the push limit is tested below.
+    // A budget of failed signature checks no test here exhausts; the budget is tested below.
     {
       VERIFIER_REVOCATION_RECEIVER_RATE: '100000r/s',
       VERIFIER_REVOCATION_RECEIVER_BURST: '100000',
