@@ -10,9 +10,12 @@ import { call, expectDenied } from '../support/gate-table.js';
 import { startSuiteStack } from '../support/local-target.js';
 
 let stack: Stack;
+/** What the runner printed while it started the stack. */
+const runnerLines: string[] = [];
 
 beforeAll(async () => {
   stack = await startSuiteStack({
+    log: (line) => runnerLines.push(line),
     env: {
       // A small budget, so a short flood spends it: 5 failures a second after a burst of 20.
       verifier: {
@@ -58,6 +61,14 @@ async function expectRevoked(token: string): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
 }
+
+describe('the start of a run whose IdP shares the browsers’ address', () => {
+  it('says once that the client address cannot be the sender’s', () => {
+    const warnings = runnerLines.filter((line) => line.includes("cannot be the sender's"));
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatch(/\/backchannel-logout.*dev IdP pushes from 127\.0\.0\.1/);
+  });
+});
 
 describe('junk from the IdP’s own address', () => {
   it('the issue’s reproduction: 30 junk pushes, then the real logout is applied, not 429', async () => {
