@@ -452,7 +452,7 @@ async function measureRevocationOn(
 ): Promise<WrkResult> {
   const revoking = await startVerifier(jwksUri, {
     VERIFIER_LOGOUT_AUDIENCES: 'spa-demo',
-    // The 1,000 logouts below come from one sender as fast as it can: past the push limit.
+    // The 1,000 logouts below come from one sender as fast as it can: a budget they never reach.
     VERIFIER_REVOCATION_RECEIVER_RATE: '100000r/s',
     VERIFIER_REVOCATION_RECEIVER_BURST: '100000',
   });

@@ -3,6 +3,7 @@
 // NGINX, describes the three processes and hands them to superviseStack(). What differs between
 // the two runs is a StackShape: where files go and with which modes, how the verifier listens,
 // and whom NGINX and the verifier run as.
+import { receiverAddressWarning } from './receiver-address.js';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, mkdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
@@ -206,6 +207,12 @@ export async function orchestrate(options: StackOptions, shape: StackShape): Pro
     secrets: options.secrets,
   });
   env.nginx = { ...nginx.env, ...OWN_MEMORY_DIR_ENV };
+  const addressWarning = receiverAddressWarning({
+    receivers: policies.receivers,
+    devIdp: own === undefined,
+    realIpFrom: env.nginx.SG_REAL_IP_FROM,
+  });
+  if (addressWarning !== undefined) log(`warning: ${addressWarning}`);
   // Every challenge names the metadata NGINX serves (RFC 9728 §5.1), unless the operator named one.
   env.verifier.VERIFIER_RESOURCE_METADATA_URL ??= `${nginx.env.SG_EXTERNAL_ORIGIN}${RESOURCE_METADATA_PATH}`;
   if (options.secrets !== undefined) env.nginx.SECRETS = options.secrets;

@@ -11,7 +11,7 @@ import { SettingsError } from './verifier-settings.js';
 let dir: string;
 let path: string;
 let watch: ReturnType<typeof watchPolicyFile> | undefined;
-const FACTS: PolicyFacts = { setNames: ['payments'], dpopRequired: false };
+const FACTS: PolicyFacts = { setNames: ['payments'], dpopRequired: false, receivers: [] };
 
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), 'sg-policy-watch-'));
@@ -44,6 +44,7 @@ async function start(verdict: 'applied' | 'refused' = 'applied') {
     check: (text) => ({
       setNames: Object.keys((JSON.parse(text) as { policies: object }).policies),
       dpopRequired: false,
+      receivers: [],
     }),
     publish: (text) => {
       seen.published.push(text);

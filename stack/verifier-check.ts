@@ -14,6 +14,8 @@ export interface PolicyFacts {
   readonly setNames: readonly string[];
   /** Every policy requires DPoP: the protected-resource metadata says so (RFC 9728). */
   readonly dpopRequired: boolean;
+  /** The revocation receivers the verifier switches on (`/backchannel-logout`, `/ssf/events`). */
+  readonly receivers: readonly string[];
 }
 
 /**
@@ -42,6 +44,14 @@ export function checkVerifierConfig(
   return {
     setNames: policies.map(({ name }) => name).filter((name) => !UNNAMED.has(name)),
     dpopRequired: policies.every((policy) => policy.dpop === 'required'),
+    receivers: [
+      ...([...config.issuers.values()].some((i) => i.type === 'jwt' && i.logoutAudiences.length)
+        ? ['/backchannel-logout']
+        : []),
+      ...(config.revocation.ssf.transmitter !== undefined && config.revocation.ssf.push
+        ? ['/ssf/events']
+        : []),
+    ],
   };
 }
 
@@ -55,7 +65,7 @@ export function checkVerifierConfig(
 export function checkSetsMatch(
   secretsFile: string,
   secrets: unknown,
-  facts: PolicyFacts,
+  facts: Pick<PolicyFacts, 'setNames'>,
   source: string,
   strict: { readonly sets: boolean; readonly policies: boolean },
 ): void {

@@ -39,7 +39,7 @@ const replicas = createReplicas();
 
 /** The replicas' configuration: one issuer with back-channel logout, a `required` policy too. */
 const replicaFile = (extra: object = {}) => revocationFile(jwks.url, extra);
-/** These suites push faster than a sender would; the push limit has tests of its own. */
+/** A budget of failed signature checks no test here exhausts; it has tests of its own. */
 const UNLIMITED_PUSHES = {
   VERIFIER_REVOCATION_RECEIVER_RATE: '100000r/s',
   VERIFIER_REVOCATION_RECEIVER_BURST: '100000',

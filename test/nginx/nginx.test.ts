@@ -366,7 +366,7 @@ describe('NGINX in front of a verifier that speaks the contract', () => {
     });
     expect(verifier.received.length).toBe(before + 2);
     // The receiver's call: its body's type and length, the key, and the client NGINX names for the
-    // push limit; the client's other headers (its own X-SG-Client among them) dropped.
+    // flood's log line; the client's other headers (its own X-SG-Client among them) dropped.
     expect(verifier.received.at(-1)).toEqual({
       url: '/backchannel-logout',
       headers: {
@@ -560,6 +560,31 @@ describe('NGINX rate limit and SECRETS compatibility', () => {
     expectNoSecret(limited as Answer);
     // The limit is on /secret only.
     expect((await get(`${site.url}/hello`)).status).toBe(200);
+  });
+
+  it('caps receiver pushes per address in a bucket apart from /secret, with a JSON 429 + Retry-After', async () => {
+    const site = await startSite(`127.0.0.1:${portOf(verifier)}`, {
+      secretRate: '1r/m',
+      secretBurst: 1,
+    });
+    // The browsers sharing the IdP's address spend their own /secret bucket…
+    const secrets: number[] = [];
+    for (let i = 0; i < 3; i++)
+      secrets.push((await get(`${site.url}/secret`, bearer(contractTokens.spaDemo))).status);
+    expect(secrets).toEqual([200, 200, 429]);
+    // …never the pushes': the first two reach the verifier, then the flood cap answers.
+    const push = () =>
+      get(`${site.url}/backchannel-logout`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: 'logout_token=a.b.c',
+      });
+    const pushes: Answer[] = [];
+    for (let i = 0; i < 3; i++) pushes.push(await push());
+    expect(pushes.map((answer) => answer.status === 429)).toEqual([false, false, true]);
+    const limited = pushes[2]!;
+    expect(limited.headers.get('retry-after')).toBe('1');
+    expect(JSON.parse(limited.body)).toEqual({ error: 'too_many_requests' });
   });
 
   it("hands every allowed caller the original study's flat SECRETS object when it is set", async () => {

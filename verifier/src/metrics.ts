@@ -169,7 +169,7 @@ export function createMetrics(
     ),
     revocationRefused: counter<[channel: RevocationChannel, reason: string]>(
       'verifier_revocations_refused_total',
-      'Logout tokens and SETs refused (`rate_limited`: before being read), or acknowledged and ignored, by channel and reason.',
+      "Logout tokens and SETs refused (`rate_limited`: a forgery past its key's budget of failed signature checks), or acknowledged and ignored, by channel and reason.",
       ['channel', 'reason'],
     ),
     revocationUnchecked: () => countUnchecked(''),

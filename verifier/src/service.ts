@@ -15,7 +15,7 @@ import type { Grant } from './decision/decision.js';
 import { createEndpointResolver } from './token/discovery.js';
 import { createDpopRuntime } from './dpop/index.js';
 import { createIssuerRuntime, type PreparedIssuers } from './token/issuer-runtime.js';
-import type { KeySet } from './token/key-set.js';
+import { createKeySet, type KeySet } from './token/key-set.js';
 import type { Logger } from './log.js';
 import { createMetrics } from './metrics.js';
 import { createTokenCache } from './token/token-cache.js';
@@ -72,13 +72,42 @@ export function createVerifierService(
   const dpop = policies.some((policy) => policy.dpop !== 'off')
     ? createDpopRuntime(config.dpop, { now, logger, redis: redisSettingsOf(config) })
     : undefined;
+  // The Shared Signals transmitter's keys: only from the `jwks_uri` of its
+  // `/.well-known/ssf-configuration` (SSF 1.0 §7.1), which must name it as `issuer`.
+  const { transmitter, audience: ssfAudience, allowHttp: ssfHttp } = config.revocation.ssf;
+  const transmitterFetching =
+    transmitter === undefined || ssfAudience === undefined
+      ? undefined
+      : { issuer: transmitter, timeout: config.fetchTimeout, allowHttp: ssfHttp };
+  const transmitterKeys =
+    transmitterFetching &&
+    createKeySet({
+      ...config.jwks,
+      ...transmitterFetching,
+      resolveUri: createEndpointResolver(
+        transmitterFetching,
+        undefined,
+        'jwks_uri',
+        'ssf-configuration',
+      ),
+      now,
+      onFetch(outcome, detail) {
+        metrics.jwksFetch(transmitterFetching.issuer, outcome);
+        if (outcome !== 'ok')
+          logger.warn(
+            { transmitter: transmitterFetching.issuer, outcome, detail },
+            'SSF key set fetch failed',
+          );
+      },
+    });
   const revocation = createRevocationRuntime(config, {
     keySets,
+    transmitterKeys,
     metrics,
     logger,
     now,
-    // A bucket of its own, apart from /verify's: a sender pushes a few events a second.
-    admitPush: createCallLimit(
+    // Per sender key (`iss`, `kid`), not per address: spent only by forgeries under that key.
+    spendFailure: createCallLimit(
       { rate: config.revocation.receiverRate, burst: config.revocation.receiverBurst },
       now,
     ),
@@ -203,6 +232,8 @@ export function createVerifierService(
     isReady,
     /** Loads every key set (failures leave the service unready, not dead) and starts refreshing. */
     async start(): Promise<void> {
+      // Loaded beside the issuers' sets; its readiness is the receivers' (a SET waits for it).
+      if (revocation !== undefined) void transmitterKeys?.start();
       revocation?.start();
       await Promise.all([...keySets.values()].map((keySet) => keySet.start()));
     },
@@ -250,6 +281,7 @@ export function createVerifierService(
     /** Stops accepting, lets in-flight requests finish (up to `graceMs`), stops refreshing. */
     async stop(graceMs = 4000): Promise<void> {
       issuers.stop();
+      transmitterKeys?.stop();
       await Promise.all([transport?.close(graceMs), metricsListener?.close(0)]);
       await dpop?.close();
       await revocation?.close();

@@ -168,11 +168,11 @@ export const rootSchema = section({
     viewMaxEntries: env('VERIFIER_REVOCATION_VIEW_MAX_ENTRIES', count.prefault('250000')).describe(
       "Bound of each replica's view of the revocation watermarks: one per revoked subject, session or address, each kept for its tokens' lifetime (a day with the default `maxTokenAge`), so the default holds a day of three logouts a second; about 600 bytes each (150 MB when full). A revocation this replica cannot hold is refused with 503 (the sender retries) and never acknowledged; a replica that misses one published by another refuses every token its view cannot clear (401 `revocation_unavailable`) and answers 503 on `/readyz` until its view holds all of them again.",
     ),
-    receiverRate: env('VERIFIER_REVOCATION_RECEIVER_RATE', rate.prefault('5r/s')).describe(
-      "Per-client rate of pushes to `POST /backchannel-logout` and `POST /ssf/events` together (`Nr/s` or `Nr/m`), the client as NGINX names it in `X-SG-Client`: a sender pushes a few events a second. Over it: 429 + `Retry-After` before any signature work, and at most one log line a second. Per process, a bucket apart from `/verify`'s.",
+    receiverRate: env('VERIFIER_REVOCATION_RECEIVER_RATE', rate.prefault('200r/s')).describe(
+      'Budget of failed signature checks per issuer key (`iss`, `kid`) on `POST /backchannel-logout` and `POST /ssf/events` together (`Nr/s` or `Nr/m`). Spent only by pushes whose signature does not verify: past it, such a push under that key is answered 429 + `Retry-After` with no log line, while one that verifies is always applied, whoever else pushes from its address. Per process.',
     ),
-    receiverBurst: env('VERIFIER_REVOCATION_RECEIVER_BURST', count.prefault('20')).describe(
-      'Pushes a client may send at once beyond `receiverRate` (a token bucket of `receiverBurst` + 1).',
+    receiverBurst: env('VERIFIER_REVOCATION_RECEIVER_BURST', count.prefault('1000')).describe(
+      'Failed signature checks a key may take at once beyond `receiverRate` (a token bucket of `receiverBurst` + 1).',
     ),
     ssf: section({
       transmitter: env('VERIFIER_SSF_TRANSMITTER', url.optional()).describe(

@@ -1,7 +1,7 @@
 // POST /backchannel-logout as a specification: a valid logout token revokes the subject's older
 // tokens at once (cached decisions included) and nothing else; each invalid variant gets its 400
-// (the error code only; why goes to the log) and changes nothing; a sender over its per-client
-// limit gets 429 before any signature work.
+// (the error code only; why goes to the log) and changes nothing; forgeries under a real key past
+// that key's budget of failures get 429, while real logouts are still applied.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { statusOf } from '../testing/answer.js';
 import { LOGOUT_EVENT, mintLogoutToken } from '../testing/event-tokens.js';
@@ -23,7 +23,7 @@ let gate: TestService;
 beforeAll(async () => {
   jwks = await startJwksServer(['rsaA']);
   gate = buildService(
-    // This gate takes more pushes a second than a sender makes; the push limit is tested below.
+    // A budget of failed signature checks no test here exhausts; the budget is tested below.
     {
       VERIFIER_REVOCATION_RECEIVER_RATE: '100000r/s',
       VERIFIER_REVOCATION_RECEIVER_BURST: '100000',
@@ -321,70 +321,113 @@ describe('refusals in the log', () => {
   });
 });
 
-describe('the per-client push limit', () => {
-  it('answers 429 + Retry-After past the bucket, before the signature, per client', async () => {
+describe('the budget of failed signature checks per sender key', () => {
+  const budgeted = async () => {
     const limited = buildService(
       { VERIFIER_REVOCATION_RECEIVER_RATE: '1r/m', VERIFIER_REVOCATION_RECEIVER_BURST: '2' },
       { file: { issuers: [logoutIssuer(jwks.url)], policies: { secret: { issuers: [ISSUER] } } } },
     );
     await limited.service.start();
     const receive = limited.service.routes.receivers.get('/backchannel-logout')!;
-    // Under the IdP's `iss` and `kid`, signed by another key: each costs a signature check.
-    const forged = await mintLogoutToken({
+    // Every push from the address the IdP itself pushes from.
+    const push = (body: string) =>
+      receive({ contentType: 'application/x-www-form-urlencoded', body, clientKey: '127.0.0.1' });
+    return { limited, push };
+  };
+  // Under the IdP's `iss` and `kid`, signed by another key: each costs a signature check.
+  const forge = () =>
+    mintLogoutToken({
       key: 'attacker',
       header: { kid: PRIVATE_JWKS.rsaA.kid },
       claims: { sub: 'x' },
     });
-    const push = (clientKey: string, token = forged) =>
-      receive({
-        contentType: 'application/x-www-form-urlencoded',
-        body: form(token),
-        clientKey,
-      });
-    const answers = [];
-    for (let i = 0; i < 10; i++) answers.push(await push('203.0.113.7'));
-    expect(answers.map((a) => a.status)).toEqual([400, 400, 400, ...Array(7).fill(429)]);
-    expect(answers[3]!.headers).toContainEqual(['Retry-After', '60']);
-    expect(JSON.parse(answers[3]!.body)).toEqual({ error: 'too_many_requests' });
-    // Another client has a bucket of its own.
-    expect((await push('203.0.113.8')).status).toBe(400);
+
+  it('answers forgeries past the budget 429 + Retry-After, and still applies every real logout from the same address', async () => {
+    const { limited, push } = await budgeted();
+    const statuses = [];
+    for (let i = 0; i < 10; i++) statuses.push((await push(form(await forge()))).status);
+    expect(statuses).toEqual([400, 400, 400, ...Array(7).fill(429)]);
+    const over = await push(form(await forge()));
+    expect(over.headers).toContainEqual(['Retry-After', '60']);
+    expect(over.headers).toContainEqual(['Cache-Control', 'no-store']);
+    expect(JSON.parse(over.body)).toEqual({ error: 'too_many_requests' });
+    // The key's budget is spent, yet a logout the IdP signed is verified and applied.
+    const older = await mintToken({ claims: { sub: 'ivy' }, now: seconds() - 10 });
+    expect(await statusOfSecret(limited, older)).toBe(204);
+    for (const sub of ['ivy', 'real-2', 'real-3'])
+      expect((await push(form(await mintLogoutToken({ claims: { sub } })))).status).toBe(200);
+    expect(await statusOfSecret(limited, older)).toBe(401);
     const text = await limited.service.metrics.render();
     expect(text).toMatch(
-      /verifier_revocations_received_total\{channel="backchannel_logout"\} 11\n/,
+      /verifier_revocations_refused_total\{channel="backchannel_logout",reason="rate_limited"\} 8\n/,
     );
     expect(text).toMatch(
-      /verifier_revocations_refused_total\{channel="backchannel_logout",reason="rate_limited"\} 7\n/,
+      /verifier_revocations_applied_total\{channel="backchannel_logout",event="backchannel-logout"\} 3\n/,
     );
-    expect(limited.lines.filter((line) => line.includes('over the per-client limit'))).toHaveLength(
-      1,
-    );
+    // One warning line for the whole flood, and never the token.
+    expect(
+      limited.lines.filter((line) => line.includes('budget of failed signature')),
+    ).toHaveLength(1);
     await limited.service.stop(0);
   });
 
-  it("spends no sender's allowance on junk: garbage, unknown issuers, refused algorithms", async () => {
-    const limited = buildService(
-      { VERIFIER_REVOCATION_RECEIVER_RATE: '1r/m', VERIFIER_REVOCATION_RECEIVER_BURST: '2' },
-      { file: { issuers: [logoutIssuer(jwks.url)], policies: { secret: { issuers: [ISSUER] } } } },
-    );
-    await limited.service.start();
-    const receive = limited.service.routes.receivers.get('/backchannel-logout')!;
-    const push = (body: string) =>
-      receive({ contentType: 'application/x-www-form-urlencoded', body, clientKey: '127.0.0.1' });
+  it('is spent by nothing refused before the signature: garbage, other issuers, typ, alg, kid, spelling', async () => {
+    const { limited, push } = await budgeted();
+    const real = await mintLogoutToken();
+    const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
     const junk = [
       'logout_token=x.y.z',
       'nothing=here',
+      form('a'.repeat(9000)),
       form(await mintLogoutToken({ claims: { iss: 'https://evil.test' } })),
-      form(
-        `${Buffer.from('{"alg":"HS256"}').toString('base64url')}.${Buffer.from(`{"iss":"${ISSUER}"}`).toString('base64url')}.c2ln`,
-      ),
+      form(await mintLogoutToken({ header: { typ: 'at+jwt' } })),
+      form(`${b64({ alg: 'HS256', kid: PRIVATE_JWKS.rsaA.kid })}.${b64({ iss: ISSUER })}.c2ln`),
+      form(await mintLogoutToken({ header: { kid: 'no-such-key' } })),
+      // The real token with its last character's unused bits set: not the one spelling.
+      form(`${real.slice(0, -1)}${String.fromCharCode(real.charCodeAt(real.length - 1) ^ 1)}`),
     ];
-    for (let i = 0; i < 30; i++) expect((await push(junk[i % junk.length]!)).status).toBe(400);
-    // The IdP shares the junk's address: its real logouts are all applied.
-    for (const sub of ['real-1', 'real-2', 'real-3'])
-      expect((await push(form(await mintLogoutToken({ claims: { sub } })))).status).toBe(200);
+    for (let i = 0; i < 40; i++) expect((await push(junk[i % junk.length]!)).status).toBe(400);
+    // The whole budget is left: three forgeries get their 400, the fourth its 429.
+    const statuses = [];
+    for (let i = 0; i < 4; i++) statuses.push((await push(form(await forge()))).status);
+    expect(statuses).toEqual([400, 400, 400, 429]);
     await limited.service.stop(0);
   });
+
+  it('keeps one budget per key: forgeries under one key leave another key of the issuer its own', async () => {
+    const twoKeys = await startJwksServer(['rsaA', 'rsaB']);
+    const limited = buildService(
+      { VERIFIER_REVOCATION_RECEIVER_RATE: '1r/m', VERIFIER_REVOCATION_RECEIVER_BURST: '2' },
+      {
+        file: {
+          issuers: [logoutIssuer(twoKeys.url)],
+          policies: { secret: { issuers: [ISSUER] } },
+        },
+      },
+    );
+    await limited.service.start();
+    const receive = limited.service.routes.receivers.get('/backchannel-logout')!;
+    const push = async (kid: string) =>
+      (
+        await receive({
+          contentType: 'application/x-www-form-urlencoded',
+          body: form(await mintLogoutToken({ key: 'attacker', header: { kid } })),
+        })
+      ).status;
+    const underA = [];
+    for (let i = 0; i < 5; i++) underA.push(await push(PRIVATE_JWKS.rsaA.kid));
+    expect(underA).toEqual([400, 400, 400, 429, 429]);
+    expect(await push(PRIVATE_JWKS.rsaB.kid)).toBe(400);
+    await limited.service.stop(0);
+    await twoKeys.close();
+  });
 });
+
+async function statusOfSecret(at: TestService, token: string): Promise<number> {
+  return statusOf(
+    await at.service.authorize({ policy: 'secret', authorization: `Bearer ${token}` }),
+  );
+}
 
 describe('the receiver', () => {
   it('warns at start that the in-memory store holds revocations for one replica only', () => {

@@ -1,12 +1,19 @@
-// The pushed tokens, verified by jose's jwtVerify with our key sets: logout tokens (OIDC
-// Back-Channel Logout 1.0 §2.4–2.6) and Security Event Tokens (RFC 8417, SSF 1.0 SET profile).
-// Each becomes a ReceivedEvent: the `jti` the receiver remembers and the watermarks it writes.
-import { decodeJwt, decodeProtectedHeader, jwtVerify, type JWTVerifyOptions } from 'jose';
+// The pushed tokens, verified with our key sets as access tokens are (the signature by node:crypto,
+// the claims by jose's rules): logout tokens (OIDC Back-Channel Logout 1.0 §2.4–2.6) and Security
+// Event Tokens (RFC 8417, SSF 1.0 SET profile). Each becomes a ReceivedEvent: the `jti` the
+// receiver remembers and the watermarks it writes.
 import type { Clock } from '../clock.js';
 import type { VerifierConfig } from '../config/model.js';
-import { checkCrit } from '../token/jwt-claims.js';
+import {
+  signatureSchemes,
+  verificationKey,
+  verifySignature,
+  type SignatureScheme,
+} from '../token/jws-signature.js';
+import { checkProtectedHeader, readProtectedHeader, validateClaims } from '../token/jwt-claims.js';
 import { toVerifyError } from '../token/jwt-verifier.js';
 import type { KeySet } from '../token/key-set.js';
+import { hasCanonicalSignature, unverifiedIssuer } from '../token/token-shape.js';
 import { ReceiverError, type RefusalReason } from './receiver-error.js';
 import type { Revocation } from './watermarks.js';
 
@@ -27,11 +34,14 @@ export interface ReceivedEvent {
 }
 
 /**
- * Verifies one pushed token. `admit` runs after the checks that cost no signature work (size,
- * shape, a sender whose tokens are accepted, an allowed `alg`) and before the signature: it throws
- * to refuse the push (the per-client bucket), so junk never spends a sender's allowance.
+ * Verifies one pushed token. `spend(key)` is asked only when a signature under a sender's known
+ * key (`key`: its `iss` and `kid`) did not verify: false refuses the push as `rate_limited` (the
+ * key's budget of failures is spent). A token whose signature verifies never asks it.
  */
-export type EventVerifier = (token: string, admit?: () => void) => Promise<ReceivedEvent>;
+export type EventVerifier = (
+  token: string,
+  spend?: (key: string) => boolean,
+) => Promise<ReceivedEvent>;
 
 type Claims = Record<string, unknown>;
 
@@ -39,10 +49,17 @@ function refuse(reason: RefusalReason, message: string): never {
   throw new ReceiverError(reason, message);
 }
 
-/** One sender: its keys, and jose's options for its tokens (`issuer`, `audience`, `typ`…). */
-interface Sender extends JWTVerifyOptions {
+/** One sender: its keys and algorithms, and jose's claim options (`issuer`, `audience`, `typ`…). */
+interface Sender {
   readonly issuer: string;
+  /** One `aud` this receiver accepts (a logout's audiences, or an SSF receiver's one). */
+  readonly audience: string | readonly string[];
+  /** Seconds an `iat` may lie in the past. */
+  readonly maxTokenAge?: number;
+  /** The `typ` the header must carry (media type compared as jose compares it). */
+  readonly typ?: string;
   readonly keys: KeySet;
+  readonly schemes: ReadonlyMap<string, SignatureScheme>;
   /** Its access tokens carry the session's `sid` (Keycloak), so a `sid`-only logout matches. */
   readonly sessionIds?: boolean;
   readonly clockTolerance: number;
@@ -82,6 +99,9 @@ const REVOKING_EVENTS: ReadonlySet<string> = new Set([
 const isPlainJwt = (typ: unknown) =>
   typeof typ === 'string' && /^(?:application\/)?jwt$/i.test(typ);
 
+/** A media type as jose compares `typ` (RFC 7515 §4.1.9: `application/` may be left out). */
+const mediaType = (typ: string) => typ.toLowerCase().replace(/^application\//, '');
+
 const isObject = (value: unknown): value is Claims =>
   value !== null && typeof value === 'object' && !Array.isArray(value);
 
@@ -91,8 +111,13 @@ const subjectString = (value: unknown): string | undefined =>
 
 /**
  * What both kinds must be: a JWS by the keys of the sender its `iss` names, meeting that sender's
- * options (jose checks), a `jti` of 1 to 256 characters (replay-checked by the receiver), an
- * `iat` not in the future and an `events` object; `read` says what that token asks of us.
+ * options (jose's claim checks), a `jti` of 1 to 256 characters (replay-checked by the receiver),
+ * an `iat` not in the future and an `events` object; `read` says what that token asks of us.
+ *
+ * Junk is refused in order of cost, each step before any signature work: the size, the compact
+ * shape and a canonical signature spelling, a sender whose tokens are accepted, its `typ`, an
+ * allowed `alg` and `crit`, a key the sender's set holds for the `kid` (an unknown one refetches
+ * at most once per cooldown). Only then is the signature checked, once, with node:crypto.
  */
 function createEventVerifier(
   senders: ReadonlyMap<string, Sender>,
@@ -102,36 +127,60 @@ function createEventVerifier(
     sender: Sender,
   ) => Pick<ReceivedEvent, 'event' | 'revocations' | 'ignored'>,
 ): EventVerifier {
-  return async function verifyEventToken(token, admit) {
+  return async function verifyEventToken(token, spend) {
     if (token.length > MAX_EVENT_TOKEN_BYTES)
       refuse('token_malformed', `the token is longer than ${MAX_EVENT_TOKEN_BYTES} bytes`);
+    const header = readProtectedHeader(token);
+    if (header === undefined) refuse('token_malformed', 'the token is not a JWT');
+    if (!hasCanonicalSignature(token))
+      refuse('token_malformed', 'the signature is not canonical base64url');
     // The unverified `iss` only picks the sender; everything is verified afterwards.
     let iss: unknown;
-    let typ: unknown;
-    let alg: unknown;
     try {
-      iss = decodeJwt(token).iss;
-      ({ typ, alg } = decodeProtectedHeader(token));
+      iss = unverifiedIssuer(token);
     } catch {
       refuse('token_malformed', 'the token is not a JWT');
     }
     const sender = typeof iss === 'string' ? senders.get(iss) : undefined;
     if (sender === undefined)
       refuse('issuer_unknown', '"iss" is not a sender whose tokens are accepted');
-    const { keys, typOptional, ...options } = sender;
-    if (typeof alg !== 'string' || !options.algorithms?.includes(alg))
-      refuse('alg_not_allowed', '"alg" (JWS Algorithm) Header Parameter value not allowed');
-    admit?.();
+    const { keys, schemes, issuer, audience, clockTolerance, maxTokenAge } = sender;
+    const { typ } = header;
+    const expectedTyp =
+      sender.typOptional && (typ === undefined || isPlainJwt(typ)) ? undefined : sender.typ;
+    if (
+      expectedTyp !== undefined &&
+      (typeof typ !== 'string' || mediaType(typ) !== mediaType(expectedTyp))
+    )
+      refuse('typ_mismatch', `"typ" (JWT Type) Header Parameter must be "${expectedTyp}"`);
     let claims: Claims;
     try {
-      checkCrit(decodeProtectedHeader(token)); // jose's first check, with a reason of its own
-      ({ payload: claims } = await jwtVerify<Claims>(token, (header) => keys.getKey(header), {
-        ...options,
-        typ: typOptional && (typ === undefined || isPlainJwt(typ)) ? undefined : options.typ,
-        requiredClaims: ['iat', 'jti'],
-        currentDate: new Date(now() * 1000),
-      }));
+      const scheme = schemes.get(checkProtectedHeader(header, schemes))!;
+      const key = verificationKey(await keys.getKey(header), scheme);
+      if (key === undefined)
+        refuse('alg_not_allowed', 'the token uses an unsupported algorithm or key');
+      if (!verifySignature(token, scheme, key)) {
+        // A forgery under a real key: past the key's budget, the cheap 429 (receiver.ts).
+        const kid = typeof header.kid === 'string' ? header.kid : '';
+        if (spend !== undefined && !spend(`${issuer}\n${kid}`))
+          refuse('rate_limited', 'over the budget of failed signature checks for this key');
+        refuse('signature_invalid', 'signature verification failed');
+      }
+      claims = validateClaims(
+        token,
+        header,
+        {
+          issuer,
+          audience,
+          clockTolerance,
+          maxTokenAge,
+          typ: expectedTyp,
+          requiredClaims: ['iat', 'jti'],
+        },
+        now(),
+      );
     } catch (error) {
+      if (error instanceof ReceiverError) throw error;
       const { code, message } = toVerifyError(error);
       refuse(code, message);
     }
@@ -139,10 +188,10 @@ function createEventVerifier(
     if (typeof jti !== 'string' || jti.length === 0 || jti.length > 256)
       refuse('claim_invalid', '"jti" claim must be a string of 1 to 256 characters');
     // jose checks a future `iat` only together with `maxTokenAge`, which SETs do not have.
-    if (typeof iat !== 'number' || iat > now() + options.clockTolerance)
+    if (typeof iat !== 'number' || iat > now() + clockTolerance)
       refuse('claim_invalid', '"iat" claim is in the future');
     if (!isObject(events)) refuse('events_invalid', '"events" claim must be a JSON object');
-    return { sender: sender.issuer, jti, ...read({ claims, iat, events }, sender) };
+    return { sender: issuer, jti, ...read({ claims, iat, events }, sender) };
   };
 }
 
@@ -168,7 +217,7 @@ export function createLogoutTokenVerifier(
       keys,
       sessionIds: issuer.preset === 'keycloak',
       audience: [...issuer.logoutAudiences],
-      algorithms: [...issuer.algorithms],
+      schemes: signatureSchemes(issuer.algorithms),
       typ: 'logout+jwt',
       typOptional: true,
       clockTolerance: issuer.clockTolerance,
@@ -225,7 +274,7 @@ export function createSetVerifier(
     keys,
     audience,
     // The SSF interoperability profile signs with RS256; the other asymmetric ones are fine.
-    algorithms: ['RS256', 'PS256', 'ES256', 'EdDSA'],
+    schemes: signatureSchemes(['RS256', 'PS256', 'ES256', 'EdDSA']),
     typ: 'secevent+jwt',
     clockTolerance: SET_CLOCK_TOLERANCE,
     maxTokenAge: limits.maxAge,

@@ -1,14 +1,14 @@
 // Pushed revocation (docs/revocation.md): builds the store, the per-request check, the receivers
-// and the poller from the configuration. The transmitter's keys come only from the `jwks_uri` of
-// its `/.well-known/ssf-configuration` (SSF 1.0 §7.1), which must name it as `issuer`.
+// and the poller from the configuration. What every part of the gate shares is wired by the
+// service's root and handed in: the key sets (the issuers' and the transmitter's), the budget of
+// failed signature checks, metrics and logs.
 import type { Clock } from '../clock.js';
 import type { VerifierConfig } from '../config/model.js';
 import type { Receiver } from '../decision/decision.js';
 import type { Logger } from '../log.js';
 import type { Metrics, RevocationChannel } from '../metrics.js';
 import { redisSettingsOf } from '../redis/connection.js';
-import { createEndpointResolver } from '../token/discovery.js';
-import { createKeySet, type KeySet } from '../token/key-set.js';
+import type { KeySet } from '../token/key-set.js';
 import {
   createLogoutTokenVerifier,
   createSetVerifier,
@@ -27,19 +27,24 @@ export function createRevocationRuntime(
   config: VerifierConfig,
   deps: {
     readonly keySets: ReadonlyMap<string, KeySet>;
+    /**
+     * The Shared Signals transmitter's keys (`revocation.ssf.transmitter`), started and stopped
+     * by the service with the issuers' sets; undefined without a transmitter.
+     */
+    readonly transmitterKeys: KeySet | undefined;
     readonly metrics: Metrics;
     readonly logger: Logger;
     readonly now: Clock;
     /**
-     * The pushes' per-client bucket (`receiverRate`, `receiverBurst`): true while `clientKey`
-     * may push; main wires the call limit of http/ here.
+     * The budget of failed signature checks per sender key (`receiverRate`, `receiverBurst`):
+     * true while the key may fail once more; the service wires a token bucket of http/ here.
      */
-    readonly admitPush: (clientKey: string | undefined) => boolean;
+    readonly spendFailure: (key: string) => boolean;
   },
 ) {
   const { metrics, logger, now } = deps;
   const { revocation: settings } = config;
-  const { transmitter, audience, allowHttp } = settings.ssf;
+  const { transmitter, audience } = settings.ssf;
   const verifyLogout = createLogoutTokenVerifier(config, deps.keySets, now);
   if (verifyLogout === undefined && transmitter === undefined) return undefined;
 
@@ -93,9 +98,9 @@ export function createRevocationRuntime(
     throttle,
     replayTtl: (channel: RevocationChannel) =>
       channel === 'backchannel_logout' ? logoutReplayTtl : setReplayTtl,
-    // The pushes' own per-client bucket, apart from /verify's, charged only for pushes whose
-    // signature is to be checked (receiver.ts): over it, 429 + Retry-After, the log throttled.
-    admitPush: deps.admitPush,
+    // Spent only by signatures that did not verify (event-token.ts): past it, a forgery under
+    // that key gets 429 + Retry-After and no log line; a real logout never asks it.
+    spendFailure: deps.spendFailure,
     retryAfter: String(Math.max(1, Math.ceil(1 / settings.receiverRate))),
   };
 
@@ -103,21 +108,9 @@ export function createRevocationRuntime(
   const receivers = new Map<string, Receiver>();
   if (verifyLogout !== undefined)
     receivers.set('/backchannel-logout', createLogoutReceiver(parts, verifyLogout));
-  let transmitterKeys: KeySet | undefined;
+  const { transmitterKeys } = deps;
   let poller: ReturnType<typeof createPoller>;
-  if (transmitter !== undefined && audience !== undefined) {
-    const fetching = { issuer: transmitter, timeout: config.fetchTimeout, allowHttp };
-    transmitterKeys = createKeySet({
-      resolveUri: createEndpointResolver(fetching, undefined, 'jwks_uri', 'ssf-configuration'),
-      ...config.jwks,
-      ...fetching,
-      now,
-      onFetch(outcome, detail) {
-        metrics.jwksFetch(transmitter, outcome);
-        if (outcome !== 'ok')
-          logger.warn({ transmitter, outcome, detail }, 'SSF key set fetch failed');
-      },
-    });
+  if (transmitter !== undefined && audience !== undefined && transmitterKeys !== undefined) {
     const verifySet = createSetVerifier(transmitter, audience, transmitterKeys, now, {
       maxAge: settings.setMaxAge,
       emailIssuer: settings.ssf.emailIssuer,
@@ -143,7 +136,6 @@ export function createRevocationRuntime(
     check: createRevocationCheck(store, () => metrics.revocationUnchecked()),
     receivers: receivers as ReadonlyMap<string, Receiver>,
     poller,
-    /** Loaded with the issuers' key sets. */
     transmitterKeys,
     /** Cap on NGINX's reuse of an answer: the latency bound minus NGINX's rounding second. */
     edgeTtl: Math.max(0, Math.min(config.cache.edgeTtl, settings.maxLatency - 1)),
@@ -169,12 +161,10 @@ export function createRevocationRuntime(
       return undefined;
     },
     start() {
-      void transmitterKeys?.start();
       void poller?.start();
     },
     close() {
       poller?.stop();
-      transmitterKeys?.stop();
       return store.close();
     },
   };

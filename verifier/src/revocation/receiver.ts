@@ -25,18 +25,18 @@ export interface ReceiverParts {
   /** Shared by the receivers: undefined while the refusal's kind was logged in the last second. */
   readonly throttle: (kind: string) => number | undefined;
   /**
-   * The pushes' per-client bucket: true while `clientKey` may have a push's signature checked.
-   * Asked only for a push that passed the checks costing no signature work, so junk (garbage, an
-   * unknown issuer, a refused `alg`) never spends a real sender's allowance.
+   * The budget of failed signature checks per sender key (`iss`, `kid`): true while the key may
+   * fail once more (taking one). Asked only when a pushed token's signature did not verify, so a
+   * token that verifies is never refused by it, whoever shares its sender's address.
    */
-  readonly admitPush?: (clientKey: string | undefined) => boolean;
-  /** Seconds a sender over the bucket is told to wait (`Retry-After` on every 429). */
+  readonly spendFailure?: (key: string) => boolean;
+  /** Seconds a sender over the budget is told to wait (`Retry-After` on every 429). */
   readonly retryAfter?: string;
 }
 
 const NO_STORE: Answer['headers'] = [['Cache-Control', 'no-store']];
 
-/** A push over the per-client bucket: 429, `Retry-After`, the token never verified. */
+/** A forgery past its key's budget of failures: 429 and `Retry-After`, built once. */
 function tooMany(parts: ReceiverParts): Answer {
   return jsonRefusal(429, { error: 'too_many_requests' }, [
     ['Retry-After', parts.retryAfter ?? '1'],
@@ -76,16 +76,10 @@ function createEventProcessor(parts: ReceiverParts, verify: EventVerifier) {
     clientKey?: string,
   ): Promise<ReceiverError | undefined> {
     metrics.revocationReceived(channel);
-    // Pushes only (the poller fetches what it asked for).
-    const admit =
-      channel === 'ssf_poll' || parts.admitPush === undefined
-        ? undefined
-        : () => {
-            if (!parts.admitPush!(clientKey))
-              throw new ReceiverError('rate_limited', 'over the per-client push limit');
-          };
+    // Pushes only (the poller fetches what it asked for, from the transmitter it authenticated).
+    const spend = channel === 'ssf_poll' ? undefined : parts.spendFailure;
     try {
-      const { sender, jti, event, revocations, ignored } = await verify(read(), admit);
+      const { sender, jti, event, revocations, ignored } = await verify(read(), spend);
       // The kind first: an IdP may send logout tokens and SETs, with `jti`s of their own.
       const replayKey = `${channel === 'backchannel_logout' ? 'bcl' : 'set'}\n${sender}\n${jti}`;
       if (!(await store.remember(replayKey, parts.replayTtl(channel))))
@@ -128,7 +122,7 @@ function createEventProcessor(parts: ReceiverParts, verify: EventVerifier) {
       else if (reason === 'rate_limited')
         logger.warn(
           { channel, client: clientKey, suppressed },
-          'revocation pushes over the per-client limit refused (429)',
+          "forged revocation pushes over their key's budget of failed signature checks refused (429)",
         );
       else logger.info({ channel, reason, detail, suppressed }, 'revocation refused');
       return refused;
@@ -147,6 +141,7 @@ function bodyAs(request: ReceivedRequest, type: string, refusal: string): string
 export function createLogoutReceiver(parts: ReceiverParts, verify: EventVerifier): Receiver {
   const form = 'application/x-www-form-urlencoded';
   const processLogout = createEventProcessor(parts, verify);
+  const limited = tooMany(parts);
   return async function receiveLogout(request) {
     const refused = await processLogout(
       'backchannel_logout',
@@ -162,7 +157,7 @@ export function createLogoutReceiver(parts: ReceiverParts, verify: EventVerifier
       request.clientKey,
     );
     if (refused === undefined) return { status: 200, headers: NO_STORE, body: '' };
-    if (refused.reason === 'rate_limited') return tooMany(parts);
+    if (refused.reason === 'rate_limited') return limited;
     const error = retryable(refused) ? 'temporarily_unavailable' : 'invalid_request';
     return jsonRefusal(retryable(refused) ? 503 : 400, { error });
   };
@@ -172,6 +167,7 @@ export function createLogoutReceiver(parts: ReceiverParts, verify: EventVerifier
 export function createPushReceiver(parts: ReceiverParts, verify: EventVerifier): Receiver {
   const set = 'application/secevent+jwt';
   const processSet = createEventProcessor(parts, verify);
+  const limited = tooMany(parts);
   return async function receivePush(request) {
     const refused = await processSet(
       'ssf_push',
@@ -179,7 +175,7 @@ export function createPushReceiver(parts: ReceiverParts, verify: EventVerifier):
       request.clientKey,
     );
     if (refused === undefined) return { status: 202, headers: NO_STORE, body: '' };
-    if (refused.reason === 'rate_limited') return tooMany(parts);
+    if (refused.reason === 'rate_limited') return limited;
     return jsonRefusal(retryable(refused) ? 503 : 400, setError(refused));
   };
 }

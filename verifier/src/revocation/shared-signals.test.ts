@@ -32,7 +32,7 @@ beforeAll(async () => {
   jwks = await startJwksServer(['rsaA']);
   transmitter = await startSsfTransmitter();
   gate = buildService(
-    // This gate takes more pushes a second than a sender makes; the push limit has its own tests.
+    // A budget of failed signature checks no test here exhausts (back-channel-logout.test.ts).
     {
       VERIFIER_REVOCATION_RECEIVER_RATE: '100000r/s',
       VERIFIER_REVOCATION_RECEIVER_BURST: '100000',

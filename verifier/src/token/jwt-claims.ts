@@ -113,10 +113,13 @@ export function checkCrit(header: Header): void {
 /** What the claims are held to: jwtVerify's options of the same names. */
 export interface ClaimRules {
   readonly issuer?: string | undefined;
-  readonly audience?: string | undefined;
+  /** The `aud` required: this value, or (a list) any one of them. */
+  readonly audience?: string | readonly string[] | undefined;
   /** Seconds, at least 0. */
   readonly clockTolerance?: number | undefined;
   readonly requiredClaims?: readonly string[] | undefined;
+  /** Seconds an `iat` may lie in the past (jose's `maxTokenAge`); `iat` is then required. */
+  readonly maxTokenAge?: number | undefined;
   /** The `typ` header required (`application/` optional, any case), as jose compares it. */
   readonly typ?: string | undefined;
 }
@@ -177,7 +180,17 @@ export function checkClaims(
     throw failed(claims, 'aud', 'unexpected "aud" claim value');
   const tolerance = rules.clockTolerance ?? 0;
   const at = Math.floor(now);
-  numericDate(claims, 'iat');
+  const iat = numericDate(claims, 'iat');
+  if (rules.maxTokenAge !== undefined) {
+    if (iat === undefined) throw failed(claims, 'iat', 'missing required "iat" claim', 'missing');
+    if (at - iat - tolerance > rules.maxTokenAge)
+      throw new errors.JWTExpired(
+        '"iat" claim timestamp check failed (too far in the past)',
+        claims,
+        'iat',
+        'check_failed',
+      );
+  }
   const nbf = numericDate(claims, 'nbf');
   if (nbf !== undefined && nbf > at + tolerance)
     throw failed(claims, 'nbf', '"nbf" claim timestamp check failed');
@@ -193,8 +206,12 @@ export function checkClaims(
 }
 
 /** jose's audience presence: the string itself, or an array holding it. */
-const hasAudience = (aud: unknown, audience: string) =>
-  typeof aud === 'string' ? aud === audience : Array.isArray(aud) && aud.includes(audience);
+const hasAudience = (aud: unknown, audience: string | readonly string[]): boolean =>
+  typeof audience !== 'string'
+    ? audience.some((one) => hasAudience(aud, one))
+    : typeof aud === 'string'
+      ? aud === audience
+      : Array.isArray(aud) && aud.includes(audience);
 
 /** The claims of `token` decoded and checked by `rules` at `now` (checkClaims). */
 export function validateClaims(
