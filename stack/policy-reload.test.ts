@@ -79,7 +79,9 @@ describe('watchPolicyFile', () => {
     expect(seen.nginx).toEqual([]);
     writeFileSync(path, '{"policies":{"payments":{},"audit":{}}}');
     await watch!.check();
-    expect(seen.nginx).toEqual([{ setNames: ['payments', 'audit'], dpopRequired: false }]);
+    expect(seen.nginx).toEqual([
+      { setNames: ['payments', 'audit'], dpopRequired: false, receivers: [] },
+    ]);
   });
 
   it('leaves NGINX alone when the verifier refuses the change', async () => {

@@ -42,7 +42,9 @@ function digestNow(path: string): string {
 }
 
 const sameFacts = (a: PolicyFacts, b: PolicyFacts) =>
-  a.dpopRequired === b.dpopRequired && a.setNames.join(' ') === b.setNames.join(' ');
+  a.dpopRequired === b.dpopRequired &&
+  a.setNames.join(' ') === b.setNames.join(' ') &&
+  a.receivers.join(' ') === b.receivers.join(' ');
 
 /** Follows `parts.path` until `stop()`; `check()` handles a change now. */
 export function watchPolicyFile(parts: PolicyReloadParts) {
