@@ -5,15 +5,15 @@
 // path printed. Skipped, saying why, only where no container engine answers (.ci/run starts one).
 // Long runs: `npm run fuzz -- --time 600` (docs/SECURITY.md).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TARGET_NAMES } from '../../fuzz/targets.js';
+import { FUZZ_TARGETS } from '../fuzz/fuzz-target.js';
 import { buildFuzzImage, runFuzzTarget } from '../fuzz/lane.js';
 import { missingEngine } from './engine.js';
 
 const noEngine = await missingEngine();
 if (noEngine) console.warn(`fuzzing lane skipped: no container engine (${noEngine})`);
 
-/** Per target: three targets and the build stay within about three minutes on two busy cores. */
-const SECONDS = 20;
+/** Per target: five targets and the build stay within about three minutes on two busy cores. */
+const SECONDS = 15;
 const OUT_DIR = 'test-results/fuzz';
 
 describe.skipIf(noEngine !== undefined)(
@@ -26,7 +26,7 @@ describe.skipIf(noEngine !== undefined)(
       console.log(`fuzzing lane: inputs and findings under ${OUT_DIR}/`);
     });
 
-    it.each(TARGET_NAMES)(
+    it.each(FUZZ_TARGETS)(
       `fuzzing %s for ${SECONDS} s from the committed corpus finds no crash, hang or forged acceptance`,
       async (target) => {
         const run = await runFuzzTarget(target, { seconds: SECONDS, outDir: OUT_DIR });

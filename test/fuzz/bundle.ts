@@ -13,14 +13,14 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import { readCorpus } from '../../fuzz/corpus.js';
-import { TARGET_NAMES } from '../../fuzz/targets.js';
+import { FUZZ_TARGETS, parserOf } from './fuzz-target.js';
 
 const [outDir] = process.argv.slice(2);
 if (outDir === undefined) throw new TypeError('usage: bundle.ts <out-dir>');
 const targetsDir = join(outDir, 'targets');
 
 await build({
-  entryPoints: TARGET_NAMES.map((name) =>
+  entryPoints: FUZZ_TARGETS.map((name) =>
     fileURLToPath(new URL(`./${name}.fuzz.ts`, import.meta.url)),
   ),
   outdir: targetsDir,
@@ -43,10 +43,10 @@ copyFileSync(
   join(targetsDir, 'keys.json'),
 );
 
-for (const name of TARGET_NAMES) {
+for (const name of FUZZ_TARGETS) {
   const seeds = join(outDir, 'seeds', name);
   mkdirSync(seeds, { recursive: true });
-  for (const { input } of readCorpus(name)) {
+  for (const { input } of readCorpus(parserOf(name))) {
     const file = createHash('sha1').update(input).digest('hex');
     writeFileSync(join(seeds, file), input);
   }

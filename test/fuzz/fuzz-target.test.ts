@@ -3,11 +3,24 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { readCorpus } from '../../fuzz/corpus.js';
-import { HTU, NOW, PROOF_ACCESS_TOKEN, TARGET_NAMES } from '../../fuzz/targets.js';
+import { createTargets, HTU, NOW, PROOF_ACCESS_TOKEN } from '../../fuzz/targets.js';
 import { signProof } from '../../verifier/src/testing/dpop-proof.js';
-import { mintToken, PRIVATE_JWKS, publicJwk } from '../../verifier/src/testing/fixtures.js';
+import {
+  AUDIENCE,
+  ISSUER,
+  mintToken,
+  PRIVATE_JWKS,
+  publicJwk,
+} from '../../verifier/src/testing/fixtures.js';
 import { signedByEmbeddedPublicKey, signedByOneOf } from './accepted-signature.js';
-import { createFuzzTarget, DECISION_BUDGET_MS, FuzzFinding } from './fuzz-target.js';
+import {
+  createFuzzTarget,
+  DECISION_BUDGET_MS,
+  FUZZ_TARGETS,
+  FuzzFinding,
+  parserOf,
+} from './fuzz-target.js';
+import { signAgain } from './sign-again.js';
 
 const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
 const trusted = [publicJwk('rsaA'), publicJwk('ec')];
@@ -85,11 +98,43 @@ describe('a fuzz target', () => {
     );
   });
 
-  it.each(TARGET_NAMES)(
-    'passes every committed %s corpus input (the seeds of its runs)',
+  it.each(FUZZ_TARGETS)(
+    'passes every committed corpus input its %s runs start from',
     async (name) => {
       const fuzz = createFuzzTarget(name);
-      for (const { input: seed } of readCorpus(name)) await fuzz(Buffer.from(seed));
+      for (const { input: seed } of readCorpus(parserOf(name))) await fuzz(Buffer.from(seed));
     },
   );
+});
+
+describe('a signed target', () => {
+  const accept = () => async () => 'accepted' as const;
+  const tokenWith = (claims: Record<string, unknown>) =>
+    Buffer.from(`${b64({ alg: 'RS256', typ: 'at+jwt' })}.${b64(claims)}.`);
+
+  it('signs the header and payload again, ES256 where the header asks for it, and the parser accepts them', async () => {
+    const targets = createTargets();
+    const tampered = (await mintToken({ key: 'ec', now: NOW })).replace(/\.[^.]+$/, '.AAAA');
+    expect(await targets.jws(tampered)).toMatch(/^refused:/);
+    expect(await targets.jws(signAgain(tampered))).toBe('accepted');
+    expect(await targets.jws(signAgain(await mintToken({ now: NOW })))).toBe('accepted');
+  });
+
+  it('passes an accepted token for our issuer and audience, not yet expired', async () => {
+    const claims = { iss: ISSUER, aud: [AUDIENCE], exp: NOW + 60 };
+    await expect(createFuzzTarget('jws-signed', accept)(tokenWith(claims))).resolves.toBe(
+      undefined,
+    );
+  });
+
+  it.each([
+    ['another issuer', { iss: 'https://evil.test', aud: AUDIENCE, exp: NOW + 60 }],
+    ['another audience', { iss: ISSUER, aud: 'other-api', exp: NOW + 60 }],
+    ['an expired token', { iss: ISSUER, aud: AUDIENCE, exp: NOW - 3600 }],
+    ['no exp', { iss: ISSUER, aud: AUDIENCE }],
+  ])('reports an accepted access token with %s', async (_, claims) => {
+    await expect(createFuzzTarget('jws-signed', accept)(tokenWith(claims))).rejects.toThrow(
+      'the jws-signed parser accepted claims not for this issuer and audience, or expired',
+    );
+  });
 });

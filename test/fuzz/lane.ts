@@ -7,9 +7,8 @@ import { mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { REPO_ROOT } from '../../stack/start-stack.js';
-import type { TargetName } from '../../fuzz/targets.js';
 import { docker, IMAGE_TAG } from '../containers/engine.js';
-import { DECISION_BUDGET_MS } from './fuzz-target.js';
+import { DECISION_BUDGET_MS, type FuzzTargetName } from './fuzz-target.js';
 
 const run = promisify(execFile);
 
@@ -42,14 +41,14 @@ export async function buildFuzzImage(): Promise<void> {
 }
 
 export interface FuzzRun {
-  readonly target: TargetName;
+  readonly target: FuzzTargetName;
   /** Jazzer's exit code: 0 when the time ran out with nothing found. */
   readonly exitCode: number;
   /** The inputs it stopped on, as files of this machine (`crash-<sha1>`, `timeout-<sha1>`, …). */
   readonly findings: string[];
   /** The directory of the inputs that reached new coverage during the run. */
   readonly corpus: string;
-  /** Seeds loaded, inputs run and coverage, from libFuzzer's INITED and DONE lines. */
+  /** Seed files read, inputs run and coverage (edges), from libFuzzer's log. */
   readonly seeds: number;
   readonly executions: number;
   readonly coverage: number;
@@ -63,7 +62,7 @@ export interface FuzzRun {
  * machine's user, so what it writes is the caller's to read and delete.
  */
 export async function runFuzzTarget(
-  target: TargetName,
+  target: FuzzTargetName,
   options: { seconds: number; outDir: string },
 ): Promise<FuzzRun> {
   const out = resolve(options.outDir, target);
@@ -97,7 +96,7 @@ export async function runFuzzTarget(
     // A killed client leaves its container running: remove it.
     if (exitCode === -1) await docker('rm', '-f', name).catch(() => '');
   }
-  const inited = /#\d+\s+INITED .*?corp: (\d+)\//.exec(log);
+  const seeds = new RegExp(`(\\d+) files found in ${LANE}/seeds/`).exec(log);
   const done = /#(\d+)\s+DONE\s+cov: (\d+)/.exec(log);
   return {
     target,
@@ -106,7 +105,7 @@ export async function runFuzzTarget(
       .filter((file) => FINDING.test(file))
       .map((file) => join(out, file)),
     corpus: join(out, 'corpus'),
-    seeds: Number(inited?.[1] ?? 0),
+    seeds: Number(seeds?.[1] ?? 0),
     executions: Number(done?.[1] ?? 0),
     coverage: Number(done?.[2] ?? 0),
     log: log.replace(/^.*\[BABEL\] Note:.*\n/gm, ''),

@@ -4,11 +4,11 @@
 // outcome join the committed corpus (test/fuzz/keep.ts). The CI lane (test/containers/fuzz.test.ts)
 // is the short version.
 //
-//   npm run fuzz -- [--time 600] [--target jws --target dpop --target event] [--out test-results/fuzz] [--keep]
+//   npm run fuzz -- [--time 600] [--target jws --target jws-signed …] [--out test-results/fuzz] [--keep]
 import { readdirSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { TARGET_NAMES, type TargetName } from '../../fuzz/targets.js';
 import { missingEngine } from '../containers/engine.js';
+import { FUZZ_TARGETS, parserOf, type FuzzTargetName } from './fuzz-target.js';
 import { keepInputs } from './keep.js';
 import { buildFuzzImage, FUZZ_IMAGE, runFuzzTarget } from './lane.js';
 
@@ -22,10 +22,10 @@ const { values } = parseArgs({
 });
 const seconds = Number(values.time);
 if (!Number.isInteger(seconds) || seconds < 1) throw new TypeError('--time must be whole seconds');
-const targets = (values.target ?? [...TARGET_NAMES]) as TargetName[];
-const unknown = targets.filter((name) => !TARGET_NAMES.includes(name));
+const targets = (values.target ?? [...FUZZ_TARGETS]) as FuzzTargetName[];
+const unknown = targets.filter((name) => !FUZZ_TARGETS.includes(name));
 if (unknown.length > 0)
-  throw new TypeError(`unknown --target ${unknown.join(', ')}; one of ${TARGET_NAMES.join(', ')}`);
+  throw new TypeError(`unknown --target ${unknown.join(', ')}; one of ${FUZZ_TARGETS.join(', ')}`);
 
 const noEngine = await missingEngine();
 if (noEngine) {
@@ -41,7 +41,7 @@ for (const target of targets) {
   const run = await runFuzzTarget(target, { seconds, outDir: values.out });
   const newInputs = readdirSync(run.corpus).length;
   console.log(
-    `${target}: ${run.executions} inputs from ${run.seeds} seeds, coverage ${run.coverage}, ` +
+    `${target}: ${run.executions} inputs run from ${run.seeds} seed files, ${run.coverage} edges covered, ` +
       `${newInputs} new corpus inputs in ${run.corpus}, exit ${run.exitCode}`,
   );
   if (run.findings.length > 0 || run.exitCode !== 0) {
@@ -51,7 +51,7 @@ for (const target of targets) {
   }
   if (values.keep) {
     const { added, crashes } = await keepInputs(run);
-    console.log(`${target}: ${added} inputs added to fuzz/corpus/${target}.json`);
+    console.log(`${target}: ${added} inputs added to fuzz/corpus/${parserOf(target)}.json`);
     for (const file of crashes) console.log(`not kept, still crashes on this machine: ${file}`);
   }
 }
