@@ -1,5 +1,5 @@
-// The three parsers fuzzed and replayed: the access-token JWS path (token-shape.ts's size and
-// syntax checks as token-verifier.ts runs them, then jwt-verifier.ts with its key set), the DPoP proof check (dpop/proof.ts) and the pushed event tokens (revocation/event-token.ts:
+// The three parsers fuzzed and replayed: the access-token JWS path (token-shape.ts's size check,
+// then token-verifier.ts's route to jwt-verifier.ts with its key set), the DPoP proof check (dpop/proof.ts) and the pushed event tokens (revocation/event-token.ts:
 // back-channel logout tokens and SSF SETs). Each runs on a frozen clock with the fixed test keys,
 // so a corpus replays the same way on any machine and any day.
 import { createLocalJWKSet, type JWK } from 'jose';
@@ -14,11 +14,9 @@ import {
 } from '../verifier/src/revocation/event-token.js';
 import { AUDIENCE, ISSUER, publicJwk } from '../verifier/src/testing/fixtures.js';
 import { createJwtVerifier } from '../verifier/src/token/jwt-verifier.js';
-import {
-  assertBearerSyntax,
-  looksLikeJwt,
-  readCredentials,
-} from '../verifier/src/token/token-shape.js';
+import { createTokenCache } from '../verifier/src/token/token-cache.js';
+import { readCredentials } from '../verifier/src/token/token-shape.js';
+import { createTokenVerifier } from '../verifier/src/token/token-verifier.js';
 import type { KeySet } from '../verifier/src/token/key-set.js';
 
 /** The frozen "now" of every target, in epoch seconds. */
@@ -28,7 +26,8 @@ export const LOGOUT_AUDIENCE = 'spa-demo';
 export const SET_AUDIENCE = 'https://gate.test/';
 export const PROOF_ACCESS_TOKEN = 'the-access-token';
 
-export type TargetName = 'jws' | 'dpop' | 'event';
+export const TARGET_NAMES = ['jws', 'dpop', 'event'] as const;
+export type TargetName = (typeof TARGET_NAMES)[number];
 
 /**
  * What a target made of one input: `accepted`, a refusal by the target's own error class
@@ -53,8 +52,13 @@ function localKeySet(issuer: string, keys: JWK[]): KeySet {
   };
 }
 
-/** The targets, each `input → Outcome`; built once per process. */
-export function createTargets(): Record<TargetName, (input: string) => Promise<Outcome>> {
+/**
+ * The targets, each `input → Outcome`; built once per process. `onCrash` sees the error behind
+ * every `crash:` outcome, so a fuzzer can report its stack rather than only its name.
+ */
+export function createTargets(
+  onCrash: (error: unknown) => void = () => {},
+): Record<TargetName, (input: string) => Promise<Outcome>> {
   const keys = localKeySet(ISSUER, [publicJwk('rsaA'), publicJwk('rsaB'), publicJwk('ec')]);
   const config = loadConfig({ VERIFIER_CONFIG: '/fuzz/config.json' }, () =>
     JSON.stringify({
@@ -70,7 +74,14 @@ export function createTargets(): Record<TargetName, (input: string) => Promise<O
     }),
   );
   const issuer = config.issuers.get(ISSUER) as JwtIssuer;
-  const verifyJwt = createJwtVerifier(issuer, keys, now);
+  // The product's route for a JWT-only policy: shape, unverified `iss`, canonical signature, then
+  // the issuer's verifier; its cache only skips the crypto of an input accepted before.
+  const verifyToken = createTokenVerifier({
+    config,
+    verifiers: new Map([[ISSUER, createJwtVerifier(issuer, keys, now)]]),
+    cache: createTokenCache({ ...config.cache, now }),
+  });
+  const policy = config.policies.get('default')!;
   const checkProof = createProofChecker({
     algorithms: ['ES256', 'ES384', 'PS256', 'RS256', 'EdDSA'],
     iatWindow: 60,
@@ -89,20 +100,17 @@ export function createTargets(): Record<TargetName, (input: string) => Promise<O
     } catch (error) {
       if (error instanceof VerifyError) return `refused:${error.code} ${error.message}`;
       if (error instanceof ReceiverError) return `refused:${error.reason} ${error.message}`;
+      onCrash(error);
       return `crash:${error instanceof Error ? error.name : typeof error}`;
     }
   };
 
   return {
     jws: (input) =>
-      outcome(() => {
-        // As token-verifier.ts routes a token of a JWT-only policy: size, syntax, then the JWS.
+      outcome(async () => {
+        // As the verifier reads an Authorization header: its size first, then the token's route.
         const { token } = readCredentials(`Bearer ${input}`, false)!;
-        if (!looksLikeJwt(token)) {
-          assertBearerSyntax(token);
-          throw new VerifyError('token_malformed', 'the token is not three base64url segments');
-        }
-        return verifyJwt(token);
+        return verifyToken(token, policy);
       }),
     dpop: (input) =>
       outcome(() => checkProof(input, { htm: 'GET', htu: HTU, accessToken: PROOF_ACCESS_TOKEN })),

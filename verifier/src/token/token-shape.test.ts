@@ -1,7 +1,9 @@
 // The signature segment's spelling: one per signature (RFC 4648 §3.5 unused bits), so a token has
-// one spelling and one cache entry.
+// one spelling and one cache entry; and the token an Authorization header holds, with only the
+// spaces HTTP allows around it removed.
 import { describe, expect, it } from 'vitest';
-import { hasCanonicalSignature } from './token-shape.js';
+import { VerifyError } from '../errors.js';
+import { assertBearerSyntax, hasCanonicalSignature, readCredentials } from './token-shape.js';
 
 const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
 const spelled = (bytes: number, last: string) =>
@@ -35,4 +37,34 @@ describe('a canonical signature segment', () => {
     expect(hasCanonicalSignature('h.p.AAAAA')).toBe(false);
     expect(hasCanonicalSignature('h.p.AAAA')).toBe(true);
   });
+});
+
+describe('the token of an Authorization header', () => {
+  it.each([
+    ['Bearer abc', 'abc'],
+    ['bearer    abc', 'abc'],
+    // A field value's trailing OWS (RFC 9110 §5.6.3), where a proxy left it.
+    ['Bearer abc \t ', 'abc'],
+  ])('reads %j as %j', (authorization, token) => {
+    expect(readCredentials(authorization, false)).toEqual({ scheme: 'bearer', token });
+  });
+
+  // Found by the fuzzing lane (test/containers/fuzz.test.ts): a valid token after "Bearer \t" was
+  // accepted, as String.trim took the tab; so would \v, \f and Unicode spaces that no HTTP parser
+  // removes, each a new spelling of the token.
+  it.each(['\t', '\v', '\f', '\u00a0', '\ufeff', '\u2028', '\u3000'])(
+    'keeps %j before the token as part of it, which the b64token check refuses',
+    (space) => {
+      const { token } = readCredentials(`Bearer ${space}abc`, false)!;
+      expect(token).toBe(`${space}abc`);
+      expect(() => assertBearerSyntax(token)).toThrow(VerifyError);
+    },
+  );
+
+  it.each(['\v', '\f', '\u00a0', '\ufeff', '\u2028', '\u3000'])(
+    'keeps %j after the token as part of it',
+    (space) => {
+      expect(readCredentials(`Bearer abc${space}`, false)?.token).toBe(`abc${space}`);
+    },
+  );
 });

@@ -37,7 +37,7 @@ export function readCredentials(
   if (BEARER_PREFIX.test(authorization)) scheme = 'bearer';
   else if (dpop && DPOP_PREFIX.test(authorization)) scheme = 'dpop';
   else return undefined;
-  const token = authorization.slice(scheme.length).trim();
+  const token = tokenAfterScheme(authorization, scheme.length);
   if (token.length === 0)
     throw new VerifyError(
       'token_malformed',
@@ -46,6 +46,23 @@ export function readCredentials(
   if (token.length > MAX_TOKEN_BYTES) throw TOO_LARGE();
   return { scheme, token };
 }
+
+/**
+ * What follows the scheme, without the spaces that separate it (RFC 6750 §2.1: `1*SP`) and the
+ * spaces and tabs a field value may end with (RFC 9110 §5.6.3 OWS). Not `String.trim`: that also
+ * strips \v, \f, U+00A0, U+FEFF and the other Unicode spaces, none of which HTTP removes, so
+ * one token would have endless spellings (each its own edge-cache entry). A loop, not a regex: an
+ * anchored `[ \t]+$` is quadratic on a header of many space runs.
+ */
+function tokenAfterScheme(authorization: string, from: number): string {
+  let start = from;
+  while (authorization.charCodeAt(start) === 0x20) start++;
+  let end = authorization.length;
+  while (end > start && isOws(authorization.charCodeAt(end - 1))) end--;
+  return authorization.slice(start, end);
+}
+
+const isOws = (code: number) => code === 0x20 || code === 0x09;
 
 /** RFC 6750 §2.1 `b64token` syntax. */
 export function assertBearerSyntax(token: string): void {
