@@ -1,5 +1,6 @@
 // Hot reload under load (issue 36): `npm start`'s stack with a policy file, steady /secret traffic
-// with a token every version allows, and a probe token some versions refuse, while the policy file
+// with a token every version allows (keep-alive clients in this process, and with `locustUsers` the
+// study's locust load beside them), and a probe token some versions refuse, while the policy file
 // is replaced again and again (stricter, broken, looser, a change only a restart applies). Each
 // version the verifier acknowledged is read from its log (time, digest) and its file (what it
 // allows); then every answer is held to the rule: a token every version allows never fails, and
@@ -10,6 +11,9 @@ import { Agent, get } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { runLocust } from '../../perf/locust.js';
+import { parseLocustCsv } from '../../perf/locust-csv.js';
+import { writeTokenFile } from '../../perf/tokens.js';
 import { startStack } from '../../stack/start-stack.js';
 import { configDigest } from '../../verifier/src/reloader.js';
 
@@ -53,11 +57,15 @@ export interface ReloadLoadOptions {
   readonly clients: number;
   /** Rounds of the ten replacements. */
   readonly rounds?: number;
+  /** Users of the study's locust scenario (/hello and /secret, 0–1 s waits) run beside, with the allowed token. */
+  readonly locustUsers?: number;
   readonly log?: (line: string) => void;
 }
 
 export interface ReloadLoadReport {
   readonly requests: number;
+  /** The locust load's totals, when it ran: every failure is a request of the allowed token. */
+  readonly locust?: { readonly requests: number; readonly failures: number };
   /** Answers other than 200 to the token every version allows. */
   readonly failures: ReadonlyArray<{ at: number; status: number | string }>;
   readonly probes: number;
@@ -149,7 +157,14 @@ export async function runReloadUnderLoad(options: ReloadLoadOptions): Promise<Re
       ...Array.from({ length: options.clients }, () => loop(url, allowed, steady, stop, 0)),
       loop(url, probe, probes, stop, 20),
     ];
-    for (let round = 0; round < (options.rounds ?? 1); round++)
+    const rounds = options.rounds ?? 1;
+    const locust =
+      options.locustUsers &&
+      startLocustLoad(stack.urls.gate, allowed, dir, {
+        users: options.locustUsers,
+        seconds: Math.ceil((rounds * REPLACEMENTS.length * options.holdMs) / 1000),
+      });
+    for (let round = 0; round < rounds; round++)
       for (const [name, content] of REPLACEMENTS) {
         writeFileSync(
           `${policyFile}.tmp`,
@@ -161,6 +176,7 @@ export async function runReloadUnderLoad(options: ReloadLoadOptions): Promise<Re
       }
     stop.now = true;
     await Promise.all([...loops, sampler]);
+    const locustTotals = locust ? await locust : undefined;
 
     // The versions live over time: the start's, then each the verifier logged as applied.
     const lines = readFileSync(stack.files.logs.verifier, 'utf8').split('\n').filter(Boolean);
@@ -188,6 +204,7 @@ export async function runReloadUnderLoad(options: ReloadLoadOptions): Promise<Re
     };
     return {
       requests: steady.length,
+      ...(locustTotals && { locust: locustTotals }),
       failures: steady
         .filter((answer) => answer.status !== 200)
         .map(({ start, status }) => ({ at: start, status })),
@@ -205,4 +222,36 @@ export async function runReloadUnderLoad(options: ReloadLoadOptions): Promise<Re
     await stack.stop();
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** The study's locust scenario against the gate with one token; its Aggregated totals once it ends. */
+async function startLocustLoad(
+  host: string,
+  token: string,
+  dir: string,
+  load: { users: number; seconds: number },
+) {
+  const tokenFile = join(dir, 'tokens.txt');
+  writeTokenFile(tokenFile, [token]);
+  const csvPrefix = join(dir, 'locust');
+  await runLocust(
+    {
+      host,
+      users: load.users,
+      spawnRate: load.users,
+      durationSeconds: load.seconds,
+      tokenFile,
+      csvPrefix,
+      htmlFile: join(dir, 'locust.html'),
+      logFile: join(dir, 'locust.log'),
+      cpus: '0-1',
+    },
+    () => {},
+  );
+  const total = parseLocustCsv(readFileSync(`${csvPrefix}_stats.csv`, 'utf8')).find(
+    (row) => row.Name === 'Aggregated',
+  );
+  if (total === undefined)
+    throw new Error(`locust wrote no totals; see ${join(dir, 'locust.log')}`);
+  return { requests: Number(total['Request Count']), failures: Number(total['Failure Count']) };
 }
