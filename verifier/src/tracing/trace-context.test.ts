@@ -49,6 +49,23 @@ describe('readTraceparent (W3C Trace Context §3.2)', () => {
     expect(checked).toBeGreaterThan(2000);
   });
 
+  it('reads each header for itself when requests alternate, repeat or turn malformed', () => {
+    const other = '0af7651916cd43dd8448eb211c80319c';
+    const first = `00-${TRACE}-${SPAN}-01`;
+    const second = `00-${other}-${SPAN}-00`;
+    for (const [value, traceId] of [
+      [first, TRACE],
+      [first, TRACE],
+      [second, other],
+      [first, TRACE],
+      [`00-${TRACE}-${SPAN}-0x`, undefined],
+      [undefined, undefined],
+      [second, other],
+    ] as const)
+      expect(readTraceparent(value)?.traceId, value).toBe(traceId);
+    expect(readTraceparent(second)?.sampled).toBe(false);
+  });
+
   it.each([
     ['absent', undefined],
     ['empty', ''],
