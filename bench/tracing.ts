@@ -1,15 +1,17 @@
 // `npm run bench:tracing`: what the verifier's OpenTelemetry traces cost, in one run so the ratios
 // are comparable on a noisy machine. The built verifier, pinned to core 0 with wrk on core 1, is
-// measured on the cached row (one token) and the all-distinct row (a new RS256 token each) in four
+// measured on the cached row (one token) and the all-distinct row (a new RS256 token each) in five
 // modes, a fresh verifier each:
 //   off           no OTEL_* (the default) and no traceparent: the deployed configuration
+//   off + x-unread  no OTEL_*, the same generated header under a name the verifier never reads:
+//                 what the wrk script's header costs the load side (and so the server's batching)
 //   off + header  no OTEL_*, a traceparent on every request (NGINX with SG_TRACE_CONTEXT=on)
 //   1 %           OTEL_* on (default parent-based sampler), NGINX's flag set on 1 request in 100
 //   100 %         the same with every request sampled
 // exporting OTLP http/protobuf to a receiver in this process that only counts what arrives. Each
 // mode runs twice, interleaved, and the lower CPU per request of the two is kept. Then NGINX's
 // instructions per cached /secret with SG_TRACE_CONTEXT off and on (callgrind, as bench:counts).
-// Then, in-process and side by side (no socket, no load generator): a cached decision's CPU with and
+// And, in-process and side by side (no socket, no load generator): a cached decision's CPU with and
 // without a traceparent, the header's parse alone, and the OpenTelemetry SDK's own floor for a span
 // like the verifier's (start, its attributes, end, into a batch processor whose export drops it).
 // BENCH_ROWS=verifier, inprocess or nginx runs one part; BENCH_SECONDS sets each row's length.
