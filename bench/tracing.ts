@@ -1,15 +1,20 @@
 // `npm run bench:tracing`: what the verifier's OpenTelemetry traces cost, in one run so the ratios
 // are comparable on a noisy machine. The built verifier, pinned to core 0 with wrk on core 1, is
-// measured on the cached row (one token) and the all-distinct row (a new RS256 token each) in four
+// measured on the cached row (one token) and the all-distinct row (a new RS256 token each) in five
 // modes, a fresh verifier each:
 //   off           no OTEL_* (the default) and no traceparent: the deployed configuration
+//   off + x-unread  no OTEL_*, the same generated header under a name the verifier never reads:
+//                 what the wrk script's header costs the load side (and so the server's batching)
 //   off + header  no OTEL_*, a traceparent on every request (NGINX with SG_TRACE_CONTEXT=on)
 //   1 %           OTEL_* on (default parent-based sampler), NGINX's flag set on 1 request in 100
 //   100 %         the same with every request sampled
 // exporting OTLP http/protobuf to a receiver in this process that only counts what arrives. Each
 // mode runs twice, interleaved, and the lower CPU per request of the two is kept. Then NGINX's
 // instructions per cached /secret with SG_TRACE_CONTEXT off and on (callgrind, as bench:counts).
-// BENCH_ROWS=verifier or BENCH_ROWS=nginx runs one part; BENCH_SECONDS sets each row's length.
+// And, in-process and side by side (no socket, no load generator): a cached decision's CPU with and
+// without a traceparent, the header's parse alone, and the OpenTelemetry SDK's own floor for a span
+// like the verifier's (start, its attributes, end, into a batch processor whose export drops it).
+// BENCH_ROWS=verifier, inprocess or nginx runs one part; BENCH_SECONDS sets each row's length.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -17,11 +22,24 @@ import { createServer } from 'node:http';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { SpanKind } from '@opentelemetry/api';
+import { ExportResultCode } from '@opentelemetry/core';
+import { BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { COUNT_DEFAULTS } from '../perf/count-options.js';
 import { COUNT_ROW_NAMES, runNginxCounts } from '../perf/count-run.js';
 import { LOAD_TEST_VERIFIER_ENV } from '../perf/systems.js';
 import { freePort } from '../stack/ports.js';
 import { VERIFIER_NODE_FLAGS } from '../stack/service-env.js';
+import { loadConfig } from '../verifier/src/config/load.js';
+import { createLogger } from '../verifier/src/log.js';
+import { createVerifierService } from '../verifier/src/service.js';
+import {
+  AUDIENCE as FIXTURE_AUDIENCE,
+  ISSUER as FIXTURE_ISSUER,
+  startJwksServer,
+} from '../verifier/src/testing/fixtures.js';
+import { readTraceparent } from '../verifier/src/tracing/trace-context.js';
+import { minter } from './runtime-rows.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const ISSUER = 'https://bench.issuer.test';
@@ -38,9 +56,12 @@ interface Mode {
   /** A traceparent on each request, sampled on one in `every` (0: never); undefined: none. */
   readonly sampleEvery: number | undefined;
   readonly otel: boolean;
+  /** The header's name (default `traceparent`): another name costs wrk the same and the verifier nothing. */
+  readonly header?: string;
 }
 const MODES: readonly Mode[] = [
   { name: 'off', sampleEvery: undefined, otel: false },
+  { name: 'off + x-unread', sampleEvery: 0, otel: false, header: 'x-unread' },
   { name: 'off + header', sampleEvery: 0, otel: false },
   { name: '1 %', sampleEvery: 100, otel: true },
   { name: '100 %', sampleEvery: 1, otel: true },
@@ -71,7 +92,7 @@ function script(mode: Mode, tokens: readonly string[], name: string): string {
     mode.sampleEvery === undefined
       ? ''
       : `local flags = (${mode.sampleEvery} > 0 and i % ${Math.max(1, mode.sampleEvery)} == 0) and "01" or "00"
-  headers["traceparent"] = string.format("00-%08x%08x%08x%08x-%08x%08x-%s", math.random(0, 0x7fffffff),
+  headers["${mode.header ?? 'traceparent'}"] = string.format("00-%08x%08x%08x%08x-%08x%08x-%s", math.random(0, 0x7fffffff),
     math.random(0, 0x7fffffff), math.random(0, 0x7fffffff), i, math.random(0, 0x7fffffff), i, flags)`;
   writeFileSync(
     path,
@@ -225,12 +246,102 @@ async function verifierRows(): Promise<string[]> {
           ? `≤ ${limit} %: met`
           : `≤ ${limit} %: MISSED`;
     lines.push(
-      `${mode.name.padEnd(14)}  ${row.cached.rate.toFixed(0).padStart(12)}  ${row.cached.cpu.toFixed(1).padStart(10)}  ${cost(row.cached, off.cached)}  ${row.distinct.rate.toFixed(0).padStart(14)}  ${row.distinct.cpu.toFixed(1).padStart(10)}  ${cost(row.distinct, off.distinct)}  ${met}`,
+      `${mode.name.padEnd(15)}  ${row.cached.rate.toFixed(0).padStart(12)}  ${row.cached.cpu.toFixed(1).padStart(10)}  ${cost(row.cached, off.cached)}  ${row.distinct.rate.toFixed(0).padStart(14)}  ${row.distinct.cpu.toFixed(1).padStart(10)}  ${cost(row.distinct, off.distinct)}  ${met}`,
     );
     for (const [name, r] of Object.entries(row))
       if (r.non2xx > 0) lines.push(`warning: ${mode.name} ${name} had ${r.non2xx} non-2xx answers`);
   }
   return lines;
+}
+
+/** Best of 5 rounds of `calls` calls, CPU µs per call (user + system, this process). */
+function cpuPerCall(calls: number, call: (i: number) => unknown): number {
+  let best = Infinity;
+  for (let round = 0; round < 5; round++) {
+    const before = process.cpuUsage();
+    for (let i = 0; i < calls; i++) call(i);
+    const used = process.cpuUsage(before);
+    best = Math.min(best, (used.user + used.system) / calls);
+  }
+  return best;
+}
+
+async function inProcessRows(): Promise<string[]> {
+  const jwks = await startJwksServer(['rsaA']);
+  const service = createVerifierService(
+    loadConfig({
+      VERIFIER_ISSUER: FIXTURE_ISSUER,
+      VERIFIER_AUDIENCE: FIXTURE_AUDIENCE,
+      VERIFIER_JWKS_URI: jwks.url,
+      VERIFIER_REQUIRED_SCOPES: 'secrets:read',
+    }),
+    { logger: createLogger('warn'), defaultMetrics: false },
+  );
+  await service.start();
+  const authorization = `Bearer ${minter('rsaA', 'RS256')(1)}`;
+  // Fresh ids per request, as NGINX sends, unsampled (what OpenTelemetry-off and 1 % mostly see).
+  const headers = Array.from(
+    { length: 1024 },
+    (_, i) =>
+      `00-4bf92f3577b34da6a3ce929d${(i + 1).toString(16).padStart(8, '0')}-00f067aa0ba902b7-00`,
+  );
+  const decide = (traceparent: string | undefined) => {
+    const decision = service.authorize({ authorization, traceparent });
+    // The cached path is synchronous: a promise here would mean the row measures something else.
+    if (decision instanceof Promise || decision.outcome !== 'allow')
+      throw new Error('the cached decision was not a synchronous allow');
+  };
+  // The first call verifies the token and caches it; every later one is the cached path.
+  if ((await service.authorize({ authorization })).outcome !== 'allow')
+    throw new Error('the bench token was refused');
+  const calls = 100_000;
+  const plain: number[] = [];
+  const traced: number[] = [];
+  for (let round = 0; round < 2; round++) {
+    plain.push(cpuPerCall(calls, () => decide(undefined)));
+    traced.push(cpuPerCall(calls, (i) => decide(headers[i & 1023])));
+  }
+  await Promise.all([service.stop(0), jwks.close()]);
+  const parse = cpuPerCall(calls, (i) => readTraceparent(headers[i & 1023]));
+
+  const provider = new NodeTracerProvider({
+    spanProcessors: [
+      new BatchSpanProcessor({
+        export: (_spans, done) => done({ code: ExportResultCode.SUCCESS }),
+        shutdown: () => Promise.resolve(),
+      }),
+    ],
+  });
+  const tracer = provider.getTracer('bench');
+  const span = () => {
+    const one = tracer.startSpan('verify', {
+      kind: SpanKind.SERVER,
+      attributes: {
+        'secret_gate.policy': 'default',
+        'secret_gate.dpop': false,
+        'http.request.method': 'GET',
+      },
+    });
+    one.setAttribute('secret_gate.token_cache', 'hit');
+    one.setAttributes({
+      'secret_gate.outcome': 'allow',
+      'secret_gate.reason': 'ok',
+      'secret_gate.step_up': 'met',
+      'secret_gate.issuer': FIXTURE_ISSUER,
+      'secret_gate.client': 'spa-demo',
+    });
+    one.end();
+  };
+  const sdkSpan = cpuPerCall(calls, span);
+  await provider.shutdown();
+  const best = (values: number[]) => Math.min(...values).toFixed(2);
+  return [
+    `in-process, CPU µs per call, best of 5 × ${calls.toLocaleString('en')} (two interleaved rounds for the decision):`,
+    `cached authorize(), no traceparent        ${best(plain)}`,
+    `cached authorize(), a traceparent (00)    ${best(traced)}`,
+    `readTraceparent alone                     ${parse.toFixed(2)}`,
+    `OpenTelemetry SDK span, 9 attributes      ${sdkSpan.toFixed(2)}  (start, end, batch queue; no export)`,
+  ];
 }
 
 async function nginxRows(): Promise<string[]> {
@@ -260,7 +371,7 @@ async function nginxRows(): Promise<string[]> {
 }
 
 async function main(): Promise<void> {
-  const rows = new Set((process.env.BENCH_ROWS ?? 'verifier,nginx').split(','));
+  const rows = new Set((process.env.BENCH_ROWS ?? 'verifier,inprocess,nginx').split(','));
   const build = spawnSync('npm', ['run', '--silent', 'build:verifier'], {
     cwd: ROOT,
     stdio: 'inherit',
@@ -268,6 +379,7 @@ async function main(): Promise<void> {
   if (build.status !== 0) throw new Error('npm run build:verifier failed');
   const report: string[] = [];
   if (rows.has('verifier')) report.push(...(await verifierRows()), '');
+  if (rows.has('inprocess')) report.push(...(await inProcessRows()), '');
   if (rows.has('nginx')) report.push(...(await nginxRows()));
   console.log(['', ...report].join('\n'));
 }

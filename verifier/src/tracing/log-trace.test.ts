@@ -23,6 +23,20 @@ function loggingAuthorize() {
 }
 
 describe('the trace id on the log lines of a request', () => {
+  it('is on a line of a decision made at once, which stays synchronous (a cached token)', () => {
+    const { logger, lines } = captureLogger();
+    const authorize = withLogTrace((_request: { traceparent?: string }) => {
+      logger.warn('deciding');
+      return allow(identity);
+    });
+    const decision = authorize({ traceparent: TRACEPARENT });
+    expect(decision).not.toBeInstanceOf(Promise);
+    expect(decision.outcome).toBe('allow');
+    logger.warn('after the request');
+    const ids = lines.map((line) => (JSON.parse(line) as Record<string, unknown>).trace_id);
+    expect(ids).toEqual([TRACE, undefined]);
+  });
+
   it('is on every line written while deciding a request with a valid traceparent', async () => {
     const { authorize, read } = loggingAuthorize();
     expect((await authorize({ traceparent: TRACEPARENT })).outcome).toBe('allow');

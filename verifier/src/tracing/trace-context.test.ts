@@ -12,10 +12,58 @@ describe('readTraceparent (W3C Trace Context §3.2)', () => {
       sampled: true,
     });
     expect(readTraceparent(`00-${TRACE}-${SPAN}-02`)?.sampled).toBe(false);
+    expect(readTraceparent(`00-${TRACE}-${SPAN}-0b`)?.sampled).toBe(true);
+    expect(readTraceparent(`00-${TRACE}-${SPAN}-fe`)?.sampled).toBe(false);
   });
 
   it('reads the known fields of a later version and ignores what follows them', () => {
     expect(readTraceparent(`cc-${TRACE}-${SPAN}-01-extra`)?.traceId).toBe(TRACE);
+    expect(readTraceparent(`cc-${TRACE}-${SPAN}-01`)?.traceId).toBe(TRACE);
+  });
+
+  it('accepts exactly what the grammar of §3.2 accepts, one changed character at a time', () => {
+    // §3.2's grammar as one expression: the reference the offset reader is checked against.
+    const pattern =
+      /^(?:00-(?=.{52}$)|(?!00|ff)[0-9a-f]{2}-)(?!0{32})([0-9a-f]{32})-(?!0{16})([0-9a-f]{16})-([0-9a-f]{2})(?:$|-)/;
+    const bases = [
+      `00-${TRACE}-${SPAN}-01`,
+      `cc-${TRACE}-${SPAN}-01-x`,
+      `00-${'0'.repeat(31)}1-${'0'.repeat(15)}1-00`,
+    ];
+    const swaps = ['0', '1', '9', 'a', 'f', 'g', 'A', '-', ' ', '\n'];
+    let checked = 0;
+    for (const base of bases)
+      for (let at = 0; at <= base.length; at++)
+        for (const swap of swaps)
+          for (const value of [
+            base.slice(0, at) + swap + base.slice(at + 1),
+            base.slice(0, at) + swap + base.slice(at),
+          ]) {
+            const match = pattern.exec(value);
+            const read = readTraceparent(value);
+            expect(read?.traceId, value).toBe(match?.[1]);
+            expect(read?.parentSpanId, value).toBe(match?.[2]);
+            if (match) expect(read?.sampled, value).toBe((parseInt(match[3]!, 16) & 1) === 1);
+            checked++;
+          }
+    expect(checked).toBeGreaterThan(2000);
+  });
+
+  it('reads each header for itself when requests alternate, repeat or turn malformed', () => {
+    const other = '0af7651916cd43dd8448eb211c80319c';
+    const first = `00-${TRACE}-${SPAN}-01`;
+    const second = `00-${other}-${SPAN}-00`;
+    for (const [value, traceId] of [
+      [first, TRACE],
+      [first, TRACE],
+      [second, other],
+      [first, TRACE],
+      [`00-${TRACE}-${SPAN}-0x`, undefined],
+      [undefined, undefined],
+      [second, other],
+    ] as const)
+      expect(readTraceparent(value)?.traceId, value).toBe(traceId);
+    expect(readTraceparent(second)?.sampled).toBe(false);
   });
 
   it.each([
