@@ -8,7 +8,7 @@ import { createMintedGrant } from './minted/grant.js';
 import { createMintedJwksPage, MINTED_JWKS_PATH } from './minted/jwks.js';
 import type { PublicJwk } from './minted/minter-api.js';
 import { createMintedMetrics } from './minted/minted-metrics.js';
-import { DEFAULT_POLICY, type Listen, type VerifierConfig } from './config/model.js';
+import type { Listen, VerifierConfig } from './config/model.js';
 import type { Grant } from './decision/decision.js';
 import { createEndpointResolver } from './token/discovery.js';
 import { createDpopRuntime } from './dpop/index.js';
@@ -168,8 +168,6 @@ export function createVerifierService(
   // Lines logged while deciding a request that came with a traceparent carry its trace id.
   const inTrace = withLogTrace(decide);
   const authorize = options.tracing?.traceAuthorize(inTrace, metrics) ?? inTrace;
-  // The policies that read a DPoP proof: the transport reads its two headers for these only.
-  const proving = new Set(policies.filter((p) => p.dpop !== 'off').map(({ name }) => name));
   const routes = createRoutes({
     authorize,
     admit: createCallLimit(config.callLimit, now),
@@ -180,7 +178,6 @@ export function createVerifierService(
     receivers: revocation?.receivers,
     readinessNote: () => revocation?.note(),
     render: createRenderer({ resourceMetadata: config.resourceMetadataUrl }),
-    proves: (policy) => proving.has(policy ?? DEFAULT_POLICY),
     // Gate-signed `jwt` values are checked downstream with these keys (served without a token).
     pages: new Map([[MINTED_JWKS_PATH, createMintedJwksPage(jwksSources)]]),
   });

@@ -40,11 +40,6 @@ export interface Routes {
   /** Asked before /verify does any token work; false: answered LIMITED (call-limit.ts). */
   readonly admit?: (clientKey: string | undefined) => boolean;
   /**
-   * Whether the policy named by `X-SG-Policy` (undefined: absent) checks DPoP proofs: only then
-   * are `DPoP` and `X-Original-Origin` read (each `getHeader` is a copy). Default: always read.
-   */
-  readonly proves?: ((policy: string | undefined) => boolean) | undefined;
-  /**
    * Asked first on /verify and the receivers when an edge key is configured (edge-key.ts):
    * false answers 401 before the call limit or any other work.
    */
@@ -59,11 +54,6 @@ const TEXT: Header = ['Content-Type', 'text/plain; charset=utf-8'];
 const NO_STORE: Header = ['Cache-Control', 'no-store'];
 const NOT_FOUND: Answer = { status: 404, headers: [TEXT], body: 'not found\n' };
 const CLIENT_KEY = CLIENT_KEY_HEADER.name.toLowerCase();
-/** The lower-case name uWS looks each VerifyRequest field up by (contract.ts). */
-const KEY = Object.fromEntries(REQUEST_HEADERS.map(({ field, key }) => [field, key])) as Record<
-  keyof VerifyRequest,
-  string
->;
 const EDGE_KEY = EDGE_KEY_HEADER.name.toLowerCase();
 /** Status lines as uWS writes them (`204 No Content`), from node:http's reason phrases. */
 const STATUS_TEXT: Readonly<Record<number, string>> = Object.fromEntries(
@@ -83,7 +73,6 @@ export function createRoutes(parts: {
   /** A line /readyz adds to its answer (e.g. the revocation store is unreachable). */
   readinessNote: () => string | undefined;
   render?: Routes['render'];
-  proves?: Routes['proves'];
   /** More GET pages by path (the minted values' JWKS). */
   pages?: ReadonlyMap<string, Page>;
 }) {
@@ -111,7 +100,6 @@ export function createRoutes(parts: {
     verify: parts.authorize,
     render: parts.render,
     admit: parts.admit,
-    proves: parts.proves,
     isEdge: parts.isEdge,
     readyz,
     pages,
@@ -197,26 +185,15 @@ export function createTransport(routes: Routes) {
   const { isEdge } = routes;
   const authorize = routes.verify;
   const render = routes.render ?? renderDecision;
-  const proves = routes.proves ?? (() => true);
   if (authorize !== undefined)
     app.any('/verify', (res: Response, req: HttpRequest) => {
       // Before the limit: a caller without the key must not spend another client's calls.
       if (isEdge?.(req.getHeader(EDGE_KEY)) === false) return write(res, CALLER_UNKNOWN);
       if (routes.admit?.(req.getHeader(CLIENT_KEY) || undefined) === false)
         return write(res, LIMITED);
-      const policy = req.getHeader(KEY.policy) || undefined;
-      const proof = proves(policy);
-      // One literal, every field in the same order: one object shape for every request. Typed
-      // with every field present, so a field added to the contract fails to compile until read here.
-      const request: Readonly<Record<keyof VerifyRequest, string | undefined>> = {
-        policy,
-        authorization: req.getHeader(KEY.authorization) || undefined,
-        originalUri: req.getHeader(KEY.originalUri) || undefined,
-        originalMethod: req.getHeader(KEY.originalMethod) || undefined,
-        dpop: proof ? req.getHeader(KEY.dpop) || undefined : undefined,
-        originalOrigin: proof ? req.getHeader(KEY.originalOrigin) || undefined : undefined,
-        traceparent: req.getHeader(KEY.traceparent) || undefined,
-      };
+      const request: { -readonly [K in keyof VerifyRequest]: VerifyRequest[K] } = {};
+      for (const { field, key } of REQUEST_HEADERS)
+        request[field] = req.getHeader(key) || undefined;
       const decision = authorize(request);
       // A decision made at once (a cached token) is written before the handler returns: no abort
       // handler, no promise, no continuation to allocate.
