@@ -32,8 +32,16 @@ export function secretSetName(issuer: string, client: string): string | undefine
 
 // Header pairs for values many tokens share (client, set, challenges) are built once.
 const sharedPair = createInterner<Header>(10_000);
-/** An allow's `X-Auth-Client` and `X-Auth-Set` pairs, by issuer and client. */
-const identityPairs = createInterner<readonly [Header, Header]>(10_000);
+/**
+ * An allow's `X-Auth-Client` and `X-Auth-Set` pairs, by issuer and client, and the last plain allow
+ * answer built from them: a cached token asks again with the same edge lifetime, so its answer is
+ * reused whole instead of allocated per request (one slot: bounded, whatever the lifetimes).
+ */
+interface IdentityAnswers {
+  readonly pairs: readonly [Header, Header];
+  last: VerifyAnswer | undefined;
+}
+const identityAnswers = createInterner<IdentityAnswers>(10_000);
 
 const NOT_STORED: Header = ['X-Accel-Expires', '0'];
 // `X-Accel-Expires`: how many seconds NGINX's decision cache may answer for this one; always sent,
@@ -93,7 +101,7 @@ export function createRenderer({ resourceMetadata }: RenderOptions = {}) {
    * edge: the next request may bring the new token's answer.
    */
   return function renderDecision(decision: Decision): VerifyAnswer {
-    if (decision.outcome === 'allow') return { status: 204, headers: allowHeaders(decision) };
+    if (decision.outcome === 'allow') return allowAnswer(decision);
     const { status, headers } = renderRefusal(decision);
     // The reason code (errors.ts's closed union) for NGINX's access log (`reason`).
     const reason = sharedPair(`r ${decision.reason}`, () => ['X-Auth-Reason', decision.reason]);
@@ -158,21 +166,44 @@ const MINTED_HEADER = 'X-Auth-Minted';
 /** The renderer without `resource_metadata`, for callers that configure none (tests, tools). */
 export const renderDecision = createRenderer();
 
+/** An allow without a client id and without a plugin's headers, by edge lifetime: built once. */
+const PLAIN_ALLOWS: readonly VerifyAnswer[] = ACCEL_EXPIRES.map((expires) => ({
+  status: 204,
+  headers: [expires],
+}));
+
 /**
  * An allow is short on purpose: NGINX stores it in its edge cache and parses every header again
  * on each hit. `X-Auth-Client` is for the access log; it and `X-Auth-Set` are built once per
- * (issuer, client) and shared by every decision that has it.
+ * (issuer, client) and shared by every decision that has it; an allow without a plugin's headers
+ * (the cached bearer request) is a shared answer, not a new one.
  */
-function allowHeaders(decision: Decision): Header[] {
-  const { identity } = decision;
-  const headers: Header[] = [edgeExpires(decision)];
-  const minted = decision.headers?.find(([name]) => name === MINTED_HEADER)?.[1];
-  if (identity !== undefined && identity.client !== '') {
-    // Both pairs under one key: one lookup (and one closure) per allow instead of two.
-    const pairs = identityPairs(`${identity.issuer}\n${identity.client}`, () => [
+function allowAnswer(decision: Decision): VerifyAnswer {
+  const { identity, edgeTtl = 0 } = decision;
+  if (identity === undefined || identity.client === '') {
+    const plain = decision.headers === undefined ? PLAIN_ALLOWS[edgeTtl] : undefined;
+    return plain ?? { status: 204, headers: allowHeaders(decision, undefined) };
+  }
+  // Both pairs under one key: one lookup (and one closure) per allow instead of two.
+  const known = identityAnswers(`${identity.issuer}\n${identity.client}`, () => ({
+    pairs: [
       ['X-Auth-Client', headerSafe(identity.client)],
       ['X-Auth-Set', secretSetName(identity.issuer, identity.client) as string],
-    ]);
+    ],
+    last: undefined,
+  }));
+  if (decision.headers !== undefined)
+    return { status: 204, headers: allowHeaders(decision, known.pairs) };
+  const { last } = known;
+  if (last !== undefined && last.headers[0] === edgeExpires(decision)) return last;
+  return (known.last = { status: 204, headers: [edgeExpires(decision), ...known.pairs] });
+}
+
+/** An allow's headers: the edge lifetime, the identity pairs if any, a plugin's headers. */
+function allowHeaders(decision: Decision, pairs: readonly [Header, Header] | undefined): Header[] {
+  const headers: Header[] = [edgeExpires(decision)];
+  const minted = decision.headers?.find(([name]) => name === MINTED_HEADER)?.[1];
+  if (pairs !== undefined) {
     headers.push(
       pairs[0],
       minted === undefined ? pairs[1] : ['X-Auth-Set', `${pairs[1][1]} ${minted}`],
