@@ -110,8 +110,9 @@ const used = process.cpuUsage(before);
 const requests = Number(/REQUESTS (\d+)/.exec(out)?.[1] ?? 0);
 const micros = (used.user + used.system) / Math.max(1, requests);
 const statuses = /Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? '0';
+const per = (micros: number) => (micros / Math.max(1, requests)).toFixed(1);
 console.log(
-  `junk pushes ${requests} (refused ${statuses}), verifier CPU ${((used.user + used.system) / 1e3).toFixed(0)} ms: ${micros.toFixed(1)} µs per push`,
+  `junk pushes ${requests} (refused ${statuses}), verifier CPU ${((used.user + used.system) / 1e3).toFixed(0)} ms: ${micros.toFixed(1)} µs per push (user ${per(used.user)}, system ${per(used.system)})`,
 );
 rmSync(dir, { recursive: true, force: true });
 await gate.service.stop(0);
