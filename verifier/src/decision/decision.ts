@@ -143,8 +143,11 @@ export interface ReceivedRequest {
   readonly clientKey?: string | undefined;
 }
 
-/** A POST endpoint of a plugin: the body in, an answer out. */
-export type Receiver = (request: ReceivedRequest) => Promise<Answer>;
+/**
+ * A POST endpoint of a plugin: the body in, an answer out, at once (a refusal the request itself
+ * shows) or once the token is checked.
+ */
+export type Receiver = (request: ReceivedRequest) => Answer | Promise<Answer>;
 
 /** Bodies above this are refused by the transport before they reach a receiver. */
 export const MAX_RECEIVER_BODY_BYTES = 16 * 1024;

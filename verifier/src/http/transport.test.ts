@@ -1,6 +1,7 @@
 import { createServer } from 'node:http';
 import { mkdtempSync, statSync } from 'node:fs';
 import { request } from 'node:http';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { OAuth2Server } from 'oauth2-mock-server';
@@ -251,6 +252,53 @@ describe('a revocation receiver on the transport', () => {
     expect((await fetch(`${base}/backchannel-logout`)).status).toBe(405);
     // Pages answer GET only: a POST to one is not found.
     expect((await fetch(`${base}/healthz`, { method: 'POST', body: 'x' })).status).toBe(404);
+  });
+
+  it('answers a Content-Length over the cap 413 before a byte of the body is sent', async () => {
+    const { port } = new URL(base);
+    const reply = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(port), '127.0.0.1', () =>
+        socket.write(
+          'POST /backchannel-logout HTTP/1.1\r\nHost: gate.test\r\n' +
+            'Content-Type: application/x-www-form-urlencoded\r\n' +
+            `Content-Length: ${MAX_RECEIVER_BODY_BYTES + 1}\r\n\r\n`,
+        ),
+      );
+      let text = '';
+      socket.on('data', (chunk: Buffer) => {
+        text += chunk.toString();
+        if (!text.includes('\r\n\r\n')) return;
+        resolve(text);
+        socket.destroy();
+      });
+      socket.on('error', reject);
+      setTimeout(() => reject(new Error(`no answer without the body: ${text}`)), 5000).unref();
+    });
+    expect(reply).toMatch(/^HTTP\/1\.1 413 /);
+  });
+
+  it('reads a body sent in chunks without Content-Length, up to the cap', async () => {
+    const chunked = (parts: string[]) =>
+      new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const call = request(
+          `${base}/backchannel-logout`,
+          { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' } },
+          (res) => {
+            let body = '';
+            res.on('data', (chunk: Buffer) => (body += chunk.toString()));
+            res.on('end', () => resolve({ status: res.statusCode!, body }));
+          },
+        );
+        call.on('error', reject);
+        for (const part of parts) call.write(part);
+        call.end();
+      });
+    // The receiver got the whole form: a token it could read, refused as junk (not 413).
+    const small = await chunked(['logout_tok', 'en=a.b', '.c']);
+    expect(small.status).toBe(400);
+    expect(JSON.parse(small.body)).toEqual({ error: 'invalid_request' });
+    const half = 'a'.repeat(MAX_RECEIVER_BODY_BYTES / 2 + 1);
+    expect((await chunked(['logout_token=', half, half])).status).toBe(413);
   });
 });
 

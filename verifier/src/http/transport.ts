@@ -158,27 +158,55 @@ export function createTransport(routes: Routes) {
     });
   }
 
-  /** A receiver's body up to the cap, each chunk copied at once (uWS reuses their memory). */
+  /**
+   * A receiver's body up to the cap, then its answer. A `Content-Length` over the cap is refused
+   * before a byte is read; with one, the body is copied into one buffer of that size as it arrives
+   * (uWS reuses the chunks' memory), else chunk by chunk. A receiver that answers at once (a
+   * refusal) is written at once: no promise, no continuation. Junk floods this path
+   * (docs/performance.md, "Junk at the receivers"), so it allocates only the body.
+   */
   function receive(
     res: Response,
     receiver: Receiver,
     headers: { contentType: string | undefined; clientKey: string | undefined },
+    contentLength: string,
   ): void {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let settle!: (answer: Answer | Promise<Answer>) => void;
-    later(res, new Promise<Answer>((resolve) => (settle = resolve)), asIs);
-    // Set after `later`'s: a client leaving mid-body ends the wait too (nothing is written then).
+    const declared = contentLength === '' ? undefined : Number(contentLength);
+    if (declared !== undefined && !(declared <= MAX_RECEIVER_BODY_BYTES))
+      return write(res, BODY_TOO_LARGE);
+    // Counted in flight from here: a stop waits for the body and the answer.
+    inFlight++;
+    let done = false;
+    const answer = (reply: Answer) => {
+      if (done) return;
+      done = true;
+      inFlight--;
+      write(res, reply);
+    };
     res.onAborted(() => {
       res.aborted = true;
-      settle(BODY_TOO_LARGE);
+      answer(BODY_TOO_LARGE);
     });
+    const buffer = Buffer.allocUnsafe(declared ?? 0);
+    const chunks: Buffer[] = [];
+    let size = 0;
     res.onData((chunk, isLast) => {
-      size += chunk.byteLength;
+      if (done) return;
+      const length = chunk.byteLength;
       // Refused at once; the chunks still arriving are ignored.
-      if (size > MAX_RECEIVER_BODY_BYTES) return settle(BODY_TOO_LARGE);
-      chunks.push(Buffer.from(chunk.slice(0)));
-      if (isLast) settle(receiver({ ...headers, body: Buffer.concat(chunks).toString('utf8') }));
+      if (size + length > (declared ?? MAX_RECEIVER_BODY_BYTES)) return answer(BODY_TOO_LARGE);
+      if (declared === undefined) chunks.push(Buffer.from(chunk.slice(0)));
+      else buffer.set(new Uint8Array(chunk), size);
+      size += length;
+      if (!isLast) return;
+      const body = (declared === undefined ? Buffer.concat(chunks) : buffer).toString(
+        'utf8',
+        0,
+        size,
+      );
+      const reply = receiver({ ...headers, body });
+      if (reply instanceof Promise) void reply.then(answer);
+      else answer(reply);
     });
   }
 
@@ -207,10 +235,15 @@ export function createTransport(routes: Routes) {
     if (receiver !== undefined) {
       if (method !== 'POST') return write(res, METHOD_NOT_ALLOWED);
       if (isEdge?.(req.getHeader(EDGE_KEY)) === false) return write(res, CALLER_UNKNOWN_BODY);
-      return receive(res, receiver, {
-        contentType: req.getHeader('content-type') || undefined,
-        clientKey: req.getHeader(CLIENT_KEY) || undefined,
-      });
+      return receive(
+        res,
+        receiver,
+        {
+          contentType: req.getHeader('content-type') || undefined,
+          clientKey: req.getHeader(CLIENT_KEY) || undefined,
+        },
+        req.getHeader('content-length'),
+      );
     }
     const page = routes.pages.get(path);
     if (page === undefined || method !== 'GET') return write(res, NOT_FOUND);

@@ -15,13 +15,19 @@ export type RefusalReason =
   | 'rate_limited'
   | 'store_unavailable';
 
-/** The one error both receivers throw; its message names the field and never echoes the token. */
+/**
+ * The one error both receivers throw; its message names the field and never echoes the token. It
+ * carries no stack: a refusal is an answer, not a bug, and capturing a stack per junk push was a
+ * tenth of a flood's CPU (docs/performance.md, "Junk at the receivers").
+ */
 export class ReceiverError extends Error {
   override readonly name = 'ReceiverError';
-  constructor(
-    readonly reason: RefusalReason,
-    message: string,
-  ) {
+  readonly reason: RefusalReason;
+  constructor(reason: RefusalReason, message: string) {
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
     super(message);
+    Error.stackTraceLimit = limit;
+    this.reason = reason;
   }
 }

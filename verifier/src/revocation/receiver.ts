@@ -142,6 +142,9 @@ export function createLogoutReceiver(parts: ReceiverParts, verify: EventVerifier
   const form = 'application/x-www-form-urlencoded';
   const processLogout = createEventProcessor(parts, verify);
   const limited = tooMany(parts);
+  // Every refusal is one of three answers, built once: a flood of junk allocates none.
+  const invalid = jsonRefusal(400, { error: 'invalid_request' });
+  const unavailable = jsonRefusal(503, { error: 'temporarily_unavailable' });
   return async function receiveLogout(request) {
     const refused = await processLogout(
       'backchannel_logout',
@@ -158,8 +161,7 @@ export function createLogoutReceiver(parts: ReceiverParts, verify: EventVerifier
     );
     if (refused === undefined) return { status: 200, headers: NO_STORE, body: '' };
     if (refused.reason === 'rate_limited') return limited;
-    const error = retryable(refused) ? 'temporarily_unavailable' : 'invalid_request';
-    return jsonRefusal(retryable(refused) ? 503 : 400, { error });
+    return retryable(refused) ? unavailable : invalid;
   };
 }
 
@@ -168,6 +170,14 @@ export function createPushReceiver(parts: ReceiverParts, verify: EventVerifier):
   const set = 'application/secevent+jwt';
   const processSet = createEventProcessor(parts, verify);
   const limited = tooMany(parts);
+  // The refusals by status and `err` code, each built the first time it is needed.
+  const refusals = new Map<string, Answer>();
+  const refusal = (status: number, err: string): Answer => {
+    const key = `${status} ${err}`;
+    let answer = refusals.get(key);
+    if (answer === undefined) refusals.set(key, (answer = jsonRefusal(status, { err })));
+    return answer;
+  };
   return async function receivePush(request) {
     const refused = await processSet(
       'ssf_push',
@@ -176,7 +186,7 @@ export function createPushReceiver(parts: ReceiverParts, verify: EventVerifier):
     );
     if (refused === undefined) return { status: 202, headers: NO_STORE, body: '' };
     if (refused.reason === 'rate_limited') return limited;
-    return jsonRefusal(retryable(refused) ? 503 : 400, setError(refused));
+    return refusal(retryable(refused) ? 503 : 400, setError(refused).err);
   };
 }
 

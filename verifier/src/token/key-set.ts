@@ -115,6 +115,12 @@ export function createKeySet(options: {
 
   /** jose's match in the held set, undefined for none; a match is remembered for `knownKey`. */
   const match = (header: JWSHeaderParameters) => {
+    // A `kid` the held set does not name matches nothing (jose compares it exactly): answered
+    // without asking jose, whose "no matching key" error captures a stack each time, the larger
+    // part of a junk push's cost under made-up `kid`s (docs/performance.md, "Junk at the receivers").
+    const { kid } = header;
+    if (kid !== undefined && (typeof kid !== 'string' || !kids.has(kid)))
+      return Promise.resolve(undefined);
     const set = known;
     return local!(header).then(
       (key) => {
