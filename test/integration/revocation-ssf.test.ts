@@ -30,16 +30,23 @@ beforeAll(async () => {
 }, 180_000);
 afterAll(() => stack?.stop());
 
-async function refusedWithin(token: string, since: number): Promise<number | undefined> {
+/**
+ * Asks until the token is refused. The bound is on the secret: no answer that carries it may
+ * arrive later than the bound after the event (`lastSecretAfter`); the refusal that follows is one
+ * pause and one round trip later, which the bound does not cover.
+ */
+async function refusedWithin(token: string, since: number) {
+  let lastSecretAfter = 0;
   while (Date.now() - since < BOUND_MS + 2_000) {
     const answer = await call(stack.urls.secret, token);
     if (answer.status !== 200) {
       expectDenied(answer, 401);
-      return Date.now() - since;
+      return { lastSecretAfter, refusedAfter: Date.now() - since };
     }
+    lastSecretAfter = Date.now() - since;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  return undefined;
+  return { lastSecretAfter, refusedAfter: undefined };
 }
 
 describe('CAEP events from the dev IdP', () => {
@@ -51,9 +58,9 @@ describe('CAEP events from the dev IdP', () => {
     const raised = await stack.idp.raiseSecurityEvent({ sub: 'uma' });
     expect(raised.pushed.map((p) => p.status)).toEqual([202]);
     expect(raised.queued).toBe(false);
-    const after = await refusedWithin(token, raisedAt);
-    expect(after).toBeDefined();
-    expect(after!).toBeLessThanOrEqual(BOUND_MS);
+    const { lastSecretAfter, refusedAfter } = await refusedWithin(token, raisedAt);
+    expect(refusedAfter).toBeDefined();
+    expect(lastSecretAfter).toBeLessThanOrEqual(BOUND_MS);
     expect((await call(stack.urls.secret, bystander)).status).toBe(200);
   }, 30_000);
 
@@ -64,9 +71,9 @@ describe('CAEP events from the dev IdP', () => {
     const raised = await stack.idp.raiseSecurityEvent({ sub: 'wes', delivery: 'poll' });
     expect(raised.queued).toBe(true);
     // One poll interval (1 s) plus the edge bound.
-    const after = await refusedWithin(token, raisedAt);
-    expect(after).toBeDefined();
-    expect(after!).toBeLessThanOrEqual(BOUND_MS + 1_000);
+    const { lastSecretAfter, refusedAfter } = await refusedWithin(token, raisedAt);
+    expect(refusedAfter).toBeDefined();
+    expect(lastSecretAfter).toBeLessThanOrEqual(BOUND_MS + 1_000);
     for (let i = 0; i < 50 && (await stack.idp.ssfStats()).pending > 0; i++)
       await new Promise((resolve) => setTimeout(resolve, 100));
     expect(await stack.idp.ssfStats()).toMatchObject({ pending: 0 });
