@@ -73,3 +73,23 @@ export const REMOVED_VARIABLES: Readonly<Record<string, string>> = {
   VERIFIER_DPOP_REPLAY_ALLOW_PLAINTEXT: 'VERIFIER_REDIS_ALLOW_PLAINTEXT',
   VERIFIER_REVOCATION_STORE: 'VERIFIER_REDIS_URL',
 };
+
+/**
+ * The document without the removed names it holds, and one problem per name naming the setting
+ * that replaced it (instead of "unknown key"), never its value.
+ */
+export function withoutRemovedNames(
+  document: Record<string, unknown>,
+  label: (path: string) => string,
+): { document: Record<string, unknown>; problems: string[] } {
+  const problems: string[] = [];
+  const kept = { ...document };
+  for (const [removed, now] of Object.entries(REMOVED_NAMES)) {
+    const [section = '', key = ''] = removed.split('.');
+    const holder = kept[section];
+    if (typeof holder !== 'object' || holder === null || !(key in holder)) continue;
+    problems.push(`${label(removed)}: removed; use ${label(now)} (it serves both stores)`);
+    kept[section] = Object.fromEntries(Object.entries(holder).filter(([name]) => name !== key));
+  }
+  return { document: kept, problems };
+}

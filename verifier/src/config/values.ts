@@ -279,3 +279,37 @@ export function secret(minBytes = 1) {
         }, raw),
     );
 }
+
+/**
+ * `value` with every Deferred in it loaded (after the whole document validated) and frozen on the
+ * way; class instances, such as a loaded key, as they are. `fail` gets the path below `value`.
+ */
+export function loadDeferred<T>(
+  value: T,
+  io: ConfigIo,
+  fail: (message: string, path: readonly PropertyKey[]) => void,
+  at: readonly PropertyKey[] = [],
+): T {
+  if (value instanceof Deferred)
+    return loadDeferred(
+      value.load(io, (why, path = []) => fail(why, [...at, ...path])) as T,
+      io,
+      fail,
+      at,
+    );
+  if (Array.isArray(value))
+    return Object.freeze(
+      value.map((item: unknown, i) => loadDeferred(item, io, fail, [...at, i])),
+    ) as T;
+  if (
+    typeof value !== 'object' ||
+    value === null ||
+    Object.getPrototypeOf(value) !== Object.prototype
+  )
+    return value;
+  const entries = Object.entries(value).map(([key, item]): [string, unknown] => [
+    key,
+    loadDeferred<unknown>(item, io, fail, [...at, key]),
+  ]);
+  return Object.freeze(Object.fromEntries(entries)) as T;
+}
