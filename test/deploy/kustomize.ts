@@ -2,8 +2,9 @@
 // It knows exactly the features deploy/kubernetes uses and throws on any other field, so it can
 // never render something different from `kubectl kustomize` without failing loudly
 // (manifests.test.ts compares the two whenever kubectl is present).
-import { readFileSync, statSync } from 'node:fs';
-import { basename, join, resolve } from 'node:path';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, join, relative, resolve } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 
 export type Manifest = {
@@ -59,6 +60,41 @@ export function parseYaml(text: string, where: string): unknown[] {
     if (doc.errors.length > 0) throw new SyntaxError(`${where}: ${doc.errors[0]?.message}`);
     return doc.toJS() as unknown;
   });
+}
+
+/**
+ * `build` (a directory) with the two lines docs/configuration.md gives your overlay: the verifier
+ * file replaced by `policies`, and the sets named for NGINX.
+ */
+export function renderWithPolicyFile(
+  build: string,
+  policies: object,
+  setNames: readonly string[],
+): Manifest[] {
+  const scratch = mkdtempSync(join(tmpdir(), 'sg-overlay-'));
+  try {
+    writeFileSync(join(scratch, 'policies.json'), JSON.stringify(policies));
+    writeFileSync(
+      join(scratch, 'kustomization.yaml'),
+      [
+        'resources:',
+        `  - ${relative(scratch, build)}`,
+        'configMapGenerator:',
+        '  - name: secret-gate-verifier',
+        '    behavior: replace',
+        '    files:',
+        '      - verifier.json=policies.json',
+        '  - name: secret-gate-nginx',
+        '    behavior: merge',
+        '    literals:',
+        `      - SG_SPA_SECRET_SETS=${setNames.join(' ')}`,
+        '',
+      ].join('\n'),
+    );
+    return renderKustomization(scratch);
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
 }
 
 /**

@@ -38,6 +38,7 @@ import {
   type Container,
   type Manifest,
   type PodSpec,
+  renderWithPolicyFile,
 } from './kustomize.js';
 
 const KUBERNETES = join(REPO_ROOT, 'deploy', 'kubernetes');
@@ -628,55 +629,32 @@ describe('the example overlay', () => {
 
 describe('a policy file in your overlay (docs/configuration.md)', () => {
   it('replaces the verifier file with one line and names its sets for NGINX with one more', () => {
-    const scratch = mkdtempSync(join(tmpdir(), 'sg-overlay-'));
-    try {
-      const issuer = 'https://login.example.com/realms/apps';
-      const policies = {
-        issuers: [{ type: 'jwt', issuer, audience: 'secret-gate-api', preset: 'keycloak' }],
-        policies: {
-          secret: { issuers: [issuer], scopes: ['secrets:read'] },
-          payments: { issuers: [issuer], scopes: ['secrets:read'], acrValues: ['urn:acme:mfa'] },
-        },
-      };
-      writeFileSync(join(scratch, 'policies.json'), JSON.stringify(policies));
-      writeFileSync(
-        join(scratch, 'kustomization.yaml'),
-        [
-          'resources:',
-          `  - ${relative(scratch, BUILDS['example overlay'])}`,
-          'configMapGenerator:',
-          '  - name: secret-gate-verifier',
-          '    behavior: replace',
-          '    files:',
-          '      - verifier.json=policies.json',
-          '  - name: secret-gate-nginx',
-          '    behavior: merge',
-          '    literals:',
-          '      - SG_SPA_SECRET_SETS=payments',
-          '',
-        ].join('\n'),
-      );
-      const manifests = renderKustomization(scratch);
-      const data = (name: string) =>
-        manifests.find((m) => m.kind === 'ConfigMap' && m.metadata.name === name)?.data as Record<
-          string,
-          string
-        >;
-      const text = data('secret-gate-verifier')['verifier.json'] ?? '';
-      const config = loadConfig(
-        { VERIFIER_CONFIG: '/etc/secret-gate/verifier/verifier.json' },
-        () => text,
-      );
-      expect([...config.policies.keys()].sort()).toEqual(['payments', 'secret']);
-      expect(config.policies.get('payments')?.acrValues).toEqual(['urn:acme:mfa']);
-      // The example overlay's own NGINX values stay; the sets are added beside them.
-      expect(data('secret-gate-nginx')).toMatchObject({
-        SG_SPA_SECRET_SETS: 'payments',
-        SG_OIDC_CLIENT_ID: 'shop-spa',
-      });
-    } finally {
-      rmSync(scratch, { recursive: true, force: true });
-    }
+    const issuer = 'https://login.example.com/realms/apps';
+    const policies = {
+      issuers: [{ type: 'jwt', issuer, audience: 'secret-gate-api', preset: 'keycloak' }],
+      policies: {
+        secret: { issuers: [issuer], scopes: ['secrets:read'] },
+        payments: { issuers: [issuer], scopes: ['secrets:read'], acrValues: ['urn:acme:mfa'] },
+      },
+    };
+    const manifests = renderWithPolicyFile(BUILDS['example overlay'], policies, ['payments']);
+    const data = (name: string) =>
+      manifests.find((m) => m.kind === 'ConfigMap' && m.metadata.name === name)?.data as Record<
+        string,
+        string
+      >;
+    const text = data('secret-gate-verifier')['verifier.json'] ?? '';
+    const config = loadConfig(
+      { VERIFIER_CONFIG: '/etc/secret-gate/verifier/verifier.json' },
+      () => text,
+    );
+    expect([...config.policies.keys()].sort()).toEqual(['payments', 'secret']);
+    expect(config.policies.get('payments')?.acrValues).toEqual(['urn:acme:mfa']);
+    // The example overlay's own NGINX values stay; the sets are added beside them.
+    expect(data('secret-gate-nginx')).toMatchObject({
+      SG_SPA_SECRET_SETS: 'payments',
+      SG_OIDC_CLIENT_ID: 'shop-spa',
+    });
   });
 });
 

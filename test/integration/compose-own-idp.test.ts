@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { parse, type ScalarTag } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { dockerNginxEnv } from '../../stack/nginx/render.js';
+import { composeService } from '../support/compose-render.js';
 import { REPO_ROOT } from '../../stack/start-stack.js';
 import { ENVIRONMENT, loadConfig } from '../../verifier/src/config/load.js';
 
@@ -27,52 +28,12 @@ const overlay = parse(readFileSync(join(REPO_ROOT, 'docker-compose.own-idp.yaml'
 }) as { services: Record<string, Service> };
 const service = (name: string): Service => overlay.services[name] ?? {};
 // The three files of the own-IdP run with a policy file, in their order on the command line.
-const files = [
+const FILES = [
   'docker-compose.yaml',
   'docker-compose.own-idp.yaml',
   'docker-compose.policy-file.yaml',
-].map(
-  (file) =>
-    parse(readFileSync(join(REPO_ROOT, file), 'utf8'), { customTags: [reset], merge: true }) as {
-      services: Record<string, Service>;
-    },
-);
-
-/**
- * A value as `docker compose` reads it with `vars` set (innermost first): `${A:-d}` and `${A-d}`
- * take the default when A is unset (`:` also when empty); `${A:?message}` stops without A.
- */
-function interpolate(value: string, vars: Record<string, string>): string {
-  const one = /\$\{([A-Z_]+)(:?)([-?])([^${}]*)\}/;
-  let out = value;
-  for (let match = one.exec(out); match; match = one.exec(out)) {
-    const [all, name = '', colon, kind, rest = ''] = match;
-    const given = vars[name];
-    const missing = given === undefined || (colon === ':' && given === '');
-    if (missing && kind === '?') throw new Error(`${name}: ${rest}`);
-    out = out.replace(all, missing ? rest : (given ?? ''));
-  }
-  return out;
-}
-
-/** One service of the three files as compose merges them: each file's variables over the last. */
-function merged(name: string, vars: Record<string, string>) {
-  const environment: Record<string, string> = {};
-  const volumes = new Map<string, string>();
-  for (const file of files) {
-    const layer = file.services[name] ?? {};
-    Object.assign(environment, layer.environment);
-    // Volumes merge by their path in the container.
-    for (const volume of layer.volumes ?? []) volumes.set(volume.split(':').at(-2) ?? '', volume);
-  }
-  const env = Object.fromEntries(
-    Object.entries(environment)
-      // `!reset null`: the image's default.
-      .filter(([, value]) => typeof value === 'string')
-      .map(([key, value]) => [key, interpolate(value, vars)]),
-  );
-  return { env, volumes: [...volumes.values()].map((volume) => interpolate(volume, vars)) };
-}
+];
+const merged = (name: string, vars: Record<string, string>) => composeService(FILES, name, vars);
 
 describe('docker-compose.own-idp.yaml', () => {
   it('leaves the dev IdP out: it only runs in a profile nothing starts, and nobody waits for it', () => {

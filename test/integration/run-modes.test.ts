@@ -6,13 +6,13 @@
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT, startStack, type MintOptions, type Stack } from '../../stack/start-stack.js';
 import { runnerVerifierSettings } from '../../stack/verifier-settings.js';
 import { loadConfig } from '../../verifier/src/config/load.js';
 import { printableConfig } from '../../verifier/src/config/print.js';
-import { podSpec, renderKustomization, type Manifest } from '../deploy/kustomize.js';
+import { podSpec, renderWithPolicyFile, type Manifest } from '../deploy/kustomize.js';
 import { composeService } from '../support/compose-render.js';
 import { allSecretValues, type SecretsFile } from '../support/secrets.js';
 
@@ -99,44 +99,24 @@ function composePrinted(files: readonly string[], vars: Record<string, string>, 
  * the documented two lines of your overlay: the file, and the sets for NGINX.
  */
 function kubernetesPrinted(build: 'base' | 'overlays/example', document: object): Printed {
-  const scratch = mkdtempSync(join(tmpdir(), 'sg-run-modes-'));
-  try {
-    writeFileSync(join(scratch, 'policies.json'), JSON.stringify(document));
-    const overlayDir = join(REPO_ROOT, 'deploy/kubernetes', build);
-    writeFileSync(
-      join(scratch, 'kustomization.yaml'),
-      [
-        'resources:',
-        `  - ${relative(scratch, overlayDir)}`,
-        'configMapGenerator:',
-        '  - name: secret-gate-verifier',
-        '    behavior: replace',
-        '    files:',
-        '      - verifier.json=policies.json',
-        '  - name: secret-gate-nginx',
-        '    behavior: merge',
-        '    literals:',
-        `      - SG_SPA_SECRET_SETS=${SETS.join(' ')}`,
-        '',
-      ].join('\n'),
-    );
-    const manifests = renderKustomization(scratch);
-    const data = (name: string) =>
-      (manifests.find((m) => m.kind === 'ConfigMap' && m.metadata.name === name)?.data ??
-        {}) as Record<string, string>;
-    expect(data('secret-gate-nginx').SG_SPA_SECRET_SETS).toBe(SETS.join(' '));
-    const deployment = manifests.find((m) => m.kind === 'Deployment') as Manifest;
-    const verifier = podSpec(deployment).containers.find((c) => c.name === 'verifier');
-    // What the container gets: its own `env`, then the ConfigMaps it names (`envFrom`).
-    const env: Record<string, string> = {};
-    for (const from of verifier?.envFrom ?? [])
-      Object.assign(env, data(from.configMapRef?.name ?? ''));
-    for (const { name, value } of verifier?.env ?? []) if (value !== undefined) env[name] = value;
-    const file = data('secret-gate-verifier')['verifier.json'] ?? '';
-    return printedFrom(env, (path) => (path === env.VERIFIER_CONFIG ? file : 'k'.repeat(64)));
-  } finally {
-    rmSync(scratch, { recursive: true, force: true });
-  }
+  const manifests = renderWithPolicyFile(
+    join(REPO_ROOT, 'deploy/kubernetes', build),
+    document,
+    SETS,
+  );
+  const data = (name: string) =>
+    (manifests.find((m) => m.kind === 'ConfigMap' && m.metadata.name === name)?.data ??
+      {}) as Record<string, string>;
+  expect(data('secret-gate-nginx').SG_SPA_SECRET_SETS).toBe(SETS.join(' '));
+  const deployment = manifests.find((m) => m.kind === 'Deployment') as Manifest;
+  const verifier = podSpec(deployment).containers.find((c) => c.name === 'verifier');
+  // What the container gets: its own `env`, then the ConfigMaps it names (`envFrom`).
+  const env: Record<string, string> = {};
+  for (const from of verifier?.envFrom ?? [])
+    Object.assign(env, data(from.configMapRef?.name ?? ''));
+  for (const { name, value } of verifier?.env ?? []) if (value !== undefined) env[name] = value;
+  const file = data('secret-gate-verifier')['verifier.json'] ?? '';
+  return printedFrom(env, (path) => (path === env.VERIFIER_CONFIG ? file : 'k'.repeat(64)));
 }
 
 describe('one policy file in every run mode', () => {
