@@ -11,7 +11,13 @@ import { SettingsError } from './verifier-settings.js';
 let dir: string;
 let path: string;
 let watch: ReturnType<typeof watchPolicyFile> | undefined;
-const FACTS: PolicyFacts = { setNames: ['payments'], dpopRequired: false, receivers: [] };
+const PACE = { poll: 1, settle: 0.2 };
+const FACTS: PolicyFacts = {
+  setNames: ['payments'],
+  dpopRequired: false,
+  receivers: [],
+  pace: PACE,
+};
 
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), 'sg-policy-watch-'));
@@ -45,6 +51,7 @@ async function start(verdict: 'applied' | 'refused' = 'applied') {
       setNames: Object.keys((JSON.parse(text) as { policies: object }).policies),
       dpopRequired: false,
       receivers: [],
+      pace: PACE,
     }),
     publish: (text) => {
       seen.published.push(text);
@@ -80,7 +87,7 @@ describe('watchPolicyFile', () => {
     writeFileSync(path, '{"policies":{"payments":{},"audit":{}}}');
     await watch!.check();
     expect(seen.nginx).toEqual([
-      { setNames: ['payments', 'audit'], dpopRequired: false, receivers: [] },
+      { setNames: ['payments', 'audit'], dpopRequired: false, receivers: [], pace: PACE },
     ]);
   });
 

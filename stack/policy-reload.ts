@@ -1,5 +1,5 @@
-// The operator's policy file followed while the run lives (`npm start -- --config FILE`): when its
-// content changes, the runner merges it again exactly as at start (verifier-settings.ts), checks the
+// The operator's policy file followed while the run lives (`npm start -- --config FILE`), at the
+// verifier's pace (its `reload` settings): when its content changes, the runner merges it again exactly as at start (verifier-settings.ts), checks the
 // result with the verifier's own loader and the secrets file's sets, and only then replaces the
 // verifier's file, which the verifier re-reads and applies in one swap (verifier/src/reloader.ts).
 // Once the verifier has logged the new version, NGINX's known set names follow: the templates are
@@ -8,7 +8,7 @@
 import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { configDigest, POLL_MS, SETTLE_MS } from '../verifier/src/reloader.js';
+import { configDigest } from '../verifier/src/reloader.js';
 import type { PolicyFacts } from './verifier-check.js';
 import { SettingsError } from './verifier-settings.js';
 
@@ -30,6 +30,7 @@ export interface PolicyReloadParts {
   readonly facts: PolicyFacts;
   readonly published: string;
   readonly log: (line: string) => void;
+  /** Overrides the poll of `facts.pace` (tests that call `check()` themselves). */
   readonly pollMs?: number;
 }
 
@@ -50,6 +51,8 @@ const sameFacts = (a: PolicyFacts, b: PolicyFacts) =>
 export function watchPolicyFile(parts: PolicyReloadParts) {
   const { path, log } = parts;
   let facts = parts.facts;
+  // The start's pace, as the verifier's own: a changed `reload` is refused there until a restart.
+  const { poll, settle } = parts.facts.pace;
   // The content when the watch begins is the one the run was built from.
   let seen = digestNow(path);
   /** The verifier's file as last published: a change that merges to the same text is no change. */
@@ -66,7 +69,7 @@ export function watchPolicyFile(parts: PolicyReloadParts) {
     let now = await readNow();
     if (now === seen) return;
     for (;;) {
-      await sleep(SETTLE_MS);
+      await sleep(settle * 1000);
       const again = await readNow();
       if (again === now) break;
       now = again;
@@ -103,7 +106,7 @@ export function watchPolicyFile(parts: PolicyReloadParts) {
     return running;
   }
 
-  const timer = setInterval(() => void check(), parts.pollMs ?? POLL_MS).unref();
+  const timer = setInterval(() => void check(), parts.pollMs ?? poll * 1000).unref();
   return {
     check,
     stop(): void {

@@ -16,6 +16,11 @@ export interface PolicyFacts {
   readonly dpopRequired: boolean;
   /** The revocation receivers the verifier switches on (`/backchannel-logout`, `/ssf/events`). */
   readonly receivers: readonly string[];
+  /**
+   * The verifier's `reload` settings (seconds): the runner reads the operator's policy file at
+   * the verifier's pace, so the bound the docs give holds for both.
+   */
+  readonly pace: { readonly poll: number; readonly settle: number };
 }
 
 /**
@@ -52,6 +57,7 @@ export function checkVerifierConfig(
         ? ['/ssf/events']
         : []),
     ],
+    pace: config.reload,
   };
 }
 

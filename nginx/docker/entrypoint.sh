@@ -3,7 +3,8 @@
 # $NGINX_ENVSUBST_TEMPLATE_DIR into the prefix $NGINX_ENVSUBST_OUTPUT_DIR with nginx/bin/sg-render (the one place of the checks on the SG_
 # values, which `npm start` runs too; the image ships no secrets, so a missing SG_SECRETS_FILE is
 # named there), then runs the command as PID 1: NGINX under the secret-set watcher
-# (sg-secret-sets run), which keeps the per-set files of /secret in step with the secrets file.
+# (sg-secret-sets run), which keeps the per-set files of /secret in step with the secrets file
+# and, with SG_POLICY_FILE, NGINX's named sets in step with the verifier's policy file.
 # The study's flat SECRETS JSON comes as a file (a Docker or Kubernetes secret at
 # /run/secrets/flat-secrets, or SG_FLAT_SECRETS_FILE), never as a variable `docker inspect` shows;
 # its content is exported as SECRETS to the watcher only, which publishes it as the default set.
@@ -34,6 +35,10 @@ read_flat_secrets() {
 render() {
   templates=${NGINX_ENVSUBST_TEMPLATE_DIR:-/etc/nginx/templates}
   out=${NGINX_ENVSUBST_OUTPUT_DIR:-/tmp/nginx}
+  # The watcher renders the same way again when the named sets of SG_POLICY_FILE change.
+  NGINX_ENVSUBST_TEMPLATE_DIR=$templates
+  NGINX_ENVSUBST_OUTPUT_DIR=$out
+  export NGINX_ENVSUBST_TEMPLATE_DIR NGINX_ENVSUBST_OUTPUT_DIR
   problems=''
   read_flat_secrets
   if [ -n "$problems" ]; then

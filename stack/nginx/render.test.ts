@@ -249,6 +249,93 @@ describe('renderNginxConfig', () => {
     );
   });
 
+  describe("with SG_POLICY_FILE, the verifier's policy file", () => {
+    const policies = (names: string[]) =>
+      JSON.stringify({ issuers: [], policies: Object.fromEntries(names.map((n) => [n, {}])) });
+    const secrets = (names: string[]) =>
+      JSON.stringify({
+        default: {},
+        policies: Object.fromEntries(names.map((n) => [n, { default: {} }])),
+      });
+    /** Renders with a policy file and a secrets file naming these policies and sets. */
+    async function renderWith(
+      policyText: string,
+      secretsText: string,
+      env: Record<string, string> = {},
+    ) {
+      const templatesDir = await writeTemplates({ 'nginx.conf.template': 'events {}\n' });
+      const dir = await mkdtemp(path.join(work, 'policy-'));
+      await writeFile(path.join(dir, 'verifier.json'), policyText);
+      await writeFile(path.join(dir, 'secrets.json'), secretsText);
+      const outDir = path.join(dir, 'out');
+      await renderNginxConfig({
+        templatesDir,
+        outDir,
+        env: {
+          SG_POLICY_FILE: path.join(dir, 'verifier.json'),
+          SG_SECRETS_FILE: path.join(dir, 'secrets.json'),
+          ...env,
+        },
+      });
+      const read = (name: string) => readFile(path.join(outDir, 'snippets', name), 'utf8');
+      return {
+        names: await read('secret-set-names.conf'),
+        config: await read('runtime-config.conf'),
+      };
+    }
+
+    it('serves its policies other than `secret` (and `default`), and the SPA offers them', async () => {
+      const { names, config } = await renderWith(
+        policies(['secret', 'payments', 'default', 'audit-log']),
+        secrets(['payments', 'audit-log']),
+      );
+      expect(names).toBe(
+        'map $sg_named_set $sg_unknown_set {\n    "" 0;\n    payments 0;\n    audit-log 0;\n    default 1;\n}\n',
+      );
+      expect(config).toContain('"secretSets":"payments audit-log"');
+    });
+
+    it('serves no named set for a file with `secret` alone', async () => {
+      const { names, config } = await renderWith(policies(['secret']), secrets([]));
+      expect(names).toBe('map $sg_named_set $sg_unknown_set {\n    "" 0;\n    default 1;\n}\n');
+      expect(config).not.toContain('secretSets');
+    });
+
+    it.each([
+      [
+        'a policy without a set in the secrets file, and a set without a policy',
+        policies(['secret', 'payments']),
+        secrets(['audit']),
+        /policy "payments" has no set in the secrets file .*secrets\.json, set "audit" in the secrets file has no policy in .*verifier\.json \(the policy file .* and the secrets file .* must name the same sets\)/,
+      ],
+      [
+        'a file that is not JSON',
+        '{"policies":',
+        secrets([]),
+        /policy file .*verifier\.json is not JSON/,
+      ],
+      ['a file without policies', '{"issuers":[]}', secrets([]), /has no "policies" object/],
+      [
+        'a name /secret/<name> cannot route',
+        policies(['secret', 'Payments']),
+        secrets(['Payments']),
+        /policy "Payments" in .* is not a name \/secret\/<name> can serve/,
+      ],
+    ])('refuses %s, naming it', async (_title, policyText, secretsText, problem) => {
+      await expect(renderWith(policyText, secretsText)).rejects.toThrow(problem);
+    });
+
+    it('refuses SG_SPA_SECRET_SETS beside it: the names have one source', async () => {
+      await expect(
+        renderWith(policies(['secret', 'payments']), secrets(['payments']), {
+          SG_SPA_SECRET_SETS: 'payments',
+        }),
+      ).rejects.toThrow(
+        'SG_SPA_SECRET_SETS and SG_POLICY_FILE are both set: the named sets come from the policy file',
+      );
+    });
+  });
+
   it('writes /config.json from the SG_OIDC_* values, naming the CloudFront image only when one is set', async () => {
     const templatesDir = await writeTemplates({ 'nginx.conf.template': 'events {}\n' });
     const body = async (env: Record<string, string>) => {
@@ -394,6 +481,8 @@ describe('the project templates', () => {
         ...dockerNginxEnv(),
         SG_MEMORY_DIR: path.join(work, 'image-shm'),
         SG_SECRETS_FILE: env.SG_SECRETS_FILE,
+        // Where compose mounts the dev verifier's file, whose named sets NGINX serves.
+        SG_POLICY_FILE: path.join(nginxPaths.templatesDir, '../../stack/compose/verifier.json'),
       },
     });
     // The image runs NGINX as its unprivileged user from the start: no `user` directive.

@@ -26,6 +26,7 @@ export type NginxVariableName =
   | 'SG_CSP_IMG_SRC'
   | 'SG_CLOUDFRONT_IMAGE_URL'
   | 'SG_SPA_SECRET_SETS'
+  | 'SG_POLICY_FILE'
   | 'SG_CLOUDFRONT_COOKIES'
   | 'SG_SECRET_RATE'
   | 'SG_SECRET_BURST'
@@ -104,6 +105,8 @@ const LOCAL: Partial<Record<NginxVariableName, string>> = {
   // Every named policy of the run (stack/verifier-settings.ts): the dev IdP's step-up one, or the
   // policy file's.
   SG_SPA_SECRET_SETS: `(every policy but \`secret\`: \`${PAYMENTS_POLICY}\` with the dev IdP, else the \`--config\` file's)`,
+  // The runner merges the policies itself and writes SG_SPA_SECRET_SETS from them.
+  SG_POLICY_FILE: '(empty: the runner writes `SG_SPA_SECRET_SETS`)',
   SG_DPOP_BOUND_TOKENS_REQUIRED: '(`true` when every policy has `dpop: required`)',
   SG_MEMORY_DIR: '(a fresh directory in /dev/shm)',
   SG_SECRETS_ISSUER: '(the issuer)',
@@ -142,6 +145,8 @@ export interface LocalNginxOptions {
   readonly cloudFrontImageUrl?: string;
   /** Named sets the SPA offers (SG_SPA_SECRET_SETS), space-separated. */
   readonly spaSecretSets?: string;
+  /** The verifier's policy file NGINX takes the named sets from (SG_POLICY_FILE) instead. */
+  readonly policyFile?: string;
   /** Adds the verifier's CloudFront cookies to /secret (default off). */
   readonly cloudFrontCookies?: 'on' | 'off';
   readonly secretRate?: string;
@@ -194,6 +199,7 @@ export function localNginxEnv(options: LocalNginxOptions): NginxEnv {
     SG_CSP_IMG_SRC: given(options.cspImgSrc, defaults.SG_CSP_IMG_SRC),
     SG_CLOUDFRONT_IMAGE_URL: given(options.cloudFrontImageUrl, defaults.SG_CLOUDFRONT_IMAGE_URL),
     SG_SPA_SECRET_SETS: given(options.spaSecretSets, defaults.SG_SPA_SECRET_SETS),
+    SG_POLICY_FILE: given(options.policyFile, defaults.SG_POLICY_FILE),
     SG_CLOUDFRONT_COOKIES: given(options.cloudFrontCookies, defaults.SG_CLOUDFRONT_COOKIES),
     SG_SECRET_RATE: given(options.secretRate, defaults.SG_SECRET_RATE),
     SG_SECRET_BURST: given(options.secretBurst, defaults.SG_SECRET_BURST),
@@ -226,16 +232,19 @@ function originOf(listen: string): string {
   return /^\d+$/.test(listen) ? `http://127.0.0.1:${listen}` : `http://${listen}`;
 }
 
+/** Where docker compose mounts the verifier's policy file, in both containers. */
+export const COMPOSE_POLICY_FILE = '/etc/secret-gate/verifier.json';
+
 /**
  * The SG_ values NGINX runs with under docker compose (docker-compose.yaml): the image's defaults
- * and what compose sets differently: the verifier's service, and the step-up set the SPA offers
- * beside the default one, as `npm start` does with the dev IdP.
+ * and what compose sets differently: the verifier's service, and the verifier's policy file, whose
+ * named sets NGINX serves and the SPA offers (the dev policies' step-up set, as under `npm start`).
  */
 export function dockerNginxEnv(): NginxEnv {
   return {
     ...nginxDefaults(),
     SG_VERIFIER_ADDR: 'verifier:8090',
-    SG_SPA_SECRET_SETS: PAYMENTS_POLICY,
+    SG_POLICY_FILE: COMPOSE_POLICY_FILE,
   };
 }
 

@@ -140,6 +140,8 @@ export async function startContainerStack(
           ...dockerNginxEnv(),
           SG_VERIFIER_ADDR: 'verifier:8090',
           SG_SECRETS_FILE: '/etc/secret-gate/files/secrets.json',
+          // The verifier's own file, whose policies other than `secret` are NGINX's named sets.
+          SG_POLICY_FILE: '/etc/secret-gate/files/verifier.json',
           SG_OIDC_ISSUER: ISSUER,
           SG_CSP_CONNECT_SRC: ISSUER,
           SG_SECRETS_ISSUER: ISSUER,

@@ -23,6 +23,10 @@ type Generator = {
   options?: { disableNameSuffixHash?: boolean };
 };
 
+/** A JSON 6902 patch of one resource, as the redis overlays write them (`add` and `replace`). */
+type Patch = { target: { kind: string; name: string }; patch: string };
+type PatchOperation = { op: string; path: string; value?: unknown };
+
 type Kustomization = {
   apiVersion?: string;
   kind?: string;
@@ -33,6 +37,7 @@ type Kustomization = {
   replicas?: { name: string; count: number }[];
   configMapGenerator?: Generator[];
   secretGenerator?: Generator[];
+  patches?: Patch[];
 };
 
 const KNOWN_FIELDS = new Set([
@@ -45,6 +50,7 @@ const KNOWN_FIELDS = new Set([
   'replicas',
   'configMapGenerator',
   'secretGenerator',
+  'patches',
 ]);
 
 /** Every YAML document of a file, parsed strictly (a syntax error throws). */
@@ -63,14 +69,10 @@ export function parseYaml(text: string, where: string): unknown[] {
 }
 
 /**
- * `build` (a directory) with the two lines docs/configuration.md gives your overlay: the verifier
- * file replaced by `policies`, and the sets named for NGINX.
+ * `build` (a directory) with the line docs/configuration.md gives your overlay: the verifier file
+ * replaced by `policies` (NGINX reads its set names from the same ConfigMap).
  */
-export function renderWithPolicyFile(
-  build: string,
-  policies: object,
-  setNames: readonly string[],
-): Manifest[] {
+export function renderWithPolicyFile(build: string, policies: object): Manifest[] {
   const scratch = mkdtempSync(join(tmpdir(), 'sg-overlay-'));
   try {
     writeFileSync(join(scratch, 'policies.json'), JSON.stringify(policies));
@@ -84,10 +86,6 @@ export function renderWithPolicyFile(
         '    behavior: replace',
         '    files:',
         '      - verifier.json=policies.json',
-        '  - name: secret-gate-nginx',
-        '    behavior: merge',
-        '    literals:',
-        `      - SG_SPA_SECRET_SETS=${setNames.join(' ')}`,
         '',
       ].join('\n'),
     );
@@ -120,6 +118,7 @@ export function renderKustomization(dir: string): Manifest[] {
   }
   manifests = applyGenerators(root, manifests, kustomization.configMapGenerator ?? [], 'ConfigMap');
   manifests = applyGenerators(root, manifests, kustomization.secretGenerator ?? [], 'Secret');
+  applyPatches(root, manifests, kustomization.patches ?? []);
 
   for (const manifest of manifests) {
     if (kustomization.namespace && manifest.kind !== 'Namespace')
@@ -183,6 +182,39 @@ function applyGenerators(
     }
   }
   return manifests;
+}
+
+function applyPatches(root: string, manifests: Manifest[], patches: Patch[]): void {
+  for (const { target, patch } of patches) {
+    const operations = parseYaml(patch, `${root}: patch`)[0] as PatchOperation[];
+    const matching = manifests.filter(
+      (m) => m.kind === target.kind && m.metadata.name === target.name,
+    );
+    if (matching.length === 0)
+      throw new TypeError(`${root}: patch target ${target.kind}/${target.name} not found`);
+    for (const manifest of matching) for (const operation of operations) apply(manifest, operation);
+  }
+}
+
+/** One `add` or `replace` (RFC 6902) at a path whose parents exist; anything else throws. */
+function apply(document: unknown, { op, path, value }: PatchOperation): void {
+  if (op !== 'add' && op !== 'replace')
+    throw new TypeError(`patch op "${op}" is not supported here`);
+  const keys = path
+    .split('/')
+    .slice(1)
+    .map((key) => key.replaceAll('~1', '/').replaceAll('~0', '~'));
+  const last = keys.pop() ?? '';
+  let at = document as Record<string, unknown> | unknown[];
+  for (const key of keys) {
+    const next = Array.isArray(at) ? at[Number(key)] : at[key];
+    if (typeof next !== 'object' || next === null)
+      throw new TypeError(`patch path "${path}" does not exist`);
+    at = next as Record<string, unknown> | unknown[];
+  }
+  if (!Array.isArray(at)) at[last] = value;
+  else if (last === '-') at.push(value);
+  else at.splice(Number(last), op === 'add' ? 0 : 1, value);
 }
 
 /** The env-file format kustomize reads: KEY=VALUE lines, `#` comments, value taken verbatim. */

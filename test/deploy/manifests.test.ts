@@ -391,9 +391,15 @@ describe.each(Object.entries(BUILDS))('the %s', (_, dir) => {
     try {
       mkdirSync(join(scratch, 'html'));
       writeFileSync(join(scratch, 'secrets.json'), '{"default":{}}');
+      // The pod's policy file, from its ConfigMap, where NGINX reads its named sets.
+      writeFileSync(
+        join(scratch, 'verifier.json'),
+        configMap('secret-gate-verifier')['verifier.json'] ?? '',
+      );
       const paths: Record<string, string> = {
         SG_SPA_ROOT: join(scratch, 'html'),
         SG_SECRETS_FILE: join(scratch, 'secrets.json'),
+        SG_POLICY_FILE: join(scratch, 'verifier.json'),
         // The pod's memory volume; the renderer creates it exclusively (0700).
         SG_MEMORY_DIR: join(scratch, 'memory'),
       };
@@ -426,15 +432,15 @@ describe.each(Object.entries(BUILDS))('the %s', (_, dir) => {
     expect(Object.keys(configMap(source))).toContain(file.slice(dirname(file).length + 1));
   });
 
-  it('has NGINX serve and the SPA offer exactly the named sets of its policies', () => {
-    const file = JSON.parse(configMap('secret-gate-verifier')['verifier.json'] ?? '{}') as {
-      policies: object;
-    };
-    const named = Object.keys(file.policies).filter((n) => n !== 'secret' && n !== 'default');
-    const sets = ({ ...nginxDefaults(), ...nginxEnv }.SG_SPA_SECRET_SETS ?? '')
-      .split(/\s+/)
-      .filter((n) => n !== '');
-    expect(sets.sort()).toEqual(named.sort());
+  it("has NGINX take its named sets from the verifier's own policy file, mounted read-only at the same path, never from a second list", () => {
+    const file = verifierEnv.VERIFIER_CONFIG ?? '';
+    expect(nginxEnv.SG_POLICY_FILE).toBe(file);
+    const nginxMount = nginx.volumeMounts?.find((m) => m.mountPath === dirname(file));
+    const verifierMount = verifier.volumeMounts?.find((m) => m.mountPath === dirname(file));
+    expect(nginxMount).toMatchObject({ name: verifierMount?.name, readOnly: true });
+    expect(nginxMount).not.toHaveProperty('subPath');
+    expect(volume(nginxMount?.name ?? '')?.configMap?.name).toBe('secret-gate-verifier');
+    expect({ ...nginxDefaults(), ...nginxEnv }.SG_SPA_SECRET_SETS).toBe('');
   });
 
   it('hands the verifier a configuration its own loader accepts, CloudFront key path inside the key mount', () => {
@@ -628,7 +634,7 @@ describe('the example overlay', () => {
 });
 
 describe('a policy file in your overlay (docs/configuration.md)', () => {
-  it('replaces the verifier file with one line and names its sets for NGINX with one more', () => {
+  it('replaces the verifier file with one line, and NGINX serves its named sets from the same file', async () => {
     const issuer = 'https://login.example.com/realms/apps';
     const policies = {
       issuers: [{ type: 'jwt', issuer, audience: 'secret-gate-api', preset: 'keycloak' }],
@@ -637,7 +643,7 @@ describe('a policy file in your overlay (docs/configuration.md)', () => {
         payments: { issuers: [issuer], scopes: ['secrets:read'], acrValues: ['urn:acme:mfa'] },
       },
     };
-    const manifests = renderWithPolicyFile(BUILDS['example overlay'], policies, ['payments']);
+    const manifests = renderWithPolicyFile(BUILDS['example overlay'], policies);
     const data = (name: string) =>
       manifests.find((m) => m.kind === 'ConfigMap' && m.metadata.name === name)?.data as Record<
         string,
@@ -650,11 +656,50 @@ describe('a policy file in your overlay (docs/configuration.md)', () => {
     );
     expect([...config.policies.keys()].sort()).toEqual(['payments', 'secret']);
     expect(config.policies.get('payments')?.acrValues).toEqual(['urn:acme:mfa']);
-    // The example overlay's own NGINX values stay; the sets are added beside them.
-    expect(data('secret-gate-nginx')).toMatchObject({
-      SG_SPA_SECRET_SETS: 'payments',
-      SG_OIDC_CLIENT_ID: 'shop-spa',
-    });
+    // NGINX as the image renders it from the pod's values, the ConfigMap's file where
+    // SG_POLICY_FILE points and a secrets file holding the same set.
+    const nginxEnv = data('secret-gate-nginx');
+    expect(nginxEnv).not.toHaveProperty('SG_SPA_SECRET_SETS');
+    const scratch = mkdtempSync(join(tmpdir(), 'sg-overlay-nginx-'));
+    try {
+      writeFileSync(join(scratch, 'verifier.json'), text);
+      writeFileSync(
+        join(scratch, 'secrets.json'),
+        JSON.stringify({ default: {}, policies: { payments: { default: { k: 'v' } } } }),
+      );
+      const prefix = join(scratch, 'prefix');
+      await renderNginxConfig({
+        templatesDir: nginxPaths.templatesDir,
+        outDir: prefix,
+        env: {
+          ...nginxEnv,
+          SG_POLICY_FILE: join(scratch, 'verifier.json'),
+          SG_SECRETS_FILE: join(scratch, 'secrets.json'),
+          SG_MEMORY_DIR: join(scratch, 'memory'),
+        },
+      });
+      const runtime = readFileSync(join(prefix, 'snippets', 'runtime-config.conf'), 'utf8');
+      expect(runtime).toContain('"clientId":"shop-spa"');
+      expect(runtime).toContain('"secretSets":"payments"');
+      expect(readFileSync(join(prefix, 'snippets', 'secret-set-names.conf'), 'utf8')).toMatch(
+        /^ {4}payments 0;$/m,
+      );
+    } finally {
+      rmSync(scratch, { recursive: true, force: true });
+    }
+  });
+});
+
+describe("the policy file's ConfigMap (docs/configuration.md, changing policies without a restart)", () => {
+  it('keeps one name in the base, so a changed file is swapped into the running pods, not rolled', () => {
+    const [base] = readYamlDocuments(join(BUILDS.base, 'kustomization.yaml')) as [
+      { configMapGenerator: { name: string; options?: { disableNameSuffixHash?: boolean } }[] },
+    ];
+    const options = (name: string) => base.configMapGenerator.find((g) => g.name === name)?.options;
+    expect(options('secret-gate-verifier')?.disableNameSuffixHash).toBe(true);
+    // The variables are read at start only: their ConfigMaps keep the hash, a change rolls the pods.
+    expect(options('secret-gate-nginx')?.disableNameSuffixHash).toBeUndefined();
+    expect(options('secret-gate-verifier-env')?.disableNameSuffixHash).toBeUndefined();
   });
 });
 
@@ -679,7 +724,33 @@ describe.skipIf(!kubectl)('kubectl kustomize', () => {
   const key = (m: Manifest) => `${m.kind}/${m.metadata.name}`;
   const sorted = (ms: Manifest[]) => [...ms].sort((a, b) => key(a).localeCompare(key(b)));
 
-  it.each(Object.entries(BUILDS))('renders the %s exactly as the test renderer does', (_, dir) => {
+  it.each(
+    ['base', 'overlays/example', 'overlays/redis-sentinel', 'overlays/redis-cluster'].map(
+      (build) => [build, join(KUBERNETES, build)],
+    ),
+  )(
+    'generates the policy ConfigMap of %s under its plain name, the variables under hashed ones',
+    (_, dir) => {
+      const built = spawnSync('kubectl', ['kustomize', dir], { encoding: 'utf8' });
+      const names = (parseYaml(built.stdout, 'kubectl kustomize') as Manifest[])
+        .filter((m) => m.kind === 'ConfigMap')
+        .map((m) => m.metadata.name)
+        .sort();
+      expect(names).toEqual([
+        expect.stringMatching(/^secret-gate-nginx-[a-z0-9]{10}$/),
+        'secret-gate-verifier',
+        expect.stringMatching(/^secret-gate-verifier-env-[a-z0-9]{10}$/),
+      ]);
+    },
+  );
+
+  it.each([
+    ...Object.entries(BUILDS),
+    ...['redis-sentinel', 'redis-cluster'].map((name) => [
+      `${name} overlay`,
+      join(KUBERNETES, 'overlays', name),
+    ]),
+  ])('renders the %s exactly as the test renderer does', (_, dir) => {
     const built = spawnSync('kubectl', ['kustomize', dir], { encoding: 'utf8' });
     expect(built.stderr).toBe('');
     expect(sorted(normalise(built.stdout) as Manifest[])).toEqual(sorted(renderKustomization(dir)));

@@ -151,12 +151,13 @@ describe('docker-compose.yaml mirrors the local runner', () => {
     expect(nginx.group_add).toEqual(['1000']);
   });
 
-  it('builds NGINX from nginx/Dockerfile with everything baked in: only the dev secrets and the edge key are mounted', () => {
+  it("builds NGINX from nginx/Dockerfile with everything baked in: only the dev secrets, the verifier's policy file and the edge key are mounted", () => {
     const nginx = service('nginx');
     const docker = dockerNginxEnv();
     // Nothing built on the host (no ./spa/dist), so `docker compose up` works on a fresh clone.
     expect(nginx.volumes?.map((volume) => interpolate(volume))).toEqual([
       `./nginx/secrets.dev.json:${docker.SG_SECRETS_FILE}:ro`,
+      `./stack/compose/verifier.json:${docker.SG_POLICY_FILE}:ro`,
       'edge-key:/run/secret-gate:ro',
     ]);
   });
@@ -260,38 +261,41 @@ describe('docker-compose.yaml mirrors the local runner', () => {
     expect(file).toEqual({ ...runnerPolicy, policies: { ...runnerPolicy.policies, secret } });
   });
 
-  it('takes your policy file, its sets and their values in one variable each (docs/configuration.md)', () => {
+  it("takes your policy file and its sets' values in one variable each; NGINX reads the names from the same file (docs/configuration.md)", () => {
     const verifier = service('verifier');
     const nginx = service('nginx');
     const mine = {
       SECRET_GATE_POLICY_FILE: './policies.json',
-      SECRET_GATE_SECRET_SETS: 'payments audit',
       SECRET_GATE_SECRETS_FILE: './secrets.json',
     };
     const target = verifier.environment?.VERIFIER_CONFIG ?? '';
     expect(verifier.volumes?.map((volume) => interpolate(volume, mine))).toContain(
       `./policies.json:${target}:ro`,
     );
-    expect(interpolated(nginx.environment, mine).SG_SPA_SECRET_SETS).toBe('payments audit');
+    // The same file, at the same path, where SG_POLICY_FILE points: no second list of names.
+    expect(nginx.environment?.SG_POLICY_FILE).toBe(target);
+    expect(nginx.volumes?.map((volume) => interpolate(volume, mine))).toContain(
+      `./policies.json:${target}:ro`,
+    );
+    expect(nginx.environment).not.toHaveProperty('SG_SPA_SECRET_SETS');
     expect(nginx.volumes?.map((volume) => interpolate(volume, mine))).toContain(
       `./secrets.json:${dockerNginxEnv().SG_SECRETS_FILE}:ro`,
     );
-    // A policy file with no named set: an empty list, so NGINX serves none (404 for every name).
-    expect(
-      interpolated(nginx.environment, { SECRET_GATE_SECRET_SETS: '' }).SG_SPA_SECRET_SETS,
-    ).toBe('');
   });
 
-  it('names by default exactly the named sets of the default policy file and the dev secrets', () => {
-    const sets = (interpolated(service('nginx').environment).SG_SPA_SECRET_SETS ?? '').split(' ');
-    const named = (file: string) =>
-      Object.keys(
-        (JSON.parse(readFileSync(join(REPO_ROOT, file), 'utf8')) as { policies: object }).policies,
-      )
-        .filter((name) => name !== 'secret' && name !== 'default')
-        .sort();
-    expect(named('stack/compose/verifier.json')).toEqual(sets.sort());
-    expect(named('nginx/secrets.dev.json')).toEqual(sets.sort());
+  it('serves by default exactly the named sets of the default policy file, which the dev secrets hold too', () => {
+    const run = spawnSync(
+      process.execPath,
+      [
+        join(REPO_ROOT, 'nginx/njs/policy-names-cli.js'),
+        '--',
+        join(REPO_ROOT, 'stack/compose/verifier.json'),
+        join(REPO_ROOT, 'nginx/secrets.dev.json'),
+        'http://localhost:8081',
+      ],
+      { encoding: 'utf8', env: { PATH: process.env.PATH ?? '' } },
+    );
+    expect([run.stdout, run.stderr]).toEqual(['names payments\n', '']);
   });
 
   it('health-checks the IdP on the endpoint the runner waits for (/readyz)', () => {
@@ -337,11 +341,11 @@ describe('docker-compose.yaml mirrors the local runner', () => {
         .map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]),
     );
     // Without a default the entrypoint refuses to start: `docker run` alone must work. The image
-    // offers no named set; compose names the dev verifier's step-up set.
+    // reads no policy file (no named set); compose mounts the dev verifier's.
     expect(defaults).toEqual({
       ...dockerNginxEnv(),
       SG_VERIFIER_ADDR: '127.0.0.1:8090',
-      SG_SPA_SECRET_SETS: '',
+      SG_POLICY_FILE: '',
     });
   });
 
@@ -480,6 +484,7 @@ describe('the NGINX image entrypoint', () => {
           NGINX_ENVSUBST_TEMPLATE_DIR: join(REPO_ROOT, 'nginx/templates'),
           NGINX_ENVSUBST_OUTPUT_DIR: join(work, 'out'),
           SG_SECRETS_FILE: join(REPO_ROOT, 'nginx/secrets.dev.json'),
+          SG_POLICY_FILE: join(REPO_ROOT, 'stack/compose/verifier.json'),
           SG_FLAT_SECRETS_FILE: flatFile,
           ...extra,
         },

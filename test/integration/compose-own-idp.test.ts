@@ -73,7 +73,6 @@ describe('docker-compose.own-idp.yaml', () => {
       SECRET_GATE_CLIENT_ID: 'my-spa',
       SECRET_GATE_SECRETS_FILE: './secrets.json',
       SECRET_GATE_POLICY_FILE: './policies.json',
-      SECRET_GATE_SECRET_SETS: 'payments',
     };
     const policies = {
       issuers: [
@@ -110,13 +109,18 @@ describe('docker-compose.own-idp.yaml', () => {
       expect(config.policies.get('payments')?.acrValues).toEqual(['urn:acme:mfa']);
     });
 
-    it('has NGINX serve and the SPA offer the named sets given beside the file', () => {
+    it("has NGINX take its named sets from the verifier's file, mounted where SG_POLICY_FILE points", () => {
       const nginx = merged('nginx', vars);
-      expect(nginx.env.SG_SPA_SECRET_SETS).toBe('payments');
+      const target = merged('verifier', vars).env.VERIFIER_CONFIG ?? '';
+      expect(nginx.env.SG_POLICY_FILE).toBe(target);
+      expect(nginx.volumes).toContain(`./policies.json:${target}:ro`);
+      expect(nginx.env).not.toHaveProperty('SG_SPA_SECRET_SETS');
       expect(nginx.volumes).toContain(`./secrets.json:${dockerNginxEnv().SG_SECRETS_FILE}:ro`);
-      // No sets given: none served (every /secret/<name> is a 404 at the edge).
-      const { SECRET_GATE_SECRET_SETS: _sets, ...without } = vars;
-      expect(merged('nginx', without).env.SG_SPA_SECRET_SETS).toBe('');
+      // Without this file the verifier has the `secret` policy only, and NGINX reads no policy
+      // file: no named set (every /secret/<name> is a 404 at the edge).
+      const ownIdpOnly = composeService(FILES.slice(0, 2), 'nginx', vars);
+      expect(ownIdpOnly.env).not.toHaveProperty('SG_POLICY_FILE');
+      expect(ownIdpOnly.env).not.toHaveProperty('SG_SPA_SECRET_SETS');
     });
 
     it('refuses to start without the file it is for', () => {

@@ -1,7 +1,8 @@
 // One policy file, every way the gate runs (issue 36's table): `npm start` with the dev IdP, `npm
 // start -- --issuer` (against a second dev IdP), docker compose with the dev IdP and with your own
-// (the files rendered as compose merges them) and the Kubernetes overlays (rendered as kustomize
-// does) give the same `--print-config` policies; the two modes that run here as processes give the
+// (the files rendered as compose merges them) and the Kubernetes base and overlays (example,
+// redis-sentinel, redis-cluster; rendered as kustomize does) give the same `--print-config`
+// policies, and NGINX reads the same file there; the two modes that run here as processes give the
 // same answers through real NGINX for one table of tokens.
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -79,15 +80,19 @@ function runnerPrinted(own: boolean, file: object = POLICIES): Printed {
   );
 }
 
-/** The verifier of the compose `files` with the documented variables, the file mounted. */
+/**
+ * The verifier of the compose `files` with the documented variables, the file mounted; NGINX
+ * mounts the same file and takes its set names from it.
+ */
 function composePrinted(files: readonly string[], vars: Record<string, string>, document: object) {
-  const verifier = composeService(files, 'verifier', {
-    ...vars,
-    SECRET_GATE_POLICY_FILE: './policies.json',
-    SECRET_GATE_SECRET_SETS: SETS.join(' '),
-  });
+  const all = { ...vars, SECRET_GATE_POLICY_FILE: './policies.json' };
+  const verifier = composeService(files, 'verifier', all);
+  const nginx = composeService(files, 'nginx', all);
   const target = verifier.env.VERIFIER_CONFIG ?? '';
   expect(verifier.volumes).toContain(`./policies.json:${target}:ro`);
+  expect(nginx.env.SG_POLICY_FILE).toBe(target);
+  expect(nginx.volumes).toContain(`./policies.json:${target}:ro`);
+  expect(nginx.env).not.toHaveProperty('SG_SPA_SECRET_SETS');
   // The file, or the edge key the verifier makes on its first start.
   return printedFrom(verifier.env, (path) =>
     path === target ? JSON.stringify(document) : 'k'.repeat(64),
@@ -95,27 +100,30 @@ function composePrinted(files: readonly string[], vars: Record<string, string>, 
 }
 
 /**
- * Kubernetes (`build`: the base or the example overlay, the two the deploy suite renders) with
- * the documented two lines of your overlay: the file, and the sets for NGINX.
+ * Kubernetes (`build`: the base or an overlay) with the documented line of your overlay: the
+ * file, which NGINX reads from the same ConfigMap at the same path.
  */
-function kubernetesPrinted(build: 'base' | 'overlays/example', document: object): Printed {
-  const manifests = renderWithPolicyFile(
-    join(REPO_ROOT, 'deploy/kubernetes', build),
-    document,
-    SETS,
-  );
+function kubernetesPrinted(build: string, document: object): Printed {
+  const manifests = renderWithPolicyFile(join(REPO_ROOT, 'deploy/kubernetes', build), document);
   const data = (name: string) =>
     (manifests.find((m) => m.kind === 'ConfigMap' && m.metadata.name === name)?.data ??
       {}) as Record<string, string>;
-  expect(data('secret-gate-nginx').SG_SPA_SECRET_SETS).toBe(SETS.join(' '));
   const deployment = manifests.find((m) => m.kind === 'Deployment') as Manifest;
-  const verifier = podSpec(deployment).containers.find((c) => c.name === 'verifier');
+  const containers = podSpec(deployment).containers;
+  const verifier = containers.find((c) => c.name === 'verifier');
+  const nginx = containers.find((c) => c.name === 'nginx');
+  const nginxEnv = data(nginx?.envFrom?.[0]?.configMapRef?.name ?? '');
+  expect(nginxEnv).not.toHaveProperty('SG_SPA_SECRET_SETS');
+  const configMount = (c: typeof nginx) =>
+    c?.volumeMounts?.find((m) => m.name === 'verifier-config')?.mountPath;
+  expect(configMount(nginx)).toBe(configMount(verifier));
   // What the container gets: its own `env`, then the ConfigMaps it names (`envFrom`).
   const env: Record<string, string> = {};
   for (const from of verifier?.envFrom ?? [])
     Object.assign(env, data(from.configMapRef?.name ?? ''));
   for (const { name, value } of verifier?.env ?? []) if (value !== undefined) env[name] = value;
   const file = data('secret-gate-verifier')['verifier.json'] ?? '';
+  expect(nginxEnv.SG_POLICY_FILE).toBe(env.VERIFIER_CONFIG);
   return printedFrom(env, (path) => (path === env.VERIFIER_CONFIG ? file : 'k'.repeat(64)));
 }
 
@@ -166,6 +174,14 @@ describe('one policy file in every run mode', () => {
       () => kubernetesPrinted('overlays/example', wholeDocument(ownIssuer)),
     ],
     ['Kubernetes, the base', () => kubernetesPrinted('base', wholeDocument(ownIssuer))],
+    [
+      'Kubernetes, the redis-sentinel overlay',
+      () => kubernetesPrinted('overlays/redis-sentinel', wholeDocument(ownIssuer)),
+    ],
+    [
+      'Kubernetes, the redis-cluster overlay',
+      () => kubernetesPrinted('overlays/redis-cluster', wholeDocument(ownIssuer)),
+    ],
   ])('gives the same --print-config policies under %s', (_mode, printed) => {
     expect(policiesOf(printed())).toEqual(expected);
   });

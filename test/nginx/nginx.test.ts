@@ -765,9 +765,10 @@ describe('secret rotation through the secret-set watcher', () => {
     const answer = await get(`${site.url}/secret`, bearer(contractTokens.spaDemo));
     expect(JSON.parse(answer.body)).toEqual({ error: 'secrets_unavailable' });
     expect(answer.headers.get('retry-after')).toBe('30');
-    expect(site.nginx.output()).toMatch(
-      /secret sets: secrets file cannot be read as JSON; \/secret answers 503/,
-    );
+    // The watcher withdraws the sets, then says why: the line follows the 503 by a moment.
+    await expect
+      .poll(() => site.nginx.output(), { timeout: 2_000, interval: 50 })
+      .toMatch(/secret sets: secrets file cannot be read as JSON; \/secret answers 503/);
     await writeFile(secretsFile, setOf(4, ['spa-demo']));
     expect(await shows(contractTokens.spaDemo, 'spa-demo-g4')).toBeLessThan(2_000);
   });

@@ -111,7 +111,8 @@ async function main(argv: readonly string[]): Promise<void> {
   });
   // Policies and issuers follow the file; the variables are read at start only.
   const reloader =
-    source && createConfigReloader({ source, env: process.env, service, logger: logger });
+    source &&
+    createConfigReloader({ source, env: process.env, service, logger, pace: config.reload });
   reloader?.start();
   process.on('SIGHUP', () => void reloader?.check());
 

@@ -77,7 +77,7 @@ beforeEach(async () => {
     env,
     service,
     logger: captured.logger,
-    settleMs: 5,
+    pace: { poll: 1, settle: 0.005 },
   });
 });
 afterEach(async () => {
@@ -196,6 +196,20 @@ describe('a refused configuration file', () => {
     await reloader.check();
     expect(service.version.generation).toBe(1);
     expect(lines.join('\n')).not.toContain('hunter2-password');
+  });
+
+  it('reads the file by itself at the pace it was given, once started', async () => {
+    await reloader.stop();
+    reloader = createConfigReloader({
+      source: readConfigSource({ VERIFIER_CONFIG: file }).source!,
+      env: { VERIFIER_CONFIG: file },
+      service,
+      logger: captureLogger('info').logger,
+      pace: { poll: 0.05, settle: 0.01 },
+    });
+    reloader.start();
+    replaceFile(document(['spa-demo']));
+    await expect.poll(() => service.version.generation, { timeout: 5_000 }).toBe(2);
   });
 
   it('refuses a file that changes a setting only a restart applies, policies included', async () => {

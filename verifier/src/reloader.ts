@@ -1,5 +1,5 @@
 // Policies change without a restart: the file VERIFIER_CONFIG names is read again when its content
-// changes (polled every second, and at once on SIGHUP), validated whole by the start's own loader
+// changes (polled every `reload.poll`, and at once on SIGHUP), validated whole by the start's own loader
 // (config/load.ts) and applied by the service in one swap (service.ts). A file that does not
 // validate, or changes a setting only a restart applies (config/reload-plan.ts), is refused: its
 // problems logged (redacted), `verifier_config_reloads_total{outcome="refused"}` counted, and the
@@ -12,11 +12,6 @@ import { ConfigError, loadConfig } from './config/load.js';
 import type { VerifierConfig } from './config/model.js';
 import type { Logger } from './log.js';
 import type { VerifierService } from './service.js';
-
-/** How often the file is read; with SETTLE_MS, the bound on noticing a change (docs/configuration.md). */
-export const POLL_MS = 1000;
-/** A change is applied once the file reads the same twice this far apart (a write in progress). */
-export const SETTLE_MS = 200;
 
 /** The `digest` label of `verifier_config_info`: the file's SHA-256, first 16 hex digits. */
 export const configDigest = (text: string) => hash('sha256', text, 'hex').slice(0, 16);
@@ -58,8 +53,11 @@ export interface ConfigReloaderOptions {
   readonly logger: Logger;
   /** Files the configuration names (a key, a client secret), read again with each change. */
   readonly readFile?: (path: string) => string;
-  readonly pollMs?: number;
-  readonly settleMs?: number;
+  /**
+   * The start's `reload` settings (seconds): how often the file is read, and how far apart two
+   * reads must agree before a change is taken (a write in progress is not).
+   */
+  readonly pace: { readonly poll: number; readonly settle: number };
 }
 
 /** Watches `source.path`; `check()` reads it now (SIGHUP), resolving once any change is handled. */
@@ -67,7 +65,8 @@ export function createConfigReloader(options: ConfigReloaderOptions) {
   const { source, env, service, logger } = options;
   const { path } = source;
   const readOther = options.readFile ?? ((at: string) => readFileSync(at, 'utf8'));
-  const settleMs = options.settleMs ?? SETTLE_MS;
+  // Timers count milliseconds; the settings, seconds.
+  const settleMs = options.pace.settle * 1000;
   /** What the last read found: a digest, or why the file could not be read. */
   let seen = source.digest;
   let running: Promise<void> | undefined;
@@ -138,7 +137,7 @@ export function createConfigReloader(options: ConfigReloaderOptions) {
   return {
     check,
     start(): void {
-      timer ??= setInterval(() => void check(), options.pollMs ?? POLL_MS).unref();
+      timer ??= setInterval(() => void check(), options.pace.poll * 1000).unref();
     },
     /** Stops polling; resolves once a reload under way has finished. */
     async stop(): Promise<void> {

@@ -105,6 +105,16 @@ describe('configuration from the environment', () => {
     expect(config.cache.maxBytes).toBe(16 * 1024);
   });
 
+  it('follows the configuration file every second, a change taken once it holds for 200 ms, unless set otherwise', () => {
+    expect(loadConfig(minimal).reload).toEqual({ poll: 1, settle: 0.2 });
+    expect(
+      loadConfig({ ...minimal, VERIFIER_RELOAD_POLL: '250ms', VERIFIER_RELOAD_SETTLE: '0' }).reload,
+    ).toEqual({ poll: 0.25, settle: 0 });
+    expect(() => loadConfig({ ...minimal, VERIFIER_RELOAD_POLL: '0s' })).toThrow(
+      /VERIFIER_RELOAD_POLL.*must be greater than 0/,
+    );
+  });
+
   it('reports every problem in one error', () => {
     const problems = problemsOf({
       VERIFIER_ISSUER: 'not a url',

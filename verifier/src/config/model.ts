@@ -78,6 +78,15 @@ export const rootSchema = section({
       "Cap on how long NGINX may reuse an answer (`X-Accel-Expires`, never past the token's `exp` or its key set's trust); `0` turns NGINX's decision cache off. Also how long a retired key can still be honoured at the edge.",
     ),
   }).prefault({}),
+  /** How the file VERIFIER_CONFIG names is followed (reloader.ts); `npm start` keeps the pace. */
+  reload: section({
+    poll: env('VERIFIER_RELOAD_POLL', positive.prefault('1s')).describe(
+      'How often the configuration file (`VERIFIER_CONFIG`) is read for a change (`SIGHUP` reads it at once): with `settle`, the first part of the bound on applying a changed policy file. `npm start -- --config` reads its policy file at the same pace. Read at start only.',
+    ),
+    settle: env('VERIFIER_RELOAD_SETTLE', duration.prefault('200ms')).describe(
+      'A changed file is applied once it reads the same twice this far apart, so a file still being written is never taken (`0`: the first read is taken). Read at start only.',
+    ),
+  }).prefault({}),
   /** The per-client limit of /verify calls (http/call-limit.ts): what bounds the verifier's CPU. */
   callLimit: section({
     rate: env('VERIFIER_VERIFY_RATE', rate.prefault('200r/s')).describe(
