@@ -38,28 +38,47 @@ export function readTraceparent(value: string | undefined): TraceContext | undef
   return lastContext;
 }
 
+/**
+ * Whether a `traceparent` is valid and its sampled flag set: true or false for a valid header,
+ * undefined for an absent or malformed one. Allocates nothing (no ids are cut out), so a request
+ * NGINX marked unsampled can be told apart before anything is made for it (tracing/otel.ts).
+ */
+export function sampledFlag(value: string | undefined): boolean | undefined {
+  if (value === undefined || !isValid(value)) return undefined;
+  return isSampled(value);
+}
+
 function parseTraceparent(value: string | undefined): TraceContext | undefined {
-  if (value === undefined || value.length < LENGTH || value.length > MAX_LENGTH) return undefined;
-  if (!isHex(value, 0, 2) || value.startsWith('ff')) return undefined;
+  if (value === undefined || !isValid(value)) return undefined;
+  return {
+    traceId: value.slice(TRACE_ID, PARENT_ID - 1),
+    parentSpanId: value.slice(PARENT_ID, FLAGS - 1),
+    sampled: isSampled(value),
+  };
+}
+
+function isValid(value: string): boolean {
+  if (value.length < LENGTH || value.length > MAX_LENGTH) return false;
+  if (!isHex(value, 0, 2) || value.startsWith('ff')) return false;
   // Version 00 is exactly 55 characters; a later version may append fields after a `-`.
   if (
     value.startsWith('00')
       ? value.length !== LENGTH
       : value.length > LENGTH && value[LENGTH] !== '-'
   )
-    return undefined;
+    return false;
   if (value[TRACE_ID - 1] !== '-' || value[PARENT_ID - 1] !== '-' || value[FLAGS - 1] !== '-')
-    return undefined;
-  if (!isHex(value, TRACE_ID, PARENT_ID - 1) || !isHex(value, PARENT_ID, FLAGS - 1))
-    return undefined;
-  if (!isHex(value, FLAGS, LENGTH)) return undefined;
-  const traceId = value.slice(TRACE_ID, PARENT_ID - 1);
-  const parentSpanId = value.slice(PARENT_ID, FLAGS - 1);
-  if (isZeros(traceId) || isZeros(parentSpanId)) return undefined;
-  // Bit 0 of trace-flags: the low bit of its second hex digit.
+    return false;
+  if (!isHex(value, TRACE_ID, PARENT_ID - 1) || !isHex(value, PARENT_ID, FLAGS - 1)) return false;
+  if (!isHex(value, FLAGS, LENGTH)) return false;
+  return !isZeros(value, TRACE_ID, PARENT_ID - 1) && !isZeros(value, PARENT_ID, FLAGS - 1);
+}
+
+/** Bit 0 of trace-flags: the low bit of its second hex digit (the header is valid). */
+function isSampled(value: string): boolean {
   const last = value.charCodeAt(LENGTH - 1);
   const digit = last > 57 ? last - 87 : last - 48;
-  return { traceId, parentSpanId, sampled: (digit & 1) === 1 };
+  return (digit & 1) === 1;
 }
 
 /** Lower-case hex digits only, as §3.2 requires (upper case is invalid). */
@@ -71,7 +90,7 @@ function isHex(value: string, start: number, end: number): boolean {
   return true;
 }
 
-function isZeros(id: string): boolean {
-  for (let i = 0; i < id.length; i++) if (id.charCodeAt(i) !== 48) return false;
+function isZeros(value: string, start: number, end: number): boolean {
+  for (let i = start; i < end; i++) if (value.charCodeAt(i) !== 48) return false;
   return true;
 }
