@@ -41,6 +41,8 @@ export interface Tracing {
   traceReceivers(receivers: ReadonlyMap<string, Receiver>): ReadonlyMap<string, Receiver>;
   /** The token verifier's lookup outcome (its `onLookup`), read into the request's span. */
   readonly noteTokenCache: (lookup: CacheLookup) => void;
+  /** Exports every span ended so far (bench:tracing counts the export in its figure). */
+  forceFlush(): Promise<void>;
   shutdown(): Promise<void>;
 }
 
@@ -140,6 +142,7 @@ export async function startTracing(
     noteTokenCache(outcome) {
       lookup = outcome;
     },
+    forceFlush: () => provider.forceFlush(),
     async shutdown() {
       for (const stop of stops) stop();
       await provider.shutdown();
