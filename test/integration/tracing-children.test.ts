@@ -1,7 +1,8 @@
 // The verifier's child spans for its shared store and its grant: with OTEL_* on, a DPoP proof's
 // replay check against a real redis-server is a Redis CLIENT span, and a policy's CloudFront
 // cookies a `cloudfront.sign` span, both children of the decision's SERVER span, exported over
-// OTLP/HTTP to a receiver in this process. Neither carries a key, a `jti` or a signature.
+// OTLP/HTTP to a receiver in this process. Neither carries a key, a `jti` or a signature. A pushed
+// logout token is a SERVER span of its own, its revocation writes to Redis its CLIENT children.
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
@@ -13,7 +14,13 @@ import {
   startJwksServer,
   type JwksServer,
 } from '../../verifier/src/testing/fixtures.js';
-import { boundRequest, dpopFile, until } from '../../verifier/src/testing/replicas.js';
+import { mintLogoutToken } from '../../verifier/src/testing/event-tokens.js';
+import {
+  boundRequest,
+  dpopFile,
+  logoutIssuer,
+  until,
+} from '../../verifier/src/testing/replicas.js';
 import { startTracing, type Tracing } from '../../verifier/src/tracing/otel.js';
 import {
   attributeOf,
@@ -62,7 +69,8 @@ beforeAll(async () => {
     resource: 'https://cdn.example.com/private/*',
     ttlSeconds: 600,
   };
-  const file = dpopFile(jwks.url, 'required');
+  // The issuer also takes back-channel logout tokens: the receiver's writes go to the same Redis.
+  const file = { ...dpopFile(jwks.url, 'required'), issuers: [logoutIssuer(jwks.url)] };
   file.policies.secret = { ...file.policies.secret, cloudfront } as typeof file.policies.secret;
   const config = loadConfig(
     { VERIFIER_REDIS_URL: redis.url, VERIFIER_CONFIG: '/test/config.json' },
@@ -122,5 +130,48 @@ describe('child spans of a decision', () => {
     await service.authorize({ ...(await boundRequest(ORIGIN)), traceparent: traceparent(2) });
     await traceOf(`${TRACE.slice(0, -2)}02`);
     expect(spans().filter((s) => s.name === 'PING')).toEqual([]);
+  });
+
+  it("records a pushed logout's Redis writes under the receiver's SERVER span, NGINX's span its parent", async () => {
+    const token = await mintLogoutToken({ claims: { sub: 'dave-the-subject' } });
+    const answer = await service.routes.receivers.get('/backchannel-logout')!({
+      contentType: 'application/x-www-form-urlencoded',
+      body: `logout_token=${encodeURIComponent(token)}`,
+      traceparent: traceparent(3),
+    });
+    expect(answer.status).toBe(200);
+    const traced = await traceOf(`${TRACE.slice(0, -2)}03`);
+    const server = traced.find((s) => s.kind === SPAN_KIND_SERVER)!;
+    expect(server.name).toBe('POST /backchannel-logout');
+    expect(server.parentSpanId).toBe('00f067aa0ba902b7');
+    expect(attribute(server, 'http.response.status_code')).toBe('200');
+
+    const writes = traced.filter((s) => attribute(s, 'db.system.name') === 'redis');
+    expect(writes.length).toBeGreaterThan(0);
+    for (const span of writes) {
+      expect(span.kind).toBe(SPAN_KIND_CLIENT);
+      expect(span.parentSpanId).toBe(server.spanId);
+      expect(attribute(span, 'server.port')).toBe(String(redis.port));
+    }
+    // Never the token, the subject or a watermark key (`sg:rev:…` names the subject).
+    const exported = JSON.stringify(traced);
+    expect(exported).not.toContain(token.split('.')[2]);
+    expect(exported).not.toContain('dave-the-subject');
+    expect(exported).not.toContain('sg:rev');
+  });
+
+  it('records no receiver span for a logout NGINX marked unsampled, and still applies it', async () => {
+    const unsampled = `00-${TRACE.slice(0, -2)}04-00f067aa0ba902b7-00`;
+    const token = await mintLogoutToken({ claims: { sub: 'erin' } });
+    const answer = await service.routes.receivers.get('/backchannel-logout')!({
+      contentType: 'application/x-www-form-urlencoded',
+      body: `logout_token=${encodeURIComponent(token)}`,
+      traceparent: unsampled,
+    });
+    expect(answer.status).toBe(200);
+    // A sampled decision after it: its spans are exported, the logout's would have been before.
+    await service.authorize({ ...(await boundRequest(ORIGIN)), traceparent: traceparent(5) });
+    await traceOf(`${TRACE.slice(0, -2)}05`);
+    expect(spans().filter((s) => s.traceId === `${TRACE.slice(0, -2)}04`)).toEqual([]);
   });
 });

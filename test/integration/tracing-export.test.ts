@@ -111,4 +111,25 @@ describe('a parent NGINX marked unsampled', () => {
   it('still gets its span when the sampler ignores the parent (always_on)', async () => {
     expect((await exported('always_on', 20)).sort()).toEqual([traceOf(20), traceOf(21)]);
   });
+
+  it('still records a root span for a malformed header whose flags read unsampled', async () => {
+    vi.stubEnv('OTEL_EXPORTER_OTLP_ENDPOINT', receiver.endpoint);
+    vi.stubEnv('OTEL_BSP_SCHEDULE_DELAY', '10');
+    const tracing = await startTracing({ protocol: 'http/json', serviceName: 'test' });
+    vi.unstubAllEnvs();
+    const authorize = tracing.traceAuthorize(
+      decide,
+      createMetrics({ size: 0, bytes: 0 }, new Map(), false),
+    );
+    const before = receiver.spans().length;
+    // Upper-case hex is not a traceparent (W3C §3.2): no parent said "unsampled", so the default
+    // sampler records a span of a fresh trace, never the header's.
+    const malformed = parent(30, '00').toUpperCase();
+    expect((await authorize({ traceparent: malformed })).outcome).toBe('allow');
+    await tracing.shutdown();
+    const fresh = receiver.spans().slice(before);
+    expect(fresh).toHaveLength(1);
+    expect(fresh[0]!.traceId).not.toBe(traceOf(30));
+    expect(fresh[0]!.parentSpanId).toBeUndefined();
+  });
 });

@@ -212,7 +212,9 @@ export function createVerifierService(
     isReady,
     metrics,
     metricsOnMain: config.metricsListen === undefined,
-    receivers: revocation?.receivers,
+    // With OTEL_* on, each pushed token is a SERVER span and its Redis writes are its children.
+    receivers:
+      revocation && (options.tracing?.traceReceivers(revocation.receivers) ?? revocation.receivers),
     readinessNote: () => revocation?.note(),
     render: createRenderer({ resourceMetadata: config.resourceMetadataUrl }),
     // Gate-signed `jwt` values are checked downstream with these keys (served without a token).

@@ -141,6 +141,8 @@ export interface ReceivedRequest {
   readonly body: string;
   /** The client as NGINX names it (`X-SG-Client`), for the receivers' per-client limit. */
   readonly clientKey?: string | undefined;
+  /** NGINX's W3C `traceparent` (SG_TRACE_CONTEXT=on): the parent of the receiver's span. */
+  readonly traceparent?: string | undefined;
 }
 
 /**

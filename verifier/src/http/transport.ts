@@ -168,7 +168,11 @@ export function createTransport(routes: Routes) {
   function receive(
     res: Response,
     receiver: Receiver,
-    headers: { contentType: string | undefined; clientKey: string | undefined },
+    headers: {
+      contentType: string | undefined;
+      clientKey: string | undefined;
+      traceparent: string | undefined;
+    },
     contentLength: string,
   ): void {
     const declared = contentLength === '' ? undefined : Number(contentLength);
@@ -241,6 +245,7 @@ export function createTransport(routes: Routes) {
         {
           contentType: req.getHeader('content-type') || undefined,
           clientKey: req.getHeader(CLIENT_KEY) || undefined,
+          traceparent: req.getHeader('traceparent') || undefined,
         },
         req.getHeader('content-length'),
       );

@@ -10,7 +10,7 @@ import {
   trace,
   TraceFlags,
 } from '@opentelemetry/api';
-import type { Context } from '@opentelemetry/api';
+import type { Attributes, Context, Span } from '@opentelemetry/api';
 import {
   ExportResultCode,
   getNumberFromEnv,
@@ -22,27 +22,41 @@ import { BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace
 import type { ReadableSpan, SpanExporter, SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { Counter } from 'prom-client';
 import type { Authorize } from '../decision/authorize.js';
-import type { Decision } from '../decision/decision.js';
+import type { Answer, Decision, ReceivedRequest, Receiver } from '../decision/decision.js';
 import type { Metrics } from '../metrics.js';
 import type { CacheLookup } from '../token/token-verifier.js';
 import { recordFetches } from './fetch-spans.js';
 import { recordRedisCalls } from './redis-spans.js';
 import { recordWork } from './work-spans.js';
 import type { TracingSettings } from './otel-env.js';
-import { readTraceparent, type TraceContext } from './trace-context.js';
+import { readTraceparent, sampledFlag, type TraceContext } from './trace-context.js';
 
 /** What service.ts asks of tracing: a traced /verify, and a flush at shutdown. */
 export interface Tracing {
   traceAuthorize(authorize: Authorize, metrics: Metrics): Authorize;
+  /**
+   * The revocation receivers (by path), each request a SERVER span, so the Redis writes a pushed
+   * logout or SET makes are recorded as its children, as a decision's are.
+   */
+  traceReceivers(receivers: ReadonlyMap<string, Receiver>): ReadonlyMap<string, Receiver>;
   /** The token verifier's lookup outcome (its `onLookup`), read into the request's span. */
   readonly noteTokenCache: (lookup: CacheLookup) => void;
+  /** Exports every span ended so far (bench:tracing counts the export in its figure). */
+  forceFlush(): Promise<void>;
   shutdown(): Promise<void>;
 }
 
 /** The SDK's default queue bound (OTEL_BSP_MAX_QUEUE_SIZE), as BatchSpanProcessor reads it. */
 const DEFAULT_QUEUE = 2048;
 
-export async function startTracing(settings: TracingSettings): Promise<Tracing> {
+/**
+ * `exporter` replaces the OTLP exporter the settings name: bench:tracing passes one that drops
+ * every batch, to measure what the SDK costs a span before any export.
+ */
+export async function startTracing(
+  settings: TracingSettings,
+  exporter?: SpanExporter,
+): Promise<Tracing> {
   const { OTLPTraceExporter } =
     settings.protocol === 'http/json'
       ? await import('@opentelemetry/exporter-trace-otlp-http')
@@ -51,7 +65,7 @@ export async function startTracing(settings: TracingSettings): Promise<Tracing> 
   const resource = resourceFromAttributes({ 'service.name': settings.serviceName }).merge(detected);
   let onDropped: (why: 'queue_full' | 'export_failed', spans: number) => void = () => undefined;
   const queue = createBoundedQueue(
-    new OTLPTraceExporter(),
+    exporter ?? new OTLPTraceExporter(),
     getNumberFromEnv('OTEL_BSP_MAX_QUEUE_SIZE') ?? DEFAULT_QUEUE,
     (why, spans) => onDropped(why, spans),
   );
@@ -69,6 +83,21 @@ export async function startTracing(settings: TracingSettings): Promise<Tracing> 
   // or first awaits, so between the call and its return no other request can set this.
   let lookup: CacheLookup | undefined;
 
+  /** One SERVER span per pushed token, NGINX's span its parent; the path only, never the body. */
+  function traceReceiver(path: string, receiver: Receiver): Receiver {
+    const name = `POST ${path}`;
+    const attributes: Attributes = { 'http.request.method': 'POST', 'url.path': path };
+    return function tracedReceiver(request: ReceivedRequest) {
+      if (followsParent && sampledFlag(request.traceparent) === false) return receiver(request);
+      const parent = parentContext(readTraceparent(request.traceparent));
+      const span = tracer.startSpan(name, { kind: SpanKind.SERVER, attributes }, parent);
+      const answer = context.with(trace.setSpan(parent, span), receiver, undefined, request);
+      return answer instanceof Promise
+        ? answer.then((done) => endReceiverSpan(span, done))
+        : endReceiverSpan(span, answer);
+    };
+  }
+
   return {
     traceAuthorize(authorize, metrics) {
       const dropped = new Counter({
@@ -83,52 +112,37 @@ export async function startTracing(settings: TracingSettings): Promise<Tracing> 
        * malformed one: a root span). Never a token, proof or claim value in an attribute.
        */
       return function tracedAuthorize(request) {
-        const incoming = readTraceparent(request.traceparent);
         // Not sampled at the edge: the span would record nothing, and making it (ids, contexts,
         // the sampler, an async context) is most of what tracing costs a request, so a request
-        // NGINX left out costs what it does with tracing off (docs/performance.md).
-        if (followsParent && incoming !== undefined && !incoming.sampled) return authorize(request);
-        const parent = parentContext(incoming);
+        // NGINX left out pays one allocation-free read of the header and nothing else
+        // (docs/performance.md, "Tracing").
+        const sampled = sampledFlag(request.traceparent);
+        if (followsParent && sampled === false) return authorize(request);
+        const parent = parentContext(readTraceparent(request.traceparent));
         const span = tracer.startSpan(
           'verify',
-          {
-            kind: SpanKind.SERVER,
-            attributes: {
-              'secret_gate.policy': request.policy ?? 'default',
-              'secret_gate.dpop': request.dpop !== undefined,
-              'http.request.method': request.originalMethod ?? 'GET',
-            },
-          },
+          { kind: SpanKind.SERVER, attributes: startAttributes(request.policy, request.dpop) },
           parent,
         );
         lookup = undefined;
-        const decided = context.with(trace.setSpan(parent, span), () => authorize(request));
+        const decided = context.with(trace.setSpan(parent, span), authorize, undefined, request);
         // Absent when no token was looked up (no token, unknown policy).
         if (lookup !== undefined) span.setAttribute('secret_gate.token_cache', lookup);
-        // A cached token is decided at once (no promise); the span ends the same way for both.
-        return decided instanceof Promise ? decided.then(finish) : finish(decided);
-
-        function finish(decision: Decision): Decision {
-          span.setAttributes({
-            'secret_gate.outcome': decision.outcome,
-            'secret_gate.reason': decision.reason,
-            'secret_gate.step_up':
-              decision.reason === 'insufficient_user_authentication' ? 'required' : 'met',
-          });
-          if (decision.identity !== undefined)
-            span.setAttributes({
-              'secret_gate.issuer': decision.identity.issuer,
-              'secret_gate.client': decision.identity.client,
-            });
-          if (decision.outcome === 'deny') span.setStatus({ code: SpanStatusCode.ERROR });
-          span.end();
-          return decision;
-        }
+        // A cached token is decided at once (no promise): its span ends here, with no closure.
+        return decided instanceof Promise
+          ? decided.then((decision) => endVerifySpan(span, decision))
+          : endVerifySpan(span, decided);
       };
+    },
+    traceReceivers(receivers) {
+      return new Map(
+        [...receivers].map(([path, receiver]) => [path, traceReceiver(path, receiver)]),
+      );
     },
     noteTokenCache(outcome) {
       lookup = outcome;
     },
+    forceFlush: () => provider.forceFlush(),
     async shutdown() {
       for (const stop of stops) stop();
       await provider.shutdown();
@@ -145,6 +159,58 @@ function parentContext(incoming: TraceContext | undefined): Context {
     traceFlags: incoming.sampled ? TraceFlags.SAMPLED : TraceFlags.NONE,
     isRemote: true,
   });
+}
+
+/**
+ * The verify span's first attributes, one object per policy and DPoP mode, made once: the SDK
+ * copies them into the span, so a request allocates none of its own.
+ */
+const startSets = new Map<string, readonly [Attributes, Attributes]>();
+function startAttributes(policy: string | undefined, dpop: string | undefined): Attributes {
+  const name = policy ?? 'default';
+  let sets = startSets.get(name);
+  if (sets === undefined) {
+    const made = (bound: boolean) => ({ 'secret_gate.policy': name, 'secret_gate.dpop': bound });
+    sets = [made(false), made(true)];
+    // Policy names come from the configuration; the bound only guards against a caller's names.
+    if (startSets.size < 1024) startSets.set(name, sets);
+  }
+  return sets[dpop === undefined ? 0 : 1];
+}
+
+/** The outcome's attributes, one object per reason (the reasons are a closed set). */
+const outcomeSets = new Map<string, Attributes>();
+function outcomeAttributes(decision: Decision): Attributes {
+  let set = outcomeSets.get(decision.reason);
+  if (set === undefined) {
+    set = {
+      'secret_gate.outcome': decision.outcome,
+      'secret_gate.reason': decision.reason,
+      'secret_gate.step_up':
+        decision.reason === 'insufficient_user_authentication' ? 'required' : 'met',
+    };
+    outcomeSets.set(decision.reason, set);
+  }
+  return set;
+}
+
+function endVerifySpan(span: Span, decision: Decision): Decision {
+  span.setAttributes(outcomeAttributes(decision));
+  const { identity } = decision;
+  if (identity !== undefined) {
+    span.setAttribute('secret_gate.issuer', identity.issuer);
+    span.setAttribute('secret_gate.client', identity.client);
+  }
+  if (decision.outcome === 'deny') span.setStatus({ code: SpanStatusCode.ERROR });
+  span.end();
+  return decision;
+}
+
+function endReceiverSpan(span: Span, answer: Answer): Answer {
+  span.setAttribute('http.response.status_code', answer.status);
+  if (answer.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+  span.end();
+  return answer;
 }
 
 /**

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { readTraceparent } from './trace-context.js';
+import { readTraceparent, sampledFlag } from './trace-context.js';
 
 const TRACE = '4bf92f3577b34da6a3ce929d0e0e4736';
 const SPAN = '00f067aa0ba902b7';
@@ -44,6 +44,8 @@ describe('readTraceparent (W3C Trace Context §3.2)', () => {
             expect(read?.traceId, value).toBe(match?.[1]);
             expect(read?.parentSpanId, value).toBe(match?.[2]);
             if (match) expect(read?.sampled, value).toBe((parseInt(match[3]!, 16) & 1) === 1);
+            // The allocation-free flag read accepts exactly the same headers.
+            expect(sampledFlag(value), value).toBe(read?.sampled);
             checked++;
           }
     expect(checked).toBeGreaterThan(2000);
@@ -79,5 +81,6 @@ describe('readTraceparent (W3C Trace Context §3.2)', () => {
     ['10 kB', `cc-${TRACE}-${SPAN}-01-${'a'.repeat(10_000)}`],
   ])('ignores a header that is %s', (_, value) => {
     expect(readTraceparent(value)).toBeUndefined();
+    expect(sampledFlag(value)).toBeUndefined();
   });
 });
