@@ -20,7 +20,7 @@
 // own per-client limits, as two users do. Goals: the victim's p99 ≤ 100 ms in every row; every real
 // logout applied, the junk's CPU ≤ 5 % of a core and the victim's p99 within 20 % of the row
 // without junk (reported, never asserted).
-// Usage: npm run bench:attacks [-- --seconds 10] [--logouts-only]
+// Usage: npm run bench:attacks [-- --seconds 10] [--logouts-only] [--no-pin]
 import { createHash, generateKeyPairSync, randomBytes, randomUUID, sign } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -33,7 +33,11 @@ import { hugeExponentRsaKey, signRsaProof } from '../verifier/src/testing/dpop-p
 import { lua, pacing, REPORT, runWrk, type WrkRun } from './wrk.js';
 
 const { values } = parseArgs({
-  options: { seconds: { type: 'string', default: '10' }, 'logouts-only': { type: 'boolean' } },
+  options: {
+    seconds: { type: 'string', default: '10' },
+    'logouts-only': { type: 'boolean' },
+    'no-pin': { type: 'boolean' },
+  },
 });
 const SECONDS = Number(values.seconds);
 /** `--logouts-only`: the logout rows alone (the others take a minute more). */
@@ -234,8 +238,8 @@ interface LogoutRow {
   readonly cpuPercent: number;
 }
 
-/** Where the logout rows' clients run: wrk on core 1, the verifier pinned to core 0. */
-const LOAD_CPU = '1';
+/** Where the logout rows' clients run: wrk on core 1, the verifier on core 0 (`--no-pin`: anywhere). */
+const LOAD_CPU = values['no-pin'] === true ? undefined : '1';
 
 /**
  * Lua of a wrk client: `requests` (Lua tables of `wrk.format`'s arguments) in turn, paced to
@@ -380,7 +384,7 @@ async function main(): Promise<void> {
     process.stderr.write(`minting ${2 * needed} real logout tokens\n`);
     const junk = await junkPool(stack);
     const pid = stack.pid('verifier');
-    if (pid !== undefined)
+    if (pid !== undefined && values['no-pin'] !== true)
       spawnSync('taskset', ['-a', '-p', '-c', '0', String(pid)], { stdio: 'ignore' });
     const dir = mkdtempSync(join(tmpdir(), 'attacks-'));
     const rowTokens = () => tokens.splice(0, perRow);
@@ -429,7 +433,7 @@ async function main(): Promise<void> {
               ...rows.map(line),
               '',
             ]),
-        `the IdP's address (${IDP}): real logouts ${LOGOUT_RATE}/s, junk ${JUNK_RATE}/s (malformed, another issuer, forged under its iss and kid), each a wrk process on cpu ${LOAD_CPU}, paced; the victim a wrk process of its own (one connection, ${VICTIM_RATE}/s, a new token each); verifier on cpu 0, its CPU from /proc`,
+        `the IdP's address (${IDP}): real logouts ${LOGOUT_RATE}/s, junk ${JUNK_RATE}/s (malformed, another issuer, forged under its iss and kid), each a wrk process${LOAD_CPU === undefined ? '' : ` on cpu ${LOAD_CPU}`}, paced; the victim a wrk process of its own (one connection, ${VICTIM_RATE}/s, a new token each); ${LOAD_CPU === undefined ? 'nothing pinned' : 'verifier on cpu 0'}; the verifier's CPU from /proc`,
         '',
         '| row | real logouts sent | applied (200) | junk sent | junk answers | verifier CPU % of a core | victim p99 ms |',
         '| --- | ---: | ---: | --- | --- | ---: | ---: |',
