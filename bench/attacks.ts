@@ -7,25 +7,37 @@
 //              /backchannel-logout as fast as it can
 //   logouts    the IdP's address pushes 200 real logout tokens a second (each must be applied),
 //              alone, then while the same address also pushes 2,000 junk pushes a second (a third
-//              malformed, a third another issuer's, a third forged under the IdP's `iss` and `kid`);
-//              the verifier's CPU from /proc in both rows: the difference is what the junk costs
-// The victim sends one request at a time, 20 a second; the attacker keeps 16 requests in flight,
-// from proofs and tokens signed before the row starts (signing them during the row would load this
-// process, which also times the victim).
+//              malformed, a third another issuer's, a third forged under the IdP's `iss` and `kid`),
+//              then the junk alone; the verifier's CPU from /proc in each row. In these rows each
+//              client is a wrk process of its own on core 1 (the victim one connection, paced to
+//              20 a second, a new token each request; the logouts (32 connections) and the junk
+//              (128) paced by wrk's Lua `delay()`), the verifier on core 0, so the rows measure
+//              the gate, not a client
+// In the other rows the victim sends one request at a time, 20 a second; the attacker keeps 16
+// requests in flight, from proofs and tokens signed before the row starts (signing them during the
+// row would load this process, which also times the victim).
 // Addresses come from X-Forwarded-For (NGINX trusts it from loopback here), so each side has its
 // own per-client limits, as two users do. Goals: the victim's p99 ≤ 100 ms in every row; every real
 // logout applied, the junk's CPU ≤ 5 % of a core and the victim's p99 within 20 % of the row
 // without junk (reported, never asserted).
-// Usage: npm run bench:attacks [-- --seconds 10] [--logouts-only]
+// Usage: npm run bench:attacks [-- --seconds 10] [--logouts-only] [--no-pin]
 import { createHash, generateKeyPairSync, randomBytes, randomUUID, sign } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createDpopClient } from '../perf/dpop-proofs.js';
 import { startStack, type Stack } from '../stack/start-stack.js';
 import { hugeExponentRsaKey, signRsaProof } from '../verifier/src/testing/dpop-proof.js';
+import { lua, pacing, REPORT, runWrk, type WrkRun } from './wrk.js';
 
 const { values } = parseArgs({
-  options: { seconds: { type: 'string', default: '10' }, 'logouts-only': { type: 'boolean' } },
+  options: {
+    seconds: { type: 'string', default: '10' },
+    'logouts-only': { type: 'boolean' },
+    'no-pin': { type: 'boolean' },
+  },
 });
 const SECONDS = Number(values.seconds);
 /** `--logouts-only`: the logout rows alone (the others take a minute more). */
@@ -41,6 +53,8 @@ const LOGOUT_RATE = 200;
 const JUNK_RATE = 2000;
 const GOAL_JUNK_CPU_PERCENT = 5;
 const GOAL_P99_RATIO = 1.2;
+/** Seconds of victim and junk before the logout rows, not reported. */
+const WARM_UP = 3;
 
 interface Row {
   readonly name: string;
@@ -174,16 +188,6 @@ async function receiverFlood(stack: Stack) {
   });
 }
 
-/** A logout push from the IdP's address. */
-const logoutPush = (stack: Stack, body: string): { url: string; init: RequestInit } => ({
-  url: `${stack.urls.gate}/backchannel-logout`,
-  init: {
-    method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-forwarded-for': IDP },
-    body,
-  },
-});
-
 /** Real logout tokens, signed by the IdP's own key for distinct users (minted before the rows). */
 async function realLogouts(stack: Stack, count: number): Promise<string[]> {
   const tokens: string[] = [];
@@ -215,50 +219,6 @@ async function junkPool(stack: Stack): Promise<string[]> {
   );
 }
 
-/**
- * Sends `make()` `rate` times a second until `until`, in 10 ms slices, at most 256 in flight (a
- * slot that finds them all busy is skipped and counted as not sent).
- */
-async function paced(
-  rate: number,
-  until: number,
-  make: () => { url: string; init: RequestInit } | undefined,
-  statuses: Map<number, number>,
-): Promise<{ sent: number; skipped: number }> {
-  let inFlight = 0;
-  let sent = 0;
-  let skipped = 0;
-  const pending = new Set<Promise<void>>();
-  const started = performance.now();
-  while (performance.now() < until) {
-    const due = Math.floor(((performance.now() - started) / 1000) * rate);
-    for (; sent + skipped < due;) {
-      if (inFlight >= 256) {
-        skipped++;
-        continue;
-      }
-      const request = make();
-      if (request === undefined) return { sent, skipped };
-      sent++;
-      inFlight++;
-      const done: Promise<void> = fetch(request.url, request.init)
-        .then(async (answer) => {
-          await answer.arrayBuffer();
-          count(statuses, answer.status);
-        })
-        .catch(() => void count(statuses, 0))
-        .finally(() => {
-          inFlight--;
-          pending.delete(done);
-        });
-      pending.add(done);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-  await Promise.all(pending);
-  return { sent, skipped };
-}
-
 /** CPU seconds (user + system) a process has used, from /proc/PID/stat. */
 function cpuSeconds(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -267,71 +227,110 @@ function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
-interface LogoutRow extends Row {
-  logoutsSent: number;
-  applied: number;
-  junkSent: number;
-  junkSkipped: number;
+interface LogoutRow {
+  readonly name: string;
+  /** The victim's wrk (undefined: no victim in the row). */
+  readonly victim: WrkRun | undefined;
+  readonly logouts: WrkRun | undefined;
+  readonly junk: WrkRun | undefined;
   /** The verifier's CPU over the row, in seconds and in % of one core. */
-  cpuSeconds: number;
-  cpuPercent: number;
+  readonly cpuSeconds: number;
+  readonly cpuPercent: number;
 }
 
-/** One logout row: the victim, the IdP's real logouts and (with `junk`) the junk, together. */
+/** Where the logout rows' clients run: wrk on core 1, the verifier on core 0 (`--no-pin`: anywhere). */
+const LOAD_CPU = values['no-pin'] === true ? undefined : '1';
+
+/**
+ * Lua of a wrk client: `requests` (Lua tables of `wrk.format`'s arguments) in turn, paced to
+ * `rate`. Each is formatted when sent: `wrk.format` called while the script loads makes nothing.
+ */
+function clientScript(dir: string, name: string, rate: number, requests: string[]): string {
+  const path = join(dir, name);
+  writeFileSync(
+    path,
+    [
+      pacing(rate),
+      REPORT,
+      'local requests = {',
+      ...requests.map((request) => `  ${request},`),
+      '}',
+      'local i = 0',
+      'request = function()',
+      '  i = i % #requests + 1',
+      '  local r = requests[i]',
+      '  return wrk.format(r[1], r[2], r[3], r[4])',
+      'end',
+    ].join('\n'),
+  );
+  return path;
+}
+
+/** A POST of a form body to /backchannel-logout from the IdP's address, as Lua. */
+const luaLogoutPush = (body: string) =>
+  `{ "POST", "/backchannel-logout", { ["Content-Type"] = "application/x-www-form-urlencoded", ["X-Forwarded-For"] = ${lua(IDP)} }, ${lua(body)} }`;
+
+/**
+ * One logout row: the victim, the IdP's real logouts and (with `junk`) the junk, each a wrk
+ * process paced to its rate, together for SECONDS; the verifier's CPU from /proc over the row.
+ */
 async function logoutRow(
   stack: Stack,
+  dir: string,
   name: string,
-  victimTokens: string[] | undefined,
-  logouts: string[],
-  junk: (() => string) | undefined,
+  parts: { victim?: string[]; logouts?: string[]; junk?: string[] },
+  seconds = SECONDS,
 ): Promise<LogoutRow> {
-  const row: LogoutRow = {
-    name,
-    latencies: [],
-    victimStatuses: new Map(),
-    attackerStatuses: new Map(),
-    logoutsSent: 0,
-    applied: 0,
-    junkSent: 0,
-    junkSkipped: 0,
-    cpuSeconds: 0,
-    cpuPercent: 0,
-  };
   const pid = stack.pid('verifier');
   if (pid === undefined) throw new Error('the verifier is not running');
-  const logoutStatuses = new Map<number, number>();
+  const secretPath = new URL(stack.urls.secret).pathname;
+  const run = (script: string, connections: number) =>
+    runWrk({ url: stack.urls.gate, script, seconds, connections, cpu: LOAD_CPU });
+  const victimScript =
+    parts.victim &&
+    clientScript(
+      dir,
+      'victim.lua',
+      VICTIM_RATE,
+      parts.victim.map(
+        (token) =>
+          `{ "GET", ${lua(secretPath)}, { ["Authorization"] = ${lua(`Bearer ${token}`)}, ["X-Forwarded-For"] = ${lua(VICTIM)} } }`,
+      ),
+    );
+  const logoutScript =
+    parts.logouts &&
+    clientScript(
+      dir,
+      'logouts.lua',
+      LOGOUT_RATE,
+      parts.logouts.map((token) => luaLogoutPush(`logout_token=${token}`)),
+    );
+  const junkScript =
+    parts.junk && clientScript(dir, 'junk.lua', JUNK_RATE, parts.junk.map(luaLogoutPush));
   const cpuBefore = cpuSeconds(pid);
   const started = performance.now();
-  const until = started + SECONDS * 1000;
-  const [, real, flood] = await Promise.all([
-    victimTokens === undefined ? undefined : victim(stack, victimTokens, row, until),
-    paced(
-      LOGOUT_RATE,
-      until,
-      () => {
-        const token = logouts.pop();
-        return token === undefined ? undefined : logoutPush(stack, `logout_token=${token}`);
-      },
-      logoutStatuses,
-    ),
-    junk === undefined
-      ? { sent: 0, skipped: 0 }
-      : paced(JUNK_RATE, until, () => logoutPush(stack, junk()), row.attackerStatuses),
+  const [victim, logouts, junk] = await Promise.all([
+    victimScript === undefined ? undefined : run(victimScript, 1),
+    logoutScript === undefined ? undefined : run(logoutScript, 32),
+    junkScript === undefined ? undefined : run(junkScript, 128),
   ]);
-  row.cpuSeconds = cpuSeconds(pid) - cpuBefore;
-  row.cpuPercent = (row.cpuSeconds / ((performance.now() - started) / 1000)) * 100;
-  row.logoutsSent = real.sent;
-  row.applied = logoutStatuses.get(200) ?? 0;
-  row.junkSent = flood.sent;
-  row.junkSkipped = flood.skipped;
-  return row;
+  const used = cpuSeconds(pid) - cpuBefore;
+  return {
+    name,
+    victim,
+    logouts,
+    junk,
+    cpuSeconds: used,
+    cpuPercent: (used / ((performance.now() - started) / 1000)) * 100,
+  };
 }
 
 function logoutLine(row: LogoutRow): string {
-  const sorted = [...row.latencies].sort((a, b) => a - b);
-  const statuses = [...row.attackerStatuses].map(([status, n]) => `${status} × ${n}`).join(', ');
-  const p99 = sorted.length === 0 ? '—' : quantile(sorted, 0.99).toFixed(1);
-  return `| ${row.name} | ${row.logoutsSent} | ${row.applied} | ${row.junkSent} (${row.junkSkipped} not sent) | ${statuses || '—'} | ${row.cpuPercent.toFixed(1)} | ${p99} |`;
+  const statuses = (run: WrkRun | undefined) =>
+    run === undefined ? '—' : [...run.statuses].map(([status, n]) => `${status} × ${n}`).join(', ');
+  const rate = (run: WrkRun | undefined) =>
+    run === undefined ? '—' : (run.requests / run.seconds).toFixed(0);
+  return `| ${row.name} | ${row.logouts?.requests ?? 0} | ${row.logouts?.statuses.get(200) ?? 0} | ${row.junk?.requests ?? 0} (${rate(row.junk)}/s) | ${statuses(row.junk)} | ${row.cpuPercent.toFixed(1)} | ${row.victim?.p99.toFixed(1) ?? '—'} |`;
 }
 
 function line(row: Row): string {
@@ -348,10 +347,11 @@ async function main(): Promise<void> {
   });
   try {
     const perRow = SECONDS * VICTIM_RATE + 20;
-    const victimRows = LOGOUTS_ONLY ? 2 : 5;
-    process.stderr.write(`minting ${perRow * victimRows} victim tokens\n`);
+    // The in-process rows and the two logout rows with a victim, and the logout rows' warm-up.
+    const victimTokens = perRow * ((LOGOUTS_ONLY ? 0 : 3) + 2) + WARM_UP * VICTIM_RATE;
+    process.stderr.write(`minting ${victimTokens} victim tokens\n`);
     const tokens: string[] = [];
-    for (let i = 0; i < perRow * victimRows; i++)
+    for (let i = 0; i < victimTokens; i++)
       tokens.push(await stack.mintToken({ clientId: 'partner-app' }));
     const attacks: Array<[string, (() => { url: string; init: RequestInit }) | undefined]> =
       LOGOUTS_ONLY
@@ -378,46 +378,62 @@ async function main(): Promise<void> {
       // Let the attacker's buckets refill before the next row.
       await new Promise((resolve) => setTimeout(resolve, 2000));
     }
-    // Real logouts are minted last, so none is older than the receiver accepts (2 minutes).
-    const needed = LOGOUT_RATE * SECONDS + 50;
+    // Real logouts are minted last, so none is older than the receiver accepts (2 minutes). A
+    // tenth more than the row sends, so wrk never wraps around to a replay.
+    const needed = Math.ceil(LOGOUT_RATE * SECONDS * 1.1);
     process.stderr.write(`minting ${2 * needed} real logout tokens\n`);
-    const junk = cycle(await junkPool(stack));
-    const alone = await logoutRow(
+    const junk = await junkPool(stack);
+    const pid = stack.pid('verifier');
+    if (pid !== undefined && values['no-pin'] !== true)
+      spawnSync('taskset', ['-a', '-p', '-c', '0', String(pid)], { stdio: 'ignore' });
+    const dir = mkdtempSync(join(tmpdir(), 'attacks-'));
+    const rowTokens = () => tokens.splice(0, perRow);
+    // A few seconds of the victim and the junk first, not reported: the verifier's JIT settles on
+    // both paths before the rows compare them.
+    await logoutRow(
       stack,
-      `${LOGOUT_RATE} real logouts/s`,
-      tokens,
-      await realLogouts(stack, needed),
-      undefined,
+      dir,
+      'warm-up',
+      { victim: tokens.splice(0, WARM_UP * VICTIM_RATE), junk },
+      WARM_UP,
     );
+    const alone = await logoutRow(stack, dir, `${LOGOUT_RATE} real logouts/s`, {
+      victim: rowTokens(),
+      logouts: await realLogouts(stack, needed),
+    });
     await new Promise((resolve) => setTimeout(resolve, 2000));
     const flooded = await logoutRow(
       stack,
+      dir,
       `${LOGOUT_RATE} real logouts/s + ${JUNK_RATE} junk/s, one address`,
-      tokens,
-      await realLogouts(stack, needed),
-      junk,
+      { victim: rowTokens(), logouts: await realLogouts(stack, needed), junk },
     );
     await new Promise((resolve) => setTimeout(resolve, 2000));
-    // The junk alone (no victim, no real logout): the verifier's CPU per junk push, which machine
-    // load does not change as it changes how many pushes a loaded client manages to send.
-    const junkOnly = await logoutRow(stack, `${JUNK_RATE} junk/s alone`, undefined, [], junk);
-    const perPushMicros = (junkOnly.cpuSeconds / Math.max(1, junkOnly.junkSent)) * 1e6;
+    // The junk alone (no victim, no real logout): the verifier's CPU for 2,000 junk pushes a second.
+    const junkOnly = await logoutRow(stack, dir, `${JUNK_RATE} junk/s alone`, { junk });
+    rmSync(dir, { recursive: true, force: true });
+    const junkSent = Math.max(1, junkOnly.junk?.requests ?? 0);
+    const perPushMicros = (junkOnly.cpuSeconds / junkSent) * 1e6;
     const junkCpu = (perPushMicros * JUNK_RATE) / 1e4;
-    const p99 = (row: Row) =>
-      quantile(
-        [...row.latencies].sort((a, b) => a - b),
-        0.99,
-      );
-    const ratio = p99(flooded) / p99(alone);
+    const ratio = (flooded.victim?.p99 ?? Number.NaN) / (alone.victim?.p99 ?? Number.NaN);
+    const applied = [alone, flooded].reduce(
+      (n, row) => n + (row.logouts?.statuses.get(200) ?? 0),
+      0,
+    );
+    const sent = [alone, flooded].reduce((n, row) => n + (row.logouts?.requests ?? 0), 0);
     console.log(
       [
-        `victim: uncached /secret (a new token each), ${VICTIM_RATE}/s, one at a time; attacker: ${ATTACKER_CONCURRENCY} in flight; ${SECONDS} s a row`,
-        '',
-        `| row | victim requests | p50 ms | p90 ms | p99 ms | victim answers | attacker answers | p99 ≤ ${GOAL_P99_MS} ms |`,
-        '| --- | ---: | ---: | ---: | ---: | --- | --- | --- |',
-        ...rows.map(line),
-        '',
-        `the IdP's address (${IDP}): real logouts ${LOGOUT_RATE}/s, junk ${JUNK_RATE}/s (malformed, another issuer, forged under its iss and kid); verifier CPU from /proc`,
+        ...(rows.length === 0
+          ? []
+          : [
+              `victim: uncached /secret (a new token each), ${VICTIM_RATE}/s, one at a time; attacker: ${ATTACKER_CONCURRENCY} in flight; ${SECONDS} s a row`,
+              '',
+              `| row | victim requests | p50 ms | p90 ms | p99 ms | victim answers | attacker answers | p99 ≤ ${GOAL_P99_MS} ms |`,
+              '| --- | ---: | ---: | ---: | ---: | --- | --- | --- |',
+              ...rows.map(line),
+              '',
+            ]),
+        `the IdP's address (${IDP}): real logouts ${LOGOUT_RATE}/s, junk ${JUNK_RATE}/s (malformed, another issuer, forged under its iss and kid), each a wrk process${LOAD_CPU === undefined ? '' : ` on cpu ${LOAD_CPU}`}, paced; the victim a wrk process of its own (one connection, ${VICTIM_RATE}/s, a new token each); ${LOAD_CPU === undefined ? 'nothing pinned' : 'verifier on cpu 0'}; the verifier's CPU from /proc`,
         '',
         '| row | real logouts sent | applied (200) | junk sent | junk answers | verifier CPU % of a core | victim p99 ms |',
         '| --- | ---: | ---: | --- | --- | ---: | ---: |',
@@ -425,7 +441,8 @@ async function main(): Promise<void> {
         logoutLine(flooded),
         logoutLine(junkOnly),
         '',
-        `real logouts applied: ${alone.applied + flooded.applied} of ${alone.logoutsSent + flooded.logoutsSent} (goal: all); the verifier's CPU per junk push ${perPushMicros.toFixed(0)} µs, so ${JUNK_RATE} junk/s cost ${junkCpu.toFixed(1)} % of a core (goal ≤ ${GOAL_JUNK_CPU_PERCENT} %): ${junkCpu <= GOAL_JUNK_CPU_PERCENT ? 'met' : 'MISSED'}; victim p99 with the junk / without ${ratio.toFixed(2)} (goal ≤ ${GOAL_P99_RATIO}): ${ratio <= GOAL_P99_RATIO ? 'met' : 'MISSED'}`,
+        `victim p50/p90/p99 ms: without the junk ${[alone.victim?.p50, alone.victim?.p90, alone.victim?.p99].map((v) => v?.toFixed(1)).join('/')}, with it ${[flooded.victim?.p50, flooded.victim?.p90, flooded.victim?.p99].map((v) => v?.toFixed(1)).join('/')}`,
+        `real logouts applied: ${applied} of ${sent} (goal: all); the verifier's CPU per junk push ${perPushMicros.toFixed(0)} µs, so ${JUNK_RATE} junk/s cost ${junkCpu.toFixed(1)} % of a core (goal ≤ ${GOAL_JUNK_CPU_PERCENT} %): ${junkCpu <= GOAL_JUNK_CPU_PERCENT ? 'met' : 'MISSED'}; victim p99 with the junk / without ${ratio.toFixed(2)} (goal ≤ ${GOAL_P99_RATIO}): ${ratio <= GOAL_P99_RATIO ? 'met' : 'MISSED'}`,
       ].join('\n'),
     );
   } finally {

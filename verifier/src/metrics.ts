@@ -47,6 +47,39 @@ export function createMetrics(
       count.pending++;
     };
   }
+  /**
+   * pendingCounter for two labels: the count of (`a`, `b`) found in two small maps, with no key
+   * string built per bump (the revocation receivers count every junk push).
+   */
+  function pendingCounter2<A extends string, B extends string>(
+    name: string,
+    help: string,
+    labelNames: readonly [string, string],
+  ) {
+    type Count = { labels: Record<string, string>; pending: number };
+    const counts = new Map<A, Map<B, Count>>();
+    new Counter({
+      name,
+      help,
+      labelNames: [...labelNames],
+      registers,
+      collect() {
+        for (const byB of counts.values())
+          for (const count of byB.values()) {
+            if (count.pending > 0) this.inc(count.labels, count.pending);
+            count.pending = 0;
+          }
+      },
+    });
+    return (a: A, b: B) => {
+      let byB = counts.get(a);
+      if (byB === undefined) counts.set(a, (byB = new Map<B, Count>()));
+      let count = byB.get(b);
+      if (count === undefined)
+        byB.set(b, (count = { labels: { [labelNames[0]]: a, [labelNames[1]]: b }, pending: 0 }));
+      count.pending++;
+    };
+  }
   /** A gauge read when scraped. */
   const gauge = (name: string, help: string, read: () => number) =>
     new Gauge({
@@ -157,17 +190,19 @@ export function createMetrics(
       registers,
     }),
     // Pushed revocation (revocation/): per logout token or SET, by the channel it came on.
-    revocationReceived: counter<[channel: RevocationChannel]>(
+    // Bumped as plain numbers, as the decisions are: a flood of junk pushes counts every one.
+    revocationReceived: pendingCounter(
       'verifier_revocations_received_total',
       'Logout tokens and SETs received, by channel (backchannel_logout, ssf_push, ssf_poll).',
+      (channel: RevocationChannel) => ({ channel }),
       ['channel'],
     ),
-    revocationApplied: counter<[channel: RevocationChannel, event: string]>(
+    revocationApplied: pendingCounter2<RevocationChannel, string>(
       'verifier_revocations_applied_total',
       'Logout tokens and SETs verified and acted on, by channel and event type.',
       ['channel', 'event'],
     ),
-    revocationRefused: counter<[channel: RevocationChannel, reason: string]>(
+    revocationRefused: pendingCounter2<RevocationChannel, string>(
       'verifier_revocations_refused_total',
       "Logout tokens and SETs refused (`rate_limited`: a forgery past its key's budget of failed signature checks), or acknowledged and ignored, by channel and reason.",
       ['channel', 'reason'],

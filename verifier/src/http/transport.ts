@@ -160,24 +160,24 @@ export function createTransport(routes: Routes) {
 
   /**
    * A receiver's body up to the cap, then its answer. A `Content-Length` over the cap is refused
-   * before a byte is read; with one, the body is copied into one buffer of that size as it arrives
-   * (uWS reuses the chunks' memory), else chunk by chunk. A receiver that answers at once (a
-   * refusal) is written at once: no promise, no continuation. Junk floods this path
-   * (docs/performance.md, "Junk at the receivers"), so it allocates only the body.
+   * before a byte is read. A body that arrives in one chunk (a push almost always does) is decoded
+   * where uWS holds it; a longer one is copied into one buffer as it arrives (uWS reuses the
+   * chunks' memory). A receiver that answers at once (a refusal) is written at once, inside uWS's
+   * own callback: no promise, no continuation. Junk floods this path (docs/performance.md, "Junk
+   * at the receivers"), so it allocates little more than the body.
    */
   function receive(
     res: Response,
     receiver: Receiver,
-    headers: {
-      contentType: string | undefined;
-      clientKey: string | undefined;
-      traceparent: string | undefined;
-    },
+    contentType: string | undefined,
+    clientKey: string | undefined,
+    traceparent: string | undefined,
     contentLength: string,
   ): void {
     const declared = contentLength === '' ? undefined : Number(contentLength);
     if (declared !== undefined && !(declared <= MAX_RECEIVER_BODY_BYTES))
       return write(res, BODY_TOO_LARGE);
+    const cap = declared ?? MAX_RECEIVER_BODY_BYTES;
     // Counted in flight from here: a stop waits for the body and the answer.
     inFlight++;
     let done = false;
@@ -187,32 +187,42 @@ export function createTransport(routes: Routes) {
       inFlight--;
       write(res, reply);
     };
+    const hand = (body: string) => {
+      const reply = receiver({ contentType, clientKey, traceparent, body });
+      if (reply instanceof Promise) void reply.then(answer);
+      else answer(reply);
+    };
     res.onAborted(() => {
       res.aborted = true;
       answer(BODY_TOO_LARGE);
     });
-    const buffer = Buffer.allocUnsafe(declared ?? 0);
-    const chunks: Buffer[] = [];
+    let buffer: Buffer | undefined;
     let size = 0;
     res.onData((chunk, isLast) => {
       if (done) return;
       const length = chunk.byteLength;
       // Refused at once; the chunks still arriving are ignored.
-      if (size + length > (declared ?? MAX_RECEIVER_BODY_BYTES)) return answer(BODY_TOO_LARGE);
-      if (declared === undefined) chunks.push(Buffer.from(chunk.slice(0)));
-      else buffer.set(new Uint8Array(chunk), size);
+      if (size + length > cap) return answer(BODY_TOO_LARGE);
+      if (isLast && buffer === undefined) return hand(Buffer.from(chunk).toString('utf8'));
+      buffer ??= Buffer.allocUnsafe(cap);
+      buffer.set(new Uint8Array(chunk), size);
       size += length;
-      if (!isLast) return;
-      const body = (declared === undefined ? Buffer.concat(chunks) : buffer).toString(
-        'utf8',
-        0,
-        size,
-      );
-      const reply = receiver({ ...headers, body });
-      if (reply instanceof Promise) void reply.then(answer);
-      else answer(reply);
+      if (isLast) hand(buffer.toString('utf8', 0, size));
     });
   }
+
+  /** A receiver's route: POST only (uWS's router; other methods reach `/*`, which answers 405). */
+  const post = (receiver: Receiver) => (res: Response, req: HttpRequest) => {
+    if (isEdge?.(req.getHeader(EDGE_KEY)) === false) return write(res, CALLER_UNKNOWN_BODY);
+    receive(
+      res,
+      receiver,
+      req.getHeader('content-type') || undefined,
+      req.getHeader(CLIENT_KEY) || undefined,
+      req.getHeader('traceparent') || undefined,
+      req.getHeader('content-length'),
+    );
+  };
 
   const { isEdge } = routes;
   const authorize = routes.verify;
@@ -232,24 +242,12 @@ export function createTransport(routes: Routes) {
       if (decision instanceof Promise) later(res, decision, render);
       else write(res, render(decision));
     });
+  for (const [path, receiver] of routes.receivers) app.post(path, post(receiver));
   app.any('/*', (res: Response, req: HttpRequest) => {
     const path = req.getUrl();
     const method = req.getMethod().toUpperCase();
-    const receiver = routes.receivers.get(path);
-    if (receiver !== undefined) {
-      if (method !== 'POST') return write(res, METHOD_NOT_ALLOWED);
-      if (isEdge?.(req.getHeader(EDGE_KEY)) === false) return write(res, CALLER_UNKNOWN_BODY);
-      return receive(
-        res,
-        receiver,
-        {
-          contentType: req.getHeader('content-type') || undefined,
-          clientKey: req.getHeader(CLIENT_KEY) || undefined,
-          traceparent: req.getHeader('traceparent') || undefined,
-        },
-        req.getHeader('content-length'),
-      );
-    }
+    // A receiver's POST is routed to it above; any other method is refused here.
+    if (routes.receivers.has(path)) return write(res, METHOD_NOT_ALLOWED);
     const page = routes.pages.get(path);
     if (page === undefined || method !== 'GET') return write(res, NOT_FOUND);
     const answer = page();

@@ -295,6 +295,17 @@ describe('an invalid logout token gets 400 and changes nothing', () => {
     expect((await logout(`${form(token)}&${form(token)}`)).status).toBe(400);
     expect((await logout('logout_token=not.a.jwt')).status).toBe(400);
   });
+
+  it('reads the form as a form: an encoded field name or token is decoded, a second field refused', async () => {
+    const encoded = (sub: string) =>
+      mintLogoutToken({ claims: { sub } }).then(
+        (token) => `logout%5Ftoken=${token.replaceAll('.', '%2E')}`,
+      );
+    expect((await logout(await encoded('ivy'))).status).toBe(200);
+    const token = await mintLogoutToken({ claims: { sub: 'jack' } });
+    expect((await logout(`${form(token)}&logout_token=x`)).status).toBe(400);
+    expect((await logout(`${form(token)}&state=1`)).status).toBe(200);
+  });
 });
 
 describe('refusals in the log', () => {
@@ -467,6 +478,29 @@ describe('the receiver', () => {
     });
     expect(tightDecision.edgeTtl).toBe(2);
     await tight.service.stop(0);
+  });
+
+  it('answers junk at once, with no promise to wait for: nothing of it waits for a key or the store', async () => {
+    // A made-up `kid` once (its refetch done, the next within the cooldown asks nothing), then a
+    // real logout, so the IdP's key is held again after that refetch.
+    const madeUp = form(await mintLogoutToken({ key: 'attacker', header: { kid: 'made-up' } }));
+    await logout(madeUp);
+    expect((await logout(form(await mintLogoutToken({ claims: { sub: 'kim' } })))).status).toBe(
+      200,
+    );
+    const junk = [
+      'logout_token=eyJhbGciOiJSUzI1NiJ9.bm90IGpzb24.c2ln',
+      form(
+        await mintLogoutToken({ claims: { iss: 'https://idp.attacker.test' }, key: 'attacker' }),
+      ),
+      madeUp,
+      form(await mintLogoutToken({ key: 'attacker', header: { kid: PRIVATE_JWKS.rsaA.kid } })),
+    ];
+    for (const body of junk) {
+      const answer = logout(body);
+      expect(answer, body.slice(0, 40)).not.toBeInstanceOf(Promise);
+      expect(await answer).toMatchObject({ status: 400, body: '{"error":"invalid_request"}' });
+    }
   });
 
   it('counts received, applied and refused logout tokens', async () => {

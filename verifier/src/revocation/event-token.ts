@@ -2,6 +2,7 @@
 // the claims by jose's rules): logout tokens (OIDC Back-Channel Logout 1.0 §2.4–2.6) and Security
 // Event Tokens (RFC 8417, SSF 1.0 SET profile). Each becomes a ReceivedEvent: the `jti` the
 // receiver remembers and the watermarks it writes.
+import type { CryptoKey } from 'jose';
 import type { Clock } from '../clock.js';
 import type { VerifierConfig } from '../config/model.js';
 import {
@@ -10,10 +11,16 @@ import {
   verifySignature,
   type SignatureScheme,
 } from '../token/jws-signature.js';
-import { checkProtectedHeader, readProtectedHeader, validateClaims } from '../token/jwt-claims.js';
+import {
+  checkClaims,
+  checkProtectedHeader,
+  decodeClaims,
+  readProtectedHeader,
+  type DecodedClaims,
+} from '../token/jwt-claims.js';
 import { toVerifyError } from '../token/jwt-verifier.js';
 import type { KeySet } from '../token/key-set.js';
-import { hasCanonicalSignature, unverifiedIssuer } from '../token/token-shape.js';
+import { hasCanonicalSignature } from '../token/token-shape.js';
 import { ReceiverError, type RefusalReason } from './receiver-error.js';
 import type { Revocation } from './watermarks.js';
 
@@ -33,20 +40,26 @@ export interface ReceivedEvent {
   readonly ignored?: 'event_unknown' | 'subject_unknown' | 'sid_unmatched';
 }
 
+/** A verified token, or why it was refused. */
+export type Verified = ReceivedEvent | ReceiverError;
+
 /**
  * Verifies one pushed token. `spend(key)` is asked only when a signature under a sender's known
  * key (`key`: its `iss` and `kid`) did not verify: false refuses the push as `rate_limited` (the
- * key's budget of failures is spent). A token whose signature verifies never asks it.
+ * key's budget of failures is spent). A token whose signature verifies never asks it. Answers at
+ * once, without a promise, unless the key set must be asked (a first sight of a key, a refetch).
  */
 export type EventVerifier = (
   token: string,
   spend?: (key: string) => boolean,
-) => Promise<ReceivedEvent>;
+) => Verified | Promise<Verified>;
 
 type Claims = Record<string, unknown>;
 
+const refusal = (reason: RefusalReason, message: string) => new ReceiverError(reason, message);
+
 function refuse(reason: RefusalReason, message: string): never {
-  throw new ReceiverError(reason, message);
+  throw refusal(reason, message);
 }
 
 /** One sender: its keys and algorithms, and jose's claim options (`issuer`, `audience`, `typ`…). */
@@ -118,6 +131,11 @@ const subjectString = (value: unknown): string | undefined =>
  * shape and a canonical signature spelling, a sender whose tokens are accepted, its `typ`, an
  * allowed `alg` and `crit`, a key the sender's set holds for the `kid` (an unknown one refetches
  * at most once per cooldown). Only then is the signature checked, once, with node:crypto.
+ *
+ * Up to the signature, refusals are returned, not thrown, and the fixed ones are built once: V8
+ * counts a function's calls towards optimising it only when it returns, so checks that a flood of
+ * junk always left by `throw` stayed interpreted (and each throw computed a source location).
+ * After the signature held (a real sender), the claim checks throw as jose's do.
  */
 function createEventVerifier(
   senders: ReadonlyMap<string, Sender>,
@@ -127,47 +145,54 @@ function createEventVerifier(
     sender: Sender,
   ) => Pick<ReceivedEvent, 'event' | 'revocations' | 'ignored'>,
 ): EventVerifier {
-  return async function verifyEventToken(token, spend) {
-    if (token.length > MAX_EVENT_TOKEN_BYTES)
-      refuse('token_malformed', `the token is longer than ${MAX_EVENT_TOKEN_BYTES} bytes`);
-    const header = readProtectedHeader(token);
-    if (header === undefined) refuse('token_malformed', 'the token is not a JWT');
-    if (!hasCanonicalSignature(token))
-      refuse('token_malformed', 'the signature is not canonical base64url');
-    // The unverified `iss` only picks the sender; everything is verified afterwards.
-    let iss: unknown;
-    try {
-      iss = unverifiedIssuer(token);
-    } catch {
-      refuse('token_malformed', 'the token is not a JWT');
+  const tooLong = refusal(
+    'token_malformed',
+    `the token is longer than ${MAX_EVENT_TOKEN_BYTES} bytes`,
+  );
+  const notJwt = refusal('token_malformed', 'the token is not a JWT');
+  const notCanonical = refusal('token_malformed', 'the signature is not canonical base64url');
+  const issuerUnknown = refusal(
+    'issuer_unknown',
+    '"iss" is not a sender whose tokens are accepted',
+  );
+  const algNotAllowed = refusal(
+    'alg_not_allowed',
+    'the token uses an unsupported algorithm or key',
+  );
+  const overBudget = refusal(
+    'rate_limited',
+    'over the budget of failed signature checks for this key',
+  );
+  const signatureInvalid = refusal('signature_invalid', 'signature verification failed');
+  const keyUnknown = new Map(
+    [...senders.values()].map((sender) => [
+      sender,
+      refusal('key_unknown', `no key of "${sender.issuer}" matches the token's "kid"`),
+    ]),
+  );
+
+  /** The checks after the key: the signature, once, then the claims and what the token asks. */
+  function verifyWithKey(
+    token: string,
+    header: Readonly<Record<string, unknown>>,
+    decoded: DecodedClaims,
+    sender: Sender,
+    expectedTyp: string | undefined,
+    cryptoKey: CryptoKey,
+    spend: ((key: string) => boolean) | undefined,
+  ): Verified {
+    const { schemes, issuer, audience, clockTolerance, maxTokenAge } = sender;
+    const scheme = schemes.get(header.alg as string)!;
+    const key = verificationKey(cryptoKey, scheme);
+    if (key === undefined) return algNotAllowed;
+    if (!verifySignature(token, scheme, key)) {
+      // A forgery under a real key: past the key's budget, the cheap 429 (receiver.ts).
+      const kid = typeof header.kid === 'string' ? header.kid : '';
+      return spend !== undefined && !spend(`${issuer}\n${kid}`) ? overBudget : signatureInvalid;
     }
-    const sender = typeof iss === 'string' ? senders.get(iss) : undefined;
-    if (sender === undefined)
-      refuse('issuer_unknown', '"iss" is not a sender whose tokens are accepted');
-    const { keys, schemes, issuer, audience, clockTolerance, maxTokenAge } = sender;
-    const { typ } = header;
-    const expectedTyp =
-      sender.typOptional && (typ === undefined || isPlainJwt(typ)) ? undefined : sender.typ;
-    if (
-      expectedTyp !== undefined &&
-      (typeof typ !== 'string' || mediaType(typ) !== mediaType(expectedTyp))
-    )
-      refuse('typ_mismatch', `"typ" (JWT Type) Header Parameter must be "${expectedTyp}"`);
-    let claims: Claims;
     try {
-      const scheme = schemes.get(checkProtectedHeader(header, schemes))!;
-      const key = verificationKey(await keys.getKey(header), scheme);
-      if (key === undefined)
-        refuse('alg_not_allowed', 'the token uses an unsupported algorithm or key');
-      if (!verifySignature(token, scheme, key)) {
-        // A forgery under a real key: past the key's budget, the cheap 429 (receiver.ts).
-        const kid = typeof header.kid === 'string' ? header.kid : '';
-        if (spend !== undefined && !spend(`${issuer}\n${kid}`))
-          refuse('rate_limited', 'over the budget of failed signature checks for this key');
-        refuse('signature_invalid', 'signature verification failed');
-      }
-      claims = validateClaims(
-        token,
+      const claims: Claims = checkClaims(
+        decoded,
         header,
         {
           issuer,
@@ -179,20 +204,64 @@ function createEventVerifier(
         },
         now(),
       );
+      const { jti, iat, events } = claims;
+      if (typeof jti !== 'string' || jti.length === 0 || jti.length > 256)
+        refuse('claim_invalid', '"jti" claim must be a string of 1 to 256 characters');
+      // jose checks a future `iat` only together with `maxTokenAge`, which SETs do not have.
+      if (typeof iat !== 'number' || iat > now() + clockTolerance)
+        refuse('claim_invalid', '"iat" claim is in the future');
+      if (!isObject(events)) refuse('events_invalid', '"events" claim must be a JSON object');
+      return { sender: issuer, jti, ...read({ claims, iat, events }, sender) };
     } catch (error) {
-      if (error instanceof ReceiverError) throw error;
-      const { code, message } = toVerifyError(error);
-      refuse(code, message);
+      return asRefusal(error);
     }
-    const { jti, iat, events } = claims;
-    if (typeof jti !== 'string' || jti.length === 0 || jti.length > 256)
-      refuse('claim_invalid', '"jti" claim must be a string of 1 to 256 characters');
-    // jose checks a future `iat` only together with `maxTokenAge`, which SETs do not have.
-    if (typeof iat !== 'number' || iat > now() + clockTolerance)
-      refuse('claim_invalid', '"iat" claim is in the future');
-    if (!isObject(events)) refuse('events_invalid', '"events" claim must be a JSON object');
-    return { sender: issuer, jti, ...read({ claims, iat, events }, sender) };
+  }
+
+  return function verifyEventToken(token, spend) {
+    if (token.length > MAX_EVENT_TOKEN_BYTES) return tooLong;
+    const header = readProtectedHeader(token);
+    if (header === undefined) return notJwt;
+    if (!hasCanonicalSignature(token)) return notCanonical;
+    // The unverified `iss` only picks the sender; everything is verified afterwards, the claims
+    // from this one decoding.
+    const decoded = decodeClaims(token);
+    if (decoded === undefined) return notJwt;
+    const { iss } = decoded.claims;
+    const sender = typeof iss === 'string' ? senders.get(iss) : undefined;
+    if (sender === undefined) return issuerUnknown;
+    const { keys, schemes } = sender;
+    const { typ } = header;
+    const expectedTyp =
+      sender.typOptional && (typ === undefined || isPlainJwt(typ)) ? undefined : sender.typ;
+    if (
+      expectedTyp !== undefined &&
+      (typeof typ !== 'string' || mediaType(typ) !== mediaType(expectedTyp))
+    )
+      return refusal('typ_mismatch', `"typ" (JWT Type) Header Parameter must be "${expectedTyp}"`);
+    try {
+      checkProtectedHeader(header, schemes);
+    } catch (error) {
+      return asRefusal(error);
+    }
+    // A key already held, or a `kid` refused with no fetch to wait for: no promise either way.
+    const held = keys.knownKey?.(header);
+    if (held !== undefined)
+      return verifyWithKey(token, header, decoded, sender, expectedTyp, held, spend);
+    if (keys.refusesAtOnce?.(header) === true) return keyUnknown.get(sender)!;
+    return keys
+      .getKey(header)
+      .then(
+        (key) => verifyWithKey(token, header, decoded, sender, expectedTyp, key, spend),
+        asRefusal,
+      );
   };
+}
+
+/** A ReceiverError as is; jose's and the verifier's errors as the refusal of their code. */
+function asRefusal(error: unknown): ReceiverError {
+  if (error instanceof ReceiverError) return error;
+  const { code, message } = toVerifyError(error);
+  return new ReceiverError(code, message);
 }
 
 /**

@@ -9,7 +9,7 @@ import { fetchJson } from '../fetch-json.js';
 import type { Logger } from '../log.js';
 import type { Metrics, RevocationChannel } from '../metrics.js';
 import { jsonRefusal } from '../refusals.js';
-import type { EventVerifier } from './event-token.js';
+import type { EventVerifier, ReceivedEvent, Verified } from './event-token.js';
 import { ReceiverError, type RefusalReason } from './receiver-error.js';
 import type { RevocationStore } from './store.js';
 import type { Revocation } from './watermarks.js';
@@ -61,27 +61,52 @@ function setError({ reason }: ReceiverError): { err: string } {
   return { err: SET_ERRORS[reason] ?? 'invalid_request' };
 }
 
+/** A token's outcome: its refusal, or undefined when it was applied (or acknowledged, ignored). */
+type Outcome = ReceiverError | undefined;
+
 /**
- * Reads, verifies and applies one token, counting and logging the outcome; resolves with the
- * refusal, or undefined when it was applied (or acknowledged and ignored). `read` may refuse the
- * request itself by throwing a ReceiverError.
+ * Reads, verifies and applies one token, counting and logging the outcome: the refusal, or
+ * undefined when it was applied (or acknowledged and ignored). `read` may refuse the request
+ * itself by throwing a ReceiverError. A token refused before any key fetch or store call (all the
+ * junk a flood sends) is answered at once, with no promise: only a token the key set must be
+ * asked about, or one that verified and goes to the store, is a promise.
  */
 function createEventProcessor(parts: ReceiverParts, verify: EventVerifier) {
   const { store, metrics, logger, throttle } = parts;
   /** Senders already warned that their `sid`-only logouts match no token. */
   const sidWarned = new Set<string>();
-  return async function processEvent(
-    channel: RevocationChannel,
-    read: () => string,
-    clientKey?: string,
-  ): Promise<ReceiverError | undefined> {
-    metrics.revocationReceived(channel);
-    // Pushes only (the poller fetches what it asked for, from the transmitter it authenticated).
-    const spend = channel === 'ssf_poll' ? undefined : parts.spendFailure;
+
+  /** A refusal counted and logged (at most a line a second per kind). */
+  function refused(channel: RevocationChannel, error: unknown, clientKey?: string): ReceiverError {
+    // Anything else is a bug: logged as one, refused as a request not processed.
+    const unexpected = !(error instanceof ReceiverError);
+    const refusal = unexpected
+      ? new ReceiverError('request_invalid', (error as Error).message)
+      : error;
+    const { reason, message: detail } = refusal;
+    metrics.revocationRefused(channel, reason);
+    const suppressed = throttle(`${channel} ${unexpected ? 'unexpected' : reason}`);
+    if (suppressed === undefined) return refusal;
+    if (unexpected)
+      logger.error(
+        { channel, err: detail, suppressed },
+        'unexpected failure receiving a revocation',
+      );
+    else if (reason === 'rate_limited')
+      logger.warn(
+        { channel, client: clientKey, suppressed },
+        "forged revocation pushes over their key's budget of failed signature checks refused (429)",
+      );
+    else logger.info({ channel, reason, detail, suppressed }, 'revocation refused');
+    return refusal;
+  }
+
+  /** A verified token: its `jti` remembered (a replay is refused), its watermarks written. */
+  async function accept(channel: RevocationChannel, verified: ReceivedEvent): Promise<Outcome> {
+    const { sender, jti, event, revocations, ignored } = verified;
+    // The kind first: an IdP may send logout tokens and SETs, with `jti`s of their own.
+    const replayKey = `${channel === 'backchannel_logout' ? 'bcl' : 'set'}\n${sender}\n${jti}`;
     try {
-      const { sender, jti, event, revocations, ignored } = await verify(read(), spend);
-      // The kind first: an IdP may send logout tokens and SETs, with `jti`s of their own.
-      const replayKey = `${channel === 'backchannel_logout' ? 'bcl' : 'set'}\n${sender}\n${jti}`;
       if (!(await store.remember(replayKey, parts.replayTtl(channel))))
         throw new ReceiverError('jti_replayed', '"jti" was seen before');
       const written = await parts.apply(revocations).catch(async (error: unknown) => {
@@ -105,36 +130,59 @@ function createEventProcessor(parts: ReceiverParts, verify: EventVerifier) {
       );
       return undefined;
     } catch (error) {
-      // Anything else is a bug: logged as one, refused as a request not processed.
-      const unexpected = !(error instanceof ReceiverError);
-      const refused = unexpected
-        ? new ReceiverError('request_invalid', (error as Error).message)
-        : error;
-      const { reason, message: detail } = refused;
-      metrics.revocationRefused(channel, reason);
-      const suppressed = throttle(`${channel} ${unexpected ? 'unexpected' : reason}`);
-      if (suppressed === undefined) return refused;
-      if (unexpected)
-        logger.error(
-          { channel, err: detail, suppressed },
-          'unexpected failure receiving a revocation',
-        );
-      else if (reason === 'rate_limited')
-        logger.warn(
-          { channel, client: clientKey, suppressed },
-          "forged revocation pushes over their key's budget of failed signature checks refused (429)",
-        );
-      else logger.info({ channel, reason, detail, suppressed }, 'revocation refused');
-      return refused;
+      return refused(channel, error);
     }
+  }
+
+  /** A verified token accepted, a refused one counted and logged. */
+  const settle = (channel: RevocationChannel, verified: Verified, clientKey?: string) =>
+    verified instanceof ReceiverError
+      ? refused(channel, verified, clientKey)
+      : accept(channel, verified);
+
+  return function processEvent(
+    channel: RevocationChannel,
+    read: () => string,
+    clientKey?: string,
+  ): Outcome | Promise<Outcome> {
+    metrics.revocationReceived(channel);
+    // Pushes only (the poller fetches what it asked for, from the transmitter it authenticated).
+    const spend = channel === 'ssf_poll' ? undefined : parts.spendFailure;
+    let verified: Verified | Promise<Verified>;
+    try {
+      verified = verify(read(), spend);
+    } catch (error) {
+      return refused(channel, error, clientKey);
+    }
+    if (!(verified instanceof Promise)) return settle(channel, verified, clientKey);
+    return verified.then(
+      (outcome) => settle(channel, outcome, clientKey),
+      (error: unknown) => refused(channel, error, clientKey),
+    );
   };
 }
 
 /** The body when its media type is `type`; else the request is refused with `refusal`. */
 function bodyAs(request: ReceivedRequest, type: string, refusal: string): string {
-  const media = (request.contentType ?? '').split(';')[0]!.trim().toLowerCase();
+  const given = request.contentType ?? '';
+  const end = given.indexOf(';');
+  const media = (end === -1 ? given : given.slice(0, end)).trim().toLowerCase();
   if (media !== type) throw new ReceiverError('request_invalid', refusal);
   return request.body;
+}
+
+const LOGOUT_FIELD = 'logout_token=';
+
+/**
+ * The one `logout_token` of a form body. The form an IdP sends (the field alone, nothing to
+ * decode: base64url and dots) is sliced; any other body is read by URLSearchParams, which decodes
+ * names and values as a form parser must.
+ */
+function logoutTokenOf(body: string): string {
+  if (body.startsWith(LOGOUT_FIELD) && !/[&%+]/.test(body)) return body.slice(LOGOUT_FIELD.length);
+  const tokens = new URLSearchParams(body).getAll('logout_token');
+  if (tokens.length === 1) return tokens[0]!;
+  throw new ReceiverError('request_invalid', 'the body must carry exactly one "logout_token"');
 }
 
 /** POST /backchannel-logout: `logout_token=…` (form); 200, or 400 `{"error", "error_description"}`. */
@@ -142,26 +190,23 @@ export function createLogoutReceiver(parts: ReceiverParts, verify: EventVerifier
   const form = 'application/x-www-form-urlencoded';
   const processLogout = createEventProcessor(parts, verify);
   const limited = tooMany(parts);
-  // Every refusal is one of three answers, built once: a flood of junk allocates none.
+  // Every answer is one of four, built once: a flood of junk allocates none.
+  const applied: Answer = { status: 200, headers: NO_STORE, body: '' };
   const invalid = jsonRefusal(400, { error: 'invalid_request' });
   const unavailable = jsonRefusal(503, { error: 'temporarily_unavailable' });
-  return async function receiveLogout(request) {
-    const refused = await processLogout(
-      'backchannel_logout',
-      () => {
-        const body = bodyAs(request, form, `the body must be ${form}`);
-        const tokens = new URLSearchParams(body).getAll('logout_token');
-        if (tokens.length === 1) return tokens[0]!;
-        throw new ReceiverError(
-          'request_invalid',
-          'the body must carry exactly one "logout_token"',
-        );
-      },
-      request.clientKey,
-    );
-    if (refused === undefined) return { status: 200, headers: NO_STORE, body: '' };
+  const answerOf = (refused: ReceiverError | undefined): Answer => {
+    if (refused === undefined) return applied;
     if (refused.reason === 'rate_limited') return limited;
     return retryable(refused) ? unavailable : invalid;
+  };
+  const notForm = `the body must be ${form}`;
+  return function receiveLogout(request) {
+    const outcome = processLogout(
+      'backchannel_logout',
+      () => logoutTokenOf(bodyAs(request, form, notForm)),
+      request.clientKey,
+    );
+    return outcome instanceof Promise ? outcome.then(answerOf) : answerOf(outcome);
   };
 }
 
@@ -170,6 +215,7 @@ export function createPushReceiver(parts: ReceiverParts, verify: EventVerifier):
   const set = 'application/secevent+jwt';
   const processSet = createEventProcessor(parts, verify);
   const limited = tooMany(parts);
+  const accepted: Answer = { status: 202, headers: NO_STORE, body: '' };
   // The refusals by status and `err` code, each built the first time it is needed.
   const refusals = new Map<string, Answer>();
   const refusal = (status: number, err: string): Answer => {
@@ -178,15 +224,19 @@ export function createPushReceiver(parts: ReceiverParts, verify: EventVerifier):
     if (answer === undefined) refusals.set(key, (answer = jsonRefusal(status, { err })));
     return answer;
   };
-  return async function receivePush(request) {
-    const refused = await processSet(
-      'ssf_push',
-      () => bodyAs(request, set, `the body must be one SET sent as ${set}`).trim(),
-      request.clientKey,
-    );
-    if (refused === undefined) return { status: 202, headers: NO_STORE, body: '' };
+  const answerOf = (refused: ReceiverError | undefined): Answer => {
+    if (refused === undefined) return accepted;
     if (refused.reason === 'rate_limited') return limited;
     return refusal(retryable(refused) ? 503 : 400, setError(refused).err);
+  };
+  const notSet = `the body must be one SET sent as ${set}`;
+  return function receivePush(request) {
+    const outcome = processSet(
+      'ssf_push',
+      () => bodyAs(request, set, notSet).trim(),
+      request.clientKey,
+    );
+    return outcome instanceof Promise ? outcome.then(answerOf) : answerOf(outcome);
   };
 }
 

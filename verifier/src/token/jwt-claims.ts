@@ -22,14 +22,28 @@ export interface DecodedClaims {
   readonly strict: boolean;
 }
 
+/** True when the first character after JSON's whitespace (RFC 8259 §2) is `{`. */
+function opensObject(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code === 0x7b) return true;
+    if (code !== 0x20 && code !== 0x09 && code !== 0x0a && code !== 0x0d) return false;
+  }
+  return false;
+}
+
 /** The JSON of one base64url segment (undefined when no JSON object), and its strictness. */
 function decodeSegment(segment: string): DecodedClaims | undefined {
   const bytes = Buffer.from(segment, 'base64url');
-  const text = bytes.toString('utf8');
+  let text = bytes.toString('utf8');
+  // jose's TextDecoder drops a leading byte order mark; JSON.parse would refuse it.
+  if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+  // Only an object is wanted: anything that does not open one (random junk) is answered without
+  // the SyntaxError JSON.parse would build, stack and all.
+  if (!opensObject(text)) return undefined;
   let json: unknown;
   try {
-    // jose's TextDecoder drops a leading byte order mark; JSON.parse would refuse it.
-    json = JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
+    json = JSON.parse(text);
   } catch {
     return undefined;
   }

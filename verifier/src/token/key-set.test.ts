@@ -83,6 +83,23 @@ describe('key set', () => {
     expect(jwks.hits).toBe(3);
   });
 
+  it('says an unknown kid is refused without a fetch exactly while the cooldown forbids one', async () => {
+    const clock = manualClock();
+    const set = makeKeySet(clock);
+    await set.start();
+    // No on-demand fetch yet: the first unknown kid may refetch, so it is not refused at once.
+    expect(set.refusesAtOnce!(header('random-1'))).toBe(false);
+    await set.getKey(header('random-1')).catch(() => undefined);
+    expect(jwks.hits).toBe(2);
+    expect(set.refusesAtOnce!(header('random-2'))).toBe(true);
+    expect(set.refusesAtOnce!({ alg: 'RS256', kid: 7 } as never)).toBe(true);
+    // A kid the set names, or none, is for jose to match: never refused here.
+    expect(set.refusesAtOnce!(header(PRIVATE_JWKS.rsaA.kid))).toBe(false);
+    expect(set.refusesAtOnce!({ alg: 'RS256' })).toBe(false);
+    clock.advance(31);
+    expect(set.refusesAtOnce!(header('random-2'))).toBe(false);
+  });
+
   it('a new kid is accepted on first use after rotation', async () => {
     const set = makeKeySet(manualClock());
     await set.start();

@@ -15,7 +15,8 @@ import { FetchError, fetchJson, type FetchedJson } from '../fetch-json.js';
 export type JwksFetchOutcome = 'ok' | 'error' | 'invalid';
 type HeldKeySet = ReturnType<typeof createKeySet>;
 /** A key set; `knownKey` is optional, so a source without it (a test's local set) is waited for. */
-export type KeySet = Omit<HeldKeySet, 'knownKey'> & Partial<Pick<HeldKeySet, 'knownKey'>>;
+export type KeySet = Omit<HeldKeySet, 'knownKey' | 'refusesAtOnce'> &
+  Partial<Pick<HeldKeySet, 'knownKey' | 'refusesAtOnce'>>;
 
 /**
  * Loaded at start and refreshed in the background every `refresh` seconds (a smaller
@@ -152,6 +153,21 @@ export function createKeySet(options: {
     knownKey(header: JWSHeaderParameters): CryptoKey | undefined {
       const name = knownAs(header);
       return name === undefined || !isFresh() ? undefined : known.get(name);
+    },
+    /**
+     * True when `getKey` would refuse this header's `kid` as unknown without fetching: the
+     * trusted set does not name it, no fetch is running and the cooldown forbids another. The
+     * receivers then refuse a made-up `kid` with no promise to wait for.
+     */
+    refusesAtOnce(header: JWSHeaderParameters): boolean {
+      const { kid } = header;
+      return (
+        kid !== undefined &&
+        (typeof kid !== 'string' || !kids.has(kid)) &&
+        inFlight === undefined &&
+        isFresh() &&
+        now() - lastOnDemandAt < options.cooldown
+      );
     },
     /** The key for a token header, refetching once per cooldown for an unknown `kid`. */
     async getKey(header: JWSHeaderParameters) {
