@@ -1,0 +1,235 @@
+// A cached /verify counted, as DESIGN.md counts NGINX: the compiled verifier (the deployed heap
+// flags) as one process under callgrind, warmed with WARM-UP requests of one cached RS256 token,
+// zeroed, sent REQUESTS more over CONNECTIONS keep-alive connections, dumped; instructions per
+// request are the dump's total ÷ REQUESTS (user space of every thread: JIT code, GC, uWS, libc).
+// The floor is a bare uWS handler answering 204 to the same request bytes, NGINX's /_verify
+// headers (snippets/verify-endpoint.conf): timing ratios on these shared machines move by 2×, the
+// counts by a few per cent.
+//   npm run bench:verify-counts [-- --dist DIR/verifier/dist/main.js … --rounds N --keep]
+// Each `--dist` is another verifier build counted in the same run (a parent commit's, say),
+// interleaved with the others round by round (`--rounds N`, default 2).
+import { spawn, execFile, type ChildProcess } from 'node:child_process';
+import { generateKeyPairSync, sign } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { parseCallgrindTotals } from '../perf/nginx-counts.js';
+import { LOAD_TEST_VERIFIER_ENV } from '../perf/systems.js';
+import { VERIFIER_NODE_FLAGS } from '../stack/service-env.js';
+import { freePort } from '../stack/ports.js';
+
+const run = promisify(execFile);
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const ISSUER = 'https://bench.issuer.test';
+const AUDIENCE = 'secret-gate-api';
+const argv = process.argv.slice(2);
+const option = (name: string) => argv.flatMap((arg, i) => (arg === name ? [argv[i + 1]!] : []));
+const WARM_UP = Number(option('--warm-up')[0] ?? 20_000);
+const REQUESTS = 4_000;
+const CONNECTIONS = 8;
+
+const dists = option('--dist').map((path) => resolve(path));
+if (dists.length === 0) dists.push(join(ROOT, 'verifier/dist/main.js'));
+const rounds = Number(option('--rounds')[0] ?? 2);
+/**
+ * `--keep`: leave the dumps for callgrind_annotate; with `--perf-map` the JIT's code is named in
+ * /tmp/perf-PID.map (node's `--perf-basic-prof`), where callgrind only has addresses.
+ */
+const keep = argv.includes('--keep') ? true : undefined;
+const perfMap = argv.includes('--perf-map') ? ['--perf-basic-prof'] : [];
+
+const BARE_UWS = `
+const uws = require('uWebSockets.js');
+if (typeof uws.getParts !== 'function') { console.error('uWS native addon not loaded'); process.exit(1); }
+uws.App().any('/*', (res) => { res.writeStatus('204 No Content').endWithoutBody(); })
+  .listen('127.0.0.1', Number(process.env.PORT), (ok) => { if (!ok) process.exit(1); });
+`;
+
+const b64 = (value: string | Buffer) => Buffer.from(value).toString('base64url');
+const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 });
+const now = Math.floor(Date.now() / 1000);
+const input = `${b64(JSON.stringify({ alg: 'RS256', kid: 'count-rsa', typ: 'at+jwt' }))}.${b64(
+  JSON.stringify({
+    iss: ISSUER,
+    aud: AUDIENCE,
+    sub: 'user-1',
+    azp: 'spa-demo',
+    scope: 'openid secrets:read',
+    iat: now,
+    exp: now + 3600,
+    jti: 'count-1',
+  }),
+)}`;
+const token = `${input}.${b64(sign('sha256', Buffer.from(input), rsa.privateKey))}`;
+
+/** What NGINX's /_verify location sends for a bearer request (its empty headers are left out). */
+const REQUEST = Buffer.from(
+  [
+    'GET /verify HTTP/1.1',
+    'Host: sg_verifier',
+    `Authorization: Bearer ${token}`,
+    'X-SG-Policy: default',
+    'X-Original-URI: /secret',
+    'X-Original-Method: GET',
+    'X-SG-Client: 127.0.0.1',
+    '',
+    '',
+  ].join('\r\n'),
+);
+
+/** `count` requests over CONNECTIONS connections, one at a time on each; every answer a 204. */
+async function send(port: number, count: number): Promise<void> {
+  let left = count;
+  const one = () =>
+    new Promise<void>((done, fail) => {
+      const socket = connect(port, '127.0.0.1');
+      let seen = '';
+      const next = () => {
+        if (left === 0) return socket.end(() => done());
+        left--;
+        socket.write(REQUEST);
+      };
+      socket.setEncoding('latin1');
+      socket.on('connect', next);
+      socket.on('error', fail);
+      socket.on('data', (chunk: string) => {
+        seen += chunk;
+        // Answers without a body: each ends at its blank line.
+        let end: number;
+        while ((end = seen.indexOf('\r\n\r\n')) >= 0) {
+          const head = seen.slice(0, end);
+          seen = seen.slice(end + 4);
+          if (!head.startsWith('HTTP/1.1 204')) return fail(new Error(`answered ${head}`));
+          next();
+        }
+      });
+    });
+  await Promise.all(Array.from({ length: CONNECTIONS }, one));
+}
+
+function startJwks(): Promise<{ url: string; close: () => void }> {
+  const body = JSON.stringify({
+    keys: [{ ...rsa.publicKey.export({ format: 'jwk' }), kid: 'count-rsa', alg: 'RS256' }],
+  });
+  const server = createServer((_req, res) =>
+    res.writeHead(200, { 'content-type': 'application/json' }).end(body),
+  );
+  return new Promise((ready) =>
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      ready({ url: `http://127.0.0.1:${port}/jwks`, close: () => server.close() });
+    }),
+  );
+}
+
+async function waitServing(port: number, child: ChildProcess): Promise<void> {
+  const deadline = Date.now() + 180_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null)
+      throw new Error(`server under callgrind exited (${child.exitCode})`);
+    try {
+      const reply = await fetch(`http://127.0.0.1:${port}/readyz`, {
+        signal: AbortSignal.timeout(5000),
+      });
+      await reply.arrayBuffer();
+      if (reply.status < 300) return;
+    } catch {
+      // not listening yet
+    }
+    await sleep(300);
+  }
+  throw new Error(`server under callgrind did not serve within 180 s`);
+}
+
+/** callgrind_control exits 0 even when it found no such process: its "OK." is the answer. */
+async function control(pid: number, action: string): Promise<void> {
+  const { stdout, stderr } = await run('callgrind_control', [action, String(pid)]);
+  if (!/\bOK\./.test(stdout))
+    throw new Error(`callgrind_control ${action} ${pid} failed: ${(stdout + stderr).trim()}`);
+}
+
+/** Instructions per request of one server: `args` after node, under callgrind. */
+async function count(args: string[], env: Record<string, string>): Promise<number> {
+  const dir = mkdtempSync(join(tmpdir(), 'verify-counts-'));
+  const port = await freePort();
+  const child = spawn(
+    'valgrind',
+    [
+      '--tool=callgrind',
+      '--smc-check=all-non-file',
+      `--callgrind-out-file=${join(dir, 'callgrind.out')}`,
+      process.execPath,
+      ...perfMap,
+      ...args,
+    ],
+    {
+      cwd: ROOT,
+      env: {
+        PATH: process.env.PATH ?? '',
+        PORT: String(port),
+        ...env,
+        VERIFIER_LISTEN: `127.0.0.1:${port}`,
+      },
+      stdio: ['ignore', 'ignore', 'ignore'],
+    },
+  );
+  const exited = new Promise((done) => child.once('exit', done));
+  try {
+    await waitServing(port, child);
+    await send(port, WARM_UP);
+    await control(child.pid!, '--zero');
+    await send(port, REQUESTS);
+    await control(child.pid!, '--dump=counted');
+    const file = readdirSync(dir)
+      .map((name) => join(dir, name))
+      .find((path) => readFileSync(path, 'utf8').includes('\ndesc: Trigger: dump counted\n'));
+    if (file === undefined) throw new Error(`callgrind wrote no dump in ${dir}`);
+    return parseCallgrindTotals(readFileSync(file, 'utf8')) / REQUESTS;
+  } finally {
+    child.kill('SIGKILL');
+    await exited;
+    if (keep === undefined) rmSync(dir, { recursive: true, force: true });
+    else console.log(`callgrind dumps kept in ${dir} (pid ${child.pid})`);
+  }
+}
+
+const jwks = await startJwks();
+const verifierEnv = {
+  VERIFIER_ISSUER: ISSUER,
+  VERIFIER_AUDIENCE: AUDIENCE,
+  VERIFIER_JWKS_URI: jwks.url,
+  VERIFIER_REQUIRED_SCOPES: 'secrets:read',
+  VERIFIER_LOG_LEVEL: 'warn',
+  ...LOAD_TEST_VERIFIER_ENV,
+};
+const rows: Array<[string, () => Promise<number>]> = [
+  ['bare uWS 204', () => count(['-e', BARE_UWS], { NODE_PATH: join(ROOT, 'node_modules') })],
+  ...dists.map((dist): [string, () => Promise<number>] => [
+    `cached /verify ${dist}`,
+    () => count([...VERIFIER_NODE_FLAGS, dist], verifierEnv),
+  ]),
+];
+const results = new Map<string, number[]>(rows.map(([name]) => [name, []]));
+try {
+  for (let round = 0; round < rounds; round++)
+    for (const [name, measure] of rows) {
+      const figure = await measure();
+      results.get(name)!.push(figure);
+      console.log(`round ${round + 1}: ${name}: ${Math.round(figure)} instructions per request`);
+    }
+} finally {
+  jwks.close();
+}
+const floor = Math.min(...results.get('bare uWS 204')!);
+console.log(
+  `\ninstructions per request (${REQUESTS} after ${WARM_UP} of warm-up, ${CONNECTIONS} connections):`,
+);
+for (const [name, figures] of results)
+  console.log(
+    `${name}: ${figures.map((n) => Math.round(n).toLocaleString('en')).join(' · ')}  (${(Math.min(...figures) / floor).toFixed(2)}× the floor)`,
+  );
