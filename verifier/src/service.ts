@@ -8,7 +8,7 @@ import { createMintedGrant } from './minted/grant.js';
 import { createMintedJwksPage, MINTED_JWKS_PATH } from './minted/jwks.js';
 import type { PublicJwk } from './minted/minter-api.js';
 import { createMintedMetrics } from './minted/minted-metrics.js';
-import type { Listen, VerifierConfig } from './config/model.js';
+import { DEFAULT_POLICY, type Listen, type VerifierConfig } from './config/model.js';
 import { needsRestart } from './config/reload-plan.js';
 import type { Authorize } from './decision/authorize.js';
 import type { Grant } from './decision/decision.js';
@@ -215,6 +215,12 @@ export function createVerifierService(
     receivers: revocation?.receivers,
     readinessNote: () => revocation?.note(),
     render: createRenderer({ resourceMetadata: config.resourceMetadataUrl }),
+    // X-Original-* and DPoP are read for a request only when something reads them: a policy's
+    // DPoP step, the decision log line (info), a trace's attributes.
+    readsWhole: (policy) =>
+      options.tracing !== undefined ||
+      logger.isLevelEnabled('info') ||
+      (live.config.policies.get(policy ?? DEFAULT_POLICY)?.dpop ?? 'off') !== 'off',
     // Gate-signed `jwt` values are checked downstream with these keys (served without a token).
     pages: new Map([[MINTED_JWKS_PATH, createMintedJwksPage(jwksSources)]]),
   });
