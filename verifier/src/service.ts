@@ -197,7 +197,15 @@ export function createVerifierService(
   }
 
   // The one reference a reload swaps: every request reads the policies and issuers through it.
-  let live = { decide: decisionFor(config, firstIssuers), config, generation: 1 };
+  /** The policies whose /verify requests carry a DPoP proof to check: read whole (transport.ts). */
+  const dpopPolicies = (next: VerifierConfig): ReadonlySet<string> =>
+    new Set([...next.policies.values()].filter((p) => p.dpop !== 'off').map((p) => p.name));
+  let live = {
+    decide: decisionFor(config, firstIssuers),
+    config,
+    generation: 1,
+    dpopPolicies: dpopPolicies(config),
+  };
   const version = { digest: options.configDigest ?? 'start', generation: 1 };
   metrics.configVersion(version.generation, version.digest);
   const decide: Authorize = (request) => live.decide(request);
@@ -220,7 +228,7 @@ export function createVerifierService(
     readsWhole: (policy) =>
       options.tracing !== undefined ||
       logger.isLevelEnabled('info') ||
-      (live.config.policies.get(policy ?? DEFAULT_POLICY)?.dpop ?? 'off') !== 'off',
+      (live.dpopPolicies.size > 0 && live.dpopPolicies.has(policy ?? DEFAULT_POLICY)),
     // Gate-signed `jwt` values are checked downstream with these keys (served without a token).
     pages: new Map([[MINTED_JWKS_PATH, createMintedJwksPage(jwksSources)]]),
   });
@@ -265,7 +273,12 @@ export function createVerifierService(
         return { applied: false, problems: [error.message] };
       }
       await prepared.start();
-      live = { decide: nextDecide, config: next, generation: live.generation + 1 };
+      live = {
+        decide: nextDecide,
+        config: next,
+        generation: live.generation + 1,
+        dpopPolicies: dpopPolicies(next),
+      };
       const dropped = issuers.commit(prepared);
       version.generation = live.generation;
       version.digest = digest;
