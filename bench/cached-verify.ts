@@ -1,19 +1,22 @@
-// A cached /verify counted, as DESIGN.md counts NGINX: the compiled verifier (the deployed heap
-// flags) as one process under callgrind, warmed with WARM-UP requests of one cached RS256 token,
-// zeroed, sent REQUESTS more over CONNECTIONS keep-alive connections, dumped; instructions per
-// request are the dump's total ÷ REQUESTS (user space of every thread: JIT code, GC, uWS, libc).
-// The floor is a bare uWS handler answering 204 to the same request bytes, NGINX's /_verify
-// headers (snippets/verify-endpoint.conf): timing ratios on these shared machines move by 2×, the
-// counts by a few per cent.
-//   npm run bench:verify-counts [-- --dist DIR/verifier/dist/main.js … --rounds N --keep]
-// Each `--dist` is another verifier build counted in the same run (a parent commit's, say),
-// interleaved with the others round by round (`--rounds N`, default 2).
-import { spawn, execFile, type ChildProcess } from 'node:child_process';
+// A cached /verify against a bare uWS handler answering 204 to the same request bytes (NGINX's
+// /_verify headers, snippets/verify-endpoint.conf), the compiled verifier with the deployed heap
+// flags; each `--dist` is another verifier build (a parent commit's, say), all interleaved round
+// by round (`--rounds N`, default 2).
+//   npm run bench:cached-verify [-- --dist DIR/verifier/dist/main.js … --rounds N]
+// Counted (the default), as DESIGN.md counts NGINX: each server as one process under callgrind,
+// warmed with WARM-UP requests of one cached RS256 token (20,000: fewer leave TurboFan compiling
+// inside the count), zeroed, sent REQUESTS more over CONNECTIONS keep-alive connections, dumped;
+// instructions per request are the dump's total ÷ REQUESTS (user space of every thread: JIT code,
+// GC, uWS, libc). Valgrind hides the CPU's SHA extensions, so the cache key's SHA-256 counts
+// ~20k instructions that take well under a microsecond on a CPU that has them.
+// `--time`: each server pinned to core 0, wrk on core 1 (as bench:verifier), CPU per request
+// (user + system, from /proc) over `--seconds` (default 3) after a second of warm-up.
+import { spawn, spawnSync, execFile, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync, sign } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { connect } from 'node:net';
-import { tmpdir } from 'node:os';
+import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -42,6 +45,8 @@ const rounds = Number(option('--rounds')[0] ?? 2);
  */
 const keep = argv.includes('--keep') ? true : undefined;
 const perfMap = argv.includes('--perf-map') ? ['--perf-basic-prof'] : [];
+const timed = argv.includes('--time');
+const SECONDS = Number(option('--seconds')[0] ?? 3);
 
 const BARE_UWS = `
 const uws = require('uWebSockets.js');
@@ -155,7 +160,7 @@ async function control(pid: number, action: string): Promise<void> {
 
 /** Instructions per request of one server: `args` after node, under callgrind. */
 async function count(args: string[], env: Record<string, string>): Promise<number> {
-  const dir = mkdtempSync(join(tmpdir(), 'verify-counts-'));
+  const dir = mkdtempSync(join(tmpdir(), 'cached-verify-'));
   const port = await freePort();
   const child = spawn(
     'valgrind',
@@ -198,6 +203,60 @@ async function count(args: string[], env: Record<string, string>): Promise<numbe
   }
 }
 
+const CLOCK_TICKS_PER_SECOND = 100;
+
+/** utime + stime of a process, in µs (from /proc; Linux reports clock ticks of 10 ms). */
+function cpuMicros(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS_PER_SECOND;
+}
+
+/** wrk on the load core with the request's headers; server CPU µs per request of `pid`. */
+function wrk(port: number, seconds: number, pid?: number): number {
+  const before = pid === undefined ? 0 : cpuMicros(pid);
+  const headers = REQUEST.toString('latin1')
+    .split('\r\n')
+    .slice(2)
+    .filter((line) => line !== '')
+    .flatMap((line) => ['-H', line]);
+  const load = cpus().length > 1 ? '1' : '0';
+  const args = ['-c', load, 'wrk', '-t1', `-c${32}`, `-d${seconds}s`, ...headers];
+  const done = spawnSync('taskset', [...args, `http://127.0.0.1:${port}/verify`], {
+    encoding: 'utf8',
+  });
+  if (done.status !== 0) throw new Error(`wrk failed: ${done.stderr}`);
+  if (/Non-2xx/.test(done.stdout)) throw new Error(`wrk saw refusals:\n${done.stdout}`);
+  const requests = Number(/(\d+) requests in/.exec(done.stdout)?.[1] ?? NaN);
+  return pid === undefined ? NaN : (cpuMicros(pid) - before) / requests;
+}
+
+/** Server CPU µs per request of one server: `args` after node, pinned to core 0. */
+async function time(args: string[], env: Record<string, string>): Promise<number> {
+  const port = await freePort();
+  const child = spawn('taskset', ['-c', '0', process.execPath, ...args], {
+    cwd: ROOT,
+    env: {
+      PATH: process.env.PATH ?? '',
+      PORT: String(port),
+      ...env,
+      VERIFIER_LISTEN: `127.0.0.1:${port}`,
+    },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const exited = new Promise((done) => child.once('exit', done));
+  try {
+    await waitServing(port, child);
+    wrk(port, 1);
+    return wrk(port, SECONDS, child.pid);
+  } finally {
+    child.kill('SIGKILL');
+    await exited;
+  }
+}
+
+const measure = timed ? time : count;
+const unit = timed ? 'µs of server CPU' : 'instructions';
 const jwks = await startJwks();
 const verifierEnv = {
   VERIFIER_ISSUER: ISSUER,
@@ -208,28 +267,36 @@ const verifierEnv = {
   ...LOAD_TEST_VERIFIER_ENV,
 };
 const rows: Array<[string, () => Promise<number>]> = [
-  ['bare uWS 204', () => count(['-e', BARE_UWS], { NODE_PATH: join(ROOT, 'node_modules') })],
+  ['bare uWS 204', () => measure(['-e', BARE_UWS], { NODE_PATH: join(ROOT, 'node_modules') })],
   ...dists.map((dist): [string, () => Promise<number>] => [
     `cached /verify ${dist}`,
-    () => count([...VERIFIER_NODE_FLAGS, dist], verifierEnv),
+    () => measure([...VERIFIER_NODE_FLAGS, dist], verifierEnv),
   ]),
 ];
 const results = new Map<string, number[]>(rows.map(([name]) => [name, []]));
 try {
   for (let round = 0; round < rounds; round++)
-    for (const [name, measure] of rows) {
-      const figure = await measure();
+    for (const [name, run] of rows) {
+      const figure = await run();
       results.get(name)!.push(figure);
-      console.log(`round ${round + 1}: ${name}: ${Math.round(figure)} instructions per request`);
+      console.log(
+        `round ${round + 1}: ${name}: ${figure.toFixed(timed ? 1 : 0)} ${unit} per request`,
+      );
     }
 } finally {
   jwks.close();
 }
-const floor = Math.min(...results.get('bare uWS 204')!);
+const floors = results.get('bare uWS 204')!;
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[values.length >> 1]!;
+const shown = (n: number) => (timed ? n.toFixed(1) : Math.round(n).toLocaleString('en'));
 console.log(
-  `\ninstructions per request (${REQUESTS} after ${WARM_UP} of warm-up, ${CONNECTIONS} connections):`,
+  timed
+    ? `\nserver CPU µs per request (wrk -c32 for ${SECONDS} s after 1 s of warm-up), and ÷ the same round's floor:`
+    : `\ninstructions per request (${REQUESTS} after ${WARM_UP} of warm-up, ${CONNECTIONS} connections), and ÷ the same round's floor:`,
 );
-for (const [name, figures] of results)
+for (const [name, figures] of results) {
+  const ratios = figures.map((n, round) => n / floors[round]!);
   console.log(
-    `${name}: ${figures.map((n) => Math.round(n).toLocaleString('en')).join(' · ')}  (${(Math.min(...figures) / floor).toFixed(2)}× the floor)`,
+    `${name}: ${figures.map(shown).join(' · ')}  (${ratios.map((r) => `${r.toFixed(2)}×`).join(' · ')}; median ${median(ratios).toFixed(2)}×)`,
   );
+}
