@@ -205,16 +205,17 @@ async function count(args: string[], env: Record<string, string>): Promise<numbe
 
 const CLOCK_TICKS_PER_SECOND = 100;
 
-/** utime + stime of a process, in µs (from /proc; Linux reports clock ticks of 10 ms). */
-function cpuMicros(pid: number): number {
+/** utime and stime of a process, in µs (from /proc; Linux reports clock ticks of 10 ms). */
+function cpuMicros(pid: number): { user: number; system: number } {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS_PER_SECOND;
+  const micros = (field: string | undefined) => (Number(field) * 1e6) / CLOCK_TICKS_PER_SECOND;
+  return { user: micros(fields[11]), system: micros(fields[12]) };
 }
 
 /** wrk on the load core with the request's headers; server CPU µs per request of `pid`. */
 function wrk(port: number, seconds: number, pid?: number): number {
-  const before = pid === undefined ? 0 : cpuMicros(pid);
+  const before = pid === undefined ? undefined : cpuMicros(pid);
   const headers = REQUEST.toString('latin1')
     .split('\r\n')
     .slice(2)
@@ -228,7 +229,12 @@ function wrk(port: number, seconds: number, pid?: number): number {
   if (done.status !== 0) throw new Error(`wrk failed: ${done.stderr}`);
   if (/Non-2xx/.test(done.stdout)) throw new Error(`wrk saw refusals:\n${done.stdout}`);
   const requests = Number(/(\d+) requests in/.exec(done.stdout)?.[1] ?? NaN);
-  return pid === undefined ? NaN : (cpuMicros(pid) - before) / requests;
+  if (pid === undefined || before === undefined) return NaN;
+  const after = cpuMicros(pid);
+  const user = (after.user - before.user) / requests;
+  const system = (after.system - before.system) / requests;
+  console.log(`  user ${user.toFixed(1)} + system ${system.toFixed(1)} µs per request`);
+  return user + system;
 }
 
 /** Server CPU µs per request of one server: `args` after node, pinned to core 0. */
