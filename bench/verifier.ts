@@ -205,6 +205,18 @@ interface WrkResult {
 
 const CLOCK_TICKS_PER_SECOND = 100;
 
+/**
+ * What NGINX's /_verify location sends besides the token (snippets/verify-endpoint.conf; its empty
+ * ones left out): every row with a token sends them, the bare 204 too, so the floor reads the
+ * same request bytes as the verifier it is compared with.
+ */
+const NGINX_VERIFY_HEADERS = [
+  'X-SG-Policy: default',
+  'X-Original-URI: /secret',
+  'X-Original-Method: GET',
+  'X-SG-Client: 127.0.0.1',
+];
+
 /** utime + stime of a process, in µs (from /proc; Linux reports clock ticks of 10 ms). */
 function cpuMicros(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -225,7 +237,10 @@ function wrk(
     `-c${CONNECTIONS}`,
     `-d${options.seconds ?? DURATION}s`,
   ];
-  if (options.token) args.push('-H', `Authorization: Bearer ${options.token}`);
+  if (options.token) {
+    args.push('-H', `Authorization: Bearer ${options.token}`);
+    for (const header of NGINX_VERIFY_HEADERS) args.push('-H', header);
+  }
   if (options.script) args.push('-s', options.script);
   args.push(url);
   const run = spawnSync('taskset', args, { encoding: 'utf8' });
@@ -358,7 +373,8 @@ async function throughputRows(
   console.log('done');
 
   // 1. ceiling, and the same I/O as a cached /verify without its logic
-  const ceiling = await measureInlineUws(BARE_UWS);
+  // The floor is sent the same request as the cached row (the issue's "same request headers").
+  const ceiling = await measureInlineUws(BARE_UWS, rsTokens[0]);
   const sameIo = await measureInlineUws(SAME_IO_UWS, rsTokens[0]);
 
   // 2 + 3. uWS verifier: cached, then distinct
@@ -486,7 +502,7 @@ async function revocationRows(
   jwksUri: string,
 ): Promise<string[]> {
   const [token] = await mintMany(rsa.privateKey, 'RS256', 'bench-rsa', 1);
-  const ceiling = await measureInlineUws(BARE_UWS);
+  const ceiling = await measureInlineUws(BARE_UWS, token);
   const uws = await startVerifier(jwksUri);
   const verifyUrl = `http://127.0.0.1:${uws.port}/verify`;
   wrk(verifyUrl, { token: token!, seconds: 1 }); // warm-up

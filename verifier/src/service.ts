@@ -8,7 +8,7 @@ import { createMintedGrant } from './minted/grant.js';
 import { createMintedJwksPage, MINTED_JWKS_PATH } from './minted/jwks.js';
 import type { PublicJwk } from './minted/minter-api.js';
 import { createMintedMetrics } from './minted/minted-metrics.js';
-import type { Listen, VerifierConfig } from './config/model.js';
+import { DEFAULT_POLICY, type Listen, type VerifierConfig } from './config/model.js';
 import { needsRestart } from './config/reload-plan.js';
 import type { Authorize } from './decision/authorize.js';
 import type { Grant } from './decision/decision.js';
@@ -197,7 +197,15 @@ export function createVerifierService(
   }
 
   // The one reference a reload swaps: every request reads the policies and issuers through it.
-  let live = { decide: decisionFor(config, firstIssuers), config, generation: 1 };
+  /** The policies whose /verify requests carry a DPoP proof to check: read whole (transport.ts). */
+  const dpopPolicies = (next: VerifierConfig): ReadonlySet<string> =>
+    new Set([...next.policies.values()].filter((p) => p.dpop !== 'off').map((p) => p.name));
+  let live = {
+    decide: decisionFor(config, firstIssuers),
+    config,
+    generation: 1,
+    dpopPolicies: dpopPolicies(config),
+  };
   const version = { digest: options.configDigest ?? 'start', generation: 1 };
   metrics.configVersion(version.generation, version.digest);
   const decide: Authorize = (request) => live.decide(request);
@@ -217,6 +225,12 @@ export function createVerifierService(
       revocation && (options.tracing?.traceReceivers(revocation.receivers) ?? revocation.receivers),
     readinessNote: () => revocation?.note(),
     render: createRenderer({ resourceMetadata: config.resourceMetadataUrl }),
+    // X-Original-* and DPoP are read for a request only when something reads them: a policy's
+    // DPoP step, the decision log line (info), a trace's attributes.
+    readsWhole: (policy) =>
+      options.tracing !== undefined ||
+      logger.isLevelEnabled('info') ||
+      (live.dpopPolicies.size > 0 && live.dpopPolicies.has(policy ?? DEFAULT_POLICY)),
     // Gate-signed `jwt` values are checked downstream with these keys (served without a token).
     pages: new Map([[MINTED_JWKS_PATH, createMintedJwksPage(jwksSources)]]),
   });
@@ -261,7 +275,12 @@ export function createVerifierService(
         return { applied: false, problems: [error.message] };
       }
       await prepared.start();
-      live = { decide: nextDecide, config: next, generation: live.generation + 1 };
+      live = {
+        decide: nextDecide,
+        config: next,
+        generation: live.generation + 1,
+        dpopPolicies: dpopPolicies(next),
+      };
       const dropped = issuers.commit(prepared);
       version.generation = live.generation;
       version.digest = digest;

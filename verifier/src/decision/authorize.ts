@@ -89,8 +89,10 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
   /** The policy's allow of a verified, live token whose proof passed (or that needed none). */
   function accepted(policy: PreparedPolicy, proven: ProvenToken, edge: number): Decision {
     checkPolicy(proven.token, policy);
-    checkAuthentication(proven.token, policy.config, now());
-    return tokenOutcome(allow(proven.token.identity), proven, policy, edge, now());
+    // One reading of the clock for both checks.
+    const at = now();
+    checkAuthentication(proven.token, policy.config, at);
+    return tokenOutcome(allow(proven.token.identity), proven, policy, edge, at);
   }
 
   /** The rest of a request that waits: a verification, a DPoP proof, a grant. */

@@ -56,6 +56,9 @@ export function checkAuthentication(
   requirement: AuthenticationRequirement,
   nowSeconds: EpochSeconds,
 ): void {
+  const { acrValues, amrValues, maxAge } = requirement;
+  // The common policy asks nothing: no work on its every request.
+  if (acrValues === undefined && amrValues === undefined && maxAge === undefined) return;
   const claims = token.authentication ?? NONE;
   const problem = levelProblem(claims, requirement) ?? ageProblem(claims, requirement, nowSeconds);
   if (problem !== undefined) throw new VerifyError('insufficient_user_authentication', problem);

@@ -65,6 +65,14 @@ describe('the per-client call limit', () => {
     expect(admit('198.51.100.1')).toBe(false);
   });
 
+  it('counts a client calling again at once like any other call, and forgets the least recent one', () => {
+    const { admit } = limitAt(1, 0, 2);
+    const seen = ['a', 'a', 'b', 'a', 'c', 'b', 'a'].map((key) => admit(`198.51.100.${key}`));
+    // a's second call finds its spent bucket; c pushes b out (a was seen after it), b then a
+    // come back forgotten, with full buckets.
+    expect(seen).toEqual([true, false, true, false, true, true, true]);
+  });
+
   it('never empties its LRU for one busy client: no whole-cache clear of 100,000 slots per call', () => {
     // lru-cache clears every preallocated slot when its last entry is deleted (~700 µs at
     // 100,000): counted here as Map#clear (its key map) and slots written by Array#fill.

@@ -3,7 +3,6 @@
 // `req` once the handler returns, so headers are copied first; a write after the client left
 // crashes it, so `onAborted` is set before anything is awaited; each answer is one `cork`.
 import { chmodSync, rmSync } from 'node:fs';
-import { STATUS_CODES } from 'node:http';
 import type { HttpRequest, HttpResponse, us_listen_socket } from 'uWebSockets.js';
 import type { Listen } from '../config/model.js';
 import type { Authorize } from '../decision/authorize.js';
@@ -21,6 +20,7 @@ import { CLIENT_KEY_HEADER, EDGE_KEY_HEADER, REQUEST_HEADERS } from './contract.
 import { CALLER_UNKNOWN, CALLER_UNKNOWN_BODY } from './edge-key.js';
 import { loadUws } from './uws-addon.js';
 import { renderDecision, type VerifyAnswer } from './verify-answer.js';
+import { statusText, type WithHead } from './answer-head.js';
 import type { Decision } from '../decision/decision.js';
 
 /** The checked addon, hashed once however many listeners a process opens. */
@@ -37,6 +37,12 @@ export interface Routes {
   readonly verify?: Authorize;
   /** How /verify's decisions are written (verify-answer.ts's createRenderer); default: plain. */
   readonly render?: ((decision: Decision) => VerifyAnswer) | undefined;
+  /**
+   * Whether /verify reads the whole request for a policy (`X-SG-Policy`'s value): its DPoP step,
+   * a decision log line or a trace reads `X-Original-*` and `DPoP`; false: only the credentials
+   * and the trace context are read. Absent: always whole.
+   */
+  readonly readsWhole?: ((policy: string | undefined) => boolean) | undefined;
   /** Asked before /verify does any token work; false: answered LIMITED (call-limit.ts). */
   readonly admit?: (clientKey: string | undefined) => boolean;
   /**
@@ -55,10 +61,16 @@ const NO_STORE: Header = ['Cache-Control', 'no-store'];
 const NOT_FOUND: Answer = { status: 404, headers: [TEXT], body: 'not found\n' };
 const CLIENT_KEY = CLIENT_KEY_HEADER.name.toLowerCase();
 const EDGE_KEY = EDGE_KEY_HEADER.name.toLowerCase();
-/** Status lines as uWS writes them (`204 No Content`), from node:http's reason phrases. */
-const STATUS_TEXT: Readonly<Record<number, string>> = Object.fromEntries(
-  Object.entries(STATUS_CODES).map(([code, reason]) => [code, `${code} ${reason}`]),
-);
+/**
+ * /verify's header names as bytes: uWS converts a string key to UTF-8 on every `getHeader` (an
+ * allocation and a copy), an ArrayBuffer it reads in place (a typed array costs it a lookup more).
+ */
+const asKey = (name: string): ArrayBuffer => new TextEncoder().encode(name.toLowerCase()).buffer;
+const VERIFY_KEYS = Object.fromEntries(
+  REQUEST_HEADERS.map(({ field, key }) => [field, asKey(key)]),
+) as Readonly<Record<keyof VerifyRequest, ArrayBuffer>>;
+const CLIENT_KEY_BYTES = asKey(CLIENT_KEY);
+const EDGE_KEY_BYTES = asKey(EDGE_KEY);
 
 /** The routes of the main listener, and `metricsOnly`'s: GET /metrics and 404 to everything else. */
 export function createRoutes(parts: {
@@ -73,6 +85,7 @@ export function createRoutes(parts: {
   /** A line /readyz adds to its answer (e.g. the revocation store is unreachable). */
   readinessNote: () => string | undefined;
   render?: Routes['render'];
+  readsWhole?: Routes['readsWhole'];
   /** More GET pages by path (the minted values' JWKS). */
   pages?: ReadonlyMap<string, Page>;
 }) {
@@ -99,6 +112,7 @@ export function createRoutes(parts: {
   return {
     verify: parts.authorize,
     render: parts.render,
+    readsWhole: parts.readsWhole,
     admit: parts.admit,
     isEdge: parts.isEdge,
     readyz,
@@ -117,8 +131,17 @@ function writeCorked(): void {
   const res = corkedRes!;
   const answer = corkedAnswer!;
   corkedRes = corkedAnswer = undefined;
-  res.writeStatus(STATUS_TEXT[answer.status] ?? String(answer.status));
-  for (const [name, value] of answer.headers) res.writeHeader(name, value);
+  writeAnswer(res, answer);
+}
+
+/** Status, headers and end; a prepared head (answer-head.ts) is one call for the status and headers. */
+function writeAnswer(res: Response, answer: WithHead<Reply>): void {
+  const { head } = answer;
+  if (head !== undefined) res.writeStatus(head);
+  else {
+    res.writeStatus(statusText(answer.status));
+    for (const [name, value] of answer.headers) res.writeHeader(name, value);
+  }
   if (answer.status === 204) res.endWithoutBody();
   else res.end('body' in answer ? answer.body : '');
 }
@@ -227,20 +250,30 @@ export function createTransport(routes: Routes) {
   const { isEdge } = routes;
   const authorize = routes.verify;
   const render = routes.render ?? renderDecision;
+  const readsWhole = routes.readsWhole;
   if (authorize !== undefined)
     app.any('/verify', (res: Response, req: HttpRequest) => {
       // Before the limit: a caller without the key must not spend another client's calls.
-      if (isEdge?.(req.getHeader(EDGE_KEY)) === false) return write(res, CALLER_UNKNOWN);
-      if (routes.admit?.(req.getHeader(CLIENT_KEY) || undefined) === false)
+      if (isEdge?.(req.getHeader(EDGE_KEY_BYTES)) === false) return write(res, CALLER_UNKNOWN);
+      if (routes.admit?.(req.getHeader(CLIENT_KEY_BYTES) || undefined) === false)
         return write(res, LIMITED);
-      const request: { -readonly [K in keyof VerifyRequest]: VerifyRequest[K] } = {};
-      for (const { field, key } of REQUEST_HEADERS)
-        request[field] = req.getHeader(key) || undefined;
+      const policy = req.getHeader(VERIFY_KEYS.policy) || undefined;
+      const whole = readsWhole === undefined || readsWhole(policy);
+      // One literal, one shape whatever was read; the rest only when something will read it.
+      const request: VerifyRequest = {
+        policy,
+        authorization: req.getHeader(VERIFY_KEYS.authorization) || undefined,
+        originalUri: whole ? req.getHeader(VERIFY_KEYS.originalUri) || undefined : undefined,
+        originalMethod: whole ? req.getHeader(VERIFY_KEYS.originalMethod) || undefined : undefined,
+        dpop: whole ? req.getHeader(VERIFY_KEYS.dpop) || undefined : undefined,
+        originalOrigin: whole ? req.getHeader(VERIFY_KEYS.originalOrigin) || undefined : undefined,
+        traceparent: req.getHeader(VERIFY_KEYS.traceparent) || undefined,
+      };
       const decision = authorize(request);
-      // A decision made at once (a cached token) is written before the handler returns: no abort
-      // handler, no promise, no continuation to allocate.
+      // A decision made at once (a cached token) is written before the handler returns, where uWS
+      // has corked the socket already: no cork call, no abort handler, no promise, no continuation.
       if (decision instanceof Promise) later(res, decision, render);
-      else write(res, render(decision));
+      else writeAnswer(res, render(decision));
     });
   for (const [path, receiver] of routes.receivers) app.post(path, post(receiver));
   app.any('/*', (res: Response, req: HttpRequest) => {

@@ -14,6 +14,8 @@ import {
 } from '../refusals.js';
 import { headerSafe, scopeHeader } from '../token/identity.js';
 import { createInterner } from '../intern.js';
+import type { Identity } from '../token/identity.js';
+import { withHead, type WithHead } from './answer-head.js';
 
 /** /verify's answer: no body, and only the statuses auth_request understands. */
 export type VerifyAnswer = Pick<Answer, 'headers'> & { readonly status: 204 | 401 | 403 };
@@ -35,13 +37,43 @@ const sharedPair = createInterner<Header>(10_000);
 /**
  * An allow's `X-Auth-Client` and `X-Auth-Set` pairs, by issuer and client, and the last plain allow
  * answer built from them: a cached token asks again with the same edge lifetime, so its answer is
- * reused whole instead of allocated per request (one slot: bounded, whatever the lifetimes).
+ * reused whole, its head prepared, instead of allocated per request (one slot: bounded, whatever
+ * the lifetimes).
  */
 interface IdentityAnswers {
   readonly pairs: readonly [Header, Header];
-  last: VerifyAnswer | undefined;
+  last: WithHead<VerifyAnswer> | undefined;
+  /** False past MAX_IDENTITIES: built for one request, so no head is prepared for it. */
+  readonly held: boolean;
 }
-const identityAnswers = createInterner<IdentityAnswers>(10_000);
+/** At most this many (issuer, client) pairs are remembered; others get answers built per request. */
+const MAX_IDENTITIES = 10_000;
+/**
+ * By issuer, then client: two lookups of strings the decision cache shares between hits (their
+ * hashes computed once), instead of a key string built and hashed per request.
+ */
+const identityAnswers = new Map<string, Map<string, IdentityAnswers>>();
+let identitiesHeld = 0;
+
+function answersOf({ issuer, client }: Identity): IdentityAnswers {
+  let clients = identityAnswers.get(issuer);
+  const known = clients?.get(client);
+  if (known !== undefined) return known;
+  const made: IdentityAnswers = {
+    pairs: [
+      ['X-Auth-Client', headerSafe(client)],
+      ['X-Auth-Set', secretSetName(issuer, client) as string],
+    ],
+    last: undefined,
+    held: identitiesHeld < MAX_IDENTITIES,
+  };
+  if (!made.held) return made;
+  if (clients === undefined)
+    identityAnswers.set(issuer, (clients = new Map<string, IdentityAnswers>()));
+  clients.set(client, made);
+  identitiesHeld++;
+  return made;
+}
 
 const NOT_STORED: Header = ['X-Accel-Expires', '0'];
 // `X-Accel-Expires`: how many seconds NGINX's decision cache may answer for this one; always sent,
@@ -167,10 +199,9 @@ const MINTED_HEADER = 'X-Auth-Minted';
 export const renderDecision = createRenderer();
 
 /** An allow without a client id and without a plugin's headers, by edge lifetime: built once. */
-const PLAIN_ALLOWS: readonly VerifyAnswer[] = ACCEL_EXPIRES.map((expires) => ({
-  status: 204,
-  headers: [expires],
-}));
+const PLAIN_ALLOWS: readonly VerifyAnswer[] = ACCEL_EXPIRES.map((expires) =>
+  withHead({ status: 204, headers: [expires] }),
+);
 
 /**
  * An allow is short on purpose: NGINX stores it in its edge cache and parses every header again
@@ -184,19 +215,15 @@ function allowAnswer(decision: Decision): VerifyAnswer {
     const plain = decision.headers === undefined ? PLAIN_ALLOWS[edgeTtl] : undefined;
     return plain ?? { status: 204, headers: allowHeaders(decision, undefined) };
   }
-  // Both pairs under one key: one lookup (and one closure) per allow instead of two.
-  const known = identityAnswers(`${identity.issuer}\n${identity.client}`, () => ({
-    pairs: [
-      ['X-Auth-Client', headerSafe(identity.client)],
-      ['X-Auth-Set', secretSetName(identity.issuer, identity.client) as string],
-    ],
-    last: undefined,
-  }));
+  const known = answersOf(identity);
   if (decision.headers !== undefined)
     return { status: 204, headers: allowHeaders(decision, known.pairs) };
   const { last } = known;
-  if (last !== undefined && last.headers[0] === edgeExpires(decision)) return last;
-  return (known.last = { status: 204, headers: [edgeExpires(decision), ...known.pairs] });
+  const expires = edgeExpires(decision);
+  // By value: a lifetime past ACCEL_EXPIRES's table is a new pair each time, yet the same answer.
+  if (last !== undefined && last.headers[0]![1] === expires[1]) return last;
+  const answer: VerifyAnswer = { status: 204, headers: [expires, ...known.pairs] };
+  return known.held ? (known.last = withHead(answer)) : answer;
 }
 
 /** An allow's headers: the edge lifetime, the identity pairs if any, a plugin's headers. */

@@ -1,0 +1,308 @@
+// A cached /verify against a bare uWS handler answering 204 to the same request bytes (NGINX's
+// /_verify headers, snippets/verify-endpoint.conf), the compiled verifier with the deployed heap
+// flags; each `--dist` is another verifier build (a parent commit's, say), all interleaved round
+// by round (`--rounds N`, default 2).
+//   npm run bench:cached-verify [-- --dist DIR/verifier/dist/main.js … --rounds N]
+// Counted (the default), as DESIGN.md counts NGINX: each server as one process under callgrind,
+// warmed with WARM-UP requests of one cached RS256 token (20,000: fewer leave TurboFan compiling
+// inside the count), zeroed, sent REQUESTS more over CONNECTIONS keep-alive connections, dumped;
+// instructions per request are the dump's total ÷ REQUESTS (user space of every thread: JIT code,
+// GC, uWS, libc). Valgrind hides the CPU's SHA extensions, so the cache key's SHA-256 counts
+// ~20k instructions that take well under a microsecond on a CPU that has them.
+// `--time`: each server pinned to core 0, wrk on core 1 (as bench:verifier), CPU per request
+// (user + system, from /proc) over `--seconds` (default 3) after a second of warm-up.
+import { spawn, spawnSync, execFile, type ChildProcess } from 'node:child_process';
+import { generateKeyPairSync, sign } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { connect } from 'node:net';
+import { cpus, tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { parseCallgrindTotals } from '../perf/nginx-counts.js';
+import { LOAD_TEST_VERIFIER_ENV } from '../perf/systems.js';
+import { VERIFIER_NODE_FLAGS } from '../stack/service-env.js';
+import { freePort } from '../stack/ports.js';
+
+const run = promisify(execFile);
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const ISSUER = 'https://bench.issuer.test';
+const AUDIENCE = 'secret-gate-api';
+const argv = process.argv.slice(2);
+const option = (name: string) => argv.flatMap((arg, i) => (arg === name ? [argv[i + 1]!] : []));
+const WARM_UP = Number(option('--warm-up')[0] ?? 20_000);
+const REQUESTS = 4_000;
+const CONNECTIONS = 8;
+
+const dists = option('--dist').map((path) => resolve(path));
+if (dists.length === 0) dists.push(join(ROOT, 'verifier/dist/main.js'));
+const rounds = Number(option('--rounds')[0] ?? 2);
+/**
+ * `--keep`: leave the dumps for callgrind_annotate; with `--perf-map` the JIT's code is named in
+ * /tmp/perf-PID.map (node's `--perf-basic-prof`), where callgrind only has addresses.
+ */
+const keep = argv.includes('--keep') ? true : undefined;
+const perfMap = argv.includes('--perf-map') ? ['--perf-basic-prof'] : [];
+const timed = argv.includes('--time');
+const SECONDS = Number(option('--seconds')[0] ?? 3);
+
+const BARE_UWS = `
+const uws = require('uWebSockets.js');
+if (typeof uws.getParts !== 'function') { console.error('uWS native addon not loaded'); process.exit(1); }
+uws.App().any('/*', (res) => { res.writeStatus('204 No Content').endWithoutBody(); })
+  .listen('127.0.0.1', Number(process.env.PORT), (ok) => { if (!ok) process.exit(1); });
+`;
+
+const b64 = (value: string | Buffer) => Buffer.from(value).toString('base64url');
+const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 });
+const now = Math.floor(Date.now() / 1000);
+const input = `${b64(JSON.stringify({ alg: 'RS256', kid: 'count-rsa', typ: 'at+jwt' }))}.${b64(
+  JSON.stringify({
+    iss: ISSUER,
+    aud: AUDIENCE,
+    sub: 'user-1',
+    azp: 'spa-demo',
+    scope: 'openid secrets:read',
+    iat: now,
+    exp: now + 3600,
+    jti: 'count-1',
+  }),
+)}`;
+const token = `${input}.${b64(sign('sha256', Buffer.from(input), rsa.privateKey))}`;
+
+/** What NGINX's /_verify location sends for a bearer request (its empty headers are left out). */
+const REQUEST = Buffer.from(
+  [
+    'GET /verify HTTP/1.1',
+    'Host: sg_verifier',
+    `Authorization: Bearer ${token}`,
+    'X-SG-Policy: default',
+    'X-Original-URI: /secret',
+    'X-Original-Method: GET',
+    'X-SG-Client: 127.0.0.1',
+    '',
+    '',
+  ].join('\r\n'),
+);
+
+/** `count` requests over CONNECTIONS connections, one at a time on each; every answer a 204. */
+async function send(port: number, count: number): Promise<void> {
+  let left = count;
+  const one = () =>
+    new Promise<void>((done, fail) => {
+      const socket = connect(port, '127.0.0.1');
+      let seen = '';
+      const next = () => {
+        if (left === 0) return socket.end(() => done());
+        left--;
+        socket.write(REQUEST);
+      };
+      socket.setEncoding('latin1');
+      socket.on('connect', next);
+      socket.on('error', fail);
+      socket.on('data', (chunk: string) => {
+        seen += chunk;
+        // Answers without a body: each ends at its blank line.
+        let end: number;
+        while ((end = seen.indexOf('\r\n\r\n')) >= 0) {
+          const head = seen.slice(0, end);
+          seen = seen.slice(end + 4);
+          if (!head.startsWith('HTTP/1.1 204')) return fail(new Error(`answered ${head}`));
+          next();
+        }
+      });
+    });
+  await Promise.all(Array.from({ length: CONNECTIONS }, one));
+}
+
+function startJwks(): Promise<{ url: string; close: () => void }> {
+  const body = JSON.stringify({
+    keys: [{ ...rsa.publicKey.export({ format: 'jwk' }), kid: 'count-rsa', alg: 'RS256' }],
+  });
+  const server = createServer((_req, res) =>
+    res.writeHead(200, { 'content-type': 'application/json' }).end(body),
+  );
+  return new Promise((ready) =>
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      ready({ url: `http://127.0.0.1:${port}/jwks`, close: () => server.close() });
+    }),
+  );
+}
+
+async function waitServing(port: number, child: ChildProcess): Promise<void> {
+  const deadline = Date.now() + 180_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null)
+      throw new Error(`server under callgrind exited (${child.exitCode})`);
+    try {
+      const reply = await fetch(`http://127.0.0.1:${port}/readyz`, {
+        signal: AbortSignal.timeout(5000),
+      });
+      await reply.arrayBuffer();
+      if (reply.status < 300) return;
+    } catch {
+      // not listening yet
+    }
+    await sleep(300);
+  }
+  throw new Error(`server under callgrind did not serve within 180 s`);
+}
+
+/** callgrind_control exits 0 even when it found no such process: its "OK." is the answer. */
+async function control(pid: number, action: string): Promise<void> {
+  const { stdout, stderr } = await run('callgrind_control', [action, String(pid)]);
+  if (!/\bOK\./.test(stdout))
+    throw new Error(`callgrind_control ${action} ${pid} failed: ${(stdout + stderr).trim()}`);
+}
+
+/** Instructions per request of one server: `args` after node, under callgrind. */
+async function count(args: string[], env: Record<string, string>): Promise<number> {
+  const dir = mkdtempSync(join(tmpdir(), 'cached-verify-'));
+  const port = await freePort();
+  const child = spawn(
+    'valgrind',
+    [
+      '--tool=callgrind',
+      '--smc-check=all-non-file',
+      `--callgrind-out-file=${join(dir, 'callgrind.out')}`,
+      process.execPath,
+      ...perfMap,
+      ...args,
+    ],
+    {
+      cwd: ROOT,
+      env: {
+        PATH: process.env.PATH ?? '',
+        PORT: String(port),
+        ...env,
+        VERIFIER_LISTEN: `127.0.0.1:${port}`,
+      },
+      stdio: ['ignore', 'ignore', 'ignore'],
+    },
+  );
+  const exited = new Promise((done) => child.once('exit', done));
+  try {
+    await waitServing(port, child);
+    await send(port, WARM_UP);
+    await control(child.pid!, '--zero');
+    await send(port, REQUESTS);
+    await control(child.pid!, '--dump=counted');
+    const file = readdirSync(dir)
+      .map((name) => join(dir, name))
+      .find((path) => readFileSync(path, 'utf8').includes('\ndesc: Trigger: dump counted\n'));
+    if (file === undefined) throw new Error(`callgrind wrote no dump in ${dir}`);
+    return parseCallgrindTotals(readFileSync(file, 'utf8')) / REQUESTS;
+  } finally {
+    child.kill('SIGKILL');
+    await exited;
+    if (keep === undefined) rmSync(dir, { recursive: true, force: true });
+    else console.log(`callgrind dumps kept in ${dir} (pid ${child.pid})`);
+  }
+}
+
+const CLOCK_TICKS_PER_SECOND = 100;
+
+/** utime and stime of a process, in µs (from /proc; Linux reports clock ticks of 10 ms). */
+function cpuMicros(pid: number): { user: number; system: number } {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const micros = (field: string | undefined) => (Number(field) * 1e6) / CLOCK_TICKS_PER_SECOND;
+  return { user: micros(fields[11]), system: micros(fields[12]) };
+}
+
+/** wrk on the load core with the request's headers; server CPU µs per request of `pid`. */
+function wrk(port: number, seconds: number, pid?: number): number {
+  const before = pid === undefined ? undefined : cpuMicros(pid);
+  const headers = REQUEST.toString('latin1')
+    .split('\r\n')
+    .slice(2)
+    .filter((line) => line !== '')
+    .flatMap((line) => ['-H', line]);
+  const load = cpus().length > 1 ? '1' : '0';
+  const args = ['-c', load, 'wrk', '-t1', `-c${32}`, `-d${seconds}s`, ...headers];
+  const done = spawnSync('taskset', [...args, `http://127.0.0.1:${port}/verify`], {
+    encoding: 'utf8',
+  });
+  if (done.status !== 0) throw new Error(`wrk failed: ${done.stderr}`);
+  if (/Non-2xx/.test(done.stdout)) throw new Error(`wrk saw refusals:\n${done.stdout}`);
+  const requests = Number(/(\d+) requests in/.exec(done.stdout)?.[1] ?? NaN);
+  if (pid === undefined || before === undefined) return NaN;
+  const after = cpuMicros(pid);
+  const user = (after.user - before.user) / requests;
+  const system = (after.system - before.system) / requests;
+  console.log(`  user ${user.toFixed(1)} + system ${system.toFixed(1)} µs per request`);
+  return user + system;
+}
+
+/** Server CPU µs per request of one server: `args` after node, pinned to core 0. */
+async function time(args: string[], env: Record<string, string>): Promise<number> {
+  const port = await freePort();
+  const child = spawn('taskset', ['-c', '0', process.execPath, ...args], {
+    cwd: ROOT,
+    env: {
+      PATH: process.env.PATH ?? '',
+      PORT: String(port),
+      ...env,
+      VERIFIER_LISTEN: `127.0.0.1:${port}`,
+    },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const exited = new Promise((done) => child.once('exit', done));
+  try {
+    await waitServing(port, child);
+    wrk(port, 1);
+    return wrk(port, SECONDS, child.pid);
+  } finally {
+    child.kill('SIGKILL');
+    await exited;
+  }
+}
+
+const measure = timed ? time : count;
+const unit = timed ? 'µs of server CPU' : 'instructions';
+const jwks = await startJwks();
+const verifierEnv = {
+  VERIFIER_ISSUER: ISSUER,
+  VERIFIER_AUDIENCE: AUDIENCE,
+  VERIFIER_JWKS_URI: jwks.url,
+  VERIFIER_REQUIRED_SCOPES: 'secrets:read',
+  VERIFIER_LOG_LEVEL: 'warn',
+  ...LOAD_TEST_VERIFIER_ENV,
+};
+const rows: Array<[string, () => Promise<number>]> = [
+  ['bare uWS 204', () => measure(['-e', BARE_UWS], { NODE_PATH: join(ROOT, 'node_modules') })],
+  ...dists.map((dist): [string, () => Promise<number>] => [
+    `cached /verify ${dist}`,
+    () => measure([...VERIFIER_NODE_FLAGS, dist], verifierEnv),
+  ]),
+];
+const results = new Map<string, number[]>(rows.map(([name]) => [name, []]));
+try {
+  for (let round = 0; round < rounds; round++)
+    for (const [name, run] of rows) {
+      const figure = await run();
+      results.get(name)!.push(figure);
+      console.log(
+        `round ${round + 1}: ${name}: ${figure.toFixed(timed ? 1 : 0)} ${unit} per request`,
+      );
+    }
+} finally {
+  jwks.close();
+}
+const floors = results.get('bare uWS 204')!;
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[values.length >> 1]!;
+const shown = (n: number) => (timed ? n.toFixed(1) : Math.round(n).toLocaleString('en'));
+console.log(
+  timed
+    ? `\nserver CPU µs per request (wrk -c32 for ${SECONDS} s after 1 s of warm-up), and ÷ the same round's floor:`
+    : `\ninstructions per request (${REQUESTS} after ${WARM_UP} of warm-up, ${CONNECTIONS} connections), and ÷ the same round's floor:`,
+);
+for (const [name, figures] of results) {
+  const ratios = figures.map((n, round) => n / floors[round]!);
+  console.log(
+    `${name}: ${figures.map(shown).join(' · ')}  (${ratios.map((r) => `${r.toFixed(2)}×`).join(' · ')}; median ${median(ratios).toFixed(2)}×)`,
+  );
+}
