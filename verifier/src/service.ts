@@ -107,7 +107,7 @@ export function createVerifierService(
     logger,
     now,
     // Per sender key (`iss`, `kid`), not per address: spent only by forgeries under that key.
-    // Made only with a receiver: its 100,000 preallocated slots hold 1.6 MB from the start.
+    // Made only with a receiver: a call limit preallocates 100,000 slots (1.5 MB of arrays).
     createSpendFailure: () =>
       createCallLimit(
         { rate: config.revocation.receiverRate, burst: config.revocation.receiverBurst },
