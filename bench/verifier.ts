@@ -619,7 +619,7 @@ async function rssRows(ecKey: KeyObject, jwksUri: string): Promise<string[]> {
 async function imageRssRow(jwksUri: string, fill: string): Promise<string> {
   const noEngine = await missingEngine();
   if (noEngine !== undefined) return `peak RSS in the verifier image: not measured (${noEngine})`;
-  await buildImages();
+  await buildImages(['verifier']);
   const port = await freePort();
   const id = await docker(
     'run',
