@@ -24,7 +24,7 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { freePort } from '../stack/ports.js';
 import { LOAD_TEST_VERIFIER_ENV } from '../perf/systems.js';
-import { VERIFIER_NODE_FLAGS } from '../stack/service-env.js';
+import { VERIFIER_NODE_FLAGS, VERIFIER_PROCESS_ENV } from '../stack/service-env.js';
 import { COMPARED_VERSIONS, runtimeTable } from './runtimes.js';
 import { IMAGES, buildImages, docker, missingEngine } from '../test/containers/engine.js';
 import { secretSetName } from '../verifier/src/http/verify-answer.js';
@@ -177,17 +177,19 @@ function benchedVerifierEnv(jwksUri: string, port: number): Record<string, strin
 }
 
 /**
- * The compiled verifier pinned to the server core. `nodeFlags` default to the runner's and the
- * image's (VERIFIER_NODE_FLAGS), so its rows measure what is deployed, as `npm run bench` does;
- * the RSS rows pass none and set NODE_OPTIONS themselves.
+ * The compiled verifier pinned to the server core. `nodeFlags` and `processEnv` default to the
+ * runner's and the image's (VERIFIER_NODE_FLAGS, VERIFIER_PROCESS_ENV), so its rows measure what
+ * is deployed, as `npm run bench` does; the RSS rows pass none and set them themselves.
  */
 async function startVerifier(
   jwksUri: string,
   extra: Record<string, string> = {},
   nodeFlags: readonly string[] = VERIFIER_NODE_FLAGS,
+  processEnv: Readonly<Record<string, string>> = VERIFIER_PROCESS_ENV,
 ): Promise<{ child: ChildProcess; port: number }> {
   const port = await freePort();
   const child = startPinned([...nodeFlags, 'verifier/dist/main.js'], {
+    ...processEnv,
     ...benchedVerifierEnv(jwksUri, port),
     ...extra,
   });
@@ -226,7 +228,14 @@ function cpuMicros(pid: number): number {
 
 function wrk(
   url: string,
-  options: { token?: string; script?: string; seconds?: number; pid?: number },
+  options: {
+    token?: string;
+    script?: string;
+    /** Given to the script's `init` (the distinct scripts' first token index). */
+    scriptArgs?: string[];
+    seconds?: number;
+    pid?: number;
+  },
 ): WrkResult {
   const cpuBefore = options.pid === undefined ? 0 : cpuMicros(options.pid);
   const args = [
@@ -243,6 +252,7 @@ function wrk(
   }
   if (options.script) args.push('-s', options.script);
   args.push(url);
+  if (options.scriptArgs) args.push('--', ...options.scriptArgs);
   const run = spawnSync('taskset', args, { encoding: 'utf8' });
   if (run.status !== 0) throw new Error(`wrk failed: ${run.stderr}`);
   const rate = Number(/Requests\/sec:\s+([\d.]+)/.exec(run.stdout)?.[1] ?? NaN);
@@ -262,6 +272,7 @@ function distinctTokenScript(tokens: string[], path: string): string {
     `local tokens = {}
 for line in io.lines("${list}") do tokens[#tokens + 1] = "Bearer " .. line end
 local i = 0
+init = function(args) i = tonumber(args[1] or "0") % #tokens end
 request = function()
   i = i + 1
   if i > #tokens then i = 1 end
@@ -553,8 +564,32 @@ async function signOutOthers(port: number, privateKey: KeyObject, count: number)
   }
 }
 
-/** V8 limits that keep a full cache inside 128 MB; see verifier/README.md, "Memory". */
-const LEAN_NODE_OPTIONS = VERIFIER_NODE_FLAGS.join(' ');
+/** Rounds of cached traffic over the whole set once the cache is full (5 s each). */
+const CACHED_ROUNDS = 3;
+
+/**
+ * Fills the verifier's cache with the script's RSS_TOKENS distinct tokens, each round going on
+ * where the last one stopped, then sends CACHED_ROUNDS rounds over the whole set: a full cache
+ * under traffic, the state whose peak counts. The last metrics page and the entries it counts.
+ */
+async function fillCache(port: number, fill: string): Promise<{ filled: number; metrics: string }> {
+  const url = `http://127.0.0.1:${port}`;
+  const read = async () => {
+    const metrics = (await fetchText(`${url}/metrics`)).body;
+    return { filled: Number(/^verifier_cache_entries (\d+)/m.exec(metrics)?.[1] ?? 0), metrics };
+  };
+  let sent = 0;
+  let state = await read();
+  for (let round = 0; round < 40 && state.filled < RSS_TOKENS; round++) {
+    sent += wrk(url, { script: fill, scriptArgs: [String(sent)], seconds: 5 }).requests;
+    state = await read();
+  }
+  for (let round = 0; round < CACHED_ROUNDS; round++) {
+    const from = Math.round((round * RSS_TOKENS) / CACHED_ROUNDS);
+    wrk(url, { script: fill, scriptArgs: [String(from)], seconds: 5 });
+  }
+  return { filled: state.filled, metrics: (await read()).metrics };
+}
 
 async function rssRows(ecKey: KeyObject, jwksUri: string): Promise<string[]> {
   process.stdout.write(`minting ${RSS_TOKENS} ES256 tokens... `);
@@ -562,23 +597,15 @@ async function rssRows(ecKey: KeyObject, jwksUri: string): Promise<string[]> {
   console.log('done');
   const fill = distinctTokenScript(esTokens, '/verify');
   const rows: string[] = [];
-  for (const nodeOptions of ['', LEAN_NODE_OPTIONS]) {
+  // Node's defaults, then the deployed flags and allocator setting (verifier/README.md, "Memory").
+  for (const deployed of [false, true]) {
     const verifier = await startVerifier(
       jwksUri,
-      {
-        VERIFIER_CACHE_MAX_ENTRIES: String(RSS_TOKENS),
-        VERIFIER_CACHE_MAX_BYTES: '1g',
-        ...(nodeOptions ? { NODE_OPTIONS: nodeOptions } : {}),
-      },
-      [],
+      { VERIFIER_CACHE_MAX_ENTRIES: String(RSS_TOKENS), VERIFIER_CACHE_MAX_BYTES: '1g' },
+      deployed ? VERIFIER_NODE_FLAGS : [],
+      deployed ? VERIFIER_PROCESS_ENV : {},
     );
-    let filled = 0;
-    let metrics = '';
-    for (let round = 0; round < 120 && filled < RSS_TOKENS; round++) {
-      wrk(`http://127.0.0.1:${verifier.port}`, { script: fill, seconds: 5 });
-      metrics = (await fetchText(`http://127.0.0.1:${verifier.port}/metrics`)).body;
-      filled = Number(/^verifier_cache_entries (\d+)/m.exec(metrics)?.[1] ?? 0);
-    }
+    const { filled, metrics } = await fillCache(verifier.port, fill);
     const heapMb = (name: string) =>
       (
         Number(new RegExp(`^verifier_nodejs_${name} (\\S+)`, 'm').exec(metrics)?.[1]) /
@@ -587,7 +614,13 @@ async function rssRows(ecKey: KeyObject, jwksUri: string): Promise<string[]> {
     const peak = vmHwmMb(verifier.child.pid!);
     await stop(verifier.child);
     rows.push(
-      `peak RSS, ${filled} cached decisions, Node ${process.versions.node} ${nodeOptions || '(no flags)'}: ${peak.toFixed(1)} MB ` +
+      `peak RSS, ${filled} cached decisions, Node ${process.versions.node} ${
+        deployed
+          ? `${VERIFIER_NODE_FLAGS.join(' ')} ${Object.entries(VERIFIER_PROCESS_ENV)
+              .map(([name, value]) => `${name}=${value}`)
+              .join(' ')}`
+          : '(no flags)'
+      }: ${peak.toFixed(1)} MB ` +
         `(heap used ${heapMb('heap_size_used_bytes')} of ${heapMb('heap_size_total_bytes')} MB; goal <= 128 MB)`,
     );
   }
@@ -602,7 +635,7 @@ async function rssRows(ecKey: KeyObject, jwksUri: string): Promise<string[]> {
 async function imageRssRow(jwksUri: string, fill: string): Promise<string> {
   const noEngine = await missingEngine();
   if (noEngine !== undefined) return `peak RSS in the verifier image: not measured (${noEngine})`;
-  await buildImages();
+  await buildImages(['verifier']);
   const port = await freePort();
   const id = await docker(
     'run',
@@ -610,6 +643,8 @@ async function imageRssRow(jwksUri: string, fill: string): Promise<string> {
     '--rm',
     '--network',
     'host',
+    '--cpuset-cpus',
+    SERVER_CPU,
     ...Object.entries({
       ...benchedVerifierEnv(jwksUri, port),
       VERIFIER_CACHE_MAX_ENTRIES: String(RSS_TOKENS),
@@ -620,14 +655,9 @@ async function imageRssRow(jwksUri: string, fill: string): Promise<string> {
   try {
     await waitReady(`http://127.0.0.1:${port}/readyz`);
     const node = await docker('exec', id, 'node', '--version');
-    let filled = 0;
-    for (let round = 0; round < 120 && filled < RSS_TOKENS; round++) {
-      wrk(`http://127.0.0.1:${port}`, { script: fill, seconds: 5 });
-      const metrics = (await fetchText(`http://127.0.0.1:${port}/metrics`)).body;
-      filled = Number(/^verifier_cache_entries (\d+)/m.exec(metrics)?.[1] ?? 0);
-    }
+    const { filled } = await fillCache(port, fill);
     const peak = vmHwmMb(Number(await docker('inspect', '--format', '{{.State.Pid}}', id)));
-    return `peak RSS, ${filled} cached decisions, verifier image (${node}, its NODE_OPTIONS): ${peak.toFixed(1)} MB (goal <= 128 MB)`;
+    return `peak RSS, ${filled} cached decisions, verifier image (${node}, its NODE_OPTIONS and MALLOC_ARENA_MAX): ${peak.toFixed(1)} MB (goal <= 128 MB)`;
   } finally {
     await docker('stop', id);
   }

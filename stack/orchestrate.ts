@@ -28,6 +28,7 @@ import {
   SECRET_POLICY,
   RESOURCE_METADATA_PATH,
   VERIFIER_NODE_FLAGS,
+  VERIFIER_PROCESS_ENV,
   idpEnv,
   verifierEnv,
   type ServiceName,
@@ -157,6 +158,7 @@ export async function orchestrate(options: StackOptions, shape: StackShape): Pro
       ...options.env?.idp,
     },
     verifier: {
+      ...VERIFIER_PROCESS_ENV,
       ...verifierEnv({ listen: verifier.address, configFile: verifierConfigFile, edgeKeyFile }),
       ...settings.env,
       ...options.env?.verifier,

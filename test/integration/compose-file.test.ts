@@ -28,6 +28,7 @@ import {
 import {
   DEFAULT_PORTS,
   SERVICE_NAMES,
+  VERIFIER_NODE_FLAGS,
   idpEnv,
   verifierConfig,
   verifierEnv,
@@ -368,6 +369,12 @@ describe('docker-compose.yaml mirrors the local runner', () => {
       );
     },
   );
+
+  it("runs the verifier image with the runner's Node flags, so both hold the same memory bound", () => {
+    const text = readFileSync(join(REPO_ROOT, 'verifier/Dockerfile'), 'utf8');
+    const runtime = text.slice(text.lastIndexOf('\nFROM '));
+    expect(/NODE_OPTIONS="([^"]*)"/.exec(runtime)?.[1]).toBe(VERIFIER_NODE_FLAGS.join(' '));
+  });
 });
 
 describe("docker-compose.yaml's minted values, as npm start's", () => {

@@ -107,10 +107,12 @@ export function createVerifierService(
     logger,
     now,
     // Per sender key (`iss`, `kid`), not per address: spent only by forgeries under that key.
-    spendFailure: createCallLimit(
-      { rate: config.revocation.receiverRate, burst: config.revocation.receiverBurst },
-      now,
-    ),
+    // Made only with a receiver: a call limit preallocates 100,000 slots (1.5 MB of arrays).
+    createSpendFailure: () =>
+      createCallLimit(
+        { rate: config.revocation.receiverRate, burst: config.revocation.receiverBurst },
+        now,
+      ),
   });
   // Minted values (minted/): after the revocation runtime, whose check purges a user's sets. A
   // `token-exchange` value goes to the token endpoint of the policy's first issuer.

@@ -2,7 +2,9 @@
 // node, a primary found through Sentinel, or a Cluster (./url.ts has the URL forms), with the ACL
 // user, password and TLS CA of the `redis` settings, writes acknowledged by replicas (`WAIT`), a
 // scan over every primary, and a subscription that follows the node its channel lives on.
-import { Cluster, Redis, type ChainableCommander, type RedisOptions } from 'ioredis';
+import { createRequire } from 'node:module';
+import type * as IORedis from 'ioredis';
+import type { ChainableCommander, Cluster, Redis, RedisOptions } from 'ioredis';
 import type { RootSettings } from '../config/model.js';
 import { parseRedisUrl, type RedisTarget, type Topology } from './url.js';
 
@@ -36,6 +38,16 @@ export function redisSettingsOf({ redis }: Pick<RootSettings, 'redis'>): RedisSe
 }
 
 export type SharedRedis = ReturnType<typeof openRedis>;
+
+const requireModule = createRequire(import.meta.url);
+let loaded: typeof IORedis | undefined;
+/**
+ * ioredis, loaded by the first connection or probe: with its dependencies it holds ~1.2 MB of
+ * heap and its compiled code, which a verifier whose stores are held in process never needs.
+ */
+function ioredis(): typeof IORedis {
+  return (loaded ??= requireModule('ioredis') as typeof IORedis);
+}
 
 /** Reconnect after 200 ms, 400 ms… never more rarely than every 2 s. */
 const retryStrategy = (attempt: number) => Math.min(attempt * 200, 2000);
@@ -83,7 +95,7 @@ export function openRedis(
     },
     /** Batches of the keys matching `match` on every primary. */
     async *scan(match: string): AsyncIterable<string[]> {
-      const nodes = client instanceof Cluster ? client.nodes('master') : [client];
+      const nodes = client instanceof ioredis().Cluster ? client.nodes('master') : [client];
       for (const at of nodes)
         for await (const keys of at.scanStream({ match, count: 500 }) as AsyncIterable<string[]>)
           yield keys;
@@ -97,7 +109,7 @@ export function openRedis(
       channels: readonly [string, ...string[]],
       handlers: { onMessage(message: string): void; onUp(): void; onDown(): void },
     ) {
-      return client instanceof Cluster
+      return client instanceof ioredis().Cluster
         ? followShard(client, node, channels[0], handlers, onError)
         : follow(client, channels, handlers, onError);
     },
@@ -130,7 +142,7 @@ function nodeOptions(
 function createClient(target: RedisTarget, settings: Partial<RedisSettings>, node: RedisOptions) {
   const [first] = target.hosts;
   if (target.topology === 'cluster')
-    return new Cluster([...target.hosts], {
+    return new (ioredis().Cluster)([...target.hosts], {
       enableOfflineQueue: false,
       clusterRetryStrategy: retryStrategy,
       slotsRefreshTimeout: 1000,
@@ -139,8 +151,8 @@ function createClient(target: RedisTarget, settings: Partial<RedisSettings>, nod
       ...(target.tls ? { dnsLookup: (address, callback) => callback(null, address) } : {}),
     });
   const common = { ...node, enableOfflineQueue: false, retryStrategy };
-  if (target.topology === 'single') return new Redis({ ...common, ...first });
-  return new Redis({
+  if (target.topology === 'single') return new (ioredis().Redis)({ ...common, ...first });
+  return new (ioredis().Redis)({
     ...common,
     sentinels: [...target.hosts],
     name: target.masterName,
@@ -214,7 +226,7 @@ function followShard(
       const owner = cluster.slots[slot]?.[0];
       if (owner === undefined) return again();
       const at = owner.lastIndexOf(':');
-      const connection = new Redis({
+      const connection = new (ioredis().Redis)({
         ...node,
         host: owner.slice(0, at).replace(/^\[(.*)\]$/, '$1'),
         port: Number(owner.slice(at + 1)),
@@ -293,7 +305,7 @@ export async function topologyProblem(
         }
       : base;
   for (const { host, port } of target.hosts) {
-    const probe = new Redis({
+    const probe = new (ioredis().Redis)({
       ...options,
       host,
       port,

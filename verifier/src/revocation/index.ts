@@ -36,10 +36,11 @@ export function createRevocationRuntime(
     readonly logger: Logger;
     readonly now: Clock;
     /**
-     * The budget of failed signature checks per sender key (`receiverRate`, `receiverBurst`):
-     * true while the key may fail once more; the service wires a token bucket of http/ here.
+     * Makes the budget of failed signature checks per sender key (`receiverRate`,
+     * `receiverBurst`): true while the key may fail once more; the service wires a token bucket
+     * of http/ here. Called only when a receiver exists: the bucket preallocates its slots.
      */
-    readonly spendFailure: (key: string) => boolean;
+    readonly createSpendFailure: () => (key: string) => boolean;
   },
 ) {
   const { metrics, logger, now } = deps;
@@ -100,7 +101,7 @@ export function createRevocationRuntime(
       channel === 'backchannel_logout' ? logoutReplayTtl : setReplayTtl,
     // Spent only by signatures that did not verify (event-token.ts): past it, a forgery under
     // that key gets 429 + Retry-After and no log line; a real logout never asks it.
-    spendFailure: deps.spendFailure,
+    spendFailure: deps.createSpendFailure(),
     retryAfter: String(Math.max(1, Math.ceil(1 / settings.receiverRate))),
   };
 

@@ -2,7 +2,8 @@
 // by the caller ("uploads/{sub}/avatar.png"). `aws4` signs; any S3-compatible store (MinIO, R2,
 // Ceph) checks it with the same credentials. The store refuses it after `X-Amz-Expires`.
 
-import aws4 from 'aws4';
+import { createRequire } from 'node:module';
+import type * as Aws4 from 'aws4';
 import type { EntryOf } from '../entry-schema.js';
 import { createKeyFile } from '../key-file.js';
 import { expiryFor } from '../lifetime.js';
@@ -11,6 +12,8 @@ import { compileTemplate } from '../template.js';
 import { syncMint } from '../sync-mint.js';
 import type { Minter } from '../types.js';
 
+const requireModule = createRequire(import.meta.url);
+
 interface Credentials {
   accessKeyId: string;
   secretAccessKey: string;
@@ -18,6 +21,8 @@ interface Credentials {
 
 export function createS3Minter(entry: EntryOf<'s3-presigned-url'>): Minter {
   const credentials = createKeyFile(entry.credentialsFile, 'credentialsFile', parseCredentials);
+  // Loaded by the first S3 entry, not with the package: a host without one never holds it.
+  const aws4 = requireModule('aws4') as typeof Aws4;
   const objectKey = compileTemplate(entry.key, 'key', segment);
   const { method, bucket, region, forcePathStyle } = entry;
   const endpoint = new URL(entry.endpoint ?? `https://s3.${region}.amazonaws.com`);

@@ -4,7 +4,7 @@
 // oauth4webapi makes the request and checks the answer; the issued token is the value.
 
 import { webcrypto } from 'node:crypto';
-import * as oauth from 'oauth4webapi';
+import type * as OAuth from 'oauth4webapi';
 import type { EntryOf } from '../entry-schema.js';
 import { asymmetricKey } from '../jws-key.js';
 import { createKeyFile, parseTextSecret } from '../key-file.js';
@@ -18,6 +18,10 @@ const accessTokenType = 'urn:ietf:params:oauth:token-type:access_token';
 const timeoutMs = 5000;
 
 type Entry = EntryOf<'token-exchange'>;
+
+let loaded: Promise<typeof OAuth> | undefined;
+/** oauth4webapi, loaded by the first exchange: a host that mints no `token-exchange` value never holds it. */
+const oauthLibrary = () => (loaded ??= import('oauth4webapi'));
 type KeyAuth = Extract<Entry['clientAuth'], { method: 'private_key_jwt' }>;
 
 export function createTokenExchangeMinter(entry: Entry, context: MintContext): Minter {
@@ -28,7 +32,7 @@ export function createTokenExchangeMinter(entry: Entry, context: MintContext): M
     );
   }
   const clientAuth = clientAuthentication(entry.clientAuth);
-  const client: oauth.Client = { client_id: entry.clientId };
+  const client: OAuth.Client = { client_id: entry.clientId };
   const fixed = new URLSearchParams({ subject_token_type: accessTokenType });
   for (const audience of [entry.audience ?? []].flat()) fixed.append('audience', audience);
   for (const resource of [entry.resource ?? []].flat()) fixed.append('resource', resource);
@@ -38,6 +42,7 @@ export function createTokenExchangeMinter(entry: Entry, context: MintContext): M
     kind: 'token-exchange',
     async mint(caller, now) {
       const ceiling = expiryFor(caller, now, entry.ttlSeconds);
+      const oauth = await oauthLibrary();
       const auth = await clientAuth();
       let endpoint: URL;
       try {
@@ -45,10 +50,10 @@ export function createTokenExchangeMinter(entry: Entry, context: MintContext): M
       } catch {
         throw new MintError('exchange_failed', "the issuer's token endpoint is unknown");
       }
-      const as: oauth.AuthorizationServer = { issuer: caller.iss, token_endpoint: endpoint.href };
+      const as: OAuth.AuthorizationServer = { issuer: caller.iss, token_endpoint: endpoint.href };
       const parameters = new URLSearchParams(fixed);
       parameters.set('subject_token', caller.token);
-      let result: oauth.TokenEndpointResponse;
+      let result: OAuth.TokenEndpointResponse;
       try {
         const response = await oauth.genericTokenEndpointRequest(
           as,
@@ -91,23 +96,23 @@ export function createTokenExchangeMinter(entry: Entry, context: MintContext): M
   };
 }
 
-function clientAuthentication(auth: Entry['clientAuth']): () => Promise<oauth.ClientAuth> {
+function clientAuthentication(auth: Entry['clientAuth']): () => Promise<OAuth.ClientAuth> {
   if (auth.method === 'client_secret_basic') {
     const secret = createKeyFile(
       auth.secretFile,
       'clientAuth.secretFile',
       parseTextSecret('clientAuth.secretFile'),
     );
-    return () => Promise.resolve(oauth.ClientSecretBasic(secret.current()));
+    return async () => (await oauthLibrary()).ClientSecretBasic(secret.current());
   }
   const key = createKeyFile(auth.keyFile, 'clientAuth.keyFile', (bytes) => importOnce(bytes, auth));
-  return async () => oauth.PrivateKeyJwt(await key.current()());
+  return async () => (await oauthLibrary()).PrivateKeyJwt(await key.current()());
 }
 
 /** Parses now (errors at start), imports into WebCrypto on first use, once per key version. */
-function importOnce(bytes: Buffer, auth: KeyAuth): () => Promise<oauth.PrivateKey> {
+function importOnce(bytes: Buffer, auth: KeyAuth): () => Promise<OAuth.PrivateKey> {
   const { privateKey, publicJwk } = asymmetricKey(bytes, auth.alg, 'clientAuth.keyFile', auth.kid);
-  let imported: Promise<oauth.PrivateKey> | undefined;
+  let imported: Promise<OAuth.PrivateKey> | undefined;
   return () => {
     imported ??= (async () => {
       const der = privateKey!.export({ format: 'der', type: 'pkcs8' });
