@@ -67,14 +67,23 @@ export function signatureSchemes(algorithms: readonly string[]) {
   );
 }
 
-/** A key set holds a handful of keys: each is turned into a KeyObject once. */
-const keyObjects = new WeakMap<CryptoKey, KeyObject>();
+/**
+ * What a CryptoKey was found fit for: a key set holds a handful of keys, each turned into a
+ * KeyObject once. A CryptoKey never changes, and reading its `usages` copies the array, so the
+ * verdict is kept for the scheme it was last asked about (a key verifies one `alg`).
+ */
+const fitted = new WeakMap<
+  CryptoKey,
+  { readonly scheme: SignatureScheme; readonly key: KeyObject | undefined }
+>();
 
 /**
  * The KeyObject of `key` when it may verify `scheme`'s signatures, else undefined (a key imported
  * for another algorithm, hash or curve, a private or secret key, an RSA key under 2048 bits).
  */
 export function verificationKey(key: CryptoKey, scheme: SignatureScheme): KeyObject | undefined {
+  const known = fitted.get(key);
+  if (known?.scheme === scheme) return known.key;
   const algorithm = key.algorithm as Partial<
     webcrypto.RsaHashedKeyAlgorithm & webcrypto.EcKeyAlgorithm
   >;
@@ -86,9 +95,8 @@ export function verificationKey(key: CryptoKey, scheme: SignatureScheme): KeyObj
     (hash === undefined || algorithm.hash?.name === hash) &&
     (namedCurve === undefined || algorithm.namedCurve === namedCurve) &&
     (algorithm.modulusLength ?? 0) >= (scheme.minRsaBits ?? 0);
-  if (!fits) return undefined;
-  let keyObject = keyObjects.get(key);
-  if (keyObject === undefined) keyObjects.set(key, (keyObject = KeyObject.from(key)));
+  const keyObject = !fits ? undefined : (known?.key ?? KeyObject.from(key));
+  fitted.set(key, { scheme, key: keyObject });
   return keyObject;
 }
 
@@ -110,6 +118,31 @@ function signatureLength(scheme: SignatureScheme, key: KeyObject): number {
 
 const BASE64URL = /^[A-Za-z0-9_-]*$/;
 
+/** What `verify` takes for a key and a scheme: the KeyObject alone, or it with the options. */
+type VerifyKey = KeyObject | (SigningOptions & { readonly key: KeyObject });
+/** Built once per key and scheme (a key set holds a handful), not once per signature. */
+const verifyKeys = new WeakMap<KeyObject, Map<SignatureScheme, VerifyKey>>();
+
+function verifyKey(key: KeyObject, scheme: SignatureScheme): VerifyKey {
+  let byScheme = verifyKeys.get(key);
+  if (byScheme === undefined)
+    verifyKeys.set(key, (byScheme = new Map<SignatureScheme, VerifyKey>()));
+  let prepared = byScheme.get(scheme);
+  if (prepared === undefined) {
+    // PKCS #1 v1.5 is node:crypto's own padding for an `rsa` key (not for an `rsa-pss` one), and
+    // Ed25519 takes no options: there the KeyObject goes alone, with no preparation per call.
+    const { padding, ...others } = scheme.options;
+    const plain =
+      Object.keys(others).length === 0 &&
+      (padding === undefined
+        ? key.asymmetricKeyType === 'ed25519'
+        : padding === constants.RSA_PKCS1_PADDING && key.asymmetricKeyType === 'rsa');
+    prepared = plain ? key : { key, ...scheme.options };
+    byScheme.set(scheme, prepared);
+  }
+  return prepared;
+}
+
 /**
  * True when the third segment of the compact JWS `token` is a valid signature over the first two;
  * a malformed signature is false, not thrown. The segment is read strictly, as jose's decoder
@@ -123,10 +156,11 @@ export function verifySignature(token: string, scheme: SignatureScheme, key: Key
   const encoded = token.slice(dot + 1);
   if (encoded.length !== signatureLength(scheme, key) || !BASE64URL.test(encoded)) return false;
   if (!hasCanonicalSignature(token)) return false;
+  // The compact JWS is ASCII (looksLikeJwt): latin1 is its bytes, copied once with no UTF-8 scan.
   const signingInput = Buffer.from(token.slice(0, dot), 'latin1');
   const signature = Buffer.from(encoded, 'base64url');
   try {
-    return verify(scheme.digest, signingInput, { key, ...scheme.options }, signature);
+    return verify(scheme.digest, signingInput, verifyKey(key, scheme), signature);
   } catch {
     return false;
   }

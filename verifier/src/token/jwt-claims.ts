@@ -133,6 +133,24 @@ const normalizeTyp = (value: string) => {
 const failed = (claims: Claims, claim: string, message: string, reason = 'check_failed') =>
   new errors.JWTClaimValidationFailed(message, claims, claim, reason);
 
+/** The claims `rules` require present, in jose's order, worked out once per rules object. */
+const presenceOrders = new WeakMap<ClaimRules, readonly string[]>();
+
+function presenceOrder(rules: ClaimRules): readonly string[] {
+  let order = presenceOrders.get(rules);
+  if (order === undefined) {
+    const { issuer, audience, requiredClaims = [] } = rules;
+    // jose checks presence in this order: `iss`, `aud`, then the required claims from the last.
+    order = [
+      ...(issuer === undefined ? [] : ['iss']),
+      ...(audience === undefined ? [] : ['aud']),
+      ...[...requiredClaims].reverse(),
+    ];
+    presenceOrders.set(rules, order);
+  }
+  return order;
+}
+
 /** A NumericDate claim: undefined when absent, else a number (jose's `"x" claim must be a number`). */
 function numericDate(claims: Claims, claim: string): number | undefined {
   const value = claims[claim];
@@ -159,19 +177,13 @@ export function checkClaims(
   const { claims } = decoded;
   if (!decoded.strict)
     throw new errors.JWTInvalid('JWT Claims Set must be a top-level JSON object');
-  const { typ, issuer, audience, requiredClaims = [] } = rules;
+  const { typ, issuer, audience } = rules;
   if (
     typ !== undefined &&
     (typeof header.typ !== 'string' || normalizeTyp(header.typ) !== normalizeTyp(typ))
   )
     throw failed(claims, 'typ', 'unexpected "typ" JWT header value');
-  // jose checks presence in this order: `iss`, `aud`, then the required claims from the last.
-  const present = [
-    ...(issuer === undefined ? [] : ['iss']),
-    ...(audience === undefined ? [] : ['aud']),
-    ...[...requiredClaims].reverse(),
-  ];
-  for (const claim of present)
+  for (const claim of presenceOrder(rules))
     if (!Object.hasOwn(claims, claim))
       throw failed(claims, claim, `missing required "${claim}" claim`, 'missing');
   if (issuer !== undefined && claims.iss !== issuer)

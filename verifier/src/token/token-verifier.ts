@@ -80,6 +80,8 @@ export function createTokenVerifier(parts: TokenVerifierParts): TokenVerifier {
     });
   }
   const pending = new Map<string, Promise<VerifiedToken>>();
+  /** The name concurrent misses of one token for one policy share. */
+  const flightOf = (policy: PolicyConfig, key: string) => `${policy.name}\u0000${key}`;
 
   /**
    * `token` verified by the verifier that reads it for the policy, or the refusal of a token none
@@ -117,7 +119,7 @@ export function createTokenVerifier(parts: TokenVerifierParts): TokenVerifier {
 
   /** Caches what a verification proved: the session claims only when something reads them. */
   function remember(key: string, fresh: VerifiedToken): VerifiedToken {
-    cache.set(key, parts.keepSession ? fresh : { ...fresh, session: undefined });
+    cache.set(key, fresh, parts.keepSession === true);
     return fresh;
   }
 
@@ -126,7 +128,7 @@ export function createTokenVerifier(parts: TokenVerifierParts): TokenVerifier {
    * returns (no promise, no flight to share); else the flight is forgotten when it settles. One
    * `then` instead of an async function and a `finally`: each of those is a promise more.
    */
-  function verifyFresh(token: string, policy: Route, key: string, flight: string) {
+  function verifyFresh(token: string, policy: Route, key: string, policyConfig: PolicyConfig) {
     const stopTimer = metrics?.verification.startTimer();
     let started: VerifiedToken | Promise<VerifiedToken>;
     try {
@@ -139,6 +141,7 @@ export function createTokenVerifier(parts: TokenVerifierParts): TokenVerifier {
       stopTimer?.();
       return remember(key, started);
     }
+    const flight = flightOf(policyConfig, key);
     const settled = () => {
       pending.delete(flight);
       stopTimer?.();
@@ -174,13 +177,14 @@ export function createTokenVerifier(parts: TokenVerifierParts): TokenVerifier {
     }
     metrics?.cacheLookup('miss');
     // Shared per policy too: a verification checks the asking policy's issuers before any fetch.
-    const flight = `${policyConfig.name}\u0000${key}`;
-    const running = pending.get(flight);
+    // Nothing is in flight while every key is known: then no flight name is even built.
+    const flight = pending.size === 0 ? undefined : flightOf(policyConfig, key);
+    const running = flight === undefined ? undefined : pending.get(flight);
     if (running) {
       onLookup?.('coalesced');
       return running;
     }
     onLookup?.('miss');
-    return verifyFresh(token, policy, key, flight);
+    return verifyFresh(token, policy, key, policyConfig);
   };
 }
