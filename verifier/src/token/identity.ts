@@ -30,7 +30,10 @@ export function readIdentity(
 ): Identity {
   let name: string | undefined;
   let client = '';
-  for (const claim of issuer.clientClaims) {
+  const { clientClaims } = issuer;
+  // Index loops here and in readScopes: a `for…of` left an iterator result per name, per token.
+  for (let i = 0; i < clientClaims.length; i++) {
+    const claim = clientClaims[i]!;
     const value = claims[claim];
     if (typeof value === 'string' && value.length > 0) {
       name = claim;
@@ -59,7 +62,8 @@ export function readIdentity(
 }
 
 function readScopes(claims: Record<string, unknown>, names: readonly string[]): string[] {
-  for (const name of names) {
+  for (let i = 0; i < names.length; i++) {
+    const name = names[i]!;
     const value = claims[name];
     if (typeof value === 'string') {
       // Copied without the empty words only when there are some (doubled or edge spaces).

@@ -178,14 +178,20 @@ export function checkClaims(
   if (!decoded.strict)
     throw new errors.JWTInvalid('JWT Claims Set must be a top-level JSON object');
   const { typ, issuer, audience } = rules;
+  // The same spelling needs no normalising (two lower-cased copies per token otherwise).
   if (
     typ !== undefined &&
+    header.typ !== typ &&
     (typeof header.typ !== 'string' || normalizeTyp(header.typ) !== normalizeTyp(typ))
   )
     throw failed(claims, 'typ', 'unexpected "typ" JWT header value');
-  for (const claim of presenceOrder(rules))
+  const present = presenceOrder(rules);
+  // An index loop: a `for…of` left an iterator result per claim, per token.
+  for (let i = 0; i < present.length; i++) {
+    const claim = present[i]!;
     if (!Object.hasOwn(claims, claim))
       throw failed(claims, claim, `missing required "${claim}" claim`, 'missing');
+  }
   if (issuer !== undefined && claims.iss !== issuer)
     throw failed(claims, 'iss', 'unexpected "iss" claim value');
   if (audience !== undefined && !hasAudience(claims.aud, audience))

@@ -117,6 +117,14 @@ export function createTokenVerifier(parts: TokenVerifierParts): TokenVerifier {
     return verifiers.get(iss)!(token, decoded);
   }
 
+  /**
+   * One verification's time into its histogram: performance.now() and one observe, where
+   * prom-client's startTimer allocated ~330 bytes a call (two hrtime arrays, a closure, labels).
+   */
+  function timed(begun: number): void {
+    metrics?.verification.observe((performance.now() - begun) / 1000);
+  }
+
   /** Caches what a verification proved: the session claims only when something reads them. */
   function remember(key: string, fresh: VerifiedToken): VerifiedToken {
     cache.set(key, fresh, parts.keepSession === true);
@@ -129,22 +137,22 @@ export function createTokenVerifier(parts: TokenVerifierParts): TokenVerifier {
    * `then` instead of an async function and a `finally`: each of those is a promise more.
    */
   function verifyFresh(token: string, policy: Route, key: string, policyConfig: PolicyConfig) {
-    const stopTimer = metrics?.verification.startTimer();
+    const begun = metrics === undefined ? 0 : performance.now();
     let started: VerifiedToken | Promise<VerifiedToken>;
     try {
       started = route(token, policy);
     } catch (error) {
-      stopTimer?.();
+      timed(begun);
       throw error;
     }
     if (!(started instanceof Promise)) {
-      stopTimer?.();
+      timed(begun);
       return remember(key, started);
     }
     const flight = flightOf(policyConfig, key);
     const settled = () => {
       pending.delete(flight);
-      stopTimer?.();
+      timed(begun);
     };
     const flying = started.then(
       (fresh) => {

@@ -111,7 +111,10 @@ export function checkTokenKind(
   claims: Readonly<Record<string, unknown>>,
   rules: Pick<JwtIssuer, 'requireClaims' | 'refuseClaims'>,
 ): void {
-  for (const { claim, value } of rules.requireClaims) {
+  // Index loops: a `for…of` here left an iterator result per claim on the new-token path.
+  const { requireClaims, refuseClaims } = rules;
+  for (let i = 0; i < requireClaims.length; i++) {
+    const { claim, value } = requireClaims[i]!;
     const found = claims[claim];
     if (found === undefined)
       throw wrong(`"${claim}" claim is missing: not an access token of this issuer`);
@@ -121,7 +124,9 @@ export function checkTokenKind(
     if (value !== undefined && !(scalar && String(found) === value))
       throw wrong(`"${claim}" claim is not "${value}": not an access token of this issuer`);
   }
-  for (const refused of rules.refuseClaims)
+  for (let i = 0; i < refuseClaims.length; i++) {
+    const refused = refuseClaims[i]!;
     if (claims[refused] !== undefined)
       throw wrong(`"${refused}" claim is present: not an access token`);
+  }
 }
