@@ -104,8 +104,8 @@ export function checkPolicy(token: VerifiedToken, policy: PreparedPolicy): void 
     );
   // The list of what is missing is built only for a refusal: an allow allocates nothing here.
   const { scopes } = policy.config;
-  for (const scope of scopes)
-    if (!identity.scopes.includes(scope)) {
+  for (let i = 0; i < scopes.length; i++)
+    if (!identity.scopes.includes(scopes[i]!)) {
       const missing = scopes.filter((one) => !identity.scopes.includes(one));
       throw new VerifyError('scope_insufficient', `missing scopes: ${missing.join(' ')}`);
     }
