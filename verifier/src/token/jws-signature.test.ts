@@ -10,6 +10,7 @@ import {
 } from 'jose';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { signatureSchemes, verificationKey, verifySignature } from './jws-signature.js';
+import { MAX_TOKEN_BYTES } from './token-shape.js';
 
 const encoder = new TextEncoder();
 
@@ -113,6 +114,21 @@ describe('JWS signatures checked with node:crypto, as jose checks them with WebC
   it('refuses a private key as a verification key', async () => {
     const { token, privateKey } = await signed('ES256');
     expect(check(token, 'ES256', privateKey)).toBe('unusable key');
+  });
+
+  it('checks a JWS longer than its reused buffer as one that fits, and the next one still fits', async () => {
+    const pair = await generateKeyPair('RS256', { extractable: true });
+    const sign = (sub: string) =>
+      new CompactSign(encoder.encode(JSON.stringify({ sub })))
+        .setProtectedHeader({ alg: 'RS256' })
+        .sign(pair.privateKey);
+    const long = await sign('x'.repeat(20_000));
+    const short = await sign('user-1');
+    expect(long.length).toBeGreaterThan(MAX_TOKEN_BYTES);
+    expect(check(long, 'RS256', pair.publicKey)).toBe(true);
+    expect(check(tampered(long), 'RS256', pair.publicKey)).toBe(false);
+    expect(check(short, 'RS256', pair.publicKey)).toBe(true);
+    expect(check(tampered(short), 'RS256', pair.publicKey)).toBe(false);
   });
 
   it.each(['none', 'HS256', 'RS1', ''])('has no scheme for "%s"', (alg) => {

@@ -4,7 +4,7 @@
 // (docs/performance.md, "Runtime: Node 22 and 24 beside Node 20").
 import { constants, KeyObject, verify, type SigningOptions, type webcrypto } from 'node:crypto';
 import type { CryptoKey } from 'jose';
-import { hasCanonicalSignature } from './token-shape.js';
+import { hasCanonicalSignature, MAX_TOKEN_BYTES } from './token-shape.js';
 
 /**
  * How one JWS `alg` is checked, by jose's WebCrypto rules: the algorithm the key must be imported
@@ -118,6 +118,9 @@ function signatureLength(scheme: SignatureScheme, key: KeyObject): number {
 
 const BASE64URL = /^[A-Za-z0-9_-]*$/;
 
+/** Room for a token's signing input and signature (a longer JWS gets Buffers of its own). */
+const scratch = Buffer.allocUnsafe(MAX_TOKEN_BYTES);
+
 /** What `verify` takes for a key and a scheme: the KeyObject alone, or it with the options. */
 type VerifyKey = KeyObject | (SigningOptions & { readonly key: KeyObject });
 /** Built once per key and scheme (a key set holds a handful), not once per signature. */
@@ -156,9 +159,17 @@ export function verifySignature(token: string, scheme: SignatureScheme, key: Key
   const encoded = token.slice(dot + 1);
   if (encoded.length !== signatureLength(scheme, key) || !BASE64URL.test(encoded)) return false;
   if (!hasCanonicalSignature(token)) return false;
-  // The compact JWS is ASCII (looksLikeJwt): latin1 is its bytes, copied once with no UTF-8 scan.
-  const signingInput = Buffer.from(token.slice(0, dot), 'latin1');
-  const signature = Buffer.from(encoded, 'base64url');
+  // The signing input's bytes (latin1: a compact JWS is ASCII, which callers check, so no UTF-8
+  // scan) and the signature's, side by side in one reused buffer, handed to `verify` as views: no
+  // new Buffer per token. `verify` is synchronous: nothing else writes there before it returns.
+  const fits = token.length <= scratch.length;
+  const inputLength = fits ? scratch.write(token, 0, dot, 'latin1') : dot;
+  const signingInput = fits
+    ? scratch.subarray(0, inputLength)
+    : Buffer.from(token.slice(0, dot), 'latin1');
+  const signature = fits
+    ? scratch.subarray(inputLength, inputLength + scratch.write(encoded, inputLength, 'base64url'))
+    : Buffer.from(encoded, 'base64url');
   try {
     return verify(scheme.digest, signingInput, verifyKey(key, scheme), signature);
   } catch {
