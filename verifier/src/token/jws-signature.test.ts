@@ -88,6 +88,22 @@ describe('JWS signatures checked with node:crypto, as jose checks them with WebC
     expect(check(withSalt(20), 'PS256', key)).toBe(false);
   });
 
+  it('never reads a PSS signature as RS256, even with an rsa-pss KeyObject (whose own padding is PSS)', async () => {
+    const { privateKey, publicKey } = generateKeyPairSync('rsa-pss', { modulusLength: 2048 });
+    const { sign, constants } = await import('node:crypto');
+    const input = `${base64url.encode('{"alg":"RS256"}')}.${base64url.encode('{}')}`;
+    const pss = sign('sha256', Buffer.from(input), {
+      key: privateKey,
+      padding: constants.RSA_PKCS1_PSS_PADDING,
+      saltLength: 32,
+    });
+    const token = `${input}.${base64url.encode(pss)}`;
+    expect(verifySignature(token, signatureSchemes(['RS256']).get('RS256')!, publicKey)).toBe(
+      false,
+    );
+    expect(verifySignature(token, signatureSchemes(['PS256']).get('PS256')!, publicKey)).toBe(true);
+  });
+
   it.each([
     ['a key imported for RS256 used for PS256', 'RS256', {}, 'PS256'],
     ['a key imported for RS256 used for RS512', 'RS256', {}, 'RS512'],

@@ -123,26 +123,28 @@ const scratch = Buffer.allocUnsafe(MAX_TOKEN_BYTES);
 
 /** What `verify` takes for a key and a scheme: the KeyObject alone, or it with the options. */
 type VerifyKey = KeyObject | (SigningOptions & { readonly key: KeyObject });
-/** Built once per key and scheme (a key set holds a handful), not once per signature. */
-const verifyKeys = new WeakMap<KeyObject, Map<SignatureScheme, VerifyKey>>();
+/**
+ * Built once per key, for the scheme it was last asked about (a key verifies one `alg`), not once
+ * per signature: a key set holds a handful of keys.
+ */
+const verifyKeys = new WeakMap<
+  KeyObject,
+  { readonly scheme: SignatureScheme; readonly prepared: VerifyKey }
+>();
 
 function verifyKey(key: KeyObject, scheme: SignatureScheme): VerifyKey {
-  let byScheme = verifyKeys.get(key);
-  if (byScheme === undefined)
-    verifyKeys.set(key, (byScheme = new Map<SignatureScheme, VerifyKey>()));
-  let prepared = byScheme.get(scheme);
-  if (prepared === undefined) {
-    // PKCS #1 v1.5 is node:crypto's own padding for an `rsa` key (not for an `rsa-pss` one), and
-    // Ed25519 takes no options: there the KeyObject goes alone, with no preparation per call.
-    const { padding, ...others } = scheme.options;
-    const plain =
-      Object.keys(others).length === 0 &&
-      (padding === undefined
-        ? key.asymmetricKeyType === 'ed25519'
-        : padding === constants.RSA_PKCS1_PADDING && key.asymmetricKeyType === 'rsa');
-    prepared = plain ? key : { key, ...scheme.options };
-    byScheme.set(scheme, prepared);
-  }
+  const known = verifyKeys.get(key);
+  if (known?.scheme === scheme) return known.prepared;
+  // PKCS #1 v1.5 is node:crypto's own padding for an `rsa` key (not for an `rsa-pss` one), and
+  // Ed25519 takes no options: there the KeyObject goes alone, with no preparation per call.
+  const { padding, ...others } = scheme.options;
+  const plain =
+    Object.keys(others).length === 0 &&
+    (padding === undefined
+      ? key.asymmetricKeyType === 'ed25519'
+      : padding === constants.RSA_PKCS1_PADDING && key.asymmetricKeyType === 'rsa');
+  const prepared = plain ? key : { key, ...scheme.options };
+  verifyKeys.set(key, { scheme, prepared });
   return prepared;
 }
 
