@@ -23,6 +23,7 @@ const ROWS: ReadonlyArray<readonly [string, string]> = [
   ['compact', "jose's `compactVerify`"],
   ['jwtVerify', "jose's `jwtVerify`"],
   ['authorize', '`authorize()`, distinct tokens (whole decision path)'],
+  ['authorizeFirst', "… the same, a new process's first pass (V8 still tiering up)"],
 ];
 
 /** The node binary of `version`: this process's own when it is that version, else the registry's. */

@@ -102,11 +102,11 @@ export function checkPolicy(token: VerifiedToken, policy: PreparedPolicy): void 
       'client_not_allowed',
       `client ${JSON.stringify(identity.client)} is not one of the policy's clients`,
     );
-  const required = policy.config.scopes;
-  // A loop, not a filter: the list of missing scopes is built only for a refusal's message.
-  for (const scope of required)
-    if (!identity.scopes.includes(scope)) {
-      const missing = required.filter((name) => !identity.scopes.includes(name));
+  // The list of what is missing is built only for a refusal: an allow allocates nothing here.
+  const { scopes } = policy.config;
+  for (let i = 0; i < scopes.length; i++)
+    if (!identity.scopes.includes(scopes[i]!)) {
+      const missing = scopes.filter((one) => !identity.scopes.includes(one));
       throw new VerifyError('scope_insufficient', `missing scopes: ${missing.join(' ')}`);
     }
 }

@@ -28,11 +28,19 @@ export function readIdentity(
   claims: Record<string, unknown>,
   issuer: Pick<JwtIssuer, 'issuer' | 'clientClaims'> & Partial<Pick<JwtIssuer, 'scopeClaims'>>,
 ): Identity {
-  const name = issuer.clientClaims.find((claim) => {
+  let name: string | undefined;
+  let client = '';
+  const { clientClaims } = issuer;
+  // Index loops here and in readScopes: a `for…of` left an iterator result per name, per token.
+  for (let i = 0; i < clientClaims.length; i++) {
+    const claim = clientClaims[i]!;
     const value = claims[claim];
-    return typeof value === 'string' && value.length > 0;
-  });
-  const client = name === undefined ? '' : (claims[name] as string);
+    if (typeof value === 'string' && value.length > 0) {
+      name = claim;
+      client = value;
+      break;
+    }
+  }
   if (name !== undefined && !HEADER_EXACT_CLIENT.test(client))
     throw new VerifyError(
       'client_id_invalid',
@@ -54,9 +62,14 @@ export function readIdentity(
 }
 
 function readScopes(claims: Record<string, unknown>, names: readonly string[]): string[] {
-  for (const name of names) {
+  for (let i = 0; i < names.length; i++) {
+    const name = names[i]!;
     const value = claims[name];
-    if (typeof value === 'string') return value.split(' ').filter((s) => s.length > 0);
+    if (typeof value === 'string') {
+      // Copied without the empty words only when there are some (doubled or edge spaces).
+      const words = value.split(' ');
+      return words.includes('') ? words.filter((s) => s.length > 0) : words;
+    }
     // RFC 9068 §2.2.3 / RFC 8693 §4.2: `scope` is a string; an array there grants nothing.
     if (Array.isArray(value) && name !== 'scope')
       return value.filter((s): s is string => typeof s === 'string' && s.length > 0);

@@ -10,6 +10,7 @@ import {
 } from 'jose';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { signatureSchemes, verificationKey, verifySignature } from './jws-signature.js';
+import { MAX_TOKEN_BYTES } from './token-shape.js';
 
 const encoder = new TextEncoder();
 
@@ -87,6 +88,22 @@ describe('JWS signatures checked with node:crypto, as jose checks them with WebC
     expect(check(withSalt(20), 'PS256', key)).toBe(false);
   });
 
+  it('never reads a PSS signature as RS256, even with an rsa-pss KeyObject (whose own padding is PSS)', async () => {
+    const { privateKey, publicKey } = generateKeyPairSync('rsa-pss', { modulusLength: 2048 });
+    const { sign, constants } = await import('node:crypto');
+    const input = `${base64url.encode('{"alg":"RS256"}')}.${base64url.encode('{}')}`;
+    const pss = sign('sha256', Buffer.from(input), {
+      key: privateKey,
+      padding: constants.RSA_PKCS1_PSS_PADDING,
+      saltLength: 32,
+    });
+    const token = `${input}.${base64url.encode(pss)}`;
+    expect(verifySignature(token, signatureSchemes(['RS256']).get('RS256')!, publicKey)).toBe(
+      false,
+    );
+    expect(verifySignature(token, signatureSchemes(['PS256']).get('PS256')!, publicKey)).toBe(true);
+  });
+
   it.each([
     ['a key imported for RS256 used for PS256', 'RS256', {}, 'PS256'],
     ['a key imported for RS256 used for RS512', 'RS256', {}, 'RS512'],
@@ -113,6 +130,21 @@ describe('JWS signatures checked with node:crypto, as jose checks them with WebC
   it('refuses a private key as a verification key', async () => {
     const { token, privateKey } = await signed('ES256');
     expect(check(token, 'ES256', privateKey)).toBe('unusable key');
+  });
+
+  it('checks a JWS longer than its reused buffer as one that fits, and the next one still fits', async () => {
+    const pair = await generateKeyPair('RS256', { extractable: true });
+    const sign = (sub: string) =>
+      new CompactSign(encoder.encode(JSON.stringify({ sub })))
+        .setProtectedHeader({ alg: 'RS256' })
+        .sign(pair.privateKey);
+    const long = await sign('x'.repeat(20_000));
+    const short = await sign('user-1');
+    expect(long.length).toBeGreaterThan(MAX_TOKEN_BYTES);
+    expect(check(long, 'RS256', pair.publicKey)).toBe(true);
+    expect(check(tampered(long), 'RS256', pair.publicKey)).toBe(false);
+    expect(check(short, 'RS256', pair.publicKey)).toBe(true);
+    expect(check(tampered(short), 'RS256', pair.publicKey)).toBe(false);
   });
 
   it.each(['none', 'HS256', 'RS1', ''])('has no scheme for "%s"', (alg) => {

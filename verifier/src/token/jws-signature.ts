@@ -4,7 +4,7 @@
 // (docs/performance.md, "Runtime: Node 22 and 24 beside Node 20").
 import { constants, KeyObject, verify, type SigningOptions, type webcrypto } from 'node:crypto';
 import type { CryptoKey } from 'jose';
-import { hasCanonicalSignature } from './token-shape.js';
+import { hasCanonicalSignature, MAX_TOKEN_BYTES } from './token-shape.js';
 
 /**
  * How one JWS `alg` is checked, by jose's WebCrypto rules: the algorithm the key must be imported
@@ -67,14 +67,23 @@ export function signatureSchemes(algorithms: readonly string[]) {
   );
 }
 
-/** A key set holds a handful of keys: each is turned into a KeyObject once. */
-const keyObjects = new WeakMap<CryptoKey, KeyObject>();
+/**
+ * What a CryptoKey was found fit for: a key set holds a handful of keys, each turned into a
+ * KeyObject once. A CryptoKey never changes, and reading its `usages` copies the array, so the
+ * verdict is kept for the scheme it was last asked about (a key verifies one `alg`).
+ */
+const fitted = new WeakMap<
+  CryptoKey,
+  { readonly scheme: SignatureScheme; readonly key: KeyObject | undefined }
+>();
 
 /**
  * The KeyObject of `key` when it may verify `scheme`'s signatures, else undefined (a key imported
  * for another algorithm, hash or curve, a private or secret key, an RSA key under 2048 bits).
  */
 export function verificationKey(key: CryptoKey, scheme: SignatureScheme): KeyObject | undefined {
+  const known = fitted.get(key);
+  if (known?.scheme === scheme) return known.key;
   const algorithm = key.algorithm as Partial<
     webcrypto.RsaHashedKeyAlgorithm & webcrypto.EcKeyAlgorithm
   >;
@@ -86,9 +95,8 @@ export function verificationKey(key: CryptoKey, scheme: SignatureScheme): KeyObj
     (hash === undefined || algorithm.hash?.name === hash) &&
     (namedCurve === undefined || algorithm.namedCurve === namedCurve) &&
     (algorithm.modulusLength ?? 0) >= (scheme.minRsaBits ?? 0);
-  if (!fits) return undefined;
-  let keyObject = keyObjects.get(key);
-  if (keyObject === undefined) keyObjects.set(key, (keyObject = KeyObject.from(key)));
+  const keyObject = !fits ? undefined : (known?.key ?? KeyObject.from(key));
+  fitted.set(key, { scheme, key: keyObject });
   return keyObject;
 }
 
@@ -110,6 +118,36 @@ function signatureLength(scheme: SignatureScheme, key: KeyObject): number {
 
 const BASE64URL = /^[A-Za-z0-9_-]*$/;
 
+/** Room for a token's signing input and signature (a longer JWS gets Buffers of its own). */
+const scratch = Buffer.allocUnsafe(MAX_TOKEN_BYTES);
+
+/** What `verify` takes for a key and a scheme: the KeyObject alone, or it with the options. */
+type VerifyKey = KeyObject | (SigningOptions & { readonly key: KeyObject });
+/**
+ * Built once per key, for the scheme it was last asked about (a key verifies one `alg`), not once
+ * per signature: a key set holds a handful of keys.
+ */
+const verifyKeys = new WeakMap<
+  KeyObject,
+  { readonly scheme: SignatureScheme; readonly prepared: VerifyKey }
+>();
+
+function verifyKey(key: KeyObject, scheme: SignatureScheme): VerifyKey {
+  const known = verifyKeys.get(key);
+  if (known?.scheme === scheme) return known.prepared;
+  // PKCS #1 v1.5 is node:crypto's own padding for an `rsa` key (not for an `rsa-pss` one), and
+  // Ed25519 takes no options: there the KeyObject goes alone, with no preparation per call.
+  const { padding, ...others } = scheme.options;
+  const plain =
+    Object.keys(others).length === 0 &&
+    (padding === undefined
+      ? key.asymmetricKeyType === 'ed25519'
+      : padding === constants.RSA_PKCS1_PADDING && key.asymmetricKeyType === 'rsa');
+  const prepared = plain ? key : { key, ...scheme.options };
+  verifyKeys.set(key, { scheme, prepared });
+  return prepared;
+}
+
 /**
  * True when the third segment of the compact JWS `token` is a valid signature over the first two;
  * a malformed signature is false, not thrown. The segment is read strictly, as jose's decoder
@@ -123,10 +161,19 @@ export function verifySignature(token: string, scheme: SignatureScheme, key: Key
   const encoded = token.slice(dot + 1);
   if (encoded.length !== signatureLength(scheme, key) || !BASE64URL.test(encoded)) return false;
   if (!hasCanonicalSignature(token)) return false;
-  const signingInput = Buffer.from(token.slice(0, dot), 'latin1');
-  const signature = Buffer.from(encoded, 'base64url');
+  // The signing input's bytes (latin1: a compact JWS is ASCII, which callers check, so no UTF-8
+  // scan) and the signature's, side by side in one reused buffer, handed to `verify` as views: no
+  // new Buffer per token. `verify` is synchronous: nothing else writes there before it returns.
+  const fits = token.length <= scratch.length;
+  const inputLength = fits ? scratch.write(token, 0, dot, 'latin1') : dot;
+  const signingInput = fits
+    ? scratch.subarray(0, inputLength)
+    : Buffer.from(token.slice(0, dot), 'latin1');
+  const signature = fits
+    ? scratch.subarray(inputLength, inputLength + scratch.write(encoded, inputLength, 'base64url'))
+    : Buffer.from(encoded, 'base64url');
   try {
-    return verify(scheme.digest, signingInput, { key, ...scheme.options }, signature);
+    return verify(scheme.digest, signingInput, verifyKey(key, scheme), signature);
   } catch {
     return false;
   }

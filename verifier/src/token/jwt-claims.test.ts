@@ -139,6 +139,15 @@ describe('each segment decoded once, and read as strictly as jose reads it', () 
     expect(() => validateClaims(jws, { alg: 'RS256' }, options, T)).toThrow(errors.JWTInvalid);
   });
 
+  it('reads a U+FFFD the issuer wrote (valid UTF-8) as strictly as jose, and a payload of 20,000 bytes alike', () => {
+    const replacement = { ...claims, name: 'caf\ufffd' };
+    expect(decodeClaims(token(replacement))).toEqual({ claims: replacement, strict: true });
+    const large = { ...claims, jti: 'x'.repeat(20_000) };
+    expect(decodeClaims(token(large))).toEqual({ claims: large, strict: true });
+    // The segment decoded after a large one is read from its own bytes only.
+    expect(decodeClaims(token(claims))).toEqual({ claims, strict: true });
+  });
+
   it("drops a leading byte order mark, as jose's TextDecoder does", () => {
     const bom = raw(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), json]));
     const jws = `${b64({ alg: 'RS256' })}.${bom}.c2ln`;

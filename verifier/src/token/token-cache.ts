@@ -35,6 +35,8 @@ interface StoredEntry extends Omit<VerifiedToken, 'identity'> {
 const sharedShape = createInterner<Omit<Identity, 'sub'>>(10_000);
 const sharedKid = createInterner<string>(10_000);
 
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+
 /** The `cache` section's bounds (`maxTtl` in seconds), the clock and the keys' trust. */
 type CacheBounds = Pick<VerifierConfig['cache'], 'maxEntries' | 'maxBytes' | 'maxTtl'>;
 interface TokenCacheOptions extends CacheBounds {
@@ -108,26 +110,35 @@ export function createTokenCache(options: TokenCacheOptions) {
         authentication: entry.authentication,
       };
     },
-    set(key: string, token: VerifiedToken): void {
+    /**
+     * Remembers what `token` proved under `key`; its session claims only `withSession` (what a
+     * revocation receiver reads), so the caller never copies the token to leave them out.
+     */
+    set(key: string, token: VerifiedToken, withSession = true): void {
       // lru-cache counts TTLs in milliseconds.
       const ttl = Math.min(token.exp - now(), options.maxTtl) * 1000;
       if (ttl < 1) return;
-      const { sub, ...shape } = token.identity;
-      const { kid } = token;
-      const stored: StoredEntry = {
-        sub,
-        shape: sharedShape(JSON.stringify(shape), () => shape),
+      const { identity, kid } = token;
+      const { client, scopes, issuer } = identity;
+      const stored: Mutable<StoredEntry> = {
+        sub: identity.sub,
+        // Keyed by a JSON array: one spelling per shape, whatever characters a scope holds.
+        shape: sharedShape(JSON.stringify([issuer, client, scopes]), () => ({
+          client,
+          scopes,
+          issuer,
+        })),
         exp: token.exp,
         nbf: token.nbf,
         kid: kid === undefined ? undefined : sharedKid(kid, () => kid),
         keyTrustedUntil: token.keyTrustedUntil,
-        // Kept only when present: a bearer token's entry holds no DPoP, session or step-up fields
-        // (step-up claims are read only for a gate with a step-up policy, which checks them on
-        // every hit: decision/step-up.ts).
-        ...(token.jkt === undefined ? {} : { jkt: token.jkt }),
-        ...(token.session === undefined ? {} : { session: token.session }),
-        ...(token.authentication === undefined ? {} : { authentication: token.authentication }),
       };
+      // Added only when present: a bearer token's entry holds no DPoP, session or step-up fields
+      // (step-up claims are read only for a gate with a step-up policy, which checks them on
+      // every hit: decision/step-up.ts), and every such entry keeps the one object shape.
+      if (token.jkt !== undefined) stored.jkt = token.jkt;
+      if (withSession && token.session !== undefined) stored.session = token.session;
+      if (token.authentication !== undefined) stored.authentication = token.authentication;
       lru.set(key, stored, { ttl: Math.floor(ttl) });
     },
     /** Drops entries of `issuer` verified with one of `kids`, and its entries without a `kid`. */

@@ -63,14 +63,16 @@ export function readAuthentication(
   };
 }
 
+/** A non-empty string of at most 1 KiB, else undefined (module-level: no closure per token). */
+const short = (value: unknown): string | undefined =>
+  typeof value === 'string' && value.length > 0 && value.length <= 1024 ? value : undefined;
+
 /**
  * What pushed revocations match besides iss and sub, odd types ignored: `iat` (without one a
  * token is never newer than a watermark), the OIDC `sid` (Keycloak has it), `email` lower-cased
  * and only with `email_verified: true` (an unverified address may be anyone's).
  */
 export function readSessionClaims({ iat, sid, email, email_verified }: Record<string, unknown>) {
-  const short = (value: unknown): string | undefined =>
-    typeof value === 'string' && value.length > 0 && value.length <= 1024 ? value : undefined;
   return {
     iat: typeof iat === 'number' && Number.isFinite(iat) ? iat : undefined,
     sid: short(sid),
@@ -99,6 +101,8 @@ export function checkAudience(value: unknown, audience: string, what: string): v
     throw new VerifyError('audience_mismatch', `${what} does not contain the configured audience`);
 }
 
+const wrong = (message: string) => new VerifyError('claim_invalid', message);
+
 /**
  * Refuses a verified token that is not one of the issuer's access tokens: a required claim
  * missing or different, or a refused claim present (RFC 8725 §3.11, token confusion).
@@ -107,8 +111,10 @@ export function checkTokenKind(
   claims: Readonly<Record<string, unknown>>,
   rules: Pick<JwtIssuer, 'requireClaims' | 'refuseClaims'>,
 ): void {
-  const wrong = (message: string) => new VerifyError('claim_invalid', message);
-  for (const { claim, value } of rules.requireClaims) {
+  // Index loops: a `for…of` here left an iterator result per claim on the new-token path.
+  const { requireClaims, refuseClaims } = rules;
+  for (let i = 0; i < requireClaims.length; i++) {
+    const { claim, value } = requireClaims[i]!;
     const found = claims[claim];
     if (found === undefined)
       throw wrong(`"${claim}" claim is missing: not an access token of this issuer`);
@@ -118,6 +124,9 @@ export function checkTokenKind(
     if (value !== undefined && !(scalar && String(found) === value))
       throw wrong(`"${claim}" claim is not "${value}": not an access token of this issuer`);
   }
-  const refused = rules.refuseClaims.find((name) => claims[name] !== undefined);
-  if (refused !== undefined) throw wrong(`"${refused}" claim is present: not an access token`);
+  for (let i = 0; i < refuseClaims.length; i++) {
+    const refused = refuseClaims[i]!;
+    if (claims[refused] !== undefined)
+      throw wrong(`"${refused}" claim is present: not an access token`);
+  }
 }
