@@ -95,7 +95,9 @@ export function createTargets(
 
   const outcome = async (run: () => unknown): Promise<Outcome> => {
     try {
-      await run();
+      // The event verifiers answer a refusal up to the signature instead of throwing it.
+      const result = await run();
+      if (result instanceof ReceiverError) return `refused:${result.reason} ${result.message}`;
       return 'accepted';
     } catch (error) {
       if (error instanceof VerifyError) return `refused:${error.code} ${error.message}`;
