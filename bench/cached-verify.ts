@@ -158,6 +158,14 @@ async function control(pid: number, action: string): Promise<void> {
     throw new Error(`callgrind_control ${action} ${pid} failed: ${(stdout + stderr).trim()}`);
 }
 
+/** A measured server's environment: both servers listen on `port` (the floor reads PORT). */
+const serverEnv = (port: number, env: Record<string, string>) => ({
+  PATH: process.env.PATH ?? '',
+  PORT: String(port),
+  ...env,
+  VERIFIER_LISTEN: `127.0.0.1:${port}`,
+});
+
 /** Instructions per request of one server: `args` after node, under callgrind. */
 async function count(args: string[], env: Record<string, string>): Promise<number> {
   const dir = mkdtempSync(join(tmpdir(), 'cached-verify-'));
@@ -174,12 +182,7 @@ async function count(args: string[], env: Record<string, string>): Promise<numbe
     ],
     {
       cwd: ROOT,
-      env: {
-        PATH: process.env.PATH ?? '',
-        PORT: String(port),
-        ...env,
-        VERIFIER_LISTEN: `127.0.0.1:${port}`,
-      },
+      env: serverEnv(port, env),
       stdio: ['ignore', 'ignore', 'ignore'],
     },
   );
@@ -242,12 +245,7 @@ async function time(args: string[], env: Record<string, string>): Promise<number
   const port = await freePort();
   const child = spawn('taskset', ['-c', '0', process.execPath, ...args], {
     cwd: ROOT,
-    env: {
-      PATH: process.env.PATH ?? '',
-      PORT: String(port),
-      ...env,
-      VERIFIER_LISTEN: `127.0.0.1:${port}`,
-    },
+    env: serverEnv(port, env),
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   const exited = new Promise((done) => child.once('exit', done));

@@ -10,9 +10,9 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startLocalNginx, type LocalNginx } from '../../stack/nginx/local-nginx.js';
-import { localNginxEnv, nginxPaths } from '../../stack/nginx/render.js';
+import { type LocalNginx } from '../../stack/nginx/local-nginx.js';
 import { freePort } from '../../stack/ports.js';
+import { startNamedSetsNginx } from '../support/named-sets-nginx.js';
 import { waitForHttp } from '../../stack/service-process.js';
 import { REPO_ROOT } from '../../stack/start-stack.js';
 import {
@@ -106,22 +106,12 @@ beforeAll(async () => {
   });
   await waitForHttp(`http://127.0.0.1:${verifierPort}/readyz`, AbortSignal.timeout(20_000));
 
-  const prefix = path.join(work, 'prefix');
-  nginx = await startLocalNginx({
-    prefix,
-    env: localNginxEnv({
-      prefix,
-      listen: `127.0.0.1:${await freePort()}`,
-      verifierAddr: `127.0.0.1:${verifierPort}`,
-      secretsFile,
-      secretsIssuer: ISSUER,
-      policyFile,
-      memoryDir: path.join(work, 'memory'),
-    }),
-    processEnv: {
-      NGINX_ENVSUBST_TEMPLATE_DIR: nginxPaths.templatesDir,
-      NGINX_ENVSUBST_OUTPUT_DIR: prefix,
-    },
+  nginx = await startNamedSetsNginx({
+    work,
+    verifierPort,
+    secretsFile,
+    policyFile,
+    issuer: ISSUER,
   });
 }, 60_000);
 

@@ -8,9 +8,9 @@ import { chmod, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startLocalNginx, type LocalNginx } from '../../stack/nginx/local-nginx.js';
-import { localNginxEnv, nginxPaths } from '../../stack/nginx/render.js';
+import { type LocalNginx } from '../../stack/nginx/local-nginx.js';
 import { freePort } from '../../stack/ports.js';
+import { startNamedSetsNginx } from '../support/named-sets-nginx.js';
 import {
   contractIssuer,
   contractTokens,
@@ -79,23 +79,12 @@ beforeAll(async () => {
   await writeFile(secretsFile, JSON.stringify(secretsFor(['payments'])));
   const verifierPort = await freePort();
   verifier = await startContractVerifier(verifierPort);
-  const prefix = path.join(work, 'prefix');
-  nginx = await startLocalNginx({
-    prefix,
-    env: localNginxEnv({
-      prefix,
-      listen: `127.0.0.1:${await freePort()}`,
-      verifierAddr: `127.0.0.1:${verifierPort}`,
-      secretsFile,
-      secretsIssuer: contractIssuer,
-      policyFile,
-      memoryDir: path.join(work, 'memory'),
-    }),
-    // What the image's entrypoint exports: where the watcher renders again.
-    processEnv: {
-      NGINX_ENVSUBST_TEMPLATE_DIR: nginxPaths.templatesDir,
-      NGINX_ENVSUBST_OUTPUT_DIR: prefix,
-    },
+  nginx = await startNamedSetsNginx({
+    work,
+    verifierPort,
+    secretsFile,
+    policyFile,
+    issuer: contractIssuer,
   });
 }, 60_000);
 
