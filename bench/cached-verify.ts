@@ -12,9 +12,7 @@
 // `--time`: each server pinned to core 0, wrk on core 1 (as bench:verifier), CPU per request
 // (user + system, from /proc) over `--seconds` (default 3) after a second of warm-up.
 import { spawn, spawnSync, execFile, type ChildProcess } from 'node:child_process';
-import { generateKeyPairSync, sign } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:http';
 import { connect } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -25,11 +23,10 @@ import { parseCallgrindTotals } from '../perf/nginx-counts.js';
 import { LOAD_TEST_VERIFIER_ENV } from '../perf/systems.js';
 import { VERIFIER_NODE_FLAGS } from '../stack/service-env.js';
 import { freePort } from '../stack/ports.js';
+import { AUDIENCE, ISSUER, mintToken, startJwksServer } from '../verifier/src/testing/fixtures.js';
 
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const ISSUER = 'https://bench.issuer.test';
-const AUDIENCE = 'secret-gate-api';
 const argv = process.argv.slice(2);
 const option = (name: string) => argv.flatMap((arg, i) => (arg === name ? [argv[i + 1]!] : []));
 const WARM_UP = Number(option('--warm-up')[0] ?? 20_000);
@@ -55,22 +52,8 @@ uws.App().any('/*', (res) => { res.writeStatus('204 No Content').endWithoutBody(
   .listen('127.0.0.1', Number(process.env.PORT), (ok) => { if (!ok) process.exit(1); });
 `;
 
-const b64 = (value: string | Buffer) => Buffer.from(value).toString('base64url');
-const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 });
-const now = Math.floor(Date.now() / 1000);
-const input = `${b64(JSON.stringify({ alg: 'RS256', kid: 'count-rsa', typ: 'at+jwt' }))}.${b64(
-  JSON.stringify({
-    iss: ISSUER,
-    aud: AUDIENCE,
-    sub: 'user-1',
-    azp: 'spa-demo',
-    scope: 'openid secrets:read',
-    iat: now,
-    exp: now + 3600,
-    jti: 'count-1',
-  }),
-)}`;
-const token = `${input}.${b64(sign('sha256', Buffer.from(input), rsa.privateKey))}`;
+// One token, cached for the whole run (the fixtures' dev-IdP shape, an hour's lifetime).
+const token = await mintToken({ claims: { exp: Math.floor(Date.now() / 1000) + 3600 } });
 
 /** What NGINX's /_verify location sends for a bearer request (its empty headers are left out). */
 const REQUEST = Buffer.from(
@@ -115,21 +98,6 @@ async function send(port: number, count: number): Promise<void> {
       });
     });
   await Promise.all(Array.from({ length: CONNECTIONS }, one));
-}
-
-function startJwks(): Promise<{ url: string; close: () => void }> {
-  const body = JSON.stringify({
-    keys: [{ ...rsa.publicKey.export({ format: 'jwk' }), kid: 'count-rsa', alg: 'RS256' }],
-  });
-  const server = createServer((_req, res) =>
-    res.writeHead(200, { 'content-type': 'application/json' }).end(body),
-  );
-  return new Promise((ready) =>
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      ready({ url: `http://127.0.0.1:${port}/jwks`, close: () => server.close() });
-    }),
-  );
 }
 
 async function waitServing(port: number, child: ChildProcess): Promise<void> {
@@ -261,7 +229,7 @@ async function time(args: string[], env: Record<string, string>): Promise<number
 
 const measure = timed ? time : count;
 const unit = timed ? 'µs of server CPU' : 'instructions';
-const jwks = await startJwks();
+const jwks = await startJwksServer(['rsaA']);
 const verifierEnv = {
   VERIFIER_ISSUER: ISSUER,
   VERIFIER_AUDIENCE: AUDIENCE,
@@ -288,7 +256,7 @@ try {
       );
     }
 } finally {
-  jwks.close();
+  await jwks.close();
 }
 const floors = results.get('bare uWS 204')!;
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[values.length >> 1]!;
