@@ -12,13 +12,16 @@
 // minting 100k RS256 tokens would dominate the run; the cache entry does not depend on `alg`),
 // with Node's default heap sizing and with the lean V8 limits the README recommends.
 // First, the in-process rows on Node 20 (end of life, the comparison), 22 and 24 side by side
-// (bench/runtimes.ts). BENCH_ROWS=runtimes, BENCH_ROWS=throughput, BENCH_ROWS=rss or
+// (bench/runtimes.ts). Then the over-HTTP rows on Node 22 (host) and Node 24 (the verifier image,
+// whose addon the host cannot load) side by side (BENCH_ROWS=image, bench/verifier-image.ts): the
+// ceiling, the cached and the all-distinct /verify and the bare `crypto.verify` of the same tokens.
+// BENCH_ROWS=runtimes, BENCH_ROWS=throughput, BENCH_ROWS=rss, BENCH_ROWS=image or
 // BENCH_ROWS=revocation (the ceiling, the cached row and the revocation-on row only) runs one part.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync, randomUUID, sign, type KeyObject } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, get } from 'node:http';
-import { cpus, tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
@@ -27,6 +30,14 @@ import { LOAD_TEST_VERIFIER_ENV } from '../perf/systems.js';
 import { VERIFIER_NODE_FLAGS, VERIFIER_PROCESS_ENV } from '../stack/service-env.js';
 import { COMPARED_VERSIONS, runtimeTable } from './runtimes.js';
 import { IMAGES, buildImages, docker, missingEngine } from '../test/containers/engine.js';
+import {
+  prepareVerifierImage,
+  removeImageProcesses,
+  runImageScript,
+  startImageScript,
+  startImageVerifier,
+  type ImageProcess,
+} from './verifier-image.js';
 import { secretSetName } from '../verifier/src/http/verify-answer.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -235,9 +246,13 @@ function wrk(
     scriptArgs?: string[];
     seconds?: number;
     pid?: number;
+    /** The server's CPU µs so far, when it is not one host process (a container's cgroup). */
+    cpu?: () => number;
   },
 ): WrkResult {
-  const cpuBefore = options.pid === undefined ? 0 : cpuMicros(options.pid);
+  const { pid } = options;
+  const readCpu = options.cpu ?? (pid === undefined ? undefined : () => cpuMicros(pid));
+  const cpuBefore = readCpu?.() ?? 0;
   const args = [
     '-c',
     LOAD_CPU,
@@ -258,8 +273,7 @@ function wrk(
   const rate = Number(/Requests\/sec:\s+([\d.]+)/.exec(run.stdout)?.[1] ?? NaN);
   const requests = Number(/(\d+) requests in/.exec(run.stdout)?.[1] ?? NaN);
   const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(run.stdout)?.[1] ?? 0);
-  const cpuPerRequest =
-    options.pid === undefined ? NaN : (cpuMicros(options.pid) - cpuBefore) / requests;
+  const cpuPerRequest = readCpu === undefined ? NaN : (readCpu() - cpuBefore) / requests;
   return { rate, requests, non2xx, cpuPerRequest };
 }
 
@@ -349,7 +363,7 @@ async function measureInlineUws(source: string, token?: string): Promise<WrkResu
 }
 
 async function main(): Promise<void> {
-  const rows = new Set((process.env.BENCH_ROWS ?? 'runtimes,throughput,rss').split(','));
+  const rows = new Set((process.env.BENCH_ROWS ?? 'runtimes,throughput,image,rss').split(','));
   // The compiled verifier, as deployed: no TypeScript loader in the measured process or its RSS.
   const build = spawnSync('npm', ['run', '--silent', 'build:verifier'], {
     cwd: ROOT,
@@ -369,6 +383,7 @@ async function main(): Promise<void> {
   const report: string[] = [];
   if (rows.has('runtimes')) report.push(runtimeTable(COMPARED_VERSIONS, VERIFIER_NODE_FLAGS), '');
   if (rows.has('throughput')) report.push(...(await throughputRows(rsa, jwks.url)));
+  if (rows.has('image')) report.push(...(await imageRows(rsa, jwks.url)));
   if (rows.has('revocation')) report.push(...(await revocationRows(rsa, jwks.url)));
   if (rows.has('rss')) report.push(...(await rssRows(ec.privateKey, jwks.url)));
   jwks.close();
@@ -379,9 +394,7 @@ async function throughputRows(
   rsa: { privateKey: KeyObject; publicKey: KeyObject },
   jwksUri: string,
 ): Promise<string[]> {
-  process.stdout.write(`minting ${DISTINCT} RS256 tokens... `);
-  const rsTokens = await mintMany(rsa.privateKey, 'RS256', 'bench-rsa', DISTINCT);
-  console.log('done');
+  const rsTokens = await distinctRsTokens(rsa.privateKey);
 
   // 1. ceiling, and the same I/O as a cached /verify without its logic
   // The floor is sent the same request as the cached row (the issue's "same request headers").
@@ -451,6 +464,223 @@ async function throughputRows(
   }
   for (const [name, result] of Object.entries({ cached, distinct, revokedCached })) {
     if (result.non2xx > 0) lines.push(`warning: ${name} had ${result.non2xx} non-2xx answers`);
+  }
+  return lines;
+}
+
+let minted: Promise<string[]> | undefined;
+
+/** DISTINCT RS256 tokens, minted once for every part that sends them (each verifier starts empty). */
+function distinctRsTokens(privateKey: KeyObject): Promise<string[]> {
+  minted ??= (async () => {
+    process.stdout.write(`minting ${DISTINCT} RS256 tokens... `);
+    const tokens = await mintMany(privateKey, 'RS256', 'bench-rsa', DISTINCT);
+    console.log('done');
+    return tokens;
+  })();
+  return minted;
+}
+
+/**
+ * The bare `crypto.verify` of each token's signature, the key prepared and the tokens split into
+ * Buffers before the clock: the runtime's own cost of the math. The last of three passes over the
+ * tokens (the first ones tier V8 up), CPU µs per token. Arguments: the tokens file, the JWK file.
+ */
+const BARE_VERIFY = `
+const { createPublicKey, verify } = require('node:crypto');
+const { readFileSync } = require('node:fs');
+const [tokensFile, jwkFile] = process.argv.slice(-2);
+const key = createPublicKey({ key: JSON.parse(readFileSync(jwkFile, 'utf8')), format: 'jwk' });
+const parts = readFileSync(tokensFile, 'utf8').trim().split('\\n').map((token) => {
+  const dot = token.lastIndexOf('.');
+  return [Buffer.from(token.slice(0, dot)), Buffer.from(token.slice(dot + 1), 'base64url')];
+});
+let used;
+for (let pass = 0; pass < 3; pass++) {
+  const start = process.cpuUsage();
+  for (const [input, signature] of parts) {
+    if (!verify('sha256', input, key, signature)) throw new Error('bad signature');
+  }
+  used = process.cpuUsage(start);
+}
+process.stdout.write(((used.user + used.system) / parts.length).toFixed(2) + '\\n');
+`;
+
+/** One runtime's over-HTTP rows of the image part: what `imageRows` prints per column. */
+interface RuntimeRows {
+  ceiling: WrkResult;
+  cached: WrkResult;
+  distinct: WrkResult;
+  /** CPU µs per token of the bare `crypto.verify` of the distinct row's tokens. */
+  bareVerify: number;
+}
+
+/**
+ * A running verifier's cached row (one token, after a second of warm-up) and its all-distinct
+ * row (`measured` tokens, after a second over `warmUp` ones), its CPU read by `cpu`.
+ */
+function cachedAndDistinct(
+  port: number,
+  cpu: () => number,
+  token: string,
+  warmUp: string[],
+  measured: string[],
+): { cached: WrkResult; distinct: WrkResult } {
+  const base = `http://127.0.0.1:${port}`;
+  wrk(`${base}/verify`, { token, seconds: 1 });
+  const cached = wrk(`${base}/verify`, { token, cpu });
+  wrk(base, { script: distinctTokenScript(warmUp, '/verify?warm-up'), seconds: 1 });
+  const distinct = wrk(base, { script: distinctTokenScript(measured, '/verify'), cpu });
+  return { cached, distinct };
+}
+
+/** Measures an image process the bench started: readiness, then `measure`, then it is removed. */
+async function inImage<T>(
+  started: Promise<ImageProcess>,
+  readyUrl: string,
+  measure: (cpu: () => number) => T,
+): Promise<T> {
+  const container = await started;
+  try {
+    await waitReady(readyUrl);
+    return measure(container.cpu);
+  } finally {
+    await container.stop();
+  }
+}
+
+/**
+ * `BENCH_ROWS=image`: the over-HTTP rows on Node 22 (this host) and Node 24 (the verifier image,
+ * whose addon needs glibc 2.38) in one run, so their ratios compare: each kind of row measured on
+ * the host then in the image before the next kind. Every server is pinned to SERVER_CPU (the
+ * container with --cpuset-cpus) and wrk to LOAD_CPU; the container's CPU comes from its cgroup.
+ * The same tokens for both runtimes and both verify rows (each verifier starts with an empty
+ * cache). Without a container engine the Node 24 column says why it was not measured.
+ */
+async function imageRows(
+  rsa: { privateKey: KeyObject; publicKey: KeyObject },
+  jwksUri: string,
+): Promise<string[]> {
+  const load = loadavg();
+  const tokens = await distinctRsTokens(rsa.privateKey);
+  const token = tokens[0]!;
+  const warmUp = tokens.slice(1, 1 + WARM_UP_TOKENS);
+  const measured = tokens.slice(1 + WARM_UP_TOKENS);
+  const image = await prepareVerifierImage();
+  const node24 = 'node' in image;
+
+  // 1. the bare uWS 204, the same request as the cached row
+  const host: Partial<RuntimeRows> = { ceiling: await measureInlineUws(BARE_UWS, token) };
+  const inside: Partial<RuntimeRows> = {};
+  let cpuSource = '';
+  if (node24) {
+    const port = await freePort();
+    inside.ceiling = await inImage(
+      startImageScript(SERVER_CPU, BARE_UWS, { PORT: String(port) }),
+      `http://127.0.0.1:${port}/`,
+      (cpu) => {
+        wrk(`http://127.0.0.1:${port}/verify`, { token, seconds: 1 });
+        return wrk(`http://127.0.0.1:${port}/verify`, { token, cpu });
+      },
+    );
+  }
+
+  // 2. the verifier: cached, then all-distinct (the deployed flags on the host, the image's own)
+  const verifier = await startVerifier(jwksUri);
+  Object.assign(
+    host,
+    cachedAndDistinct(verifier.port, () => cpuMicros(verifier.child.pid!), token, warmUp, measured),
+  );
+  await stop(verifier.child);
+  if (node24) {
+    const port = await freePort();
+    const container = startImageVerifier(SERVER_CPU, benchedVerifierEnv(jwksUri, port));
+    cpuSource = (await container).cpuSource;
+    Object.assign(
+      inside,
+      await inImage(container, `http://127.0.0.1:${port}/readyz`, (cpu) =>
+        cachedAndDistinct(port, cpu, token, warmUp, measured),
+      ),
+    );
+  }
+
+  // 3. the bare crypto.verify of the distinct row's tokens, the same core
+  const files = {
+    'tokens.txt': `${measured.join('\n')}\n`,
+    'rsa.jwk.json': JSON.stringify(rsa.publicKey.export({ format: 'jwk' })),
+  };
+  for (const [name, content] of Object.entries(files)) writeFileSync(join(work, name), content);
+  const bare = spawnSync(
+    'taskset',
+    [
+      '-c',
+      SERVER_CPU,
+      process.execPath,
+      '-e',
+      BARE_VERIFY,
+      ...Object.keys(files).map((name) => join(work, name)),
+    ],
+    { encoding: 'utf8' },
+  );
+  if (bare.status !== 0) throw new Error(`bare crypto.verify failed: ${bare.stderr}`);
+  host.bareVerify = Number(bare.stdout.trim());
+  if (node24) inside.bareVerify = Number(await runImageScript(SERVER_CPU, BARE_VERIFY, files));
+
+  const after = loadavg();
+  return [
+    `over HTTP, Node ${process.versions.node} (host) and ${node24 ? `Node ${image.node.replace(/^v/, '')} (${IMAGES.verifier}, container CPU from ${cpuSource.replace(/[0-9a-f]{64}/, 'ID')})` : `Node 24 (verifier image): not measured (${image.missing})`}; ` +
+      `${new Date().toISOString()}, load average ${load[0]!.toFixed(1)} before, ${after[0]!.toFixed(1)} after; server CPU µs per request (req/s)`,
+    ...sideBySideTable(
+      host as RuntimeRows,
+      node24 ? (inside as RuntimeRows) : undefined,
+      measured.length,
+    ),
+  ];
+}
+
+/** The image part's table: a row per figure, Node 22 (host) and Node 24 (image) side by side. */
+function sideBySideTable(
+  host: RuntimeRows,
+  image: RuntimeRows | undefined,
+  pool: number,
+): string[] {
+  const cell = (value: string) => value.padStart(28);
+  const request = (r: WrkResult) => `${r.cpuPerRequest.toFixed(1)} (${r.rate.toFixed(0)}/s)`;
+  const figures: Array<[string, (r: RuntimeRows) => string]> = [
+    ['bare uWS 204 (ceiling)', (r) => request(r.ceiling)],
+    ['/verify cached', (r) => request(r.cached)],
+    [
+      '  ÷ bare 204 (goal <= 1.5×)',
+      (r) => `${x(r.cached.cpuPerRequest, r.ceiling.cpuPerRequest).trim()}×`,
+    ],
+    // Past the pool the script wraps round: repeats are cache hits, not new tokens.
+    [
+      '/verify, a new RS256 token each',
+      (r) => `${r.distinct.requests > pool ? 'POOL RAN OUT ' : ''}${request(r.distinct)}`,
+    ],
+    ['bare crypto.verify, same tokens', (r) => r.bareVerify.toFixed(1)],
+    [
+      '  ÷ bare verify (goal <= 2.5×)',
+      (r) => `${x(r.distinct.cpuPerRequest, r.bareVerify).trim()}×`,
+    ],
+  ];
+  const lines = [
+    `${'row'.padEnd(34)}${cell('Node 22, host')}${cell('Node 24, image')}`,
+    ...figures.map(
+      ([name, figure]) =>
+        `${name.padEnd(34)}${cell(figure(host))}${cell(image ? figure(image) : 'not measured')}`,
+    ),
+  ];
+  for (const [runtime, rows] of Object.entries({ 'Node 22': host, 'Node 24': image })) {
+    if (!rows) continue;
+    for (const name of ['ceiling', 'cached', 'distinct'] as const) {
+      if (rows[name].non2xx > 0)
+        lines.push(`warning: ${runtime} ${name} had ${rows[name].non2xx} non-2xx answers`);
+    }
+    if (rows.distinct.requests > pool)
+      lines.push(
+        `note: ${runtime} distinct: ${rows.distinct.requests} requests > ${pool} tokens; raise BENCH_DISTINCT_TOKENS`,
+      );
   }
   return lines;
 }
@@ -670,6 +900,7 @@ if (process.argv[2] === '--jose-loop') {
     await main();
   } finally {
     for (const child of children) if (child.exitCode === null) child.kill('SIGTERM');
+    await removeImageProcesses();
     rmSync(work, { recursive: true, force: true });
   }
 }
