@@ -506,14 +506,18 @@ for (let pass = 0; pass < 3; pass++) {
 process.stdout.write(((used.user + used.system) / parts.length).toFixed(2) + '\\n');
 `;
 
-/** One runtime's over-HTTP rows of the image part: what `imageRows` prints per column. */
+/** One runtime's over-HTTP rows of the image part in one round. */
 interface RuntimeRows {
   ceiling: WrkResult;
+  sameIo: WrkResult;
   cached: WrkResult;
   distinct: WrkResult;
   /** CPU µs per token of the bare `crypto.verify` of the distinct row's tokens. */
   bareVerify: number;
 }
+
+/** Rounds of the image part; each figure is printed as the median of its rounds and their range. */
+const IMAGE_ROUNDS = Number(process.env.BENCH_IMAGE_ROUNDS ?? 3);
 
 /**
  * A running verifier's cached row (one token, after a second of warm-up) and its all-distinct
@@ -549,34 +553,37 @@ async function inImage<T>(
   }
 }
 
-/**
- * `BENCH_ROWS=image`: the over-HTTP rows on Node 22 (this host) and Node 24 (the verifier image,
- * whose addon needs glibc 2.38) in one run, so their ratios compare: each kind of row measured on
- * the host then in the image before the next kind. Every server is pinned to SERVER_CPU (the
- * container with --cpuset-cpus) and wrk to LOAD_CPU; the container's CPU comes from its cgroup.
- * The same tokens for both runtimes and both verify rows (each verifier starts with an empty
- * cache). Without a container engine the Node 24 column says why it was not measured.
- */
-async function imageRows(
-  rsa: { privateKey: KeyObject; publicKey: KeyObject },
-  jwksUri: string,
-): Promise<string[]> {
-  const load = loadavg();
-  const tokens = await distinctRsTokens(rsa.privateKey);
-  const token = tokens[0]!;
-  const warmUp = tokens.slice(1, 1 + WARM_UP_TOKENS);
-  const measured = tokens.slice(1 + WARM_UP_TOKENS);
-  const image = await prepareVerifierImage();
-  const node24 = 'node' in image;
+/** What one round of the image part measures with, the same in every round. */
+interface ImageRound {
+  jwksUri: string;
+  token: string;
+  warmUp: string[];
+  measured: string[];
+  /** The bare verify's inputs, by file name: the measured tokens and the public JWK. */
+  files: Record<string, string>;
+  /** Whether the image runs (an engine answered and it was built). */
+  node24: boolean;
+}
 
-  // 1. the bare uWS 204, the same request as the cached row
-  const host: Partial<RuntimeRows> = { ceiling: await measureInlineUws(BARE_UWS, token) };
+/**
+ * One round: each kind of row on the host (Node 22), then in the image (Node 24), before the
+ * next kind, so a change in the machine's load falls on both columns alike.
+ */
+async function imageRound(round: ImageRound): Promise<{ host: RuntimeRows; image?: RuntimeRows }> {
+  const { jwksUri, token, warmUp, measured, files, node24 } = round;
+  const host: Partial<RuntimeRows> = {};
   const inside: Partial<RuntimeRows> = {};
-  let cpuSource = '';
-  if (node24) {
+
+  // 1. the bare uWS 204 and the same I/O as a cached /verify, the same request as the cached row
+  for (const [row, source] of [
+    ['ceiling', BARE_UWS],
+    ['sameIo', SAME_IO_UWS],
+  ] as const) {
+    host[row] = await measureInlineUws(source, token);
+    if (!node24) continue;
     const port = await freePort();
-    inside.ceiling = await inImage(
-      startImageScript(SERVER_CPU, BARE_UWS, { PORT: String(port) }),
+    inside[row] = await inImage(
+      startImageScript(SERVER_CPU, source, { PORT: String(port) }),
       `http://127.0.0.1:${port}/`,
       (cpu) => {
         wrk(`http://127.0.0.1:${port}/verify`, { token, seconds: 1 });
@@ -594,22 +601,17 @@ async function imageRows(
   await stop(verifier.child);
   if (node24) {
     const port = await freePort();
-    const container = startImageVerifier(SERVER_CPU, benchedVerifierEnv(jwksUri, port));
-    cpuSource = (await container).cpuSource;
     Object.assign(
       inside,
-      await inImage(container, `http://127.0.0.1:${port}/readyz`, (cpu) =>
-        cachedAndDistinct(port, cpu, token, warmUp, measured),
+      await inImage(
+        startImageVerifier(SERVER_CPU, benchedVerifierEnv(jwksUri, port)),
+        `http://127.0.0.1:${port}/readyz`,
+        (cpu) => cachedAndDistinct(port, cpu, token, warmUp, measured),
       ),
     );
   }
 
   // 3. the bare crypto.verify of the distinct row's tokens, the same core
-  const files = {
-    'tokens.txt': `${measured.join('\n')}\n`,
-    'rsa.jwk.json': JSON.stringify(rsa.publicKey.export({ format: 'jwk' })),
-  };
-  for (const [name, content] of Object.entries(files)) writeFileSync(join(work, name), content);
   const bare = spawnSync(
     'taskset',
     [
@@ -625,63 +627,134 @@ async function imageRows(
   if (bare.status !== 0) throw new Error(`bare crypto.verify failed: ${bare.stderr}`);
   host.bareVerify = Number(bare.stdout.trim());
   if (node24) inside.bareVerify = Number(await runImageScript(SERVER_CPU, BARE_VERIFY, files));
+  return { host: host as RuntimeRows, image: node24 ? (inside as RuntimeRows) : undefined };
+}
 
+/**
+ * `BENCH_ROWS=image`: the over-HTTP rows on Node 22 (this host) and Node 24 (the verifier image,
+ * whose addon needs glibc 2.38) in one run, so their ratios compare: the bare uWS 204, the same
+ * I/O as a cached /verify, the cached and the all-distinct /verify, the bare `crypto.verify` of the
+ * distinct row's tokens. Every server is pinned to SERVER_CPU (the container with --cpuset-cpus)
+ * and wrk to LOAD_CPU; the container's CPU comes from its cgroup. The same tokens for both
+ * runtimes and both verify rows (each verifier starts with an empty cache). IMAGE_ROUNDS rounds;
+ * each ratio is taken within a round. Without a container engine the Node 24 column says why.
+ */
+async function imageRows(
+  rsa: { privateKey: KeyObject; publicKey: KeyObject },
+  jwksUri: string,
+): Promise<string[]> {
+  const load = loadavg();
+  const tokens = await distinctRsTokens(rsa.privateKey);
+  const measured = tokens.slice(1 + WARM_UP_TOKENS);
+  const files = {
+    'tokens.txt': `${measured.join('\n')}\n`,
+    'rsa.jwk.json': JSON.stringify(rsa.publicKey.export({ format: 'jwk' })),
+  };
+  for (const [name, content] of Object.entries(files)) writeFileSync(join(work, name), content);
+  const image = await prepareVerifierImage();
+  const node24 = 'node' in image;
+  const rounds: Array<{ host: RuntimeRows; image?: RuntimeRows }> = [];
+  for (let round = 0; round < IMAGE_ROUNDS; round++) {
+    process.stdout.write(`image part, round ${round + 1} of ${IMAGE_ROUNDS}\n`);
+    rounds.push(
+      await imageRound({
+        jwksUri,
+        token: tokens[0]!,
+        warmUp: tokens.slice(1, 1 + WARM_UP_TOKENS),
+        measured,
+        files,
+        node24,
+      }),
+    );
+  }
   const after = loadavg();
+  const runtime24 = node24
+    ? `Node ${image.node.replace(/^v/, '')} (${IMAGES.verifier}, container CPU from its cgroup)`
+    : `Node 24 (verifier image): not measured (${image.missing})`;
   return [
-    `over HTTP, Node ${process.versions.node} (host) and ${node24 ? `Node ${image.node.replace(/^v/, '')} (${IMAGES.verifier}, container CPU from ${cpuSource.replace(/[0-9a-f]{64}/, 'ID')})` : `Node 24 (verifier image): not measured (${image.missing})`}; ` +
-      `${new Date().toISOString()}, load average ${load[0]!.toFixed(1)} before, ${after[0]!.toFixed(1)} after; server CPU µs per request (req/s)`,
-    ...sideBySideTable(
-      host as RuntimeRows,
-      node24 ? (inside as RuntimeRows) : undefined,
-      measured.length,
-    ),
+    `over HTTP, Node ${process.versions.node} (host) and ${runtime24}; ${new Date().toISOString()}, ` +
+      `load average ${load[0]!.toFixed(1)} before, ${after[0]!.toFixed(1)} after; ` +
+      `server CPU µs per request, median of ${IMAGE_ROUNDS} rounds [lowest–highest]`,
+    ...sideBySideTable(rounds, measured.length),
   ];
+}
+
+/** The median of `values` and their range, as the image part prints every figure. */
+function medianAndRange(values: number[], digits: number, unit = ''): string {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = sorted.length / 2;
+  const median =
+    sorted.length % 2 === 1
+      ? sorted[Math.floor(middle)]!
+      : (sorted[middle - 1]! + sorted[middle]!) / 2;
+  const range =
+    sorted.length > 1 ? ` [${sorted[0]!.toFixed(digits)}–${sorted.at(-1)!.toFixed(digits)}]` : '';
+  return `${median.toFixed(digits)}${unit}${range}`;
 }
 
 /** The image part's table: a row per figure, Node 22 (host) and Node 24 (image) side by side. */
 function sideBySideTable(
-  host: RuntimeRows,
-  image: RuntimeRows | undefined,
+  rounds: ReadonlyArray<{ host: RuntimeRows; image?: RuntimeRows }>,
   pool: number,
 ): string[] {
   const cell = (value: string) => value.padStart(28);
-  const request = (r: WrkResult) => `${r.cpuPerRequest.toFixed(1)} (${r.rate.toFixed(0)}/s)`;
-  const figures: Array<[string, (r: RuntimeRows) => string]> = [
-    ['bare uWS 204 (ceiling)', (r) => request(r.ceiling)],
-    ['/verify cached', (r) => request(r.cached)],
+  const figures: Array<[string, (r: RuntimeRows) => number, number, string?]> = [
+    ['bare uWS 204 (ceiling)', (r) => r.ceiling.cpuPerRequest, 1],
+    ['uWS, same I/O as /verify', (r) => r.sameIo.cpuPerRequest, 1],
+    ['/verify cached', (r) => r.cached.cpuPerRequest, 1],
     [
       '  ÷ bare 204 (goal <= 1.5×)',
-      (r) => `${x(r.cached.cpuPerRequest, r.ceiling.cpuPerRequest).trim()}×`,
+      (r) => r.cached.cpuPerRequest / r.ceiling.cpuPerRequest,
+      2,
+      '×',
     ],
-    // Past the pool the script wraps round: repeats are cache hits, not new tokens.
     [
-      '/verify, a new RS256 token each',
-      (r) => `${r.distinct.requests > pool ? 'POOL RAN OUT ' : ''}${request(r.distinct)}`,
+      "  − same I/O (the verifier's work)",
+      (r) => r.cached.cpuPerRequest - r.sameIo.cpuPerRequest,
+      1,
     ],
-    ['bare crypto.verify, same tokens', (r) => r.bareVerify.toFixed(1)],
-    [
-      '  ÷ bare verify (goal <= 2.5×)',
-      (r) => `${x(r.distinct.cpuPerRequest, r.bareVerify).trim()}×`,
-    ],
+    ['/verify, a new RS256 token each', (r) => r.distinct.cpuPerRequest, 1],
+    ['bare crypto.verify, same tokens', (r) => r.bareVerify, 1],
+    ['  ÷ bare verify (goal <= 2.5×)', (r) => r.distinct.cpuPerRequest / r.bareVerify, 2, '×'],
+    ['  − bare verify', (r) => r.distinct.cpuPerRequest - r.bareVerify, 1],
+    ['/verify cached, req/s', (r) => r.cached.rate, 0],
+    ['/verify new token, req/s', (r) => r.distinct.rate, 0],
   ];
+  const column = (
+    side: 'host' | 'image',
+    figure: (r: RuntimeRows) => number,
+    digits: number,
+    unit?: string,
+  ) => {
+    const values = rounds.flatMap((round) => (round[side] ? [figure(round[side])] : []));
+    return values.length > 0 ? medianAndRange(values, digits, unit) : 'not measured';
+  };
   const lines = [
     `${'row'.padEnd(34)}${cell('Node 22, host')}${cell('Node 24, image')}`,
     ...figures.map(
-      ([name, figure]) =>
-        `${name.padEnd(34)}${cell(figure(host))}${cell(image ? figure(image) : 'not measured')}`,
+      ([name, figure, digits, unit]) =>
+        `${name.padEnd(34)}${cell(column('host', figure, digits, unit))}${cell(column('image', figure, digits, unit))}`,
     ),
   ];
-  for (const [runtime, rows] of Object.entries({ 'Node 22': host, 'Node 24': image })) {
-    if (!rows) continue;
-    for (const name of ['ceiling', 'cached', 'distinct'] as const) {
-      if (rows[name].non2xx > 0)
-        lines.push(`warning: ${runtime} ${name} had ${rows[name].non2xx} non-2xx answers`);
+  rounds.forEach((round, index) => {
+    for (const [runtime, rows] of Object.entries({
+      'Node 22': round.host,
+      'Node 24': round.image,
+    })) {
+      if (!rows) continue;
+      for (const name of ['ceiling', 'sameIo', 'cached', 'distinct'] as const) {
+        if (rows[name].non2xx > 0)
+          lines.push(
+            `warning: round ${index + 1}, ${runtime} ${name}: ${rows[name].non2xx} non-2xx answers`,
+          );
+      }
+      // Past the pool the script wraps round: repeats are cache hits, not new tokens.
+      if (rows.distinct.requests > pool)
+        lines.push(
+          `warning: round ${index + 1}, ${runtime}: NOT A PER-TOKEN FIGURE, ${rows.distinct.requests} requests > ${pool} tokens; raise BENCH_DISTINCT_TOKENS`,
+        );
     }
-    if (rows.distinct.requests > pool)
-      lines.push(
-        `note: ${runtime} distinct: ${rows.distinct.requests} requests > ${pool} tokens; raise BENCH_DISTINCT_TOKENS`,
-      );
-  }
+  });
   return lines;
 }
 
