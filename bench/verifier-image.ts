@@ -26,13 +26,20 @@ let mounted: string | undefined;
 
 /**
  * Builds the verifier image (cached layers: seconds once built) and says which Node it runs; a
- * reason instead when no container engine answers, for a "not measured (reason)" row.
+ * reason instead when no container engine answers or the image does not build, for a
+ * "not measured (reason)" column.
  */
 export async function prepareVerifierImage(): Promise<{ node: string } | { missing: string }> {
   const missing = await missingEngine();
   if (missing !== undefined) return { missing };
-  await buildImages(['verifier']);
-  return { node: await docker('run', '--rm', IMAGES.verifier, 'node', '--version') };
+  try {
+    await buildImages(['verifier']);
+    return { node: await docker('run', '--rm', IMAGES.verifier, 'node', '--version') };
+  } catch (error) {
+    const { stderr, message } = error as { stderr?: string; message: string };
+    const lines = (stderr?.trim() || message).split('\n');
+    return { missing: `the verifier image did not build: ${lines.at(-1)}` };
+  }
 }
 
 /**
