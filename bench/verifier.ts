@@ -12,9 +12,10 @@
 // minting 100k RS256 tokens would dominate the run; the cache entry does not depend on `alg`),
 // with Node's default heap sizing and with the lean V8 limits the README recommends.
 // First, the in-process rows on Node 20 (end of life, the comparison), 22 and 24 side by side
-// (bench/runtimes.ts). Then the over-HTTP rows on Node 22 (host) and Node 24 (the verifier image,
-// whose addon the host cannot load) side by side (BENCH_ROWS=image, bench/verifier-image.ts): the
-// ceiling, the cached and the all-distinct /verify and the bare `crypto.verify` of the same tokens.
+// (bench/runtimes.ts). After the throughput rows, the over-HTTP rows on Node 22 (host) and Node 24
+// (the verifier image, whose addon the host cannot load) side by side (BENCH_ROWS=image,
+// bench/verifier-image.ts): the ceiling, the same I/O, the cached and the all-distinct /verify and
+// the bare `crypto.verify` of the same tokens, in BENCH_IMAGE_ROUNDS rounds.
 // BENCH_ROWS=runtimes, BENCH_ROWS=throughput, BENCH_ROWS=rss, BENCH_ROWS=image or
 // BENCH_ROWS=revocation (the ceiling, the cached row and the revocation-on row only) runs one part.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
