@@ -12,13 +12,17 @@
 // minting 100k RS256 tokens would dominate the run; the cache entry does not depend on `alg`),
 // with Node's default heap sizing and with the lean V8 limits the README recommends.
 // First, the in-process rows on Node 20 (end of life, the comparison), 22 and 24 side by side
-// (bench/runtimes.ts). BENCH_ROWS=runtimes, BENCH_ROWS=throughput, BENCH_ROWS=rss or
+// (bench/runtimes.ts). After the throughput rows, the over-HTTP rows on Node 22 (host) and Node 24
+// (the verifier image, whose addon the host cannot load) side by side (BENCH_ROWS=image,
+// bench/verifier-image.ts): the ceiling, the same I/O, the cached and the all-distinct /verify and
+// the bare `crypto.verify` of the same tokens, in BENCH_IMAGE_ROUNDS rounds.
+// BENCH_ROWS=runtimes, BENCH_ROWS=throughput, BENCH_ROWS=rss, BENCH_ROWS=image or
 // BENCH_ROWS=revocation (the ceiling, the cached row and the revocation-on row only) runs one part.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync, randomUUID, sign, type KeyObject } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, get } from 'node:http';
-import { cpus, tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
@@ -27,6 +31,14 @@ import { LOAD_TEST_VERIFIER_ENV } from '../perf/systems.js';
 import { VERIFIER_NODE_FLAGS, VERIFIER_PROCESS_ENV } from '../stack/service-env.js';
 import { COMPARED_VERSIONS, runtimeTable } from './runtimes.js';
 import { IMAGES, buildImages, docker, missingEngine } from '../test/containers/engine.js';
+import {
+  prepareVerifierImage,
+  removeImageProcesses,
+  runImageScript,
+  startImageScript,
+  startImageVerifier,
+  type ImageProcess,
+} from './verifier-image.js';
 import { secretSetName } from '../verifier/src/http/verify-answer.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -235,9 +247,13 @@ function wrk(
     scriptArgs?: string[];
     seconds?: number;
     pid?: number;
+    /** The server's CPU µs so far, when it is not one host process (a container's cgroup). */
+    cpu?: () => number;
   },
 ): WrkResult {
-  const cpuBefore = options.pid === undefined ? 0 : cpuMicros(options.pid);
+  const { pid } = options;
+  const readCpu = options.cpu ?? (pid === undefined ? undefined : () => cpuMicros(pid));
+  const cpuBefore = readCpu?.() ?? 0;
   const args = [
     '-c',
     LOAD_CPU,
@@ -258,8 +274,7 @@ function wrk(
   const rate = Number(/Requests\/sec:\s+([\d.]+)/.exec(run.stdout)?.[1] ?? NaN);
   const requests = Number(/(\d+) requests in/.exec(run.stdout)?.[1] ?? NaN);
   const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(run.stdout)?.[1] ?? 0);
-  const cpuPerRequest =
-    options.pid === undefined ? NaN : (cpuMicros(options.pid) - cpuBefore) / requests;
+  const cpuPerRequest = readCpu === undefined ? NaN : (readCpu() - cpuBefore) / requests;
   return { rate, requests, non2xx, cpuPerRequest };
 }
 
@@ -349,7 +364,7 @@ async function measureInlineUws(source: string, token?: string): Promise<WrkResu
 }
 
 async function main(): Promise<void> {
-  const rows = new Set((process.env.BENCH_ROWS ?? 'runtimes,throughput,rss').split(','));
+  const rows = new Set((process.env.BENCH_ROWS ?? 'runtimes,throughput,image,rss').split(','));
   // The compiled verifier, as deployed: no TypeScript loader in the measured process or its RSS.
   const build = spawnSync('npm', ['run', '--silent', 'build:verifier'], {
     cwd: ROOT,
@@ -369,6 +384,7 @@ async function main(): Promise<void> {
   const report: string[] = [];
   if (rows.has('runtimes')) report.push(runtimeTable(COMPARED_VERSIONS, VERIFIER_NODE_FLAGS), '');
   if (rows.has('throughput')) report.push(...(await throughputRows(rsa, jwks.url)));
+  if (rows.has('image')) report.push(...(await imageRows(rsa, jwks.url)));
   if (rows.has('revocation')) report.push(...(await revocationRows(rsa, jwks.url)));
   if (rows.has('rss')) report.push(...(await rssRows(ec.privateKey, jwks.url)));
   jwks.close();
@@ -379,9 +395,7 @@ async function throughputRows(
   rsa: { privateKey: KeyObject; publicKey: KeyObject },
   jwksUri: string,
 ): Promise<string[]> {
-  process.stdout.write(`minting ${DISTINCT} RS256 tokens... `);
-  const rsTokens = await mintMany(rsa.privateKey, 'RS256', 'bench-rsa', DISTINCT);
-  console.log('done');
+  const rsTokens = await distinctRsTokens(rsa.privateKey);
 
   // 1. ceiling, and the same I/O as a cached /verify without its logic
   // The floor is sent the same request as the cached row (the issue's "same request headers").
@@ -452,6 +466,296 @@ async function throughputRows(
   for (const [name, result] of Object.entries({ cached, distinct, revokedCached })) {
     if (result.non2xx > 0) lines.push(`warning: ${name} had ${result.non2xx} non-2xx answers`);
   }
+  return lines;
+}
+
+let minted: Promise<string[]> | undefined;
+
+/** DISTINCT RS256 tokens, minted once for every part that sends them (each verifier starts empty). */
+function distinctRsTokens(privateKey: KeyObject): Promise<string[]> {
+  minted ??= (async () => {
+    process.stdout.write(`minting ${DISTINCT} RS256 tokens... `);
+    const tokens = await mintMany(privateKey, 'RS256', 'bench-rsa', DISTINCT);
+    console.log('done');
+    return tokens;
+  })();
+  return minted;
+}
+
+/**
+ * The bare `crypto.verify` of each token's signature, the key prepared and the tokens split into
+ * Buffers before the clock: the runtime's own cost of the math. The last of three passes over the
+ * tokens (the first ones tier V8 up), CPU µs per token. Arguments: the tokens file, the JWK file.
+ */
+const BARE_VERIFY = `
+const { createPublicKey, verify } = require('node:crypto');
+const { readFileSync } = require('node:fs');
+const [tokensFile, jwkFile] = process.argv.slice(-2);
+const key = createPublicKey({ key: JSON.parse(readFileSync(jwkFile, 'utf8')), format: 'jwk' });
+const parts = readFileSync(tokensFile, 'utf8').trim().split('\\n').map((token) => {
+  const dot = token.lastIndexOf('.');
+  return [Buffer.from(token.slice(0, dot)), Buffer.from(token.slice(dot + 1), 'base64url')];
+});
+let used;
+for (let pass = 0; pass < 3; pass++) {
+  const start = process.cpuUsage();
+  for (const [input, signature] of parts) {
+    if (!verify('sha256', input, key, signature)) throw new Error('bad signature');
+  }
+  used = process.cpuUsage(start);
+}
+process.stdout.write(((used.user + used.system) / parts.length).toFixed(2) + '\\n');
+`;
+
+/** One runtime's over-HTTP rows of the image part in one round. */
+interface RuntimeRows {
+  ceiling: WrkResult;
+  sameIo: WrkResult;
+  cached: WrkResult;
+  distinct: WrkResult;
+  /** CPU µs per token of the bare `crypto.verify` of the distinct row's tokens. */
+  bareVerify: number;
+}
+
+/** Rounds of the image part; each figure is printed as the median of its rounds and their range. */
+const IMAGE_ROUNDS = Number(process.env.BENCH_IMAGE_ROUNDS ?? 3);
+
+/**
+ * A running verifier's cached row (one token, after a second of warm-up) and its all-distinct
+ * row (`measured` tokens, after a second over `warmUp` ones), its CPU read by `cpu`.
+ */
+function cachedAndDistinct(
+  port: number,
+  cpu: () => number,
+  token: string,
+  warmUp: string[],
+  measured: string[],
+): { cached: WrkResult; distinct: WrkResult } {
+  const base = `http://127.0.0.1:${port}`;
+  wrk(`${base}/verify`, { token, seconds: 1 });
+  const cached = wrk(`${base}/verify`, { token, cpu });
+  wrk(base, { script: distinctTokenScript(warmUp, '/verify?warm-up'), seconds: 1 });
+  const distinct = wrk(base, { script: distinctTokenScript(measured, '/verify'), cpu });
+  return { cached, distinct };
+}
+
+/** Measures an image process the bench started: readiness, then `measure`, then it is removed. */
+async function inImage<T>(
+  started: Promise<ImageProcess>,
+  readyUrl: string,
+  measure: (cpu: () => number) => T,
+): Promise<T> {
+  const container = await started;
+  try {
+    await waitReady(readyUrl);
+    return measure(container.cpu);
+  } finally {
+    await container.stop();
+  }
+}
+
+/** What one round of the image part measures with, the same in every round. */
+interface ImageRound {
+  jwksUri: string;
+  token: string;
+  warmUp: string[];
+  measured: string[];
+  /** The bare verify's inputs, by file name: the measured tokens and the public JWK. */
+  files: Record<string, string>;
+  /** Whether the image runs (an engine answered and it was built). */
+  node24: boolean;
+}
+
+/**
+ * One round: each kind of row on the host (Node 22), then in the image (Node 24), before the
+ * next kind, so a change in the machine's load falls on both columns alike.
+ */
+async function imageRound(round: ImageRound): Promise<{ host: RuntimeRows; image?: RuntimeRows }> {
+  const { jwksUri, token, warmUp, measured, files, node24 } = round;
+  const host: Partial<RuntimeRows> = {};
+  const inside: Partial<RuntimeRows> = {};
+
+  // 1. the bare uWS 204 and the same I/O as a cached /verify, the same request as the cached row
+  for (const [row, source] of [
+    ['ceiling', BARE_UWS],
+    ['sameIo', SAME_IO_UWS],
+  ] as const) {
+    host[row] = await measureInlineUws(source, token);
+    if (!node24) continue;
+    const port = await freePort();
+    inside[row] = await inImage(
+      startImageScript(SERVER_CPU, source, { PORT: String(port) }),
+      `http://127.0.0.1:${port}/`,
+      (cpu) => {
+        wrk(`http://127.0.0.1:${port}/verify`, { token, seconds: 1 });
+        return wrk(`http://127.0.0.1:${port}/verify`, { token, cpu });
+      },
+    );
+  }
+
+  // 2. the verifier: cached, then all-distinct (the deployed flags on the host, the image's own)
+  const verifier = await startVerifier(jwksUri);
+  Object.assign(
+    host,
+    cachedAndDistinct(verifier.port, () => cpuMicros(verifier.child.pid!), token, warmUp, measured),
+  );
+  await stop(verifier.child);
+  if (node24) {
+    const port = await freePort();
+    Object.assign(
+      inside,
+      await inImage(
+        startImageVerifier(SERVER_CPU, benchedVerifierEnv(jwksUri, port)),
+        `http://127.0.0.1:${port}/readyz`,
+        (cpu) => cachedAndDistinct(port, cpu, token, warmUp, measured),
+      ),
+    );
+  }
+
+  // 3. the bare crypto.verify of the distinct row's tokens, the same core
+  const bare = spawnSync(
+    'taskset',
+    [
+      '-c',
+      SERVER_CPU,
+      process.execPath,
+      '-e',
+      BARE_VERIFY,
+      ...Object.keys(files).map((name) => join(work, name)),
+    ],
+    { encoding: 'utf8' },
+  );
+  if (bare.status !== 0) throw new Error(`bare crypto.verify failed: ${bare.stderr}`);
+  host.bareVerify = Number(bare.stdout.trim());
+  if (node24) inside.bareVerify = Number(await runImageScript(SERVER_CPU, BARE_VERIFY, files));
+  return { host: host as RuntimeRows, image: node24 ? (inside as RuntimeRows) : undefined };
+}
+
+/**
+ * `BENCH_ROWS=image`: the over-HTTP rows on Node 22 (this host) and Node 24 (the verifier image,
+ * whose addon needs glibc 2.38) in one run, so their ratios compare: the bare uWS 204, the same
+ * I/O as a cached /verify, the cached and the all-distinct /verify, the bare `crypto.verify` of the
+ * distinct row's tokens. Every server is pinned to SERVER_CPU (the container with --cpuset-cpus)
+ * and wrk to LOAD_CPU; the container's CPU comes from its cgroup. The same tokens for both
+ * runtimes and both verify rows (each verifier starts with an empty cache). IMAGE_ROUNDS rounds;
+ * each ratio is taken within a round. Without a container engine the Node 24 column says why.
+ */
+async function imageRows(
+  rsa: { privateKey: KeyObject; publicKey: KeyObject },
+  jwksUri: string,
+): Promise<string[]> {
+  const load = loadavg();
+  const tokens = await distinctRsTokens(rsa.privateKey);
+  const measured = tokens.slice(1 + WARM_UP_TOKENS);
+  const files = {
+    'tokens.txt': `${measured.join('\n')}\n`,
+    'rsa.jwk.json': JSON.stringify(rsa.publicKey.export({ format: 'jwk' })),
+  };
+  for (const [name, content] of Object.entries(files)) writeFileSync(join(work, name), content);
+  const image = await prepareVerifierImage();
+  const node24 = 'node' in image;
+  const rounds: Array<{ host: RuntimeRows; image?: RuntimeRows }> = [];
+  for (let round = 0; round < IMAGE_ROUNDS; round++) {
+    process.stdout.write(`image part, round ${round + 1} of ${IMAGE_ROUNDS}\n`);
+    rounds.push(
+      await imageRound({
+        jwksUri,
+        token: tokens[0]!,
+        warmUp: tokens.slice(1, 1 + WARM_UP_TOKENS),
+        measured,
+        files,
+        node24,
+      }),
+    );
+  }
+  const after = loadavg();
+  const runtime24 = node24
+    ? `Node ${image.node.replace(/^v/, '')} (${IMAGES.verifier}, container CPU from its cgroup)`
+    : `Node 24 (verifier image): not measured (${image.missing})`;
+  return [
+    `over HTTP, Node ${process.versions.node} (host) and ${runtime24}; ${new Date().toISOString()}, ` +
+      `load average ${load[0]!.toFixed(1)} before, ${after[0]!.toFixed(1)} after; ` +
+      `server CPU µs per request, median of ${IMAGE_ROUNDS} rounds [lowest–highest]`,
+    ...sideBySideTable(rounds, measured.length),
+  ];
+}
+
+/** The median of `values` and their range, as the image part prints every figure. */
+function medianAndRange(values: number[], digits: number, unit = ''): string {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = sorted.length / 2;
+  const median =
+    sorted.length % 2 === 1
+      ? sorted[Math.floor(middle)]!
+      : (sorted[middle - 1]! + sorted[middle]!) / 2;
+  const range =
+    sorted.length > 1 ? ` [${sorted[0]!.toFixed(digits)}–${sorted.at(-1)!.toFixed(digits)}]` : '';
+  return `${median.toFixed(digits)}${unit}${range}`;
+}
+
+/** The image part's table: a row per figure, Node 22 (host) and Node 24 (image) side by side. */
+function sideBySideTable(
+  rounds: ReadonlyArray<{ host: RuntimeRows; image?: RuntimeRows }>,
+  pool: number,
+): string[] {
+  const cell = (value: string) => value.padStart(28);
+  const figures: Array<[string, (r: RuntimeRows) => number, number, string?]> = [
+    ['bare uWS 204 (ceiling)', (r) => r.ceiling.cpuPerRequest, 1],
+    ['uWS, same I/O as /verify', (r) => r.sameIo.cpuPerRequest, 1],
+    ['/verify cached', (r) => r.cached.cpuPerRequest, 1],
+    [
+      '  ÷ bare 204 (goal <= 1.5×)',
+      (r) => r.cached.cpuPerRequest / r.ceiling.cpuPerRequest,
+      2,
+      '×',
+    ],
+    [
+      "  − same I/O (the verifier's work)",
+      (r) => r.cached.cpuPerRequest - r.sameIo.cpuPerRequest,
+      1,
+    ],
+    ['/verify, a new RS256 token each', (r) => r.distinct.cpuPerRequest, 1],
+    ['bare crypto.verify, same tokens', (r) => r.bareVerify, 1],
+    ['  ÷ bare verify (goal <= 2.5×)', (r) => r.distinct.cpuPerRequest / r.bareVerify, 2, '×'],
+    ['  − bare verify', (r) => r.distinct.cpuPerRequest - r.bareVerify, 1],
+    ['/verify cached, req/s', (r) => r.cached.rate, 0],
+    ['/verify new token, req/s', (r) => r.distinct.rate, 0],
+  ];
+  const column = (
+    side: 'host' | 'image',
+    figure: (r: RuntimeRows) => number,
+    digits: number,
+    unit?: string,
+  ) => {
+    const values = rounds.flatMap((round) => (round[side] ? [figure(round[side])] : []));
+    return values.length > 0 ? medianAndRange(values, digits, unit) : 'not measured';
+  };
+  const lines = [
+    `${'row'.padEnd(34)}${cell('Node 22, host')}${cell('Node 24, image')}`,
+    ...figures.map(
+      ([name, figure, digits, unit]) =>
+        `${name.padEnd(34)}${cell(column('host', figure, digits, unit))}${cell(column('image', figure, digits, unit))}`,
+    ),
+  ];
+  rounds.forEach((round, index) => {
+    for (const [runtime, rows] of Object.entries({
+      'Node 22': round.host,
+      'Node 24': round.image,
+    })) {
+      if (!rows) continue;
+      for (const name of ['ceiling', 'sameIo', 'cached', 'distinct'] as const) {
+        if (rows[name].non2xx > 0)
+          lines.push(
+            `warning: round ${index + 1}, ${runtime} ${name}: ${rows[name].non2xx} non-2xx answers`,
+          );
+      }
+      // Past the pool the script wraps round: repeats are cache hits, not new tokens.
+      if (rows.distinct.requests > pool)
+        lines.push(
+          `warning: round ${index + 1}, ${runtime}: NOT A PER-TOKEN FIGURE, ${rows.distinct.requests} requests > ${pool} tokens; raise BENCH_DISTINCT_TOKENS`,
+        );
+    }
+  });
   return lines;
 }
 
@@ -670,6 +974,7 @@ if (process.argv[2] === '--jose-loop') {
     await main();
   } finally {
     for (const child of children) if (child.exitCode === null) child.kill('SIGTERM');
+    await removeImageProcesses();
     rmSync(work, { recursive: true, force: true });
   }
 }
