@@ -26,6 +26,7 @@ export const HEADLINE_COMMANDS: ReadonlyArray<{
     env: { BENCH_ROWS: 'throughput' },
     argv: ['run', '--silent', 'bench:verifier'],
   },
+  { name: 'image', env: { BENCH_ROWS: 'image' }, argv: ['run', '--silent', 'bench:verifier'] },
   { name: 'cached-verify', argv: ['run', '--silent', 'bench:cached-verify', '--', '--time'] },
   { name: 'rss', env: { BENCH_ROWS: 'rss' }, argv: ['run', '--silent', 'bench:verifier'] },
   {
