@@ -21,8 +21,12 @@
 // splits a recorded span's cost into the SDK's part and the export's. Beside it the header's
 // parse and the bare SDK span, in this process.
 //
+// The gate (bench/tracing-gate.ts): `npm run bench`'s cached /secret and all-distinct rows through
+// real NGINX with tracing off, NGINX's context only, 1 % and 100 %, BENCH_GATE_ROUNDS rounds (3)
+// of BENCH_GATE_SECONDS (3): what a user's gate loses, beside the stricter verifier-only rows.
+//
 // NGINX: instructions per cached /secret with SG_TRACE_CONTEXT off and on (callgrind, as
-// bench:counts). BENCH_ROWS=verifier, inprocess or nginx runs one part.
+// bench:counts). BENCH_ROWS=verifier, inprocess, gate or nginx runs one part.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -42,6 +46,7 @@ import { ISSUER as FIXTURE_ISSUER } from '../verifier/src/testing/fixtures.js';
 import { readTraceparent, sampledFlag } from '../verifier/src/tracing/trace-context.js';
 import type { DecisionMode } from './tracing-decisions.js';
 import { minter } from './runtime-rows.js';
+import { gateRows } from './tracing-gate.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const ISSUER = 'https://bench.issuer.test';
@@ -262,8 +267,6 @@ function costOf(costs: readonly number[]): { median: number; text: string } {
 }
 
 async function verifierRows(otlp: string): Promise<string[]> {
-  // This process (the OTLP receiver) shares the load generator's core, never the verifier's.
-  spawnSync('taskset', ['-a', '-p', '-c', LOAD_CPU, String(process.pid)], { stdio: 'ignore' });
   const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 });
   const jwks = createServer((_req, res) =>
     res.writeHead(200, { 'content-type': 'application/json' }).end(
@@ -497,15 +500,28 @@ async function nginxRows(): Promise<string[]> {
 }
 
 async function main(): Promise<void> {
-  const rows = new Set((process.env.BENCH_ROWS ?? 'verifier,inprocess,nginx').split(','));
+  const rows = new Set((process.env.BENCH_ROWS ?? 'verifier,inprocess,gate,nginx').split(','));
   const build = spawnSync('npm', ['run', '--silent', 'build:verifier'], {
     cwd: ROOT,
     stdio: 'inherit',
   });
   if (build.status !== 0) throw new Error('npm run build:verifier failed');
   const receiver = await startReceiver();
+  // This process (the OTLP receiver) shares the load generator's core, never the servers'.
+  spawnSync('taskset', ['-a', '-p', '-c', LOAD_CPU, String(process.pid)], { stdio: 'ignore' });
   const report: string[] = [];
   if (rows.has('verifier')) report.push(...(await verifierRows(receiver.url)), '');
+  if (rows.has('gate'))
+    report.push(
+      ...(await gateRows({
+        otlp: receiver.url,
+        seconds: Number(process.env.BENCH_GATE_SECONDS ?? 3),
+        rounds: Number(process.env.BENCH_GATE_ROUNDS ?? 3),
+        dir: join(work, 'gate'),
+        log: (line) => console.log(line),
+      })),
+      '',
+    );
   if (rows.has('inprocess')) report.push(...(await inProcessRows(receiver.url)), '');
   report.push(`${(receiver.bytes() / 1024).toFixed(0)} KiB of spans received`, '');
   receiver.server.close();
