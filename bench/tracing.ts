@@ -25,8 +25,11 @@
 // real NGINX with tracing off, NGINX's context only, 1 % and 100 %, BENCH_GATE_ROUNDS rounds (3)
 // of BENCH_GATE_SECONDS (3): what a user's gate loses, beside the stricter verifier-only rows.
 //
+// Counted (bench/tracing-counts.ts): the verifier's instructions per cached /verify under callgrind
+// with tracing off, the header only, 1 % (with and without an export in the window) and 100 %.
+//
 // NGINX: instructions per cached /secret with SG_TRACE_CONTEXT off and on (callgrind, as
-// bench:counts). BENCH_ROWS=verifier, inprocess, gate or nginx runs one part.
+// bench:counts). BENCH_ROWS=verifier, inprocess, gate, counts or nginx runs one part.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -46,6 +49,7 @@ import { ISSUER as FIXTURE_ISSUER } from '../verifier/src/testing/fixtures.js';
 import { readTraceparent, sampledFlag } from '../verifier/src/tracing/trace-context.js';
 import type { DecisionMode } from './tracing-decisions.js';
 import { minter } from './runtime-rows.js';
+import { countRows } from './tracing-counts.js';
 import { gateRows } from './tracing-gate.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -500,7 +504,9 @@ async function nginxRows(): Promise<string[]> {
 }
 
 async function main(): Promise<void> {
-  const rows = new Set((process.env.BENCH_ROWS ?? 'verifier,inprocess,gate,nginx').split(','));
+  const rows = new Set(
+    (process.env.BENCH_ROWS ?? 'verifier,inprocess,gate,counts,nginx').split(','),
+  );
   const build = spawnSync('npm', ['run', '--silent', 'build:verifier'], {
     cwd: ROOT,
     stdio: 'inherit',
@@ -523,6 +529,15 @@ async function main(): Promise<void> {
       '',
     );
   if (rows.has('inprocess')) report.push(...(await inProcessRows(receiver.url)), '');
+  if (rows.has('counts'))
+    report.push(
+      ...(await countRows({
+        otlp: receiver.url,
+        dir: work,
+        log: (line) => console.log(line),
+      })),
+      '',
+    );
   report.push(`${(receiver.bytes() / 1024).toFixed(0)} KiB of spans received`, '');
   receiver.server.close();
   if (rows.has('nginx')) report.push(...(await nginxRows()));
