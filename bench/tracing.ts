@@ -9,7 +9,8 @@
 //   off + header    no OTEL_*, a traceparent on every request (NGINX with SG_TRACE_CONTEXT=on)
 //   1 %             OTEL_* on (default parent-based sampler), NGINX's flag set on 1 request in 100
 //   100 %           the same with every request sampled (http/protobuf); `100 % json`: http/json
-// Short runs (BENCH_SECONDS, 2 s) in BENCH_ROUNDS rounds (5), each round every mode once, its
+// A rare mode (1 %) is first warmed to BENCH_WARM_SPANS sampled spans (5,000): V8 optimises the
+// span's code only after ~3,000 of them. Short runs (BENCH_SECONDS, 2 s) in BENCH_ROUNDS rounds (5), each round every mode once, its
 // order rotated, cached row (one token) then all-distinct row (a new RS256 token each); a mode's
 // cost is the median over rounds of its CPU per request against `off`'s in the same round, with
 // the lowest and highest round beside it: the spread of `off + x-unread` is what the wire resolves.
@@ -21,8 +22,15 @@
 // splits a recorded span's cost into the SDK's part and the export's. Beside it the header's
 // parse and the bare SDK span, in this process.
 //
+// The gate (bench/tracing-gate.ts): `npm run bench`'s cached /secret and all-distinct rows through
+// real NGINX with tracing off, NGINX's context only, 1 % and 100 %, BENCH_GATE_ROUNDS rounds (3)
+// of BENCH_GATE_SECONDS (3): what a user's gate loses, beside the stricter verifier-only rows.
+//
+// Counted (bench/tracing-counts.ts): the verifier's instructions per cached /verify under callgrind
+// with tracing off, the header only, 1 % (with and without an export in the window) and 100 %.
+//
 // NGINX: instructions per cached /secret with SG_TRACE_CONTEXT off and on (callgrind, as
-// bench:counts). BENCH_ROWS=verifier, inprocess or nginx runs one part.
+// bench:counts). BENCH_ROWS=verifier, inprocess, gate, counts or nginx runs one part.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -42,6 +50,8 @@ import { ISSUER as FIXTURE_ISSUER } from '../verifier/src/testing/fixtures.js';
 import { readTraceparent, sampledFlag } from '../verifier/src/tracing/trace-context.js';
 import type { DecisionMode } from './tracing-decisions.js';
 import { minter } from './runtime-rows.js';
+import { countRows } from './tracing-counts.js';
+import { gateRows } from './tracing-gate.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const ISSUER = 'https://bench.issuer.test';
@@ -53,6 +63,8 @@ const CONNECTIONS = 32;
 /** New tokens per round of the all-distinct row: its run stops when they are all answered. */
 const PER_ROUND = Number(process.env.BENCH_DISTINCT_TOKENS ?? 10_000);
 const WARM_TOKENS = 2_000;
+const WARM_SPANS = Number(process.env.BENCH_WARM_SPANS ?? 5_000);
+const WARM_LIMIT = 90;
 const LOAD_CPU = cpus().length > 1 ? '1' : '0';
 const work = mkdtempSync(join(tmpdir(), 'bench-tracing-'));
 const children: ChildProcess[] = [];
@@ -262,8 +274,6 @@ function costOf(costs: readonly number[]): { median: number; text: string } {
 }
 
 async function verifierRows(otlp: string): Promise<string[]> {
-  // This process (the OTLP receiver) shares the load generator's core, never the verifier's.
-  spawnSync('taskset', ['-a', '-p', '-c', LOAD_CPU, String(process.pid)], { stdio: 'ignore' });
   const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 });
   const jwks = createServer((_req, res) =>
     res.writeHead(200, { 'content-type': 'application/json' }).end(
@@ -288,7 +298,15 @@ async function verifierRows(otlp: string): Promise<string[]> {
   );
   for (const [i, mode] of MODES.entries()) {
     const { url } = verifiers.get(mode.name)!;
-    await wrk(url, cachedScripts.get(mode.name)!, 1);
+    const first = await wrk(url, cachedScripts.get(mode.name)!, 1);
+    // V8 optimises a function after ~3,000 calls' worth of its bytecode (TurboFan's threshold):
+    // at 1 % the span's code reaches it only after ~300,000 requests, so a short warm-up would
+    // measure the interpreted span of a verifier's first minute. Rare modes are warmed to
+    // WARM_SPANS sampled spans first (bounded by WARM_LIMIT seconds).
+    if (mode.otel && (mode.sampleEvery ?? 0) > 1) {
+      const seconds = Math.ceil((WARM_SPANS * mode.sampleEvery!) / first.rate);
+      await wrk(url, cachedScripts.get(mode.name)!, Math.min(WARM_LIMIT, seconds));
+    }
     await wrk(url, script(mode, tokens.slice(1, 1 + WARM_TOKENS), `warm-${i}`), 1);
   }
   const rows = new Map<string, { cached: Row[]; distinct: Row[] }>(
@@ -497,16 +515,40 @@ async function nginxRows(): Promise<string[]> {
 }
 
 async function main(): Promise<void> {
-  const rows = new Set((process.env.BENCH_ROWS ?? 'verifier,inprocess,nginx').split(','));
+  const rows = new Set(
+    (process.env.BENCH_ROWS ?? 'verifier,inprocess,gate,counts,nginx').split(','),
+  );
   const build = spawnSync('npm', ['run', '--silent', 'build:verifier'], {
     cwd: ROOT,
     stdio: 'inherit',
   });
   if (build.status !== 0) throw new Error('npm run build:verifier failed');
   const receiver = await startReceiver();
+  // This process (the OTLP receiver) shares the load generator's core, never the servers'.
+  spawnSync('taskset', ['-a', '-p', '-c', LOAD_CPU, String(process.pid)], { stdio: 'ignore' });
   const report: string[] = [];
   if (rows.has('verifier')) report.push(...(await verifierRows(receiver.url)), '');
+  if (rows.has('gate'))
+    report.push(
+      ...(await gateRows({
+        otlp: receiver.url,
+        seconds: Number(process.env.BENCH_GATE_SECONDS ?? 3),
+        rounds: Number(process.env.BENCH_GATE_ROUNDS ?? 3),
+        dir: join(work, 'gate'),
+        log: (line) => console.log(line),
+      })),
+      '',
+    );
   if (rows.has('inprocess')) report.push(...(await inProcessRows(receiver.url)), '');
+  if (rows.has('counts'))
+    report.push(
+      ...(await countRows({
+        otlp: receiver.url,
+        dir: work,
+        log: (line) => console.log(line),
+      })),
+      '',
+    );
   report.push(`${(receiver.bytes() / 1024).toFixed(0)} KiB of spans received`, '');
   receiver.server.close();
   if (rows.has('nginx')) report.push(...(await nginxRows()));

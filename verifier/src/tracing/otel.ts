@@ -22,13 +22,20 @@ import { BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace
 import type { ReadableSpan, SpanExporter, SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { Counter } from 'prom-client';
 import type { Authorize } from '../decision/authorize.js';
-import type { Answer, Decision, ReceivedRequest, Receiver } from '../decision/decision.js';
+import type {
+  Answer,
+  Decision,
+  ReceivedRequest,
+  Receiver,
+  VerifyRequest,
+} from '../decision/decision.js';
 import type { Metrics } from '../metrics.js';
 import type { CacheLookup } from '../token/token-verifier.js';
 import { recordFetches } from './fetch-spans.js';
 import { recordRedisCalls } from './redis-spans.js';
 import { recordWork } from './work-spans.js';
 import type { TracingSettings } from './otel-env.js';
+import { inDecisionScope } from './log-trace.js';
 import { readTraceparent, sampledFlag, type TraceContext } from './trace-context.js';
 
 /** What service.ts asks of tracing: a traced /verify, and a flush at shutdown. */
@@ -125,7 +132,13 @@ export async function startTracing(
           parent,
         );
         lookup = undefined;
-        const decided = context.with(trace.setSpan(parent, span), authorize, undefined, request);
+        // Inside the decision's async resource, where the log trace's store is kept too (log-trace.ts).
+        const decided = inDecisionScope(
+          decideInContext,
+          trace.setSpan(parent, span),
+          authorize,
+          request,
+        );
         // Absent when no token was looked up (no token, unknown policy).
         if (lookup !== undefined) span.setAttribute('secret_gate.token_cache', lookup);
         // A cached token is decided at once (no promise): its span ends here, with no closure.
@@ -148,6 +161,10 @@ export async function startTracing(
       await provider.shutdown();
     },
   };
+}
+
+function decideInContext(active: Context, authorize: Authorize, request: VerifyRequest) {
+  return context.with(active, authorize, undefined, request);
 }
 
 /** NGINX's span as the remote parent; the root context when the header is absent or invalid. */

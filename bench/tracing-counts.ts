@@ -1,0 +1,174 @@
+// bench:tracing's counted rows: the built verifier's instructions per cached /verify under callgrind,
+// per tracing mode. Timings on the shared machine move by ±10 % between rounds; instruction counts
+// of the same configuration agree within ~1 %, so they resolve what the header and 1 % cost.
+// The verifier runs as deployed (VERIFIER_NODE_FLAGS), as one process under valgrind (its JIT code
+// included: --smc-check); a kept-alive client sends BENCH_COUNT_WARMUP requests (15,000: until the
+// JIT stops compiling, which under valgrind runs on the same serialised thread), the counters are
+// zeroed, BENCH_COUNT_REQUESTS more (5,000) are sent and counted, all threads included.
+// `1 %, export held` holds the batch (OTEL_BSP_SCHEDULE_DELAY of an hour, batch and queue 2,048)
+// so no export runs in the window: against `1 %` it splits a sampled span into the SDK's part and
+// the export's.
+import { spawn, spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createKeepAliveClient } from '../perf/keepalive-client.js';
+import { LOAD_TEST_VERIFIER_ENV } from '../perf/systems.js';
+import { freePort } from '../stack/ports.js';
+import { VERIFIER_NODE_FLAGS } from '../stack/service-env.js';
+import { AUDIENCE, ISSUER, mintToken, startJwksServer } from '../verifier/src/testing/fixtures.js';
+
+interface CountMode {
+  readonly name: string;
+  /** A traceparent on each request, sampled on one in `every` (0: never); undefined: none. */
+  readonly sampleEvery: number | undefined;
+  readonly otel: boolean;
+  readonly env?: Readonly<Record<string, string>>;
+}
+const COUNT_MODES: readonly CountMode[] = [
+  { name: 'off', sampleEvery: undefined, otel: false },
+  { name: 'off + header', sampleEvery: 0, otel: false },
+  { name: '1 %', sampleEvery: 100, otel: true },
+  {
+    name: '1 %, export held',
+    sampleEvery: 100,
+    otel: true,
+    env: {
+      OTEL_BSP_SCHEDULE_DELAY: '3600000',
+      OTEL_BSP_MAX_EXPORT_BATCH_SIZE: '2048',
+      OTEL_BSP_MAX_QUEUE_SIZE: '2048',
+    },
+  },
+  { name: '100 %', sampleEvery: 1, otel: true },
+];
+
+export interface CountRowsOptions {
+  /** The OTLP receiver's base URL (in the bench process). */
+  readonly otlp: string;
+  /** Scratch directory for callgrind's files. */
+  readonly dir: string;
+  readonly log: (line: string) => void;
+}
+
+/** A fresh trace id per request, as NGINX sends; sampled on one in `every` (0: never). */
+function traceHeader(every: number | undefined, i: number): Record<string, string> {
+  if (every === undefined) return {};
+  const id = (i + 1).toString(16).padStart(8, '0');
+  const flags = every > 0 && i % every === 0 ? '01' : '00';
+  return { traceparent: `00-4bf92f3577b34da6a3ce929d${id}-00f067aa${id}-${flags}` };
+}
+
+/** The total of callgrind's newest dump of `base` (`base.1`, `base.2`, …). */
+function dumpedInstructions(dir: string, base: string): number {
+  const dumps = readdirSync(dir).filter((name) => name.startsWith(`${base}.`));
+  const newest = dumps.sort((a, b) => Number(b.split('.').pop()) - Number(a.split('.').pop()))[0];
+  if (newest === undefined) throw new Error(`callgrind wrote no dump for ${base}`);
+  const total = /^(?:summary|totals): (\d+)/m.exec(readFileSync(join(dir, newest), 'utf8'));
+  if (total === null) throw new Error(`no total in ${newest}`);
+  return Number(total[1]);
+}
+
+async function countMode(
+  mode: CountMode,
+  index: number,
+  options: CountRowsOptions & { jwksUri: string; token: string; warmup: number; requests: number },
+): Promise<number> {
+  const port = await freePort();
+  const base = `verifier-${index}.out`;
+  const child = spawn(
+    'valgrind',
+    [
+      '--tool=callgrind',
+      '--smc-check=all-non-file',
+      `--callgrind-out-file=${join(options.dir, base)}`,
+      process.execPath,
+      ...VERIFIER_NODE_FLAGS,
+      'verifier/dist/main.js',
+    ],
+    {
+      stdio: 'ignore',
+      env: {
+        PATH: process.env.PATH ?? '',
+        VERIFIER_ISSUER: ISSUER,
+        VERIFIER_AUDIENCE: AUDIENCE,
+        VERIFIER_JWKS_URI: options.jwksUri,
+        VERIFIER_REQUIRED_SCOPES: 'secrets:read',
+        VERIFIER_LISTEN: `127.0.0.1:${port}`,
+        VERIFIER_LOG_LEVEL: 'warn',
+        ...LOAD_TEST_VERIFIER_ENV,
+        ...(mode.otel ? { OTEL_EXPORTER_OTLP_ENDPOINT: options.otlp } : {}),
+        ...mode.env,
+      },
+    },
+  );
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  try {
+    const url = `http://127.0.0.1:${port}`;
+    for (let tries = 0; ; tries++) {
+      const ready = await fetch(`${url}/readyz`).then(
+        (r) => r.ok,
+        () => false,
+      );
+      if (ready) break;
+      if (tries > 1200)
+        throw new Error(`${mode.name}: the verifier under valgrind never became ready`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    const client = createKeepAliveClient(url);
+    const next = (i: number) => ({
+      path: '/verify',
+      headers: { authorization: `Bearer ${options.token}`, ...traceHeader(mode.sampleEvery, i) },
+    });
+    await client.send(options.warmup, next, 204);
+    spawnSync('callgrind_control', ['--zero', String(child.pid)], { stdio: 'ignore' });
+    await client.send(options.requests, (i) => next(options.warmup + i), 204);
+    spawnSync('callgrind_control', ['--dump', String(child.pid)], { stdio: 'ignore' });
+    client.close();
+    return dumpedInstructions(options.dir, base) / options.requests;
+  } finally {
+    child.kill('SIGKILL');
+    await exited;
+  }
+}
+
+/** The counted rows' report lines: instructions per cached decision and against `off`. */
+export async function countRows(options: CountRowsOptions): Promise<string[]> {
+  const warmup = Number(process.env.BENCH_COUNT_WARMUP ?? 15_000);
+  const requests = Number(process.env.BENCH_COUNT_REQUESTS ?? 5_000);
+  const jwks = await startJwksServer(['rsaA']);
+  // Valid for the whole run: the slowest mode under valgrind takes minutes.
+  const token = await mintToken({ claims: { exp: Math.floor(Date.now() / 1000) + 7200 } });
+  const counted = new Map<string, number>();
+  try {
+    // Two at a time: counts do not depend on the machine's load, and each takes one core.
+    for (let first = 0; first < COUNT_MODES.length; first += 2) {
+      const pair = COUNT_MODES.slice(first, first + 2);
+      const results = await Promise.all(
+        pair.map((mode, k) =>
+          countMode(mode, first + k, { ...options, jwksUri: jwks.url, token, warmup, requests }),
+        ),
+      );
+      for (const [k, mode] of pair.entries()) {
+        counted.set(mode.name, results[k]!);
+        options.log(`counted ${mode.name}: ${Math.round(results[k]!)} instructions per request`);
+      }
+    }
+  } finally {
+    await jwks.close();
+  }
+  const off = counted.get('off')!;
+  const header = counted.get('off + header')!;
+  const lines = [
+    `verifier instructions per cached /verify (callgrind, all threads; ${requests.toLocaleString('en')} requests on one kept-alive connection after ${warmup.toLocaleString('en')} of warm-up):`,
+    'mode                instructions  against off  per sampled span',
+  ];
+  for (const mode of COUNT_MODES) {
+    const count = counted.get(mode.name)!;
+    const against = mode.name === 'off' ? '–' : `${((count / off - 1) * 100).toFixed(1)} %`;
+    const perSpan =
+      mode.otel && mode.sampleEvery ? ((count - header) * mode.sampleEvery).toFixed(0) : '';
+    lines.push(
+      `${mode.name.padEnd(18)}  ${Math.round(count).toLocaleString('en').padStart(12)}  ${against.padStart(11)}  ${perSpan.padStart(16)}`,
+    );
+  }
+  return lines;
+}
