@@ -1,7 +1,8 @@
 // Verified tokens remembered, so a repeat request costs one SHA-256 and one LRU lookup instead of
 // a signature check. It holds what a token proved, never what a policy made of it: authorize.ts
 // evaluates the policy on every request. Invariants (tests here and in authorize.test.ts):
-// 1. Key = SHA-256 over the token (and the opaque verifier that read it); the token is not stored.
+// 1. Key = SHA-256 of the token after the opaque verifier that read it and the key epoch, if any;
+//    the token is not stored.
 // 2. An entry's TTL never reaches past the token's `exp`, nor past `maxTtl`.
 // 3. `exp`, `nbf` and the issuer's trust horizon (last good JWKS fetch + `maxStale`) are re-checked
 //    on every hit; a hit outside them is dropped and the token is verified afresh (so with the IdP
