@@ -11,8 +11,12 @@
 // ~20k instructions that take well under a microsecond on a CPU that has them.
 // `--time`: each server pinned to core 0, wrk on core 1 (as bench:verifier), CPU per request
 // (user + system, from /proc) over `--seconds` (default 3) after a second of warm-up.
+// `--time --dpop`: the cached DPoP request instead (a token bound to the fixtures' `ec` key, a
+// policy with `VERIFIER_DPOP=required`, a fresh ES256 proof each request from a pool minted per
+// run), beside the bare `crypto.verify` of the same proofs in-process (issue 40 item 4: the
+// verifier's CPU per request within +40 µs of it).
 import { spawn, spawnSync, execFile, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -23,7 +27,9 @@ import { parseCallgrindTotals } from '../perf/nginx-counts.js';
 import { LOAD_TEST_VERIFIER_ENV } from '../perf/systems.js';
 import { VERIFIER_NODE_FLAGS } from '../stack/service-env.js';
 import { freePort } from '../stack/ports.js';
+import { thumbprintOf } from '../verifier/src/testing/dpop-proof.js';
 import { AUDIENCE, ISSUER, mintToken, startJwksServer } from '../verifier/src/testing/fixtures.js';
+import { bareVerifyMicros, mintProofs } from './dpop-parts.js';
 
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -44,6 +50,13 @@ const keep = argv.includes('--keep') ? true : undefined;
 const perfMap = argv.includes('--perf-map') ? ['--perf-basic-prof'] : [];
 const timed = argv.includes('--time');
 const SECONDS = Number(option('--seconds')[0] ?? 3);
+const dpop = argv.includes('--dpop');
+if (dpop && !timed)
+  throw new Error('--dpop is timed only (--time): each request needs a new proof');
+/** Proofs per wrk run: more than the fastest server answers in its seconds (else a replay, a 401). */
+const PROOFS_PER_RUN = Number(option('--proofs')[0] ?? 60_000);
+/** What NGINX sends as X-Original-Origin (SG_EXTERNAL_ORIGIN), the proofs' `htu` with the URI. */
+const ORIGIN = 'https://gate.example';
 
 const BARE_UWS = `
 const uws = require('uWebSockets.js');
@@ -52,18 +65,26 @@ uws.App().any('/*', (res) => { res.writeStatus('204 No Content').endWithoutBody(
   .listen('127.0.0.1', Number(process.env.PORT), (ok) => { if (!ok) process.exit(1); });
 `;
 
-// One token, cached for the whole run (the fixtures' dev-IdP shape, an hour's lifetime).
-const token = await mintToken({ claims: { exp: Math.floor(Date.now() / 1000) + 3600 } });
+// One token, cached for the whole run (the fixtures' dev-IdP shape, an hour's lifetime); with
+// `--dpop` bound to the `ec` key (`cnf.jkt`).
+const exp = Math.floor(Date.now() / 1000) + 3600;
+const token = await mintToken({
+  claims: dpop ? { exp, cnf: { jkt: await thumbprintOf('ec') } } : { exp },
+});
 
-/** What NGINX's /_verify location sends for a bearer request (its empty headers are left out). */
+/**
+ * What NGINX's /_verify location sends for a bearer request (its empty headers are left out); a
+ * DPoP request has the DPoP scheme, the external origin and, per request, its proof (wrk's script).
+ */
 const REQUEST = Buffer.from(
   [
     'GET /verify HTTP/1.1',
     'Host: sg_verifier',
-    `Authorization: Bearer ${token}`,
+    dpop ? `Authorization: DPoP ${token}` : `Authorization: Bearer ${token}`,
     'X-SG-Policy: default',
     'X-Original-URI: /secret',
     'X-Original-Method: GET',
+    ...(dpop ? [`X-Original-Origin: ${ORIGIN}`] : []),
     'X-SG-Client: 127.0.0.1',
     '',
     '',
@@ -184,6 +205,39 @@ function cpuMicros(pid: number): { user: number; system: number } {
   return { user: micros(fields[11]), system: micros(fields[12]) };
 }
 
+/**
+ * A wrk script giving each request the next proof of a pool never sent before (`--dpop`); proofs
+ * are minted for each run, so their `iat` stays inside the verifier's window.
+ */
+function proofScript(dir: string): string {
+  const list = join(dir, 'proofs.txt');
+  writeFileSync(
+    list,
+    `${mintProofs(PROOFS_PER_RUN, Math.floor(Date.now() / 1000), token, `${ORIGIN}/secret`).join('\n')}\n`,
+  );
+  const script = join(dir, 'proofs.lua');
+  writeFileSync(
+    script,
+    `local proofs = {}
+for line in io.lines("${list}") do proofs[#proofs + 1] = line end
+local i = 0
+local headers
+request = function()
+  -- wrk.format's headers replace the -H ones: copied once, the proof set per request.
+  if headers == nil then
+    headers = {}
+    for name, value in pairs(wrk.headers) do headers[name] = value end
+  end
+  i = i + 1
+  if i > #proofs then i = 1 end
+  headers["DPoP"] = proofs[i]
+  return wrk.format(nil, nil, headers)
+end
+`,
+  );
+  return script;
+}
+
 /** wrk on the load core with the request's headers; server CPU µs per request of `pid`. */
 function wrk(port: number, seconds: number, pid?: number): number {
   const before = pid === undefined ? undefined : cpuMicros(pid);
@@ -194,10 +248,14 @@ function wrk(port: number, seconds: number, pid?: number): number {
     .flatMap((line) => ['-H', line]);
   const load = cpus().length > 1 ? '1' : '0';
   const args = ['-c', load, 'wrk', '-t1', `-c${32}`, `-d${seconds}s`, ...headers];
+  let dir: string | undefined;
+  if (dpop) args.push('-s', proofScript((dir = mkdtempSync(join(tmpdir(), 'cached-dpop-')))));
   const done = spawnSync('taskset', [...args, `http://127.0.0.1:${port}/verify`], {
     encoding: 'utf8',
   });
+  if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
   if (done.status !== 0) throw new Error(`wrk failed: ${done.stderr}`);
+  // With --dpop, a pool used up (a proof sent twice) is refused as a replay: raise --proofs.
   if (/Non-2xx/.test(done.stdout)) throw new Error(`wrk saw refusals:\n${done.stdout}`);
   const requests = Number(/(\d+) requests in/.exec(done.stdout)?.[1] ?? NaN);
   if (pid === undefined || before === undefined) return NaN;
@@ -236,14 +294,28 @@ const verifierEnv = {
   VERIFIER_JWKS_URI: jwks.url,
   VERIFIER_REQUIRED_SCOPES: 'secrets:read',
   VERIFIER_LOG_LEVEL: 'warn',
+  ...(dpop ? { VERIFIER_DPOP: 'required' } : {}),
   ...LOAD_TEST_VERIFIER_ENV,
 };
+/** The bare ES256 verify of a pool like the runs' (`--dpop`), in this process, CPU µs per proof. */
+const BARE_ES256 = 'bare ES256 crypto.verify of the proofs';
 const rows: Array<[string, () => Promise<number>]> = [
   ['bare uWS 204', () => measure(['-e', BARE_UWS], { NODE_PATH: join(ROOT, 'node_modules') })],
   ...dists.map((dist): [string, () => Promise<number>] => [
-    `cached /verify ${dist}`,
+    `${dpop ? 'cached DPoP' : 'cached'} /verify ${dist}`,
     () => measure([...VERIFIER_NODE_FLAGS, dist], verifierEnv),
   ]),
+  ...(dpop
+    ? [
+        [
+          BARE_ES256,
+          () =>
+            bareVerifyMicros(
+              mintProofs(16_000, Math.floor(Date.now() / 1000), token, `${ORIGIN}/secret`),
+            ),
+        ] as [string, () => Promise<number>],
+      ]
+    : []),
 ];
 const results = new Map<string, number[]>(rows.map(([name]) => [name, []]));
 try {
@@ -271,4 +343,15 @@ for (const [name, figures] of results) {
   console.log(
     `${name}: ${figures.map(shown).join(' · ')}  (${ratios.map((r) => `${r.toFixed(2)}×`).join(' · ')}; median ${median(ratios).toFixed(2)}×)`,
   );
+}
+if (dpop) {
+  const bare = results.get(BARE_ES256)!;
+  console.log("\nover the same round's bare ES256 verify (goal: ≤ +40 µs):");
+  for (const [name, figures] of results) {
+    if (!name.startsWith('cached DPoP')) continue;
+    const over = figures.map((n, round) => n - bare[round]!);
+    console.log(
+      `${name}: ${over.map((n) => `+${n.toFixed(1)}`).join(' · ')} µs (median +${median(over).toFixed(1)})`,
+    );
+  }
 }

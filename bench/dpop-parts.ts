@@ -9,7 +9,7 @@
 //   proof      the whole proof check (dpop/proof.ts), its header already known
 //   step       the whole DPoP step (dpop/index.ts: htu, proof, replay store), as authorize runs it
 // Usage: npm run bench:dpop-parts [-- proofs] — prints a markdown table.
-import { createPublicKey, hash, sign, verify, type KeyObject } from 'node:crypto';
+import { createPrivateKey, createPublicKey, hash, sign, verify, type KeyObject } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { createDpopRuntime } from '../verifier/src/dpop/index.js';
 import { createProofChecker } from '../verifier/src/dpop/proof.js';
@@ -26,19 +26,30 @@ const HTU = `${ORIGIN}${PATH}`;
 /** An access token of a realistic length (its content does not matter to the proof's checks). */
 const ACCESS_TOKEN = `${'a'.repeat(120)}.${'b'.repeat(600)}.${'c'.repeat(342)}`;
 
-/** `count` distinct proofs (their own `jti`) by the fixed `ec` key, signed with node:crypto. */
-function mintProofs(count: number, now: number): string[] {
-  const key = PRIVATE_JWKS.ec;
+/** Pools minted so far: each pool's `jti`s are its own. */
+let pools = 0;
+
+/**
+ * `count` distinct proofs (their own `jti`) by the fixed `ec` key, signed with node:crypto, for
+ * `accessToken` at `htu` (GET).
+ */
+export function mintProofs(
+  count: number,
+  now: number,
+  accessToken = ACCESS_TOKEN,
+  htu = HTU,
+): string[] {
   const privateKey = {
-    key: key as never,
-    format: 'jwk' as const,
+    key: createPrivateKey({ key: PRIVATE_JWKS.ec as never, format: 'jwk' }),
     dsaEncoding: 'ieee-p1363' as const,
   };
   const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
   const header = b64({ alg: 'ES256', typ: 'dpop+jwt', jwk: proofJwk('ec') });
-  const ath = hash('sha256', ACCESS_TOKEN, 'base64url');
+  const ath = hash('sha256', accessToken, 'base64url');
+  // Unique across calls too: a server fed several pools must never see a `jti` twice.
+  const run = `${now}-${++pools}`;
   return Array.from({ length: count }, (_, i) => {
-    const input = `${header}.${b64({ jti: `p-${i}`, htm: 'GET', htu: HTU, iat: now, ath })}`;
+    const input = `${header}.${b64({ jti: `p-${run}-${i}`, htm: 'GET', htu, iat: now, ath })}`;
     return `${input}.${sign('sha256', Buffer.from(input), privateKey).toString('base64url')}`;
   });
 }
@@ -53,6 +64,22 @@ async function cpuPerCall<T>(items: T[], call: (item: T) => unknown): Promise<nu
   return (used.user + used.system) / (items.length - half);
 }
 
+/**
+ * CPU µs per proof of the bare `crypto.verify` of `proofs` (the fixed `ec` key, prepared once):
+ * the floor the DPoP step is read against, here and in bench:cached-verify's `--dpop` row.
+ */
+export function bareVerifyMicros(proofs: string[]): Promise<number> {
+  const publicKey: KeyObject = createPublicKey({ key: proofJwk('ec') as never, format: 'jwk' });
+  const parts = proofs.map((proof) => {
+    const dot = proof.lastIndexOf('.');
+    return [Buffer.from(proof.slice(0, dot)), Buffer.from(proof.slice(dot + 1), 'base64url')];
+  });
+  return cpuPerCall(parts, ([input, signature]) => {
+    if (!verify('sha256', input!, { key: publicKey, dsaEncoding: 'ieee-p1363' }, signature!))
+      throw new Error('a proof did not pass');
+  });
+}
+
 export async function dpopPartsTable(count = 8_000): Promise<string> {
   const now = Math.floor(Date.now() / 1000);
   const clock = () => now;
@@ -60,23 +87,13 @@ export async function dpopPartsTable(count = 8_000): Promise<string> {
   const jkt = await thumbprintOf('ec');
   const publicKey: KeyObject = createPublicKey({ key: proofJwk('ec') as never, format: 'jwk' });
   const scheme = signatureSchemes(['ES256']).get('ES256')!;
-  const parts = proofs.map((proof) => {
-    const dot = proof.lastIndexOf('.');
-    return [Buffer.from(proof.slice(0, dot)), Buffer.from(proof.slice(dot + 1), 'base64url')];
-  });
   const header = { alg: 'ES256', typ: 'dpop+jwt' };
   const fail = () => {
     throw new Error('a proof did not pass');
   };
   const rows: Array<[string, number]> = [];
   let i = 0;
-  rows.push([
-    'bare `crypto.verify` ES256 (the floor)',
-    await cpuPerCall(parts, ([input, signature]) => {
-      if (!verify('sha256', input!, { key: publicKey, dsaEncoding: 'ieee-p1363' }, signature!))
-        fail();
-    }),
-  ]);
+  rows.push(['bare `crypto.verify` ES256 (the floor)', await bareVerifyMicros(proofs)]);
   rows.push([
     "the verifier's JWS check",
     await cpuPerCall(proofs, (proof) => verifySignature(proof, scheme, publicKey) || fail()),

@@ -1,7 +1,8 @@
 // Verified tokens remembered, so a repeat request costs one SHA-256 and one LRU lookup instead of
 // a signature check. It holds what a token proved, never what a policy made of it: authorize.ts
 // evaluates the policy on every request. Invariants (tests here and in authorize.test.ts):
-// 1. Key = SHA-256 over the token (and the opaque verifier that read it); the token is not stored.
+// 1. Key = SHA-256 of the token after the opaque verifier that read it and the key epoch, if any;
+//    the token is not stored.
 // 2. An entry's TTL never reaches past the token's `exp`, nor past `maxTtl`.
 // 3. `exp`, `nbf` and the issuer's trust horizon (last good JWKS fetch + `maxStale`) are re-checked
 //    on every hit; a hit outside them is dropped and the token is verified afresh (so with the IdP
@@ -67,21 +68,29 @@ function estimateBytes({ sub, jkt, session, authentication }: StoredEntry, key: 
 
 export function createTokenCache(options: TokenCacheOptions) {
   const { now, trustedUntilSeconds } = options;
+  /**
+   * The current operation's reading of our clock, taken when lru-cache or this cache first asks:
+   * a hit reads the system clock once for lru-cache's TTL and the window checks, a miss not at all.
+   * Every operation below starts by forgetting the last one's.
+   */
+  let reading: EpochSeconds | undefined;
+  const clock = (): EpochSeconds => (reading ??= now());
   const lru = new LRUCache<string, StoredEntry>({
     max: options.maxEntries,
     maxSize: options.maxBytes,
     sizeCalculation: estimateBytes,
     // lru-cache's TTL clock (milliseconds) follows ours, so a moved test clock expires entries too.
-    perf: { now: () => now() * 1000 },
+    perf: { now: () => clock() * 1000 },
     ttlResolution: 0,
   });
 
   return {
     /** The verified token under `key`; undefined when missing or outside its window (dropped). */
     get(key: string): VerifiedToken | undefined {
+      reading = undefined;
       const entry = lru.get(key);
       if (entry === undefined) return undefined;
-      const at = now();
+      const at = clock();
       if (
         at >= entry.exp ||
         (entry.nbf !== undefined && at < entry.nbf) ||
@@ -115,8 +124,9 @@ export function createTokenCache(options: TokenCacheOptions) {
      * revocation receiver reads), so the caller never copies the token to leave them out.
      */
     set(key: string, token: VerifiedToken, withSession = true): void {
+      reading = undefined;
       // lru-cache counts TTLs in milliseconds.
-      const ttl = Math.min(token.exp - now(), options.maxTtl) * 1000;
+      const ttl = Math.min(token.exp - clock(), options.maxTtl) * 1000;
       if (ttl < 1) return;
       const { identity, kid } = token;
       const { client, scopes, issuer } = identity;
@@ -143,6 +153,7 @@ export function createTokenCache(options: TokenCacheOptions) {
     },
     /** Drops entries of `issuer` verified with one of `kids`, and its entries without a `kid`. */
     dropKeys(issuer: string, kids: ReadonlySet<string | undefined>): number {
+      reading = undefined;
       const doomed: string[] = [];
       for (const [key, entry] of lru.entries()) {
         if (entry.shape.issuer !== issuer) continue;
@@ -162,6 +173,7 @@ export function createTokenCache(options: TokenCacheOptions) {
         lru.clear();
         return dropped;
       }
+      reading = undefined;
       const doomed: string[] = [];
       for (const [key, entry] of lru.entries())
         if (issuers.has(entry.shape.issuer)) doomed.push(key);
