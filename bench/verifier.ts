@@ -14,8 +14,18 @@
 // First, the in-process rows on Node 20 (end of life, the comparison), 22 and 24 side by side
 // (bench/runtimes.ts). BENCH_ROWS=runtimes, BENCH_ROWS=throughput, BENCH_ROWS=rss or
 // BENCH_ROWS=revocation (the ceiling, the cached row and the revocation-on row only) runs one part.
+// BENCH_VERIFIER_MAIN runs another build's main.js in the verifier rows (a parent commit's, for
+// an A/B in one sitting); BENCH_NODE_FLAGS replaces the deployed Node flags in them (space-separated).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { generateKeyPairSync, randomUUID, sign, type KeyObject } from 'node:crypto';
+import {
+  createPublicKey,
+  generateKeyPairSync,
+  randomUUID,
+  sign,
+  verify,
+  type JsonWebKey,
+  type KeyObject,
+} from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, get } from 'node:http';
 import { cpus, tmpdir } from 'node:os';
@@ -38,6 +48,11 @@ const DISTINCT = Number(process.env.BENCH_DISTINCT_TOKENS ?? 70_000);
 /** Tokens the distinct row's one-second warm-up uses up (never measured). */
 const WARM_UP_TOKENS = 15_000;
 const RSS_TOKENS = 100_000;
+const VERIFIER_MAIN = process.env.BENCH_VERIFIER_MAIN ?? 'verifier/dist/main.js';
+const NODE_FLAGS: readonly string[] =
+  process.env.BENCH_NODE_FLAGS === undefined
+    ? VERIFIER_NODE_FLAGS
+    : process.env.BENCH_NODE_FLAGS.split(' ').filter((flag) => flag.length > 0);
 const SERVER_CPU = '0';
 const LOAD_CPU = cpus().length > 1 ? '1' : '0';
 const work = mkdtempSync(join(tmpdir(), 'bench-verifier-'));
@@ -184,11 +199,11 @@ function benchedVerifierEnv(jwksUri: string, port: number): Record<string, strin
 async function startVerifier(
   jwksUri: string,
   extra: Record<string, string> = {},
-  nodeFlags: readonly string[] = VERIFIER_NODE_FLAGS,
+  nodeFlags: readonly string[] = NODE_FLAGS,
   processEnv: Readonly<Record<string, string>> = VERIFIER_PROCESS_ENV,
 ): Promise<{ child: ChildProcess; port: number }> {
   const port = await freePort();
-  const child = startPinned([...nodeFlags, 'verifier/dist/main.js'], {
+  const child = startPinned([...nodeFlags, VERIFIER_MAIN], {
     ...processEnv,
     ...benchedVerifierEnv(jwksUri, port),
     ...extra,
@@ -263,6 +278,12 @@ function wrk(
   return { rate, requests, non2xx, cpuPerRequest };
 }
 
+/** NGINX_VERIFY_HEADERS as Lua table fields: the distinct rows send what NGINX sends, too. */
+const NGINX_LUA_HEADERS = NGINX_VERIFY_HEADERS.map((header) => {
+  const [name, value] = header.split(': ');
+  return `, ["${name}"] = "${value}"`;
+}).join('');
+
 function distinctTokenScript(tokens: string[], path: string): string {
   const list = join(work, `${path.replace(/\W/g, '')}-tokens.txt`);
   writeFileSync(list, `${tokens.join('\n')}\n`);
@@ -276,7 +297,7 @@ init = function(args) i = tonumber(args[1] or "0") % #tokens end
 request = function()
   i = i + 1
   if i > #tokens then i = 1 end
-  return wrk.format("GET", "${path}", { ["Authorization"] = tokens[i] })
+  return wrk.format("GET", "${path}", { ["Authorization"] = tokens[i]${NGINX_LUA_HEADERS} })
 end
 `,
   );
@@ -300,6 +321,36 @@ async function joseLoop(tokensFile: string, jwkFile: string, seconds: number): P
   const used = process.cpuUsage(cpu);
   const rate = done / ((performance.now() - started) / 1000);
   process.stdout.write(`${rate.toFixed(0)} ${((used.user + used.system) / done).toFixed(1)}\n`);
+}
+
+/**
+ * Child mode: the floor of a new token, node:crypto's one-shot RS256 `verify` with a prepared
+ * KeyObject over the same tokens, each split into its signing input and signature beforehand (no
+ * JWT work at all). Prints CPU µs per verification after a warm-up pass.
+ */
+function bareVerifyLoop(tokensFile: string, jwkFile: string, seconds: number): void {
+  const key = createPublicKey({
+    key: JSON.parse(readFileSync(jwkFile, 'utf8')) as JsonWebKey,
+    format: 'jwk',
+  });
+  const parts = readFileSync(tokensFile, 'utf8')
+    .trim()
+    .split('\n')
+    .map((token) => {
+      const cut = token.lastIndexOf('.');
+      return [Buffer.from(token.slice(0, cut)), Buffer.from(token.slice(cut + 1), 'base64url')];
+    });
+  const verifyAt = (i: number) => {
+    const [input, signature] = parts[i % parts.length]!;
+    if (!verify('sha256', input!, key, signature!)) throw new Error('a bench token did not verify');
+  };
+  for (let i = 0; i < 2000; i++) verifyAt(i);
+  const started = performance.now();
+  const cpu = process.cpuUsage();
+  let done = 0;
+  while (performance.now() - started < seconds * 1000) verifyAt(done++);
+  const used = process.cpuUsage(cpu);
+  process.stdout.write(`${((used.user + used.system) / done).toFixed(1)}\n`);
 }
 
 function vmHwmMb(pid: number): number {
@@ -358,7 +409,7 @@ async function main(): Promise<void> {
   if (build.status !== 0) throw new Error('npm run build:verifier failed');
   console.log(
     `verifier benchmark: wrk -t1 -c${CONNECTIONS} -d${DURATION}s, server on cpu ${SERVER_CPU}, wrk on cpu ${LOAD_CPU}, ` +
-      `verifier rows with the deployed flags (${VERIFIER_NODE_FLAGS.join(' ')})`,
+      `verifier rows run ${VERIFIER_MAIN} with ${NODE_FLAGS === VERIFIER_NODE_FLAGS ? 'the deployed' : 'these'} flags (${NODE_FLAGS.join(' ')})`,
   );
   const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 });
   const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' });
@@ -408,28 +459,15 @@ async function throughputRows(
   // 4. revocation on: the cached token checked against the watermarks of other signed-out users
   const revokedCached = await measureRevocationOn(jwksUri, rsa.privateKey, rsTokens[0]!);
 
-  // 5. jose's own verify loop, same core
+  // 5. jose's own verify loop, then the bare verify of the measured tokens, same core
   const tokensFile = join(work, 'jose-tokens.txt');
   writeFileSync(tokensFile, rsTokens.join('\n'));
+  const measuredFile = join(work, 'measured-tokens.txt');
+  writeFileSync(measuredFile, measuredTokens.join('\n'));
   const jwkFile = join(work, 'rsa.jwk.json');
   writeFileSync(jwkFile, JSON.stringify(rsa.publicKey.export({ format: 'jwk' })));
-  const loop = spawnSync(
-    'taskset',
-    [
-      '-c',
-      SERVER_CPU,
-      process.execPath,
-      '--import',
-      'tsx',
-      fileURLToPath(import.meta.url),
-      '--jose-loop',
-      tokensFile,
-      jwkFile,
-      String(DURATION),
-    ],
-    { cwd: ROOT, encoding: 'utf8' },
-  );
-  const [joseRate, joseCpu] = loop.stdout.trim().split(' ').map(Number) as [number, number];
+  const [joseRate, joseCpu] = childLoop('--jose-loop', tokensFile, jwkFile) as [number, number];
+  const [bareCpu] = childLoop('--bare-verify', measuredFile, jwkFile) as [number];
 
   const lines = [
     'row                               req/s  ratio   server CPU µs/req  ratio by CPU',
@@ -439,6 +477,7 @@ async function throughputRows(
     revocationLine(ceiling, cached, revokedCached),
     `/verify distinct RS256, uWS    ${fmt(distinct.rate)}  ${x(distinct.rate, joseRate)}   ${us(distinct.cpuPerRequest)}           ${x(joseCpu, distinct.cpuPerRequest)}  of jose (goal >= 0.80)`,
     `jose jwtVerify loop            ${fmt(joseRate)}   1.00   ${us(joseCpu)}            1.00`,
+    `bare crypto.verify RS256                         ${us(bareCpu)}                  the same tokens, in-process; /verify distinct = ${x(distinct.cpuPerRequest, bareCpu)} of it (goal <= 2.50)`,
   ];
   if (distinct.requests > measuredTokens.length) {
     // The script wraps round the pool: repeats are cache hits at a fraction of a verification's
@@ -453,6 +492,28 @@ async function throughputRows(
     if (result.non2xx > 0) lines.push(`warning: ${name} had ${result.non2xx} non-2xx answers`);
   }
   return lines;
+}
+
+/** One of this file's child modes pinned to the server core; its printed numbers. */
+function childLoop(mode: '--jose-loop' | '--bare-verify', tokensFile: string, jwkFile: string) {
+  const loop = spawnSync(
+    'taskset',
+    [
+      '-c',
+      SERVER_CPU,
+      process.execPath,
+      '--import',
+      'tsx',
+      fileURLToPath(import.meta.url),
+      mode,
+      tokensFile,
+      jwkFile,
+      String(DURATION),
+    ],
+    { cwd: ROOT, encoding: 'utf8' },
+  );
+  if (loop.status !== 0) throw new Error(`${mode} failed: ${loop.stderr}`);
+  return loop.stdout.trim().split(' ').map(Number);
 }
 
 /** Users signed out (other than the measured token's) before the revocation-on row. */
@@ -665,6 +726,8 @@ async function imageRssRow(jwksUri: string, fill: string): Promise<string> {
 
 if (process.argv[2] === '--jose-loop') {
   await joseLoop(process.argv[3]!, process.argv[4]!, Number(process.argv[5]));
+} else if (process.argv[2] === '--bare-verify') {
+  bareVerifyLoop(process.argv[3]!, process.argv[4]!, Number(process.argv[5]));
 } else {
   try {
     await main();
