@@ -18,6 +18,8 @@
 // the bare `crypto.verify` of the same tokens, in BENCH_IMAGE_ROUNDS rounds.
 // BENCH_ROWS=runtimes, BENCH_ROWS=throughput, BENCH_ROWS=rss, BENCH_ROWS=image or
 // BENCH_ROWS=revocation (the ceiling, the cached row and the revocation-on row only) runs one part.
+// BENCH_VERIFIER_MAIN runs another build's main.js in the verifier rows (a parent commit's, for
+// an A/B in one sitting); BENCH_NODE_FLAGS replaces the deployed Node flags in them (space-separated).
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync, randomUUID, sign, type KeyObject } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -50,6 +52,11 @@ const DISTINCT = Number(process.env.BENCH_DISTINCT_TOKENS ?? 70_000);
 /** Tokens the distinct row's one-second warm-up uses up (never measured). */
 const WARM_UP_TOKENS = 15_000;
 const RSS_TOKENS = 100_000;
+const VERIFIER_MAIN = process.env.BENCH_VERIFIER_MAIN ?? 'verifier/dist/main.js';
+const NODE_FLAGS: readonly string[] =
+  process.env.BENCH_NODE_FLAGS === undefined
+    ? VERIFIER_NODE_FLAGS
+    : process.env.BENCH_NODE_FLAGS.split(' ').filter((flag) => flag.length > 0);
 const SERVER_CPU = '0';
 const LOAD_CPU = cpus().length > 1 ? '1' : '0';
 const work = mkdtempSync(join(tmpdir(), 'bench-verifier-'));
@@ -196,11 +203,11 @@ function benchedVerifierEnv(jwksUri: string, port: number): Record<string, strin
 async function startVerifier(
   jwksUri: string,
   extra: Record<string, string> = {},
-  nodeFlags: readonly string[] = VERIFIER_NODE_FLAGS,
+  nodeFlags: readonly string[] = NODE_FLAGS,
   processEnv: Readonly<Record<string, string>> = VERIFIER_PROCESS_ENV,
 ): Promise<{ child: ChildProcess; port: number }> {
   const port = await freePort();
-  const child = startPinned([...nodeFlags, 'verifier/dist/main.js'], {
+  const child = startPinned([...nodeFlags, VERIFIER_MAIN], {
     ...processEnv,
     ...benchedVerifierEnv(jwksUri, port),
     ...extra,
@@ -278,6 +285,12 @@ function wrk(
   return { rate, requests, non2xx, cpuPerRequest };
 }
 
+/** NGINX_VERIFY_HEADERS as Lua table fields: the distinct rows send what NGINX sends, too. */
+const NGINX_LUA_HEADERS = NGINX_VERIFY_HEADERS.map((header) => {
+  const [name, value] = header.split(': ');
+  return `, ["${name}"] = "${value}"`;
+}).join('');
+
 function distinctTokenScript(tokens: string[], path: string): string {
   const list = join(work, `${path.replace(/\W/g, '')}-tokens.txt`);
   writeFileSync(list, `${tokens.join('\n')}\n`);
@@ -291,7 +304,7 @@ init = function(args) i = tonumber(args[1] or "0") % #tokens end
 request = function()
   i = i + 1
   if i > #tokens then i = 1 end
-  return wrk.format("GET", "${path}", { ["Authorization"] = tokens[i] })
+  return wrk.format("GET", "${path}", { ["Authorization"] = tokens[i]${NGINX_LUA_HEADERS} })
 end
 `,
   );
@@ -373,7 +386,7 @@ async function main(): Promise<void> {
   if (build.status !== 0) throw new Error('npm run build:verifier failed');
   console.log(
     `verifier benchmark: wrk -t1 -c${CONNECTIONS} -d${DURATION}s, server on cpu ${SERVER_CPU}, wrk on cpu ${LOAD_CPU}, ` +
-      `verifier rows with the deployed flags (${VERIFIER_NODE_FLAGS.join(' ')})`,
+      `verifier rows run ${VERIFIER_MAIN} with ${NODE_FLAGS === VERIFIER_NODE_FLAGS ? 'the deployed' : 'these'} flags (${NODE_FLAGS.join(' ')})`,
   );
   const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 });
   const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' });
@@ -422,28 +435,15 @@ async function throughputRows(
   // 4. revocation on: the cached token checked against the watermarks of other signed-out users
   const revokedCached = await measureRevocationOn(jwksUri, rsa.privateKey, rsTokens[0]!);
 
-  // 5. jose's own verify loop, same core
+  // 5. jose's own verify loop, then the bare verify of the measured tokens, same core
   const tokensFile = join(work, 'jose-tokens.txt');
   writeFileSync(tokensFile, rsTokens.join('\n'));
+  const measuredFile = join(work, 'measured-tokens.txt');
+  writeFileSync(measuredFile, measuredTokens.join('\n'));
   const jwkFile = join(work, 'rsa.jwk.json');
   writeFileSync(jwkFile, JSON.stringify(rsa.publicKey.export({ format: 'jwk' })));
-  const loop = spawnSync(
-    'taskset',
-    [
-      '-c',
-      SERVER_CPU,
-      process.execPath,
-      '--import',
-      'tsx',
-      fileURLToPath(import.meta.url),
-      '--jose-loop',
-      tokensFile,
-      jwkFile,
-      String(DURATION),
-    ],
-    { cwd: ROOT, encoding: 'utf8' },
-  );
-  const [joseRate, joseCpu] = loop.stdout.trim().split(' ').map(Number) as [number, number];
+  const [joseRate, joseCpu] = childLoop('--jose-loop', tokensFile, jwkFile) as [number, number];
+  const bareCpu = bareVerifyOnHost(measuredFile, jwkFile);
 
   const lines = [
     'row                               req/s  ratio   server CPU µs/req  ratio by CPU',
@@ -453,6 +453,7 @@ async function throughputRows(
     revocationLine(ceiling, cached, revokedCached),
     `/verify distinct RS256, uWS    ${fmt(distinct.rate)}  ${x(distinct.rate, joseRate)}   ${us(distinct.cpuPerRequest)}           ${x(joseCpu, distinct.cpuPerRequest)}  of jose (goal >= 0.80)`,
     `jose jwtVerify loop            ${fmt(joseRate)}   1.00   ${us(joseCpu)}            1.00`,
+    `bare crypto.verify RS256                         ${us(bareCpu)}                  the same tokens, in-process; /verify distinct = ${x(distinct.cpuPerRequest, bareCpu)} of it (goal <= 2.50)`,
   ];
   if (distinct.requests > measuredTokens.length) {
     // The script wraps round the pool: repeats are cache hits at a fraction of a verification's
@@ -506,6 +507,17 @@ for (let pass = 0; pass < 3; pass++) {
 }
 process.stdout.write(((used.user + used.system) / parts.length).toFixed(2) + '\\n');
 `;
+
+/** BARE_VERIFY on this host's Node, pinned to the server core: CPU µs per token. */
+function bareVerifyOnHost(tokensFile: string, jwkFile: string): number {
+  const bare = spawnSync(
+    'taskset',
+    ['-c', SERVER_CPU, process.execPath, '-e', BARE_VERIFY, tokensFile, jwkFile],
+    { encoding: 'utf8' },
+  );
+  if (bare.status !== 0) throw new Error(`bare crypto.verify failed: ${bare.stderr}`);
+  return Number(bare.stdout.trim());
+}
 
 /** One runtime's over-HTTP rows of the image part in one round. */
 interface RuntimeRows {
@@ -613,20 +625,7 @@ async function imageRound(round: ImageRound): Promise<{ host: RuntimeRows; image
   }
 
   // 3. the bare crypto.verify of the distinct row's tokens, the same core
-  const bare = spawnSync(
-    'taskset',
-    [
-      '-c',
-      SERVER_CPU,
-      process.execPath,
-      '-e',
-      BARE_VERIFY,
-      ...Object.keys(files).map((name) => join(work, name)),
-    ],
-    { encoding: 'utf8' },
-  );
-  if (bare.status !== 0) throw new Error(`bare crypto.verify failed: ${bare.stderr}`);
-  host.bareVerify = Number(bare.stdout.trim());
+  host.bareVerify = bareVerifyOnHost(join(work, 'tokens.txt'), join(work, 'rsa.jwk.json'));
   if (node24) inside.bareVerify = Number(await runImageScript(SERVER_CPU, BARE_VERIFY, files));
   return { host: host as RuntimeRows, image: node24 ? (inside as RuntimeRows) : undefined };
 }
@@ -757,6 +756,28 @@ function sideBySideTable(
     }
   });
   return lines;
+}
+
+/** One of this file's child modes pinned to the server core; its printed numbers. */
+function childLoop(mode: '--jose-loop', tokensFile: string, jwkFile: string) {
+  const loop = spawnSync(
+    'taskset',
+    [
+      '-c',
+      SERVER_CPU,
+      process.execPath,
+      '--import',
+      'tsx',
+      fileURLToPath(import.meta.url),
+      mode,
+      tokensFile,
+      jwkFile,
+      String(DURATION),
+    ],
+    { cwd: ROOT, encoding: 'utf8' },
+  );
+  if (loop.status !== 0) throw new Error(`${mode} failed: ${loop.stderr}`);
+  return loop.stdout.trim().split(' ').map(Number);
 }
 
 /** Users signed out (other than the measured token's) before the revocation-on row. */
@@ -906,7 +927,7 @@ async function rssRows(ecKey: KeyObject, jwksUri: string): Promise<string[]> {
     const verifier = await startVerifier(
       jwksUri,
       { VERIFIER_CACHE_MAX_ENTRIES: String(RSS_TOKENS), VERIFIER_CACHE_MAX_BYTES: '1g' },
-      deployed ? VERIFIER_NODE_FLAGS : [],
+      deployed ? NODE_FLAGS : [],
       deployed ? VERIFIER_PROCESS_ENV : {},
     );
     const { filled, metrics } = await fillCache(verifier.port, fill);
@@ -920,7 +941,7 @@ async function rssRows(ecKey: KeyObject, jwksUri: string): Promise<string[]> {
     rows.push(
       `peak RSS, ${filled} cached decisions, Node ${process.versions.node} ${
         deployed
-          ? `${VERIFIER_NODE_FLAGS.join(' ')} ${Object.entries(VERIFIER_PROCESS_ENV)
+          ? `${NODE_FLAGS.join(' ')} ${Object.entries(VERIFIER_PROCESS_ENV)
               .map(([name, value]) => `${name}=${value}`)
               .join(' ')}`
           : '(no flags)'
@@ -928,7 +949,12 @@ async function rssRows(ecKey: KeyObject, jwksUri: string): Promise<string[]> {
         `(heap used ${heapMb('heap_size_used_bytes')} of ${heapMb('heap_size_total_bytes')} MB; goal <= 128 MB)`,
     );
   }
-  rows.push(await imageRssRow(jwksUri, fill));
+  // The image sets its own flags (verifier/Dockerfile): a row of other flags is the host's only.
+  rows.push(
+    NODE_FLAGS === VERIFIER_NODE_FLAGS
+      ? await imageRssRow(jwksUri, fill)
+      : 'peak RSS in the verifier image: not measured (BENCH_NODE_FLAGS is set)',
+  );
   return rows;
 }
 

@@ -3,6 +3,7 @@
 // and a cached allow should cost less than that.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { statusFor, type DenyCode } from './errors.js';
+import { createPlainHistogram } from './plain-histogram.js';
 import type { JwksFetchOutcome } from './token/key-set.js';
 
 export type Metrics = ReturnType<typeof createMetrics>;
@@ -190,12 +191,12 @@ export function createMetrics(
       'JWKS fetches by issuer and outcome (ok, error, invalid).',
       ['issuer', 'outcome'],
     ),
-    /** `startTimer()` around one full (uncached) verification. */
-    verification: new Histogram({
+    /** One full (uncached) verification's seconds: plain numbers, as a miss observes each. */
+    verification: createPlainHistogram({
       name: 'verifier_verification_seconds',
       help: 'Time of one full token verification (cache misses only).',
       buckets: [...BUCKETS, 5],
-      registers,
+      registry,
     }),
     // Pushed revocation (revocation/): per logout token or SET, by the channel it came on.
     // Bumped as plain numbers, as the decisions are: a flood of junk pushes counts every one.

@@ -1,6 +1,7 @@
 // Who a verified token speaks for, reduced to what NGINX needs, and made safe to put in a header.
 import type { JwtIssuer } from '../config/model.js';
 import { VerifyError } from '../errors.js';
+import { createInterner } from '../intern.js';
 
 export interface Identity {
   readonly sub: string;
@@ -61,15 +62,28 @@ export function readIdentity(
   };
 }
 
-function readScopes(claims: Record<string, unknown>, names: readonly string[]): string[] {
+/**
+ * The scope lists of `scope` strings, one frozen array per spelling: an issuer's tokens carry a
+ * handful, so a new token splits none, and the decision cache shares the list by reference.
+ * Bounded in count and length (at most ~200 KB held); a longer string is split every time.
+ */
+const scopeLists = createInterner<readonly string[]>(256);
+const SHARED_SCOPE_LENGTH = 512;
+
+/** A `scope` string's words, without the empty ones (doubled or edge spaces). */
+function splitScope(value: string): readonly string[] {
+  const words = value.split(' ');
+  return Object.freeze(words.includes('') ? words.filter((s) => s.length > 0) : words);
+}
+
+function readScopes(claims: Record<string, unknown>, names: readonly string[]): readonly string[] {
   for (let i = 0; i < names.length; i++) {
     const name = names[i]!;
     const value = claims[name];
-    if (typeof value === 'string') {
-      // Copied without the empty words only when there are some (doubled or edge spaces).
-      const words = value.split(' ');
-      return words.includes('') ? words.filter((s) => s.length > 0) : words;
-    }
+    if (typeof value === 'string')
+      return value.length <= SHARED_SCOPE_LENGTH
+        ? scopeLists(value, () => splitScope(value))
+        : splitScope(value);
     // RFC 9068 §2.2.3 / RFC 8693 §4.2: `scope` is a string; an array there grants nothing.
     if (Array.isArray(value) && name !== 'scope')
       return value.filter((s): s is string => typeof s === 'string' && s.length > 0);

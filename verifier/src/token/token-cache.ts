@@ -75,6 +75,27 @@ export function createTokenCache(options: TokenCacheOptions) {
    */
   let reading: EpochSeconds | undefined;
   const clock = (): EpochSeconds => (reading ??= now());
+  /**
+   * The shared shape of an identity. A run of tokens of one client and scope list (the scope list
+   * shared by identity.ts, so compared by reference) reuses the last shape with no key built; any
+   * other is found by a JSON array, one spelling per shape whatever characters a scope holds.
+   */
+  let lastShape: StoredEntry['shape'] | undefined;
+  function shapeOf(issuer: string, client: string, scopes: readonly string[]) {
+    const last = lastShape;
+    if (
+      last !== undefined &&
+      last.scopes === scopes &&
+      last.client === client &&
+      last.issuer === issuer
+    )
+      return last;
+    return (lastShape = sharedShape(JSON.stringify([issuer, client, scopes]), () => ({
+      client,
+      scopes,
+      issuer,
+    })));
+  }
   const lru = new LRUCache<string, StoredEntry>({
     max: options.maxEntries,
     maxSize: options.maxBytes,
@@ -132,12 +153,7 @@ export function createTokenCache(options: TokenCacheOptions) {
       const { client, scopes, issuer } = identity;
       const stored: Mutable<StoredEntry> = {
         sub: identity.sub,
-        // Keyed by a JSON array: one spelling per shape, whatever characters a scope holds.
-        shape: sharedShape(JSON.stringify([issuer, client, scopes]), () => ({
-          client,
-          scopes,
-          issuer,
-        })),
+        shape: shapeOf(issuer, client, scopes),
         exp: token.exp,
         nbf: token.nbf,
         kid: kid === undefined ? undefined : sharedKid(kid, () => kid),
