@@ -13,7 +13,7 @@ import { parseArgs } from 'node:util';
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 /** The README's rows by command, in the order that keeps the longest runs last. */
-export const HEADLINE_COMMANDS: ReadonlyArray<{
+const HEADLINE_COMMANDS: ReadonlyArray<{
   name: string;
   env?: Record<string, string>;
   argv: string[];
@@ -28,6 +28,10 @@ export const HEADLINE_COMMANDS: ReadonlyArray<{
   },
   { name: 'image', env: { BENCH_ROWS: 'image' }, argv: ['run', '--silent', 'bench:verifier'] },
   { name: 'cached-verify', argv: ['run', '--silent', 'bench:cached-verify', '--', '--time'] },
+  {
+    name: 'cached-dpop',
+    argv: ['run', '--silent', 'bench:cached-verify', '--', '--time', '--dpop'],
+  },
   { name: 'rss', env: { BENCH_ROWS: 'rss' }, argv: ['run', '--silent', 'bench:verifier'] },
   {
     name: 'decision-bytes',
@@ -37,7 +41,12 @@ export const HEADLINE_COMMANDS: ReadonlyArray<{
   { name: 'dpop-parts', argv: ['run', '--silent', 'bench:dpop-parts'] },
   { name: 'attacks', argv: ['run', '--silent', 'bench:attacks'] },
   { name: 'cloudfront', argv: ['run', '--silent', 'bench:cloudfront'] },
-  { name: 'tracing', argv: ['run', '--silent', 'bench:tracing'] },
+  {
+    name: 'tracing',
+    env: { BENCH_ROWS: 'verifier,gate,nginx' },
+    argv: ['run', '--silent', 'bench:tracing'],
+  },
+  { name: 'chaos', argv: ['run', '--silent', 'chaos', '--', '--quick'] },
   { name: 'capacity', argv: ['run', '--silent', 'stress', '--', '--find-capacity', '--runs', '3'] },
 ];
 
