@@ -2,33 +2,34 @@
 // users, one step after another on one system, until a step breaks the latency goal (any failure,
 // or p99 above 100 ms). A system's capacity is the highest load of a step that held the goal while
 // wrk itself kept up; a step whose generator saturated its core says more about wrk than about the
-// gate and is flagged, never counted.
+// gate and is flagged, never counted. Which step comes next, and what the steps conclude, is in
+// capacity-search.ts; this module judges one step and writes the report.
 import type { Series } from './chart.js';
+import { capacityBracket, CAPACITY_RESOLUTION } from './capacity-search.js';
 import { isSaturated, SATURATED_LOAD_GENERATOR } from './generators.js';
 import type { CpuThrottling } from './limits.js';
 import type { LoadGeneratorUsage } from './generators.js';
 import type { ServerLatency } from './server-latency.js';
 import type { WrkStudyResult } from './wrk-study.js';
 
+export {
+  capacityBracket,
+  capacityOf,
+  capacitySpread,
+  CAPACITY_RESOLUTION,
+  CAPACITY_STEP_TRIALS,
+  CAPACITY_STEPS,
+  countsAsHeld,
+  judgeTrials,
+  LEAST_CAPACITY_USERS,
+  needsAnotherTrial,
+  nextStepUsers,
+  QUICK_CAPACITY_STEPS,
+  shouldContinue,
+} from './capacity-search.js';
+
 export const CAPACITY_GOAL = Object.freeze({ p99Ms: 100, failures: 0 });
-/** Users per step: the study's 2,500 in the middle, doubling past it until a step fails. */
-export const CAPACITY_STEPS: readonly number[] = Object.freeze([
-  250, 500, 1000, 1500, 2000, 2500, 3000, 4000, 5000, 6500, 8000,
-]);
-/**
- * Below the first step: a system that breaks the goal at the first step is tried at half its users,
- * and half again, down to this many, so even a slow baseline gets a capacity to compare with.
- */
-export const LEAST_CAPACITY_USERS = 25;
-/** `--quick`: two small steps, to keep the harness alive in CI (not to quote). */
-export const QUICK_CAPACITY_STEPS: readonly number[] = Object.freeze([50, 100]);
 export const CAPACITY_STEP_SECONDS = Object.freeze({ full: 30, quick: 8 });
-/**
- * Trials per step: a full search judges each step by the majority of up to three trials (two that
- * agree decide it), so one burst of load from elsewhere on a shared machine neither ends a search
- * early nor lifts it a step; `--quick` runs one.
- */
-export const CAPACITY_STEP_TRIALS = Object.freeze({ full: 3, quick: 1 });
 /** The study's think time, uniform 0–1 s: a user asks once per 0.5 s on average. */
 export const MAX_THINK_MS = 1000;
 
@@ -130,42 +131,20 @@ export function judgeStep(
   };
 }
 
-/** True while the trials so far leave the majority of `planned` undecided. */
-export function needsAnotherTrial(trials: readonly CapacityStep[], planned: number): boolean {
-  const majority = Math.floor(planned / 2) + 1;
-  const held = trials.filter((trial) => trial.heldGoal).length;
-  return held < majority && trials.length - held < majority && trials.length < planned;
-}
-
-/**
- * One step from its trials: held when most trials held; the figures are those of the median trial
- * by p99 among the trials that agree with the verdict, so the table shows a run that happened.
- */
-export function judgeTrials(trials: readonly CapacityStep[]): CapacityStep {
-  const held = trials.filter((trial) => trial.heldGoal).length;
-  const heldGoal = held * 2 > trials.length;
-  const agreeing = trials
-    .filter((trial) => trial.heldGoal === heldGoal)
-    .sort((a, b) => a.p99Ms - b.p99Ms);
-  const median = agreeing[Math.floor((agreeing.length - 1) / 2)]!;
-  return { ...median, heldGoal, trials: { run: trials.length, held } };
-}
-
-/** The highest step that held the goal with wrk unsaturated; undefined when none did. */
-export function capacityOf(steps: readonly CapacityStep[]): CapacityStep | undefined {
-  return steps
-    .filter((step) => step.heldGoal && !step.generatorSaturated)
-    .reduce<CapacityStep | undefined>(
-      (best, step) => (best === undefined || step.offeredRps > best.offeredRps ? step : best),
-      undefined,
-    );
+/** Steps in order of load: fine steps run after the step that broke, the table reads upwards. */
+function byUsers(steps: readonly CapacityStep[]): CapacityStep[] {
+  return [...steps].sort((a, b) => a.users - b.users);
 }
 
 /** Points for perf/chart.ts: x is the offered load, y the served rate and the p99. */
 export function capacitySeries(name: string, steps: readonly CapacityStep[]): Series {
   return {
     name,
-    points: steps.map((step) => ({ t: step.offeredRps, rps: step.servedRps, p99Ms: step.p99Ms })),
+    points: byUsers(steps).map((step) => ({
+      t: step.offeredRps,
+      rps: step.servedRps,
+      p99Ms: step.p99Ms,
+    })),
   };
 }
 
@@ -201,64 +180,65 @@ function serviceCosts(step: CapacityStep): string {
   return waits.length === 0 ? costs : `${costs}; waited for a core: ${waits.join(', ')}`;
 }
 
-/** One system's steps as a Markdown table, then its capacity in one sentence. */
-export function formatCapacity(name: string, steps: readonly CapacityStep[]): string {
-  const capacity = capacityOf(steps);
+/** Why wrk could not keep up: its own work, or other work holding its core. */
+function saturationCause(step: CapacityStep): string {
+  const cpu = step.generatorCpuShare ?? 0;
+  const wait = step.generatorWaitShare ?? 0;
+  return wait > cpu
+    ? `waited for its core (other work on the machine: ${percent(wait)} waiting, ${percent(cpu)} used)`
+    : `saturated its core (${percent(cpu)} used)`;
+}
+
+/**
+ * The search's conclusion in one or two sentences: the capacity, the first load above it that did
+ * not hold (and how wide that bracket is against the resolution asked for), or, when the step
+ * above saturated wrk, that the search could not look higher and why.
+ */
+function conclusion(name: string, steps: readonly CapacityStep[], resolution: number): string {
+  const { held, broke } = capacityBracket(steps);
+  if (!held)
+    return `${name} held the goal at no step with wrk below ${SATURATED_LOAD_GENERATOR * 100} % of its core.`;
+  const capacity = `Capacity of ${name} at p99 ≤ ${CAPACITY_GOAL.p99Ms} ms and 0 failures: **${held.offeredRps.toFixed(0)} requests/s offered** (${held.users} users, ${held.servedRps.toFixed(0)} served)`;
+  if (!broke) return `${capacity}; it held every step of the plan, so it may be higher.`;
+  const width = (broke.users - held.users) / held.users;
+  const bracket = `between ${held.users} and ${broke.users} users (${(width * 100).toFixed(1)} % apart; resolution ${(resolution * 100).toFixed(0)} %)`;
+  if (broke.generatorSaturated)
+    return `${capacity}. The search stopped at a step where wrk ${saturationCause(broke)}, ${bracket}: above ${held.users} users it measured wrk, not the gate, so the capacity is at least this and unresolved above it.`;
+  return `${capacity}; it broke at ${broke.offeredRps.toFixed(0)} (p99 ${broke.p99Ms.toFixed(1)} ms, ${broke.failures} failures): the capacity lies ${bracket}.`;
+}
+
+/**
+ * One system's steps as a Markdown table in order of load (steps between the coarse ladder's
+ * marked `fine`), then its capacity and the bracket the search ended on.
+ */
+export function formatCapacity(
+  name: string,
+  steps: readonly CapacityStep[],
+  options: { readonly plan?: readonly number[]; readonly resolution?: number } = {},
+): string {
+  const resolution = options.resolution ?? CAPACITY_RESOLUTION;
+  const fine = (step: CapacityStep) =>
+    options.plan !== undefined && !options.plan.includes(step.users) ? ' (fine)' : '';
   const lines = [
     `### ${name}`,
     '',
     '| users | offered req/s | served req/s | failures | p99 ms | wrk CPU | goal (trials held) | CPU µs per request (throttled periods); runnable, waiting for a core | `/secret` p99 inside the gate |',
     '| ----: | ------------: | -----------: | -------: | -----: | ------: | ---- | ------------------------------------------------------------------- | ----------------------------: |',
-    ...steps.map(
+    ...byUsers(steps).map(
       (step) =>
-        `| ${step.users} | ${step.offeredRps.toFixed(0)} | ${step.servedRps.toFixed(0)} | ${step.failures} | ${step.p99Ms.toFixed(1)} | ${generatorShare(step)} | ${step.heldGoal ? 'held' : 'broken'}${step.trials && step.trials.run > 1 ? ` (${step.trials.held}/${step.trials.run})` : ''} | ${serviceCosts(step)} | ${step.gateSecretP99Ms === undefined ? '—' : `${step.gateSecretP99Ms} ms`} |`,
+        `| ${step.users}${fine(step)} | ${step.offeredRps.toFixed(0)} | ${step.servedRps.toFixed(0)} | ${step.failures} | ${step.p99Ms.toFixed(1)} | ${generatorShare(step)} | ${step.heldGoal ? 'held' : 'broken'}${step.trials && step.trials.run > 1 ? ` (${step.trials.held}/${step.trials.run})` : ''} | ${serviceCosts(step)} | ${step.gateSecretP99Ms === undefined ? '—' : `${step.gateSecretP99Ms} ms`} |`,
     ),
     '',
-    capacity
-      ? `Capacity of ${name} at p99 ≤ ${CAPACITY_GOAL.p99Ms} ms and 0 failures: **${capacity.offeredRps.toFixed(0)} requests/s offered** (${capacity.users} users, ${capacity.servedRps.toFixed(0)} served).`
-      : `${name} held the goal at no step with wrk below ${SATURATED_LOAD_GENERATOR * 100} % of its core.`,
+    conclusion(name, steps, resolution),
   ];
-  if (steps.some((step) => step.generatorSaturated)) {
+  const saturated = steps.filter((step) => step.generatorSaturated);
+  if (saturated.length > 0) {
+    const ownCore = saturated.some(
+      (step) => (step.generatorCpuShare ?? 0) >= (step.generatorWaitShare ?? 0),
+    );
     lines.push(
-      `Steps marked saturated measured wrk, not the gate: rerun with \`--profile tight\` so the gate stays the bottleneck.`,
+      `Steps marked saturated measured wrk, not the gate, and never count as held${ownCore ? ': where wrk used its whole core, rerun with `--profile tight` so the gate stays the bottleneck' : ': wrk was waiting for its core, so other work on the machine disturbed the run'}.`,
     );
   }
   return lines.join('\n');
-}
-
-/** Steps go on while they hold the goal; the first broken one ends the system's run. */
-export function shouldContinue(step: CapacityStep): boolean {
-  return step.heldGoal;
-}
-
-/**
- * The users of the next step, or undefined when the search is over. Up the plan while steps hold;
- * when the plan's first step already broke the goal, down by halves (to LEAST_CAPACITY_USERS)
- * until one holds, which is then the capacity.
- */
-export function nextStepUsers(
-  plan: readonly number[],
-  steps: readonly CapacityStep[],
-): number | undefined {
-  const last = steps.at(-1);
-  if (last === undefined) return plan[0];
-  const descending = steps.length > 1 && last.users < steps[0]!.users;
-  if (shouldContinue(last))
-    return descending ? undefined : plan.find((users) => users > last.users);
-  if (steps.some((step) => step.heldGoal)) return undefined;
-  const half = Math.floor(last.users / 2);
-  return half >= LEAST_CAPACITY_USERS && last.users <= plan[0]! ? half : undefined;
-}
-
-/** A system's capacity in each of several searches, and how far apart they landed in steps. */
-export function capacitySpread(
-  plan: readonly number[],
-  runs: readonly (readonly CapacityStep[])[],
-): { readonly capacities: readonly (number | undefined)[]; readonly spreadSteps: number } {
-  const capacities = runs.map((steps) => capacityOf(steps)?.users);
-  const ladder = [...new Set([...plan, ...capacities.filter((u) => u !== undefined)])].sort(
-    (a, b) => a - b,
-  );
-  const positions = capacities.map((users) => (users === undefined ? -1 : ladder.indexOf(users)));
-  return { capacities, spreadSteps: Math.max(...positions) - Math.min(...positions) };
 }

@@ -4,7 +4,7 @@
 // scenario at a fraction of locust's CPU per request; writes locust's CSV/HTML, wrk's totals,
 // report.md and chart.svg per run. The study: docs/study.md.
 import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { cpus, release } from 'node:os';
+import { cpus, loadavg, release } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -34,6 +34,7 @@ import { createDockerEngine, type DockerEngine } from '../perf/docker-engine.js'
 import { mintTokens, writeTokenFile } from '../perf/tokens.js';
 import { runWrkStudy } from '../perf/wrk-study.js';
 import {
+  capacityBracket,
   capacityOf,
   capacitySeries,
   capacitySpread,
@@ -307,22 +308,21 @@ async function runWrkOn({
  * `--find-capacity`: one fresh system, wrk at each step's number of users in turn (each user its
  * own token), until a step breaks the goal. Shared by both engines: only the start differs.
  */
-function findCapacity(
-  name: SystemName,
-  setup: RunSetup,
-): Promise<{ steps: CapacityStep[]; error?: string }> {
+function findCapacity(name: SystemName, setup: RunSetup): Promise<Omit<CapacityResult, 'name'>> {
   const { options, confinement, cpuPlan } = setup;
   const plan = options.quick ? QUICK_CAPACITY_STEPS : CAPACITY_STEPS;
   const trialsPerStep = CAPACITY_STEP_TRIALS[options.quick ? 'quick' : 'full'];
   const steps: CapacityStep[] = [];
-  return withSystem<{ steps: CapacityStep[]; error?: string }>(
+  const loadBefore = loadavg()[0]!;
+  const searched = () => ({ steps, load: [loadBefore, loadavg()[0]!] as const });
+  return withSystem<Omit<CapacityResult, 'name'>>(
     name,
     setup,
     async (instance, dir, scratch) => {
       // Tokens are minted as the steps need them: the dev IdP signs ~100 a second, and a system
       // that breaks the goal early never needs the largest step's pool.
       const tokens: string[] = [];
-      for (let users = nextStepUsers(plan, steps); users !== undefined;) {
+      for (let users = nextStepUsers(plan, steps, options.resolution); users !== undefined;) {
         if (tokens.length < users) {
           process.stderr.write(`[${name}] minting ${users - tokens.length} more tokens\n`);
           tokens.push(
@@ -350,47 +350,59 @@ function findCapacity(
             judgeStep(users, measured.value.result, measured.value.loadGenerator, measured),
           );
         } while (needsAnotherTrial(trials, trialsPerStep));
-        const step = judgeTrials(trials);
+        const step = judgeTrials(trials, trialsPerStep);
         steps.push(step);
         const costs = step.services
           .map((s) => `${s.name} ${s.cpuUsPerRequest.toFixed(0)} µs`)
           .join(' + ');
         process.stderr.write(
-          `[${name}] ${users} users: offered ${step.offeredRps.toFixed(0)} req/s, served ${step.servedRps.toFixed(0)}, ${step.failures} failures, p99 ${step.p99Ms.toFixed(1)} ms, ${step.heldGoal ? 'held' : 'broken'} in ${trials.filter((t) => t.heldGoal).length}/${trials.length} trials, wrk CPU ${((step.generatorCpuShare ?? NaN) * 100).toFixed(0)} %${step.generatorSaturated ? ' (saturated)' : ''}; ${costs} per request\n`,
+          `[${name}] ${users} users${plan.includes(users) ? '' : ' (fine)'}: offered ${step.offeredRps.toFixed(0)} req/s, served ${step.servedRps.toFixed(0)}, ${step.failures} failures, p99 ${step.p99Ms.toFixed(1)} ms, ${step.generatorSaturated ? 'unresolved, wrk saturated,' : step.heldGoal ? 'held' : 'broken'} in ${step.trials?.held}/${trials.length} trials, wrk CPU ${((step.generatorCpuShare ?? NaN) * 100).toFixed(0)} %${step.generatorSaturated ? ' (saturated)' : ''}; ${costs} per request\n`,
         );
-        users = nextStepUsers(plan, steps);
+        users = nextStepUsers(plan, steps, options.resolution);
       }
-      return { steps };
+      const { held, broke } = capacityBracket(steps);
+      if (broke?.generatorSaturated)
+        process.stderr.write(
+          `[${name}] stopped at ${broke.users} users, where wrk saturated its core: the capacity is at least ${held?.users ?? 0} users and unresolved above\n`,
+        );
+      return searched();
     },
-    (message) => ({ steps, error: message }),
+    (message) => ({ ...searched(), error: message }),
   );
 }
 
 /** The capacity report: per system its steps and capacity, and the chart of p99 against load. */
-type CapacityResult = { name: SystemName; steps: CapacityStep[]; error?: string };
+type CapacityResult = {
+  name: SystemName;
+  steps: CapacityStep[];
+  /** The 1-minute load average when the system's search started and when it ended. */
+  load: readonly [number, number];
+  error?: string;
+};
 
 /**
  * With `--runs N`: each system's capacity in every search, how far apart they landed (in steps of
- * the ladder), and ours against each baseline run by run.
+ * the fine resolution), and ours against each baseline run by run.
  */
 function spreadSection(options: StressOptions, runs: readonly CapacityResult[][]): string[] {
-  const plan = options.quick ? QUICK_CAPACITY_STEPS : CAPACITY_STEPS;
   const usersOf = (r: CapacityResult | undefined) => (r ? capacityOf(r.steps) : undefined);
   const lines = [
     `## ${runs.length} searches in a row`,
+    '',
+    `Spread: (highest − lowest capacity) ÷ the fine resolution (${(options.resolution * 100).toFixed(0)} % of the lowest); within 1 step, the searches agree as closely as the bisection can tell.`,
     '',
     `| system | ${runs.map((_, i) => `run ${i + 1}: users (req/s offered)`).join(' | ')} | spread |`,
     `| --- | ${runs.map(() => '---:').join(' | ')} | ---: |`,
   ];
   for (const name of options.systems) {
     const mine = runs.map((run) => run.find((r) => r.name === name)?.steps ?? []);
-    const { spreadSteps } = capacitySpread(plan, mine);
+    const { spreadSteps } = capacitySpread(options.resolution, mine);
     const cells = runs.map((run) => {
       const step = usersOf(run.find((r) => r.name === name));
       return step ? `${step.users} (${step.offeredRps.toFixed(0)})` : 'none';
     });
     lines.push(
-      `| ${name} | ${cells.join(' | ')} | ${spreadSteps} step${spreadSteps === 1 ? '' : 's'} |`,
+      `| ${name} | ${cells.join(' | ')} | ${Number.isFinite(spreadSteps) ? `${spreadSteps.toFixed(1)} steps` : '—'} |`,
     );
   }
   for (const baseline of options.systems.filter((name) => name !== 'ours')) {
@@ -426,7 +438,7 @@ function writeCapacityReport(
     `# Capacity at p99 ≤ ${CAPACITY_GOAL.p99Ms} ms and 0 failures`,
     '',
     `\`npm run stress -- ${process.argv.slice(2).join(' ')}\`, ${new Date().toISOString()}, engine ${options.engine}, ` +
-      `profile ${options.profile.name}, ${options.durationSeconds} s per step; wrk, one connection per user with think ` +
+      `profile ${options.profile.name}, ${options.durationSeconds} s per step, fine steps to ${Number.isFinite(options.resolution) ? `${(options.resolution * 100).toFixed(0)} %` : 'none'}; wrk, one connection per user with think ` +
       `time uniform 0–1 s, /hello:/secret = 1:2, a token per user. ${cpus().length} × ${cpu}, Node ${process.version}.`,
     ...(support.mode === 'pin' ? ['', `Pinning only, no limits: ${support.reason}.`] : []),
     '',
@@ -436,7 +448,12 @@ function writeCapacityReport(
     ...runs.flatMap((run, i) => [
       ...(runs.length > 1 ? [`## Run ${i + 1}`, ''] : []),
       ...run.flatMap((r) => [
-        formatCapacity(r.name, r.steps),
+        formatCapacity(r.name, r.steps, {
+          plan: options.quick ? QUICK_CAPACITY_STEPS : CAPACITY_STEPS,
+          resolution: options.resolution,
+        }),
+        '',
+        `Load average (1 min) at the start of this search: ${r.load[0].toFixed(2)}, at its end: ${r.load[1].toFixed(2)}.`,
         ...(r.error ? ['', `Stopped by an error: ${r.error}`] : []),
         '',
       ]),
