@@ -289,6 +289,9 @@ describe('fine steps between the last step that held and the first that broke', 
     const halves = [broken(2000), broken(1000), held(500)];
     expect(nextStepUsers(plan, halves, 0.05)).toBe(750);
     expect(nextStepUsers(plan, [...halves, held(750)], 0.05)).toBe(875);
+    const table = formatCapacity('study-njs', [...halves, held(750), broken(875)], { plan });
+    expect(table).toContain('| 500 (half) |');
+    expect(table).toContain('| 750 (fine) |');
   });
 
   it('end the climb at a step where wrk saturated, and bisect below it, never counting it', () => {

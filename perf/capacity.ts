@@ -217,8 +217,14 @@ export function formatCapacity(
   options: { readonly plan?: readonly number[]; readonly resolution?: number } = {},
 ): string {
   const resolution = options.resolution ?? CAPACITY_RESOLUTION;
-  const fine = (step: CapacityStep) =>
-    options.plan !== undefined && !options.plan.includes(step.users) ? ' (fine)' : '';
+  const fine = (step: CapacityStep) => {
+    const plan = options.plan;
+    if (plan === undefined || plan.includes(step.users)) return '';
+    // The halves below the first step (250 → 125 → 62 …) are the coarse ladder going down.
+    for (let half = Math.floor(plan[0]! / 2); half >= 1; half = Math.floor(half / 2))
+      if (half === step.users) return ' (half)';
+    return ' (fine)';
+  };
   const lines = [
     `### ${name}`,
     '',
