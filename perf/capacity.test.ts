@@ -9,7 +9,6 @@ import {
   CAPACITY_STEP_SECONDS,
   capacityOf,
   capacitySeries,
-  formatCapacity,
   judgeStep,
   LEAST_CAPACITY_USERS,
   nextStepUsers,
@@ -17,6 +16,7 @@ import {
   shouldContinue,
   type CapacityStep,
 } from './capacity.js';
+import { formatCapacity, formatSearches } from './capacity-report.js';
 import { renderChart } from './chart.js';
 import { parseStressOptions } from './stress-options.js';
 import type { WrkStudyResult } from './wrk-study.js';
@@ -130,6 +130,41 @@ describe('a step judged over trials', () => {
       generatorSaturated: false,
       p99Ms: 400,
     });
+  });
+});
+
+describe('three searches in a row', () => {
+  const search = (name: string, users: number) => ({
+    name,
+    steps: [
+      judgeStep(users, wrk(users * 2, 20), idleWrk),
+      judgeStep(users + 100, wrk(users * 2, 300), idleWrk),
+    ],
+  });
+  const runs = [
+    [search('ours', 1500), search('study-njs', 1000)],
+    [search('ours', 1550), search('study-njs', 1100)],
+    [search('ours', 1500), search('study-njs', 1000)],
+  ];
+
+  it('give each system’s capacity per run and their spread in fine steps', () => {
+    const text = formatSearches(['ours', 'study-njs'], runs, 0.05);
+    expect(text).toContain('resolution (5 % of the lowest)');
+    expect(text).toContain('| ours | 1500 (3000) | 1550 (3100) | 1500 (3000) | 0.7 steps |');
+    expect(text).toContain('| study-njs | 1000 (2000) | 1100 (2200) | 1000 (2000) | 2.0 steps |');
+  });
+
+  it('give ours over each baseline run by run, missed when one run falls below the goal', () => {
+    expect(formatSearches(['ours', 'study-njs'], runs, 0.05)).toContain(
+      'ours ÷ study-njs, run by run: 1.50×, 1.41×, 1.50× (goal ≥ 1.5× in each: missed).',
+    );
+    expect(formatSearches(['ours', 'study-njs'], [runs[0]!, runs[2]!], 0.05)).toContain(
+      '1.50×, 1.50× (goal ≥ 1.5× in each: met)',
+    );
+    const noCapacity = [[search('ours', 1500), { name: 'study-njs', steps: [] }]];
+    expect(formatSearches(['ours', 'study-njs'], noCapacity, 0.05)).toContain(
+      '| study-njs | none | — |',
+    );
   });
 });
 

@@ -33,15 +33,13 @@ import { startSystem, type SystemInstance } from '../perf/systems.js';
 import { createDockerEngine, type DockerEngine } from '../perf/docker-engine.js';
 import { mintTokens, writeTokenFile } from '../perf/tokens.js';
 import { runWrkStudy } from '../perf/wrk-study.js';
+import { formatCapacity, formatSearches } from '../perf/capacity-report.js';
 import {
   capacityBracket,
-  capacityOf,
   capacitySeries,
-  capacitySpread,
   CAPACITY_GOAL,
   CAPACITY_STEP_TRIALS,
   CAPACITY_STEPS,
-  formatCapacity,
   judgeStep,
   judgeTrials,
   needsAnotherTrial,
@@ -380,43 +378,6 @@ type CapacityResult = {
   error?: string;
 };
 
-/**
- * With `--runs N`: each system's capacity in every search, how far apart they landed (in steps of
- * the fine resolution), and ours against each baseline run by run.
- */
-function spreadSection(options: StressOptions, runs: readonly CapacityResult[][]): string[] {
-  const usersOf = (r: CapacityResult | undefined) => (r ? capacityOf(r.steps) : undefined);
-  const lines = [
-    `## ${runs.length} searches in a row`,
-    '',
-    `Spread: (highest − lowest capacity) ÷ the fine resolution (${(options.resolution * 100).toFixed(0)} % of the lowest); within 1 step, the searches agree as closely as the bisection can tell.`,
-    '',
-    `| system | ${runs.map((_, i) => `run ${i + 1}: users (req/s offered)`).join(' | ')} | spread |`,
-    `| --- | ${runs.map(() => '---:').join(' | ')} | ---: |`,
-  ];
-  for (const name of options.systems) {
-    const mine = runs.map((run) => run.find((r) => r.name === name)?.steps ?? []);
-    const { spreadSteps } = capacitySpread(options.resolution, mine);
-    const cells = runs.map((run) => {
-      const step = usersOf(run.find((r) => r.name === name));
-      return step ? `${step.users} (${step.offeredRps.toFixed(0)})` : 'none';
-    });
-    lines.push(
-      `| ${name} | ${cells.join(' | ')} | ${Number.isFinite(spreadSteps) ? `${spreadSteps.toFixed(1)} steps` : '—'} |`,
-    );
-  }
-  for (const baseline of options.systems.filter((name) => name !== 'ours')) {
-    if (!options.systems.includes('ours')) break;
-    const ratios = runs.map((run) => {
-      const ours = usersOf(run.find((r) => r.name === 'ours'));
-      const theirs = usersOf(run.find((r) => r.name === baseline));
-      return ours && theirs ? `${(ours.offeredRps / theirs.offeredRps).toFixed(2)}×` : '—';
-    });
-    lines.push('', `ours ÷ ${baseline}, run by run: ${ratios.join(', ')}.`);
-  }
-  return [...lines, ''];
-}
-
 function writeCapacityReport(
   outDir: string,
   options: StressOptions,
@@ -444,7 +405,7 @@ function writeCapacityReport(
     '',
     `![p99 against offered load](${chartFile})`,
     '',
-    ...(runs.length > 1 ? spreadSection(options, runs) : []),
+    ...(runs.length > 1 ? [formatSearches(options.systems, runs, options.resolution), ''] : []),
     ...runs.flatMap((run, i) => [
       ...(runs.length > 1 ? [`## Run ${i + 1}`, ''] : []),
       ...run.flatMap((r) => [
