@@ -383,6 +383,7 @@ function writeCapacityReport(
   options: StressOptions,
   runs: readonly CapacityResult[][],
   support: Confinement['support'],
+  startedAt: Date,
 ): string {
   const results = runs.at(-1) ?? [];
   const chartFile = 'capacity.svg';
@@ -398,7 +399,7 @@ function writeCapacityReport(
   const report = [
     `# Capacity at p99 ≤ ${CAPACITY_GOAL.p99Ms} ms and 0 failures`,
     '',
-    `\`npm run stress -- ${process.argv.slice(2).join(' ')}\`, ${new Date().toISOString()}, engine ${options.engine}, ` +
+    `\`npm run stress -- ${process.argv.slice(2).join(' ')}\`, started ${startedAt.toISOString()}, finished ${new Date().toISOString()}, engine ${options.engine}, ` +
       `profile ${options.profile.name}, ${options.durationSeconds} s per step, fine steps to ${Number.isFinite(options.resolution) ? `${(options.resolution * 100).toFixed(0)} %` : 'none'}; wrk, one connection per user with think ` +
       `time uniform 0–1 s, /hello:/secret = 1:2, a token per user. ${cpus().length} × ${cpu}, Node ${process.version}.`,
     ...(support.mode === 'pin' ? ['', `Pinning only, no limits: ${support.reason}.`] : []),
@@ -474,7 +475,7 @@ async function main(): Promise<number> {
     } finally {
       await confinement.release();
     }
-    const file = writeCapacityReport(outDir, options, runs, confinement.support);
+    const file = writeCapacityReport(outDir, options, runs, confinement.support, startedAt);
     console.log(`report: ${file}`);
     return runs.flat().some((r) => r.error) ? 1 : 0;
   }
