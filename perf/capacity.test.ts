@@ -48,6 +48,12 @@ describe('a capacity step', () => {
     expect(judgeStep(1000, wrk(1990, 100.1), idleWrk).heldGoal).toBe(false);
   });
 
+  it('breaks the goal when most requests were never answered, though none failed', () => {
+    expect(judgeStep(1125, wrk(0, 0), idleWrk).heldGoal).toBe(false);
+    expect(judgeStep(1000, wrk(1400, 20), idleWrk).heldGoal).toBe(false);
+    expect(judgeStep(1000, wrk(1500, 20), idleWrk).heldGoal).toBe(true);
+  });
+
   it('breaks the goal with a single failure however fast the rest was', () => {
     const step = judgeStep(1000, wrk(1990, 3, 1), idleWrk);
     expect(step.heldGoal).toBe(false);
