@@ -70,6 +70,17 @@ function conclusion(name: string, steps: readonly CapacityStep[], resolution: nu
 }
 
 /**
+ * ` (half)` for a step of the ladder going down below its first step (250 → 125 → 62 …), ` (fine)`
+ * for a step bisecting a bracket, nothing for a step of the ladder.
+ */
+export function ladderMark(plan: readonly number[], users: number): string {
+  if (plan.includes(users)) return '';
+  for (let half = Math.floor(plan[0]! / 2); half >= 1; half = Math.floor(half / 2))
+    if (half === users) return ' (half)';
+  return ' (fine)';
+}
+
+/**
  * One system's steps as a Markdown table in order of load (steps between the coarse ladder's
  * marked `fine`), then its capacity and the bracket the search ended on.
  */
@@ -79,14 +90,8 @@ export function formatCapacity(
   options: { readonly plan?: readonly number[]; readonly resolution?: number } = {},
 ): string {
   const resolution = options.resolution ?? CAPACITY_RESOLUTION;
-  const fine = (step: CapacityStep) => {
-    const plan = options.plan;
-    if (plan === undefined || plan.includes(step.users)) return '';
-    // The halves below the first step (250 → 125 → 62 …) are the coarse ladder going down.
-    for (let half = Math.floor(plan[0]! / 2); half >= 1; half = Math.floor(half / 2))
-      if (half === step.users) return ' (half)';
-    return ' (fine)';
-  };
+  const mark = (step: CapacityStep) =>
+    options.plan === undefined ? '' : ladderMark(options.plan, step.users);
   const lines = [
     `### ${name}`,
     '',
@@ -96,7 +101,7 @@ export function formatCapacity(
       .sort((a, b) => a.users - b.users)
       .map(
         (step) =>
-          `| ${step.users}${fine(step)} | ${step.offeredRps.toFixed(0)} | ${step.servedRps.toFixed(0)} | ${step.failures} | ${step.p99Ms.toFixed(1)} | ${generatorShare(step)} | ${step.heldGoal ? 'held' : 'broken'}${step.trials && step.trials.run > 1 ? ` (${step.trials.held}/${step.trials.run})` : ''} | ${serviceCosts(step)} | ${step.gateSecretP99Ms === undefined ? '—' : `${step.gateSecretP99Ms} ms`} |`,
+          `| ${step.users}${mark(step)} | ${step.offeredRps.toFixed(0)} | ${step.servedRps.toFixed(0)} | ${step.failures} | ${step.p99Ms.toFixed(1)} | ${generatorShare(step)} | ${step.heldGoal ? 'held' : 'broken'}${step.trials && step.trials.run > 1 ? ` (${step.trials.held}/${step.trials.run})` : ''} | ${serviceCosts(step)} | ${step.gateSecretP99Ms === undefined ? '—' : `${step.gateSecretP99Ms} ms`} |`,
       ),
     '',
     conclusion(name, steps, resolution),

@@ -25,7 +25,7 @@ export const QUICK_CAPACITY_STEPS: readonly number[] = Object.freeze([50, 100]);
 export const CAPACITY_STEP_TRIALS = Object.freeze({ full: 3, quick: 1 });
 /**
  * Fine steps bisect the bracket until its width is at most this share of the load that held
- * (`--resolution`, in per cent): 5 % resolves a 3,000–4,000 bracket in three fine steps.
+ * (`--resolution`, in per cent): 5 % resolves a 3,000–4,000 bracket in at most three fine steps.
  */
 export const CAPACITY_RESOLUTION = 0.05;
 

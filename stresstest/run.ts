@@ -33,7 +33,7 @@ import { startSystem, type SystemInstance } from '../perf/systems.js';
 import { createDockerEngine, type DockerEngine } from '../perf/docker-engine.js';
 import { mintTokens, writeTokenFile } from '../perf/tokens.js';
 import { runWrkStudy } from '../perf/wrk-study.js';
-import { formatCapacity, formatSearches } from '../perf/capacity-report.js';
+import { formatCapacity, formatSearches, ladderMark } from '../perf/capacity-report.js';
 import {
   capacityBracket,
   capacitySeries,
@@ -354,7 +354,7 @@ function findCapacity(name: SystemName, setup: RunSetup): Promise<Omit<CapacityR
           .map((s) => `${s.name} ${s.cpuUsPerRequest.toFixed(0)} µs`)
           .join(' + ');
         process.stderr.write(
-          `[${name}] ${users} users${plan.includes(users) ? '' : ' (fine)'}: offered ${step.offeredRps.toFixed(0)} req/s, served ${step.servedRps.toFixed(0)}, ${step.failures} failures, p99 ${step.p99Ms.toFixed(1)} ms, ${step.generatorSaturated ? 'unresolved, wrk saturated,' : step.heldGoal ? 'held' : 'broken'} in ${step.trials?.held}/${trials.length} trials, wrk CPU ${((step.generatorCpuShare ?? NaN) * 100).toFixed(0)} %${step.generatorSaturated ? ' (saturated)' : ''}; ${costs} per request\n`,
+          `[${name}] ${users} users${ladderMark(plan, users)}: offered ${step.offeredRps.toFixed(0)} req/s, served ${step.servedRps.toFixed(0)}, ${step.failures} failures, p99 ${step.p99Ms.toFixed(1)} ms, ${step.generatorSaturated ? 'unresolved, wrk saturated,' : step.heldGoal ? 'held' : 'broken'} in ${step.trials?.held}/${trials.length} trials, wrk CPU ${((step.generatorCpuShare ?? NaN) * 100).toFixed(0)} %${step.generatorSaturated ? ' (saturated)' : ''}; ${costs} per request\n`,
         );
         users = nextStepUsers(plan, steps, options.resolution);
       }
