@@ -2,13 +2,13 @@
 // report says and how the options select the search.
 import { describe, expect, it } from 'vitest';
 import {
+  capacityBracket,
   capacitySpread,
   judgeTrials,
   needsAnotherTrial,
   CAPACITY_STEP_SECONDS,
   capacityOf,
   capacitySeries,
-  formatCapacity,
   judgeStep,
   LEAST_CAPACITY_USERS,
   nextStepUsers,
@@ -16,6 +16,7 @@ import {
   shouldContinue,
   type CapacityStep,
 } from './capacity.js';
+import { formatCapacity, formatSearches } from './capacity-report.js';
 import { renderChart } from './chart.js';
 import { parseStressOptions } from './stress-options.js';
 import type { WrkStudyResult } from './wrk-study.js';
@@ -45,6 +46,12 @@ describe('a capacity step', () => {
   it('holds the goal at exactly p99 100 ms with no failure, and breaks it just above', () => {
     expect(judgeStep(1000, wrk(1990, 100), idleWrk).heldGoal).toBe(true);
     expect(judgeStep(1000, wrk(1990, 100.1), idleWrk).heldGoal).toBe(false);
+  });
+
+  it('breaks the goal when most requests were never answered, though none failed', () => {
+    expect(judgeStep(1125, wrk(0, 0), idleWrk).heldGoal).toBe(false);
+    expect(judgeStep(1000, wrk(1400, 20), idleWrk).heldGoal).toBe(false);
+    expect(judgeStep(1000, wrk(1500, 20), idleWrk).heldGoal).toBe(true);
   });
 
   it('breaks the goal with a single failure however fast the rest was', () => {
@@ -94,13 +101,76 @@ describe('a step judged over trials', () => {
     expect(capacityOf(search(broken))?.users).toBe(1000);
   });
 
-  it('reports how far apart the capacities of several searches landed, in ladder steps', () => {
+  it('reports how far apart the capacities of several searches landed, in fine steps', () => {
     const at = (users: number) => [judgeStep(users, wrk(users * 2, 20), idleWrk)];
-    expect(capacitySpread([500, 1000, 1500], [at(1000), at(1000), at(1000)]).spreadSteps).toBe(0);
-    expect(capacitySpread([500, 1000, 1500], [at(1000), at(1500), at(1000)])).toEqual({
-      capacities: [1000, 1500, 1000],
-      spreadSteps: 1,
+    expect(capacitySpread(0.05, [at(3000), at(3000), at(3000)]).spreadSteps).toBe(0);
+    expect(capacitySpread(0.05, [at(3000), at(3125), at(3000)])).toEqual({
+      capacities: [3000, 3125, 3000],
+      spreadSteps: 125 / 150,
     });
+    expect(capacitySpread(0.05, [at(3000), at(3500)]).spreadSteps).toBeCloseTo(3.33, 2);
+    expect(capacitySpread(0.05, [at(3000), []]).spreadSteps).toBe(Infinity);
+  });
+
+  it('never counts a trial whose wrk saturated as held, and says a step measured wrk', () => {
+    const saturated = judgeStep(1000, wrk(1990, 40), busyWrk);
+    expect(needsAnotherTrial([held, saturated], 3)).toBe(true);
+    expect(needsAnotherTrial([held, saturated, saturated, held], 3)).toBe(false);
+    expect(needsAnotherTrial([saturated, saturated, saturated, saturated], 3)).toBe(true);
+    expect(needsAnotherTrial([saturated, held, saturated, saturated, saturated], 3)).toBe(false);
+    expect(judgeTrials([saturated, held, saturated, saturated, saturated], 3)).toMatchObject({
+      generatorSaturated: true,
+      trials: { run: 5, held: 1 },
+    });
+    expect(judgeTrials([held, saturated, held])).toMatchObject({
+      heldGoal: true,
+      generatorSaturated: false,
+      trials: { run: 3, held: 2 },
+    });
+    expect(judgeTrials([saturated, held, saturated])).toMatchObject({
+      generatorSaturated: true,
+      trials: { run: 3, held: 1 },
+    });
+    expect(judgeTrials([saturated, broken, broken])).toMatchObject({
+      heldGoal: false,
+      generatorSaturated: false,
+      p99Ms: 400,
+    });
+  });
+});
+
+describe('three searches in a row', () => {
+  const search = (name: string, users: number) => ({
+    name,
+    steps: [
+      judgeStep(users, wrk(users * 2, 20), idleWrk),
+      judgeStep(users + 100, wrk(users * 2, 300), idleWrk),
+    ],
+  });
+  const runs = [
+    [search('ours', 1500), search('study-njs', 1000)],
+    [search('ours', 1550), search('study-njs', 1100)],
+    [search('ours', 1500), search('study-njs', 1000)],
+  ];
+
+  it('give each system’s capacity per run and their spread in fine steps', () => {
+    const text = formatSearches(['ours', 'study-njs'], runs, 0.05);
+    expect(text).toContain('resolution (5 % of the lowest)');
+    expect(text).toContain('| ours | 1500 (3000) | 1550 (3100) | 1500 (3000) | 0.7 steps |');
+    expect(text).toContain('| study-njs | 1000 (2000) | 1100 (2200) | 1000 (2000) | 2.0 steps |');
+  });
+
+  it('give ours over each baseline run by run, missed when one run falls below the goal', () => {
+    expect(formatSearches(['ours', 'study-njs'], runs, 0.05)).toContain(
+      'ours ÷ study-njs, run by run: 1.50×, 1.41×, 1.50× (goal ≥ 1.5× in each: missed).',
+    );
+    expect(formatSearches(['ours', 'study-njs'], [runs[0]!, runs[2]!], 0.05)).toContain(
+      '1.50×, 1.50× (goal ≥ 1.5× in each: met)',
+    );
+    const noCapacity = [[search('ours', 1500), { name: 'study-njs', steps: [] }]];
+    expect(formatSearches(['ours', 'study-njs'], noCapacity, 0.05)).toContain(
+      '| study-njs | none | — |',
+    );
   });
 });
 
@@ -202,18 +272,19 @@ describe('the steps of the search', () => {
   const plan = [250, 500, 1000];
   const held = (users: number) => judgeStep(users, wrk(users * 2, 10), idleWrk);
   const broken = (users: number) => judgeStep(users, wrk(users * 2, 500), idleWrk);
+  const coarse = Infinity;
 
   it('climb the plan while steps hold and end at the first broken one', () => {
-    expect(nextStepUsers(plan, [])).toBe(250);
-    expect(nextStepUsers(plan, [held(250)])).toBe(500);
-    expect(nextStepUsers(plan, [held(250), held(500), held(1000)])).toBeUndefined();
-    expect(nextStepUsers(plan, [held(250), broken(500)])).toBeUndefined();
+    expect(nextStepUsers(plan, [], coarse)).toBe(250);
+    expect(nextStepUsers(plan, [held(250)], coarse)).toBe(500);
+    expect(nextStepUsers(plan, [held(250), held(500), held(1000)], coarse)).toBeUndefined();
+    expect(nextStepUsers(plan, [held(250), broken(500)], coarse)).toBeUndefined();
   });
 
   it('go down by halves when the first step already broke, until one holds', () => {
-    expect(nextStepUsers(plan, [broken(250)])).toBe(125);
-    expect(nextStepUsers(plan, [broken(250), broken(125)])).toBe(62);
-    expect(nextStepUsers(plan, [broken(250), held(125)])).toBeUndefined();
+    expect(nextStepUsers(plan, [broken(250)], coarse)).toBe(125);
+    expect(nextStepUsers(plan, [broken(250), broken(125)], coarse)).toBe(62);
+    expect(nextStepUsers(plan, [broken(250), held(125)], coarse)).toBeUndefined();
     expect(capacityOf([broken(250), held(125)])?.users).toBe(125);
   });
 
@@ -221,6 +292,91 @@ describe('the steps of the search', () => {
     expect(nextStepUsers(plan, [broken(250), broken(125), broken(62), broken(31)])).toBeUndefined();
     expect(nextStepUsers([50, 100], [broken(50)])).toBe(25);
     expect(nextStepUsers([50, 100], [broken(50), broken(25)])).toBeUndefined();
+  });
+});
+
+describe('fine steps between the last step that held and the first that broke', () => {
+  const plan = [2000, 2500, 3000, 4000, 5000];
+  const held = (users: number) => judgeStep(users, wrk(users * 2, 10), idleWrk);
+  const broken = (users: number) => judgeStep(users, wrk(users * 2, 500), idleWrk);
+  const saturated = (users: number) => judgeStep(users, wrk(users * 2, 10), busyWrk);
+  const climb = [held(2000), held(2500), held(3000)];
+
+  it('bisect the bracket the coarse ladder ended on', () => {
+    expect(nextStepUsers(plan, [...climb, broken(4000)], 0.05)).toBe(3500);
+    expect(nextStepUsers(plan, [...climb, broken(4000), held(3500)], 0.05)).toBe(3750);
+    expect(nextStepUsers(plan, [...climb, broken(4000), broken(3500)], 0.05)).toBe(3250);
+    expect(nextStepUsers(plan, [...climb, broken(4000), broken(3500), held(3250)], 0.05)).toBe(
+      3375,
+    );
+  });
+
+  it('stop once the bracket is at most the resolution of the load that held', () => {
+    const search = [...climb, broken(4000), broken(3500), broken(3250), held(3125)];
+    expect(nextStepUsers(plan, search.slice(0, -1), 0.05)).toBe(3125);
+    expect(nextStepUsers(plan, search, 0.05)).toBeUndefined();
+    expect(nextStepUsers(plan, search, 0.03)).toBe(3188);
+    expect(nextStepUsers(plan, search.slice(0, -1), 0.1)).toBeUndefined();
+    expect(capacityOf(search)?.users).toBe(3125);
+  });
+
+  it('go on in the bracket whatever order the fine steps held or broke in', () => {
+    const wobbly = [...climb, broken(4000), held(3500), broken(3750), held(3625)];
+    expect(nextStepUsers(plan, wobbly, 0.03)).toBe(3688);
+    expect(capacityOf(wobbly)?.users).toBe(3625);
+  });
+
+  it('refine a baseline that only held below the first step, between its halves', () => {
+    const halves = [broken(2000), broken(1000), held(500)];
+    expect(nextStepUsers(plan, halves, 0.05)).toBe(750);
+    expect(nextStepUsers(plan, [...halves, held(750)], 0.05)).toBe(875);
+    const table = formatCapacity('study-njs', [...halves, held(750), broken(875)], { plan });
+    expect(table).toContain('| 500 (half) |');
+    expect(table).toContain('| 750 (fine) |');
+  });
+
+  it('end the climb at a step where wrk saturated, and bisect below it, never counting it', () => {
+    expect(shouldContinue(saturated(4000))).toBe(false);
+    const search = [...climb, saturated(4000)];
+    expect(capacityOf(search)?.users).toBe(3000);
+    expect(nextStepUsers(plan, search, 0.05)).toBe(3500);
+    expect(capacityBracket([...search, held(3500)])).toMatchObject({
+      held: { users: 3500 },
+      broke: { users: 4000, generatorSaturated: true },
+    });
+  });
+
+  it('report the bracket and its resolution, or that wrk ended the search', () => {
+    const resolved = formatCapacity('ours', [...climb, broken(4000), held(3500), broken(3750)], {
+      plan,
+      resolution: 0.1,
+    });
+    expect(resolved).toContain('| 3500 (fine) | 7000 |');
+    expect(resolved).toContain('| 4000 | 8000 |');
+    expect(resolved.indexOf('| 3750 (fine)')).toBeLessThan(resolved.indexOf('| 4000 | 8000 |'));
+    expect(resolved).toContain('**7000 requests/s offered** (3500 users, 7000 served)');
+    expect(resolved).toContain(
+      'it broke at 7500 (p99 500.0 ms, 0 failures): the capacity lies between 3500 and 3750 users (7.1 % apart; resolution 10 %)',
+    );
+    const stopped = formatCapacity('ours', [...climb, saturated(4000), held(3500)], {
+      plan,
+      resolution: 0.1,
+    });
+    expect(stopped).toContain(
+      'The search stopped at a step where wrk saturated its core (96 % used)',
+    );
+    expect(stopped).toContain('the capacity is at least this and unresolved above it');
+    const crowded = judgeStep(4000, wrk(8000, 30), {
+      cpuSeconds: 2,
+      wallSeconds: 25,
+      waitSeconds: 22,
+    });
+    expect(formatCapacity('ours', [...climb, crowded], { plan })).toContain(
+      'wrk waited for its core (other work on the machine: 88 % waiting, 8 % used)',
+    );
+    expect(formatCapacity('ours', [...climb], { plan })).toContain(
+      'it held every step of the plan, so it may be higher',
+    );
   });
 });
 
@@ -237,5 +393,17 @@ describe('npm run stress -- --find-capacity', () => {
     });
     expect(parseStressOptions(['--find-capacity', '--duration', '45']).durationSeconds).toBe(45);
     expect(parseStressOptions([]).findCapacity).toBe(false);
+  });
+
+  it('refines to 5 % by default, to --resolution per cent when given, and not with --quick', () => {
+    expect(parseStressOptions(['--find-capacity']).resolution).toBe(0.05);
+    expect(parseStressOptions(['--find-capacity', '--resolution', '10']).resolution).toBe(0.1);
+    expect(parseStressOptions(['--find-capacity', '--quick']).resolution).toBe(Infinity);
+    expect(() => parseStressOptions(['--find-capacity', '--resolution', '0'])).toThrow(
+      '"--resolution" must be a percentage from 1 to 50',
+    );
+    expect(() => parseStressOptions(['--resolution', '5'])).toThrow(
+      '"--resolution" needs --find-capacity',
+    );
   });
 });

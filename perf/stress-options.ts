@@ -3,7 +3,7 @@
 import { BASELINE_NAMES } from './baselines.js';
 import { GENERATOR_NAMES, parseGenerators, type GeneratorName } from './generators.js';
 import { PROFILES, type ResourceProfile } from './limits.js';
-import { CAPACITY_STEP_SECONDS, CAPACITY_STEP_TRIALS } from './capacity.js';
+import { CAPACITY_RESOLUTION, CAPACITY_STEP_SECONDS, CAPACITY_STEP_TRIALS } from './capacity.js';
 
 export const SYSTEM_NAMES = ['ours', ...BASELINE_NAMES] as const;
 export type SystemName = (typeof SYSTEM_NAMES)[number];
@@ -23,6 +23,11 @@ export interface StressOptions {
   readonly findCapacity: boolean;
   /** `--find-capacity`: whole searches in a row, to report how far their capacities spread. */
   readonly runs: number;
+  /**
+   * `--find-capacity`: fine steps bisect the bracket between the last step that held and the first
+   * that did not until it is at most this share of the load (Infinity: coarse steps only).
+   */
+  readonly resolution: number;
   readonly quick: boolean;
   readonly help: boolean;
 }
@@ -48,8 +53,11 @@ export const STRESS_USAGE = `usage: npm run stress -- [options]
   --find-capacity    wrk at rising users until p99 > 100 ms or a failure; --duration is per step
                      (default ${CAPACITY_STEP_SECONDS.full} s, --quick: two small steps of ${CAPACITY_STEP_SECONDS.quick} s);
                      each step is judged by the majority of ${CAPACITY_STEP_TRIALS.full} trials (--quick: 1)
+  --resolution PCT   with --find-capacity: fine steps between the last step that held and the
+                     first that broke, until they are PCT % of the load apart (default ${CAPACITY_RESOLUTION * 100};
+                     --quick: none)
   --runs N           with --find-capacity: N searches in a row, and the spread of their capacities
-                     (default 1)`;
+                     in fine steps (default 1)`;
 
 /** Parses `90`, `90s`, `5m`, `1h` into seconds; undefined when malformed or not positive. */
 export function parseDuration(text: string): number | undefined {
@@ -80,6 +88,7 @@ export function parseStressOptions(argv: readonly string[]): StressOptions {
     '--out',
     '--engine',
     '--runs',
+    '--resolution',
   ]);
   for (let i = 0; i < argv.length; i++) {
     const raw = argv[i]!;
@@ -137,6 +146,14 @@ export function parseStressOptions(argv: readonly string[]): StressOptions {
   const quick = values.has('--quick');
   const runs = numberOption('--runs', 1);
   if (values.has('--runs') && !findCapacity) problems.push('"--runs" needs --find-capacity');
+  let resolution = quick ? Infinity : CAPACITY_RESOLUTION;
+  if (values.has('--resolution')) {
+    const percent = Number(values.get('--resolution'));
+    if (!findCapacity) problems.push('"--resolution" needs --find-capacity');
+    else if (!(percent >= 1 && percent <= 50))
+      problems.push('"--resolution" must be a percentage from 1 to 50');
+    else resolution = percent / 100;
+  }
   let durationSeconds: number = findCapacity
     ? CAPACITY_STEP_SECONDS[quick ? 'quick' : 'full']
     : quick
@@ -165,6 +182,7 @@ export function parseStressOptions(argv: readonly string[]): StressOptions {
     engine: engine as StressOptions['engine'],
     findCapacity,
     runs,
+    resolution,
     quick,
     help: values.has('--help') || values.has('-h'),
   });

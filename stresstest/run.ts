@@ -4,7 +4,7 @@
 // scenario at a fraction of locust's CPU per request; writes locust's CSV/HTML, wrk's totals,
 // report.md and chart.svg per run. The study: docs/study.md.
 import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { cpus, release } from 'node:os';
+import { cpus, loadavg, release } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -33,14 +33,13 @@ import { startSystem, type SystemInstance } from '../perf/systems.js';
 import { createDockerEngine, type DockerEngine } from '../perf/docker-engine.js';
 import { mintTokens, writeTokenFile } from '../perf/tokens.js';
 import { runWrkStudy } from '../perf/wrk-study.js';
+import { formatCapacity, formatSearches, ladderMark } from '../perf/capacity-report.js';
 import {
-  capacityOf,
+  capacityBracket,
   capacitySeries,
-  capacitySpread,
   CAPACITY_GOAL,
   CAPACITY_STEP_TRIALS,
   CAPACITY_STEPS,
-  formatCapacity,
   judgeStep,
   judgeTrials,
   needsAnotherTrial,
@@ -307,22 +306,21 @@ async function runWrkOn({
  * `--find-capacity`: one fresh system, wrk at each step's number of users in turn (each user its
  * own token), until a step breaks the goal. Shared by both engines: only the start differs.
  */
-function findCapacity(
-  name: SystemName,
-  setup: RunSetup,
-): Promise<{ steps: CapacityStep[]; error?: string }> {
+function findCapacity(name: SystemName, setup: RunSetup): Promise<Omit<CapacityResult, 'name'>> {
   const { options, confinement, cpuPlan } = setup;
   const plan = options.quick ? QUICK_CAPACITY_STEPS : CAPACITY_STEPS;
   const trialsPerStep = CAPACITY_STEP_TRIALS[options.quick ? 'quick' : 'full'];
   const steps: CapacityStep[] = [];
-  return withSystem<{ steps: CapacityStep[]; error?: string }>(
+  const loadBefore = loadavg()[0]!;
+  const searched = () => ({ steps, load: [loadBefore, loadavg()[0]!] as const });
+  return withSystem<Omit<CapacityResult, 'name'>>(
     name,
     setup,
     async (instance, dir, scratch) => {
       // Tokens are minted as the steps need them: the dev IdP signs ~100 a second, and a system
       // that breaks the goal early never needs the largest step's pool.
       const tokens: string[] = [];
-      for (let users = nextStepUsers(plan, steps); users !== undefined;) {
+      for (let users = nextStepUsers(plan, steps, options.resolution); users !== undefined;) {
         if (tokens.length < users) {
           process.stderr.write(`[${name}] minting ${users - tokens.length} more tokens\n`);
           tokens.push(
@@ -350,66 +348,42 @@ function findCapacity(
             judgeStep(users, measured.value.result, measured.value.loadGenerator, measured),
           );
         } while (needsAnotherTrial(trials, trialsPerStep));
-        const step = judgeTrials(trials);
+        const step = judgeTrials(trials, trialsPerStep);
         steps.push(step);
         const costs = step.services
           .map((s) => `${s.name} ${s.cpuUsPerRequest.toFixed(0)} µs`)
           .join(' + ');
         process.stderr.write(
-          `[${name}] ${users} users: offered ${step.offeredRps.toFixed(0)} req/s, served ${step.servedRps.toFixed(0)}, ${step.failures} failures, p99 ${step.p99Ms.toFixed(1)} ms, ${step.heldGoal ? 'held' : 'broken'} in ${trials.filter((t) => t.heldGoal).length}/${trials.length} trials, wrk CPU ${((step.generatorCpuShare ?? NaN) * 100).toFixed(0)} %${step.generatorSaturated ? ' (saturated)' : ''}; ${costs} per request\n`,
+          `[${name}] ${users} users${ladderMark(plan, users)}: offered ${step.offeredRps.toFixed(0)} req/s, served ${step.servedRps.toFixed(0)}, ${step.failures} failures, p99 ${step.p99Ms.toFixed(1)} ms, ${step.generatorSaturated ? 'unresolved, wrk saturated,' : step.heldGoal ? 'held' : 'broken'} in ${step.trials?.held}/${trials.length} trials, wrk CPU ${((step.generatorCpuShare ?? NaN) * 100).toFixed(0)} %${step.generatorSaturated ? ' (saturated)' : ''}; ${costs} per request\n`,
         );
-        users = nextStepUsers(plan, steps);
+        users = nextStepUsers(plan, steps, options.resolution);
       }
-      return { steps };
+      const { held, broke } = capacityBracket(steps);
+      if (broke?.generatorSaturated)
+        process.stderr.write(
+          `[${name}] stopped at ${broke.users} users, where wrk saturated its core: the capacity is at least ${held?.users ?? 0} users and unresolved above\n`,
+        );
+      return searched();
     },
-    (message) => ({ steps, error: message }),
+    (message) => ({ ...searched(), error: message }),
   );
 }
 
 /** The capacity report: per system its steps and capacity, and the chart of p99 against load. */
-type CapacityResult = { name: SystemName; steps: CapacityStep[]; error?: string };
-
-/**
- * With `--runs N`: each system's capacity in every search, how far apart they landed (in steps of
- * the ladder), and ours against each baseline run by run.
- */
-function spreadSection(options: StressOptions, runs: readonly CapacityResult[][]): string[] {
-  const plan = options.quick ? QUICK_CAPACITY_STEPS : CAPACITY_STEPS;
-  const usersOf = (r: CapacityResult | undefined) => (r ? capacityOf(r.steps) : undefined);
-  const lines = [
-    `## ${runs.length} searches in a row`,
-    '',
-    `| system | ${runs.map((_, i) => `run ${i + 1}: users (req/s offered)`).join(' | ')} | spread |`,
-    `| --- | ${runs.map(() => '---:').join(' | ')} | ---: |`,
-  ];
-  for (const name of options.systems) {
-    const mine = runs.map((run) => run.find((r) => r.name === name)?.steps ?? []);
-    const { spreadSteps } = capacitySpread(plan, mine);
-    const cells = runs.map((run) => {
-      const step = usersOf(run.find((r) => r.name === name));
-      return step ? `${step.users} (${step.offeredRps.toFixed(0)})` : 'none';
-    });
-    lines.push(
-      `| ${name} | ${cells.join(' | ')} | ${spreadSteps} step${spreadSteps === 1 ? '' : 's'} |`,
-    );
-  }
-  for (const baseline of options.systems.filter((name) => name !== 'ours')) {
-    if (!options.systems.includes('ours')) break;
-    const ratios = runs.map((run) => {
-      const ours = usersOf(run.find((r) => r.name === 'ours'));
-      const theirs = usersOf(run.find((r) => r.name === baseline));
-      return ours && theirs ? `${(ours.offeredRps / theirs.offeredRps).toFixed(2)}×` : '—';
-    });
-    lines.push('', `ours ÷ ${baseline}, run by run: ${ratios.join(', ')}.`);
-  }
-  return [...lines, ''];
-}
+type CapacityResult = {
+  name: SystemName;
+  steps: CapacityStep[];
+  /** The 1-minute load average when the system's search started and when it ended. */
+  load: readonly [number, number];
+  error?: string;
+};
 
 function writeCapacityReport(
   outDir: string,
   options: StressOptions,
   runs: readonly CapacityResult[][],
   support: Confinement['support'],
+  startedAt: Date,
 ): string {
   const results = runs.at(-1) ?? [];
   const chartFile = 'capacity.svg';
@@ -425,18 +399,23 @@ function writeCapacityReport(
   const report = [
     `# Capacity at p99 ≤ ${CAPACITY_GOAL.p99Ms} ms and 0 failures`,
     '',
-    `\`npm run stress -- ${process.argv.slice(2).join(' ')}\`, ${new Date().toISOString()}, engine ${options.engine}, ` +
-      `profile ${options.profile.name}, ${options.durationSeconds} s per step; wrk, one connection per user with think ` +
+    `\`npm run stress -- ${process.argv.slice(2).join(' ')}\`, started ${startedAt.toISOString()}, finished ${new Date().toISOString()}, engine ${options.engine}, ` +
+      `profile ${options.profile.name}, ${options.durationSeconds} s per step, fine steps to ${Number.isFinite(options.resolution) ? `${(options.resolution * 100).toFixed(0)} %` : 'none'}; wrk, one connection per user with think ` +
       `time uniform 0–1 s, /hello:/secret = 1:2, a token per user. ${cpus().length} × ${cpu}, Node ${process.version}.`,
     ...(support.mode === 'pin' ? ['', `Pinning only, no limits: ${support.reason}.`] : []),
     '',
     `![p99 against offered load](${chartFile})`,
     '',
-    ...(runs.length > 1 ? spreadSection(options, runs) : []),
+    ...(runs.length > 1 ? [formatSearches(options.systems, runs, options.resolution), ''] : []),
     ...runs.flatMap((run, i) => [
       ...(runs.length > 1 ? [`## Run ${i + 1}`, ''] : []),
       ...run.flatMap((r) => [
-        formatCapacity(r.name, r.steps),
+        formatCapacity(r.name, r.steps, {
+          plan: options.quick ? QUICK_CAPACITY_STEPS : CAPACITY_STEPS,
+          resolution: options.resolution,
+        }),
+        '',
+        `Load average (1 min) at the start of this search: ${r.load[0].toFixed(2)}, at its end: ${r.load[1].toFixed(2)}.`,
         ...(r.error ? ['', `Stopped by an error: ${r.error}`] : []),
         '',
       ]),
@@ -496,7 +475,7 @@ async function main(): Promise<number> {
     } finally {
       await confinement.release();
     }
-    const file = writeCapacityReport(outDir, options, runs, confinement.support);
+    const file = writeCapacityReport(outDir, options, runs, confinement.support, startedAt);
     console.log(`report: ${file}`);
     return runs.flat().some((r) => r.error) ? 1 : 0;
   }
