@@ -47,7 +47,24 @@ const HEADLINE_COMMANDS: ReadonlyArray<{
     argv: ['run', '--silent', 'bench:tracing'],
   },
   { name: 'chaos', argv: ['run', '--silent', 'chaos', '--', '--quick'] },
-  { name: 'capacity', argv: ['run', '--silent', 'stress', '--', '--find-capacity', '--runs', '3'] },
+  {
+    name: 'capacity',
+    argv: [
+      'run',
+      '--silent',
+      'stress',
+      '--',
+      '--find-capacity',
+      '--runs',
+      '3',
+      '--systems',
+      'ours,study-njs',
+      '--profile',
+      'tight',
+      '--duration',
+      '10',
+    ],
+  },
 ];
 
 function main(): void {
