@@ -51,7 +51,7 @@ import { readTraceparent, sampledFlag } from '../verifier/src/tracing/trace-cont
 import type { DecisionMode } from './tracing-decisions.js';
 import { minter } from './runtime-rows.js';
 import { countRows } from './tracing-counts.js';
-import { gateRows } from './tracing-gate.js';
+import { gateRows, goalVerdict } from './tracing-gate.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const ISSUER = 'https://bench.issuer.test';
@@ -347,13 +347,7 @@ async function verifierRows(otlp: string): Promise<string[]> {
       row[kind].map((r, round) => r.cpu / off[kind][round]!.cpu);
     const cached = costOf(ratios('cached'));
     const distinct = costOf(ratios('distinct'));
-    const limit = GOALS[mode.name];
-    const met =
-      limit === undefined
-        ? ''
-        : Math.max(cached.median, distinct.median) - 1 <= limit / 100
-          ? `≤ ${limit} %: met`
-          : `≤ ${limit} %: MISSED`;
+    const met = goalVerdict(GOALS[mode.name], Math.max(cached.median, distinct.median));
     const cell = (rs: Row[], cost: { text: string }) =>
       `${median(rs.map((r) => r.rate)).toFixed(0)}  ${median(rs.map((r) => r.cpu)).toFixed(1)}  ${mode.name === 'off' ? '–' : cost.text}`;
     lines.push(
