@@ -20,11 +20,31 @@ export interface ResourceProfile {
   /** CPUs per service, as a fraction of one core. */
   readonly cpu: number;
   readonly memoryMb: number;
+  /**
+   * The CFS enforcement period, µs: a group that spends its quota early waits for the rest of the
+   * period. The kernel's and Docker's default is 100 ms, as long as the capacity goal's p99, so at
+   * a breaking step where the quota runs out the period's phase decides the p99 (stress
+   * `--cfs-period`; docs/performance.md, "Capacity, three searches in a row").
+   */
+  readonly cfsPeriodUs: number;
 }
 
+/** The kernel's and Docker's CFS period, µs. */
+export const DEFAULT_CFS_PERIOD_US = 100_000;
+
 export const PROFILES: Readonly<Record<ResourceProfile['name'], ResourceProfile>> = Object.freeze({
-  study: Object.freeze({ name: 'study', cpu: 0.5, memoryMb: 400 }),
-  tight: Object.freeze({ name: 'tight', cpu: 0.25, memoryMb: 64 }),
+  study: Object.freeze({
+    name: 'study',
+    cpu: 0.5,
+    memoryMb: 400,
+    cfsPeriodUs: DEFAULT_CFS_PERIOD_US,
+  }),
+  tight: Object.freeze({
+    name: 'tight',
+    cpu: 0.25,
+    memoryMb: 64,
+    cfsPeriodUs: DEFAULT_CFS_PERIOD_US,
+  }),
 });
 
 /** The files that must exist (and be writable) for each controller we use. */
@@ -37,7 +57,7 @@ type Controller = keyof typeof CONTROLLERS;
 
 /** CFS bandwidth accounting of one group (cgroup v1 `cpu.stat`). */
 export interface CpuThrottling {
-  /** Enforcement periods (100 ms each) in which the group was runnable. */
+  /** Enforcement periods (the profile's `cfsPeriodUs` each) in which the group was runnable. */
   readonly periods: number;
   /** Periods that ended with the group throttled: its quota was used up. */
   readonly throttledPeriods: number;
@@ -131,8 +151,6 @@ export interface ConfinementOptions {
   readonly runId?: string;
 }
 
-const CFS_PERIOD_US = 100_000;
-
 /**
  * Prepares limits for one run. In cgroup mode a group is created per service on first use with
  * the profile's CPU quota, memory limit and the service core; in pin mode `taskset` is used.
@@ -155,10 +173,10 @@ export function createConfinement(options: ConfinementOptions): Confinement {
     };
     created.set(service, dirs);
     mkdirSync(dirs.cpu);
-    writeFileSync(join(dirs.cpu, 'cpu.cfs_period_us'), String(CFS_PERIOD_US));
+    writeFileSync(join(dirs.cpu, 'cpu.cfs_period_us'), String(profile.cfsPeriodUs));
     writeFileSync(
       join(dirs.cpu, 'cpu.cfs_quota_us'),
-      String(Math.round(profile.cpu * CFS_PERIOD_US)),
+      String(Math.round(profile.cpu * profile.cfsPeriodUs)),
     );
     mkdirSync(dirs.memory);
     writeFileSync(

@@ -496,7 +496,7 @@ export function renderReport(run: RunInfo, results: readonly SystemResult[]): st
     run.engine === 'docker'
       ? `Docker per container (docker-compose-stress.yaml): cpus ${run.profile.cpu} and mem_limit ${run.profile.memoryMb}m for each gate container; support containers (dev IdP, the study's user-info NGINX) pinned only; locust in its own container on the host network`
       : run.support.mode === 'cgroup'
-        ? `cgroup v1 per service: ${run.profile.cpu} CPU (CFS quota) and ${run.profile.memoryMb} MB for each gate service; support services (dev IdP, the study's user-info NGINX) pinned only`
+        ? `cgroup v1 per service: ${run.profile.cpu} CPU (CFS quota, ${run.profile.cfsPeriodUs / 1000} ms period) and ${run.profile.memoryMb} MB for each gate service; support services (dev IdP, the study's user-info NGINX) pinned only`
         : `**pinning only, no CPU or memory limits** (${run.support.reason})`;
   const lines: string[] = [
     `# Stress test ${run.startedAt.toISOString()}`,

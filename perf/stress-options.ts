@@ -2,7 +2,7 @@
 // reported together.
 import { BASELINE_NAMES } from './baselines.js';
 import { GENERATOR_NAMES, parseGenerators, type GeneratorName } from './generators.js';
-import { PROFILES, type ResourceProfile } from './limits.js';
+import { DEFAULT_CFS_PERIOD_US, PROFILES, type ResourceProfile } from './limits.js';
 import { CAPACITY_RESOLUTION, CAPACITY_STEP_SECONDS, CAPACITY_STEP_TRIALS } from './capacity.js';
 
 export const SYSTEM_NAMES = ['ours', ...BASELINE_NAMES] as const;
@@ -48,6 +48,8 @@ export const STRESS_USAGE = `usage: npm run stress -- [options]
   --duration T       per system and generator, seconds or e.g. 90s, 5m (default: 5m)
   --quick            ${STRESS_DEFAULTS.quickSeconds} s per system unless --duration is given
   --out DIR          results directory (default: stresstest/results/<timestamp>)
+  --cfs-period MS    process engine: the CFS period of each gate service's CPU quota, 1 to 1000 ms;
+                     the quota stays the profile's share of it (default: ${DEFAULT_CFS_PERIOD_US / 1000}, the kernel's and Docker's)
   --engine NAME      process (local processes in cgroups) or docker (docker-compose-stress.yaml)
                      (default: process)
   --find-capacity    wrk at rising users until p99 > 100 ms or a failure; --duration is per step
@@ -89,6 +91,7 @@ export function parseStressOptions(argv: readonly string[]): StressOptions {
     '--engine',
     '--runs',
     '--resolution',
+    '--cfs-period',
   ]);
   for (let i = 0; i < argv.length; i++) {
     const raw = argv[i]!;
@@ -169,12 +172,24 @@ export function parseStressOptions(argv: readonly string[]): StressOptions {
   const engine = values.get('--engine') ?? 'process';
   if (engine !== 'process' && engine !== 'docker')
     problems.push(`unknown engine "${engine}" (known: process, docker)`);
+  let cfsPeriodUs = DEFAULT_CFS_PERIOD_US;
+  if (values.has('--cfs-period')) {
+    const ms = positiveInteger(values.get('--cfs-period'));
+    // Docker's `cpus` fixes the period at 100 ms (it refuses a period beside it).
+    if (engine === 'docker') problems.push('"--cfs-period" needs the process engine');
+    else if (ms === undefined || ms > 1000)
+      problems.push('"--cfs-period" must be a whole number of milliseconds from 1 to 1000');
+    else cfsPeriodUs = ms * 1000;
+  }
 
   if (problems.length > 0) throw new TypeError(`invalid options: ${problems.join('; ')}`);
   return Object.freeze({
     systems: Object.freeze(systems),
     generators: Object.freeze(generators),
-    profile: profile,
+    profile:
+      profile && cfsPeriodUs !== profile.cfsPeriodUs
+        ? Object.freeze({ ...profile, cfsPeriodUs })
+        : profile,
     users,
     spawnRate,
     durationSeconds,

@@ -48,6 +48,18 @@ describe('stress options', () => {
     expect([options.users, options.spawnRate, options.durationSeconds]).toEqual([2500, 50, 300]);
   });
 
+  it('keeps the quota a share of a shorter CFS period when --cfs-period asks, on processes only', () => {
+    const { profile } = parseStressOptions(['--profile', 'tight', '--cfs-period', '10']);
+    expect(profile).toEqual({ ...PROFILES.tight, cfsPeriodUs: 10_000 });
+    expect(PROFILES.tight.cfsPeriodUs).toBe(100_000);
+    expect(() => parseStressOptions(['--cfs-period', '0'])).toThrow(
+      '"--cfs-period" must be a whole number of milliseconds from 1 to 1000',
+    );
+    expect(() => parseStressOptions(['--engine', 'docker', '--cfs-period', '10'])).toThrow(
+      '"--cfs-period" needs the process engine',
+    );
+  });
+
   it('drives each system with locust, then wrk, unless --generators names fewer', () => {
     expect(parseStressOptions([]).generators).toEqual(['locust', 'wrk']);
     expect(parseStressOptions(['--generators', 'wrk']).generators).toEqual(['wrk']);
@@ -73,7 +85,7 @@ describe('stress options', () => {
       '--users=200',
     ]);
     expect(options.systems).toEqual(['ours', 'njs-verify']);
-    expect(options.profile).toEqual({ name: 'tight', cpu: 0.25, memoryMb: 64 });
+    expect(options.profile).toBe(PROFILES.tight);
     expect(options.users).toBe(200);
   });
 
@@ -152,10 +164,10 @@ describe('limits: cgroup v1 or pinning only', () => {
   });
 
   it.skipIf(detectLimitSupport('/sys/fs/cgroup').mode !== 'cgroup')(
-    'in cgroup mode starts a process inside its group with the quota and memory limit, and removes the group',
+    'in cgroup mode starts a process inside its group with the quota, its period and the memory limit, and removes the group',
     async () => {
       const confinement = createConfinement({
-        profile: PROFILES.tight,
+        profile: { ...PROFILES.tight, cfsPeriodUs: 10_000 },
         cpus: '0',
         runId: `test-${process.pid}`,
       });
@@ -172,9 +184,12 @@ describe('limits: cgroup v1 or pinning only', () => {
         }
         expect(cgroups).toContain(`:cpu:/${group}`);
         expect(cgroups).toContain(`:memory:/${group}`);
-        expect(readFileSync(`/sys/fs/cgroup/cpu/${group}/cpu.cfs_quota_us`, 'utf8').trim()).toBe(
-          '25000',
-        );
+        const cpuFile = (name: string) =>
+          readFileSync(`/sys/fs/cgroup/cpu/${group}/${name}`, 'utf8').trim();
+        expect([cpuFile('cpu.cfs_period_us'), cpuFile('cpu.cfs_quota_us')]).toEqual([
+          '10000',
+          '2500',
+        ]);
         expect(
           readFileSync(`/sys/fs/cgroup/memory/${group}/memory.limit_in_bytes`, 'utf8').trim(),
         ).toBe(String(64 * 1024 * 1024));

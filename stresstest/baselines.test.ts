@@ -12,7 +12,7 @@ import {
   startBaseline,
   type StartedGate,
 } from '../perf/baselines.js';
-import { createConfinement } from '../perf/limits.js';
+import { createConfinement, PROFILES } from '../perf/limits.js';
 import { fetchRs256Spki, mintTokens } from '../perf/tokens.js';
 
 const SECRET_VALUE = JSON.parse(BASELINE_SECRETS)['x-api-key'] as string;
@@ -48,7 +48,7 @@ describe.each(BASELINE_NAMES)('baseline %s', (name) => {
   beforeAll(async () => {
     // Tests only pin to every core: limits belong to stress runs, not to a shared test machine.
     const confinement = createConfinement({
-      profile: { name: 'study', cpu: 0.5, memoryMb: 400 },
+      profile: PROFILES.study,
       cpus: '0-1',
       support: { mode: 'pin', reason: 'test' },
     });
@@ -93,7 +93,7 @@ describe('baseline njs-verify checks the signature itself', () => {
 
   beforeAll(async () => {
     const confinement = createConfinement({
-      profile: { name: 'study', cpu: 0.5, memoryMb: 400 },
+      profile: PROFILES.study,
       cpus: '0-1',
       support: { mode: 'pin', reason: 'test' },
     });
