@@ -15,6 +15,9 @@
 // policy with `VERIFIER_DPOP=required`, a fresh ES256 proof each request from a pool minted per
 // run), beside the bare `crypto.verify` of the same proofs in-process (issue 40 item 4: the
 // verifier's CPU per request within +40 µs of it).
+// `--syscalls` (with or without `--dpop`): system calls per request by kind, each server
+// unpinned, `strace -c -f -p PID` attached after the warm-up over REQUESTS requests on the same
+// CONNECTIONS connections (epoll waits included: they show how many requests one wake-up serves).
 import { spawn, spawnSync, execFile, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
@@ -23,7 +26,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { parseCallgrindTotals } from '../perf/nginx-counts.js';
+import { parseCallgrindTotals, parseStraceSummary } from '../perf/nginx-counts.js';
 import { LOAD_TEST_VERIFIER_ENV } from '../perf/systems.js';
 import { VERIFIER_NODE_FLAGS } from '../stack/service-env.js';
 import { freePort } from '../stack/ports.js';
@@ -51,8 +54,11 @@ const perfMap = argv.includes('--perf-map') ? ['--perf-basic-prof'] : [];
 const timed = argv.includes('--time');
 const SECONDS = Number(option('--seconds')[0] ?? 3);
 const dpop = argv.includes('--dpop');
-if (dpop && !timed)
-  throw new Error('--dpop is timed only (--time): each request needs a new proof');
+const syscalls = argv.includes('--syscalls');
+if (dpop && !timed && !syscalls)
+  throw new Error(
+    '--dpop is timed (--time) or counted by strace (--syscalls) only: each request needs a new proof',
+  );
 /** Proofs per wrk run: more than the fastest server answers in its seconds (else a replay, a 401). */
 const PROOFS_PER_RUN = Number(option('--proofs')[0] ?? 60_000);
 /** What NGINX sends as X-Original-Origin (SG_EXTERNAL_ORIGIN), the proofs' `htu` with the URI. */
@@ -91,9 +97,22 @@ const REQUEST = Buffer.from(
   ].join('\r\n'),
 );
 
+/**
+ * The bytes of one DPoP request: REQUEST with the next proof of a pool (minted when needed, so
+ * their `iat` stays inside the verifier's window and no `jti` is sent twice).
+ */
+let proofPool: string[] = [];
+function nextDpopRequest(): Buffer {
+  if (proofPool.length === 0)
+    proofPool = mintProofs(5_000, Math.floor(Date.now() / 1000), token, `${ORIGIN}/secret`);
+  const head = REQUEST.subarray(0, REQUEST.length - 2);
+  return Buffer.concat([head, Buffer.from(`DPoP: ${proofPool.pop()!}\r\n\r\n`)]);
+}
+
 /** `count` requests over CONNECTIONS connections, one at a time on each; every answer a 204. */
 async function send(port: number, count: number): Promise<void> {
   let left = count;
+  const request = dpop ? nextDpopRequest : () => REQUEST;
   const one = () =>
     new Promise<void>((done, fail) => {
       const socket = connect(port, '127.0.0.1');
@@ -101,7 +120,7 @@ async function send(port: number, count: number): Promise<void> {
       const next = () => {
         if (left === 0) return socket.end(() => done());
         left--;
-        socket.write(REQUEST);
+        socket.write(request());
       };
       socket.setEncoding('latin1');
       socket.on('connect', next);
@@ -192,6 +211,44 @@ async function count(args: string[], env: Record<string, string>): Promise<numbe
     await exited;
     if (keep === undefined) rmSync(dir, { recursive: true, force: true });
     else console.log(`callgrind dumps kept in ${dir} (pid ${child.pid})`);
+  }
+}
+
+/** Calls per request by system call of one server (`args` after node), from `strace -c`. */
+async function straceCounts(args: string[], env: Record<string, string>) {
+  const dir = mkdtempSync(join(tmpdir(), 'cached-strace-'));
+  const port = await freePort();
+  const child = spawn(process.execPath, args, {
+    cwd: ROOT,
+    env: serverEnv(port, env),
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  const exited = new Promise((done) => child.once('exit', done));
+  try {
+    await waitServing(port, child);
+    await send(port, WARM_UP);
+    const out = join(dir, 'strace.txt');
+    const tracer = spawn('strace', ['-c', '-f', '-o', out, '-p', String(child.pid)], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    const traced = new Promise((done) => tracer.once('exit', done));
+    // strace says so on stderr once it has attached to every thread.
+    await new Promise<void>((done) => {
+      let said = '';
+      tracer.stderr.on('data', (chunk: Buffer) => {
+        said += chunk.toString();
+        if (/attached/.test(said)) done();
+      });
+    });
+    await sleep(200);
+    await send(port, REQUESTS);
+    tracer.kill('SIGINT');
+    await traced;
+    return parseStraceSummary(readFileSync(out, 'utf8'));
+  } finally {
+    child.kill('SIGKILL');
+    await exited;
+    rmSync(dir, { recursive: true, force: true });
   }
 }
 
@@ -297,6 +354,28 @@ const verifierEnv = {
   ...(dpop ? { VERIFIER_DPOP: 'required' } : {}),
   ...LOAD_TEST_VERIFIER_ENV,
 };
+if (syscalls) {
+  const servers: Array<[string, string[], Record<string, string>]> = [
+    ['bare uWS 204', ['-e', BARE_UWS], { NODE_PATH: join(ROOT, 'node_modules') }],
+    ...dists.map((dist): [string, string[], Record<string, string>] => [
+      `${dpop ? 'cached DPoP' : 'cached'} /verify ${dist}`,
+      [...VERIFIER_NODE_FLAGS, dist],
+      verifierEnv,
+    ]),
+  ];
+  try {
+    for (const [name, args, env] of servers) {
+      const calls = await straceCounts(args, env);
+      const rows = [...calls].sort((a, b) => b[1] - a[1]);
+      const total = rows.reduce((sum, [, n]) => sum + n, 0);
+      console.log(`${name}: ${(total / REQUESTS).toFixed(2)} system calls per request`);
+      for (const [call, n] of rows) console.log(`  ${call} ${(n / REQUESTS).toFixed(3)}`);
+    }
+  } finally {
+    await jwks.close();
+  }
+  process.exit(0);
+}
 /** The bare ES256 verify of a pool like the runs' (`--dpop`), in this process, CPU µs per proof. */
 const BARE_ES256 = 'bare ES256 crypto.verify of the proofs';
 const rows: Array<[string, () => Promise<number>]> = [
