@@ -25,7 +25,8 @@ import { checkAuthentication } from './step-up.js';
 
 /**
  * A decision, synchronously when there is nothing to wait for (a cached token on a policy with no
- * DPoP step and no grant: the common request), else a promise of it.
+ * grant, its DPoP proof, if any, by a key seen before and replays checked in memory: the common
+ * request), else a promise of it.
  */
 export type Authorize = (request: VerifyRequest) => Decision | Promise<Decision>;
 
@@ -95,7 +96,26 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
     return tokenOutcome(allow(proven.token.identity), proven, policy, edge, at);
   }
 
-  /** The rest of a request that waits: a verification, a DPoP proof, a grant. */
+  /**
+   * Revocation, then the proof step: synchronous unless the DPoP step waits (a proof key seen
+   * first, a shared replay store).
+   */
+  function prove(
+    policy: PreparedPolicy,
+    token: VerifiedToken,
+    credentials: Credentials,
+    request: VerifyRequest,
+  ): ProvenToken | Promise<ProvenToken> {
+    checkRevocation(revocation, token, policy.config);
+    return policy.dpop === undefined
+      ? asBearer(token)
+      : checkDpop(policy, token, credentials, request);
+  }
+
+  /**
+   * The rest of a request that waits: a verification, a DPoP proof, a grant. `proving`: the proof
+   * step already begun on the cached token `verifying` and waiting.
+   */
   async function later(
     request: VerifyRequest,
     name: string,
@@ -103,15 +123,12 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
     credentials: Credentials,
     reached: Reached,
     verifying: VerifiedToken | Promise<VerifiedToken>,
+    proving?: Promise<ProvenToken>,
   ): Promise<Decision> {
     let outcome: Outcome;
     try {
-      const token = await verifying;
-      checkRevocation(revocation, token, policy.config);
-      reached.proven =
-        policy.dpop === undefined
-          ? asBearer(token)
-          : await checkDpop(policy, token, credentials, request);
+      reached.proven = await (proving ?? prove(policy, await verifying, credentials, request));
+      const { token } = reached.proven;
       // Values minted per caller are never stored at the edge: another token must not get them.
       const allowed = accepted(policy, reached.proven, policy.grant?.perCaller ? 0 : edgeCap);
       const caller = { token, raw: credentials.token };
@@ -135,13 +152,15 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
       reached.credentials = credentials;
       if (credentials === undefined) throw new VerifyError('token_missing', 'no token');
       const token = verifyToken(credentials.token, policy.config);
-      // Only a cached token on a policy with no DPoP step and no grant is decided here, with no
-      // promise and no microtask: the same checks, in the same order, as `later`.
-      if (token instanceof Promise || policy.dpop !== undefined || policy.grant !== undefined)
+      // A cached token on a policy with no grant is decided here, with no promise and no
+      // microtask, unless its proof step waits: the same checks, in the same order, as `later`.
+      if (token instanceof Promise || policy.grant !== undefined)
         return later(request, name, policy, credentials, reached, token);
-      checkRevocation(revocation, token, policy.config);
-      reached.proven = asBearer(token);
-      outcome = { decision: accepted(policy, reached.proven, edgeCap), detail: undefined };
+      const proving = prove(policy, token, credentials, request);
+      if (proving instanceof Promise)
+        return later(request, name, policy, credentials, reached, token, proving);
+      reached.proven = proving;
+      outcome = { decision: accepted(policy, proving, edgeCap), detail: undefined };
     } catch (error) {
       outcome = refusal(error, reached, edgeCap, now(), logger);
     }

@@ -101,15 +101,16 @@ export type RevocationCheck = (
  */
 export interface DpopStep {
   /**
-   * Checks the request's proof for the token (`jkt`: its `cnf.jkt`, undefined when unbound);
-   * resolves with the headers an answer carries (`DPoP-Nonce`), or throws a DpopRefusal.
+   * Checks the request's proof for the token (`jkt`: its `cnf.jkt`, undefined when unbound):
+   * the headers an answer carries (`DPoP-Nonce`), or a DpopRefusal. Synchronous (returned or
+   * thrown) when nothing has to wait, else a promise that resolves or rejects with them.
    */
   check(
     mode: Exclude<DpopMode, 'off'>,
     credentials: Credentials,
     request: VerifyRequest,
     jkt: string | undefined,
-  ): Promise<readonly Header[]>;
+  ): readonly Header[] | Promise<readonly Header[]>;
   /**
    * A deny carrying the `DPoP` challenge, and `DPoP-Nonce` when `nonce` is given; with `stepUp`,
    * RFC 9470's parameters in that challenge.

@@ -69,17 +69,21 @@ export interface ProvenToken {
 
 const NO_HEADERS: readonly Header[] = [];
 
-/** RFC 9449 on every accepted token, a cached one too; the headers an answer carries (a nonce). */
-export async function checkDpop(
+/**
+ * RFC 9449 on every accepted token, a cached one too; the headers an answer carries (a nonce).
+ * Synchronous when the DPoP step is (dpop/index.ts: a proof key seen before, replays in memory).
+ */
+export function checkDpop(
   policy: PreparedPolicy,
   token: VerifiedToken,
   credentials: Credentials,
   request: VerifyRequest,
-): Promise<ProvenToken> {
+): ProvenToken | Promise<ProvenToken> {
   const { dpop } = policy;
-  if (dpop !== undefined)
-    return { token, headers: await dpop.step.check(dpop.mode, credentials, request, token.jkt) };
-  return asBearer(token);
+  if (dpop === undefined) return asBearer(token);
+  const headers = dpop.step.check(dpop.mode, credentials, request, token.jkt);
+  if (headers instanceof Promise) return headers.then((waited) => ({ token, headers: waited }));
+  return { token, headers };
 }
 
 /** The proof step of a policy that reads no DPoP, synchronous: only a bearer token passes. */

@@ -17,11 +17,13 @@ import { createProofChecker, MAX_PROOF_BYTES } from './proof.js';
 const NOW = 1_750_000_000;
 const HTU = 'https://gate.example.com/secret';
 const TOKEN = 'header.payload.signature';
-const check = createProofChecker({
+const checkProof = createProofChecker({
   algorithms: ['ES256', 'RS256'],
   iatWindow: 60,
   now: () => NOW,
 });
+/** Every answer as a promise, as a caller that awaits sees it (a known header answers at once). */
+const check = async (...args: Parameters<typeof checkProof>) => checkProof(...args);
 const expect200 = { htm: 'GET', htu: HTU, accessToken: TOKEN };
 
 async function refusal(proof: string | Promise<string>, expectation = expect200) {
@@ -40,6 +42,20 @@ describe('DPoP proof check (RFC 9449 §4.3)', () => {
     const checked = await check(proof, expect200);
     expect(checked.jkt).toBe(await thumbprintOf('ec'));
     expect(checked.iat).toBe(NOW);
+  });
+
+  it('checks a proof under a header seen before at once, and refuses one there by throwing', async () => {
+    const fresh = createProofChecker({ algorithms: ['ES256'], iatWindow: 60, now: () => NOW });
+    const first = await signProof({ htu: HTU, accessToken: TOKEN, iat: NOW });
+    // A new header waits for its key's thumbprint and import.
+    const waited = fresh(first, expect200);
+    expect(waited).toBeInstanceOf(Promise);
+    await expect(waited).resolves.toMatchObject({ jkt: await thumbprintOf('ec') });
+    const again = fresh(await signProof({ htu: HTU, accessToken: TOKEN, iat: NOW }), expect200);
+    expect(again).not.toBeInstanceOf(Promise);
+    expect(again).toMatchObject({ jkt: await thumbprintOf('ec'), iat: NOW });
+    const late = await signProof({ htu: HTU, accessToken: TOKEN, iat: NOW - 61 });
+    expect(() => fresh(late, expect200)).toThrow('"iat" claim is outside the accepted window');
   });
 
   it('ignores the query and the letter case of scheme and host in "htu"', async () => {

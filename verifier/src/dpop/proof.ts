@@ -27,6 +27,21 @@ const unverified = () => invalid('the DPoP proof signature or claims did not ver
 const notBound = () =>
   new VerifyError('dpop_binding_mismatch', 'the proof key is not the token\'s "cnf.jkt"');
 
+/** What a proof's header decided: its key's thumbprint, the imported key and its scheme. */
+interface PreparedHeader {
+  readonly jkt: string;
+  readonly key: KeyObject;
+  readonly scheme: SignatureScheme;
+}
+
+/** What the caller expects of a proof (see `checkProof`). */
+export interface ProofExpectation {
+  readonly htm: string;
+  readonly htu: string;
+  readonly accessToken?: string | undefined;
+  readonly jkt?: string | undefined;
+}
+
 /**
  * Checks, cheap ones first: a compact JWS of at most MAX_PROOF_BYTES; `typ: dpop+jwt`; `alg` in
  * the asymmetric allowlist (never `none` or HMAC); no unknown `crit`; `jwk` a public key fitting
@@ -48,11 +63,9 @@ export function createProofChecker(options: {
    * imported key included, is kept by its base64url text, so a repeat costs a map lookup, not a key
    * import and a digest. Only headers that passed go in; one per active client is the working set.
    */
-  const headers = new LRUCache<string, { jkt: string; key: KeyObject; scheme: SignatureScheme }>({
-    max: 10_000,
-  });
+  const headers = new LRUCache<string, PreparedHeader>({ max: 10_000 });
 
-  async function prepareHeader(proof: string, jkt: string | undefined) {
+  async function prepareHeader(proof: string, jkt: string | undefined): Promise<PreparedHeader> {
     const header = readProtectedHeader(proof);
     if (header === undefined) throw invalid('the DPoP proof header is not valid JSON');
     if (!isDpopTyp(header.typ)) throw invalid('"typ" header must be "dpop+jwt"');
@@ -85,31 +98,12 @@ export function createProofChecker(options: {
     return { jkt: thumbprint, key, scheme };
   }
 
-  /**
-   * `expect`: the original method, the normalised external URL (htu.ts), the access token for
-   * `ath` and its `cnf.jkt` (neither at a token endpoint). Resolves with the key's RFC 7638
-   * thumbprint `jkt`, `jti`, `iat` and the unchecked `nonce`; rejects with a `dpop_proof_invalid`
-   * VerifyError, or `dpop_binding_mismatch` for a key other than `expect.jkt`.
-   */
-  return async function checkProof(
+  /** The checks after the header's: the signature, the claims, `ath`. Synchronous. */
+  function checkSigned(
     proof: string,
-    expect: {
-      htm: string;
-      htu: string;
-      accessToken?: string | undefined;
-      jkt?: string | undefined;
-    },
-  ) {
-    if (proof.length > MAX_PROOF_BYTES)
-      throw invalid(`the DPoP proof is larger than ${MAX_PROOF_BYTES} bytes`);
-    if (!looksLikeJwt(proof)) throw invalid('the DPoP proof is not a compact JWS');
-    const segment = proof.slice(0, proof.indexOf('.'));
-    let prepared = headers.get(segment);
-    if (prepared === undefined)
-      headers.set(segment, (prepared = await prepareHeader(proof, expect.jkt)));
-    // A header kept for one token's key may come with another token.
-    else if (expect.jkt !== undefined && prepared.jkt !== expect.jkt) throw notBound();
-
+    prepared: PreparedHeader,
+    expect: ProofExpectation,
+  ): CheckedProof {
     const at = options.now();
     if (!verifySignature(proof, prepared.scheme, prepared.key)) throw unverified();
     let payload: JWTPayload;
@@ -135,7 +129,43 @@ export function createProofChecker(options: {
         throw invalid('"ath" claim does not match the access token');
     }
     return { jkt: prepared.jkt, jti, iat, nonce: payload.nonce };
+  }
+
+  /**
+   * `expect`: the original method, the normalised external URL (htu.ts), the access token for
+   * `ath` and its `cnf.jkt` (neither at a token endpoint). Answers with the key's RFC 7638
+   * thumbprint `jkt`, `jti`, `iat` and the unchecked `nonce`; refuses with a `dpop_proof_invalid`
+   * VerifyError, or `dpop_binding_mismatch` for a key other than `expect.jkt`. A header seen
+   * before (its key imported) is checked synchronously: the answer is returned and a refusal
+   * thrown; a new header waits for its key's thumbprint and import, so the answer is a promise
+   * and a refusal from then on rejects it.
+   */
+  return function checkProof(
+    proof: string,
+    expect: ProofExpectation,
+  ): CheckedProof | Promise<CheckedProof> {
+    if (proof.length > MAX_PROOF_BYTES)
+      throw invalid(`the DPoP proof is larger than ${MAX_PROOF_BYTES} bytes`);
+    if (!looksLikeJwt(proof)) throw invalid('the DPoP proof is not a compact JWS');
+    const segment = proof.slice(0, proof.indexOf('.'));
+    const prepared = headers.get(segment);
+    if (prepared === undefined)
+      return prepareHeader(proof, expect.jkt).then((fresh) => {
+        headers.set(segment, fresh);
+        return checkSigned(proof, fresh, expect);
+      });
+    // A header kept for one token's key may come with another token.
+    if (expect.jkt !== undefined && prepared.jkt !== expect.jkt) throw notBound();
+    return checkSigned(proof, prepared, expect);
   };
+}
+
+/** A proof that passed: its key's thumbprint, `jti`, `iat` and the `nonce` left to the caller. */
+export interface CheckedProof {
+  readonly jkt: string;
+  readonly jti: string;
+  readonly iat: number;
+  readonly nonce: unknown;
 }
 
 /**
