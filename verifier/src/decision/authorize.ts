@@ -8,6 +8,7 @@ import type { Metrics } from '../metrics.js';
 import { readCredentials, type Credentials } from '../token/token-shape.js';
 import type { TokenVerifier } from '../token/token-verifier.js';
 import type { VerifiedToken } from '../token/verified-token.js';
+import { carryLogTrace } from '../tracing/log-trace.js';
 import { allow, deny, DpopRefusal, withHeaders, type Decision } from './decision.js';
 import type { DpopStep, Grant, RevocationCheck, VerifyRequest } from './decision.js';
 import { createDecisionLog, type DecisionLog } from './decision-log.js';
@@ -136,9 +137,10 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
       if (credentials === undefined) throw new VerifyError('token_missing', 'no token');
       const token = verifyToken(credentials.token, policy.config);
       // Only a cached token on a policy with no DPoP step and no grant is decided here, with no
-      // promise and no microtask: the same checks, in the same order, as `later`.
+      // promise and no microtask: the same checks, in the same order, as `later`, which runs in
+      // the request's trace so the lines written after its waits carry it (tracing/log-trace.ts).
       if (token instanceof Promise || policy.dpop !== undefined || policy.grant !== undefined)
-        return later(request, name, policy, credentials, reached, token);
+        return carryLogTrace(later, request, name, policy, credentials, reached, token);
       checkRevocation(revocation, token, policy.config);
       reached.proven = asBearer(token);
       outcome = { decision: accepted(policy, reached.proven, edgeCap), detail: undefined };
