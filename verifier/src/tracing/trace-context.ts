@@ -31,6 +31,9 @@ const LENGTH = 55;
 /** The last header read and what it read as (readTraceparent). */
 let lastValue: string | undefined;
 let lastContext: TraceContext | undefined;
+/** The last header whose flag was asked, and its answer (sampledFlag). */
+let lastFlagged: string | undefined;
+let lastFlag: boolean | undefined;
 
 /** The context of a valid `traceparent`, else undefined (absent, malformed, version ff, zeros). */
 export function readTraceparent(value: string | undefined): TraceContext | undefined {
@@ -48,8 +51,12 @@ export function readTraceparent(value: string | undefined): TraceContext | undef
  * NGINX marked unsampled can be told apart before anything is made for it (tracing/otel.ts).
  */
 export function sampledFlag(value: string | undefined): boolean | undefined {
-  if (value === undefined || !isValid(value)) return undefined;
-  return isSampled(value);
+  // One entry, as readTraceparent's: with tracing on, a request's header is asked once for what
+  // the transport reads of it and once for its span.
+  if (value === lastFlagged) return lastFlag;
+  lastFlag = value === undefined || !isValid(value) ? undefined : isSampled(value);
+  lastFlagged = value;
+  return lastFlag;
 }
 
 function parseTraceparent(value: string | undefined): TraceContext | undefined {
