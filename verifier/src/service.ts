@@ -229,7 +229,7 @@ export function createVerifierService(
     render: createRenderer({ resourceMetadata: config.resourceMetadataUrl }),
     // X-Original-* and DPoP are read for a request only when something reads them: a policy's
     // DPoP step, the decision log line (info), the span of a decision tracing records (not one
-    // NGINX left unsampled: at 1 % the four header reads were a fifth of what tracing cost).
+    // NGINX left unsampled: at 1 % the four header reads were about a fifth of what it cost).
     readsWhole: (policy, traceparent) =>
       logger.isLevelEnabled('info') ||
       (live.dpopPolicies.size > 0 && live.dpopPolicies.has(policy ?? DEFAULT_POLICY)) ||
