@@ -5,6 +5,7 @@
 // included: --smc-check); a kept-alive client sends BENCH_COUNT_WARMUP requests (15,000: until the
 // JIT stops compiling, which under valgrind runs on the same serialised thread), the counters are
 // zeroed, BENCH_COUNT_REQUESTS more (5,000) are sent and counted, all threads included.
+// BENCH_COUNT_MODES (a regular expression over the names below) counts some modes only.
 // `1 %, export held` holds the batch (OTEL_BSP_SCHEDULE_DELAY of an hour, batch and queue 2,048)
 // so no export runs in the window: against `1 %` it splits a sampled span into the SDK's part and
 // the export's.
@@ -21,11 +22,17 @@ interface CountMode {
   readonly name: string;
   /** A traceparent on each request, sampled on one in `every` (0: never); undefined: none. */
   readonly sampleEvery: number | undefined;
+  /** The warm-up's sampling, when not `sampleEvery`'s (see `1 %, warm`). */
+  readonly warmEvery?: number;
+  /** The header's name: `traceparent` unless set. */
+  readonly header?: string;
   readonly otel: boolean;
   readonly env?: Readonly<Record<string, string>>;
 }
 const COUNT_MODES: readonly CountMode[] = [
   { name: 'off', sampleEvery: undefined, otel: false },
+  // The same bytes under a name the verifier never reads: what of the header's cost is the wire's.
+  { name: 'off + x-unread', sampleEvery: 0, otel: false, header: 'x-unread' },
   { name: 'off + header', sampleEvery: 0, otel: false },
   { name: '1 %', sampleEvery: 100, otel: true },
   {
@@ -38,6 +45,10 @@ const COUNT_MODES: readonly CountMode[] = [
       OTEL_BSP_MAX_QUEUE_SIZE: '2048',
     },
   },
+  // The span's code as a verifier that has run for a while has it: at 1 % TurboFan optimises it
+  // only after ~300,000 requests (docs/performance.md, "Tracing"), so the warm-up samples one in 4
+  // (3,750 spans), then 1 % is counted.
+  { name: '1 %, warm', sampleEvery: 100, warmEvery: 4, otel: true },
   { name: '100 %', sampleEvery: 1, otel: true },
 ];
 
@@ -50,11 +61,15 @@ export interface CountRowsOptions {
 }
 
 /** A fresh trace id per request, as NGINX sends; sampled on one in `every` (0: never). */
-function traceHeader(every: number | undefined, i: number): Record<string, string> {
+function traceHeader(
+  every: number | undefined,
+  i: number,
+  name = 'traceparent',
+): Record<string, string> {
   if (every === undefined) return {};
   const id = (i + 1).toString(16).padStart(8, '0');
   const flags = every > 0 && i % every === 0 ? '01' : '00';
-  return { traceparent: `00-4bf92f3577b34da6a3ce929d${id}-00f067aa${id}-${flags}` };
+  return { [name]: `00-4bf92f3577b34da6a3ce929d${id}-00f067aa${id}-${flags}` };
 }
 
 /** The total of callgrind's newest dump of `base` (`base.1`, `base.2`, …). */
@@ -114,11 +129,13 @@ async function countMode(
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     const client = createKeepAliveClient(url);
-    const next = (i: number) => ({
+    const next = (i: number, every = mode.sampleEvery) => ({
       path: '/verify',
-      headers: { authorization: `Bearer ${options.token}`, ...traceHeader(mode.sampleEvery, i) },
+      headers: { authorization: `Bearer ${options.token}`, ...traceHeader(every, i, mode.header) },
     });
-    await client.send(options.warmup, next, 204);
+    await client.send(options.warmup, (i) => next(i, mode.warmEvery ?? mode.sampleEvery), 204);
+    // The warm-up's spans exported before the count (the batch's 5 s timer), not inside it.
+    if (mode.warmEvery !== undefined) await new Promise((resolve) => setTimeout(resolve, 15_000));
     spawnSync('callgrind_control', ['--zero', String(child.pid)], { stdio: 'ignore' });
     await client.send(options.requests, (i) => next(options.warmup + i), 204);
     spawnSync('callgrind_control', ['--dump', String(child.pid)], { stdio: 'ignore' });
@@ -138,10 +155,16 @@ export async function countRows(options: CountRowsOptions): Promise<string[]> {
   // Valid for the whole run: the slowest mode under valgrind takes minutes.
   const token = await mintToken({ claims: { exp: Math.floor(Date.now() / 1000) + 7200 } });
   const counted = new Map<string, number>();
+  // BENCH_COUNT_MODES, a regular expression, picks modes by name; `off` and `off + header` always
+  // run, every row is reported against them.
+  const picked = new RegExp(process.env.BENCH_COUNT_MODES ?? '');
+  const modes = COUNT_MODES.filter(
+    ({ name }) => name === 'off' || name === 'off + header' || picked.test(name),
+  );
   try {
     // Two at a time: counts do not depend on the machine's load, and each takes one core.
-    for (let first = 0; first < COUNT_MODES.length; first += 2) {
-      const pair = COUNT_MODES.slice(first, first + 2);
+    for (let first = 0; first < modes.length; first += 2) {
+      const pair = modes.slice(first, first + 2);
       const results = await Promise.all(
         pair.map((mode, k) =>
           countMode(mode, first + k, { ...options, jwksUri: jwks.url, token, warmup, requests }),
@@ -161,7 +184,7 @@ export async function countRows(options: CountRowsOptions): Promise<string[]> {
     `verifier instructions per cached /verify (callgrind, all threads; ${requests.toLocaleString('en')} requests on one kept-alive connection after ${warmup.toLocaleString('en')} of warm-up):`,
     'mode                instructions  against off  per sampled span',
   ];
-  for (const mode of COUNT_MODES) {
+  for (const mode of modes) {
     const count = counted.get(mode.name)!;
     const against = mode.name === 'off' ? '–' : `${((count / off - 1) * 100).toFixed(1)} %`;
     const perSpan =

@@ -26,8 +26,9 @@
 // real NGINX with tracing off, NGINX's context only, 1 % and 100 %, BENCH_GATE_ROUNDS rounds (3)
 // of BENCH_GATE_SECONDS (3): what a user's gate loses, beside the stricter verifier-only rows.
 //
-// Counted (bench/tracing-counts.ts): the verifier's instructions per cached /verify under callgrind
-// with tracing off, the header only, 1 % (with and without an export in the window) and 100 %.
+// Counted (bench/tracing-counts.ts, alone: `npm run bench:tracing-counts`): the verifier's
+// instructions per cached /verify under callgrind with tracing off, the header's bytes under an
+// unread name, the header only, 1 % (cold, with the export held, warm) and 100 %.
 //
 // NGINX: instructions per cached /secret with SG_TRACE_CONTEXT off and on (callgrind, as
 // bench:counts). BENCH_ROWS=verifier, inprocess, gate, counts or nginx runs one part.

@@ -112,6 +112,26 @@ describe('a parent NGINX marked unsampled', () => {
     expect((await exported('always_on', 20)).sort()).toEqual([traceOf(20), traceOf(21)]);
   });
 
+  it('has the transport read what only a span reads (DPoP, X-Original-*) for the decisions it records', async () => {
+    const recorded = async (sampler: string | undefined) => {
+      if (sampler !== undefined) vi.stubEnv('OTEL_TRACES_SAMPLER', sampler);
+      const tracing = await startTracing({ protocol: 'http/json', serviceName: 'test' });
+      vi.unstubAllEnvs();
+      const headers = [
+        parent(40, '00'),
+        parent(41, '01'),
+        parent(42, '00').toUpperCase(),
+        undefined,
+      ];
+      const answers = headers.map((header) => tracing.recordsDecision(header));
+      await tracing.shutdown();
+      return answers;
+    };
+    // Unsampled at the edge: no span; sampled, malformed (a fresh root) or absent: a span.
+    expect(await recorded(undefined)).toEqual([false, true, true, true]);
+    expect(await recorded('always_on')).toEqual([true, true, true, true]);
+  });
+
   it('still records a root span for a malformed header whose flags read unsampled', async () => {
     vi.stubEnv('OTEL_EXPORTER_OTLP_ENDPOINT', receiver.endpoint);
     vi.stubEnv('OTEL_BSP_SCHEDULE_DELAY', '10');

@@ -8,6 +8,7 @@ import type { Metrics } from '../metrics.js';
 import { readCredentials, type Credentials } from '../token/token-shape.js';
 import type { TokenVerifier } from '../token/token-verifier.js';
 import type { VerifiedToken } from '../token/verified-token.js';
+import { carryLogTrace } from '../tracing/log-trace.js';
 import { allow, deny, DpopRefusal, withHeaders, type Decision } from './decision.js';
 import type { DpopStep, Grant, RevocationCheck, VerifyRequest } from './decision.js';
 import { createDecisionLog, type DecisionLog } from './decision-log.js';
@@ -107,9 +108,11 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
     request: VerifyRequest,
   ): ProvenToken | Promise<ProvenToken> {
     checkRevocation(revocation, token, policy.config);
+    // The DPoP step may wait (a shared replay store, a first-seen proof key) and warn after it, so
+    // it starts in the request's trace; its proof check costs far more than entering it.
     return policy.dpop === undefined
       ? asBearer(token)
-      : checkDpop(policy, token, credentials, request);
+      : carryLogTrace(checkDpop, policy, token, credentials, request);
   }
 
   /**
@@ -153,12 +156,14 @@ export function createAuthorizer(parts: AuthorizerParts): Authorize {
       if (credentials === undefined) throw new VerifyError('token_missing', 'no token');
       const token = verifyToken(credentials.token, policy.config);
       // A cached token on a policy with no grant is decided here, with no promise and no
-      // microtask, unless its proof step waits: the same checks, in the same order, as `later`.
+      // microtask, unless its proof step waits: the same checks, in the same order, as `later`,
+      // which runs in the request's trace so the lines written after its waits carry it
+      // (tracing/log-trace.ts).
       if (token instanceof Promise || policy.grant !== undefined)
-        return later(request, name, policy, credentials, reached, token);
+        return carryLogTrace(later, request, name, policy, credentials, reached, token);
       const proving = prove(policy, token, credentials, request);
       if (proving instanceof Promise)
-        return later(request, name, policy, credentials, reached, token, proving);
+        return carryLogTrace(later, request, name, policy, credentials, reached, token, proving);
       reached.proven = proving;
       outcome = { decision: accepted(policy, proving, edgeCap), detail: undefined };
     } catch (error) {

@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../config/load.js';
 import type { VerifyRequest } from '../decision/decision.js';
 import { createVerifierService } from '../service.js';
+import { startTracing } from '../tracing/otel.js';
 import { captureLogger } from '../testing/fixtures.js';
 import { allow } from '../decision/decision.js';
 import { withHead } from './answer-head.js';
@@ -155,5 +156,24 @@ describe('which requests the service reads whole', () => {
   it('at info: every request’s, for its decision log line (method and path)', () => {
     const whole = readsWhole('info');
     expect([whole('default'), whole(undefined)]).toEqual([true, true]);
+  });
+
+  it('with tracing on, below info: a decision’s it records, not one NGINX left unsampled', async () => {
+    const config = loadConfig({ VERIFIER_CONFIG: '/x.json' }, () => JSON.stringify(file));
+    const tracing = await startTracing({ protocol: 'http/json', serviceName: 'test' });
+    try {
+      const { logger } = captureLogger('warn');
+      const whole = createVerifierService(config, { logger, defaultMetrics: false, tracing }).routes
+        .readsWhole!;
+      const trace = (flags: string) => `00-${'ab'.repeat(16)}-00f067aa0ba902b7-${flags}`;
+      expect([
+        whole('default', trace('00')),
+        whole('default', trace('01')),
+        whole('default', undefined),
+        whole('proofs', trace('00')),
+      ]).toEqual([false, true, true, true]);
+    } finally {
+      await tracing.shutdown();
+    }
   });
 });

@@ -38,11 +38,12 @@ export interface Routes {
   /** How /verify's decisions are written (verify-answer.ts's createRenderer); default: plain. */
   readonly render?: ((decision: Decision) => VerifyAnswer) | undefined;
   /**
-   * Whether /verify reads the whole request for a policy (`X-SG-Policy`'s value): its DPoP step,
-   * a decision log line or a trace reads `X-Original-*` and `DPoP`; false: only the credentials
-   * and the trace context are read. Absent: always whole.
+   * Whether /verify reads the whole request for a policy (`X-SG-Policy`'s value) and trace
+   * context (`traceparent`): its DPoP step, a decision log line or a recorded span reads
+   * `X-Original-*` and `DPoP`; false: only the credentials and the trace context are read.
+   * Absent: always whole.
    */
-  readonly readsWhole?: ((policy: string | undefined) => boolean) | undefined;
+  readonly readsWhole?: ((policy: string | undefined, traceparent?: string) => boolean) | undefined;
   /** Asked before /verify does any token work; false: answered LIMITED (call-limit.ts). */
   readonly admit?: (clientKey: string | undefined) => boolean;
   /**
@@ -258,7 +259,8 @@ export function createTransport(routes: Routes) {
       if (routes.admit?.(req.getHeader(CLIENT_KEY_BYTES) || undefined) === false)
         return write(res, LIMITED);
       const policy = req.getHeader(VERIFY_KEYS.policy) || undefined;
-      const whole = readsWhole === undefined || readsWhole(policy);
+      const traceparent = req.getHeader(VERIFY_KEYS.traceparent) || undefined;
+      const whole = readsWhole === undefined || readsWhole(policy, traceparent);
       // One literal, one shape whatever was read; the rest only when something will read it.
       const request: VerifyRequest = {
         policy,
@@ -267,7 +269,7 @@ export function createTransport(routes: Routes) {
         originalMethod: whole ? req.getHeader(VERIFY_KEYS.originalMethod) || undefined : undefined,
         dpop: whole ? req.getHeader(VERIFY_KEYS.dpop) || undefined : undefined,
         originalOrigin: whole ? req.getHeader(VERIFY_KEYS.originalOrigin) || undefined : undefined,
-        traceparent: req.getHeader(VERIFY_KEYS.traceparent) || undefined,
+        traceparent,
       };
       const decision = authorize(request);
       // A decision made at once (a cached token) is written before the handler returns, where uWS

@@ -7,6 +7,7 @@ import type { Clock, EpochSeconds } from '../clock.js';
 import type { JwtIssuer } from '../config/model.js';
 import { soleAudienceReason } from '../config/presets.js';
 import { VerifyError, type DenyCode } from '../errors.js';
+import { carryLogTrace } from '../tracing/log-trace.js';
 import { readIdentity } from './identity.js';
 import {
   checkClaims,
@@ -168,8 +169,9 @@ export function createJwtVerifier(
       throw refused(error);
     }
     const known = keySet.knownKey?.(header);
+    // A key to wait for: the request's trace goes with the fetch (tracing/log-trace.ts).
     return known === undefined
-      ? awaitKey(token, header, alg, decoded, at)
+      ? carryLogTrace(awaitKey, token, header, alg, decoded, at)
       : finish(token, header, alg, known, decoded, at);
   };
 }

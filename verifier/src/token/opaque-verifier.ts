@@ -4,6 +4,7 @@ import type { Clock } from '../clock.js';
 import type { IntrospectionIssuer, TokeninfoIssuer } from '../config/model.js';
 import { VerifyError } from '../errors.js';
 import { FetchError, fetchJson, type FetchedJson, type FetchJsonOptions } from '../fetch-json.js';
+import { carryLogTrace } from '../tracing/log-trace.js';
 import { createEndpointResolver } from './discovery.js';
 import { readIdentity } from './identity.js';
 import {
@@ -47,7 +48,7 @@ export function createOpaqueVerifier(
     headers.authorization = `Basic ${Buffer.from(basic).toString('base64')}`;
   }
 
-  return async function verifyOpaque(token) {
+  async function verifyOpaque(token: string): Promise<VerifiedToken> {
     const form: Record<string, string> =
       config.type === 'introspection'
         ? { token, token_type_hint: 'access_token' }
@@ -68,7 +69,9 @@ export function createOpaqueVerifier(
     const authenticated = authentication ? readAuthentication(answer, names, 0) : undefined;
     const until = Math.min(exp, seconds + config.cacheTtl);
     return { identity, exp: until, nbf, jkt, authentication: authenticated };
-  };
+  }
+  // Always a wait for the issuer's answer: the request's trace goes with it (tracing/log-trace.ts).
+  return (token) => carryLogTrace(verifyOpaque, token);
 }
 
 const STEP_UP_NAMES = { acrClaim: 'acr', amrClaim: 'amr', authTimeClaim: 'auth_time' } as const;

@@ -42,6 +42,12 @@ import { readTraceparent, sampledFlag, type TraceContext } from './trace-context
 export interface Tracing {
   traceAuthorize(authorize: Authorize, metrics: Metrics): Authorize;
   /**
+   * Whether a decision with this `traceparent` would be recorded: false only when the sampler
+   * follows NGINX's flag and NGINX marked the request unsampled. What only a span reads of a
+   * request (its DPoP header) is read for the ones it records (service.ts, `readsWhole`).
+   */
+  recordsDecision(traceparent: string | undefined): boolean;
+  /**
    * The revocation receivers (by path), each request a SERVER span, so the Redis writes a pushed
    * logout or SET makes are recorded as its children, as a decision's are.
    */
@@ -85,6 +91,9 @@ export async function startTracing(
   const followsParent = (getStringFromEnv('OTEL_TRACES_SAMPLER') ?? 'parentbased_always_on')
     .toLowerCase()
     .startsWith('parentbased_');
+  /** Not sampled at the edge, and the sampler agrees: no span would record anything. */
+  const unrecorded = (traceparent: string | undefined) =>
+    followsParent && sampledFlag(traceparent) === false;
   const stops = [recordFetches(tracer), recordRedisCalls(tracer), recordWork(tracer)];
   // The lookup of the request being decided: authorize calls the token verifier before it returns
   // or first awaits, so between the call and its return no other request can set this.
@@ -95,7 +104,7 @@ export async function startTracing(
     const name = `POST ${path}`;
     const attributes: Attributes = { 'http.request.method': 'POST', 'url.path': path };
     return function tracedReceiver(request: ReceivedRequest) {
-      if (followsParent && sampledFlag(request.traceparent) === false) return receiver(request);
+      if (unrecorded(request.traceparent)) return receiver(request);
       const parent = parentContext(readTraceparent(request.traceparent));
       const span = tracer.startSpan(name, { kind: SpanKind.SERVER, attributes }, parent);
       const answer = context.with(trace.setSpan(parent, span), receiver, undefined, request);
@@ -123,8 +132,7 @@ export async function startTracing(
         // the sampler, an async context) is most of what tracing costs a request, so a request
         // NGINX left out pays one allocation-free read of the header and nothing else
         // (docs/performance.md, "Tracing").
-        const sampled = sampledFlag(request.traceparent);
-        if (followsParent && sampled === false) return authorize(request);
+        if (unrecorded(request.traceparent)) return authorize(request);
         const parent = parentContext(readTraceparent(request.traceparent));
         const span = tracer.startSpan(
           'verify',
@@ -147,6 +155,7 @@ export async function startTracing(
           : endVerifySpan(span, decided);
       };
     },
+    recordsDecision: (traceparent) => !unrecorded(traceparent),
     traceReceivers(receivers) {
       return new Map(
         [...receivers].map(([path, receiver]) => [path, traceReceiver(path, receiver)]),

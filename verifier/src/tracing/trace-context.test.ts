@@ -22,13 +22,15 @@ describe('readTraceparent (W3C Trace Context §3.2)', () => {
   });
 
   it('accepts exactly what the grammar of §3.2 accepts, one changed character at a time', () => {
-    // §3.2's grammar as one expression: the reference the offset reader is checked against.
+    // §3.2's grammar as one expression: the reference the offset checks are held to.
     const pattern =
       /^(?:00-(?=.{52}$)|(?!00|ff)[0-9a-f]{2}-)(?!0{32})([0-9a-f]{32})-(?!0{16})([0-9a-f]{16})-([0-9a-f]{2})(?:$|-)/;
     const bases = [
       `00-${TRACE}-${SPAN}-01`,
       `cc-${TRACE}-${SPAN}-01-x`,
       `00-${'0'.repeat(31)}1-${'0'.repeat(15)}1-00`,
+      // One change away from version ff.
+      `f0-${TRACE}-${SPAN}-01`,
     ];
     const swaps = ['0', '1', '9', 'a', 'f', 'g', 'A', '-', ' ', '\n'];
     let checked = 0;
