@@ -6,9 +6,10 @@
 // window (counting, unlike strace, does not slow the server down and so leaves the batching as it
 // is), /proc the user and kernel CPU. It answers whether a new token's kernel time is more calls
 // per request or the same calls shared by fewer requests per `epoll_wait` return.
-//   npm run build:verifier && node --import tsx bench/verifier-syscalls.ts
-// BENCH_TOKENS (40,000), BENCH_SECONDS (3), BENCH_CONNECTIONS (8), BENCH_ROUNDS (1),
-// BENCH_NODE_FLAGS (the deployed), BENCH_VERIFIER_MAIN (another build, e.g. a parent's dist).
+//   npm run bench:syscalls (builds the verifier first)
+// BENCH_ROUNDS (3), BENCH_SECONDS (2), BENCH_TOKENS (22,000 a round), BENCH_CONNECTIONS (8),
+// BENCH_LOAD_CPU (wrk's core, 1), BENCH_NODE_FLAGS (the deployed verifier's),
+// BENCH_VERIFIER_MAIN (another build, e.g. a parent's dist).
 // docs/performance.md, "The kernel's share of a new token, counted".
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync, sign } from 'node:crypto';
@@ -23,10 +24,11 @@ import { VERIFIER_NODE_FLAGS, VERIFIER_PROCESS_ENV } from '../stack/service-env.
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const ISSUER = 'https://bench.issuer.test';
-const TOKENS = Number(process.env.BENCH_TOKENS ?? 40_000);
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 8);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+// Each round's verifier warms on 30 % of its share and must not run out in the measured seconds.
+const TOKENS = Number(process.env.BENCH_TOKENS ?? 22_000 * ROUNDS);
 /** wrk's core: 1 (its own) by default; 0 shares the server's, so no answer wakes another core. */
 const LOAD_CPU = process.env.BENCH_LOAD_CPU ?? '1';
 const MAIN = resolve(ROOT, process.env.BENCH_VERIFIER_MAIN ?? 'verifier/dist/main.js');
@@ -156,11 +158,12 @@ function wrk(port: number, lua: string, seconds: number): number {
   return Number(/(\d+) requests in/.exec(run.stdout)?.[1]);
 }
 
-/** The servers started, stopped when this process ends however it ends. */
+/** The servers and `perf` processes started, stopped when this process ends however it ends. */
 const servers = new Set<ChildProcess>();
 process.on('exit', () => {
   for (const server of servers) server.kill('SIGKILL');
 });
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => process.exit(1));
 
 async function startPinned(args: string[], env: Record<string, string>): Promise<ChildProcess> {
   const port = Number(env.PORT ?? env.VERIFIER_LISTEN?.split(':')[1]);
@@ -227,12 +230,14 @@ async function measure(name: string, pid: number, port: number, lua: string): Pr
     ],
     { stdio: 'ignore' },
   );
+  servers.add(perf);
   await new Promise((done) => setTimeout(done, 1000)); // perf attaches to every tracepoint first
   const before = threadStats(pid);
   const requests = wrk(port, lua, SECONDS);
   const after = threadStats(pid);
   perf.kill('SIGINT');
   if (perf.exitCode === null) await new Promise((done) => perf.once('exit', done));
+  servers.delete(perf);
   const events = new Map<string, Map<string, number>>();
   for (const line of readFileSync(out, 'utf8').split('\n')) {
     const [thread, count, , event] = line.split(',');
