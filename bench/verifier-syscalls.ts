@@ -18,6 +18,7 @@ import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parsePerfStat, totalCount, type PerfStatCounts } from '../perf/perf-stat.js';
 import { LOAD_TEST_VERIFIER_ENV } from '../perf/systems.js';
 import { freePort } from '../stack/ports.js';
 import { VERIFIER_NODE_FLAGS, VERIFIER_PROCESS_ENV } from '../stack/service-env.js';
@@ -207,7 +208,7 @@ interface Row {
   kernel: number;
   faults: number;
   /** Event → per-thread-name counts over the window. */
-  events: Map<string, Map<string, number>>;
+  events: PerfStatCounts;
 }
 
 /** `perf stat` on every thread of `pid` while wrk sends `lua`; counts per thread name. */
@@ -238,16 +239,7 @@ async function measure(name: string, pid: number, port: number, lua: string): Pr
   perf.kill('SIGINT');
   if (perf.exitCode === null) await new Promise((done) => perf.once('exit', done));
   servers.delete(perf);
-  const events = new Map<string, Map<string, number>>();
-  for (const line of readFileSync(out, 'utf8').split('\n')) {
-    const [thread, count, , event] = line.split(',');
-    if (event === undefined || !(Number(count) > 0)) continue;
-    const threadName = thread!.slice(0, thread!.lastIndexOf('-'));
-    const kind = event.replace('syscalls:sys_enter_', '');
-    const byThread = events.get(kind) ?? new Map<string, number>();
-    byThread.set(threadName, (byThread.get(threadName) ?? 0) + Number(count));
-    events.set(kind, byThread);
-  }
+  const events = parsePerfStat(readFileSync(out, 'utf8'));
   let user = 0;
   let kernel = 0;
   let faults = 0;
@@ -354,10 +346,8 @@ process.stdout.write(String(used / parts.length));`;
 }
 
 const per = (value: number, row: Row) => value / row.requests;
-const total = (counts: Map<string, number> | undefined) =>
-  [...(counts?.values() ?? [])].reduce((sum, count) => sum + count, 0);
 const ALL_CALLS = 'raw_syscalls:sys_enter';
-const count = (row: Row, event: string) => total(row.events.get(event));
+const count = (row: Row, event: string) => totalCount(row.events, event);
 const named = (row: Row) => SYSCALLS.reduce((sum, name) => sum + count(row, name), 0);
 
 /** One column per row: CPU, calls per request by name (the main thread's and the others'). */
