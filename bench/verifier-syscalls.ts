@@ -12,9 +12,7 @@
 // BENCH_VERIFIER_MAIN (another build, e.g. a parent's dist).
 // docs/performance.md, "The kernel's share of a new token, counted".
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { generateKeyPairSync, sign } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -22,9 +20,15 @@ import { parsePerfStat, totalCount, type PerfStatCounts } from '../perf/perf-sta
 import { LOAD_TEST_VERIFIER_ENV } from '../perf/systems.js';
 import { freePort } from '../stack/ports.js';
 import { VERIFIER_NODE_FLAGS, VERIFIER_PROCESS_ENV } from '../stack/service-env.js';
+import {
+  BENCH_AUDIENCE,
+  BENCH_ISSUER,
+  mintRs256Tokens,
+  serveJwks,
+  verifyScript,
+} from './new-token-load.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const ISSUER = 'https://bench.issuer.test';
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 8);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -73,32 +77,8 @@ const SYSCALLS = [
 ];
 const work = mkdtempSync(join(tmpdir(), 'verifier-syscalls-'));
 
-const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-const b64 = (value: string | Buffer) => Buffer.from(value).toString('base64url');
-const header = b64(JSON.stringify({ alg: 'RS256', kid: 'bench', typ: 'at+jwt' }));
-const now = Math.floor(Date.now() / 1000);
-const tokens = Array.from({ length: TOKENS }, (_, i) => {
-  const payload = {
-    iss: ISSUER,
-    aud: 'secret-gate-api',
-    sub: `user-${i}`,
-    azp: 'spa-demo',
-    scope: 'openid secrets:read',
-    iat: now,
-    exp: now + 3600,
-    jti: `bench-${i}`,
-  };
-  const input = `${header}.${b64(JSON.stringify(payload))}`;
-  return `${input}.${b64(sign('sha256', Buffer.from(input), privateKey))}`;
-});
-const jwk = { ...publicKey.export({ format: 'jwk' }), kid: 'bench', alg: 'RS256', use: 'sig' };
-const jwks = createServer((_request, response) =>
-  response
-    .writeHead(200, { 'content-type': 'application/json' })
-    .end(JSON.stringify({ keys: [jwk] })),
-);
-await new Promise<void>((done) => jwks.listen(0, '127.0.0.1', done));
-const jwksUri = `http://127.0.0.1:${(jwks.address() as { port: number }).port}/jwks`;
+const { tokens, jwk } = mintRs256Tokens(TOKENS);
+const jwks = await serveJwks(jwk);
 
 const BARE_UWS = `const uws = require('uWebSockets.js');
 if (typeof uws.getParts !== 'function') process.exit(1);
@@ -120,23 +100,7 @@ uws.App().any('/*', (res, req) => {
   res.writeStatus(ok ? '204 No Content' : '401 Unauthorized').endWithoutBody();
 }).listen('127.0.0.1', Number(process.env.PORT), (ok) => { if (!ok) process.exit(1); });`;
 
-/** A wrk script sending each of `list` once (then round again) with NGINX's /_verify headers. */
-function script(list: readonly string[], name: string): string {
-  writeFileSync(join(work, `${name}.txt`), `${list.join('\n')}\n`);
-  writeFileSync(
-    join(work, `${name}.lua`),
-    `local t = {}
-for line in io.lines("${join(work, `${name}.txt`)}") do t[#t + 1] = "Bearer " .. line end
-local i = 0
-request = function()
-  i = i + 1
-  if i > #t then i = 1 end
-  return wrk.format("GET", "/verify", { ["Authorization"] = t[i], ["X-SG-Policy"] = "default",
-    ["X-Original-URI"] = "/secret", ["X-Original-Method"] = "GET", ["X-SG-Client"] = "127.0.0.1" })
-end`,
-  );
-  return join(work, `${name}.lua`);
-}
+const script = (list: readonly string[], name: string) => verifyScript(work, list, name);
 
 function wrk(port: number, lua: string, seconds: number): number {
   const run = spawnSync(
@@ -289,9 +253,9 @@ async function verifierRows(round: number): Promise<Row[]> {
   const port = await freePort();
   const server = await startPinned([...flags, MAIN], {
     ...VERIFIER_PROCESS_ENV,
-    VERIFIER_ISSUER: ISSUER,
-    VERIFIER_AUDIENCE: 'secret-gate-api',
-    VERIFIER_JWKS_URI: jwksUri,
+    VERIFIER_ISSUER: BENCH_ISSUER,
+    VERIFIER_AUDIENCE: BENCH_AUDIENCE,
+    VERIFIER_JWKS_URI: jwks.uri,
     VERIFIER_REQUIRED_SCOPES: 'secrets:read',
     VERIFIER_LISTEN: `127.0.0.1:${port}`,
     VERIFIER_LOG_LEVEL: 'error',
