@@ -1,11 +1,13 @@
-// System calls per request, by kind, of three servers under the same load: the bare uWS 204, the
-// deployed verifier (verifier/dist/main.js with VERIFIER_NODE_FLAGS) answering one cached token,
-// and the same verifier answering a new RS256 token per request. Each is pinned to core 0, wrk on
-// core 1 with the same connections and NGINX's /_verify headers; `perf stat` counts every
-// `syscalls:sys_enter_*` tracepoint, page faults and context switches per thread over the measured
-// window (counting, unlike strace, does not slow the server down and so leaves the batching as it
-// is), /proc the user and kernel CPU. It answers whether a new token's kernel time is more calls
-// per request or the same calls shared by fewer requests per `epoll_wait` return.
+// System calls per request, by kind, of four servers under the same load: the bare uWS 204; uWS
+// plus the bare `crypto.verify` of the request's token (no verifier code); the deployed verifier
+// (verifier/dist/main.js with VERIFIER_NODE_FLAGS) answering one cached token; the same verifier
+// answering a new RS256 token per request. Each is pinned to core 0, wrk on core 1 with the same
+// connections and NGINX's /_verify headers; `perf stat` counts every system call, the usual ones
+// by name, page faults and context switches per thread over the measured window (counting, unlike
+// strace, does not slow the server down and so leaves the batching as it is), /proc the user and
+// kernel CPU. It answers whether a new token's kernel time is more calls per request or the same
+// calls shared by fewer requests per `epoll_wait` return, and what any server doing the verify
+// over HTTP costs beside the bare verify in one process (the issue's denominator).
 //   npm run bench:syscalls (builds the verifier first)
 // BENCH_ROUNDS (3), BENCH_SECONDS (2), BENCH_TOKENS (22,000 a round), BENCH_CONNECTIONS (8),
 // BENCH_LOAD_CPU (wrk's core, 1), BENCH_NODE_FLAGS (the deployed verifier's),
