@@ -8,18 +8,22 @@
 // BENCH_TOKENS (32,000), BENCH_WARM_SECONDS (4), BENCH_SECONDS (3), BENCH_NODE_FLAGS as in
 // bench/verifier.ts. docs/performance.md, "The miss path in the deployed process, profiled".
 import { spawn, spawnSync } from 'node:child_process';
-import { generateKeyPairSync, sign } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { LOAD_TEST_VERIFIER_ENV } from '../perf/systems.js';
 import { freePort } from '../stack/ports.js';
 import { VERIFIER_NODE_FLAGS, VERIFIER_PROCESS_ENV } from '../stack/service-env.js';
+import {
+  BENCH_AUDIENCE,
+  BENCH_ISSUER,
+  mintRs256Tokens,
+  serveJwks,
+  verifyScript,
+} from './new-token-load.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const ISSUER = 'https://bench.issuer.test';
 const TOKENS = Number(process.env.BENCH_TOKENS ?? 32_000);
 const WARM_TOKENS = Math.floor(TOKENS * 0.45);
 const flags = process.env.BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? [...VERIFIER_NODE_FLAGS];
@@ -34,42 +38,10 @@ new PerformanceObserver((list) => { for (const entry of list.getEntries()) {
   pausedMs += entry.duration; } }).observe({ entryTypes: ['gc'] });
 process.on('SIGUSR2', () => process.stderr.write('GC ' + JSON.stringify({ minor, major, pausedMs }) + '\\n'));`;
 
-const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-const b64 = (value: string | Buffer) => Buffer.from(value).toString('base64url');
-const header = b64(JSON.stringify({ alg: 'RS256', kid: 'bench', typ: 'at+jwt' }));
-const now = Math.floor(Date.now() / 1000);
-const tokens = Array.from({ length: TOKENS }, (_, i) => {
-  const claims = { iss: ISSUER, aud: 'secret-gate-api', sub: `user-${i}`, azp: 'spa-demo' };
-  const payload = { ...claims, scope: 'openid secrets:read', iat: now, exp: now + 3600 };
-  const input = `${header}.${b64(JSON.stringify({ ...payload, jti: `bench-${i}` }))}`;
-  return `${input}.${b64(sign('sha256', Buffer.from(input), privateKey))}`;
-});
-const jwk = { ...publicKey.export({ format: 'jwk' }), kid: 'bench', alg: 'RS256', use: 'sig' };
-const jwks = createServer((_request, response) =>
-  response
-    .writeHead(200, { 'content-type': 'application/json' })
-    .end(JSON.stringify({ keys: [jwk] })),
-);
-await new Promise<void>((done) => jwks.listen(0, '127.0.0.1', done));
-const jwksUri = `http://127.0.0.1:${(jwks.address() as { port: number }).port}/jwks`;
+const { tokens, jwk } = mintRs256Tokens(TOKENS);
+const jwks = await serveJwks(jwk);
 
-/** A wrk script sending each of `list` once (then round again) as NGINX's /_verify would. */
-function script(list: string[], name: string): string {
-  writeFileSync(join(work, `${name}.txt`), `${list.join('\n')}\n`);
-  writeFileSync(
-    join(work, `${name}.lua`),
-    `local t = {}
-for line in io.lines("${join(work, `${name}.txt`)}") do t[#t + 1] = "Bearer " .. line end
-local i = 0
-request = function()
-  i = i + 1
-  if i > #t then i = 1 end
-  return wrk.format("GET", "/verify", { ["Authorization"] = t[i], ["X-SG-Policy"] = "default",
-    ["X-Original-URI"] = "/secret", ["X-Original-Method"] = "GET", ["X-SG-Client"] = "127.0.0.1" })
-end`,
-  );
-  return join(work, `${name}.lua`);
-}
+const script = (list: readonly string[], name: string) => verifyScript(work, list, name);
 
 const port = await freePort();
 writeFileSync(join(work, 'gc.cjs'), GC_PRELOAD);
@@ -91,9 +63,9 @@ const child = spawn(
     env: {
       PATH: process.env.PATH ?? '',
       ...VERIFIER_PROCESS_ENV,
-      VERIFIER_ISSUER: ISSUER,
-      VERIFIER_AUDIENCE: 'secret-gate-api',
-      VERIFIER_JWKS_URI: jwksUri,
+      VERIFIER_ISSUER: BENCH_ISSUER,
+      VERIFIER_AUDIENCE: BENCH_AUDIENCE,
+      VERIFIER_JWKS_URI: jwks.uri,
       VERIFIER_REQUIRED_SCOPES: 'secrets:read',
       VERIFIER_LISTEN: `127.0.0.1:${port}`,
       VERIFIER_LOG_LEVEL: 'error',
