@@ -63,6 +63,8 @@ const HEADLINE_COMMANDS: ReadonlyArray<{
       'tight',
       '--duration',
       '10',
+      '--cfs-period',
+      '10',
     ],
   },
 ];
