@@ -8,7 +8,7 @@
 //   logouts    the IdP's address pushes 200 real logout tokens a second (each must be applied),
 //              alone, then while the same address also pushes 2,000 junk pushes a second (a third
 //              malformed, a third another issuer's, a third forged under the IdP's `iss` and `kid`),
-//              then the junk alone; the verifier's CPU from /proc in each row. In these rows each
+//              then the junk alone; the verifier's and NGINX's CPU from /proc in each row. In these rows each
 //              client is a wrk process of its own on core 1 (the victim one connection, paced to
 //              20 a second, a new token each request; the logouts (32 connections) and the junk
 //              (128) paced by wrk's Lua `delay()`), the verifier on core 0, so the rows measure
@@ -227,12 +227,38 @@ function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
+/** The processes named `comm` under `pid` (itself included): NGINX's master and its workers. */
+function processesNamed(pid: number, comm: string): number[] {
+  const found: number[] = [];
+  const visit = (id: number) => {
+    try {
+      if (readFileSync(`/proc/${id}/comm`, 'utf8').trim() === comm) found.push(id);
+      const children = readFileSync(`/proc/${id}/task/${id}/children`, 'utf8').trim();
+      for (const child of children === '' ? [] : children.split(' ')) visit(Number(child));
+    } catch {
+      // Gone since it was listed.
+    }
+  };
+  visit(pid);
+  return found;
+}
+
+/** CPU seconds NGINX's processes have used (its master and workers, under the stack's service). */
+function nginxCpuSeconds(stack: Stack): number {
+  const pid = stack.pid('nginx');
+  if (pid === undefined) return 0;
+  return processesNamed(pid, 'nginx').reduce((total, id) => total + cpuSeconds(id), 0);
+}
+
 interface LogoutRow {
   readonly name: string;
   /** The victim's wrk (undefined: no victim in the row). */
   readonly victim: WrkRun | undefined;
   readonly logouts: WrkRun | undefined;
   readonly junk: WrkRun | undefined;
+  /** NGINX's CPU over the row (master and workers), in seconds and in % of one core. */
+  readonly nginxSeconds: number;
+  readonly nginxPercent: number;
   /** The verifier's CPU over the row, in seconds and in % of one core. */
   readonly cpuSeconds: number;
   readonly cpuPercent: number;
@@ -308,6 +334,7 @@ async function logoutRow(
   const junkScript =
     parts.junk && clientScript(dir, 'junk.lua', JUNK_RATE, parts.junk.map(luaLogoutPush));
   const cpuBefore = cpuSeconds(pid);
+  const nginxBefore = nginxCpuSeconds(stack);
   const started = performance.now();
   const [victim, logouts, junk] = await Promise.all([
     victimScript === undefined ? undefined : run(victimScript, 1),
@@ -315,13 +342,17 @@ async function logoutRow(
     junkScript === undefined ? undefined : run(junkScript, 128),
   ]);
   const used = cpuSeconds(pid) - cpuBefore;
+  const nginxUsed = nginxCpuSeconds(stack) - nginxBefore;
+  const elapsed = (performance.now() - started) / 1000;
   return {
     name,
     victim,
     logouts,
     junk,
     cpuSeconds: used,
-    cpuPercent: (used / ((performance.now() - started) / 1000)) * 100,
+    cpuPercent: (used / elapsed) * 100,
+    nginxSeconds: nginxUsed,
+    nginxPercent: (nginxUsed / elapsed) * 100,
   };
 }
 
@@ -330,7 +361,7 @@ function logoutLine(row: LogoutRow): string {
     run === undefined ? '—' : [...run.statuses].map(([status, n]) => `${status} × ${n}`).join(', ');
   const rate = (run: WrkRun | undefined) =>
     run === undefined ? '—' : (run.requests / run.seconds).toFixed(0);
-  return `| ${row.name} | ${row.logouts?.requests ?? 0} | ${row.logouts?.statuses.get(200) ?? 0} | ${row.junk?.requests ?? 0} (${rate(row.junk)}/s) | ${statuses(row.junk)} | ${row.cpuPercent.toFixed(1)} | ${row.victim?.p99.toFixed(1) ?? '—'} |`;
+  return `| ${row.name} | ${row.logouts?.requests ?? 0} | ${row.logouts?.statuses.get(200) ?? 0} | ${row.junk?.requests ?? 0} (${rate(row.junk)}/s) | ${statuses(row.junk)} | ${row.cpuPercent.toFixed(1)} | ${row.nginxPercent.toFixed(1)} | ${row.victim?.p99.toFixed(1) ?? '—'} |`;
 }
 
 function line(row: Row): string {
@@ -415,6 +446,7 @@ async function main(): Promise<void> {
     const junkSent = Math.max(1, junkOnly.junk?.requests ?? 0);
     const perPushMicros = (junkOnly.cpuSeconds / junkSent) * 1e6;
     const junkCpu = (perPushMicros * JUNK_RATE) / 1e4;
+    const nginxPerPushMicros = (junkOnly.nginxSeconds / junkSent) * 1e6;
     const ratio = (flooded.victim?.p99 ?? Number.NaN) / (alone.victim?.p99 ?? Number.NaN);
     const applied = [alone, flooded].reduce(
       (n, row) => n + (row.logouts?.statuses.get(200) ?? 0),
@@ -433,16 +465,16 @@ async function main(): Promise<void> {
               ...rows.map(line),
               '',
             ]),
-        `the IdP's address (${IDP}): real logouts ${LOGOUT_RATE}/s, junk ${JUNK_RATE}/s (malformed, another issuer, forged under its iss and kid), each a wrk process${LOAD_CPU === undefined ? '' : ` on cpu ${LOAD_CPU}`}, paced; the victim a wrk process of its own (one connection, ${VICTIM_RATE}/s, a new token each); ${LOAD_CPU === undefined ? 'nothing pinned' : 'verifier on cpu 0'}; the verifier's CPU from /proc`,
+        `the IdP's address (${IDP}): real logouts ${LOGOUT_RATE}/s, junk ${JUNK_RATE}/s (malformed, another issuer, forged under its iss and kid), each a wrk process${LOAD_CPU === undefined ? '' : ` on cpu ${LOAD_CPU}`}, paced; the victim a wrk process of its own (one connection, ${VICTIM_RATE}/s, a new token each); ${LOAD_CPU === undefined ? 'nothing pinned' : 'verifier on cpu 0'}; the verifier's and NGINX's CPU from /proc`,
         '',
-        '| row | real logouts sent | applied (200) | junk sent | junk answers | verifier CPU % of a core | victim p99 ms |',
-        '| --- | ---: | ---: | --- | --- | ---: | ---: |',
+        '| row | real logouts sent | applied (200) | junk sent | junk answers | verifier CPU % of a core | NGINX CPU % of a core | victim p99 ms |',
+        '| --- | ---: | ---: | --- | --- | ---: | ---: | ---: |',
         logoutLine(alone),
         logoutLine(flooded),
         logoutLine(junkOnly),
         '',
         `victim p50/p90/p99 ms: without the junk ${[alone.victim?.p50, alone.victim?.p90, alone.victim?.p99].map((v) => v?.toFixed(1)).join('/')}, with it ${[flooded.victim?.p50, flooded.victim?.p90, flooded.victim?.p99].map((v) => v?.toFixed(1)).join('/')}`,
-        `real logouts applied: ${applied} of ${sent} (goal: all); the verifier's CPU per junk push ${perPushMicros.toFixed(0)} µs, so ${JUNK_RATE} junk/s cost ${junkCpu.toFixed(1)} % of a core (goal ≤ ${GOAL_JUNK_CPU_PERCENT} %): ${junkCpu <= GOAL_JUNK_CPU_PERCENT ? 'met' : 'MISSED'}; victim p99 with the junk / without ${ratio.toFixed(2)} (goal ≤ ${GOAL_P99_RATIO}): ${ratio <= GOAL_P99_RATIO ? 'met' : 'MISSED'}`,
+        `real logouts applied: ${applied} of ${sent} (goal: all); the verifier's CPU per junk push ${perPushMicros.toFixed(0)} µs, so ${JUNK_RATE} junk/s cost ${junkCpu.toFixed(1)} % of a core (goal ≤ ${GOAL_JUNK_CPU_PERCENT} %): ${junkCpu <= GOAL_JUNK_CPU_PERCENT ? 'met' : 'MISSED'}; NGINX's CPU per junk push ${nginxPerPushMicros.toFixed(0)} µs; victim p99 with the junk / without ${ratio.toFixed(2)} (goal ≤ ${GOAL_P99_RATIO}): ${ratio <= GOAL_P99_RATIO ? 'met' : 'MISSED'}`,
       ].join('\n'),
     );
   } finally {
