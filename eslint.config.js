@@ -103,9 +103,8 @@ export default tseslint.config(
     // njs 0.7.9 has no optional catch binding, and NGINX defines a few globals.
     files: ['nginx/njs/*.js'],
     languageOptions: {
-      // `console`: the secret-set watcher's step (secret-sets-cli.js) runs in the njs CLI;
-      // `Buffer`: njs's own (receiver-screen.js decodes base64url with it).
-      globals: { ngx: 'readonly', process: 'readonly', console: 'readonly', Buffer: 'readonly' },
+      // `console`: the secret-set watcher's step (secret-sets-cli.js) runs in the njs CLI.
+      globals: { ngx: 'readonly', process: 'readonly', console: 'readonly' },
     },
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { caughtErrors: 'none' }],

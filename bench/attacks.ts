@@ -16,6 +16,7 @@
 // In the other rows the victim sends one request at a time, 20 a second; the attacker keeps 16
 // requests in flight, from proofs and tokens signed before the row starts (signing them during the
 // row would load this process, which also times the victim).
+// The verifier listens on a unix socket, as under `npm start`.
 // Addresses come from X-Forwarded-For (NGINX trusts it from loopback here), so each side has its
 // own per-client limits, as two users do. Goals: the victim's p99 ≤ 100 ms in every row; every real
 // logout applied, the junk's CPU ≤ 5 % of a core and the victim's p99 within 20 % of the row
@@ -374,6 +375,8 @@ function line(row: Row): string {
 
 async function main(): Promise<void> {
   const stack = await startStack({
+    // As `npm start` runs it: the verifier on a unix socket only NGINX's user reaches.
+    verifierSocket: true,
     env: { nginx: { SG_REAL_IP_FROM: '127.0.0.1/32', SG_REAL_IP_HEADER: 'X-Forwarded-For' } },
   });
   try {

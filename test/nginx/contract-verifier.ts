@@ -26,18 +26,6 @@ export const contractTokens = Object.freeze({
   slowUncached: 'allow-slow-uncached',
 });
 
-/**
- * A logout push NGINX passes on to the verifier (a JWT's shape: its header and claims JSON
- * objects, njs/receiver-screen.js), for the stand-in to record; the stand-in verifies nothing.
- */
-export const contractLogoutBody = `logout_token=${[
-  '{"alg":"RS256","typ":"logout+jwt"}',
-  '{"iss":"http://127.0.0.1:8081"}',
-  'signature',
-]
-  .map((part) => Buffer.from(part).toString('base64url'))
-  .join('.')}`;
-
 /** A token this long (or any other starting `allow-long-`) is allowed and may be cached. */
 export function longCachedToken(length: number): string {
   return `allow-long-${'x'.repeat(length - 'allow-long-'.length)}`;
