@@ -24,11 +24,12 @@
 // Usage: npm run bench:attacks [-- --seconds 10] [--logouts-only] [--no-pin]
 import { createHash, generateKeyPairSync, randomBytes, randomUUID, sign } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createDpopClient } from '../perf/dpop-proofs.js';
+import { createUsageSampler } from '../perf/process-stats.js';
 import { startStack, type Stack } from '../stack/start-stack.js';
 import { hugeExponentRsaKey, signRsaProof } from '../verifier/src/testing/dpop-proof.js';
 import { lua, pacing, REPORT, runWrk, type WrkRun } from './wrk.js';
@@ -220,37 +221,6 @@ async function junkPool(stack: Stack): Promise<string[]> {
   );
 }
 
-/** CPU seconds (user + system) a process has used, from /proc/PID/stat. */
-function cpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  // utime and stime: fields 14 and 15 of stat(5), in clock ticks (100 a second on Linux).
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-}
-
-/** The processes named `comm` under `pid` (itself included): NGINX's master and its workers. */
-function processesNamed(pid: number, comm: string): number[] {
-  const found: number[] = [];
-  const visit = (id: number) => {
-    try {
-      if (readFileSync(`/proc/${id}/comm`, 'utf8').trim() === comm) found.push(id);
-      const children = readFileSync(`/proc/${id}/task/${id}/children`, 'utf8').trim();
-      for (const child of children === '' ? [] : children.split(' ')) visit(Number(child));
-    } catch {
-      // Gone since it was listed.
-    }
-  };
-  visit(pid);
-  return found;
-}
-
-/** CPU seconds NGINX's processes have used (its master and workers, under the stack's service). */
-function nginxCpuSeconds(stack: Stack): number {
-  const pid = stack.pid('nginx');
-  if (pid === undefined) return 0;
-  return processesNamed(pid, 'nginx').reduce((total, id) => total + cpuSeconds(id), 0);
-}
-
 interface LogoutRow {
   readonly name: string;
   /** The victim's wrk (undefined: no victim in the row). */
@@ -308,8 +278,13 @@ async function logoutRow(
   parts: { victim?: string[]; logouts?: string[]; junk?: string[] },
   seconds = SECONDS,
 ): Promise<LogoutRow> {
-  const pid = stack.pid('verifier');
-  if (pid === undefined) throw new Error('the verifier is not running');
+  const services = new Map(
+    (['verifier', 'nginx'] as const).map((service) => {
+      const pid = stack.pid(service);
+      if (pid === undefined) throw new Error(`${service} is not running`);
+      return [service, [pid]];
+    }),
+  );
   const secretPath = new URL(stack.urls.secret).pathname;
   const run = (script: string, connections: number) =>
     runWrk({ url: stack.urls.gate, script, seconds, connections, cpu: LOAD_CPU });
@@ -334,26 +309,25 @@ async function logoutRow(
     );
   const junkScript =
     parts.junk && clientScript(dir, 'junk.lua', JUNK_RATE, parts.junk.map(luaLogoutPush));
-  const cpuBefore = cpuSeconds(pid);
-  const nginxBefore = nginxCpuSeconds(stack);
-  const started = performance.now();
+  // The verifier's process, and NGINX's master with its workers.
+  const sampler = createUsageSampler(services);
   const [victim, logouts, junk] = await Promise.all([
     victimScript === undefined ? undefined : run(victimScript, 1),
     logoutScript === undefined ? undefined : run(logoutScript, 32),
     junkScript === undefined ? undefined : run(junkScript, 128),
   ]);
-  const used = cpuSeconds(pid) - cpuBefore;
-  const nginxUsed = nginxCpuSeconds(stack) - nginxBefore;
-  const elapsed = (performance.now() - started) / 1000;
+  const usage = new Map(sampler.stop().map((used) => [used.name, used]));
+  const { cpuSeconds, wallSeconds } = usage.get('verifier')!;
+  const nginxSeconds = usage.get('nginx')!.cpuSeconds;
   return {
     name,
     victim,
     logouts,
     junk,
-    cpuSeconds: used,
-    cpuPercent: (used / elapsed) * 100,
-    nginxSeconds: nginxUsed,
-    nginxPercent: (nginxUsed / elapsed) * 100,
+    cpuSeconds,
+    cpuPercent: (cpuSeconds / wallSeconds) * 100,
+    nginxSeconds,
+    nginxPercent: (nginxSeconds / wallSeconds) * 100,
   };
 }
 
