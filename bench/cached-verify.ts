@@ -19,7 +19,7 @@
 // `--syscalls` (with or without `--dpop`): system calls per request by kind, each server
 // unpinned, `strace -c -f -p PID` attached after the warm-up over REQUESTS requests on the same
 // CONNECTIONS connections (epoll waits included: they show how many requests one wake-up serves).
-import { spawn, spawnSync, execFile, type ChildProcess } from 'node:child_process';
+import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
@@ -28,12 +28,14 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseCallgrindTotals, parseStraceSummary } from '../perf/nginx-counts.js';
+import { processCpuMicros } from '../perf/process-stats.js';
 import { LOAD_TEST_VERIFIER_ENV } from '../perf/systems.js';
 import { VERIFIER_NODE_FLAGS } from '../stack/service-env.js';
 import { freePort } from '../stack/ports.js';
 import { proofJwk, thumbprintOf } from '../verifier/src/testing/dpop-proof.js';
 import { AUDIENCE, ISSUER, mintToken, startJwksServer } from '../verifier/src/testing/fixtures.js';
 import { bareVerifyMicros, mintProofs } from './dpop-parts.js';
+import { runWrkSync } from './wrk.js';
 
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -162,8 +164,7 @@ async function send(port: number, count: number): Promise<void> {
 async function waitServing(port: number, child: ChildProcess): Promise<void> {
   const deadline = Date.now() + 180_000;
   while (Date.now() < deadline) {
-    if (child.exitCode !== null)
-      throw new Error(`server under callgrind exited (${child.exitCode})`);
+    if (child.exitCode !== null) throw new Error(`server exited (${child.exitCode})`);
     try {
       const reply = await fetch(`http://127.0.0.1:${port}/readyz`, {
         signal: AbortSignal.timeout(5000),
@@ -175,7 +176,35 @@ async function waitServing(port: number, child: ChildProcess): Promise<void> {
     }
     await sleep(300);
   }
-  throw new Error(`server under callgrind did not serve within 180 s`);
+  throw new Error(`server did not serve within 180 s`);
+}
+
+/**
+ * Runs `measure` against one server, `prefix` (valgrind, taskset or nothing) then node and `args`
+ * on a fresh port: started and answering before `measure` runs, killed after it.
+ */
+async function withServer<T>(
+  prefix: readonly string[],
+  args: readonly string[],
+  env: Record<string, string>,
+  measure: (port: number, child: ChildProcess) => Promise<T>,
+): Promise<T> {
+  const port = await freePort();
+  const [command, ...argv] = [...prefix, process.execPath, ...perfMap, ...args];
+  const child = spawn(command!, argv, {
+    cwd: ROOT,
+    env: serverEnv(port, env),
+    // Valgrind's own chatter is not the server's.
+    stdio: ['ignore', 'ignore', prefix[0] === 'valgrind' ? 'ignore' : 'inherit'],
+  });
+  const exited = new Promise((done) => child.once('exit', done));
+  try {
+    await waitServing(port, child);
+    return await measure(port, child);
+  } finally {
+    child.kill('SIGKILL');
+    await exited;
+  }
 }
 
 /** callgrind_control exits 0 even when it found no such process: its "OK." is the answer. */
@@ -196,89 +225,58 @@ const serverEnv = (port: number, env: Record<string, string>) => ({
 /** Instructions per request of one server: `args` after node, under callgrind. */
 async function count(args: string[], env: Record<string, string>): Promise<number> {
   const dir = mkdtempSync(join(tmpdir(), 'cached-verify-'));
-  const port = await freePort();
-  const child = spawn(
+  const callgrind = [
     'valgrind',
-    [
-      '--tool=callgrind',
-      '--smc-check=all-non-file',
-      `--callgrind-out-file=${join(dir, 'callgrind.out')}`,
-      process.execPath,
-      ...perfMap,
-      ...args,
-    ],
-    {
-      cwd: ROOT,
-      env: serverEnv(port, env),
-      stdio: ['ignore', 'ignore', 'ignore'],
-    },
-  );
-  const exited = new Promise((done) => child.once('exit', done));
+    '--tool=callgrind',
+    '--smc-check=all-non-file',
+    `--callgrind-out-file=${join(dir, 'callgrind.out')}`,
+  ];
   try {
-    await waitServing(port, child);
-    await send(port, WARM_UP);
-    await control(child.pid!, '--zero');
-    await send(port, REQUESTS);
-    await control(child.pid!, '--dump=counted');
-    const file = readdirSync(dir)
-      .map((name) => join(dir, name))
-      .find((path) => readFileSync(path, 'utf8').includes('\ndesc: Trigger: dump counted\n'));
-    if (file === undefined) throw new Error(`callgrind wrote no dump in ${dir}`);
-    return parseCallgrindTotals(readFileSync(file, 'utf8')) / REQUESTS;
+    return await withServer(callgrind, args, env, async (port, child) => {
+      await send(port, WARM_UP);
+      await control(child.pid!, '--zero');
+      await send(port, REQUESTS);
+      await control(child.pid!, '--dump=counted');
+      const file = readdirSync(dir)
+        .map((name) => join(dir, name))
+        .find((path) => readFileSync(path, 'utf8').includes('\ndesc: Trigger: dump counted\n'));
+      if (file === undefined) throw new Error(`callgrind wrote no dump in ${dir}`);
+      if (keep !== undefined) console.log(`callgrind dumps kept in ${dir} (pid ${child.pid})`);
+      return parseCallgrindTotals(readFileSync(file, 'utf8')) / REQUESTS;
+    });
   } finally {
-    child.kill('SIGKILL');
-    await exited;
     if (keep === undefined) rmSync(dir, { recursive: true, force: true });
-    else console.log(`callgrind dumps kept in ${dir} (pid ${child.pid})`);
   }
 }
 
 /** Calls per request by system call of one server (`args` after node), from `strace -c`. */
 async function straceCounts(args: string[], env: Record<string, string>) {
   const dir = mkdtempSync(join(tmpdir(), 'cached-strace-'));
-  const port = await freePort();
-  const child = spawn(process.execPath, args, {
-    cwd: ROOT,
-    env: serverEnv(port, env),
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  const exited = new Promise((done) => child.once('exit', done));
   try {
-    await waitServing(port, child);
-    await send(port, WARM_UP);
-    const out = join(dir, 'strace.txt');
-    const tracer = spawn('strace', ['-c', '-f', '-o', out, '-p', String(child.pid)], {
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    const traced = new Promise((done) => tracer.once('exit', done));
-    // strace says so on stderr once it has attached to every thread.
-    await new Promise<void>((done) => {
-      let said = '';
-      tracer.stderr.on('data', (chunk: Buffer) => {
-        said += chunk.toString();
-        if (/attached/.test(said)) done();
+    return await withServer([], args, env, async (port, child) => {
+      await send(port, WARM_UP);
+      const out = join(dir, 'strace.txt');
+      const tracer = spawn('strace', ['-c', '-f', '-o', out, '-p', String(child.pid)], {
+        stdio: ['ignore', 'ignore', 'pipe'],
       });
+      const traced = new Promise((done) => tracer.once('exit', done));
+      // strace says so on stderr once it has attached to every thread.
+      await new Promise<void>((done) => {
+        let said = '';
+        tracer.stderr.on('data', (chunk: Buffer) => {
+          said += chunk.toString();
+          if (/attached/.test(said)) done();
+        });
+      });
+      await sleep(200);
+      await send(port, REQUESTS);
+      tracer.kill('SIGINT');
+      await traced;
+      return parseStraceSummary(readFileSync(out, 'utf8'));
     });
-    await sleep(200);
-    await send(port, REQUESTS);
-    tracer.kill('SIGINT');
-    await traced;
-    return parseStraceSummary(readFileSync(out, 'utf8'));
   } finally {
-    child.kill('SIGKILL');
-    await exited;
     rmSync(dir, { recursive: true, force: true });
   }
-}
-
-const CLOCK_TICKS_PER_SECOND = 100;
-
-/** utime and stime of a process, in µs (from /proc; Linux reports clock ticks of 10 ms). */
-function cpuMicros(pid: number): { user: number; system: number } {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  const micros = (field: string | undefined) => (Number(field) * 1e6) / CLOCK_TICKS_PER_SECOND;
-  return { user: micros(fields[11]), system: micros(fields[12]) };
 }
 
 /**
@@ -316,49 +314,40 @@ end
 
 /** wrk on the load core with the request's headers; server CPU µs per request of `pid`. */
 function wrk(port: number, seconds: number, pid?: number): number {
-  const before = pid === undefined ? undefined : cpuMicros(pid);
+  const before = pid === undefined ? undefined : processCpuMicros(pid);
   const headers = REQUEST.toString('latin1')
     .split('\r\n')
     .slice(2)
-    .filter((line) => line !== '')
-    .flatMap((line) => ['-H', line]);
-  const load = cpus().length > 1 ? '1' : '0';
-  const args = ['-c', load, 'wrk', '-t1', `-c${32}`, `-d${seconds}s`, ...headers];
-  let dir: string | undefined;
-  if (dpop) args.push('-s', proofScript((dir = mkdtempSync(join(tmpdir(), 'cached-dpop-')))));
-  const done = spawnSync('taskset', [...args, `http://127.0.0.1:${port}/verify`], {
-    encoding: 'utf8',
-  });
-  if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
-  if (done.status !== 0) throw new Error(`wrk failed: ${done.stderr}`);
-  // With --dpop, a pool used up (a proof sent twice) is refused as a replay: raise --proofs.
-  if (/Non-2xx/.test(done.stdout)) throw new Error(`wrk saw refusals:\n${done.stdout}`);
-  const requests = Number(/(\d+) requests in/.exec(done.stdout)?.[1] ?? NaN);
-  if (pid === undefined || before === undefined) return NaN;
-  const after = cpuMicros(pid);
-  const user = (after.user - before.user) / requests;
-  const system = (after.system - before.system) / requests;
-  console.log(`  user ${user.toFixed(1)} + system ${system.toFixed(1)} µs per request`);
-  return user + system;
+    .filter((line) => line !== '');
+  const dir = dpop ? mkdtempSync(join(tmpdir(), 'cached-dpop-')) : undefined;
+  try {
+    const done = runWrkSync({
+      url: `http://127.0.0.1:${port}/verify`,
+      seconds,
+      connections: 32,
+      cpu: cpus().length > 1 ? '1' : '0',
+      headers,
+      ...(dir === undefined ? {} : { script: proofScript(dir) }),
+    });
+    // With --dpop, a pool used up (a proof sent twice) is refused as a replay: raise --proofs.
+    if (done.non2xx > 0) throw new Error(`wrk saw refusals:\n${done.stdout}`);
+    if (pid === undefined || before === undefined) return NaN;
+    const after = processCpuMicros(pid);
+    const user = (after.user - before.user) / done.requests;
+    const system = (after.system - before.system) / done.requests;
+    console.log(`  user ${user.toFixed(1)} + system ${system.toFixed(1)} µs per request`);
+    return user + system;
+  } finally {
+    if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /** Server CPU µs per request of one server: `args` after node, pinned to core 0. */
-async function time(args: string[], env: Record<string, string>): Promise<number> {
-  const port = await freePort();
-  const child = spawn('taskset', ['-c', '0', process.execPath, ...perfMap, ...args], {
-    cwd: ROOT,
-    env: serverEnv(port, env),
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  const exited = new Promise((done) => child.once('exit', done));
-  try {
-    await waitServing(port, child);
+function time(args: string[], env: Record<string, string>): Promise<number> {
+  return withServer(['taskset', '-c', '0'], args, env, (port, child) => {
     wrk(port, 1);
-    return wrk(port, SECONDS, child.pid);
-  } finally {
-    child.kill('SIGKILL');
-    await exited;
-  }
+    return Promise.resolve(wrk(port, SECONDS, child.pid));
+  });
 }
 
 const measure = timed ? time : count;

@@ -34,7 +34,7 @@
 // bench:counts). BENCH_ROWS=verifier, inprocess, gate, counts or nginx runs one part.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -44,6 +44,7 @@ import { ExportResultCode } from '@opentelemetry/core';
 import { BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { COUNT_DEFAULTS } from '../perf/count-options.js';
 import { COUNT_ROW_NAMES, runNginxCounts } from '../perf/count-run.js';
+import { processCpuMicros } from '../perf/process-stats.js';
 import { LOAD_TEST_VERIFIER_ENV } from '../perf/systems.js';
 import { freePort } from '../stack/ports.js';
 import { VERIFIER_NODE_FLAGS } from '../stack/service-env.js';
@@ -53,6 +54,7 @@ import type { DecisionMode } from './tracing-decisions.js';
 import { minter } from './runtime-rows.js';
 import { countRows } from './tracing-counts.js';
 import { gateRows, goalVerdict } from './tracing-gate.js';
+import { wrkCommand, wrkSummary } from './wrk.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const ISSUER = 'https://bench.issuer.test';
@@ -155,10 +157,10 @@ end
   return path;
 }
 
+/** utime + stime of a process so far, in µs. */
 function cpuMicros(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10_000;
+  const { user, system } = processCpuMicros(pid);
+  return user + system;
 }
 
 /** Runs a command to its end without blocking this process (the OTLP receiver lives here). */
@@ -175,24 +177,21 @@ function run(command: string, args: readonly string[], env?: NodeJS.ProcessEnv) 
 
 async function wrk(url: string, scriptPath: string, seconds: number, pid?: number): Promise<Row> {
   const before = pid === undefined ? 0 : cpuMicros(pid);
-  const done = await run('taskset', [
-    '-c',
-    LOAD_CPU,
-    'wrk',
-    '-t1',
-    `-c${CONNECTIONS}`,
-    `-d${seconds}s`,
-    '-s',
-    scriptPath,
+  const [command, args] = wrkCommand({
     url,
-  ]);
+    seconds,
+    connections: CONNECTIONS,
+    cpu: LOAD_CPU,
+    script: scriptPath,
+  });
+  const done = await run(command, args);
   if (done.status !== 0) throw new Error(`wrk failed: ${done.stderr}`);
-  const requests = Number(/(\d+) requests in/.exec(done.stdout)?.[1] ?? NaN);
+  const { requests, rate, non2xx } = wrkSummary(done.stdout);
   return {
-    rate: Number(/Requests\/sec:\s+([\d.]+)/.exec(done.stdout)?.[1] ?? NaN),
+    rate,
     cpu: pid === undefined ? NaN : (cpuMicros(pid) - before) / requests,
     requests,
-    non2xx: Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(done.stdout)?.[1] ?? 0),
+    non2xx,
   };
 }
 

@@ -29,6 +29,7 @@ import {
   serveJwks,
   verifyScript,
 } from './new-token-load.js';
+import { runWrkSync } from './wrk.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
@@ -105,24 +106,15 @@ uws.App().any('/*', (res, req) => {
 const script = (list: readonly string[], name: string) => verifyScript(work, list, name);
 
 function wrk(port: number, lua: string, seconds: number): number {
-  const run = spawnSync(
-    'taskset',
-    [
-      '-c',
-      LOAD_CPU,
-      'wrk',
-      '-t1',
-      `-c${CONNECTIONS}`,
-      `-d${seconds}s`,
-      '-s',
-      lua,
-      `http://127.0.0.1:${port}`,
-    ],
-    { encoding: 'utf8' },
-  );
-  if (run.status !== 0) throw new Error(`wrk failed: ${run.stderr}`);
-  if (/Non-2xx/.test(run.stdout)) throw new Error(`wrk saw refusals:\n${run.stdout}`);
-  return Number(/(\d+) requests in/.exec(run.stdout)?.[1]);
+  const done = runWrkSync({
+    url: `http://127.0.0.1:${port}`,
+    seconds,
+    connections: CONNECTIONS,
+    cpu: LOAD_CPU,
+    script: lua,
+  });
+  if (done.non2xx > 0) throw new Error(`wrk saw refusals:\n${done.stdout}`);
+  return done.requests;
 }
 
 /** The servers and `perf` processes started, stopped when this process ends however it ends. */

@@ -29,9 +29,11 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { freePort } from '../stack/ports.js';
+import { processCpuMicros } from '../perf/process-stats.js';
 import { LOAD_TEST_VERIFIER_ENV } from '../perf/systems.js';
 import { VERIFIER_NODE_FLAGS, VERIFIER_PROCESS_ENV } from '../stack/service-env.js';
 import { COMPARED_VERSIONS, runtimeTable } from './runtimes.js';
+import { runWrkSync } from './wrk.js';
 import { IMAGES, buildImages, docker, missingEngine } from '../test/containers/engine.js';
 import {
   prepareVerifierImage,
@@ -224,8 +226,6 @@ interface WrkResult {
   cpuPerRequest: number;
 }
 
-const CLOCK_TICKS_PER_SECOND = 100;
-
 /**
  * What NGINX's /_verify location sends besides the token (snippets/verify-endpoint.conf; its empty
  * ones left out): every row with a token sends them, the bare 204 too, so the floor reads the
@@ -238,11 +238,10 @@ const NGINX_VERIFY_HEADERS = [
   'X-SG-Client: 127.0.0.1',
 ];
 
-/** utime + stime of a process, in µs (from /proc; Linux reports clock ticks of 10 ms). */
+/** utime + stime of a process so far, in µs. */
 function cpuMicros(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS_PER_SECOND;
+  const { user, system } = processCpuMicros(pid);
+  return user + system;
 }
 
 function wrk(
@@ -261,26 +260,17 @@ function wrk(
   const { pid } = options;
   const readCpu = options.cpu ?? (pid === undefined ? undefined : () => cpuMicros(pid));
   const cpuBefore = readCpu?.() ?? 0;
-  const args = [
-    '-c',
-    LOAD_CPU,
-    'wrk',
-    '-t1',
-    `-c${CONNECTIONS}`,
-    `-d${options.seconds ?? DURATION}s`,
-  ];
-  if (options.token) {
-    args.push('-H', `Authorization: Bearer ${options.token}`);
-    for (const header of NGINX_VERIFY_HEADERS) args.push('-H', header);
-  }
-  if (options.script) args.push('-s', options.script);
-  args.push(url);
-  if (options.scriptArgs) args.push('--', ...options.scriptArgs);
-  const run = spawnSync('taskset', args, { encoding: 'utf8' });
-  if (run.status !== 0) throw new Error(`wrk failed: ${run.stderr}`);
-  const rate = Number(/Requests\/sec:\s+([\d.]+)/.exec(run.stdout)?.[1] ?? NaN);
-  const requests = Number(/(\d+) requests in/.exec(run.stdout)?.[1] ?? NaN);
-  const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(run.stdout)?.[1] ?? 0);
+  const { rate, requests, non2xx } = runWrkSync({
+    url,
+    seconds: options.seconds ?? DURATION,
+    connections: CONNECTIONS,
+    cpu: LOAD_CPU,
+    headers: options.token
+      ? [`Authorization: Bearer ${options.token}`, ...NGINX_VERIFY_HEADERS]
+      : [],
+    ...(options.script === undefined ? {} : { script: options.script }),
+    ...(options.scriptArgs === undefined ? {} : { scriptArgs: options.scriptArgs }),
+  });
   const cpuPerRequest = readCpu === undefined ? NaN : (readCpu() - cpuBefore) / requests;
   return { rate, requests, non2xx, cpuPerRequest };
 }

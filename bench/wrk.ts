@@ -2,7 +2,7 @@
 // answers it times), optionally pinned to a core, paced by a Lua `delay()` that hands out send
 // slots at a fixed rate (an open loop while connections are free), and a `done()` that prints the
 // answers by status and the latency percentiles, parsed here.
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 
 export interface WrkRun {
   /** Requests answered. */
@@ -58,25 +58,70 @@ end
 /** A Lua string literal (the bodies and tokens the scripts send are ASCII). */
 export const lua = (value: string) => JSON.stringify(value);
 
-/** Starts wrk (under `taskset -c cpu` when given); resolves when it has run `seconds`. */
-export function runWrk(options: {
+/** How a wrk run is started: its target, length and load, and where it runs. */
+export interface WrkOptions {
   readonly url: string;
-  readonly script: string;
   readonly seconds: number;
   readonly connections: number;
   readonly threads?: number;
+  /** A core to pin wrk to (`taskset -c`); undefined: anywhere. */
   readonly cpu?: string | undefined;
-}): Promise<WrkRun> {
+  /** Request headers (`Name: value`) every request carries. */
+  readonly headers?: readonly string[];
+  readonly script?: string;
+  /** Arguments for the script's `init`. */
+  readonly scriptArgs?: readonly string[];
+}
+
+/** wrk's command and arguments for `options` (under `taskset -c cpu` when given). */
+export function wrkCommand(options: WrkOptions): [string, string[]] {
   const args = [
     `-t${options.threads ?? 1}`,
     `-c${options.connections}`,
     `-d${options.seconds}s`,
-    '-s',
-    options.script,
+    ...(options.headers ?? []).flatMap((header) => ['-H', header]),
+    ...(options.script === undefined ? [] : ['-s', options.script]),
     options.url,
+    ...(options.scriptArgs === undefined ? [] : ['--', ...options.scriptArgs]),
   ];
-  const [command, argv] =
-    options.cpu === undefined ? ['wrk', args] : ['taskset', ['-c', options.cpu, 'wrk', ...args]];
+  return options.cpu === undefined
+    ? ['wrk', args]
+    : ['taskset', ['-c', options.cpu, 'wrk', ...args]];
+}
+
+/** wrk's own summary of a run: requests answered, their rate, answers outside 2xx and 3xx. */
+export interface WrkSummary {
+  readonly requests: number;
+  readonly rate: number;
+  readonly non2xx: number;
+}
+
+/** The summary wrk prints at the end of a run (NaN where a figure is missing). */
+export function wrkSummary(stdout: string): WrkSummary {
+  return {
+    requests: Number(/(\d+) requests in/.exec(stdout)?.[1] ?? NaN),
+    rate: Number(/Requests\/sec:\s+([\d.]+)/.exec(stdout)?.[1] ?? NaN),
+    non2xx: Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(stdout)?.[1] ?? 0),
+  };
+}
+
+/**
+ * Runs wrk to its end, blocking this process (for a server in another process); its summary and
+ * its standard output. Throws when wrk fails.
+ */
+export function runWrkSync(options: WrkOptions): WrkSummary & { readonly stdout: string } {
+  const [command, args] = wrkCommand(options);
+  const run = spawnSync(command, args, { encoding: 'utf8' });
+  if (run.status !== 0) throw new Error(`wrk failed: ${run.stderr}`);
+  return { ...wrkSummary(run.stdout), stdout: run.stdout };
+}
+
+/**
+ * Starts wrk with `script`, which must include REPORT (answers by status, percentiles); resolves
+ * when it has run `seconds`.
+ */
+export function runWrk(options: WrkOptions & { readonly script: string }): Promise<WrkRun> {
+  const [command, argv] = wrkCommand(options);
   return new Promise((resolve, reject) => {
     const child = spawn(command, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';

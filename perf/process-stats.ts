@@ -37,6 +37,14 @@ export function parseStat(text: string): { ppid: number; cpuTicks: number } | un
   return Number.isFinite(ppid) && Number.isFinite(cpuTicks) ? { ppid, cpuTicks } : undefined;
 }
 
+/** A process's user and system CPU time so far, in µs (`/proc/PID/stat`'s utime and stime). */
+export function processCpuMicros(pid: number): { user: number; system: number } {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const micros = (field: string | undefined) => (Number(field) * 1e6) / CLOCK_TICKS;
+  return { user: micros(fields[11]), system: micros(fields[12]) };
+}
+
 /**
  * Seconds a process's threads spent runnable but waiting for a CPU (second field of each
  * `/proc/PID/task/TID/schedstat`, in ns): on a machine shared with other work, a process can be
