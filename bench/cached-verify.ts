@@ -16,25 +16,24 @@
 // goes), beside a bare uWS handler that verifies each proof's signature and answers 204 (the HTTP
 // exchange at the rate an ES256 verify allows) and, timed, the bare `crypto.verify` of the same
 // proofs in-process (issue 40 item 4: the verifier's CPU per request within +40 µs of it).
-// `--syscalls` (with or without `--dpop`): system calls per request by kind, each server
-// unpinned, `strace -c -f -p PID` attached after the warm-up over REQUESTS requests on the same
-// CONNECTIONS connections (epoll waits included: they show how many requests one wake-up serves).
+// System calls per request, the DPoP request's too: `npm run bench:syscalls`.
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { parseCallgrindTotals, parseStraceSummary } from '../perf/nginx-counts.js';
+import { parseCallgrindTotals } from '../perf/nginx-counts.js';
 import { processCpuMicros } from '../perf/process-stats.js';
 import { LOAD_TEST_VERIFIER_ENV } from '../perf/systems.js';
 import { VERIFIER_NODE_FLAGS } from '../stack/service-env.js';
 import { freePort } from '../stack/ports.js';
 import { proofJwk, thumbprintOf } from '../verifier/src/testing/dpop-proof.js';
 import { AUDIENCE, ISSUER, mintToken, startJwksServer } from '../verifier/src/testing/fixtures.js';
-import { bareVerifyMicros, mintProofs } from './dpop-parts.js';
+import { bareVerifyMicros, mintProofs, proofWrkScript } from './dpop-parts.js';
+import { BARE_UWS, UWS_PROOF_VERIFY } from './bare-servers.js';
 import { runWrkSync } from './wrk.js';
 
 const run = promisify(execFile);
@@ -57,39 +56,10 @@ const perfMap = argv.includes('--perf-map') ? ['--perf-basic-prof'] : [];
 const timed = argv.includes('--time');
 const SECONDS = Number(option('--seconds')[0] ?? 3);
 const dpop = argv.includes('--dpop');
-const syscalls = argv.includes('--syscalls');
 /** Proofs per wrk run: more than the fastest server answers in its seconds (else a replay, a 401). */
 const PROOFS_PER_RUN = Number(option('--proofs')[0] ?? 60_000);
 /** What NGINX sends as X-Original-Origin (SG_EXTERNAL_ORIGIN), the proofs' `htu` with the URI. */
 const ORIGIN = 'https://gate.example';
-
-const BARE_UWS = `
-const uws = require('uWebSockets.js');
-if (typeof uws.getParts !== 'function') { console.error('uWS native addon not loaded'); process.exit(1); }
-uws.App().any('/*', (res) => { res.writeStatus('204 No Content').endWithoutBody(); })
-  .listen('127.0.0.1', Number(process.env.PORT), (ok) => { if (!ok) process.exit(1); });
-`;
-
-/**
- * `--dpop`'s HTTP floor: the bare uWS handler that also verifies the request's proof signature
- * (the `ec` key prepared once, as the bare verify row): what the HTTP exchange costs at the rate a
- * signature check per request allows, with nothing of the verifier's own work.
- */
-const BARE_UWS_VERIFY = `
-const uws = require('uWebSockets.js');
-const { createPublicKey, verify } = require('node:crypto');
-if (typeof uws.getParts !== 'function') { console.error('uWS native addon not loaded'); process.exit(1); }
-const key = { key: createPublicKey({ key: JSON.parse(process.env.PROOF_JWK), format: 'jwk' }), dsaEncoding: 'ieee-p1363' };
-uws.App().any('/*', (res, req) => {
-  const proof = req.getHeader('dpop');
-  // The readiness probe comes without a proof.
-  if (proof === '') return res.writeStatus('204 No Content').endWithoutBody();
-  const dot = proof.lastIndexOf('.');
-  const ok = verify('sha256', Buffer.from(proof.slice(0, dot), 'latin1'), key, Buffer.from(proof.slice(dot + 1), 'base64url'));
-  if (ok) res.writeStatus('204 No Content').endWithoutBody();
-  else res.writeStatus('401 Unauthorized').end();
-}).listen('127.0.0.1', Number(process.env.PORT), (ok) => { if (!ok) process.exit(1); });
-`;
 
 // One token, cached for the whole run (the fixtures' dev-IdP shape, an hour's lifetime); with
 // `--dpop` bound to the `ec` key (`cnf.jkt`).
@@ -249,69 +219,6 @@ async function count(args: string[], env: Record<string, string>): Promise<numbe
   }
 }
 
-/** Calls per request by system call of one server (`args` after node), from `strace -c`. */
-async function straceCounts(args: string[], env: Record<string, string>) {
-  const dir = mkdtempSync(join(tmpdir(), 'cached-strace-'));
-  try {
-    return await withServer([], args, env, async (port, child) => {
-      await send(port, WARM_UP);
-      const out = join(dir, 'strace.txt');
-      const tracer = spawn('strace', ['-c', '-f', '-o', out, '-p', String(child.pid)], {
-        stdio: ['ignore', 'ignore', 'pipe'],
-      });
-      const traced = new Promise((done) => tracer.once('exit', done));
-      // strace says so on stderr once it has attached to every thread.
-      await new Promise<void>((done) => {
-        let said = '';
-        tracer.stderr.on('data', (chunk: Buffer) => {
-          said += chunk.toString();
-          if (/attached/.test(said)) done();
-        });
-      });
-      await sleep(200);
-      await send(port, REQUESTS);
-      tracer.kill('SIGINT');
-      await traced;
-      return parseStraceSummary(readFileSync(out, 'utf8'));
-    });
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
-
-/**
- * A wrk script giving each request the next proof of a pool never sent before (`--dpop`); proofs
- * are minted for each run, so their `iat` stays inside the verifier's window.
- */
-function proofScript(dir: string): string {
-  const list = join(dir, 'proofs.txt');
-  writeFileSync(
-    list,
-    `${mintProofs(PROOFS_PER_RUN, Math.floor(Date.now() / 1000), token, `${ORIGIN}/secret`).join('\n')}\n`,
-  );
-  const script = join(dir, 'proofs.lua');
-  writeFileSync(
-    script,
-    `local proofs = {}
-for line in io.lines("${list}") do proofs[#proofs + 1] = line end
-local i = 0
-local headers
-request = function()
-  -- wrk.format's headers replace the -H ones: copied once, the proof set per request.
-  if headers == nil then
-    headers = {}
-    for name, value in pairs(wrk.headers) do headers[name] = value end
-  end
-  i = i + 1
-  if i > #proofs then i = 1 end
-  headers["DPoP"] = proofs[i]
-  return wrk.format(nil, nil, headers)
-end
-`,
-  );
-  return script;
-}
-
 /** wrk on the load core with the request's headers; server CPU µs per request of `pid`. */
 function wrk(port: number, seconds: number, pid?: number): number {
   const before = pid === undefined ? undefined : processCpuMicros(pid);
@@ -327,7 +234,14 @@ function wrk(port: number, seconds: number, pid?: number): number {
       connections: 32,
       cpu: cpus().length > 1 ? '1' : '0',
       headers,
-      ...(dir === undefined ? {} : { script: proofScript(dir) }),
+      ...(dir === undefined
+        ? {}
+        : {
+            script: proofWrkScript(
+              dir,
+              mintProofs(PROOFS_PER_RUN, Math.floor(Date.now() / 1000), token, `${ORIGIN}/secret`),
+            ),
+          }),
     });
     // With --dpop, a pool used up (a proof sent twice) is refused as a replay: raise --proofs.
     if (done.non2xx > 0) throw new Error(`wrk saw refusals:\n${done.stdout}`);
@@ -362,39 +276,17 @@ const verifierEnv = {
   ...(dpop ? { VERIFIER_DPOP: 'required' } : {}),
   ...LOAD_TEST_VERIFIER_ENV,
 };
-if (syscalls) {
-  const servers: Array<[string, string[], Record<string, string>]> = [
-    ['bare uWS 204', ['-e', BARE_UWS], { NODE_PATH: join(ROOT, 'node_modules') }],
-    ...dists.map((dist): [string, string[], Record<string, string>] => [
-      `${dpop ? 'cached DPoP' : 'cached'} /verify ${dist}`,
-      [...VERIFIER_NODE_FLAGS, dist],
-      verifierEnv,
-    ]),
-  ];
-  try {
-    for (const [name, args, env] of servers) {
-      const calls = await straceCounts(args, env);
-      const rows = [...calls].sort((a, b) => b[1] - a[1]);
-      const total = rows.reduce((sum, [, n]) => sum + n, 0);
-      console.log(`${name}: ${(total / REQUESTS).toFixed(2)} system calls per request`);
-      for (const [call, n] of rows) console.log(`  ${call} ${(n / REQUESTS).toFixed(3)}`);
-    }
-  } finally {
-    await jwks.close();
-  }
-  process.exit(0);
-}
 /** The bare ES256 verify of a pool like the runs' (`--dpop`), in this process, CPU µs per proof. */
 const BARE_ES256 = 'bare ES256 crypto.verify of the proofs';
-const BARE_UWS_VERIFY_ROW = 'bare uWS 204 after crypto.verify of the proof';
+const UWS_PROOF_VERIFY_ROW = 'bare uWS 204 after crypto.verify of the proof';
 const rows: Array<[string, () => Promise<number>]> = [
   ['bare uWS 204', () => measure(['-e', BARE_UWS], { NODE_PATH: join(ROOT, 'node_modules') })],
   ...(dpop
     ? [
         [
-          BARE_UWS_VERIFY_ROW,
+          UWS_PROOF_VERIFY_ROW,
           () =>
-            measure(['-e', BARE_UWS_VERIFY], {
+            measure(['-e', UWS_PROOF_VERIFY], {
               NODE_PATH: join(ROOT, 'node_modules'),
               PROOF_JWK: JSON.stringify(proofJwk('ec')),
             }),
@@ -450,14 +342,14 @@ if (dpop && timed) {
   // this rate left out.
   for (const [floor, title] of [
     [BARE_ES256, "\nover the same round's bare ES256 verify (goal: ≤ +40 µs):"],
-    [BARE_UWS_VERIFY_ROW, "over the same round's bare uWS 204 after the same verify:"],
+    [UWS_PROOF_VERIFY_ROW, "over the same round's bare uWS 204 after the same verify:"],
   ] as const) {
     const bare = results.get(floor)!;
     console.log(title);
     for (const [name, figures] of results) {
       if (
         !name.startsWith('cached DPoP') &&
-        !(floor === BARE_ES256 && name === BARE_UWS_VERIFY_ROW)
+        !(floor === BARE_ES256 && name === UWS_PROOF_VERIFY_ROW)
       )
         continue;
       const over = figures.map((n, round) => n - bare[round]!);

@@ -10,6 +10,8 @@
 //   step       the whole DPoP step (dpop/index.ts: htu, proof, replay store), as authorize runs it
 // Usage: npm run bench:dpop-parts [-- proofs] — prints a markdown table.
 import { createPrivateKey, createPublicKey, hash, sign, verify, type KeyObject } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createDpopRuntime } from '../verifier/src/dpop/index.js';
 import { createProofChecker } from '../verifier/src/dpop/proof.js';
@@ -52,6 +54,37 @@ export function mintProofs(
     const input = `${header}.${b64({ jti: `p-${run}-${i}`, htm: 'GET', htu, iat: now, ath })}`;
     return `${input}.${sign('sha256', Buffer.from(input), privateKey).toString('base64url')}`;
   });
+}
+
+/**
+ * Writes a wrk script into `dir` giving each request the next of `proofs` in its `DPoP` header,
+ * beside the headers given with `-H`; the path to it. A proof sent twice is a replay the verifier
+ * refuses: give more proofs than the run can send.
+ */
+export function proofWrkScript(dir: string, proofs: readonly string[]): string {
+  const list = join(dir, 'proofs.txt');
+  writeFileSync(list, `${proofs.join('\n')}\n`);
+  const script = join(dir, 'proofs.lua');
+  writeFileSync(
+    script,
+    `local proofs = {}
+for line in io.lines("${list}") do proofs[#proofs + 1] = line end
+local i = 0
+local headers
+request = function()
+  -- wrk.format's headers replace the -H ones: copied once, the proof set per request.
+  if headers == nil then
+    headers = {}
+    for name, value in pairs(wrk.headers) do headers[name] = value end
+  end
+  i = i + 1
+  if i > #proofs then i = 1 end
+  headers["DPoP"] = proofs[i]
+  return wrk.format(nil, nil, headers)
+end
+`,
+  );
+  return script;
 }
 
 /** CPU µs per call over the second half of `items` (the first half warms up). */

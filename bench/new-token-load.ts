@@ -12,8 +12,14 @@ export const BENCH_AUDIENCE = 'secret-gate-api';
 /** The public key as the JWKS serves it. */
 export type BenchJwk = JsonWebKey & { kid: string; alg: 'RS256'; use: 'sig' };
 
-/** `count` tokens signed by one new RSA-2048 key, each with its own `sub` and `jti`. */
-export function mintRs256Tokens(count: number): { tokens: string[]; jwk: BenchJwk } {
+/**
+ * `count` tokens signed by one new RSA-2048 key, each with its own `sub` and `jti`, and `claims`
+ * (a DPoP binding's `cnf`, say).
+ */
+export function mintRs256Tokens(
+  count: number,
+  claims: Record<string, unknown> = {},
+): { tokens: string[]; jwk: BenchJwk } {
   const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
   const b64 = (value: string | Buffer) => Buffer.from(value).toString('base64url');
   const header = b64(JSON.stringify({ alg: 'RS256', kid: 'bench', typ: 'at+jwt' }));
@@ -28,6 +34,7 @@ export function mintRs256Tokens(count: number): { tokens: string[]; jwk: BenchJw
       iat: now,
       exp: now + 3600,
       jti: `bench-${i}`,
+      ...claims,
     };
     const input = `${header}.${b64(JSON.stringify(payload))}`;
     return `${input}.${b64(sign('sha256', Buffer.from(input), privateKey))}`;

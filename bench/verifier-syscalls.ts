@@ -1,7 +1,9 @@
-// System calls per request, by kind, of four servers under the same load: the bare uWS 204; uWS
+// System calls per request, by kind, of six servers under the same load: the bare uWS 204; uWS
 // plus the bare `crypto.verify` of the request's token (no verifier code); the deployed verifier
 // (verifier/dist/main.js with VERIFIER_NODE_FLAGS) answering one cached token; the same verifier
-// answering a new RS256 token per request. Each is pinned to core 0, wrk on core 1 with the same
+// answering a new RS256 token per request; uWS plus the bare ES256 `crypto.verify` of a DPoP
+// proof; the verifier answering a cached DPoP-bound token with a fresh proof each request
+// (VERIFIER_DPOP=required, the in-memory replay store). Each is pinned to core 0, wrk on core 1 with the same
 // connections and NGINX's /_verify headers; `perf stat` counts every system call, the usual ones
 // by name, page faults and context switches per thread over the measured window (counting, unlike
 // strace, does not slow the server down and so leaves the batching as it is), /proc the user and
@@ -29,6 +31,9 @@ import {
   serveJwks,
   verifyScript,
 } from './new-token-load.js';
+import { BARE_UWS, UWS_PROOF_VERIFY, UWS_TOKEN_VERIFY } from './bare-servers.js';
+import { proofJwk, thumbprintOf } from '../verifier/src/testing/dpop-proof.js';
+import { bareVerifyMicros, mintProofs, proofWrkScript } from './dpop-parts.js';
 import { runWrkSync } from './wrk.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -82,36 +87,51 @@ const work = mkdtempSync(join(tmpdir(), 'verifier-syscalls-'));
 
 const { tokens, jwk } = mintRs256Tokens(TOKENS);
 const jwks = await serveJwks(jwk);
-
-const BARE_UWS = `const uws = require('uWebSockets.js');
-if (typeof uws.getParts !== 'function') process.exit(1);
-uws.App().any('/*', (res) => { res.writeStatus('204 No Content').endWithoutBody(); })
-  .listen('127.0.0.1', Number(process.env.PORT), (ok) => { if (!ok) process.exit(1); });`;
-
-/**
- * The floor of a new token: the bare 204 plus the bare `crypto.verify` of the request's token
- * (the key prepared once, the token split per request). The verifier can come no nearer.
- */
-const UWS_VERIFY = `const uws = require('uWebSockets.js');
-const { createPublicKey, verify } = require('node:crypto');
-const key = createPublicKey({ key: JSON.parse(process.env.JWK), format: 'jwk' });
-uws.App().any('/*', (res, req) => {
-  const token = req.getHeader('authorization').slice(7);
-  const dot = token.lastIndexOf('.');
-  const ok = dot > 0 && verify('sha256', Buffer.from(token.slice(0, dot)), key,
-    Buffer.from(token.slice(dot + 1), 'base64url'));
-  res.writeStatus(ok ? '204 No Content' : '401 Unauthorized').endWithoutBody();
-}).listen('127.0.0.1', Number(process.env.PORT), (ok) => { if (!ok) process.exit(1); });`;
+/** The DPoP rows' token, bound to the test proof key (`cnf.jkt`), from a JWKS of its own. */
+const bound = mintRs256Tokens(1, { cnf: { jkt: await thumbprintOf('ec') } });
+const boundJwks = await serveJwks(bound.jwk);
+/** What NGINX sends as X-Original-Origin (SG_EXTERNAL_ORIGIN): the proofs' `htu` with /secret. */
+const ORIGIN = 'https://gate.example';
+/** The headers NGINX's /_verify sends for a DPoP request, besides the proof. */
+const DPOP_HEADERS = [
+  `Authorization: DPoP ${bound.tokens[0]}`,
+  'X-SG-Policy: default',
+  'X-Original-URI: /secret',
+  'X-Original-Method: GET',
+  `X-Original-Origin: ${ORIGIN}`,
+  'X-SG-Client: 127.0.0.1',
+];
+/** Proofs a wrk run of one second may send at most (an ES256 verify each bounds the rate). */
+const PROOFS_PER_SECOND = 15_000;
 
 const script = (list: readonly string[], name: string) => verifyScript(work, list, name);
 
-function wrk(port: number, lua: string, seconds: number): number {
+/** A DPoP row's load: a fresh proof each request, NGINX's headers for a DPoP request. */
+const DPOP_LOAD = { proofs: 'fresh' } as const;
+/** A wrk script's path, or DPOP_LOAD. */
+type Load = string | typeof DPOP_LOAD;
+
+/** wrk for `seconds` with `load`. */
+function wrk(port: number, load: Load, seconds: number): number {
   const done = runWrkSync({
-    url: `http://127.0.0.1:${port}`,
+    url: `http://127.0.0.1:${port}/verify`,
     seconds,
     connections: CONNECTIONS,
     cpu: LOAD_CPU,
-    script: lua,
+    ...(typeof load !== 'string'
+      ? {
+          headers: DPOP_HEADERS,
+          script: proofWrkScript(
+            mkdtempSync(join(work, 'proofs-')),
+            mintProofs(
+              PROOFS_PER_SECOND * seconds,
+              Math.floor(Date.now() / 1000),
+              bound.tokens[0],
+              `${ORIGIN}/secret`,
+            ),
+          ),
+        }
+      : { script: load }),
   });
   if (done.non2xx > 0) throw new Error(`wrk saw refusals:\n${done.stdout}`);
   return done.requests;
@@ -169,8 +189,8 @@ interface Row {
   events: PerfStatCounts;
 }
 
-/** `perf stat` on every thread of `pid` while wrk sends `lua`; counts per thread name. */
-async function measure(name: string, pid: number, port: number, lua: string): Promise<Row> {
+/** `perf stat` on every thread of `pid` while wrk sends `load`; counts per thread name. */
+async function measure(name: string, pid: number, port: number, load: Load): Promise<Row> {
   const out = join(work, `${name.replace(/\W+/g, '-')}.perf`);
   const perf = spawn(
     'perf',
@@ -192,7 +212,7 @@ async function measure(name: string, pid: number, port: number, lua: string): Pr
   servers.add(perf);
   await new Promise((done) => setTimeout(done, 1000)); // perf attaches to every tracepoint first
   const before = threadStats(pid);
-  const requests = wrk(port, lua, SECONDS);
+  const requests = wrk(port, load, SECONDS);
   const after = threadStats(pid);
   perf.kill('SIGINT');
   if (perf.exitCode === null) await new Promise((done) => perf.once('exit', done));
@@ -231,7 +251,7 @@ async function bareRow(): Promise<Row> {
 
 async function uwsVerifyRow(round: number): Promise<Row> {
   const port = await freePort();
-  const server = await startPinned(['-e', UWS_VERIFY], {
+  const server = await startPinned(['-e', UWS_TOKEN_VERIFY], {
     PORT: String(port),
     NODE_PATH: join(ROOT, 'node_modules'),
     JWK: JSON.stringify(jwk),
@@ -275,6 +295,37 @@ async function verifierRows(round: number): Promise<Row[]> {
   return [cached, fresh];
 }
 
+const DPOP_ROWS = new Set(['uWS + proof verify', 'cached DPoP']);
+
+/** The DPoP rows: uWS plus the proof's bare verify, then the verifier on a cached bound token. */
+async function dpopRows(): Promise<Row[]> {
+  const floorPort = await freePort();
+  const floor = await startPinned(['-e', UWS_PROOF_VERIFY], {
+    PORT: String(floorPort),
+    NODE_PATH: join(ROOT, 'node_modules'),
+    PROOF_JWK: JSON.stringify(proofJwk('ec')),
+  });
+  wrk(floorPort, DPOP_LOAD, 1);
+  const rows = [await measure('uWS + proof verify', floor.pid!, floorPort, DPOP_LOAD)];
+  await stop(floor);
+  const port = await freePort();
+  const server = await startPinned([...flags, MAIN], {
+    ...VERIFIER_PROCESS_ENV,
+    VERIFIER_ISSUER: BENCH_ISSUER,
+    VERIFIER_AUDIENCE: BENCH_AUDIENCE,
+    VERIFIER_JWKS_URI: boundJwks.uri,
+    VERIFIER_REQUIRED_SCOPES: 'secrets:read',
+    VERIFIER_DPOP: 'required',
+    VERIFIER_LISTEN: `127.0.0.1:${port}`,
+    VERIFIER_LOG_LEVEL: 'error',
+    ...LOAD_TEST_VERIFIER_ENV,
+  });
+  wrk(port, DPOP_LOAD, 2);
+  rows.push(await measure('cached DPoP', server.pid!, port, DPOP_LOAD));
+  await stop(server);
+  return rows;
+}
+
 /**
  * CPU µs per token of the bare `crypto.verify` in one process on the server core (key prepared,
  * tokens split before the clock, the last of three passes): the issue's denominator.
@@ -308,18 +359,21 @@ const ALL_CALLS = 'raw_syscalls:sys_enter';
 const count = (row: Row, event: string) => totalCount(row.events, event);
 const named = (row: Row) => SYSCALLS.reduce((sum, name) => sum + count(row, name), 0);
 
-/** One column per row: CPU, calls per request by name (the main thread's and the others'). */
-function report(rows: Row[], bare: number): void {
-  const cell = (value: number) => value.toFixed(2).padStart(17);
+/**
+ * One column per row: CPU, calls per request by name (the main thread's and the others'). `bare`:
+ * each row's bare `crypto.verify` (the token's, or a DPoP row's proof's).
+ */
+function report(rows: Row[], bare: (row: Row) => number): void {
+  const cell = (value: number) => (Number.isNaN(value) ? '—' : value.toFixed(2)).padStart(20);
   const line = (label: string, values: number[]) =>
     console.log(`${label.padEnd(36)}${values.map(cell).join('')}`);
   const each = (label: string, value: (row: Row) => number) => line(label, rows.map(value));
-  console.log(`${''.padEnd(36)}${rows.map((row) => row.name.padStart(17)).join('')}`);
+  console.log(`${''.padEnd(36)}${rows.map((row) => row.name.padStart(20)).join('')}`);
   each('requests', (row) => row.requests);
   each('CPU µs per request, user', (row) => per(row.user, row));
   each('CPU µs per request, kernel', (row) => per(row.kernel, row));
   each('CPU µs per request', (row) => per(row.user + row.kernel, row));
-  each('  ÷ bare crypto.verify in-process', (row) => per(row.user + row.kernel, row) / bare);
+  each('  ÷ bare crypto.verify in-process', (row) => per(row.user + row.kernel, row) / bare(row));
   each('system calls per request', (row) => per(count(row, ALL_CALLS), row));
   for (const name of SYSCALLS) {
     if (!rows.some((row) => per(count(row, name), row) >= 0.01)) continue;
@@ -347,12 +401,20 @@ console.log(
     `load average ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`,
 );
 for (let round = 0; round < ROUNDS; round++) {
-  const rows = [await bareRow(), await uwsVerifyRow(round), ...(await verifierRows(round))];
+  const rows = [
+    await bareRow(),
+    await uwsVerifyRow(round),
+    ...(await verifierRows(round)),
+    ...(await dpopRows()),
+  ];
   const bare = bareVerify(tokens.slice(round * 1000, round * 1000 + 5000));
+  const proofs = mintProofs(8_000, Math.floor(Date.now() / 1000), bound.tokens[0]);
+  const bareProof = await bareVerifyMicros(proofs);
   console.log(
-    `\nround ${round + 1}: bare crypto.verify in-process ${bare.toFixed(1)} µs per token`,
+    `\nround ${round + 1}: bare crypto.verify in-process ${bare.toFixed(1)} µs per RS256 token (core 0), ${bareProof.toFixed(1)} µs per ES256 proof (this process)`,
   );
-  report(rows, bare);
+  report(rows, (row) => (DPOP_ROWS.has(row.name) ? bareProof : bare));
 }
 jwks.close();
+boundJwks.close();
 rmSync(work, { recursive: true, force: true });

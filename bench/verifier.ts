@@ -33,6 +33,7 @@ import { processCpuMicros } from '../perf/process-stats.js';
 import { LOAD_TEST_VERIFIER_ENV } from '../perf/systems.js';
 import { VERIFIER_NODE_FLAGS, VERIFIER_PROCESS_ENV } from '../stack/service-env.js';
 import { COMPARED_VERSIONS, runtimeTable } from './runtimes.js';
+import { BARE_UWS } from './bare-servers.js';
 import { runWrkSync } from './wrk.js';
 import { IMAGES, buildImages, docker, missingEngine } from '../test/containers/engine.js';
 import {
@@ -324,13 +325,6 @@ function vmHwmMb(pid: number): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   return Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? NaN) / 1024;
 }
-
-const BARE_UWS = `
-const uws = require('uWebSockets.js');
-if (typeof uws.getParts !== 'function') { console.error('uWS native addon not loaded'); process.exit(1); }
-uws.App().any('/*', (res) => { res.writeStatus('204 No Content').endWithoutBody(); })
-  .listen('127.0.0.1', Number(process.env.PORT), (ok) => { if (!ok) process.exit(1); });
-`;
 
 /**
  * The transport work of a cached /verify and nothing else: where the ceiling's gap comes from. It
