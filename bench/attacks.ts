@@ -150,12 +150,17 @@ async function twice<T>(call: () => Promise<T>): Promise<T> {
   }
 }
 
-/** Logout tokens signed by an RSA key the IdP never had, under `iss` and the IdP's `kid`. */
+/**
+ * Logout tokens signed by an RSA key the IdP never had, under `iss` and the `kid` of the IdP's RSA
+ * key: each one a signature check. (The set's order varies; under its EC key's `kid` an RS256
+ * forgery is refused before any signature work.)
+ */
 async function forger(stack: Stack, iss: string) {
   const jwks = (await twice(() =>
     fetch(`${stack.urls.issuer}/jwks`).then((answer) => answer.json()),
-  )) as { keys: { kid: string }[] };
-  const kid = jwks.keys[0]?.kid ?? 'unknown';
+  )) as { keys: { kid: string; kty: string }[] };
+  const kid = jwks.keys.find((key) => key.kty === 'RSA')?.kid;
+  if (kid === undefined) throw new Error("the dev IdP's key set holds no RSA key");
   const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
   const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
   const header = b64({ alg: 'RS256', kid, typ: 'logout+jwt' });
