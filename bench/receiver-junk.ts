@@ -1,21 +1,25 @@
 // `npm run bench:receiver-junk`: the verifier's own CPU per junk push, straight to its port (no
 // NGINX, no client in the process): an in-process verifier with a logout receiver, wrk (another
-// process) POSTing junk (a quarter malformed, a quarter another issuer's, a quarter under the
-// receiver's issuer with a made-up `kid`, a quarter forged under its real `kid`), process CPU from
-// `process.cpuUsage()` over the run divided by the pushes wrk completed. Beside it, in the same
-// process and the same rounds, the floor: a bare uWebSockets.js POST route that reads the body and
-// answers 400 (what any receiver pays while each push is its own HTTP request). The figure is CPU
-// time, so it holds better than wall time on a loaded machine; compare builds side by side.
+// process) POSTing junk, process CPU from `process.cpuUsage()` over the run divided by the pushes
+// wrk completed. The junk comes by kind: `malformed` (random segments), `issuer` (another
+// issuer's token), `kid` (the receiver's issuer, a made-up `kid`), `forged` (the receiver's issuer
+// and its real `kid`, signed by another key), or `mix` (a quarter of each, one row). Beside them,
+// in the same process and the same rounds, the floor: a bare uWebSockets.js POST route that reads
+// the body and answers 400 (what any receiver pays while each push is its own HTTP request); and
+// beside `forged`, the bare `crypto.verify` of the same forgeries in this process (the RSA check
+// no receiver may skip). The figure is CPU time, so it holds better than wall time on a loaded
+// machine; compare builds side by side.
 // This process is pinned to core 0 and wrk to core 1 (as bench/tracing.ts does).
+//   --kinds LIST     (default mix) rows of junk, comma-separated: mix,malformed,issuer,kid,forged
 //   --seconds N      (default 4) a run
-//   --rounds N       (default 3) rounds of the two rows, interleaved; the medians are reported
+//   --rounds N       (default 3) rounds of the rows, interleaved; the medians are reported
 //   --connections N  (default 8)
 //   --rate N         pushes a second, paced by wrk (default: as fast as wrk can)
 //   --no-pin         no taskset
 import { spawnSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createPublicKey, randomBytes, verify } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { HttpResponse } from 'uWebSockets.js';
@@ -37,6 +41,7 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '3' },
     connections: { type: 'string', default: '8' },
     rate: { type: 'string' },
+    kinds: { type: 'string', default: 'mix' },
     'no-pin': { type: 'boolean' },
   },
 });
@@ -88,26 +93,40 @@ const barePort = await new Promise<number>((resolve, reject) =>
   ),
 );
 
-/** The junk kinds in turn: a forger's first tries, then a forgery under the real key's `kid`. */
-const kinds = [
-  undefined,
-  { claims: { iss: 'https://idp.attacker.test' }, key: 'attacker' as const },
-  { key: 'attacker' as const, header: { kid: 'made-up' } },
-  { key: 'attacker' as const, header: { kid: PRIVATE_JWKS.rsaA.kid } },
-];
-const bodies: string[] = [];
-for (let i = 0; i < POOL; i++) {
-  const kind = kinds[i % kinds.length];
-  bodies.push(
-    kind === undefined
-      ? `logout_token=${randomBytes(40).toString('base64url')}.${randomBytes(60).toString('base64url')}`
-      : `logout_token=${await mintLogoutToken(kind)}`,
-  );
+/** The junk by kind: a forger's first tries, then a forgery under the real key's `kid`. */
+const KINDS = {
+  malformed: undefined,
+  issuer: { claims: { iss: 'https://idp.attacker.test' }, key: 'attacker' as const },
+  kid: { key: 'attacker' as const, header: { kid: 'made-up' } },
+  forged: { key: 'attacker' as const, header: { kid: PRIVATE_JWKS.rsaA.kid } },
+};
+type Kind = keyof typeof KINDS;
+const kindNames = Object.keys(KINDS) as Kind[];
+const asked = values.kinds.split(',').map((name) => name.trim());
+for (const name of asked)
+  if (name !== 'mix' && !(kindNames as string[]).includes(name))
+    throw new TypeError(`--kinds: "${name}" is not one of mix, ${kindNames.join(', ')}`);
+
+/** `POOL` tokens of one kind (the mix: the kinds in turn). */
+async function tokensOf(name: Kind | 'mix'): Promise<string[]> {
+  const tokens: string[] = [];
+  for (let i = 0; i < POOL; i++) {
+    const kind = name === 'mix' ? kindNames[i % kindNames.length]! : name;
+    const options = KINDS[kind];
+    tokens.push(
+      options === undefined
+        ? `${randomBytes(40).toString('base64url')}.${randomBytes(60).toString('base64url')}`
+        : await mintLogoutToken(options),
+    );
+  }
+  return tokens;
 }
+const pools = new Map<string, string[]>();
+for (const name of asked) pools.set(name, await tokensOf(name as Kind | 'mix'));
 
 const dir = mkdtempSync(join(tmpdir(), 'receiver-junk-'));
-/** The script: the pool in turn, paced to `rate` a second (undefined: as fast as wrk can). */
-const scriptOf = (name: string, rate: number | undefined) => {
+/** The script: `tokens` in turn, paced to `rate` a second (undefined: as fast as wrk can). */
+const scriptOf = (name: string, tokens: readonly string[], rate: number | undefined) => {
   const path = join(dir, name);
   writeFileSync(
     path,
@@ -115,7 +134,7 @@ const scriptOf = (name: string, rate: number | undefined) => {
       rate === undefined ? '' : pacing(rate),
       REPORT,
       'local bodies = {',
-      ...bodies.map((body) => `  ${lua(body)},`),
+      ...tokens.map((token) => `  ${lua(`logout_token=${token}`)},`),
       '}',
       'local i = 0',
       'request = function()',
@@ -126,8 +145,41 @@ const scriptOf = (name: string, rate: number | undefined) => {
   );
   return path;
 };
-const warm = scriptOf('warm.lua', undefined);
-const measured = scriptOf('junk.lua', values.rate === undefined ? undefined : Number(values.rate));
+const rate = values.rate === undefined ? undefined : Number(values.rate);
+const scripts = new Map(
+  [...pools].map(([name, tokens]) => [
+    name,
+    {
+      warm: scriptOf(`${name}-warm.lua`, tokens, undefined),
+      measured: scriptOf(`${name}.lua`, tokens, rate),
+    },
+  ]),
+);
+const floorScript = scripts.values().next().value!;
+
+/**
+ * The bare `crypto.verify` of the forgeries, in this process: CPU µs per check over `count`
+ * checks (each an RSA-2048 PKCS #1 v1.5 verify under the real key, which fails).
+ */
+const realKey = createPublicKey({ key: PRIVATE_JWKS.rsaA, format: 'jwk' });
+const forgeries = (pools.get('forged') ?? []).map((token) => {
+  const dot = token.lastIndexOf('.');
+  return {
+    input: Buffer.from(token.slice(0, dot), 'latin1'),
+    signature: Buffer.from(token.slice(dot + 1), 'base64url'),
+  };
+});
+function bareVerify(count: number): { user: number; system: number } {
+  const before = process.cpuUsage();
+  let valid = 0;
+  for (let i = 0; i < count; i++) {
+    const { input, signature } = forgeries[i % forgeries.length]!;
+    if (verify('sha256', input, realKey, signature)) valid++;
+  }
+  const used = process.cpuUsage(before);
+  if (valid !== 0) throw new Error('a forgery verified');
+  return { user: used.user / count, system: used.system / count };
+}
 
 interface Figures {
   readonly pushes: number;
@@ -138,7 +190,7 @@ interface Figures {
 }
 
 /** One run of wrk at `port`: this process's CPU per push answered. */
-async function row(target: number, seconds: number, script = measured): Promise<Figures> {
+async function row(target: number, seconds: number, script: string): Promise<Figures> {
   const before = process.cpuUsage();
   const run = await runWrk({
     url: `http://127.0.0.1:${target}/`,
@@ -163,27 +215,50 @@ const median = (numbers: number[]) => {
   return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
 };
 const seconds = Number(values.seconds);
-// A warm-up of both as fast as wrk can (the JIT settled, the key set fetched once), then the
-// rounds, interleaved.
-await row(barePort, 2, warm);
-await row(port, 2, warm);
-const rows = { floor: [] as Figures[], receiver: [] as Figures[] };
+// A warm-up of each as fast as wrk can (the JIT settled, the key set fetched once), then the
+// rounds, interleaved: the floor, then each kind in turn.
+await row(barePort, 2, floorScript.warm);
+for (const { warm } of scripts.values()) await row(port, 2, warm);
+if (forgeries.length > 0) bareVerify(2_000);
+const floor: Figures[] = [];
+const kinds = new Map([...scripts.keys()].map((name) => [name, [] as Figures[]]));
+const crypto: { user: number; system: number }[] = [];
 for (let round = 0; round < Number(values.rounds); round++) {
-  rows.floor.push(await row(barePort, seconds));
-  rows.receiver.push(await row(port, seconds));
+  floor.push(await row(barePort, seconds, floorScript.measured));
+  for (const [name, { measured }] of scripts)
+    kinds.get(name)!.push(await row(port, seconds, measured));
+  if (forgeries.length > 0) crypto.push(bareVerify(4_000));
 }
+const us = (n: number) => n.toFixed(1);
 const line = (name: string, figures: Figures[]) => {
   const total = median(figures.map((f) => f.user + f.system));
-  return `| ${name} | ${median(figures.map((f) => f.rate)).toFixed(0)} | ${total.toFixed(1)} | ${median(figures.map((f) => f.user)).toFixed(1)} | ${median(figures.map((f) => f.system)).toFixed(1)} | ${figures.map((f) => (f.user + f.system).toFixed(1)).join(', ')} | ${figures.at(-1)?.statuses ?? ''} |`;
+  return `| ${name} | ${median(figures.map((f) => f.rate)).toFixed(0)} | ${us(total)} | ${us(median(figures.map((f) => f.user)))} | ${us(median(figures.map((f) => f.system)))} | ${figures.map((f) => us(f.user + f.system)).join(', ')} | ${figures.at(-1)?.statuses ?? ''} |`;
 };
+const LABELS: Record<string, string> = {
+  mix: 'logout receiver, the junk mix',
+  malformed: 'logout receiver, malformed',
+  issuer: "logout receiver, another issuer's token",
+  kid: "logout receiver, the issuer's `iss`, a made-up `kid`",
+  forged: "logout receiver, forged under the issuer's real `kid`",
+};
+const rows = [line('bare uWS POST → 400 (floor)', floor)];
+for (const [name, figures] of kinds) {
+  rows.push(line(LABELS[name]!, figures));
+  if (name === 'forged' && crypto.length > 0) {
+    const each = crypto.map((c) => c.user + c.system);
+    rows.push(
+      `| … of it: bare \`crypto.verify\` of the same forgeries, in-process | — | ${us(median(each))} | ${us(median(crypto.map((c) => c.user)))} | ${us(median(crypto.map((c) => c.system)))} | ${each.map(us).join(', ')} | — |`,
+    );
+  }
+}
+const [load1, load5] = loadavg();
 console.log(
   [
-    `wrk -t1 -c${values.connections} ${values.rate === undefined ? 'as fast as it can' : `paced to ${values.rate}/s`}, ${values.seconds} s a run, ${values.rounds} rounds${PIN ? '; this process on cpu 0, wrk on cpu 1' : ''}; medians`,
+    `wrk -t1 -c${values.connections} ${rate === undefined ? 'as fast as it can' : `paced to ${rate}/s`}, ${values.seconds} s a run, ${values.rounds} rounds${PIN ? '; this process on cpu 0, wrk on cpu 1' : ''}; medians; load average ${load1!.toFixed(2)} (1 min), ${load5!.toFixed(2)} (5 min) at the end`,
     '',
     '| row | pushes/s | µs CPU per push | user | system | each round | answers (last round) |',
     '| --- | ---: | ---: | ---: | ---: | --- | --- |',
-    line('bare uWS POST → 400 (floor)', rows.floor),
-    line('logout receiver, the junk mix', rows.receiver),
+    ...rows,
   ].join('\n'),
 );
 rmSync(dir, { recursive: true, force: true });
