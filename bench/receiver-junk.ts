@@ -16,12 +16,20 @@
 //   --connections N  (default 8)
 //   --rate N         pushes a second, paced by wrk (default: as fast as wrk can)
 //   --no-pin         no taskset
-import { spawnSync } from 'node:child_process';
+// `--count`: instructions instead of time, which do not move with the machine's load: the same
+// verifier and floor in a child process under `valgrind --tool=callgrind` (with a JWKS cooldown
+// longer than the run, so a made-up `kid` refetches nothing inside a count), and for each row
+// `--warm-up N` pushes (default 3,000), `callgrind_control --zero`, `--requests N` pushes (default
+// 1,000) one after another on one kept-alive connection, `--dump`: the dump's total ÷ N (user space
+// of every thread: JIT code, GC, uWS, libc; not the kernel).
+import { execFile, spawn, spawnSync } from 'node:child_process';
 import { createPublicKey, randomBytes, verify } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
+import { fileURLToPath } from 'node:url';
+import { parseArgs, promisify } from 'node:util';
 import type { HttpResponse } from 'uWebSockets.js';
 import { loadUws } from '../verifier/src/http/uws-addon.js';
 import { mintLogoutToken } from '../verifier/src/testing/event-tokens.js';
@@ -33,6 +41,7 @@ import {
 } from '../verifier/src/testing/fixtures.js';
 import { logoutIssuer } from '../verifier/src/testing/replicas.js';
 import { buildService } from '../verifier/src/testing/service.js';
+import { parseCallgrindTotals } from '../perf/nginx-counts.js';
 import { lua, pacing, REPORT, runWrk } from './wrk.js';
 
 const { values } = parseArgs({
@@ -43,17 +52,186 @@ const { values } = parseArgs({
     rate: { type: 'string' },
     kinds: { type: 'string', default: 'mix' },
     'no-pin': { type: 'boolean' },
+    count: { type: 'boolean' },
+    'warm-up': { type: 'string', default: '3000' },
+    requests: { type: 'string', default: '1000' },
+    // The child of `--count`: only the two servers, their ports on stdout.
+    serve: { type: 'boolean' },
   },
 });
 const POOL = 300;
-const PIN = values['no-pin'] !== true;
+const PIN = values['no-pin'] !== true && values.count !== true && values.serve !== true;
 const LOAD_CPU = PIN ? '1' : undefined;
 if (PIN) spawnSync('taskset', ['-a', '-p', '-c', '0', String(process.pid)], { stdio: 'ignore' });
+
+/** The junk by kind: a forger's first tries, then a forgery under the real key's `kid`. */
+const KINDS = {
+  malformed: undefined,
+  issuer: { claims: { iss: 'https://idp.attacker.test' }, key: 'attacker' as const },
+  kid: { key: 'attacker' as const, header: { kid: 'made-up' } },
+  forged: { key: 'attacker' as const, header: { kid: PRIVATE_JWKS.rsaA.kid } },
+};
+type Kind = keyof typeof KINDS;
+const kindNames = Object.keys(KINDS) as Kind[];
+const asked = values.kinds.split(',').map((name) => name.trim());
+for (const name of asked)
+  if (name !== 'mix' && !(kindNames as string[]).includes(name))
+    throw new TypeError(`--kinds: "${name}" is not one of mix, ${kindNames.join(', ')}`);
+
+/** `POOL` tokens of one kind (the mix: the kinds in turn). */
+async function tokensOf(name: Kind | 'mix'): Promise<string[]> {
+  const tokens: string[] = [];
+  for (let i = 0; i < POOL; i++) {
+    const kind = name === 'mix' ? kindNames[i % kindNames.length]! : name;
+    const options = KINDS[kind];
+    tokens.push(
+      options === undefined
+        ? `${randomBytes(40).toString('base64url')}.${randomBytes(60).toString('base64url')}`
+        : await mintLogoutToken(options),
+    );
+  }
+  return tokens;
+}
+const pools = new Map<string, string[]>();
+// The servers of `--count` send nothing.
+if (values.serve !== true)
+  for (const name of asked) pools.set(name, await tokensOf(name as Kind | 'mix'));
+
+/** A push of `body`, as bytes on the wire. */
+const pushBytes = (body: string) =>
+  Buffer.from(
+    'POST /backchannel-logout HTTP/1.1\r\nHost: gate.test\r\n' +
+      'Content-Type: application/x-www-form-urlencoded\r\n' +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
+
+/** `count` pushes of `tokens` in turn, one after another on one kept-alive connection. */
+function sendPushes(target: number, tokens: readonly string[], count: number): Promise<void> {
+  const requests = tokens.map((token) => pushBytes(`logout_token=${token}`));
+  return new Promise<void>((resolve, reject) => {
+    const socket = connect(target, '127.0.0.1');
+    let sent = 0;
+    let seen = '';
+    const next = () => {
+      if (sent === count) return socket.end(() => resolve());
+      socket.write(requests[sent++ % requests.length]!);
+    };
+    socket.setEncoding('latin1');
+    socket.on('connect', next);
+    socket.on('error', reject);
+    socket.on('data', (chunk: string) => {
+      seen += chunk;
+      for (;;) {
+        const end = seen.indexOf('\r\n\r\n');
+        if (end < 0) return;
+        const head = seen.slice(0, end);
+        const length = Number(/\r\ncontent-length: *(\d+)/i.exec(head)?.[1] ?? 0);
+        if (seen.length < end + 4 + length) return;
+        if (!/^HTTP\/1\.1 4(00|29) /.test(head)) return reject(new Error(`answered ${head}`));
+        seen = seen.slice(end + 4 + length);
+        next();
+      }
+    });
+  });
+}
+
+/** `--count`: instructions per push of each row, the servers under callgrind in a child. */
+async function counted(): Promise<void> {
+  const run = promisify(execFile);
+  const dir = mkdtempSync(join(tmpdir(), 'receiver-junk-count-'));
+  const child = spawn(
+    'valgrind',
+    [
+      '--tool=callgrind',
+      '--smc-check=all-non-file',
+      `--callgrind-out-file=${join(dir, 'callgrind.out')}`,
+      process.execPath,
+      '--import',
+      'tsx',
+      fileURLToPath(import.meta.url),
+      '--serve',
+    ],
+    { stdio: ['ignore', 'pipe', 'ignore'] },
+  );
+  const exited = new Promise((done) => child.once('exit', done));
+  /** callgrind_control exits 0 even when it found no such process: its "OK." is the answer. */
+  const control = async (action: string) => {
+    const { stdout } = await run('callgrind_control', [action, String(child.pid)]);
+    if (!/\bOK\./.test(stdout)) throw new Error(`callgrind_control ${action}: ${stdout.trim()}`);
+  };
+  try {
+    const ports = await new Promise<number[]>((resolve, reject) => {
+      let text = '';
+      child.stdout.setEncoding('utf8');
+      child.stdout.on('data', (chunk: string) => {
+        text += chunk;
+        const found = /PORTS (\d+) (\d+)/.exec(text);
+        if (found) resolve([Number(found[1]), Number(found[2])]);
+      });
+      child.once('exit', (code) => reject(new Error(`the servers exited (${code})`)));
+      setTimeout(() => reject(new Error('the servers did not start in 300 s')), 300_000).unref();
+    });
+    const [gatePort, floorPort] = ports as [number, number];
+    const warmUp = Number(values['warm-up']);
+    const requests = Number(values.requests);
+    const rows: [string, number, readonly string[]][] = [
+      ['bare uWS POST → 400 (floor)', floorPort, pools.values().next().value!],
+      ...[...pools].map(([name, tokens]): [string, number, readonly string[]] => [
+        LABELS[name]!,
+        gatePort,
+        tokens,
+      ]),
+    ];
+    const counts: number[] = [];
+    for (const [index, [, target, tokens]] of rows.entries()) {
+      await sendPushes(target, tokens, warmUp);
+      await control('--zero');
+      await sendPushes(target, tokens, requests);
+      await control(`--dump=row${index}`);
+      const file = readdirSync(dir)
+        .map((name) => join(dir, name))
+        .find((path) => readFileSync(path, 'utf8').includes(`\ndesc: Trigger: dump row${index}\n`));
+      if (file === undefined) throw new Error(`callgrind wrote no dump for row ${index}`);
+      counts.push(parseCallgrindTotals(readFileSync(file, 'utf8')) / requests);
+    }
+    const floor = counts[0]!;
+    console.log(
+      [
+        `instructions per push (callgrind, user space), ${warmUp} pushes of warm-up and ${requests} counted per row, one kept-alive connection`,
+        '',
+        '| row | instructions per push | above the floor |',
+        '| --- | ---: | ---: |',
+        ...rows.map(
+          ([name], i) =>
+            `| ${name} | ${Math.round(counts[i]!).toLocaleString('en')} | ${i === 0 ? '—' : Math.round(counts[i]! - floor).toLocaleString('en')} |`,
+        ),
+      ].join('\n'),
+    );
+  } finally {
+    child.kill('SIGKILL');
+    await exited;
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const LABELS: Record<string, string> = {
+  mix: 'logout receiver, the junk mix',
+  malformed: 'logout receiver, malformed',
+  issuer: "logout receiver, another issuer's token",
+  kid: "logout receiver, the issuer's `iss`, a made-up `kid`",
+  forged: "logout receiver, forged under the issuer's real `kid`",
+};
+
+if (values.count === true) {
+  await counted();
+  process.exit(0);
+}
 
 const jwks = await startJwksServer(['rsaA']);
 const gate = buildService(
   // The budget of failed signature checks as the default stack has it: the forgeries spend it.
-  {},
+  // Counted, no refetch for a made-up `kid` inside a row (at callgrind's pace 30 s is a few rows).
+  values.serve === true ? { VERIFIER_JWKS_COOLDOWN: '3600s' } : {},
   {
     file: {
       issuers: [
@@ -93,36 +271,11 @@ const barePort = await new Promise<number>((resolve, reject) =>
   ),
 );
 
-/** The junk by kind: a forger's first tries, then a forgery under the real key's `kid`. */
-const KINDS = {
-  malformed: undefined,
-  issuer: { claims: { iss: 'https://idp.attacker.test' }, key: 'attacker' as const },
-  kid: { key: 'attacker' as const, header: { kid: 'made-up' } },
-  forged: { key: 'attacker' as const, header: { kid: PRIVATE_JWKS.rsaA.kid } },
-};
-type Kind = keyof typeof KINDS;
-const kindNames = Object.keys(KINDS) as Kind[];
-const asked = values.kinds.split(',').map((name) => name.trim());
-for (const name of asked)
-  if (name !== 'mix' && !(kindNames as string[]).includes(name))
-    throw new TypeError(`--kinds: "${name}" is not one of mix, ${kindNames.join(', ')}`);
-
-/** `POOL` tokens of one kind (the mix: the kinds in turn). */
-async function tokensOf(name: Kind | 'mix'): Promise<string[]> {
-  const tokens: string[] = [];
-  for (let i = 0; i < POOL; i++) {
-    const kind = name === 'mix' ? kindNames[i % kindNames.length]! : name;
-    const options = KINDS[kind];
-    tokens.push(
-      options === undefined
-        ? `${randomBytes(40).toString('base64url')}.${randomBytes(60).toString('base64url')}`
-        : await mintLogoutToken(options),
-    );
-  }
-  return tokens;
+if (values.serve === true) {
+  console.log(`PORTS ${port} ${barePort}`);
+  // Until the parent kills it.
+  await new Promise(() => undefined);
 }
-const pools = new Map<string, string[]>();
-for (const name of asked) pools.set(name, await tokensOf(name as Kind | 'mix'));
 
 const dir = mkdtempSync(join(tmpdir(), 'receiver-junk-'));
 /** The script: `tokens` in turn, paced to `rate` a second (undefined: as fast as wrk can). */
@@ -233,13 +386,6 @@ const us = (n: number) => n.toFixed(1);
 const line = (name: string, figures: Figures[]) => {
   const total = median(figures.map((f) => f.user + f.system));
   return `| ${name} | ${median(figures.map((f) => f.rate)).toFixed(0)} | ${us(total)} | ${us(median(figures.map((f) => f.user)))} | ${us(median(figures.map((f) => f.system)))} | ${figures.map((f) => us(f.user + f.system)).join(', ')} | ${figures.at(-1)?.statuses ?? ''} |`;
-};
-const LABELS: Record<string, string> = {
-  mix: 'logout receiver, the junk mix',
-  malformed: 'logout receiver, malformed',
-  issuer: "logout receiver, another issuer's token",
-  kid: "logout receiver, the issuer's `iss`, a made-up `kid`",
-  forged: "logout receiver, forged under the issuer's real `kid`",
 };
 const rows = [line('bare uWS POST → 400 (floor)', floor)];
 for (const [name, figures] of kinds) {
