@@ -21,7 +21,8 @@
 // longer than the run, so a made-up `kid` refetches nothing inside a count), and for each row
 // `--warm-up N` pushes (default 3,000), `callgrind_control --zero`, `--requests N` pushes (default
 // 1,000) one after another on one kept-alive connection, `--dump`: the dump's total ÷ N (user space
-// of every thread: JIT code, GC, uWS, libc; not the kernel).
+// of every thread: JIT code, GC, uWS, libc; not the kernel). With `forged`, a last row: the floor
+// doing the bare `crypto.verify` of each forgery before its 400 (a forgery with no receiver code).
 import { execFile, spawn, spawnSync } from 'node:child_process';
 import { createPublicKey, randomBytes, verify } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -60,6 +61,8 @@ const { values } = parseArgs({
   },
 });
 const POOL = 300;
+const LOGOUT = '/backchannel-logout';
+const BARE_VERIFY = '/bare-verify';
 const PIN = values['no-pin'] !== true && values.count !== true && values.serve !== true;
 const LOAD_CPU = PIN ? '1' : undefined;
 if (PIN) spawnSync('taskset', ['-a', '-p', '-c', '0', String(process.pid)], { stdio: 'ignore' });
@@ -98,16 +101,21 @@ if (values.serve !== true)
   for (const name of asked) pools.set(name, await tokensOf(name as Kind | 'mix'));
 
 /** A push of `body`, as bytes on the wire. */
-const pushBytes = (body: string) =>
+const pushBytes = (path: string, body: string) =>
   Buffer.from(
-    'POST /backchannel-logout HTTP/1.1\r\nHost: gate.test\r\n' +
+    `POST ${path} HTTP/1.1\r\nHost: gate.test\r\n` +
       'Content-Type: application/x-www-form-urlencoded\r\n' +
       `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
   );
 
-/** `count` pushes of `tokens` in turn, one after another on one kept-alive connection. */
-function sendPushes(target: number, tokens: readonly string[], count: number): Promise<void> {
-  const requests = tokens.map((token) => pushBytes(`logout_token=${token}`));
+/** `count` pushes of `tokens` in turn to `path`, one after another on one kept-alive connection. */
+function sendPushes(
+  target: number,
+  path: string,
+  tokens: readonly string[],
+  count: number,
+): Promise<void> {
+  const requests = tokens.map((token) => pushBytes(path, `logout_token=${token}`));
   return new Promise<void>((resolve, reject) => {
     const socket = connect(target, '127.0.0.1');
     let sent = 0;
@@ -174,19 +182,24 @@ async function counted(): Promise<void> {
     const [gatePort, floorPort] = ports as [number, number];
     const warmUp = Number(values['warm-up']);
     const requests = Number(values.requests);
-    const rows: [string, number, readonly string[]][] = [
-      ['bare uWS POST → 400 (floor)', floorPort, pools.values().next().value!],
-      ...[...pools].map(([name, tokens]): [string, number, readonly string[]] => [
-        LABELS[name]!,
-        gatePort,
-        tokens,
-      ]),
+    type Row = [name: string, port: number, path: string, tokens: readonly string[]];
+    const rows: Row[] = [
+      ['bare uWS POST → 400 (floor)', floorPort, LOGOUT, pools.values().next().value!],
+      ...[...pools].map(([name, tokens]): Row => [LABELS[name]!, gatePort, LOGOUT, tokens]),
     ];
+    const forged = pools.get('forged');
+    if (forged !== undefined)
+      rows.push([
+        '… the floor + the bare `crypto.verify` of the same forgeries',
+        floorPort,
+        BARE_VERIFY,
+        forged,
+      ]);
     const counts: number[] = [];
-    for (const [index, [, target, tokens]] of rows.entries()) {
-      await sendPushes(target, tokens, warmUp);
+    for (const [index, [, target, path, tokens]] of rows.entries()) {
+      await sendPushes(target, path, tokens, warmUp);
       await control('--zero');
-      await sendPushes(target, tokens, requests);
+      await sendPushes(target, path, tokens, requests);
       await control(`--dump=row${index}`);
       const file = readdirSync(dir)
         .map((name) => join(dir, name))
@@ -263,6 +276,32 @@ bare.post('/backchannel-logout', (res: HttpResponse & { aborted?: boolean }) => 
     );
   });
 });
+/**
+ * The floor plus the bare `crypto.verify` of the pushed token under the receiver's real key (a
+ * forgery: false), then the same 400: what a forgery costs with no receiver code (`--count`).
+ */
+const realKey = createPublicKey({ key: PRIVATE_JWKS.rsaA, format: 'jwk' });
+bare.post(BARE_VERIFY, (res: HttpResponse & { aborted?: boolean }) => {
+  res.onAborted(() => (res.aborted = true));
+  res.onData((chunk, isLast) => {
+    if (!isLast || res.aborted === true) return;
+    const token = Buffer.from(chunk).toString('latin1').slice('logout_token='.length);
+    const dot = token.lastIndexOf('.');
+    const valid = verify(
+      'sha256',
+      Buffer.from(token.slice(0, dot), 'latin1'),
+      realKey,
+      Buffer.from(token.slice(dot + 1), 'base64url'),
+    );
+    res.cork(() =>
+      res
+        .writeStatus(valid ? '200 OK' : '400 Bad Request')
+        .writeHeader('Content-Type', 'application/json')
+        .writeHeader('Cache-Control', 'no-store')
+        .end('{"error":"invalid_request"}'),
+    );
+  });
+});
 const barePort = await new Promise<number>((resolve, reject) =>
   bare.listen('127.0.0.1', 0, (socket) =>
     socket === false
@@ -314,7 +353,6 @@ const floorScript = scripts.values().next().value!;
  * The bare `crypto.verify` of the forgeries, in this process: CPU µs per check over `count`
  * checks (each an RSA-2048 PKCS #1 v1.5 verify under the real key, which fails).
  */
-const realKey = createPublicKey({ key: PRIVATE_JWKS.rsaA, format: 'jwk' });
 const forgeries = (pools.get('forged') ?? []).map((token) => {
   const dot = token.lastIndexOf('.');
   return {
