@@ -242,6 +242,29 @@ describe('a revocation receiver on the transport', () => {
     expect(await answer.json()).toMatchObject({ error: 'invalid_request' });
   });
 
+  it('answers the same refusal with the same head and body every time (its head prepared once)', async () => {
+    // The first answer of a refusal prepares its head; the ones after reuse it: the bytes a client
+    // reads must not tell them apart (status, media type, no-store, the JSON body).
+    const answers = [];
+    for (let i = 0; i < 3; i++) {
+      const answer = await post('logout_token=a.b.c');
+      answers.push({
+        status: answer.status,
+        type: answer.headers.get('content-type'),
+        cache: answer.headers.get('cache-control'),
+        body: await answer.text(),
+      });
+    }
+    expect(answers).toEqual(
+      Array(3).fill({
+        status: 400,
+        type: 'application/json',
+        cache: 'no-store',
+        body: '{"error":"invalid_request"}',
+      }),
+    );
+  });
+
   it('refuses a body over the cap with 413 and another method with 405', async () => {
     const large = await post(`logout_token=${'a'.repeat(MAX_RECEIVER_BODY_BYTES)}`);
     expect(large.status).toBe(413);

@@ -20,7 +20,7 @@ import { CLIENT_KEY_HEADER, EDGE_KEY_HEADER, REQUEST_HEADERS } from './contract.
 import { CALLER_UNKNOWN, CALLER_UNKNOWN_BODY } from './edge-key.js';
 import { loadUws } from './uws-addon.js';
 import { renderDecision, type VerifyAnswer } from './verify-answer.js';
-import { statusText, type WithHead } from './answer-head.js';
+import { statusText, withHead, type WithHead } from './answer-head.js';
 import type { Decision } from '../decision/decision.js';
 
 /** The checked addon, hashed once however many listeners a process opens. */
@@ -72,6 +72,22 @@ const VERIFY_KEYS = Object.fromEntries(
 ) as Readonly<Record<keyof VerifyRequest, ArrayBuffer>>;
 const CLIENT_KEY_BYTES = asKey(CLIENT_KEY);
 const EDGE_KEY_BYTES = asKey(EDGE_KEY);
+const CONTENT_TYPE_BYTES = asKey('content-type');
+const CONTENT_LENGTH_BYTES = asKey('content-length');
+/** A receiver's body as text; a leading byte order mark is kept, as Buffer's decoder keeps it. */
+const utf8 = new TextDecoder('utf-8', { ignoreBOM: true });
+
+/**
+ * The receivers' answers with their heads prepared, each the first time it is written: a receiver
+ * answers with a few answers built once (revocation/receiver.ts), so a flood of refusals writes
+ * each head in one call. Weak: an answer built for one request is forgotten with it.
+ */
+const heads = new WeakMap<Answer, WithHead<Answer>>();
+function headed(answer: Answer): WithHead<Answer> {
+  let prepared = heads.get(answer);
+  if (prepared === undefined) heads.set(answer, (prepared = withHead({ ...answer })));
+  return prepared;
+}
 
 /** The routes of the main listener, and `metricsOnly`'s: GET /metrics and 404 to everything else. */
 export function createRoutes(parts: {
@@ -187,8 +203,10 @@ export function createTransport(routes: Routes) {
    * before a byte is read. A body that arrives in one chunk (a push almost always does) is decoded
    * where uWS holds it; a longer one is copied into one buffer as it arrives (uWS reuses the
    * chunks' memory). A receiver that answers at once (a refusal) is written at once, inside uWS's
-   * own callback: no promise, no continuation. Junk floods this path (docs/performance.md, "Junk
-   * at the receivers"), so it allocates little more than the body.
+   * data callback, where uWS has corked the socket already: no promise, no continuation, no cork
+   * call, and the head of an answer built once is written in one call (`headed`). Junk floods this
+   * path (docs/performance.md, "Junk at the receivers"), so per push it makes two closures (the
+   * data and abort callbacks uWS needs) and allocates little more than the body.
    */
   function receive(
     res: Response,
@@ -202,49 +220,58 @@ export function createTransport(routes: Routes) {
     if (declared !== undefined && !(declared <= MAX_RECEIVER_BODY_BYTES))
       return write(res, BODY_TOO_LARGE);
     const cap = declared ?? MAX_RECEIVER_BODY_BYTES;
-    // Counted in flight from here: a stop waits for the body and the answer.
+    // Counted in flight from here until answered or abandoned: a stop waits for the body and the
+    // answer. `done` once either happened; chunks still arriving are ignored.
     inFlight++;
     let done = false;
-    const answer = (reply: Answer) => {
+    res.onAborted(() => {
+      res.aborted = true;
       if (done) return;
       done = true;
       inFlight--;
-      write(res, reply);
-    };
-    const hand = (body: string) => {
-      const reply = receiver({ contentType, clientKey, traceparent, body });
-      if (reply instanceof Promise) void reply.then(answer);
-      else answer(reply);
-    };
-    res.onAborted(() => {
-      res.aborted = true;
-      answer(BODY_TOO_LARGE);
     });
     let buffer: Buffer | undefined;
     let size = 0;
     res.onData((chunk, isLast) => {
       if (done) return;
       const length = chunk.byteLength;
-      // Refused at once; the chunks still arriving are ignored.
-      if (size + length > cap) return answer(BODY_TOO_LARGE);
-      if (isLast && buffer === undefined) return hand(Buffer.from(chunk).toString('utf8'));
-      buffer ??= Buffer.allocUnsafe(cap);
-      buffer.set(new Uint8Array(chunk), size);
-      size += length;
-      if (isLast) hand(buffer.toString('utf8', 0, size));
+      let reply: Answer | Promise<Answer>;
+      if (size + length > cap) reply = BODY_TOO_LARGE;
+      else if (isLast && buffer === undefined)
+        reply = receiver({ contentType, clientKey, traceparent, body: utf8.decode(chunk) });
+      else {
+        buffer ??= Buffer.allocUnsafe(cap);
+        buffer.set(new Uint8Array(chunk), size);
+        size += length;
+        if (!isLast) return;
+        const body = buffer.toString('utf8', 0, size);
+        reply = receiver({ contentType, clientKey, traceparent, body });
+      }
+      if (reply instanceof Promise) {
+        void reply.then((answer) => {
+          if (done) return;
+          done = true;
+          inFlight--;
+          write(res, answer);
+        });
+        return;
+      }
+      done = true;
+      inFlight--;
+      writeAnswer(res, headed(reply));
     });
   }
 
   /** A receiver's route: POST only (uWS's router; other methods reach `/*`, which answers 405). */
   const post = (receiver: Receiver) => (res: Response, req: HttpRequest) => {
-    if (isEdge?.(req.getHeader(EDGE_KEY)) === false) return write(res, CALLER_UNKNOWN_BODY);
+    if (isEdge?.(req.getHeader(EDGE_KEY_BYTES)) === false) return write(res, CALLER_UNKNOWN_BODY);
     receive(
       res,
       receiver,
-      req.getHeader('content-type') || undefined,
-      req.getHeader(CLIENT_KEY) || undefined,
-      req.getHeader('traceparent') || undefined,
-      req.getHeader('content-length'),
+      req.getHeader(CONTENT_TYPE_BYTES) || undefined,
+      req.getHeader(CLIENT_KEY_BYTES) || undefined,
+      req.getHeader(VERIFY_KEYS.traceparent) || undefined,
+      req.getHeader(CONTENT_LENGTH_BYTES),
     );
   };
 

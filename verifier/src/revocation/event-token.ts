@@ -164,6 +164,19 @@ function createEventVerifier(
     'over the budget of failed signature checks for this key',
   );
   const signatureInvalid = refusal('signature_invalid', 'signature verification failed');
+  /**
+   * The budget's key of each (sender, `kid`), built once: a forgery under a held key asks the
+   * budget every time, and a string concatenated per push would be hashed again by its map. Only
+   * `kid`s of keys the sender's set held reach it, so it stays as small as the sets.
+   */
+  const budgetKeys = new Map<Sender, Map<string, string>>();
+  const budgetKeyOf = (sender: Sender, kid: string) => {
+    let byKid = budgetKeys.get(sender);
+    if (byKid === undefined) budgetKeys.set(sender, (byKid = new Map<string, string>()));
+    let key = byKid.get(kid);
+    if (key === undefined) byKid.set(kid, (key = `${sender.issuer}\n${kid}`));
+    return key;
+  };
   const keyUnknown = new Map(
     [...senders.values()].map((sender) => [
       sender,
@@ -187,8 +200,9 @@ function createEventVerifier(
     if (key === undefined) return algNotAllowed;
     if (!verifySignature(token, scheme, key)) {
       // A forgery under a real key: past the key's budget, the cheap 429 (receiver.ts).
+      if (spend === undefined) return signatureInvalid;
       const kid = typeof header.kid === 'string' ? header.kid : '';
-      return spend !== undefined && !spend(`${issuer}\n${kid}`) ? overBudget : signatureInvalid;
+      return spend(budgetKeyOf(sender, kid)) ? signatureInvalid : overBudget;
     }
     try {
       const claims: Claims = checkClaims(

@@ -75,6 +75,18 @@ function createEventProcessor(parts: ReceiverParts, verify: EventVerifier) {
   const { store, metrics, logger, throttle } = parts;
   /** Senders already warned that their `sid`-only logouts match no token. */
   const sidWarned = new Set<string>();
+  /**
+   * The throttle's kind of each (channel, reason), built once: a string concatenated per refusal
+   * would be hashed again by the throttle's map on every piece of junk.
+   */
+  const kinds = new Map<string, Map<string, string>>();
+  const kindOf = (channel: RevocationChannel, reason: string) => {
+    let byReason = kinds.get(channel);
+    if (byReason === undefined) kinds.set(channel, (byReason = new Map<string, string>()));
+    let kind = byReason.get(reason);
+    if (kind === undefined) byReason.set(reason, (kind = `${channel} ${reason}`));
+    return kind;
+  };
 
   /** A refusal counted and logged (at most a line a second per kind). */
   function refused(channel: RevocationChannel, error: unknown, clientKey?: string): ReceiverError {
@@ -85,7 +97,7 @@ function createEventProcessor(parts: ReceiverParts, verify: EventVerifier) {
       : error;
     const { reason, message: detail } = refusal;
     metrics.revocationRefused(channel, reason);
-    const suppressed = throttle(`${channel} ${unexpected ? 'unexpected' : reason}`);
+    const suppressed = throttle(kindOf(channel, unexpected ? 'unexpected' : reason));
     if (suppressed === undefined) return refusal;
     if (unexpected)
       logger.error(
@@ -140,9 +152,11 @@ function createEventProcessor(parts: ReceiverParts, verify: EventVerifier) {
       ? refused(channel, verified, clientKey)
       : accept(channel, verified);
 
-  return function processEvent(
+  /** `read(input)`: the token, prepared once per receiver so that a push makes no closure. */
+  return function processEvent<T>(
     channel: RevocationChannel,
-    read: () => string,
+    input: T,
+    read: (input: T) => string,
     clientKey?: string,
   ): Outcome | Promise<Outcome> {
     metrics.revocationReceived(channel);
@@ -150,7 +164,7 @@ function createEventProcessor(parts: ReceiverParts, verify: EventVerifier) {
     const spend = channel === 'ssf_poll' ? undefined : parts.spendFailure;
     let verified: Verified | Promise<Verified>;
     try {
-      verified = verify(read(), spend);
+      verified = verify(read(input), spend);
     } catch (error) {
       return refused(channel, error, clientKey);
     }
@@ -165,6 +179,8 @@ function createEventProcessor(parts: ReceiverParts, verify: EventVerifier) {
 /** The body when its media type is `type`; else the request is refused with `refusal`. */
 function bodyAs(request: ReceivedRequest, type: string, refusal: string): string {
   const given = request.contentType ?? '';
+  // As a sender writes it, nothing to cut or fold.
+  if (given === type) return request.body;
   const end = given.indexOf(';');
   const media = (end === -1 ? given : given.slice(0, end)).trim().toLowerCase();
   if (media !== type) throw new ReceiverError('request_invalid', refusal);
@@ -176,10 +192,17 @@ const LOGOUT_FIELD = 'logout_token=';
 /**
  * The one `logout_token` of a form body. The form an IdP sends (the field alone, nothing to
  * decode: base64url and dots) is sliced; any other body is read by URLSearchParams, which decodes
- * names and values as a form parser must.
+ * names and values as a form parser must. (Three `indexOf`s, each a memchr, scan a body faster
+ * than one character-class regular expression.)
  */
 function logoutTokenOf(body: string): string {
-  if (body.startsWith(LOGOUT_FIELD) && !/[&%+]/.test(body)) return body.slice(LOGOUT_FIELD.length);
+  if (
+    body.startsWith(LOGOUT_FIELD) &&
+    body.indexOf('&') === -1 &&
+    body.indexOf('%') === -1 &&
+    body.indexOf('+') === -1
+  )
+    return body.slice(LOGOUT_FIELD.length);
   const tokens = new URLSearchParams(body).getAll('logout_token');
   if (tokens.length === 1) return tokens[0]!;
   throw new ReceiverError('request_invalid', 'the body must carry exactly one "logout_token"');
@@ -200,12 +223,9 @@ export function createLogoutReceiver(parts: ReceiverParts, verify: EventVerifier
     return retryable(refused) ? unavailable : invalid;
   };
   const notForm = `the body must be ${form}`;
+  const readLogout = (request: ReceivedRequest) => logoutTokenOf(bodyAs(request, form, notForm));
   return function receiveLogout(request) {
-    const outcome = processLogout(
-      'backchannel_logout',
-      () => logoutTokenOf(bodyAs(request, form, notForm)),
-      request.clientKey,
-    );
+    const outcome = processLogout('backchannel_logout', request, readLogout, request.clientKey);
     return outcome instanceof Promise ? outcome.then(answerOf) : answerOf(outcome);
   };
 }
@@ -230,17 +250,20 @@ export function createPushReceiver(parts: ReceiverParts, verify: EventVerifier):
     return refusal(retryable(refused) ? 503 : 400, setError(refused).err);
   };
   const notSet = `the body must be one SET sent as ${set}`;
+  const readSet = (request: ReceivedRequest) => bodyAs(request, set, notSet).trim();
   return function receivePush(request) {
-    const outcome = processSet(
-      'ssf_push',
-      () => bodyAs(request, set, notSet).trim(),
-      request.clientKey,
-    );
+    const outcome = processSet('ssf_push', request, readSet, request.clientKey);
     return outcome instanceof Promise ? outcome.then(answerOf) : answerOf(outcome);
   };
 }
 
 const MAX_SETS_PER_POLL = 100;
+
+/** A polled SET: a string, or refused. */
+function polledSet(set: unknown): string {
+  if (typeof set === 'string') return set;
+  throw new ReceiverError('request_invalid', 'the SET is not a string');
+}
 
 /**
  * RFC 8936 poll delivery from `revocation.ssf.pollEndpoint` (undefined without one). The next
@@ -289,10 +312,7 @@ export function createPoller(
     const sets = body.sets !== null && typeof body.sets === 'object' ? body.sets : {};
     const entries = Object.entries(sets as Record<string, unknown>).slice(0, MAX_SETS_PER_POLL);
     for (const [jti, set] of entries) {
-      const refused = await processSet('ssf_poll', () => {
-        if (typeof set === 'string') return set;
-        throw new ReceiverError('request_invalid', 'the SET is not a string');
-      });
+      const refused = await processSet('ssf_poll', set, polledSet);
       if (refused === undefined) ack.push(jti);
       // Only to the transmitter this poll authenticated, as RFC 8936 §2.4 reports errors.
       else if (!retryable(refused))

