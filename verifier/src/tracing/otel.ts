@@ -36,7 +36,7 @@ import { recordRedisCalls } from './redis-spans.js';
 import { recordWork } from './work-spans.js';
 import type { TracingSettings } from './otel-env.js';
 import { inDecisionScope } from './log-trace.js';
-import { readTraceparent, sampledFlag, type TraceContext } from './trace-context.js';
+import { flagBitSet, readTraceparent, sampledFlag, type TraceContext } from './trace-context.js';
 
 /** What service.ts asks of tracing: a traced /verify, and a flush at shutdown. */
 export interface Tracing {
@@ -87,13 +87,23 @@ export async function startTracing(
   provider.register();
   const tracer = provider.getTracer('secret-gate-verifier');
   // A parent-based sampler (the default) records nothing under a parent NGINX marked unsampled;
-  // `always_on` or `traceidratio` decide for themselves, so only these skip the span below.
-  const followsParent = (getStringFromEnv('OTEL_TRACES_SAMPLER') ?? 'parentbased_always_on')
-    .toLowerCase()
-    .startsWith('parentbased_');
-  /** Not sampled at the edge, and the sampler agrees: no span would record anything. */
+  // `always_on` or `traceidratio` decide for themselves, so only these skip the span below. Read
+  // as the SDK reads it (the name as written; one it does not know is parentbased_always_on).
+  const sampler = getStringFromEnv('OTEL_TRACES_SAMPLER') ?? 'parentbased_always_on';
+  const followsParent = !['always_on', 'always_off', 'traceidratio'].includes(sampler);
+  // A root (no valid parent) is never recorded either: whether the header is valid does not matter.
+  const rootsUnrecorded = sampler === 'parentbased_always_off';
+  /**
+   * Not sampled at the edge, and the sampler agrees: no span would record anything. The flag is
+   * read first: a header whose flag reads set takes the span's path (its header checked there, a
+   * malformed one a fresh root), so only one whose flag reads unset is checked whole here, as a
+   * malformed one is a root the sampler decides for itself.
+   */
   const unrecorded = (traceparent: string | undefined) =>
-    followsParent && sampledFlag(traceparent) === false;
+    followsParent &&
+    traceparent !== undefined &&
+    !flagBitSet(traceparent) &&
+    (rootsUnrecorded || sampledFlag(traceparent) === false);
   const stops = [recordFetches(tracer), recordRedisCalls(tracer), recordWork(tracer)];
   // The lookup of the request being decided: authorize calls the token verifier before it returns
   // or first awaits, so between the call and its return no other request can set this.
