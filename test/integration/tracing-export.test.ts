@@ -191,6 +191,42 @@ describe('a parent NGINX marked unsampled', () => {
     }
   });
 
+  it('draws a malformed header’s root once per request, as the transport asks and then its span', async () => {
+    vi.stubEnv('OTEL_EXPORTER_OTLP_ENDPOINT', receiver.endpoint);
+    vi.stubEnv('OTEL_BSP_SCHEDULE_DELAY', '10');
+    vi.stubEnv('OTEL_TRACES_SAMPLER', 'parentbased_traceidratio');
+    vi.stubEnv('OTEL_TRACES_SAMPLER_ARG', '0.5');
+    const tracing = await startTracing({ protocol: 'http/json', serviceName: 'test' });
+    vi.unstubAllEnvs();
+    const authorize = tracing.traceAuthorize(
+      decide,
+      createMetrics({ size: 0, bytes: 0 }, new Map(), false),
+    );
+    const before = receiver.spans().length;
+    let readWhole = 0;
+    for (let i = 0; i < 100; i++) {
+      const header = parent(600 + i, '00').toUpperCase();
+      // transport.ts: what it reads of the request, then the decision.
+      if (tracing.recordsDecision(header)) readWhole++;
+      expect((await authorize({ traceparent: header })).outcome).toBe('allow');
+    }
+    await tracing.shutdown();
+    const spans = receiver.spans().slice(before);
+    // One draw a request (two would sample a quarter), and the transport read whole exactly the
+    // requests whose span records.
+    expect(spans.length).toBeGreaterThan(25);
+    expect(spans.length).toBeLessThan(75);
+    expect(readWhole).toBe(spans.length);
+  });
+
+  it.each([
+    ['0', 0],
+    ['1', 100],
+  ])('samples a malformed header’s root at ratio %s exactly', async (ratio, expected) => {
+    const headers = Array.from({ length: 100 }, (_, i) => parent(700 + i, '00').toUpperCase());
+    expect(await exportedFor(headers, 'parentbased_traceidratio', ratio)).toHaveLength(expected);
+  });
+
   it('records only what NGINX sampled when roots are never sampled (parentbased_always_off)', async () => {
     const spans = await exportedFor(
       [

@@ -11,12 +11,7 @@ import {
   TraceFlags,
 } from '@opentelemetry/api';
 import type { Attributes, Context, Span } from '@opentelemetry/api';
-import {
-  ExportResultCode,
-  getNumberFromEnv,
-  getStringFromEnv,
-  type ExportResult,
-} from '@opentelemetry/core';
+import { ExportResultCode, getNumberFromEnv, type ExportResult } from '@opentelemetry/core';
 import { detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import type { ReadableSpan, SpanExporter, SpanProcessor } from '@opentelemetry/sdk-trace-base';
@@ -36,7 +31,8 @@ import { recordRedisCalls } from './redis-spans.js';
 import { recordWork } from './work-spans.js';
 import type { TracingSettings } from './otel-env.js';
 import { inDecisionScope } from './log-trace.js';
-import { flagBitSet, readTraceparent, sampledFlag, type TraceContext } from './trace-context.js';
+import { readEdgeSampling } from './edge-sampling.js';
+import { readTraceparent, type TraceContext } from './trace-context.js';
 
 /** What service.ts asks of tracing: a traced /verify, and a flush at shutdown. */
 export interface Tracing {
@@ -82,28 +78,16 @@ export async function startTracing(
     getNumberFromEnv('OTEL_BSP_MAX_QUEUE_SIZE') ?? DEFAULT_QUEUE,
     (why, spans) => onDropped(why, spans),
   );
-  const provider = new NodeTracerProvider({ resource, spanProcessors: [queue] });
+  // Whether a request's span would record anything, told from its header before it is made.
+  const edge = readEdgeSampling();
+  const provider = new NodeTracerProvider({
+    resource,
+    spanProcessors: [queue],
+    ...(edge.sampler === undefined ? {} : { sampler: edge.sampler }),
+  });
   // The AsyncLocalStorage context manager: a child span (a key set fetch) finds its request's span.
   provider.register();
   const tracer = provider.getTracer('secret-gate-verifier');
-  // A parent-based sampler (the default) records nothing under a parent NGINX marked unsampled;
-  // `always_on` or `traceidratio` decide for themselves, so only these skip the span below. Read
-  // as the SDK reads it (the name as written; one it does not know is parentbased_always_on).
-  const sampler = getStringFromEnv('OTEL_TRACES_SAMPLER') ?? 'parentbased_always_on';
-  const followsParent = !['always_on', 'always_off', 'traceidratio'].includes(sampler);
-  // A root (no valid parent) is never recorded either: whether the header is valid does not matter.
-  const rootsUnrecorded = sampler === 'parentbased_always_off';
-  /**
-   * Not sampled at the edge, and the sampler agrees: no span would record anything. The flag is
-   * read first: a header whose flag reads set takes the span's path (its header checked there, a
-   * malformed one a fresh root), so only one whose flag reads unset is checked whole here, as a
-   * malformed one is a root the sampler decides for itself.
-   */
-  const unrecorded = (traceparent: string | undefined) =>
-    followsParent &&
-    traceparent !== undefined &&
-    !flagBitSet(traceparent) &&
-    (rootsUnrecorded || sampledFlag(traceparent) === false);
   const stops = [recordFetches(tracer), recordRedisCalls(tracer), recordWork(tracer)];
   // The lookup of the request being decided: authorize calls the token verifier before it returns
   // or first awaits, so between the call and its return no other request can set this.
@@ -114,7 +98,7 @@ export async function startTracing(
     const name = `POST ${path}`;
     const attributes: Attributes = { 'http.request.method': 'POST', 'url.path': path };
     return function tracedReceiver(request: ReceivedRequest) {
-      if (unrecorded(request.traceparent)) return receiver(request);
+      if (edge.unrecorded(request.traceparent, true)) return receiver(request);
       const parent = parentContext(readTraceparent(request.traceparent));
       const span = tracer.startSpan(name, { kind: SpanKind.SERVER, attributes }, parent);
       const answer = context.with(trace.setSpan(parent, span), receiver, undefined, request);
@@ -142,7 +126,7 @@ export async function startTracing(
         // the sampler, an async context) is most of what tracing costs a request, so a request
         // NGINX left out pays one allocation-free read of the header and nothing else
         // (docs/performance.md, "Tracing").
-        if (unrecorded(request.traceparent)) return authorize(request);
+        if (edge.unrecorded(request.traceparent, true)) return authorize(request);
         const parent = parentContext(readTraceparent(request.traceparent));
         const span = tracer.startSpan(
           'verify',
@@ -165,7 +149,7 @@ export async function startTracing(
           : endVerifySpan(span, decided);
       };
     },
-    recordsDecision: (traceparent) => !unrecorded(traceparent),
+    recordsDecision: (traceparent) => !edge.unrecorded(traceparent, false),
     traceReceivers(receivers) {
       return new Map(
         [...receivers].map(([path, receiver]) => [path, traceReceiver(path, receiver)]),
