@@ -1,7 +1,8 @@
 // The verifier's OpenTelemetry traces, imported (dynamically, by main.ts) only when otel-env.ts
 // finds them switched on, so a verifier without OTEL_* settings loads none of this. The SDK reads
-// the specification's variables itself: OTEL_TRACES_SAMPLER(_ARG), OTEL_BSP_*, the OTLP
-// exporter's endpoint, headers and timeout; OTEL_SERVICE_NAME / OTEL_RESOURCE_ATTRIBUTES.
+// the specification's variables itself: OTEL_TRACES_SAMPLER(_ARG) (edge-sampling.ts builds the
+// sampler for parentbased_traceidratio, as the SDK would, to draw a root's ratio early), OTEL_BSP_*,
+// the OTLP exporter's endpoint, headers and timeout; OTEL_SERVICE_NAME / OTEL_RESOURCE_ATTRIBUTES.
 import {
   context,
   ROOT_CONTEXT,
@@ -39,8 +40,9 @@ export interface Tracing {
   traceAuthorize(authorize: Authorize, metrics: Metrics): Authorize;
   /**
    * Whether a decision with this `traceparent` would be recorded: false only when the sampler
-   * follows NGINX's flag and NGINX marked the request unsampled. What only a span reads of a
-   * request (its DPoP header) is read for the ones it records (service.ts, `readsWhole`).
+   * follows NGINX's flag and NGINX marked the request unsampled (edge-sampling.ts). What only a
+   * span reads of a request (its DPoP header) is read for the ones it records (service.ts,
+   * `readsWhole`). Asked once per request, before its decision: a ratio drawn here is the span's.
    */
   recordsDecision(traceparent: string | undefined): boolean;
   /**
@@ -124,8 +126,8 @@ export async function startTracing(
       return function tracedAuthorize(request) {
         // Not sampled at the edge: the span would record nothing, and making it (ids, contexts,
         // the sampler, an async context) is most of what tracing costs a request, so a request
-        // NGINX left out pays one allocation-free read of the header and nothing else
-        // (docs/performance.md, "Tracing").
+        // NGINX left out pays a read of its flag and, where its root could be recorded, one
+        // allocation-free check of the header, and nothing else (docs/performance.md, "Tracing").
         if (edge.unrecorded(request.traceparent, true)) return authorize(request);
         const parent = parentContext(readTraceparent(request.traceparent));
         const span = tracer.startSpan(
