@@ -42,7 +42,8 @@ export interface Tracing {
    * Whether a decision with this `traceparent` would be recorded: false only when the sampler
    * follows NGINX's flag and NGINX marked the request unsampled (edge-sampling.ts). What only a
    * span reads of a request (its DPoP header) is read for the ones it records (service.ts,
-   * `readsWhole`). Asked once per request, before its decision: a ratio drawn here is the span's.
+   * `readsWhole`). Asked at most once per request, before its decision: a ratio drawn here is the
+   * span's.
    */
   recordsDecision(traceparent: string | undefined): boolean;
   /**

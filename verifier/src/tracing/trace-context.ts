@@ -55,7 +55,7 @@ export function readTraceparent(value: string | undefined): TraceContext | undef
 /**
  * Whether a `traceparent` is valid and its sampled flag set: true or false for a valid header,
  * undefined for an absent or malformed one. Allocates nothing (no ids are cut out), so a request
- * NGINX marked unsampled can be told apart before anything is made for it (tracing/otel.ts).
+ * NGINX marked unsampled can be told apart before anything is made for it (tracing/edge-sampling.ts).
  */
 export function sampledFlag(value: string | undefined): boolean | undefined {
   // One entry, as readTraceparent's: with tracing on, a request's header is asked once for what
