@@ -6,6 +6,7 @@
 // JIT stops compiling, which under valgrind runs on the same serialised thread), the counters are
 // zeroed, BENCH_COUNT_REQUESTS more (5,000) are sent and counted, all threads included.
 // BENCH_COUNT_MODES (a regular expression over the names below) counts some modes only.
+// `1 %, ratio 1 %, warm` is `1 %, warm` under parentbased_traceidratio at 0.01.
 // `1 %, export held` holds the batch (OTEL_BSP_SCHEDULE_DELAY of an hour, batch and queue 2,048)
 // so no export runs in the window: against `1 %` it splits a sampled span into the SDK's part and
 // the export's.
@@ -34,6 +35,15 @@ const COUNT_MODES: readonly CountMode[] = [
   // The same bytes under a name the verifier never reads: what of the header's cost is the wire's.
   { name: 'off + x-unread', sampleEvery: 0, otel: false, header: 'x-unread' },
   { name: 'off + header', sampleEvery: 0, otel: false },
+  // OpenTelemetry on, every header unsampled: what a request NGINX left out costs, with no span
+  // (nor its export) in the window to blur it; under the default sampler and under a 1 % ratio.
+  { name: 'none sampled', sampleEvery: 0, otel: true },
+  {
+    name: 'none sampled, ratio 1 %',
+    sampleEvery: 0,
+    otel: true,
+    env: { OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.01' },
+  },
   { name: '1 %', sampleEvery: 100, otel: true },
   {
     name: '1 %, export held',
@@ -49,6 +59,15 @@ const COUNT_MODES: readonly CountMode[] = [
   // only after ~300,000 requests (docs/performance.md, "Tracing"), so the warm-up samples one in 4
   // (3,750 spans), then 1 % is counted.
   { name: '1 %, warm', sampleEvery: 100, warmEvery: 4, otel: true },
+  // The same under parentbased_traceidratio at 1 %: an unsampled header is checked whole only for
+  // the requests the ratio's draw lets through (tracing/edge-sampling.ts).
+  {
+    name: '1 %, ratio 1 %, warm',
+    sampleEvery: 100,
+    warmEvery: 4,
+    otel: true,
+    env: { OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.01' },
+  },
   { name: '100 %', sampleEvery: 1, otel: true },
 ];
 
@@ -182,7 +201,7 @@ export async function countRows(options: CountRowsOptions): Promise<string[]> {
   const header = counted.get('off + header')!;
   const lines = [
     `verifier instructions per cached /verify (callgrind, all threads; ${requests.toLocaleString('en')} requests on one kept-alive connection after ${warmup.toLocaleString('en')} of warm-up):`,
-    'mode                instructions  against off  per sampled span',
+    'mode                     instructions  against off  per sampled span',
   ];
   for (const mode of modes) {
     const count = counted.get(mode.name)!;
@@ -190,7 +209,7 @@ export async function countRows(options: CountRowsOptions): Promise<string[]> {
     const perSpan =
       mode.otel && mode.sampleEvery ? ((count - header) * mode.sampleEvery).toFixed(0) : '';
     lines.push(
-      `${mode.name.padEnd(18)}  ${Math.round(count).toLocaleString('en').padStart(12)}  ${against.padStart(11)}  ${perSpan.padStart(16)}`,
+      `${mode.name.padEnd(23)}  ${Math.round(count).toLocaleString('en').padStart(12)}  ${against.padStart(11)}  ${perSpan.padStart(16)}`,
     );
   }
   return lines;

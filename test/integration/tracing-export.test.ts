@@ -152,4 +152,91 @@ describe('a parent NGINX marked unsampled', () => {
     expect(fresh[0]!.traceId).not.toBe(traceOf(30));
     expect(fresh[0]!.parentSpanId).toBeUndefined();
   });
+
+  /** The spans exported for `headers`, under `sampler` (and its ratio). */
+  async function exportedFor(headers: string[], sampler: string, ratio?: string) {
+    vi.stubEnv('OTEL_EXPORTER_OTLP_ENDPOINT', receiver.endpoint);
+    vi.stubEnv('OTEL_BSP_SCHEDULE_DELAY', '10');
+    vi.stubEnv('OTEL_TRACES_SAMPLER', sampler);
+    if (ratio !== undefined) vi.stubEnv('OTEL_TRACES_SAMPLER_ARG', ratio);
+    const tracing = await startTracing({ protocol: 'http/json', serviceName: 'test' });
+    vi.unstubAllEnvs();
+    const authorize = tracing.traceAuthorize(
+      decide,
+      createMetrics({ size: 0, bytes: 0 }, new Map(), false),
+    );
+    const before = receiver.spans().length;
+    for (const header of headers)
+      expect((await authorize({ traceparent: header })).outcome).toBe('allow');
+    await tracing.shutdown();
+    return receiver.spans().slice(before);
+  }
+
+  it('samples the fresh root of a malformed header at the ratio, whatever its flags read', async () => {
+    // Upper-case hex is no traceparent: each such request is a root the ratio decides, none
+    // continuing the header's trace; a valid unsampled header makes no span at all.
+    const malformed = (flags: string, from: number) =>
+      Array.from({ length: 100 }, (_, i) => parent(from + i, flags).toUpperCase());
+    const valid = Array.from({ length: 100 }, (_, i) => parent(300 + i, '00'));
+    for (const headers of [malformed('00', 100), malformed('01', 200)]) {
+      const spans = await exportedFor([...headers, ...valid], 'parentbased_traceidratio', '0.5');
+      // Binomial(100, 0.5): 50 ± 5; 25..75 is five deviations either side.
+      expect(spans.length).toBeGreaterThan(25);
+      expect(spans.length).toBeLessThan(75);
+      const headerTraces = new Set([...headers, ...valid].map((h) => h.slice(3, 35).toLowerCase()));
+      for (const span of spans) {
+        expect(headerTraces.has(span.traceId)).toBe(false);
+        expect(span.parentSpanId).toBeUndefined();
+      }
+    }
+  });
+
+  it('draws a malformed header’s root once per request, as the transport asks and then its span', async () => {
+    vi.stubEnv('OTEL_EXPORTER_OTLP_ENDPOINT', receiver.endpoint);
+    vi.stubEnv('OTEL_BSP_SCHEDULE_DELAY', '10');
+    vi.stubEnv('OTEL_TRACES_SAMPLER', 'parentbased_traceidratio');
+    vi.stubEnv('OTEL_TRACES_SAMPLER_ARG', '0.5');
+    const tracing = await startTracing({ protocol: 'http/json', serviceName: 'test' });
+    vi.unstubAllEnvs();
+    const authorize = tracing.traceAuthorize(
+      decide,
+      createMetrics({ size: 0, bytes: 0 }, new Map(), false),
+    );
+    const before = receiver.spans().length;
+    let readWhole = 0;
+    for (let i = 0; i < 100; i++) {
+      const header = parent(600 + i, '00').toUpperCase();
+      // transport.ts: what it reads of the request, then the decision.
+      if (tracing.recordsDecision(header)) readWhole++;
+      expect((await authorize({ traceparent: header })).outcome).toBe('allow');
+    }
+    await tracing.shutdown();
+    const spans = receiver.spans().slice(before);
+    // One draw a request (two would sample a quarter), and the transport read whole exactly the
+    // requests whose span records.
+    expect(spans.length).toBeGreaterThan(25);
+    expect(spans.length).toBeLessThan(75);
+    expect(readWhole).toBe(spans.length);
+  });
+
+  it.each([
+    ['0', 0],
+    ['1', 100],
+  ])('samples a malformed header’s root at ratio %s exactly', async (ratio, expected) => {
+    const headers = Array.from({ length: 100 }, (_, i) => parent(700 + i, '00').toUpperCase());
+    expect(await exportedFor(headers, 'parentbased_traceidratio', ratio)).toHaveLength(expected);
+  });
+
+  it('records only what NGINX sampled when roots are never sampled (parentbased_always_off)', async () => {
+    const spans = await exportedFor(
+      [
+        parent(500, '00'),
+        parent(501, '00').toUpperCase(),
+        parent(502, '01').toUpperCase(),
+        parent(503, '01'),
+      ],
+      'parentbased_always_off',
+    );
+    expect(spans.map((s) => s.traceId)).toEqual([traceOf(503)]);
+  });
 });

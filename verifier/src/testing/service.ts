@@ -3,6 +3,7 @@
 import type { Clock } from '../clock.js';
 import { loadConfig } from '../config/load.js';
 import { createVerifierService, type VerifierService } from '../service.js';
+import type { Tracing } from '../tracing/otel.js';
 import { captureLogger } from './fixtures.js';
 
 export interface TestService {
@@ -12,7 +13,12 @@ export interface TestService {
 
 export function buildService(
   env: Record<string, string>,
-  options: { now?: Clock; file?: unknown; files?: Readonly<Record<string, string>> } = {},
+  options: {
+    now?: Clock;
+    file?: unknown;
+    files?: Readonly<Record<string, string>>;
+    tracing?: Tracing;
+  } = {},
 ): TestService {
   const config = loadConfig(
     {
@@ -27,6 +33,7 @@ export function buildService(
     logger,
     defaultMetrics: false,
     ...(options.now ? { now: options.now } : {}),
+    ...(options.tracing ? { tracing: options.tracing } : {}),
   });
   return { service, lines };
 }

@@ -1,7 +1,8 @@
 // The verifier's OpenTelemetry traces, imported (dynamically, by main.ts) only when otel-env.ts
 // finds them switched on, so a verifier without OTEL_* settings loads none of this. The SDK reads
-// the specification's variables itself: OTEL_TRACES_SAMPLER(_ARG), OTEL_BSP_*, the OTLP
-// exporter's endpoint, headers and timeout; OTEL_SERVICE_NAME / OTEL_RESOURCE_ATTRIBUTES.
+// the specification's variables itself: OTEL_TRACES_SAMPLER(_ARG) (edge-sampling.ts builds the
+// sampler for parentbased_traceidratio, as the SDK would, to draw a root's ratio early), OTEL_BSP_*,
+// the OTLP exporter's endpoint, headers and timeout; OTEL_SERVICE_NAME / OTEL_RESOURCE_ATTRIBUTES.
 import {
   context,
   ROOT_CONTEXT,
@@ -11,12 +12,7 @@ import {
   TraceFlags,
 } from '@opentelemetry/api';
 import type { Attributes, Context, Span } from '@opentelemetry/api';
-import {
-  ExportResultCode,
-  getNumberFromEnv,
-  getStringFromEnv,
-  type ExportResult,
-} from '@opentelemetry/core';
+import { ExportResultCode, getNumberFromEnv, type ExportResult } from '@opentelemetry/core';
 import { detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import type { ReadableSpan, SpanExporter, SpanProcessor } from '@opentelemetry/sdk-trace-base';
@@ -36,15 +32,18 @@ import { recordRedisCalls } from './redis-spans.js';
 import { recordWork } from './work-spans.js';
 import type { TracingSettings } from './otel-env.js';
 import { inDecisionScope } from './log-trace.js';
-import { readTraceparent, sampledFlag, type TraceContext } from './trace-context.js';
+import { readEdgeSampling } from './edge-sampling.js';
+import { readTraceparent, type TraceContext } from './trace-context.js';
 
 /** What service.ts asks of tracing: a traced /verify, and a flush at shutdown. */
 export interface Tracing {
   traceAuthorize(authorize: Authorize, metrics: Metrics): Authorize;
   /**
    * Whether a decision with this `traceparent` would be recorded: false only when the sampler
-   * follows NGINX's flag and NGINX marked the request unsampled. What only a span reads of a
-   * request (its DPoP header) is read for the ones it records (service.ts, `readsWhole`).
+   * follows NGINX's flag and NGINX marked the request unsampled (edge-sampling.ts). What only a
+   * span reads of a request (its DPoP header) is read for the ones it records (service.ts,
+   * `readsWhole`). Asked at most once per request, before its decision: a ratio drawn here is the
+   * span's.
    */
   recordsDecision(traceparent: string | undefined): boolean;
   /**
@@ -82,18 +81,16 @@ export async function startTracing(
     getNumberFromEnv('OTEL_BSP_MAX_QUEUE_SIZE') ?? DEFAULT_QUEUE,
     (why, spans) => onDropped(why, spans),
   );
-  const provider = new NodeTracerProvider({ resource, spanProcessors: [queue] });
+  // Whether a request's span would record anything, told from its header before it is made.
+  const edge = readEdgeSampling();
+  const provider = new NodeTracerProvider({
+    resource,
+    spanProcessors: [queue],
+    ...(edge.sampler === undefined ? {} : { sampler: edge.sampler }),
+  });
   // The AsyncLocalStorage context manager: a child span (a key set fetch) finds its request's span.
   provider.register();
   const tracer = provider.getTracer('secret-gate-verifier');
-  // A parent-based sampler (the default) records nothing under a parent NGINX marked unsampled;
-  // `always_on` or `traceidratio` decide for themselves, so only these skip the span below.
-  const followsParent = (getStringFromEnv('OTEL_TRACES_SAMPLER') ?? 'parentbased_always_on')
-    .toLowerCase()
-    .startsWith('parentbased_');
-  /** Not sampled at the edge, and the sampler agrees: no span would record anything. */
-  const unrecorded = (traceparent: string | undefined) =>
-    followsParent && sampledFlag(traceparent) === false;
   const stops = [recordFetches(tracer), recordRedisCalls(tracer), recordWork(tracer)];
   // The lookup of the request being decided: authorize calls the token verifier before it returns
   // or first awaits, so between the call and its return no other request can set this.
@@ -104,7 +101,7 @@ export async function startTracing(
     const name = `POST ${path}`;
     const attributes: Attributes = { 'http.request.method': 'POST', 'url.path': path };
     return function tracedReceiver(request: ReceivedRequest) {
-      if (unrecorded(request.traceparent)) return receiver(request);
+      if (edge.unrecorded(request.traceparent, true)) return receiver(request);
       const parent = parentContext(readTraceparent(request.traceparent));
       const span = tracer.startSpan(name, { kind: SpanKind.SERVER, attributes }, parent);
       const answer = context.with(trace.setSpan(parent, span), receiver, undefined, request);
@@ -130,9 +127,9 @@ export async function startTracing(
       return function tracedAuthorize(request) {
         // Not sampled at the edge: the span would record nothing, and making it (ids, contexts,
         // the sampler, an async context) is most of what tracing costs a request, so a request
-        // NGINX left out pays one allocation-free read of the header and nothing else
-        // (docs/performance.md, "Tracing").
-        if (unrecorded(request.traceparent)) return authorize(request);
+        // NGINX left out pays a read of its flag and, where its root could be recorded, one
+        // allocation-free check of the header, and nothing else (docs/performance.md, "Tracing").
+        if (edge.unrecorded(request.traceparent, true)) return authorize(request);
         const parent = parentContext(readTraceparent(request.traceparent));
         const span = tracer.startSpan(
           'verify',
@@ -155,7 +152,7 @@ export async function startTracing(
           : endVerifySpan(span, decided);
       };
     },
-    recordsDecision: (traceparent) => !unrecorded(traceparent),
+    recordsDecision: (traceparent) => !edge.unrecorded(traceparent, false),
     traceReceivers(receivers) {
       return new Map(
         [...receivers].map(([path, receiver]) => [path, traceReceiver(path, receiver)]),
