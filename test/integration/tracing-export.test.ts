@@ -33,6 +33,23 @@ async function tracingAt(endpoint: string): Promise<Tracing> {
   return tracing;
 }
 
+/**
+ * Tracing exporting to `endpoint` at once (OTEL_BSP_SCHEDULE_DELAY 10 ms) with `env` (the
+ * sampler, its ratio), and its authorize over `decide`.
+ */
+async function tracedAt(endpoint: string, env: Record<string, string | undefined> = {}) {
+  vi.stubEnv('OTEL_EXPORTER_OTLP_ENDPOINT', endpoint);
+  vi.stubEnv('OTEL_BSP_SCHEDULE_DELAY', '10');
+  for (const [name, value] of Object.entries(env)) if (value !== undefined) vi.stubEnv(name, value);
+  const tracing = await startTracing({ protocol: 'http/json', serviceName: 'test' });
+  vi.unstubAllEnvs();
+  const authorize = tracing.traceAuthorize(
+    decide,
+    createMetrics({ size: 0, bytes: 0 }, new Map(), false),
+  );
+  return { tracing, authorize };
+}
+
 describe('an OTLP endpoint that is down or slow', () => {
   let silent: Server;
   let silentPort: number;
@@ -85,15 +102,9 @@ describe('a parent NGINX marked unsampled', () => {
   const parent = (n: number, flags: string) => `00-${traceOf(n)}-00f067aa0ba902b7-${flags}`;
 
   async function exported(sampler: string | undefined, n: number): Promise<string[]> {
-    vi.stubEnv('OTEL_EXPORTER_OTLP_ENDPOINT', receiver.endpoint);
-    vi.stubEnv('OTEL_BSP_SCHEDULE_DELAY', '10');
-    if (sampler !== undefined) vi.stubEnv('OTEL_TRACES_SAMPLER', sampler);
-    const tracing = await startTracing({ protocol: 'http/json', serviceName: 'test' });
-    vi.unstubAllEnvs();
-    const authorize = tracing.traceAuthorize(
-      decide,
-      createMetrics({ size: 0, bytes: 0 }, new Map(), false),
-    );
+    const { tracing, authorize } = await tracedAt(receiver.endpoint, {
+      OTEL_TRACES_SAMPLER: sampler,
+    });
     expect((await authorize({ traceparent: parent(n, '00') })).outcome).toBe('allow');
     expect((await authorize({ traceparent: parent(n + 1, '01') })).outcome).toBe('allow');
     await receiver.serverSpan(traceOf(n + 1));
@@ -133,14 +144,7 @@ describe('a parent NGINX marked unsampled', () => {
   });
 
   it('still records a root span for a malformed header whose flags read unsampled', async () => {
-    vi.stubEnv('OTEL_EXPORTER_OTLP_ENDPOINT', receiver.endpoint);
-    vi.stubEnv('OTEL_BSP_SCHEDULE_DELAY', '10');
-    const tracing = await startTracing({ protocol: 'http/json', serviceName: 'test' });
-    vi.unstubAllEnvs();
-    const authorize = tracing.traceAuthorize(
-      decide,
-      createMetrics({ size: 0, bytes: 0 }, new Map(), false),
-    );
+    const { tracing, authorize } = await tracedAt(receiver.endpoint);
     const before = receiver.spans().length;
     // Upper-case hex is not a traceparent (W3C §3.2): no parent said "unsampled", so the default
     // sampler records a span of a fresh trace, never the header's.
@@ -155,16 +159,10 @@ describe('a parent NGINX marked unsampled', () => {
 
   /** The spans exported for `headers`, under `sampler` (and its ratio). */
   async function exportedFor(headers: string[], sampler: string, ratio?: string) {
-    vi.stubEnv('OTEL_EXPORTER_OTLP_ENDPOINT', receiver.endpoint);
-    vi.stubEnv('OTEL_BSP_SCHEDULE_DELAY', '10');
-    vi.stubEnv('OTEL_TRACES_SAMPLER', sampler);
-    if (ratio !== undefined) vi.stubEnv('OTEL_TRACES_SAMPLER_ARG', ratio);
-    const tracing = await startTracing({ protocol: 'http/json', serviceName: 'test' });
-    vi.unstubAllEnvs();
-    const authorize = tracing.traceAuthorize(
-      decide,
-      createMetrics({ size: 0, bytes: 0 }, new Map(), false),
-    );
+    const { tracing, authorize } = await tracedAt(receiver.endpoint, {
+      OTEL_TRACES_SAMPLER: sampler,
+      OTEL_TRACES_SAMPLER_ARG: ratio,
+    });
     const before = receiver.spans().length;
     for (const header of headers)
       expect((await authorize({ traceparent: header })).outcome).toBe('allow');
@@ -192,16 +190,10 @@ describe('a parent NGINX marked unsampled', () => {
   });
 
   it('draws a malformed header’s root once per request, as the transport asks and then its span', async () => {
-    vi.stubEnv('OTEL_EXPORTER_OTLP_ENDPOINT', receiver.endpoint);
-    vi.stubEnv('OTEL_BSP_SCHEDULE_DELAY', '10');
-    vi.stubEnv('OTEL_TRACES_SAMPLER', 'parentbased_traceidratio');
-    vi.stubEnv('OTEL_TRACES_SAMPLER_ARG', '0.5');
-    const tracing = await startTracing({ protocol: 'http/json', serviceName: 'test' });
-    vi.unstubAllEnvs();
-    const authorize = tracing.traceAuthorize(
-      decide,
-      createMetrics({ size: 0, bytes: 0 }, new Map(), false),
-    );
+    const { tracing, authorize } = await tracedAt(receiver.endpoint, {
+      OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+      OTEL_TRACES_SAMPLER_ARG: '0.5',
+    });
     const before = receiver.spans().length;
     let readWhole = 0;
     for (let i = 0; i < 100; i++) {
