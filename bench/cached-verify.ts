@@ -17,15 +17,14 @@
 // exchange at the rate an ES256 verify allows) and, timed, the bare `crypto.verify` of the same
 // proofs in-process (issue 40 item 4: the verifier's CPU per request within +40 µs of it).
 // System calls per request, the DPoP request's too: `npm run bench:syscalls`.
-import { spawn, execFile, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { parseCallgrindTotals } from '../perf/nginx-counts.js';
+import { callgrindDump, callgrindZero } from '../perf/nginx-counters.js';
 import { processCpuMicros } from '../perf/process-stats.js';
 import { LOAD_TEST_VERIFIER_ENV } from '../perf/systems.js';
 import { VERIFIER_NODE_FLAGS } from '../stack/service-env.js';
@@ -36,7 +35,6 @@ import { bareVerifyMicros, mintProofs, proofWrkScript } from './dpop-parts.js';
 import { BARE_UWS, UWS_PROOF_VERIFY } from './bare-servers.js';
 import { runWrkSync } from './wrk.js';
 
-const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const argv = process.argv.slice(2);
 const option = (name: string) => argv.flatMap((arg, i) => (arg === name ? [argv[i + 1]!] : []));
@@ -177,13 +175,6 @@ async function withServer<T>(
   }
 }
 
-/** callgrind_control exits 0 even when it found no such process: its "OK." is the answer. */
-async function control(pid: number, action: string): Promise<void> {
-  const { stdout, stderr } = await run('callgrind_control', [action, String(pid)]);
-  if (!/\bOK\./.test(stdout))
-    throw new Error(`callgrind_control ${action} ${pid} failed: ${(stdout + stderr).trim()}`);
-}
-
 /** A measured server's environment: both servers listen on `port` (the floor reads PORT). */
 const serverEnv = (port: number, env: Record<string, string>) => ({
   PATH: process.env.PATH ?? '',
@@ -204,15 +195,11 @@ async function count(args: string[], env: Record<string, string>): Promise<numbe
   try {
     return await withServer(callgrind, args, env, async (port, child) => {
       await send(port, WARM_UP);
-      await control(child.pid!, '--zero');
+      await callgrindZero(child.pid!);
       await send(port, REQUESTS);
-      await control(child.pid!, '--dump=counted');
-      const file = readdirSync(dir)
-        .map((name) => join(dir, name))
-        .find((path) => readFileSync(path, 'utf8').includes('\ndesc: Trigger: dump counted\n'));
-      if (file === undefined) throw new Error(`callgrind wrote no dump in ${dir}`);
+      const counted = await callgrindDump(child.pid!, dir, 'counted');
       if (keep !== undefined) console.log(`callgrind dumps kept in ${dir} (pid ${child.pid})`);
-      return parseCallgrindTotals(readFileSync(file, 'utf8')) / REQUESTS;
+      return counted / REQUESTS;
     });
   } finally {
     if (keep === undefined) rmSync(dir, { recursive: true, force: true });

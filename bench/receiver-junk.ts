@@ -23,14 +23,14 @@
 // 1,000) one after another on one kept-alive connection, `--dump`: the dump's total ÷ N (user space
 // of every thread: JIT code, GC, uWS, libc; not the kernel). With `forged`, a last row: the floor
 // doing the bare `crypto.verify` of each forgery before its 400 (a forgery with no receiver code).
-import { execFile, spawn, spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createPublicKey, randomBytes, verify } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs, promisify } from 'node:util';
+import { parseArgs } from 'node:util';
 import type { HttpResponse } from 'uWebSockets.js';
 import { loadUws } from '../verifier/src/http/uws-addon.js';
 import { mintLogoutToken } from '../verifier/src/testing/event-tokens.js';
@@ -42,7 +42,7 @@ import {
 } from '../verifier/src/testing/fixtures.js';
 import { logoutIssuer } from '../verifier/src/testing/replicas.js';
 import { buildService } from '../verifier/src/testing/service.js';
-import { parseCallgrindTotals } from '../perf/nginx-counts.js';
+import { callgrindDump, callgrindZero } from '../perf/nginx-counters.js';
 import { lua, pacing, REPORT, runWrk } from './wrk.js';
 
 const { values } = parseArgs({
@@ -145,7 +145,6 @@ function sendPushes(
 
 /** `--count`: instructions per push of each row, the servers under callgrind in a child. */
 async function counted(): Promise<void> {
-  const run = promisify(execFile);
   const dir = mkdtempSync(join(tmpdir(), 'receiver-junk-count-'));
   const child = spawn(
     'valgrind',
@@ -162,11 +161,6 @@ async function counted(): Promise<void> {
     { stdio: ['ignore', 'pipe', 'ignore'] },
   );
   const exited = new Promise((done) => child.once('exit', done));
-  /** callgrind_control exits 0 even when it found no such process: its "OK." is the answer. */
-  const control = async (action: string) => {
-    const { stdout } = await run('callgrind_control', [action, String(child.pid)]);
-    if (!/\bOK\./.test(stdout)) throw new Error(`callgrind_control ${action}: ${stdout.trim()}`);
-  };
   try {
     const ports = await new Promise<number[]>((resolve, reject) => {
       let text = '';
@@ -198,14 +192,9 @@ async function counted(): Promise<void> {
     const counts: number[] = [];
     for (const [index, [, target, path, tokens]] of rows.entries()) {
       await sendPushes(target, path, tokens, warmUp);
-      await control('--zero');
+      await callgrindZero(child.pid!);
       await sendPushes(target, path, tokens, requests);
-      await control(`--dump=row${index}`);
-      const file = readdirSync(dir)
-        .map((name) => join(dir, name))
-        .find((path) => readFileSync(path, 'utf8').includes(`\ndesc: Trigger: dump row${index}\n`));
-      if (file === undefined) throw new Error(`callgrind wrote no dump for row ${index}`);
-      counts.push(parseCallgrindTotals(readFileSync(file, 'utf8')) / requests);
+      counts.push((await callgrindDump(child.pid!, dir, `row${index}`)) / requests);
     }
     const floor = counts[0]!;
     console.log(

@@ -65,13 +65,22 @@ export async function startCallgrindNginx(spec: SingleNginxSpec): Promise<Callgr
   const pid = child.pid!;
   return {
     pid,
-    zero: () => control(pid, '--zero'),
-    async dump(label) {
-      await control(pid, `--dump=${label}`);
-      return parseCallgrindTotals(readFileSync(dumpFile(spec.outDir, label), 'utf8'));
-    },
+    zero: () => callgrindZero(pid),
+    dump: (label) => callgrindDump(pid, spec.outDir, label),
     stop,
   };
+}
+
+/** Zeroes the counters of a process under callgrind. */
+export const callgrindZero = (pid: number) => control(pid, '--zero');
+
+/**
+ * Instructions of a process under callgrind (whose `--callgrind-out-file` is in `outDir`) since
+ * its last zero or dump, from a dump labelled `label`.
+ */
+export async function callgrindDump(pid: number, outDir: string, label: string): Promise<number> {
+  await control(pid, `--dump=${label}`);
+  return parseCallgrindTotals(readFileSync(dumpFile(outDir, label), 'utf8'));
 }
 
 /** callgrind_control exits 0 even when it found no such process: its "OK." is the answer. */
