@@ -159,7 +159,7 @@ export interface LocalNginxOptions {
   readonly accessLogOptions?: string;
   /** Defaults to `http://` + the listen address (loopback when only a port is given). */
   readonly externalOrigin?: string;
-  /** W3C Trace Context at the edge (SG_TRACE_CONTEXT, default on). */
+  /** W3C Trace Context at the edge (SG_TRACE_CONTEXT, default off). */
   readonly traceContext?: 'on' | 'off';
   /** Share of trace ids NGINX marks sampled, 0–100 (SG_TRACE_SAMPLE_PERCENT). */
   readonly traceSamplePercent?: number;
