@@ -30,7 +30,7 @@ const HEADLINE_COMMANDS: ReadonlyArray<{
   { name: 'cached-verify', argv: ['run', '--silent', 'bench:cached-verify', '--', '--time'] },
   {
     name: 'cached-dpop',
-    argv: ['run', '--silent', 'bench:cached-verify', '--', '--time', '--dpop'],
+    argv: ['run', '--silent', 'bench:cached-verify', '--', '--time', '--dpop', '--rounds', '5'],
   },
   { name: 'rss', env: { BENCH_ROWS: 'rss' }, argv: ['run', '--silent', 'bench:verifier'] },
   {
@@ -46,6 +46,7 @@ const HEADLINE_COMMANDS: ReadonlyArray<{
     env: { BENCH_ROWS: 'verifier,gate,nginx' },
     argv: ['run', '--silent', 'bench:tracing'],
   },
+  { name: 'tracing-counts', argv: ['run', '--silent', 'bench:tracing-counts'] },
   { name: 'chaos', argv: ['run', '--silent', 'chaos', '--', '--quick'] },
   {
     name: 'capacity',
