@@ -1,0 +1,86 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { freePort } from '../stack/ports.js';
+import { startMeasuredProcess, type MeasuredProcess } from './measured-process.js';
+
+// One-line servers: an HTTP 204 on PORT (after DELAY ms), and the same printing its port.
+const SERVE = `setTimeout(() => require('node:http').createServer((q, s) => s.writeHead(204).end()).listen(+process.env.PORT, '127.0.0.1', () => console.log('PORT ' + process.env.PORT)), +process.env.DELAY)`;
+
+const running: MeasuredProcess[] = [];
+afterEach(async () => {
+  await Promise.all(running.splice(0).map((server) => server.stop()));
+});
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function serve(ready: 'url' | 'line', delayMs = 0) {
+  const port = await freePort();
+  const server = await startMeasuredProcess({
+    name: 'tiny server',
+    command: process.execPath,
+    args: ['-e', SERVE],
+    env: { PORT: String(port), DELAY: String(delayMs) },
+    ready: ready === 'url' ? { url: `http://127.0.0.1:${port}/` } : { line: /^PORT (\d+)$/m },
+    readyTimeoutMs: 5000,
+  });
+  running.push(server);
+  return { server, port };
+}
+
+describe('startMeasuredProcess', () => {
+  it('is ready once its URL answers, not before', async () => {
+    const { port } = await serve('url', 300);
+    expect((await fetch(`http://127.0.0.1:${port}/`)).status).toBe(204);
+  });
+
+  it('is ready once a line on its stdout matches, and hands back the match', async () => {
+    const { server, port } = await serve('line');
+    expect(server.readyMatch?.[1]).toBe(String(port));
+    expect((await fetch(`http://127.0.0.1:${port}/`)).status).toBe(204);
+  });
+
+  it('fails with the exit code of a process that exits before it is ready', async () => {
+    await expect(
+      startMeasuredProcess({
+        name: 'doomed',
+        command: process.execPath,
+        args: ['-e', 'process.exit(3)'],
+        ready: { url: 'http://127.0.0.1:9/' },
+        readyTimeoutMs: 5000,
+      }),
+    ).rejects.toThrow('"doomed" exited with code 3 before it was ready');
+  });
+
+  it('fails after its bounded wait when it never gets ready', async () => {
+    const started = Date.now();
+    await expect(
+      startMeasuredProcess({
+        name: 'silent',
+        command: process.execPath,
+        args: ['-e', 'setInterval(() => {}, 1000)'],
+        ready: { line: /never/ },
+        readyTimeoutMs: 500,
+      }),
+    ).rejects.toThrow('"silent" was not ready within 500 ms');
+    expect(Date.now() - started).toBeLessThan(4000);
+  });
+
+  it('stop kills the process and resolves once it has exited', async () => {
+    const { server, port } = await serve('url');
+    await server.stop();
+    expect(alive(server.pid)).toBe(false);
+    await expect(fetch(`http://127.0.0.1:${port}/`)).rejects.toThrow();
+    await server.stop(); // a second stop is a no-op
+  });
+
+  it('refuses callgrind counters for a process not under callgrind', async () => {
+    const { server } = await serve('url');
+    expect(() => server.zero()).toThrow('"tiny server" does not run under callgrind');
+  });
+});
