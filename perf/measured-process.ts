@@ -2,10 +2,11 @@
 // waited for until a URL answers 2xx or a line appears on its stdout, and stopped by its own PID.
 // Every process started here is killed when the bench exits, however it exits (an error, Ctrl-C).
 import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, openSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { callgrindDump, callgrindZero } from './nginx-counters.js';
+import { callgrindDump, callgrindZero } from './callgrind-control.js';
 
 export interface MeasuredProcessSpec {
   /** Names the process in errors (`verifier`, `bare uWS`, …). */
@@ -27,6 +28,8 @@ export interface MeasuredProcessSpec {
   readonly readyTimeoutMs: number;
   /** Where its stderr goes (default: inherited, or ignored under callgrind: valgrind's chatter). */
   readonly stderr?: 'inherit' | 'ignore';
+  /** Instead: its stderr, and its stdout unless read for readiness, appended to this file. */
+  readonly logFile?: string;
   /** The signal `stop` sends first (default SIGTERM); SIGKILL follows after 10 s. */
   readonly stopSignal?: NodeJS.Signals;
 }
@@ -78,11 +81,14 @@ export async function startMeasuredProcess(spec: MeasuredProcessSpec): Promise<M
   ];
   const [command, ...args] = [...prefix, spec.command, ...spec.args] as [string, ...string[]];
   const byLine = 'line' in spec.ready;
+  const log = spec.logFile === undefined ? undefined : openSync(spec.logFile, 'a');
+  const stderr = log ?? spec.stderr ?? (dir ? 'ignore' : 'inherit');
   const child = spawn(command, args, {
     cwd: spec.cwd,
     env: spec.env ?? process.env,
-    stdio: ['ignore', byLine ? 'pipe' : 'ignore', spec.stderr ?? (dir ? 'ignore' : 'inherit')],
+    stdio: ['ignore', byLine ? 'pipe' : (log ?? 'ignore'), stderr],
   });
+  if (log !== undefined) closeSync(log);
   killOnExit(child);
   let stopping = false;
   let ready = false;
