@@ -2,8 +2,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { freePort } from '../stack/ports.js';
 import { startMeasuredProcess, type MeasuredProcess } from './measured-process.js';
 
-// One-line servers: an HTTP 204 on PORT (after DELAY ms), and the same printing its port.
-const SERVE = `setTimeout(() => require('node:http').createServer((q, s) => s.writeHead(204).end()).listen(+process.env.PORT, '127.0.0.1', () => console.log('PORT ' + process.env.PORT)), +process.env.DELAY)`;
+// A one-line server: STATUS (204 unless set) on PORT after DELAY ms, printing its port once it listens.
+const SERVE = `setTimeout(() => require('node:http').createServer((q, s) => s.writeHead(+process.env.STATUS || 204).end()).listen(+process.env.PORT, '127.0.0.1', () => console.log('PORT ' + process.env.PORT)), +process.env.DELAY)`;
 
 const running: MeasuredProcess[] = [];
 afterEach(async () => {
@@ -19,15 +19,17 @@ function alive(pid: number): boolean {
   }
 }
 
-async function serve(ready: 'url' | 'line', delayMs = 0) {
+async function serve(ready: 'url' | 'any status' | 'line', delayMs = 0, status = 204) {
   const port = await freePort();
+  const url = `http://127.0.0.1:${port}/`;
   const server = await startMeasuredProcess({
     name: 'tiny server',
     command: process.execPath,
     args: ['-e', SERVE],
-    env: { PORT: String(port), DELAY: String(delayMs) },
-    ready: ready === 'url' ? { url: `http://127.0.0.1:${port}/` } : { line: /^PORT (\d+)$/m },
-    readyTimeoutMs: 5000,
+    env: { PORT: String(port), DELAY: String(delayMs), STATUS: String(status) },
+    ready:
+      ready === 'line' ? { line: /^PORT (\d+)$/m } : { url, anyStatus: ready === 'any status' },
+    readyTimeoutMs: ready === 'url' && status !== 204 ? 600 : 5000,
   });
   running.push(server);
   return { server, port };
@@ -37,6 +39,12 @@ describe('startMeasuredProcess', () => {
   it('is ready once its URL answers, not before', async () => {
     const { port } = await serve('url', 300);
     expect((await fetch(`http://127.0.0.1:${port}/`)).status).toBe(204);
+  });
+
+  it('waits for a 2xx by default, and takes any answer with anyStatus', async () => {
+    await expect(serve('url', 0, 401)).rejects.toThrow('"tiny server" was not ready within 600 ms');
+    const { port } = await serve('any status', 0, 401);
+    expect((await fetch(`http://127.0.0.1:${port}/`)).status).toBe(401);
   });
 
   it('is ready once a line on its stdout matches, and hands back the match', async () => {

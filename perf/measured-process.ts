@@ -23,8 +23,12 @@ export interface MeasuredProcessSpec {
    * as `callgrind.out.N` in this directory, for `zero` and `dump`.
    */
   readonly callgrindDir?: string;
-  /** Ready once this URL answers 2xx (a fresh connection each try), or a line matches this. */
-  readonly ready: { readonly url: string } | { readonly line: RegExp };
+  /**
+   * Ready once this URL answers 2xx (any status with `anyStatus`: a server with no readiness
+   * route), a fresh connection each try; or once a line on its stdout matches.
+   */
+  readonly ready:
+    { readonly url: string; readonly anyStatus?: boolean } | { readonly line: RegExp };
   readonly readyTimeoutMs: number;
   /** Where its stderr goes (default: inherited, or ignored under callgrind: valgrind's chatter). */
   readonly stderr?: 'inherit' | 'ignore';
@@ -110,7 +114,9 @@ export async function startMeasuredProcess(spec: MeasuredProcessSpec): Promise<M
       clearTimeout(timer);
     }
   };
-  const waiting = byLine ? readyLine(child, spec.ready.line) : readyUrl(spec.ready.url);
+  const waiting = byLine
+    ? readyLine(child, spec.ready.line)
+    : readyUrl(spec.ready.url, spec.ready.anyStatus === true);
   let timer: NodeJS.Timeout | undefined;
   const gaveUp = new Promise<'timeout'>((resolve) => {
     timer = setTimeout(() => resolve('timeout'), spec.readyTimeoutMs);
@@ -168,12 +174,34 @@ function readyLine(child: ChildProcess, pattern: RegExp): Readiness {
   return Object.assign(found, { cancel });
 }
 
-/** Polls `url` until it answers 2xx; a fresh connection each try (no pooled, idled-out socket). */
-function readyUrl(url: string): Readiness {
+/**
+ * Polls `url` until it answers 2xx, for a server this module did not start (a container); fails
+ * after `timeoutMs`.
+ */
+export async function waitUntilReady(url: string, timeoutMs: number): Promise<void> {
+  const waiting = readyUrl(url);
+  let timer: NodeJS.Timeout | undefined;
+  const gaveUp = new Promise<'timeout'>((resolve) => {
+    timer = setTimeout(() => resolve('timeout'), timeoutMs);
+  });
+  const outcome = await Promise.race([waiting, gaveUp]);
+  clearTimeout(timer);
+  if (outcome === 'timeout') {
+    waiting.cancel();
+    throw new Error(`${url} was not ready within ${timeoutMs} ms`);
+  }
+}
+
+/**
+ * Polls `url` until it answers 2xx (or at all, with `anyStatus`); a fresh connection each try,
+ * never a pooled socket the server may have idled out.
+ */
+function readyUrl(url: string, anyStatus = false): Readiness {
   let cancelled = false;
   const poll = async () => {
     while (!cancelled) {
-      if (await answers2xx(url)) return {};
+      const status = await statusOf(url);
+      if (status !== undefined && (anyStatus || (status >= 200 && status < 300))) return {};
       await sleep(100);
     }
     return {};
@@ -181,14 +209,15 @@ function readyUrl(url: string): Readiness {
   return Object.assign(poll(), { cancel: () => (cancelled = true) });
 }
 
-function answers2xx(url: string): Promise<boolean> {
+/** The status `url` answers with; undefined when it does not answer (yet). */
+function statusOf(url: string): Promise<number | undefined> {
   return new Promise((resolve) => {
     const call = request(url, { agent: false, timeout: 5000 }, (res) => {
       res.resume();
-      res.once('end', () => resolve((res.statusCode ?? 0) >= 200 && (res.statusCode ?? 0) < 300));
+      res.once('end', () => resolve(res.statusCode));
     });
     call.once('timeout', () => call.destroy());
-    call.once('error', () => resolve(false));
+    call.once('error', () => resolve(undefined));
     call.end();
   });
 }
