@@ -14,7 +14,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { createKeepAliveClient } from '../perf/keepalive-client.js';
 import { startMeasuredProcess } from '../perf/measured-process.js';
-import { LOAD_TEST_VERIFIER_ENV } from '../perf/systems.js';
+import { benchedVerifierEnv } from '../perf/systems.js';
 import { freePort } from '../stack/ports.js';
 import { VERIFIER_NODE_FLAGS } from '../stack/service-env.js';
 import { AUDIENCE, ISSUER, mintToken, startJwksServer } from '../verifier/src/testing/fixtures.js';
@@ -105,13 +105,7 @@ async function countMode(
     args: [...VERIFIER_NODE_FLAGS, 'verifier/dist/main.js'],
     env: {
       PATH: process.env.PATH ?? '',
-      VERIFIER_ISSUER: ISSUER,
-      VERIFIER_AUDIENCE: AUDIENCE,
-      VERIFIER_JWKS_URI: options.jwksUri,
-      VERIFIER_REQUIRED_SCOPES: 'secrets:read',
-      VERIFIER_LISTEN: `127.0.0.1:${port}`,
-      VERIFIER_LOG_LEVEL: 'warn',
-      ...LOAD_TEST_VERIFIER_ENV,
+      ...benchedVerifierEnv({ issuer: ISSUER, audience: AUDIENCE, jwksUri: options.jwksUri, port }),
       ...(mode.otel ? { OTEL_EXPORTER_OTLP_ENDPOINT: options.otlp } : {}),
       ...mode.env,
     },

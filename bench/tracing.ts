@@ -46,7 +46,7 @@ import { COUNT_DEFAULTS } from '../perf/count-options.js';
 import { COUNT_ROW_NAMES, runNginxCounts } from '../perf/count-run.js';
 import { startMeasuredProcess, type MeasuredProcess } from '../perf/measured-process.js';
 import { processCpuMicros } from '../perf/process-stats.js';
-import { LOAD_TEST_VERIFIER_ENV } from '../perf/systems.js';
+import { benchedVerifierEnv } from '../perf/systems.js';
 import { freePort } from '../stack/ports.js';
 import { VERIFIER_NODE_FLAGS } from '../stack/service-env.js';
 import { ISSUER as FIXTURE_ISSUER } from '../verifier/src/testing/fixtures.js';
@@ -206,13 +206,7 @@ async function startVerifier(mode: Mode, jwksUri: string, otlp: string) {
     cwd: ROOT,
     env: {
       PATH: process.env.PATH ?? '',
-      VERIFIER_ISSUER: ISSUER,
-      VERIFIER_AUDIENCE: AUDIENCE,
-      VERIFIER_JWKS_URI: jwksUri,
-      VERIFIER_REQUIRED_SCOPES: 'secrets:read',
-      VERIFIER_LISTEN: `127.0.0.1:${port}`,
-      VERIFIER_LOG_LEVEL: 'warn',
-      ...LOAD_TEST_VERIFIER_ENV,
+      ...benchedVerifierEnv({ issuer: ISSUER, audience: AUDIENCE, jwksUri, port }),
       ...(mode.otel ? { OTEL_EXPORTER_OTLP_ENDPOINT: otlp } : {}),
       ...(mode.protocol ? { OTEL_EXPORTER_OTLP_PROTOCOL: mode.protocol } : {}),
     },

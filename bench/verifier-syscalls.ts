@@ -26,7 +26,7 @@ import {
   type MeasuredProcess,
 } from '../perf/measured-process.js';
 import { parsePerfStat, totalCount, type PerfStatCounts } from '../perf/perf-stat.js';
-import { LOAD_TEST_VERIFIER_ENV } from '../perf/systems.js';
+import { benchedVerifierEnv } from '../perf/systems.js';
 import { freePort } from '../stack/ports.js';
 import { VERIFIER_NODE_FLAGS, VERIFIER_PROCESS_ENV } from '../stack/service-env.js';
 import {
@@ -141,6 +141,16 @@ function wrk(port: number, load: Load, seconds: number): number {
   if (done.non2xx > 0) throw new Error(`wrk saw refusals:\n${done.stdout}`);
   return done.requests;
 }
+
+/** The measured verifier's variables (errors only in its log). */
+const benchedVerifier = (jwksUri: string, port: number) =>
+  benchedVerifierEnv({
+    issuer: BENCH_ISSUER,
+    audience: BENCH_AUDIENCE,
+    jwksUri,
+    port,
+    logLevel: 'error',
+  });
 
 /**
  * Node and `args` pinned to core 0, ready once `/readyz` answers at all on the port `env` gives
@@ -257,13 +267,7 @@ async function verifierRows(round: number): Promise<Row[]> {
   const port = await freePort();
   const server = await startPinned([...flags, MAIN], {
     ...VERIFIER_PROCESS_ENV,
-    VERIFIER_ISSUER: BENCH_ISSUER,
-    VERIFIER_AUDIENCE: BENCH_AUDIENCE,
-    VERIFIER_JWKS_URI: jwks.uri,
-    VERIFIER_REQUIRED_SCOPES: 'secrets:read',
-    VERIFIER_LISTEN: `127.0.0.1:${port}`,
-    VERIFIER_LOG_LEVEL: 'error',
-    ...LOAD_TEST_VERIFIER_ENV,
+    ...benchedVerifier(jwks.uri, port),
   });
   // Each round sends tokens no earlier round sent to its (new) process: a third warms, the rest are measured.
   const share = Math.floor(TOKENS / ROUNDS);
@@ -301,14 +305,8 @@ async function dpopRows(): Promise<Row[]> {
   const port = await freePort();
   const server = await startPinned([...flags, MAIN], {
     ...VERIFIER_PROCESS_ENV,
-    VERIFIER_ISSUER: BENCH_ISSUER,
-    VERIFIER_AUDIENCE: BENCH_AUDIENCE,
-    VERIFIER_JWKS_URI: boundJwks.uri,
-    VERIFIER_REQUIRED_SCOPES: 'secrets:read',
+    ...benchedVerifier(boundJwks.uri, port),
     VERIFIER_DPOP: 'required',
-    VERIFIER_LISTEN: `127.0.0.1:${port}`,
-    VERIFIER_LOG_LEVEL: 'error',
-    ...LOAD_TEST_VERIFIER_ENV,
   });
   wrk(port, DPOP_LOAD, 2);
   rows.push(await measure('cached DPoP', server.pid, port, DPOP_LOAD));

@@ -35,7 +35,7 @@ import {
   type MeasuredProcess,
 } from '../perf/measured-process.js';
 import { processCpuMicros } from '../perf/process-stats.js';
-import { LOAD_TEST_VERIFIER_ENV } from '../perf/systems.js';
+import { benchedVerifierEnv } from '../perf/systems.js';
 import { VERIFIER_NODE_FLAGS, VERIFIER_PROCESS_ENV } from '../stack/service-env.js';
 import { COMPARED_VERSIONS, runtimeTable } from './runtimes.js';
 import { BARE_UWS } from './bare-servers.js';
@@ -172,18 +172,8 @@ function fetchText(url: string): Promise<{ status: number; body: string }> {
 }
 
 /** The benched verifier's variables, the same for the host process and the image. */
-function benchedVerifierEnv(jwksUri: string, port: number): Record<string, string> {
-  return {
-    VERIFIER_ISSUER: ISSUER,
-    VERIFIER_AUDIENCE: AUDIENCE,
-    VERIFIER_JWKS_URI: jwksUri,
-    VERIFIER_REQUIRED_SCOPES: 'secrets:read',
-    VERIFIER_LISTEN: `127.0.0.1:${port}`,
-    VERIFIER_LOG_LEVEL: 'warn',
-    // wrk sends no X-SG-Client: every call would share the direct callers' one bucket.
-    ...LOAD_TEST_VERIFIER_ENV,
-  };
-}
+const benchedVerifier = (jwksUri: string, port: number) =>
+  benchedVerifierEnv({ issuer: ISSUER, audience: AUDIENCE, jwksUri, port });
 
 /**
  * The compiled verifier pinned to the server core. `nodeFlags` and `processEnv` default to the
@@ -199,7 +189,7 @@ async function startVerifier(
   const port = await freePort();
   const server = await startPinned(
     [...nodeFlags, VERIFIER_MAIN],
-    { ...processEnv, ...benchedVerifierEnv(jwksUri, port), ...extra },
+    { ...processEnv, ...benchedVerifier(jwksUri, port), ...extra },
     `http://127.0.0.1:${port}/readyz`,
   );
   return { server, port };
@@ -587,7 +577,7 @@ async function imageRound(round: ImageRound): Promise<{ host: RuntimeRows; image
     Object.assign(
       inside,
       await inImage(
-        startImageVerifier(SERVER_CPU, benchedVerifierEnv(jwksUri, port)),
+        startImageVerifier(SERVER_CPU, benchedVerifier(jwksUri, port)),
         `http://127.0.0.1:${port}/readyz`,
         (cpu) => cachedAndDistinct(port, cpu, token, warmUp, measured),
       ),
@@ -946,7 +936,7 @@ async function imageRssRow(jwksUri: string, fill: string): Promise<string> {
     '--cpuset-cpus',
     SERVER_CPU,
     ...Object.entries({
-      ...benchedVerifierEnv(jwksUri, port),
+      ...benchedVerifier(jwksUri, port),
       VERIFIER_CACHE_MAX_ENTRIES: String(RSS_TOKENS),
       VERIFIER_CACHE_MAX_BYTES: '1g',
     }).flatMap(([name, value]) => ['-e', `${name}=${value}`]),
