@@ -1,4 +1,5 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { existsSync } from 'node:fs';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { freePort } from '../stack/ports.js';
 import { startMeasuredProcess, type MeasuredProcess } from './measured-process.js';
 
@@ -9,15 +10,6 @@ const running: MeasuredProcess[] = [];
 afterEach(async () => {
   await Promise.all(running.splice(0).map((server) => server.stop()));
 });
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 async function serve(ready: 'url' | 'any status' | 'line', delayMs = 0, status = 204) {
   const port = await freePort();
@@ -82,9 +74,23 @@ describe('startMeasuredProcess', () => {
   it('stop kills the process and resolves once it has exited', async () => {
     const { server, port } = await serve('url');
     await server.stop();
-    expect(alive(server.pid)).toBe(false);
+    expect(existsSync(`/proc/${server.pid}`)).toBe(false);
     await expect(fetch(`http://127.0.0.1:${port}/`)).rejects.toThrow();
     await server.stop(); // a second stop is a no-op
+  });
+
+  it('hands its stderr to a function when given one', async () => {
+    let seen = '';
+    const server = await startMeasuredProcess({
+      name: 'reporter',
+      command: process.execPath,
+      args: ['-e', "console.error('GC 7'); console.log('READY'); setInterval(() => {}, 1000)"],
+      ready: { line: /READY/ },
+      readyTimeoutMs: 5000,
+      stderr: (text) => (seen += text),
+    });
+    running.push(server);
+    await vi.waitFor(() => expect(seen).toBe('GC 7\n'));
   });
 
   it('refuses callgrind counters for a process not under callgrind', async () => {

@@ -30,8 +30,11 @@ export interface MeasuredProcessSpec {
   readonly ready:
     { readonly url: string; readonly anyStatus?: boolean } | { readonly line: RegExp };
   readonly readyTimeoutMs: number;
-  /** Where its stderr goes (default: inherited, or ignored under callgrind: valgrind's chatter). */
-  readonly stderr?: 'inherit' | 'ignore';
+  /**
+   * Where its stderr goes: inherited (the default), ignored (the default under callgrind:
+   * valgrind's chatter), or each chunk to this function (a process that reports on stderr).
+   */
+  readonly stderr?: 'inherit' | 'ignore' | ((text: string) => void);
   /** Instead: its stderr, and its stdout unless read for readiness, appended to this file. */
   readonly logFile?: string;
   /** The signal `stop` sends first (default SIGTERM); SIGKILL follows after 10 s. */
@@ -86,13 +89,17 @@ export async function startMeasuredProcess(spec: MeasuredProcessSpec): Promise<M
   const [command, ...args] = [...prefix, spec.command, ...spec.args] as [string, ...string[]];
   const byLine = 'line' in spec.ready;
   const log = spec.logFile === undefined ? undefined : openSync(spec.logFile, 'a');
-  const stderr = log ?? spec.stderr ?? (dir ? 'ignore' : 'inherit');
+  const onStderr = typeof spec.stderr === 'function' ? spec.stderr : undefined;
+  const stderr: number | 'pipe' | 'ignore' | 'inherit' =
+    log ??
+    (typeof spec.stderr === 'function' ? 'pipe' : (spec.stderr ?? (dir ? 'ignore' : 'inherit')));
   const child = spawn(command, args, {
     cwd: spec.cwd,
     env: spec.env ?? process.env,
     stdio: ['ignore', byLine ? 'pipe' : (log ?? 'ignore'), stderr],
   });
   if (log !== undefined) closeSync(log);
+  child.stderr?.setEncoding('utf8').on('data', (text: string) => onStderr?.(text));
   killOnExit(child);
   let stopping = false;
   let ready = false;
