@@ -129,10 +129,10 @@ async function send(port: number, count: number): Promise<void> {
 
 /**
  * Runs `measure` against one server, node and `args` on a fresh port, pinned to core 0 (`--time`)
- * or under callgrind (its dumps in `callgrindDir`): answering before `measure` runs, killed after.
+ * or under callgrind (its dumps in `dir`): answering before `measure` runs, killed after.
  */
 async function withServer<T>(
-  launch: { cpu: string } | { callgrindDir: string },
+  launch: { cpu: string } | { callgrind: { dir: string; jit: true } },
   args: readonly string[],
   env: Record<string, string>,
   measure: (port: number, server: MeasuredProcess) => Promise<T>,
@@ -168,7 +168,7 @@ const serverEnv = (port: number, env: Record<string, string>) => ({
 async function count(args: string[], env: Record<string, string>): Promise<number> {
   const dir = mkdtempSync(join(tmpdir(), 'cached-verify-'));
   try {
-    return await withServer({ callgrindDir: dir }, args, env, async (port, server) => {
+    return await withServer({ callgrind: { dir, jit: true } }, args, env, async (port, server) => {
       await send(port, WARM_UP);
       await server.zero();
       await send(port, REQUESTS);

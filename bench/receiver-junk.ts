@@ -152,7 +152,7 @@ async function counted(): Promise<void> {
       name: 'the servers under callgrind',
       command: process.execPath,
       args: ['--import', 'tsx', fileURLToPath(import.meta.url), '--serve'],
-      callgrindDir: dir,
+      callgrind: { dir, jit: true },
       ready: { line: /PORTS (\d+) (\d+)/ },
       readyTimeoutMs: 300_000,
       stopSignal: 'SIGKILL',

@@ -109,7 +109,7 @@ async function countMode(
       ...(mode.otel ? { OTEL_EXPORTER_OTLP_ENDPOINT: options.otlp } : {}),
       ...mode.env,
     },
-    callgrindDir: dir,
+    callgrind: { dir, jit: true },
     ready: { url: `http://127.0.0.1:${port}/readyz` },
     readyTimeoutMs: 120_000,
     stopSignal: 'SIGKILL',

@@ -19,10 +19,11 @@ export interface MeasuredProcessSpec {
   /** `taskset -c CPU`: the core(s) it runs on. */
   readonly cpu?: string;
   /**
-   * Under `valgrind --tool=callgrind --smc-check=all-non-file` (JIT code counted too), its dumps
-   * as `callgrind.out.N` in this directory, for `zero` and `dump`.
+   * Under `valgrind --tool=callgrind`, its dumps as `callgrind.out.N` in `dir`, for `zero` and
+   * `dump`. `jit`: the process writes machine code as it runs (V8), so `--smc-check=all-non-file`
+   * makes callgrind retranslate it (NGINX has none and is counted as it always was, without it).
    */
-  readonly callgrindDir?: string;
+  readonly callgrind?: { readonly dir: string; readonly jit: boolean };
   /**
    * Ready once this URL answers 2xx (any status with `anyStatus`: a server with no readiness
    * route), a fresh connection each try; or once a line on its stdout matches.
@@ -45,7 +46,7 @@ export interface MeasuredProcess {
   readonly pid: number;
   /** The stdout line's match, when readiness was a line. */
   readonly readyMatch?: RegExpExecArray;
-  /** Zeroes its callgrind counters (only with `callgrindDir`). */
+  /** Zeroes its callgrind counters (only with `callgrind`). */
   zero(): Promise<void>;
   /** Instructions since the last zero or dump, read from a dump labelled `label`. */
   dump(label: string): Promise<number>;
@@ -74,7 +75,7 @@ export function killOnExit(child: ChildProcess): void {
 
 /** Starts `spec` and waits until it is ready; if it exits first, fails with its exit code. */
 export async function startMeasuredProcess(spec: MeasuredProcessSpec): Promise<MeasuredProcess> {
-  const dir = spec.callgrindDir;
+  const dir = spec.callgrind?.dir;
   const prefix = [
     ...(spec.cpu === undefined ? [] : ['taskset', '-c', spec.cpu]),
     ...(dir === undefined
@@ -82,7 +83,7 @@ export async function startMeasuredProcess(spec: MeasuredProcessSpec): Promise<M
       : [
           'valgrind',
           '--tool=callgrind',
-          '--smc-check=all-non-file',
+          ...(spec.callgrind?.jit === true ? ['--smc-check=all-non-file'] : []),
           `--callgrind-out-file=${join(dir, 'callgrind.out')}`,
         ]),
   ];

@@ -43,7 +43,7 @@ export function startCallgrindNginx(spec: SingleNginxSpec): Promise<CallgrindNgi
     ],
     cwd: spec.prefix,
     env: { PATH: process.env.PATH ?? '', ...spec.env },
-    callgrindDir: spec.outDir,
+    callgrind: { dir: spec.outDir, jit: false },
     logFile: join(spec.outDir, 'callgrind-nginx.log'),
     ready: { url: spec.readyUrl },
     readyTimeoutMs: spec.readyTimeoutMs ?? 60_000,
