@@ -125,12 +125,7 @@ export async function startMeasuredProcess(spec: MeasuredProcessSpec): Promise<M
   const waiting = byLine
     ? readyLine(child, spec.ready.line)
     : readyUrl(spec.ready.url, spec.ready.anyStatus === true);
-  let timer: NodeJS.Timeout | undefined;
-  const gaveUp = new Promise<'timeout'>((resolve) => {
-    timer = setTimeout(() => resolve('timeout'), spec.readyTimeoutMs);
-  });
-  const outcome = await Promise.race([waiting, exited, gaveUp]);
-  clearTimeout(timer);
+  const outcome = await withDeadline(Promise.race([waiting, exited]), spec.readyTimeoutMs);
   if (typeof outcome === 'string') {
     waiting.cancel();
     await stop();
@@ -188,15 +183,22 @@ function readyLine(child: ChildProcess, pattern: RegExp): Readiness {
  */
 export async function waitUntilReady(url: string, timeoutMs: number): Promise<void> {
   const waiting = readyUrl(url);
-  let timer: NodeJS.Timeout | undefined;
-  const gaveUp = new Promise<'timeout'>((resolve) => {
-    timer = setTimeout(() => resolve('timeout'), timeoutMs);
-  });
-  const outcome = await Promise.race([waiting, gaveUp]);
-  clearTimeout(timer);
-  if (outcome === 'timeout') {
+  if ((await withDeadline(waiting, timeoutMs)) === 'timeout') {
     waiting.cancel();
     throw new Error(`${url} was not ready within ${timeoutMs} ms`);
+  }
+}
+
+/** `promise`'s value, or 'timeout' after `ms` (the timer cleared either way, so no run waits on it). */
+async function withDeadline<T>(promise: Promise<T>, ms: number): Promise<T | 'timeout'> {
+  let timer: NodeJS.Timeout | undefined;
+  const gaveUp = new Promise<'timeout'>((resolve) => {
+    timer = setTimeout(() => resolve('timeout'), ms);
+  });
+  try {
+    return await Promise.race([promise, gaveUp]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 
