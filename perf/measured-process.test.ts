@@ -1,10 +1,22 @@
-import { existsSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { freePort } from '../stack/ports.js';
 import { startMeasuredProcess, type MeasuredProcess } from './measured-process.js';
 
 // A one-line server: STATUS (204 unless set) on PORT after DELAY ms, printing its port once it listens.
 const SERVE = `setTimeout(() => require('node:http').createServer((q, s) => s.writeHead(+process.env.STATUS || 204).end()).listen(+process.env.PORT, '127.0.0.1', () => console.log('PORT ' + process.env.PORT)), +process.env.DELAY)`;
+
+const run = promisify(execFile);
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+/** Whether `pid` is a live process (a zombie left for a parent that never reaps it is not). */
+function runs(pid: number): boolean {
+  const stat = existsSync(`/proc/${pid}/stat`) ? readFileSync(`/proc/${pid}/stat`, 'utf8') : '';
+  return stat !== '' && stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+}
 
 const running: MeasuredProcess[] = [];
 afterEach(async () => {
@@ -74,7 +86,7 @@ describe('startMeasuredProcess', () => {
   it('stop kills the process and resolves once it has exited', async () => {
     const { server, port } = await serve('url');
     await server.stop();
-    expect(existsSync(`/proc/${server.pid}`)).toBe(false);
+    expect(runs(server.pid)).toBe(false);
     await expect(fetch(`http://127.0.0.1:${port}/`)).rejects.toThrow();
     await server.stop(); // a second stop is a no-op
   });
@@ -91,6 +103,26 @@ describe('startMeasuredProcess', () => {
     });
     running.push(server);
     await vi.waitFor(() => expect(seen).toBe('GC 7\n'));
+  });
+
+  it('kills what it started when the bench is ended by SIGTERM', async () => {
+    // A bench in miniature: it starts a process, prints its PID, then is sent SIGTERM.
+    const bench = `import { startMeasuredProcess } from './perf/measured-process.ts';
+      const s = await startMeasuredProcess({ name: 'child', command: process.execPath,
+        args: ['-e', "console.log('READY'); setInterval(() => {}, 1000)"],
+        ready: { line: /READY/ }, readyTimeoutMs: 5000 });
+      console.log(s.pid);
+      process.kill(process.pid, 'SIGTERM');
+      setInterval(() => {}, 1000);`;
+    const ended = await run(
+      process.execPath,
+      ['--import', 'tsx', '--input-type=module', '-e', bench],
+      { cwd: ROOT },
+    ).catch((error: { code: number; stdout: string }) => error);
+    expect('code' in ended && ended.code).toBe(1);
+    const pid = Number(ended.stdout.trim());
+    expect(pid).toBeGreaterThan(0);
+    await vi.waitFor(() => expect(runs(pid)).toBe(false));
   });
 
   it('refuses callgrind counters for a process not under callgrind', async () => {
