@@ -17,14 +17,12 @@
 // exchange at the rate an ES256 verify allows) and, timed, the bare `crypto.verify` of the same
 // proofs in-process (issue 40 item 4: the verifier's CPU per request within +40 µs of it).
 // System calls per request, the DPoP request's too: `npm run bench:syscalls`.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { callgrindDump, callgrindZero } from '../perf/nginx-counters.js';
+import { startMeasuredProcess, type MeasuredProcess } from '../perf/measured-process.js';
 import { processCpuMicros } from '../perf/process-stats.js';
 import { LOAD_TEST_VERIFIER_ENV } from '../perf/systems.js';
 import { VERIFIER_NODE_FLAGS } from '../stack/service-env.js';
@@ -129,49 +127,32 @@ async function send(port: number, count: number): Promise<void> {
   await Promise.all(Array.from({ length: CONNECTIONS }, one));
 }
 
-async function waitServing(port: number, child: ChildProcess): Promise<void> {
-  const deadline = Date.now() + 180_000;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`server exited (${child.exitCode})`);
-    try {
-      const reply = await fetch(`http://127.0.0.1:${port}/readyz`, {
-        signal: AbortSignal.timeout(5000),
-      });
-      await reply.arrayBuffer();
-      if (reply.status < 300) return;
-    } catch {
-      // not listening yet
-    }
-    await sleep(300);
-  }
-  throw new Error(`server did not serve within 180 s`);
-}
-
 /**
- * Runs `measure` against one server, `prefix` (valgrind, taskset or nothing) then node and `args`
- * on a fresh port: started and answering before `measure` runs, killed after it.
+ * Runs `measure` against one server, node and `args` on a fresh port, pinned to core 0 (`--time`)
+ * or under callgrind (its dumps in `dir`): answering before `measure` runs, killed after.
  */
 async function withServer<T>(
-  prefix: readonly string[],
+  launch: { cpu: string } | { callgrind: { dir: string; jit: true } },
   args: readonly string[],
   env: Record<string, string>,
-  measure: (port: number, child: ChildProcess) => Promise<T>,
+  measure: (port: number, server: MeasuredProcess) => Promise<T>,
 ): Promise<T> {
   const port = await freePort();
-  const [command, ...argv] = [...prefix, process.execPath, ...perfMap, ...args];
-  const child = spawn(command!, argv, {
+  const server = await startMeasuredProcess({
+    name: 'measured server',
+    command: process.execPath,
+    args: [...perfMap, ...args],
     cwd: ROOT,
     env: serverEnv(port, env),
-    // Valgrind's own chatter is not the server's.
-    stdio: ['ignore', 'ignore', prefix[0] === 'valgrind' ? 'ignore' : 'inherit'],
+    ...launch,
+    ready: { url: `http://127.0.0.1:${port}/readyz` },
+    readyTimeoutMs: 180_000,
+    stopSignal: 'SIGKILL',
   });
-  const exited = new Promise((done) => child.once('exit', done));
   try {
-    await waitServing(port, child);
-    return await measure(port, child);
+    return await measure(port, server);
   } finally {
-    child.kill('SIGKILL');
-    await exited;
+    await server.stop();
   }
 }
 
@@ -186,19 +167,13 @@ const serverEnv = (port: number, env: Record<string, string>) => ({
 /** Instructions per request of one server: `args` after node, under callgrind. */
 async function count(args: string[], env: Record<string, string>): Promise<number> {
   const dir = mkdtempSync(join(tmpdir(), 'cached-verify-'));
-  const callgrind = [
-    'valgrind',
-    '--tool=callgrind',
-    '--smc-check=all-non-file',
-    `--callgrind-out-file=${join(dir, 'callgrind.out')}`,
-  ];
   try {
-    return await withServer(callgrind, args, env, async (port, child) => {
+    return await withServer({ callgrind: { dir, jit: true } }, args, env, async (port, server) => {
       await send(port, WARM_UP);
-      await callgrindZero(child.pid!);
+      await server.zero();
       await send(port, REQUESTS);
-      const counted = await callgrindDump(child.pid!, dir, 'counted');
-      if (keep !== undefined) console.log(`callgrind dumps kept in ${dir} (pid ${child.pid})`);
+      const counted = await server.dump('counted');
+      if (keep !== undefined) console.log(`callgrind dumps kept in ${dir} (pid ${server.pid})`);
       return counted / REQUESTS;
     });
   } finally {
@@ -245,9 +220,9 @@ function wrk(port: number, seconds: number, pid?: number): number {
 
 /** Server CPU µs per request of one server: `args` after node, pinned to core 0. */
 function time(args: string[], env: Record<string, string>): Promise<number> {
-  return withServer(['taskset', '-c', '0'], args, env, (port, child) => {
+  return withServer({ cpu: '0' }, args, env, (port, server) => {
     wrk(port, 1);
-    return Promise.resolve(wrk(port, SECONDS, child.pid));
+    return Promise.resolve(wrk(port, SECONDS, server.pid));
   });
 }
 

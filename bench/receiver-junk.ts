@@ -23,7 +23,7 @@
 // 1,000) one after another on one kept-alive connection, `--dump`: the dump's total ÷ N (user space
 // of every thread: JIT code, GC, uWS, libc; not the kernel). With `forged`, a last row: the floor
 // doing the bare `crypto.verify` of each forgery before its 400 (a forgery with no receiver code).
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { createPublicKey, randomBytes, verify } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
@@ -42,7 +42,7 @@ import {
 } from '../verifier/src/testing/fixtures.js';
 import { logoutIssuer } from '../verifier/src/testing/replicas.js';
 import { buildService } from '../verifier/src/testing/service.js';
-import { callgrindDump, callgrindZero } from '../perf/nginx-counters.js';
+import { startMeasuredProcess, type MeasuredProcess } from '../perf/measured-process.js';
 import { lua, pacing, REPORT, runWrk } from './wrk.js';
 
 const { values } = parseArgs({
@@ -146,34 +146,19 @@ function sendPushes(
 /** `--count`: instructions per push of each row, the servers under callgrind in a child. */
 async function counted(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'receiver-junk-count-'));
-  const child = spawn(
-    'valgrind',
-    [
-      '--tool=callgrind',
-      '--smc-check=all-non-file',
-      `--callgrind-out-file=${join(dir, 'callgrind.out')}`,
-      process.execPath,
-      '--import',
-      'tsx',
-      fileURLToPath(import.meta.url),
-      '--serve',
-    ],
-    { stdio: ['ignore', 'pipe', 'ignore'] },
-  );
-  const exited = new Promise((done) => child.once('exit', done));
+  let servers: MeasuredProcess | undefined;
   try {
-    const ports = await new Promise<number[]>((resolve, reject) => {
-      let text = '';
-      child.stdout.setEncoding('utf8');
-      child.stdout.on('data', (chunk: string) => {
-        text += chunk;
-        const found = /PORTS (\d+) (\d+)/.exec(text);
-        if (found) resolve([Number(found[1]), Number(found[2])]);
-      });
-      child.once('exit', (code) => reject(new Error(`the servers exited (${code})`)));
-      setTimeout(() => reject(new Error('the servers did not start in 300 s')), 300_000).unref();
+    servers = await startMeasuredProcess({
+      name: 'the servers under callgrind',
+      command: process.execPath,
+      args: ['--import', 'tsx', fileURLToPath(import.meta.url), '--serve'],
+      callgrind: { dir, jit: true },
+      ready: { line: /PORTS (\d+) (\d+)/ },
+      readyTimeoutMs: 300_000,
+      stopSignal: 'SIGKILL',
     });
-    const [gatePort, floorPort] = ports as [number, number];
+    const gatePort = Number(servers.readyMatch![1]);
+    const floorPort = Number(servers.readyMatch![2]);
     const warmUp = Number(values['warm-up']);
     const requests = Number(values.requests);
     type Row = [name: string, port: number, path: string, tokens: readonly string[]];
@@ -192,9 +177,9 @@ async function counted(): Promise<void> {
     const counts: number[] = [];
     for (const [index, [, target, path, tokens]] of rows.entries()) {
       await sendPushes(target, path, tokens, warmUp);
-      await callgrindZero(child.pid!);
+      await servers.zero();
       await sendPushes(target, path, tokens, requests);
-      counts.push((await callgrindDump(child.pid!, dir, `row${index}`)) / requests);
+      counts.push((await servers.dump(`row${index}`)) / requests);
     }
     const floor = counts[0]!;
     console.log(
@@ -210,8 +195,7 @@ async function counted(): Promise<void> {
       ].join('\n'),
     );
   } finally {
-    child.kill('SIGKILL');
-    await exited;
+    await servers?.stop();
     rmSync(dir, { recursive: true, force: true });
   }
 }

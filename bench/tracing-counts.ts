@@ -10,11 +10,11 @@
 // `1 %, export held` holds the batch (OTEL_BSP_SCHEDULE_DELAY of an hour, batch and queue 2,048)
 // so no export runs in the window: against `1 %` it splits a sampled span into the SDK's part and
 // the export's.
-import { spawn, spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { createKeepAliveClient } from '../perf/keepalive-client.js';
-import { LOAD_TEST_VERIFIER_ENV } from '../perf/systems.js';
+import { startMeasuredProcess } from '../perf/measured-process.js';
+import { benchedVerifierEnv } from '../perf/systems.js';
 import { freePort } from '../stack/ports.js';
 import { VERIFIER_NODE_FLAGS } from '../stack/service-env.js';
 import { AUDIENCE, ISSUER, mintToken, startJwksServer } from '../verifier/src/testing/fixtures.js';
@@ -91,62 +91,31 @@ function traceHeader(
   return { [name]: `00-4bf92f3577b34da6a3ce929d${id}-00f067aa${id}-${flags}` };
 }
 
-/** The total of callgrind's newest dump of `base` (`base.1`, `base.2`, …). */
-function dumpedInstructions(dir: string, base: string): number {
-  const dumps = readdirSync(dir).filter((name) => name.startsWith(`${base}.`));
-  const newest = dumps.sort((a, b) => Number(b.split('.').pop()) - Number(a.split('.').pop()))[0];
-  if (newest === undefined) throw new Error(`callgrind wrote no dump for ${base}`);
-  const total = /^(?:summary|totals): (\d+)/m.exec(readFileSync(join(dir, newest), 'utf8'));
-  if (total === null) throw new Error(`no total in ${newest}`);
-  return Number(total[1]);
-}
-
 async function countMode(
   mode: CountMode,
   index: number,
   options: CountRowsOptions & { jwksUri: string; token: string; warmup: number; requests: number },
 ): Promise<number> {
   const port = await freePort();
-  const base = `verifier-${index}.out`;
-  const child = spawn(
-    'valgrind',
-    [
-      '--tool=callgrind',
-      '--smc-check=all-non-file',
-      `--callgrind-out-file=${join(options.dir, base)}`,
-      process.execPath,
-      ...VERIFIER_NODE_FLAGS,
-      'verifier/dist/main.js',
-    ],
-    {
-      stdio: 'ignore',
-      env: {
-        PATH: process.env.PATH ?? '',
-        VERIFIER_ISSUER: ISSUER,
-        VERIFIER_AUDIENCE: AUDIENCE,
-        VERIFIER_JWKS_URI: options.jwksUri,
-        VERIFIER_REQUIRED_SCOPES: 'secrets:read',
-        VERIFIER_LISTEN: `127.0.0.1:${port}`,
-        VERIFIER_LOG_LEVEL: 'warn',
-        ...LOAD_TEST_VERIFIER_ENV,
-        ...(mode.otel ? { OTEL_EXPORTER_OTLP_ENDPOINT: options.otlp } : {}),
-        ...mode.env,
-      },
+  const dir = join(options.dir, `verifier-${index}`);
+  mkdirSync(dir);
+  const verifier = await startMeasuredProcess({
+    name: `${mode.name}: the verifier under callgrind`,
+    command: process.execPath,
+    args: [...VERIFIER_NODE_FLAGS, 'verifier/dist/main.js'],
+    env: {
+      PATH: process.env.PATH ?? '',
+      ...benchedVerifierEnv({ issuer: ISSUER, audience: AUDIENCE, jwksUri: options.jwksUri, port }),
+      ...(mode.otel ? { OTEL_EXPORTER_OTLP_ENDPOINT: options.otlp } : {}),
+      ...mode.env,
     },
-  );
-  const exited = new Promise((resolve) => child.once('exit', resolve));
+    callgrind: { dir, jit: true },
+    ready: { url: `http://127.0.0.1:${port}/readyz` },
+    readyTimeoutMs: 120_000,
+    stopSignal: 'SIGKILL',
+  });
   try {
     const url = `http://127.0.0.1:${port}`;
-    for (let tries = 0; ; tries++) {
-      const ready = await fetch(`${url}/readyz`).then(
-        (r) => r.ok,
-        () => false,
-      );
-      if (ready) break;
-      if (tries > 1200)
-        throw new Error(`${mode.name}: the verifier under valgrind never became ready`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
     const client = createKeepAliveClient(url);
     const next = (i: number, every = mode.sampleEvery) => ({
       path: '/verify',
@@ -155,14 +124,13 @@ async function countMode(
     await client.send(options.warmup, (i) => next(i, mode.warmEvery ?? mode.sampleEvery), 204);
     // The warm-up's spans exported before the count (the batch's 5 s timer), not inside it.
     if (mode.warmEvery !== undefined) await new Promise((resolve) => setTimeout(resolve, 15_000));
-    spawnSync('callgrind_control', ['--zero', String(child.pid)], { stdio: 'ignore' });
+    await verifier.zero();
     await client.send(options.requests, (i) => next(options.warmup + i), 204);
-    spawnSync('callgrind_control', ['--dump', String(child.pid)], { stdio: 'ignore' });
+    const counted = await verifier.dump('counted');
     client.close();
-    return dumpedInstructions(options.dir, base) / options.requests;
+    return counted / options.requests;
   } finally {
-    child.kill('SIGKILL');
-    await exited;
+    await verifier.stop();
   }
 }
 

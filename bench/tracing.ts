@@ -44,8 +44,9 @@ import { ExportResultCode } from '@opentelemetry/core';
 import { BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
 import { COUNT_DEFAULTS } from '../perf/count-options.js';
 import { COUNT_ROW_NAMES, runNginxCounts } from '../perf/count-run.js';
+import { startMeasuredProcess, type MeasuredProcess } from '../perf/measured-process.js';
 import { processCpuMicros } from '../perf/process-stats.js';
-import { LOAD_TEST_VERIFIER_ENV } from '../perf/systems.js';
+import { benchedVerifierEnv } from '../perf/systems.js';
 import { freePort } from '../stack/ports.js';
 import { VERIFIER_NODE_FLAGS } from '../stack/service-env.js';
 import { ISSUER as FIXTURE_ISSUER } from '../verifier/src/testing/fixtures.js';
@@ -195,45 +196,25 @@ async function wrk(url: string, scriptPath: string, seconds: number, pid?: numbe
   };
 }
 
+/** A verifier in `mode`, pinned to core 0, ready once its /readyz answers. */
 async function startVerifier(mode: Mode, jwksUri: string, otlp: string) {
   const port = await freePort();
-  const child = spawn(
-    'taskset',
-    ['-c', '0', process.execPath, ...VERIFIER_NODE_FLAGS, 'verifier/dist/main.js'],
-    {
-      cwd: ROOT,
-      stdio: ['ignore', 'ignore', 'inherit'],
-      env: {
-        PATH: process.env.PATH ?? '',
-        VERIFIER_ISSUER: ISSUER,
-        VERIFIER_AUDIENCE: AUDIENCE,
-        VERIFIER_JWKS_URI: jwksUri,
-        VERIFIER_REQUIRED_SCOPES: 'secrets:read',
-        VERIFIER_LISTEN: `127.0.0.1:${port}`,
-        VERIFIER_LOG_LEVEL: 'warn',
-        ...LOAD_TEST_VERIFIER_ENV,
-        ...(mode.otel ? { OTEL_EXPORTER_OTLP_ENDPOINT: otlp } : {}),
-        ...(mode.protocol ? { OTEL_EXPORTER_OTLP_PROTOCOL: mode.protocol } : {}),
-      },
+  const server = await startMeasuredProcess({
+    name: `verifier, tracing ${mode.name}`,
+    command: process.execPath,
+    args: [...VERIFIER_NODE_FLAGS, 'verifier/dist/main.js'],
+    cwd: ROOT,
+    env: {
+      PATH: process.env.PATH ?? '',
+      ...benchedVerifierEnv({ issuer: ISSUER, audience: AUDIENCE, jwksUri, port }),
+      ...(mode.otel ? { OTEL_EXPORTER_OTLP_ENDPOINT: otlp } : {}),
+      ...(mode.protocol ? { OTEL_EXPORTER_OTLP_PROTOCOL: mode.protocol } : {}),
     },
-  );
-  children.push(child);
-  for (let i = 0; i < 400; i++) {
-    const ok = await fetch(`http://127.0.0.1:${port}/readyz`).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (ok) return { child, url: `http://127.0.0.1:${port}` };
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error('the verifier never became ready');
-}
-
-async function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return;
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  child.kill('SIGTERM');
-  await exited;
+    cpu: '0',
+    ready: { url: `http://127.0.0.1:${port}/readyz` },
+    readyTimeoutMs: 20_000,
+  });
+  return { server, url: `http://127.0.0.1:${port}` };
 }
 
 /** The spans a verifier dropped (its queue full or an export failed): 0 keeps a row honest. */
@@ -288,10 +269,10 @@ async function verifierRows(otlp: string): Promise<string[]> {
   process.stdout.write(`signing ${count} RS256 tokens... `);
   const tokens = mintTokens(rsa.privateKey, count);
   console.log('done');
-  const verifiers = new Map<string, { url: string; pid: number; child: ChildProcess }>();
+  const verifiers = new Map<string, { url: string; pid: number; server: MeasuredProcess }>();
   for (const mode of MODES) {
     const started = await startVerifier(mode, `http://127.0.0.1:${jwksPort}/jwks`, otlp);
-    verifiers.set(mode.name, { ...started, pid: started.child.pid! });
+    verifiers.set(mode.name, { ...started, pid: started.server.pid });
   }
   const cachedScripts = new Map(
     MODES.map((mode, i) => [mode.name, script(mode, tokens.slice(0, 1), `cached-${i}`)]),
@@ -332,7 +313,7 @@ async function verifierRows(otlp: string): Promise<string[]> {
   const dropped = new Map<string, number>();
   for (const mode of MODES)
     if (mode.otel) dropped.set(mode.name, await droppedSpans(verifiers.get(mode.name)!.url));
-  for (const { child } of verifiers.values()) await stop(child);
+  for (const { server } of verifiers.values()) await server.stop();
   jwks.close();
 
   const off = rows.get('off')!;

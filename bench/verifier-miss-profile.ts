@@ -12,7 +12,8 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { LOAD_TEST_VERIFIER_ENV } from '../perf/systems.js';
+import { startMeasuredProcess } from '../perf/measured-process.js';
+import { benchedVerifierEnv } from '../perf/systems.js';
 import { freePort } from '../stack/ports.js';
 import { VERIFIER_NODE_FLAGS, VERIFIER_PROCESS_ENV } from '../stack/service-env.js';
 import {
@@ -46,47 +47,30 @@ const script = (list: readonly string[], name: string) => verifyScript(work, lis
 const port = await freePort();
 writeFileSync(join(work, 'gc.cjs'), GC_PRELOAD);
 const extra = perfOut ? ['--perf-basic-prof'] : [];
-const child = spawn(
-  'taskset',
-  [
-    '-c',
-    '0',
-    process.execPath,
-    ...flags,
-    ...extra,
-    '--require',
-    join(work, 'gc.cjs'),
-    'verifier/dist/main.js',
-  ],
-  {
-    cwd: ROOT,
-    env: {
-      PATH: process.env.PATH ?? '',
-      ...VERIFIER_PROCESS_ENV,
-      VERIFIER_ISSUER: BENCH_ISSUER,
-      VERIFIER_AUDIENCE: BENCH_AUDIENCE,
-      VERIFIER_JWKS_URI: jwks.uri,
-      VERIFIER_REQUIRED_SCOPES: 'secrets:read',
-      VERIFIER_LISTEN: `127.0.0.1:${port}`,
-      VERIFIER_LOG_LEVEL: 'error',
-      ...LOAD_TEST_VERIFIER_ENV,
-    },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  },
-);
 const gcLines: string[] = [];
-child.stderr.on('data', (chunk: Buffer) => {
-  for (const line of chunk.toString().split('\n'))
-    if (line.startsWith('GC ')) gcLines.push(line.slice(3));
+const child = await startMeasuredProcess({
+  name: 'verifier',
+  command: process.execPath,
+  args: [...flags, ...extra, '--require', join(work, 'gc.cjs'), 'verifier/dist/main.js'],
+  cwd: ROOT,
+  env: {
+    PATH: process.env.PATH ?? '',
+    ...VERIFIER_PROCESS_ENV,
+    ...benchedVerifierEnv({
+      issuer: BENCH_ISSUER,
+      audience: BENCH_AUDIENCE,
+      jwksUri: jwks.uri,
+      port,
+      logLevel: 'error',
+    }),
+  },
+  cpu: '0',
+  ready: { url: `http://127.0.0.1:${port}/readyz` },
+  readyTimeoutMs: 10_000,
+  stderr: (text) => {
+    for (const line of text.split('\n')) if (line.startsWith('GC ')) gcLines.push(line.slice(3));
+  },
 });
-for (let attempt = 0; attempt < 200; attempt++) {
-  const ready = await fetch(`http://127.0.0.1:${port}/readyz`).then(
-    (r) => r.ok,
-    () => false,
-  );
-  if (ready) break;
-  await new Promise((done) => setTimeout(done, 50));
-}
 
 function wrk(lua: string, seconds: number): number {
   const run = spawnSync(
@@ -113,7 +97,7 @@ function threadCpu(): Map<string, number> {
   return out;
 }
 const gcSnapshot = async () => {
-  child.kill('SIGUSR2');
+  process.kill(child.pid, 'SIGUSR2');
   await new Promise((done) => setTimeout(done, 300));
   return JSON.parse(gcLines.at(-1)!) as { minor: number; major: number; pausedMs: number };
 };
@@ -155,7 +139,6 @@ if (perf)
   console.log(
     `perf samples in ${perfOut}: perf report -i ${perfOut} --no-children --sort dso,sym -g none`,
   );
-child.kill('SIGTERM');
-await new Promise((done) => child.once('exit', done));
+await child.stop();
 jwks.close();
 rmSync(work, { recursive: true, force: true });

@@ -15,13 +15,18 @@
 // BENCH_LOAD_CPU (wrk's core, 1), BENCH_NODE_FLAGS (the deployed verifier's),
 // BENCH_VERIFIER_MAIN (another build, e.g. a parent's dist).
 // docs/performance.md, "The kernel's share of a new token, counted".
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import {
+  killOnExit,
+  startMeasuredProcess,
+  type MeasuredProcess,
+} from '../perf/measured-process.js';
 import { parsePerfStat, totalCount, type PerfStatCounts } from '../perf/perf-stat.js';
-import { LOAD_TEST_VERIFIER_ENV } from '../perf/systems.js';
+import { benchedVerifierEnv } from '../perf/systems.js';
 import { freePort } from '../stack/ports.js';
 import { VERIFIER_NODE_FLAGS, VERIFIER_PROCESS_ENV } from '../stack/service-env.js';
 import {
@@ -137,30 +142,32 @@ function wrk(port: number, load: Load, seconds: number): number {
   return done.requests;
 }
 
-/** The servers and `perf` processes started, stopped when this process ends however it ends. */
-const servers = new Set<ChildProcess>();
-process.on('exit', () => {
-  for (const server of servers) server.kill('SIGKILL');
-});
-for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => process.exit(1));
+/** The measured verifier's variables (errors only in its log). */
+const benchedVerifier = (jwksUri: string, port: number) =>
+  benchedVerifierEnv({
+    issuer: BENCH_ISSUER,
+    audience: BENCH_AUDIENCE,
+    jwksUri,
+    port,
+    logLevel: 'error',
+  });
 
-async function startPinned(args: string[], env: Record<string, string>): Promise<ChildProcess> {
+/**
+ * Node and `args` pinned to core 0, ready once `/readyz` answers at all on the port `env` gives
+ * it (the bare servers answer any path, a refusal included).
+ */
+function startPinned(args: string[], env: Record<string, string>): Promise<MeasuredProcess> {
   const port = Number(env.PORT ?? env.VERIFIER_LISTEN?.split(':')[1]);
-  const child = spawn('taskset', ['-c', '0', process.execPath, ...args], {
+  return startMeasuredProcess({
+    name: 'measured server',
+    command: process.execPath,
+    args,
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', ...env },
-    stdio: ['ignore', 'ignore', 'inherit'],
+    cpu: '0',
+    ready: { url: `http://127.0.0.1:${port}/readyz`, anyStatus: true },
+    readyTimeoutMs: 10_000,
   });
-  servers.add(child);
-  for (let attempt = 0; attempt < 200; attempt++) {
-    const up = await fetch(`http://127.0.0.1:${port}/readyz`).then(
-      () => true,
-      () => false,
-    );
-    if (up) return child;
-    await new Promise((done) => setTimeout(done, 50));
-  }
-  throw new Error('server did not start');
 }
 
 /** Per thread name: user and kernel CPU in µs, minor faults (from /proc). */
@@ -209,14 +216,13 @@ async function measure(name: string, pid: number, port: number, load: Load): Pro
     ],
     { stdio: 'ignore' },
   );
-  servers.add(perf);
+  killOnExit(perf);
   await new Promise((done) => setTimeout(done, 1000)); // perf attaches to every tracepoint first
   const before = threadStats(pid);
   const requests = wrk(port, load, SECONDS);
   const after = threadStats(pid);
   perf.kill('SIGINT');
   if (perf.exitCode === null) await new Promise((done) => perf.once('exit', done));
-  servers.delete(perf);
   const events = parsePerfStat(readFileSync(out, 'utf8'));
   let user = 0;
   let kernel = 0;
@@ -230,12 +236,6 @@ async function measure(name: string, pid: number, port: number, load: Load): Pro
   return { name, requests, user, kernel, faults, events };
 }
 
-async function stop(child: ChildProcess): Promise<void> {
-  servers.delete(child);
-  child.kill('SIGTERM');
-  if (child.exitCode === null) await new Promise((done) => child.once('exit', done));
-}
-
 async function bareRow(): Promise<Row> {
   const port = await freePort();
   const server = await startPinned(['-e', BARE_UWS], {
@@ -244,8 +244,8 @@ async function bareRow(): Promise<Row> {
   });
   const lua = script(tokens.slice(0, 1), 'one');
   wrk(port, lua, 1);
-  const row = await measure('bare uWS 204', server.pid!, port, lua);
-  await stop(server);
+  const row = await measure('bare uWS 204', server.pid, port, lua);
+  await server.stop();
   return row;
 }
 
@@ -258,8 +258,8 @@ async function uwsVerifyRow(round: number): Promise<Row> {
   });
   const lua = script(tokens.slice(round * 1000, round * 1000 + 20_000), `verify-${round}`);
   wrk(port, lua, 1);
-  const row = await measure('uWS + bare verify', server.pid!, port, lua);
-  await stop(server);
+  const row = await measure('uWS + bare verify', server.pid, port, lua);
+  await server.stop();
   return row;
 }
 
@@ -267,13 +267,7 @@ async function verifierRows(round: number): Promise<Row[]> {
   const port = await freePort();
   const server = await startPinned([...flags, MAIN], {
     ...VERIFIER_PROCESS_ENV,
-    VERIFIER_ISSUER: BENCH_ISSUER,
-    VERIFIER_AUDIENCE: BENCH_AUDIENCE,
-    VERIFIER_JWKS_URI: jwks.uri,
-    VERIFIER_REQUIRED_SCOPES: 'secrets:read',
-    VERIFIER_LISTEN: `127.0.0.1:${port}`,
-    VERIFIER_LOG_LEVEL: 'error',
-    ...LOAD_TEST_VERIFIER_ENV,
+    ...benchedVerifier(jwks.uri, port),
   });
   // Each round sends tokens no earlier round sent to its (new) process: a third warms, the rest are measured.
   const share = Math.floor(TOKENS / ROUNDS);
@@ -281,17 +275,17 @@ async function verifierRows(round: number): Promise<Row[]> {
   const warm = Math.floor(share * 0.3);
   const cachedLua = script(mine.slice(0, 1), `cached-${round}`);
   wrk(port, cachedLua, 1);
-  const cached = await measure('cached /verify', server.pid!, port, cachedLua);
+  const cached = await measure('cached /verify', server.pid, port, cachedLua);
   wrk(port, script(mine.slice(1, warm), `warm-${round}`), 2);
   const fresh = await measure(
     'new RS256 token',
-    server.pid!,
+    server.pid,
     port,
     script(mine.slice(warm), `new-${round}`),
   );
   if (fresh.requests > share - warm)
     console.log(`(the token pool ran out: ${fresh.requests - (share - warm)} repeats were hits)`);
-  await stop(server);
+  await server.stop();
   return [cached, fresh];
 }
 
@@ -306,23 +300,17 @@ async function dpopRows(): Promise<Row[]> {
     PROOF_JWK: JSON.stringify(proofJwk('ec')),
   });
   wrk(floorPort, DPOP_LOAD, 1);
-  const rows = [await measure('uWS + proof verify', floor.pid!, floorPort, DPOP_LOAD)];
-  await stop(floor);
+  const rows = [await measure('uWS + proof verify', floor.pid, floorPort, DPOP_LOAD)];
+  await floor.stop();
   const port = await freePort();
   const server = await startPinned([...flags, MAIN], {
     ...VERIFIER_PROCESS_ENV,
-    VERIFIER_ISSUER: BENCH_ISSUER,
-    VERIFIER_AUDIENCE: BENCH_AUDIENCE,
-    VERIFIER_JWKS_URI: boundJwks.uri,
-    VERIFIER_REQUIRED_SCOPES: 'secrets:read',
+    ...benchedVerifier(boundJwks.uri, port),
     VERIFIER_DPOP: 'required',
-    VERIFIER_LISTEN: `127.0.0.1:${port}`,
-    VERIFIER_LOG_LEVEL: 'error',
-    ...LOAD_TEST_VERIFIER_ENV,
   });
   wrk(port, DPOP_LOAD, 2);
-  rows.push(await measure('cached DPoP', server.pid!, port, DPOP_LOAD));
-  await stop(server);
+  rows.push(await measure('cached DPoP', server.pid, port, DPOP_LOAD));
+  await server.stop();
   return rows;
 }
 

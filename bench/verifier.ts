@@ -20,7 +20,7 @@
 // BENCH_ROWS=revocation (the ceiling, the cached row and the revocation-on row only) runs one part.
 // BENCH_VERIFIER_MAIN runs another build's main.js in the verifier rows (a parent commit's, for
 // an A/B in one sitting); BENCH_NODE_FLAGS replaces the deployed Node flags in them (space-separated).
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { generateKeyPairSync, randomUUID, sign, type KeyObject } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, get } from 'node:http';
@@ -29,8 +29,13 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { freePort } from '../stack/ports.js';
+import {
+  startMeasuredProcess,
+  waitUntilReady,
+  type MeasuredProcess,
+} from '../perf/measured-process.js';
 import { processCpuMicros } from '../perf/process-stats.js';
-import { LOAD_TEST_VERIFIER_ENV } from '../perf/systems.js';
+import { benchedVerifierEnv } from '../perf/systems.js';
 import { VERIFIER_NODE_FLAGS, VERIFIER_PROCESS_ENV } from '../stack/service-env.js';
 import { COMPARED_VERSIONS, runtimeTable } from './runtimes.js';
 import { BARE_UWS } from './bare-servers.js';
@@ -63,7 +68,8 @@ const NODE_FLAGS: readonly string[] =
 const SERVER_CPU = '0';
 const LOAD_CPU = cpus().length > 1 ? '1' : '0';
 const work = mkdtempSync(join(tmpdir(), 'bench-verifier-'));
-const children: ChildProcess[] = [];
+/** How long a server or image may take to answer its readiness URL. */
+const READY_MS = 20_000;
 
 // Signing runs in worker threads (one per core) because RS256 signing is the slow part of setup.
 const SIGNER = `
@@ -135,18 +141,22 @@ function startJwks(
   );
 }
 
-function startPinned(args: string[], env: Record<string, string> = {}): ChildProcess {
-  const child = spawn('taskset', ['-c', SERVER_CPU, process.execPath, ...args], {
+/** Node and `args` pinned to the server core, ready once `readyUrl` answers 2xx. */
+function startPinned(
+  args: string[],
+  env: Record<string, string>,
+  readyUrl: string,
+): Promise<MeasuredProcess> {
+  return startMeasuredProcess({
+    name: 'server process',
+    command: process.execPath,
+    args,
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', ...env },
-    stdio: ['ignore', 'ignore', 'inherit'],
+    cpu: SERVER_CPU,
+    ready: { url: readyUrl },
+    readyTimeoutMs: READY_MS,
   });
-  children.push(child);
-  child.once('exit', (code, signal) => {
-    if (!stopping.has(child))
-      console.error(`server process exited unexpectedly (code ${code}, signal ${signal})`);
-  });
-  return child;
 }
 
 /** One GET on a fresh connection: a pooled keep-alive socket may have been idled out by the server meanwhile. */
@@ -161,42 +171,9 @@ function fetchText(url: string): Promise<{ status: number; body: string }> {
   });
 }
 
-async function waitReady(url: string): Promise<void> {
-  for (let attempt = 0; attempt < 400; attempt++) {
-    try {
-      const { status } = await fetchText(url);
-      if (status >= 200 && status < 300) return;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`${url} never became ready`);
-}
-
-const stopping = new Set<ChildProcess>();
-
-async function stop(child: ChildProcess): Promise<void> {
-  stopping.add(child);
-  if (child.exitCode !== null) return;
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  child.kill('SIGTERM');
-  await exited;
-}
-
 /** The benched verifier's variables, the same for the host process and the image. */
-function benchedVerifierEnv(jwksUri: string, port: number): Record<string, string> {
-  return {
-    VERIFIER_ISSUER: ISSUER,
-    VERIFIER_AUDIENCE: AUDIENCE,
-    VERIFIER_JWKS_URI: jwksUri,
-    VERIFIER_REQUIRED_SCOPES: 'secrets:read',
-    VERIFIER_LISTEN: `127.0.0.1:${port}`,
-    VERIFIER_LOG_LEVEL: 'warn',
-    // wrk sends no X-SG-Client: every call would share the direct callers' one bucket.
-    ...LOAD_TEST_VERIFIER_ENV,
-  };
-}
+const benchedVerifier = (jwksUri: string, port: number) =>
+  benchedVerifierEnv({ issuer: ISSUER, audience: AUDIENCE, jwksUri, port });
 
 /**
  * The compiled verifier pinned to the server core. `nodeFlags` and `processEnv` default to the
@@ -208,15 +185,14 @@ async function startVerifier(
   extra: Record<string, string> = {},
   nodeFlags: readonly string[] = NODE_FLAGS,
   processEnv: Readonly<Record<string, string>> = VERIFIER_PROCESS_ENV,
-): Promise<{ child: ChildProcess; port: number }> {
+): Promise<{ server: MeasuredProcess; port: number }> {
   const port = await freePort();
-  const child = startPinned([...nodeFlags, VERIFIER_MAIN], {
-    ...processEnv,
-    ...benchedVerifierEnv(jwksUri, port),
-    ...extra,
-  });
-  await waitReady(`http://127.0.0.1:${port}/readyz`);
-  return { child, port };
+  const server = await startPinned(
+    [...nodeFlags, VERIFIER_MAIN],
+    { ...processEnv, ...benchedVerifier(jwksUri, port), ...extra },
+    `http://127.0.0.1:${port}/readyz`,
+  );
+  return { server, port };
 }
 
 interface WrkResult {
@@ -348,15 +324,15 @@ uws.App().any('/*', (res, req) => {
 /** Runs one of the inline uWS servers pinned to the server core and measures it with `token`. */
 async function measureInlineUws(source: string, token?: string): Promise<WrkResult> {
   const port = await freePort();
-  const server = startPinned(['-e', source], {
-    PORT: String(port),
-    NODE_PATH: join(ROOT, 'node_modules'),
-  });
-  await waitReady(`http://127.0.0.1:${port}/`);
+  const server = await startPinned(
+    ['-e', source],
+    { PORT: String(port), NODE_PATH: join(ROOT, 'node_modules') },
+    `http://127.0.0.1:${port}/`,
+  );
   const url = `http://127.0.0.1:${port}/verify`;
   wrk(url, { token, seconds: 1 }); // warm-up
-  const result = wrk(url, { token, pid: server.pid! });
-  await stop(server);
+  const result = wrk(url, { token, pid: server.pid });
+  await server.stop();
   return result;
 }
 
@@ -403,7 +379,7 @@ async function throughputRows(
   const uws = await startVerifier(jwksUri);
   const verifyUrl = `http://127.0.0.1:${uws.port}/verify`;
   wrk(verifyUrl, { token: rsTokens[0]!, seconds: 1 }); // warm-up
-  const cached = wrk(verifyUrl, { token: rsTokens[0]!, pid: uws.child.pid! });
+  const cached = wrk(verifyUrl, { token: rsTokens[0]!, pid: uws.server.pid });
   // Warmed like jose's loop: the verification path runs for a second before it is measured.
   wrk(`http://127.0.0.1:${uws.port}`, {
     script: distinctTokenScript(rsTokens.slice(1, 1 + WARM_UP_TOKENS), '/verify?warm-up'),
@@ -412,9 +388,9 @@ async function throughputRows(
   const measuredTokens = rsTokens.slice(1 + WARM_UP_TOKENS);
   const distinct = wrk(`http://127.0.0.1:${uws.port}`, {
     script: distinctTokenScript(measuredTokens, '/verify'),
-    pid: uws.child.pid!,
+    pid: uws.server.pid,
   });
-  await stop(uws.child);
+  await uws.server.stop();
 
   // 4. revocation on: the cached token checked against the watermarks of other signed-out users
   const revokedCached = await measureRevocationOn(jwksUri, rsa.privateKey, rsTokens[0]!);
@@ -543,7 +519,7 @@ async function inImage<T>(
 ): Promise<T> {
   const container = await started;
   try {
-    await waitReady(readyUrl);
+    await waitUntilReady(readyUrl, READY_MS);
     return measure(container.cpu);
   } finally {
     await container.stop();
@@ -593,15 +569,15 @@ async function imageRound(round: ImageRound): Promise<{ host: RuntimeRows; image
   const verifier = await startVerifier(jwksUri);
   Object.assign(
     host,
-    cachedAndDistinct(verifier.port, () => cpuMicros(verifier.child.pid!), token, warmUp, measured),
+    cachedAndDistinct(verifier.port, () => cpuMicros(verifier.server.pid), token, warmUp, measured),
   );
-  await stop(verifier.child);
+  await verifier.server.stop();
   if (node24) {
     const port = await freePort();
     Object.assign(
       inside,
       await inImage(
-        startImageVerifier(SERVER_CPU, benchedVerifierEnv(jwksUri, port)),
+        startImageVerifier(SERVER_CPU, benchedVerifier(jwksUri, port)),
         `http://127.0.0.1:${port}/readyz`,
         (cpu) => cachedAndDistinct(port, cpu, token, warmUp, measured),
       ),
@@ -811,8 +787,8 @@ async function measureRevocationOn(
     throw new Error(`a signed-out user's older token answered ${refused.status}, expected 401`);
   }
   wrk(url, { token, seconds: 1 });
-  const result = wrk(url, { token, pid: revoking.child.pid! });
-  await stop(revoking.child);
+  const result = wrk(url, { token, pid: revoking.server.pid });
+  await revoking.server.stop();
   return result;
 }
 
@@ -826,8 +802,8 @@ async function revocationRows(
   const uws = await startVerifier(jwksUri);
   const verifyUrl = `http://127.0.0.1:${uws.port}/verify`;
   wrk(verifyUrl, { token: token!, seconds: 1 }); // warm-up
-  const cached = wrk(verifyUrl, { token: token!, pid: uws.child.pid! });
-  await stop(uws.child);
+  const cached = wrk(verifyUrl, { token: token!, pid: uws.server.pid });
+  await uws.server.stop();
   const revoked = await measureRevocationOn(jwksUri, rsa.privateKey, token!);
   const lines = [
     'row                               req/s  ratio   server CPU µs/req  ratio by CPU',
@@ -920,8 +896,8 @@ async function rssRows(ecKey: KeyObject, jwksUri: string): Promise<string[]> {
         Number(new RegExp(`^verifier_nodejs_${name} (\\S+)`, 'm').exec(metrics)?.[1]) /
         2 ** 20
       ).toFixed(1);
-    const peak = vmHwmMb(verifier.child.pid!);
-    await stop(verifier.child);
+    const peak = vmHwmMb(verifier.server.pid);
+    await verifier.server.stop();
     rows.push(
       `peak RSS, ${filled} cached decisions, Node ${process.versions.node} ${
         deployed
@@ -960,14 +936,14 @@ async function imageRssRow(jwksUri: string, fill: string): Promise<string> {
     '--cpuset-cpus',
     SERVER_CPU,
     ...Object.entries({
-      ...benchedVerifierEnv(jwksUri, port),
+      ...benchedVerifier(jwksUri, port),
       VERIFIER_CACHE_MAX_ENTRIES: String(RSS_TOKENS),
       VERIFIER_CACHE_MAX_BYTES: '1g',
     }).flatMap(([name, value]) => ['-e', `${name}=${value}`]),
     IMAGES.verifier,
   );
   try {
-    await waitReady(`http://127.0.0.1:${port}/readyz`);
+    await waitUntilReady(`http://127.0.0.1:${port}/readyz`, READY_MS);
     const node = await docker('exec', id, 'node', '--version');
     const { filled } = await fillCache(port, fill);
     const peak = vmHwmMb(Number(await docker('inspect', '--format', '{{.State.Pid}}', id)));
@@ -983,7 +959,6 @@ if (process.argv[2] === '--jose-loop') {
   try {
     await main();
   } finally {
-    for (const child of children) if (child.exitCode === null) child.kill('SIGTERM');
     await removeImageProcesses();
     rmSync(work, { recursive: true, force: true });
   }

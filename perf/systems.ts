@@ -76,6 +76,32 @@ export const LOAD_TEST_VERIFIER_ENV: Readonly<Record<string, string>> = Object.f
   VERIFIER_VERIFY_BURST: '1000000',
 });
 
+export interface BenchedVerifier {
+  readonly issuer: string;
+  readonly audience: string;
+  readonly jwksUri: string;
+  readonly port: number;
+  /** `warn` unless set. */
+  readonly logLevel?: string;
+}
+
+/**
+ * A benched verifier's variables: one issuer, `secrets:read` required, listening on loopback
+ * `port`, and LOAD_TEST_VERIFIER_ENV (wrk sends no X-SG-Client: every call would share the direct
+ * callers' one bucket).
+ */
+export function benchedVerifierEnv(verifier: BenchedVerifier): Record<string, string> {
+  return {
+    VERIFIER_ISSUER: verifier.issuer,
+    VERIFIER_AUDIENCE: verifier.audience,
+    VERIFIER_JWKS_URI: verifier.jwksUri,
+    VERIFIER_REQUIRED_SCOPES: 'secrets:read',
+    VERIFIER_LISTEN: `127.0.0.1:${verifier.port}`,
+    VERIFIER_LOG_LEVEL: verifier.logLevel ?? 'warn',
+    ...LOAD_TEST_VERIFIER_ENV,
+  };
+}
+
 /** Ours: the real stack from stack/ (dev IdP, verifier, NGINX), then moved into the limits. */
 async function startOurs(ctx: SystemContext): Promise<SystemInstance> {
   const before = new Set(childPidsMatching(''));
