@@ -37,7 +37,8 @@ interface CountMode {
  * The batch size that exports the warm-up's spans in whole batches and none of the counted ones: a
  * divisor of `warmup` above `requests` (15,000 and 5,000: 7,500), the batch timer an hour. Holding
  * every span instead (a batch above both) keeps 20,000 spans alive in the verifier's 96 MB heap, and
- * its major GCs made that row swing by 60,000 instructions between two runs of the same code.
+ * its major GCs made that row 87,309 in one run and 145,128 in the next, for span code the profile
+ * shows ~4,800 cheaper in the second (docs/performance.md, "Ninth round").
  */
 function heldBatch(warmup: number, requests: number): Record<string, string> {
   let batches = Math.floor(warmup / (requests + 1));
