@@ -11,7 +11,7 @@ import {
   trace,
   TraceFlags,
 } from '@opentelemetry/api';
-import type { Attributes, Context, Span } from '@opentelemetry/api';
+import type { Attributes, Context, Span, SpanContext } from '@opentelemetry/api';
 import { ExportResultCode, getNumberFromEnv, type ExportResult } from '@opentelemetry/core';
 import { detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
 import { BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace-node';
@@ -32,7 +32,7 @@ import { recordRedisCalls } from './redis-spans.js';
 import { recordWork } from './work-spans.js';
 import type { TracingSettings } from './otel-env.js';
 import { inDecisionScope } from './log-trace.js';
-import { readEdgeSampling } from './edge-sampling.js';
+import { readEdgeSampling, type EdgeSampling } from './edge-sampling.js';
 import { readTraceparent, type TraceContext } from './trace-context.js';
 
 /** What service.ts asks of tracing: a traced /verify, and a flush at shutdown. */
@@ -102,7 +102,7 @@ export async function startTracing(
     const attributes: Attributes = { 'http.request.method': 'POST', 'url.path': path };
     return function tracedReceiver(request: ReceivedRequest) {
       if (edge.unrecorded(request.traceparent, true)) return receiver(request);
-      const parent = parentContext(readTraceparent(request.traceparent));
+      const parent = parentContext(readTraceparent(request.traceparent), edge);
       const span = tracer.startSpan(name, { kind: SpanKind.SERVER, attributes }, parent);
       const answer = context.with(trace.setSpan(parent, span), receiver, undefined, request);
       return answer instanceof Promise
@@ -130,20 +130,23 @@ export async function startTracing(
         // NGINX left out pays a read of its flag and, where its root could be recorded, one
         // allocation-free check of the header, and nothing else (docs/performance.md, "Tracing").
         if (edge.unrecorded(request.traceparent, true)) return authorize(request);
-        const parent = parentContext(readTraceparent(request.traceparent));
-        const span = tracer.startSpan(
-          'verify',
-          { kind: SpanKind.SERVER, attributes: startAttributes(request.policy, request.dpop) },
-          parent,
-        );
+        const parent = parentContext(readTraceparent(request.traceparent), edge);
+        // No attributes at the start: the SDK copies start attributes twice before the span has
+        // them (sanitizeAttributes, for the sampler), where one given to the span is set once; the
+        // samplers OTEL_TRACES_SAMPLER names do not read them. The policy's and DPoP's are set with
+        // the outcome's (endVerifySpan).
+        const span = tracer.startSpan('verify', VERIFY_SPAN, parent);
         lookup = undefined;
-        // Inside the decision's async resource, where the log trace's store is kept too (log-trace.ts).
+        // Inside the decision's async resource, where the log trace's store is kept too
+        // (log-trace.ts). The span replaces the parent's, the context's only entry: set on the
+        // root context, nothing is copied.
         const decided = inDecisionScope(
           decideInContext,
-          trace.setSpan(parent, span),
+          trace.setSpan(ROOT_CONTEXT, span),
           authorize,
           request,
         );
+        span.setAttributes(startAttributes(request.policy, request.dpop));
         // Absent when no token was looked up (no token, unknown policy).
         if (lookup !== undefined) span.setAttribute('secret_gate.token_cache', lookup);
         // A cached token is decided at once (no promise): its span ends here, with no closure.
@@ -173,20 +176,28 @@ function decideInContext(active: Context, authorize: Authorize, request: VerifyR
   return context.with(active, authorize, undefined, request);
 }
 
-/** NGINX's span as the remote parent; the root context when the header is absent or invalid. */
-function parentContext(incoming: TraceContext | undefined): Context {
+/** The verify span's options: a SERVER span, its attributes set on it (see tracedAuthorize). */
+const VERIFY_SPAN = Object.freeze({ kind: SpanKind.SERVER });
+
+/**
+ * NGINX's span as the remote parent; the root context when the header is absent or invalid. Its
+ * ids were checked by readTraceparent: the sampler is told so (edge-sampling.ts, `checked`).
+ */
+function parentContext(incoming: TraceContext | undefined, edge: EdgeSampling): Context {
   if (incoming === undefined) return ROOT_CONTEXT;
-  return trace.setSpanContext(ROOT_CONTEXT, {
+  const parent: SpanContext = {
     traceId: incoming.traceId,
     spanId: incoming.parentSpanId,
     traceFlags: incoming.sampled ? TraceFlags.SAMPLED : TraceFlags.NONE,
     isRemote: true,
-  });
+  };
+  edge.checked(parent);
+  return trace.setSpanContext(ROOT_CONTEXT, parent);
 }
 
 /**
- * The verify span's first attributes, one object per policy and DPoP mode, made once: the SDK
- * copies them into the span, so a request allocates none of its own.
+ * The verify span's policy and DPoP attributes, one object per policy and DPoP mode, made once: the
+ * SDK copies them into the span, so a request allocates none of its own.
  */
 const startSets = new Map<string, readonly [Attributes, Attributes]>();
 function startAttributes(policy: string | undefined, dpop: string | undefined): Attributes {
