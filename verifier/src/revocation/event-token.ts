@@ -21,6 +21,7 @@ import {
 import { toVerifyError } from '../token/jwt-verifier.js';
 import type { KeySet } from '../token/key-set.js';
 import { hasCanonicalSignature } from '../token/token-shape.js';
+import { pairKeys } from './pair-keys.js';
 import { ReceiverError, type RefusalReason } from './receiver-error.js';
 import type { Revocation } from './watermarks.js';
 
@@ -165,18 +166,10 @@ function createEventVerifier(
   );
   const signatureInvalid = refusal('signature_invalid', 'signature verification failed');
   /**
-   * The budget's key of each (sender, `kid`), built once: a forgery under a held key asks the
-   * budget every time, and a string concatenated per push would be hashed again by its map. Only
-   * `kid`s of keys the sender's set held reach it, so it stays as small as the sets.
+   * The budget's key of each (sender, `kid`), built once (pair-keys.ts). Only `kid`s of keys the
+   * sender's set held reach it, so it stays as small as the sets.
    */
-  const budgetKeys = new Map<Sender, Map<string, string>>();
-  const budgetKeyOf = (sender: Sender, kid: string) => {
-    let byKid = budgetKeys.get(sender);
-    if (byKid === undefined) budgetKeys.set(sender, (byKid = new Map<string, string>()));
-    let key = byKid.get(kid);
-    if (key === undefined) byKid.set(kid, (key = `${sender.issuer}\n${kid}`));
-    return key;
-  };
+  const budgetKeyOf = pairKeys((sender: Sender, kid: string) => `${sender.issuer}\n${kid}`);
   const keyUnknown = new Map(
     [...senders.values()].map((sender) => [
       sender,

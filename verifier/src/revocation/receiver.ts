@@ -10,6 +10,7 @@ import type { Logger } from '../log.js';
 import type { Metrics, RevocationChannel } from '../metrics.js';
 import { jsonRefusal } from '../refusals.js';
 import type { EventVerifier, ReceivedEvent, Verified } from './event-token.js';
+import { pairKeys } from './pair-keys.js';
 import { ReceiverError, type RefusalReason } from './receiver-error.js';
 import type { RevocationStore } from './store.js';
 import type { Revocation } from './watermarks.js';
@@ -75,18 +76,8 @@ function createEventProcessor(parts: ReceiverParts, verify: EventVerifier) {
   const { store, metrics, logger, throttle } = parts;
   /** Senders already warned that their `sid`-only logouts match no token. */
   const sidWarned = new Set<string>();
-  /**
-   * The throttle's kind of each (channel, reason), built once: a string concatenated per refusal
-   * would be hashed again by the throttle's map on every piece of junk.
-   */
-  const kinds = new Map<string, Map<string, string>>();
-  const kindOf = (channel: RevocationChannel, reason: string) => {
-    let byReason = kinds.get(channel);
-    if (byReason === undefined) kinds.set(channel, (byReason = new Map<string, string>()));
-    let kind = byReason.get(reason);
-    if (kind === undefined) byReason.set(reason, (kind = `${channel} ${reason}`));
-    return kind;
-  };
+  /** The throttle's kind of each (channel, reason), built once (pair-keys.ts). */
+  const kindOf = pairKeys((channel: RevocationChannel, reason: string) => `${channel} ${reason}`);
 
   /** A refusal counted and logged (at most a line a second per kind). */
   function refused(channel: RevocationChannel, error: unknown, clientKey?: string): ReceiverError {

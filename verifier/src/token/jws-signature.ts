@@ -4,7 +4,7 @@
 // (docs/performance.md, "Runtime: Node 22 and 24 beside Node 20").
 import { constants, KeyObject, verify, type SigningOptions, type webcrypto } from 'node:crypto';
 import type { CryptoKey } from 'jose';
-import { hasCanonicalSignature, lastDot, MAX_TOKEN_BYTES } from './token-shape.js';
+import { isCanonicalFrom, lastDot, MAX_TOKEN_BYTES } from './token-shape.js';
 
 /**
  * How one JWS `alg` is checked, by jose's WebCrypto rules: the algorithm the key must be imported
@@ -160,7 +160,7 @@ export function verifySignature(token: string, scheme: SignatureScheme, key: Key
   const dot = lastDot(token);
   const encoded = token.slice(dot + 1);
   if (encoded.length !== signatureLength(scheme, key) || !BASE64URL.test(encoded)) return false;
-  if (!hasCanonicalSignature(token)) return false;
+  if (!isCanonicalFrom(token, dot + 1)) return false;
   // The signing input's bytes (latin1: a compact JWS is ASCII, which callers check, so no UTF-8
   // scan) and the signature's, side by side in one reused buffer, handed to `verify` as views: no
   // new Buffer per token. `verify` is synchronous: nothing else writes there before it returns.

@@ -103,7 +103,11 @@ const UNUSED_BITS = [0, -1, 0b1111, 0b11] as const;
  * header and payload are signed as spelled.
  */
 export function hasCanonicalSignature(jws: string): boolean {
-  const start = lastDot(jws) + 1;
+  return isCanonicalFrom(jws, lastDot(jws) + 1);
+}
+
+/** `hasCanonicalSignature`, for a caller that has found where the signature starts already. */
+export function isCanonicalFrom(jws: string, start: number): boolean {
   const unused = UNUSED_BITS[(jws.length - start) % 4]!;
   if (unused <= 0) return unused === 0;
   return (BASE64URL_ALPHABET.indexOf(jws.charAt(jws.length - 1)) & unused) === 0;
