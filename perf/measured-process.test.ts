@@ -125,6 +125,29 @@ describe('startMeasuredProcess', () => {
     await vi.waitFor(() => expect(runs(pid)).toBe(false));
   });
 
+  it('leaves SIGTERM to a run that handles it, which then stops what it started', async () => {
+    // The stress harness in miniature: on SIGTERM it stops its service itself, then reports.
+    const harness = `import { startMeasuredProcess } from './perf/measured-process.ts';
+      const s = await startMeasuredProcess({ name: 'child', command: process.execPath,
+        args: ['-e', "console.log('READY'); setInterval(() => {}, 1000)"],
+        ready: { line: /READY/ }, readyTimeoutMs: 5000 });
+      process.on('SIGTERM', async () => {
+        await s.stop();
+        console.log('stopped ' + s.pid);
+        process.exit(0);
+      });
+      process.kill(process.pid, 'SIGTERM');
+      setInterval(() => {}, 1000);`;
+    const { stdout } = await run(
+      process.execPath,
+      ['--import', 'tsx', '--input-type=module', '-e', harness],
+      { cwd: ROOT },
+    );
+    const pid = Number(/^stopped (\d+)$/m.exec(stdout)?.[1]);
+    expect(pid).toBeGreaterThan(0);
+    expect(runs(pid)).toBe(false);
+  });
+
   it('refuses callgrind counters for a process not under callgrind', async () => {
     const { server } = await serve('url');
     expect(() => server.zero()).toThrow('"tiny server" does not run under callgrind');

@@ -59,7 +59,9 @@ let hooked = false;
 
 /**
  * Kills `child` with SIGKILL if this process exits while it runs; on SIGINT and SIGTERM this
- * process exits (1) so the hook runs. For helpers a bench starts beside its server (`perf`).
+ * process exits (1) so the hook runs, unless the run handles the signal itself (the stress
+ * harness finishes its report, stops its services and removes its cgroups first). For helpers a
+ * bench starts beside its server (`perf`).
  */
 export function killOnExit(child: ChildProcess): void {
   if (!hooked) {
@@ -67,7 +69,10 @@ export function killOnExit(child: ChildProcess): void {
     process.on('exit', () => {
       for (const running of started) running.kill('SIGKILL');
     });
-    for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => process.exit(1));
+    for (const signal of ['SIGINT', 'SIGTERM'] as const)
+      process.on(signal, () => {
+        if (process.listenerCount(signal) === 1) process.exit(1);
+      });
   }
   started.add(child);
   child.once('exit', () => started.delete(child));
