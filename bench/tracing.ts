@@ -534,5 +534,5 @@ try {
   await main();
 } finally {
   for (const child of children) if (child.exitCode === null) child.kill('SIGTERM');
-  rmSync(work, { recursive: true, force: true });
+  if (!process.env.SG_BENCH_KEEP) rmSync(work, { recursive: true, force: true });
 }
