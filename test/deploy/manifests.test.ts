@@ -17,6 +17,7 @@ import { dirname, join, relative } from 'node:path';
 import { OAuth2Server } from 'oauth2-mock-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ENVIRONMENT, loadConfig } from '../../verifier/src/config/load.js';
+import { OTEL_VARIABLES, readTracingSettings } from '../../verifier/src/tracing/otel-env.js';
 import {
   nginxPaths,
   nginxDefaults,
@@ -633,6 +634,63 @@ describe('the example overlay', () => {
   });
 });
 
+describe('the tracing overlay (docs/tracing.md)', () => {
+  /** The pod's variables (NGINX's and the verifier's ConfigMaps) and its NetworkPolicy's egress. */
+  const read = (dir: string) => {
+    const manifests = renderKustomization(dir);
+    const pod = podSpec(manifests.find((m) => m.kind === 'Deployment') as Manifest);
+    const env = (container: string) => {
+      const name = pod.containers.find((c) => c.name === container)?.envFrom?.[0]?.configMapRef
+        ?.name;
+      const map = manifests.find((m) => m.kind === 'ConfigMap' && m.metadata.name === name);
+      return (map?.data ?? {}) as Record<string, string>;
+    };
+    const policy = manifests.find((m) => m.kind === 'NetworkPolicy')?.spec as {
+      egress: unknown[];
+    };
+    return { nginx: env('nginx'), verifier: env('verifier'), egress: policy.egress };
+  };
+  const example = read(BUILDS['example overlay']);
+  const tracing = read(join(KUBERNETES, 'overlays', 'tracing'));
+  const endpoint = new URL(tracing.verifier.OTEL_EXPORTER_OTLP_ENDPOINT ?? '');
+
+  it("turns the verifier's traces on with the specification's variables, its other settings the example's", () => {
+    expect(readTracingSettings(tracing.verifier)).toEqual({
+      protocol: 'http/protobuf',
+      serviceName: 'secret-gate-verifier',
+    });
+    const added = Object.keys(tracing.verifier).filter((name) => !(name in example.verifier));
+    expect(added.length).toBeGreaterThan(0);
+    for (const name of added) expect(OTEL_VARIABLES).toContain(name);
+    expect(tracing.verifier).toMatchObject(example.verifier);
+  });
+
+  it('turns the trace context on in NGINX, NGINX deciding the sampled share', () => {
+    expect(tracing.nginx).toEqual({
+      ...example.nginx,
+      SG_TRACE_CONTEXT: 'on',
+      SG_TRACE_SAMPLE_PERCENT: '1',
+    });
+    expect({ ...nginxDefaults(), ...tracing.nginx }.SG_TRACE_TRUST_CLIENT_SAMPLED).toBe('off');
+  });
+
+  it("lets the verifier reach the collector's OTLP port in its namespace, and nothing more", () => {
+    expect(tracing.egress).toEqual([
+      ...example.egress,
+      {
+        to: [
+          {
+            namespaceSelector: {
+              matchLabels: { 'kubernetes.io/metadata.name': endpoint.hostname.split('.')[1] },
+            },
+          },
+        ],
+        ports: [{ port: Number(endpoint.port), protocol: 'TCP' }],
+      },
+    ]);
+  });
+});
+
 describe('a policy file in your overlay (docs/configuration.md)', () => {
   it('replaces the verifier file with one line, and NGINX serves its named sets from the same file', async () => {
     const issuer = 'https://login.example.com/realms/apps';
@@ -725,9 +783,13 @@ describe.skipIf(!kubectl)('kubectl kustomize', () => {
   const sorted = (ms: Manifest[]) => [...ms].sort((a, b) => key(a).localeCompare(key(b)));
 
   it.each(
-    ['base', 'overlays/example', 'overlays/redis-sentinel', 'overlays/redis-cluster'].map(
-      (build) => [build, join(KUBERNETES, build)],
-    ),
+    [
+      'base',
+      'overlays/example',
+      'overlays/redis-sentinel',
+      'overlays/redis-cluster',
+      'overlays/tracing',
+    ].map((build) => [build, join(KUBERNETES, build)]),
   )(
     'generates the policy ConfigMap of %s under its plain name, the variables under hashed ones',
     (_, dir) => {
@@ -746,7 +808,7 @@ describe.skipIf(!kubectl)('kubectl kustomize', () => {
 
   it.each([
     ...Object.entries(BUILDS),
-    ...['redis-sentinel', 'redis-cluster'].map((name) => [
+    ...['redis-sentinel', 'redis-cluster', 'tracing'].map((name) => [
       `${name} overlay`,
       join(KUBERNETES, 'overlays', name),
     ]),
