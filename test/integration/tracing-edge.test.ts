@@ -1,7 +1,8 @@
 // W3C Trace Context at the edge (nginx/templates/snippets/trace-*.conf): the rendered templates
 // under the real nginx, in front of the stand-in verifier that records what NGINX sends it. One
 // trace id from the client's `traceparent` (or from $request_id) in the verifier's header and the
-// access log; malformed headers ignored; the client's sampled flag not trusted unless configured.
+// access log; malformed headers ignored, a client's tracestate never forwarded; the client's
+// sampled flag not trusted unless configured.
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -62,7 +63,8 @@ async function startSite(options: Partial<LocalNginxOptions> = {}) {
     const logged = (await readLog()).length;
     const response = await fetch(`${nginx.baseUrl}${route}`, { headers });
     await response.text();
-    const sent = verifier.received.slice(before).map((r) => r.headers.traceparent);
+    const forwarded = verifier.received.slice(before).map((r) => r.headers);
+    const sent = forwarded.map((headers) => headers.traceparent);
     // NGINX writes the line after answering: wait for it.
     let lines = await readLog();
     for (let i = 0; i < 100 && lines.length <= logged; i++) {
@@ -70,7 +72,7 @@ async function startSite(options: Partial<LocalNginxOptions> = {}) {
       lines = await readLog();
     }
     const log = JSON.parse(lines.at(-1) ?? '{}') as LogLine;
-    return { status: response.status, sent: sent[0] as string | undefined, log };
+    return { status: response.status, sent: sent[0] as string | undefined, log, forwarded };
   }
   return { call, verifier, url: nginx.baseUrl };
 }
@@ -131,6 +133,26 @@ describe('trace context at the edge (SG_TRACE_CONTEXT=on)', () => {
       const { trace } = parts(sent);
       expect(trace).not.toBe(CLIENT_TRACE);
       expect(log.trace_id).toBe(log.request_id);
+    },
+  );
+
+  it.each([
+    ['10 kB', `vendor=${'x'.repeat(10_240)}`],
+    ['bad characters', 'Vendor Key=a=b,,=;!@#$%^&*()'],
+    ['more than 32 members', Array.from({ length: 40 }, (_, i) => `k${i}=v${i}`).join(',')],
+  ])(
+    "continues a valid traceparent next to a tracestate of %s, and never sends the client's tracestate on",
+    async (_, tracestate) => {
+      const { status, sent, log, forwarded } = await site.call('/secret', {
+        ...bearer(contractTokens.spaDemo),
+        traceparent: `00-${CLIENT_TRACE}-${CLIENT_SPAN}-01`,
+        tracestate,
+      });
+      expect(status).toBe(200);
+      expect(parts(sent).trace).toBe(CLIENT_TRACE);
+      expect(log).toMatchObject({ status: 200, trace_id: CLIENT_TRACE, policy: 'secret' });
+      expect(forwarded).toHaveLength(1);
+      expect(forwarded[0]).not.toHaveProperty('tracestate');
     },
   );
 
@@ -204,6 +226,23 @@ describe('the sampled flag NGINX sends', () => {
     expect(parts((await site.call('/secret', bearer(contractTokens.spaDemo))).sent).flags).toBe(
       '01',
     );
+  });
+
+  it('keeps no sampled bit from a malformed traceparent with SG_TRACE_TRUST_CLIENT_SAMPLED=on: NGINX decides', async () => {
+    const site = await startSite({ traceTrustClientSampled: 'on', traceSamplePercent: 0 });
+    const call = async (traceparent: string) =>
+      parts((await site.call('/secret', bearer(contractTokens.spaDemo, { traceparent }))).sent);
+    expect((await call(`00-${CLIENT_TRACE}-${CLIENT_SPAN}-01`)).flags).toBe('01');
+    for (const malformed of [
+      `00-${CLIENT_TRACE.toUpperCase()}-${CLIENT_SPAN}-01`,
+      `ff-${CLIENT_TRACE}-${CLIENT_SPAN}-01`,
+      `00-${'0'.repeat(32)}-${CLIENT_SPAN}-01`,
+      `00-${CLIENT_TRACE}-${CLIENT_SPAN}-01-more`,
+    ]) {
+      const { trace, flags } = await call(malformed);
+      expect(trace).not.toBe(CLIENT_TRACE);
+      expect(flags, malformed).toBe('00');
+    }
   });
 });
 

@@ -1,6 +1,7 @@
-// The export side of verifier/src/tracing/otel.ts against OTLP endpoints that fail: decisions never wait for
-// an export, and every span that is not delivered is counted. And the sampler's say: a request NGINX
-// marked unsampled makes no span under a parent-based sampler, and still does under one that is not.
+// The export side of verifier/src/tracing/otel.ts against OTLP endpoints that fail (slow, refusing
+// the export, or not listening at all): decisions never wait for an export, and every span that is
+// not delivered is counted. And the sampler's say: a request NGINX marked unsampled makes no span
+// under a parent-based sampler, and still does under one that is not.
 import { createServer, type Server } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -22,12 +23,14 @@ async function dropped(metrics: ReturnType<typeof createMetrics>, why: string): 
   return metric?.values.find((v) => v.labels.why === why)?.value ?? 0;
 }
 
-async function tracingAt(endpoint: string): Promise<Tracing> {
+/** Tracing exporting to `endpoint` in batches of 4, 8 spans queued at most; `env` overrides. */
+async function tracingAt(endpoint: string, env: Record<string, string> = {}): Promise<Tracing> {
   vi.stubEnv('OTEL_EXPORTER_OTLP_ENDPOINT', endpoint);
   vi.stubEnv('OTEL_BSP_MAX_QUEUE_SIZE', '8');
   vi.stubEnv('OTEL_BSP_MAX_EXPORT_BATCH_SIZE', '4');
   vi.stubEnv('OTEL_BSP_SCHEDULE_DELAY', '10');
   vi.stubEnv('OTEL_EXPORTER_OTLP_TIMEOUT', '60000');
+  for (const [name, value] of Object.entries(env)) vi.stubEnv(name, value);
   const tracing = await startTracing({ protocol: 'http/json', serviceName: 'test' });
   vi.unstubAllEnvs();
   return tracing;
@@ -89,6 +92,28 @@ describe('an OTLP endpoint that is down or slow', () => {
     expect(await dropped(metrics, 'export_failed')).toBe(4);
     await tracing.shutdown().catch(() => undefined);
     refusing.close();
+  });
+
+  it('answers every decision at once when nothing listens at the endpoint, and counts the failed export', async () => {
+    // A port the kernel handed out and took back: every connection to it is refused.
+    const closedPort = await freePort();
+    // The exporter retries a refused connection until this timeout: one second, not ten.
+    const tracing = await tracingAt(`http://127.0.0.1:${closedPort}`, {
+      OTEL_EXPORTER_OTLP_TIMEOUT: '1000',
+    });
+    const metrics = createMetrics({ size: 0, bytes: 0 }, new Map(), false);
+    const authorize = tracing.traceAuthorize(decide, metrics);
+    const started = performance.now();
+    for (let i = 0; i < 4; i++)
+      expect(await authorize({ traceparent: SAMPLED(i) })).toMatchObject({
+        outcome: 'allow',
+        identity,
+      });
+    expect(performance.now() - started).toBeLessThan(500);
+    for (let i = 0; i < 100 && (await dropped(metrics, 'export_failed')) < 4; i++) await sleep(50);
+    expect(await dropped(metrics, 'export_failed')).toBe(4);
+    expect(await dropped(metrics, 'queue_full')).toBe(0);
+    await tracing.shutdown().catch(() => undefined);
   });
 });
 

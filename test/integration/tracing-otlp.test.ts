@@ -4,7 +4,8 @@
 // http/protobuf read with the official opentelemetry-proto definitions). The client's trace id must
 // be in NGINX's access log, the verifier's SERVER span (its parent NGINX's span id), the key set
 // fetch's CLIENT span and the decision log line; and no token or secret value in any span or log
-// line.
+// line. The SERVER span says what was decided and for whom (outcome, issuer, client, DPoP, step-up,
+// the token cache's answer), and the resource names the service as OTEL_SERVICE_NAME says.
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -16,15 +17,18 @@ import {
   startOtlpReceiver,
   type OtlpReceiver,
 } from '../support/otlp-receiver.js';
+import { signProof, thumbprintOf } from '../../verifier/src/testing/dpop-proof.js';
 import { allSecretValues } from '../support/secrets.js';
 import { startSuiteStack, SUITE_OPTIONS } from '../support/local-target.js';
 
 const CLIENT_TRACE = '5cf92f3577b34da6a3ce929d0e0e4736';
+/** The verifier's own service.name when OTEL_SERVICE_NAME does not say (tracing/otel-env.ts). */
+const DEFAULT_SERVICE_NAME = 'secret-gate-verifier';
 
 describe.sequential.each([
-  ['http/json', 'application/json'],
-  ['http/protobuf', 'application/x-protobuf'],
-])('one trace per secret fetch, exported as %s', (protocol, contentType) => {
+  ['http/json', 'application/json', 'secret-gate-verifier-eu-1'],
+  ['http/protobuf', 'application/x-protobuf', undefined],
+])('one trace per secret fetch, exported as %s', (protocol, contentType, serviceName) => {
   let stack: Stack;
   let receiver: OtlpReceiver;
   const spans = () => receiver.spans();
@@ -41,6 +45,7 @@ describe.sequential.each([
           OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint,
           OTEL_EXPORTER_OTLP_PROTOCOL: protocol,
           OTEL_BSP_SCHEDULE_DELAY: '50',
+          ...(serviceName === undefined ? {} : { OTEL_SERVICE_NAME: serviceName }),
         },
       },
     });
@@ -97,6 +102,11 @@ describe.sequential.each([
     expect(attribute(server, 'secret_gate.reason')).toBe('allowed');
     expect(attribute(server, 'secret_gate.policy')).toBe('secret');
     expect(attribute(server, 'secret_gate.token_cache')).toBe('miss');
+    expect(attribute(server, 'secret_gate.outcome')).toBe('allow');
+    expect(attribute(server, 'secret_gate.issuer')).toBe(stack.urls.issuer);
+    expect(attribute(server, 'secret_gate.client')).toBe('spa-demo');
+    expect(attribute(server, 'secret_gate.dpop')).toBe('false');
+    expect(attribute(server, 'secret_gate.step_up')).toBe('met');
     const fetches = spans().filter(
       (s) => s.traceId === CLIENT_TRACE && s.kind === SPAN_KIND_CLIENT,
     );
@@ -142,6 +152,53 @@ describe.sequential.each([
     expect(line?.trace_id).not.toBe(CLIENT_TRACE.toUpperCase());
     const server = await serverSpan(line?.trace_id ?? '');
     expect(attribute(server, 'secret_gate.reason')).toBe('token_malformed');
+  });
+
+  it('records a token the verifier has seen as a cache hit, a DPoP proof, and a step-up the policy still requires', async () => {
+    const origin = stack.env.nginx.SG_EXTERNAL_ORIGIN ?? stack.urls.gate;
+    const token = await stack.mintToken({ claims: { cnf: { jkt: await thumbprintOf('ec') } } });
+    tokens.push(token);
+    /** A fresh proof each time: NGINX's edge cache passes DPoP requests on, so each is decided. */
+    async function bound(route: string, trace: string) {
+      const response = await fetch(`${stack.urls.gate}${route}`, {
+        headers: {
+          authorization: `DPoP ${token}`,
+          dpop: await signProof({ htu: `${origin}${route}`, accessToken: token }),
+          traceparent: `00-${trace}-00f067aa0ba902b7-01`,
+        },
+      });
+      await response.text();
+      return { status: response.status, server: await serverSpan(trace) };
+    }
+    const traceOf = (n: number) => `${CLIENT_TRACE.slice(0, -2)}${String(n).padStart(2, '0')}`;
+
+    const first = await bound('/secret', traceOf(1));
+    expect(first.status).toBe(200);
+    expect(attribute(first.server, 'secret_gate.token_cache')).toBe('miss');
+    expect(attribute(first.server, 'secret_gate.dpop')).toBe('true');
+
+    const again = await bound('/secret', traceOf(2));
+    expect(again.status).toBe(200);
+    expect(attribute(again.server, 'secret_gate.token_cache')).toBe('hit');
+    expect(attribute(again.server, 'secret_gate.dpop')).toBe('true');
+    expect(attribute(again.server, 'secret_gate.outcome')).toBe('allow');
+    expect(attribute(again.server, 'secret_gate.step_up')).toBe('met');
+
+    // `payments` is `secret` plus a recent multi-factor sign-in, which a client token never has.
+    const stepUp = await bound('/secret/payments', traceOf(3));
+    expect(stepUp.status).toBe(401);
+    expect(attribute(stepUp.server, 'secret_gate.policy')).toBe('payments');
+    expect(attribute(stepUp.server, 'secret_gate.token_cache')).toBe('hit');
+    expect(attribute(stepUp.server, 'secret_gate.outcome')).toBe('deny');
+    expect(attribute(stepUp.server, 'secret_gate.reason')).toBe('insufficient_user_authentication');
+    expect(attribute(stepUp.server, 'secret_gate.step_up')).toBe('required');
+    expect(attribute(stepUp.server, 'secret_gate.issuer')).toBe(stack.urls.issuer);
+    expect(attribute(stepUp.server, 'secret_gate.client')).toBe('spa-demo');
+  });
+
+  it(`exports its spans under the service name OTEL_SERVICE_NAME gives (${serviceName ?? 'unset: the default'})`, () => {
+    expect(receiver.spans().length).toBeGreaterThan(0);
+    expect([...receiver.serviceNames]).toEqual([serviceName ?? DEFAULT_SERVICE_NAME]);
   });
 
   it('writes no token and no secret value into any span or log line', async () => {

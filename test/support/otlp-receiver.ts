@@ -23,7 +23,10 @@ export interface OtlpAttribute {
   value: { stringValue?: string; boolValue?: boolean; intValue?: string | number };
 }
 interface OtlpBody {
-  resourceSpans: { scopeSpans: { spans: OtlpSpan[] }[] }[];
+  resourceSpans: {
+    resource?: { attributes?: OtlpAttribute[] };
+    scopeSpans: { spans: OtlpSpan[] }[];
+  }[];
 }
 
 /** The one message of the generated root read here (its typings declare none). */
@@ -53,16 +56,26 @@ export interface OtlpReceiver {
   readonly contentTypes: Set<string>;
   /** Every export as received (protobuf as latin1, so any UTF-8 string in it can be searched). */
   readonly raw: string[];
+  /** The `service.name` of every resource exported so far. */
+  readonly serviceNames: Set<string>;
   /** The SERVER span of `traceId`, once exported (fails after `ms`). */
   serverSpan(traceId: string, ms?: number): Promise<OtlpSpan>;
   close(): void;
 }
 
-/** Reads one export body into spans, whichever of the two encodings it came in. */
-export function decodeExport(contentType: string, body: Buffer): OtlpSpan[] {
-  const parsed = contentType.includes('protobuf')
+/** Reads one export body, whichever of the two encodings it came in. */
+function decodeBody(contentType: string, body: Buffer): OtlpBody {
+  return contentType.includes('protobuf')
     ? fromProtobuf(body)
     : (JSON.parse(body.toString('utf8')) as OtlpBody);
+}
+
+/** Reads one export body into spans, whichever of the two encodings it came in. */
+export function decodeExport(contentType: string, body: Buffer): OtlpSpan[] {
+  return spansOf(decodeBody(contentType, body));
+}
+
+function spansOf(parsed: OtlpBody): OtlpSpan[] {
   return parsed.resourceSpans.flatMap((r) => r.scopeSpans.flatMap((s) => s.spans));
 }
 
@@ -95,6 +108,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
   const received: OtlpSpan[] = [];
   const raw: string[] = [];
   const contentTypes = new Set<string>();
+  const serviceNames = new Set<string>();
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -104,7 +118,12 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
       if (req.url === '/v1/traces') {
         contentTypes.add(type);
         raw.push(body.toString(type.includes('protobuf') ? 'latin1' : 'utf8'));
-        received.push(...decodeExport(type, body));
+        const parsed = decodeBody(type, body);
+        received.push(...spansOf(parsed));
+        for (const { resource } of parsed.resourceSpans) {
+          const name = resource?.attributes?.find((a) => a.key === 'service.name');
+          if (name?.value.stringValue !== undefined) serviceNames.add(name.value.stringValue);
+        }
       }
       // An empty ExportTraceServiceResponse in the request's encoding.
       if (type.includes('protobuf'))
@@ -118,6 +137,7 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
     spans: () => received,
     contentTypes,
     raw,
+    serviceNames,
     async serverSpan(traceId, ms = 5000) {
       for (const started = Date.now(); Date.now() - started < ms; await sleep(50)) {
         const found = received.find((s) => s.traceId === traceId && s.kind === SPAN_KIND_SERVER);

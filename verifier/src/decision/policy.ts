@@ -153,9 +153,10 @@ export function stepUpDenial(
 ): Decision {
   const stepUp = stepUpChallenge(token, config);
   const code = 'insufficient_user_authentication';
+  // The token was proven either way: its issuer and client belong in the decision log and span.
   const denial =
     dpop !== undefined && credentials?.scheme === 'dpop'
-      ? dpop.step.challenge(code, undefined, stepUp)
+      ? { ...dpop.step.challenge(code, undefined, stepUp), identity: token.identity }
       : { ...deny(code, token.identity), stepUp };
   return withHeaders(denial, headers);
 }
