@@ -1,9 +1,13 @@
-// The verifier's child spans for its shared store and its grant: with OTEL_* on, a DPoP proof's
-// replay check against a real redis-server is a Redis CLIENT span, and a policy's CloudFront
-// cookies a `cloudfront.sign` span, both children of the decision's SERVER span, exported over
-// OTLP/HTTP to a receiver in this process. Neither carries a key, a `jti` or a signature. A pushed
-// logout token is a SERVER span of its own, its revocation writes to Redis its CLIENT children.
-import { readFileSync } from 'node:fs';
+// The verifier's child spans for its shared store and its grants: with OTEL_* on, a DPoP proof's
+// replay check against a real redis-server is a Redis CLIENT span, a policy's CloudFront cookies a
+// `cloudfront.sign` span and each value it mints a `mint <kind>` span, all children of the
+// decision's SERVER span, exported over OTLP/HTTP to a receiver in this process. None carries a
+// key, a `jti`, a signature or a minted value. A token exchange's call to node-oidc-provider is a
+// child of its mint span. A pushed logout token is a SERVER span of its own, its revocation writes
+// to Redis its CLIENT children.
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -11,6 +15,8 @@ import { loadConfig } from '../../verifier/src/config/load.js';
 import { createVerifierService, type VerifierService } from '../../verifier/src/service.js';
 import {
   captureLogger,
+  ISSUER,
+  mintToken,
   startJwksServer,
   type JwksServer,
 } from '../../verifier/src/testing/fixtures.js';
@@ -22,6 +28,7 @@ import {
   until,
 } from '../../verifier/src/testing/replicas.js';
 import { startTracing, type Tracing } from '../../verifier/src/tracing/otel.js';
+import { ownIdpVerifierConfig } from '../../stack/service-env.js';
 import {
   attributeOf,
   SPAN_KIND_CLIENT,
@@ -31,6 +38,8 @@ import {
   type OtlpReceiver,
   type OtlpSpan,
 } from '../support/otlp-receiver.js';
+import { REFUSED_AUDIENCE } from '../support/oidc-provider-exchange.js';
+import { startOidcProvider, type OidcProviderHarness } from '../support/oidc-provider.js';
 import { startRedisServer, type RedisServer } from '../support/redis-server.js';
 
 const ORIGIN = 'https://gate.example.com';
@@ -40,7 +49,13 @@ const KEY_FILE = fileURLToPath(
 const TRACE = '7af92f3577b34da6a3ce929d0e0e4736';
 const traceparent = (n: number) =>
   `00-${TRACE.slice(0, -2)}${String(n).padStart(2, '0')}-00f067aa0ba902b7-01`;
+const traceId = (n: number) => `${TRACE.slice(0, -2)}${String(n).padStart(2, '0')}`;
+/** The parent keys of the minted values: neither may appear in a span. */
+const CHAT_KEY = 'chat-signing-secret-'.repeat(2);
+const STREAM_KEY = 'stream-api-secret-'.repeat(2);
+const EXCHANGE_CLIENT = 'gate-exchange';
 
+let scratch: string;
 let receiver: OtlpReceiver;
 let redis: RedisServer;
 let jwks: JwksServer;
@@ -55,7 +70,21 @@ async function traceOf(traceId: string): Promise<OtlpSpan[]> {
   return spans().filter((s) => s.traceId === traceId);
 }
 
+/** A parent key in a file only its owner may read, as the minters require. */
+function keyFile(name: string, key: string): string {
+  const path = join(scratch, name);
+  writeFileSync(path, key, { mode: 0o600 });
+  return path;
+}
+
+/** The minted JSON after the set's name, as NGINX reads it from the answer. */
+function mintedOf(decision: { headers?: readonly (readonly [string, string])[] }) {
+  const minted = decision.headers?.find(([name]) => name === 'X-Auth-Minted')?.[1];
+  return JSON.parse(minted ?? '{}') as Record<string, string>;
+}
+
 beforeAll(async () => {
+  scratch = mkdtempSync(join(tmpdir(), 'sg-tracing-children-'));
   receiver = await startOtlpReceiver();
   [redis, jwks] = await Promise.all([startRedisServer(), startJwksServer(['rsaA', 'ec'])]);
   vi.stubEnv('OTEL_EXPORTER_OTLP_ENDPOINT', receiver.endpoint);
@@ -72,6 +101,22 @@ beforeAll(async () => {
   // The issuer also takes back-channel logout tokens: the receiver's writes go to the same Redis.
   const file = { ...dpopFile(jwks.url, 'required'), issuers: [logoutIssuer(jwks.url)] };
   file.policies.secret = { ...file.policies.secret, cloudfront } as typeof file.policies.secret;
+  // Two values of two kinds, both templated over the caller's subject.
+  const mint = {
+    'chat-token': {
+      kind: 'jwt',
+      alg: 'HS256',
+      keyFile: keyFile('chat.key', CHAT_KEY),
+      ttlSeconds: 120,
+      claims: { user_id: '{sub}' },
+    },
+    'stream-token': {
+      kind: 'stream-chat-token',
+      secretFile: keyFile('stream.key', STREAM_KEY),
+      ttlSeconds: 120,
+    },
+  };
+  Object.assign(file.policies, { minted: { issuers: [ISSUER], scopes: ['secrets:read'], mint } });
   const config = loadConfig(
     { VERIFIER_REDIS_URL: redis.url, VERIFIER_CONFIG: '/test/config.json' },
     (path) => (path === KEY_FILE ? readFileSync(KEY_FILE, 'utf8') : JSON.stringify(file)),
@@ -89,6 +134,7 @@ afterAll(async () => {
   await tracing?.shutdown().catch(() => undefined);
   await Promise.all([redis?.stop(), jwks?.close()]);
   receiver?.close();
+  if (scratch) rmSync(scratch, { recursive: true, force: true });
 });
 
 describe('child spans of a decision', () => {
@@ -173,5 +219,131 @@ describe('child spans of a decision', () => {
     await service.authorize({ ...(await boundRequest(ORIGIN)), traceparent: traceparent(5) });
     await traceOf(`${TRACE.slice(0, -2)}05`);
     expect(spans().filter((s) => s.traceId === `${TRACE.slice(0, -2)}04`)).toEqual([]);
+  });
+});
+
+describe('mint spans of a decision', () => {
+  const subject = 'mint-span-subject-7f3a';
+  const ask = async (n: number, token: string) =>
+    service.authorize({
+      policy: 'minted',
+      authorization: `Bearer ${token}`,
+      traceparent: traceparent(n),
+    });
+
+  it('records one INTERNAL span per value minted under the SERVER span, naming never a value', async () => {
+    const token = await mintToken({ claims: { sub: subject } });
+    const decision = await ask(6, token);
+    expect(decision.outcome).toBe('allow');
+    const traced = await traceOf(traceId(6));
+    const server = traced.find((s) => s.kind === SPAN_KIND_SERVER)!;
+
+    const mints = traced.filter((s) => s.name.startsWith('mint '));
+    expect(mints.map((s) => s.name).sort()).toEqual(['mint jwt', 'mint stream-chat-token']);
+    for (const span of mints) {
+      expect(span.kind).toBe(SPAN_KIND_INTERNAL);
+      expect(span.parentSpanId).toBe(server.spanId);
+      expect(attribute(span, 'secret_gate.policy')).toBe('minted');
+      expect(span.status?.code ?? 0).not.toBe(2);
+    }
+    const byName = Object.fromEntries(mints.map((s) => [attribute(s, 'secret_gate.mint.name'), s]));
+    expect(attribute(byName['chat-token'], 'secret_gate.mint.kind')).toBe('jwt');
+    expect(attribute(byName['stream-token'], 'secret_gate.mint.kind')).toBe('stream-chat-token');
+
+    // Neither value (nor a part of it), the keys, the subject the claims name, or the token.
+    const values = mintedOf(decision);
+    expect(Object.keys(values).sort()).toEqual(['chat-token', 'expires_at', 'stream-token']);
+    const exported = JSON.stringify(traced);
+    for (const value of [values['chat-token']!, values['stream-token']!])
+      for (const part of value.split('.')) expect(exported).not.toContain(part);
+    for (const secret of [CHAT_KEY, STREAM_KEY, subject, token.split('.')[2]!])
+      expect(exported).not.toContain(secret);
+  });
+
+  it('records no mint span when the set is served from the minted cache', async () => {
+    const token = await mintToken({ claims: { sub: `${subject}-cached` } });
+    const first = await ask(7, token);
+    const again = await ask(8, token);
+    expect(mintedOf(again)).toEqual(mintedOf(first));
+    expect((await traceOf(traceId(7))).filter((s) => s.name.startsWith('mint '))).toHaveLength(2);
+    const cached = await traceOf(traceId(8));
+    expect(cached.filter((s) => s.name.startsWith('mint '))).toEqual([]);
+  });
+});
+
+describe('mint spans of a token exchange (node-oidc-provider)', () => {
+  let provider: OidcProviderHarness;
+  let exchanging: VerifierService;
+
+  beforeAll(async () => {
+    provider = await startOidcProvider({ tokenExchangeClient: EXCHANGE_CLIENT });
+    const entry = (audience: string) => ({
+      kind: 'token-exchange',
+      clientId: EXCHANGE_CLIENT,
+      clientAuth: {
+        method: 'client_secret_basic',
+        secretFile: keyFile('exchange.secret', `${EXCHANGE_CLIENT}-secret`),
+      },
+      audience,
+      ttlSeconds: 120,
+    });
+    const file = ownIdpVerifierConfig({
+      issuer: provider.issuer,
+      audience: provider.resource,
+      preset: 'rfc9068',
+    }) as { policies: Record<string, object> };
+    const secret = file.policies.secret!;
+    file.policies.secret = { ...secret, mint: { 'partner-token': entry('partner-api') } };
+    file.policies.refused = { ...secret, mint: { 'partner-token': entry(REFUSED_AUDIENCE) } };
+    const config = loadConfig({ VERIFIER_CONFIG: '/test/exchange.json' }, () =>
+      JSON.stringify(file),
+    );
+    exchanging = createVerifierService(config, {
+      logger: captureLogger().logger,
+      defaultMetrics: false,
+      tracing,
+    });
+    await exchanging.start();
+  }, 60_000);
+  afterAll(async () => {
+    await exchanging?.stop();
+    await provider?.close();
+  });
+
+  const exchange = async (n: number, policy: string, token: string) =>
+    exchanging.authorize({ policy, authorization: `Bearer ${token}`, traceparent: traceparent(n) });
+
+  it("records the provider's token call as a child of the mint span", async () => {
+    const token = await provider.token('spa-demo');
+    const decision = await exchange(9, 'secret', token);
+    expect(decision.outcome).toBe('allow');
+    const traced = await traceOf(traceId(9));
+    const server = traced.find((s) => s.kind === SPAN_KIND_SERVER)!;
+    const mint = traced.find((s) => s.name === 'mint token-exchange')!;
+    expect(mint.kind).toBe(SPAN_KIND_INTERNAL);
+    expect(mint.parentSpanId).toBe(server.spanId);
+    expect(attribute(mint, 'secret_gate.mint.name')).toBe('partner-token');
+
+    const call = traced.find((s) => s.kind === SPAN_KIND_CLIENT && s.name === 'POST')!;
+    expect(attribute(call, 'url.full')).toBe(provider.tokenEndpoint);
+    expect(call.parentSpanId).toBe(mint.spanId);
+    expect(attribute(call, 'http.response.status_code')).toBe('200');
+
+    // Neither the exchanged token, the caller's token nor the client's secret.
+    const exported = JSON.stringify(traced);
+    const exchanged = mintedOf(decision)['partner-token']!;
+    for (const secret of [exchanged, token.split('.')[2]!, `${EXCHANGE_CLIENT}-secret`])
+      expect(exported).not.toContain(secret);
+  });
+
+  it('marks the mint span failed, with the error class only, when the provider refuses', async () => {
+    const decision = await exchange(10, 'refused', await provider.token('spa-demo'));
+    expect(decision.reason).toBe('mint_exchange_refused');
+    const traced = await traceOf(traceId(10));
+    const mint = traced.find((s) => s.name === 'mint token-exchange')!;
+    expect(mint.status).toEqual({ code: 2, message: 'MintError' });
+    const call = traced.find((s) => s.kind === SPAN_KIND_CLIENT && s.name === 'POST')!;
+    expect(call.parentSpanId).toBe(mint.spanId);
+    expect(attribute(call, 'http.response.status_code')).toBe('400');
   });
 });

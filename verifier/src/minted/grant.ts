@@ -3,12 +3,14 @@
 // after the set's name, and NGINX merges into the static set's body
 // (nginx/njs/minted-set.js); the static values never come here. A value that cannot be minted
 // refuses the request (no half-filled set): verify-answer.ts renders the reason for NGINX.
+// Each value actually minted is a traced step (`mint <kind>`); a set served from the cache is not.
 import { decodeJwt } from 'jose';
 import type { EpochSeconds } from '../clock.js';
 import type { MintSection } from '../config/mint.js';
 import type { Grant, GrantCaller, RevocationCheck } from '../decision/decision.js';
 import { VerifyError } from '../errors.js';
 import type { Logger } from '../log.js';
+import { traceWork, type TracedWork } from '../tracing/work-channel.js';
 import { createMintedCache, type MintedCacheOptions, type MintedSet } from './minted-cache.js';
 import {
   createMinter,
@@ -84,9 +86,18 @@ export type MintedGrant = Grant & { readonly publicJwks: () => readonly PublicJw
 /** The grant of a policy with a `mint` section; minters are built once, here. */
 export function createMintedGrant(options: MintedGrantOptions): MintedGrant {
   const { policy, revocation, logger } = options;
-  const minters = Object.entries(options.entries).map(
-    ([name, entry]) => [name, createMinter(entry, options.context)] as const,
-  );
+  const minters = Object.entries(options.entries).map(([name, entry]) => {
+    // The span names the policy, the value and its kind: never the value, a claim or a key.
+    const work: Omit<TracedWork, 'error'> = {
+      name: `mint ${entry.kind}`,
+      attributes: {
+        'secret_gate.policy': policy,
+        'secret_gate.mint.name': name,
+        'secret_gate.mint.kind': entry.kind,
+      },
+    };
+    return [name, createMinter(entry, options.context), work] as const;
+  });
   const sessions = new WeakMap<MintedSet, GrantCaller['token']>();
   const cache = createMintedCache({
     maxEntries: MAX_SETS,
@@ -111,7 +122,11 @@ export function createMintedGrant(options: MintedGrantOptions): MintedGrant {
     const expiresAt: Record<string, number> = {};
     try {
       const minted = await Promise.all(
-        minters.map(async ([name, minter]) => ({ name, ...(await minter.mint(who, now)) })),
+        minters.map(async ([name, minter, work]) => ({
+          name,
+          // A fresh context per mint: the channel tells concurrent mints apart by it.
+          ...(await traceWork({ ...work }, () => minter.mint(who, now))),
+        })),
       );
       for (const { name, value, expiresAt: at } of minted) {
         values[name] = value;
