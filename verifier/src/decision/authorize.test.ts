@@ -5,6 +5,7 @@ import { base64url, importJWK, SignJWT } from 'jose';
 import { createAuthorizer } from './authorize.js';
 import { loadConfig } from '../config/load.js';
 import { createTokenCache } from '../token/token-cache.js';
+import { MAX_TOKEN_BYTES } from '../token/token-shape.js';
 import { createTokenVerifier } from '../token/token-verifier.js';
 import type { Decision } from './decision.js';
 import type { JwtIssuer } from '../config/model.js';
@@ -458,6 +459,39 @@ describe('authorize: answers', () => {
     expect(entry.fp).toBe(createHash('sha256').update(token).digest('hex').slice(0, 8));
     expect(plain.lines.join('\n')).not.toContain(token.split('.')[2]!);
     expect(plain.lines.join('\n')).not.toContain(token.split('.')[1]!);
+  });
+  it.each([
+    // As an IdP issues one with many groups: signed, 17 KiB (past the header's bound too).
+    [
+      'a signed 17 KiB token',
+      () =>
+        mint({
+          claims: {
+            aud: 'spa-demo',
+            sub: 'large-check',
+            groups: Array.from({ length: 1300 }, (_, i) => `group-${i}`),
+          },
+        }),
+    ],
+    ['a token one byte over', () => Promise.resolve(`${'x'.repeat(MAX_TOKEN_BYTES)}y`)],
+  ])('%s is logged with the limit it passed, never the token', async (_title, tokenOf) => {
+    const token = await tokenOf();
+    expect(token.length).toBeGreaterThan(MAX_TOKEN_BYTES);
+    plain.lines.length = 0;
+    await plain.service.authorize({
+      ...bearer(token),
+      originalUri: '/secret',
+      originalMethod: 'GET',
+    });
+    const line = plain.lines.find((l) => l.includes('"denied"'))!;
+    expect(JSON.parse(line)).toMatchObject({
+      level: 30,
+      reason: 'token_too_large',
+      detail: `token is larger than ${MAX_TOKEN_BYTES} bytes`,
+    });
+    // Bounded: the line's own fields and the token's fingerprint, nothing of the token itself.
+    expect(line.length).toBeLessThan(1024);
+    for (const part of token.split('.')) expect(plain.lines.join('\n')).not.toContain(part);
   });
   it.each([
     ['an encoded query', '/secret%3Faccess_token=', '/secret[cut]'],
