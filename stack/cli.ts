@@ -7,7 +7,7 @@ import { startProductionStack } from './production.js';
 import { DEFAULT_PORTS } from './service-env.js';
 import { discoveryReport } from './discovery-report.js';
 import { SettingsError, verifierVariables } from './verifier-settings.js';
-import { OTEL_VARIABLES } from '../verifier/src/tracing/otel-env.js';
+import { tracingEnv } from './trace-env.js';
 
 const HELP = `usage: npm start -- [options]
 
@@ -123,9 +123,7 @@ async function main(): Promise<void> {
       log,
       verifierVariables: variables,
       ...(values.config === undefined ? {} : { policyFile: values.config }),
-      // The OpenTelemetry specification's variables reach the verifier as set, and turn on NGINX's
-      // trace context, off by default for its cost (docs/tracing.md).
-      env: { verifier: otelVariables(env), nginx: traceContext(env) },
+      env: tracingEnv(env),
       ...(audience === undefined ? {} : { audience }),
       ...(ownIdp === undefined ? {} : { ownIdp }),
     });
@@ -197,18 +195,3 @@ A new token any time:
 }
 
 void main();
-
-/** The OTEL_* variables of `env` the verifier honours, as they are set. */
-function otelVariables(env: NodeJS.ProcessEnv): Record<string, string> {
-  return Object.fromEntries(
-    OTEL_VARIABLES.flatMap((name) => (env[name] === undefined ? [] : [[name, env[name]]])),
-  );
-}
-
-/** SG_TRACE_CONTEXT as given, else `on` where the verifier exports traces. */
-function traceContext(env: NodeJS.ProcessEnv): Record<string, string> {
-  const given = env.SG_TRACE_CONTEXT;
-  if (given !== undefined) return { SG_TRACE_CONTEXT: given };
-  const exporting = env.OTEL_EXPORTER_OTLP_ENDPOINT ?? env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
-  return exporting ? { SG_TRACE_CONTEXT: 'on' } : {};
-}
